@@ -1,0 +1,1 @@
+"""Adapters to the outside world: DynamoDB, SQS, Discord REST, LLM endpoints."""

@@ -1,0 +1,197 @@
+"""Server configuration and user profiles: one item each, read together in one request."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.models import (
+    Capabilities,
+    Persona,
+    PrivacyLevel,
+    RenderMode,
+    ServerConfig,
+    StmCategory,
+    StmConfig,
+    UserProfile,
+)
+
+
+class StaleConfiguration(Exception):
+    """Someone else saved the configuration since it was read; ``current`` is what is stored now."""
+
+    def __init__(self, current: ServerConfig | UserProfile | None) -> None:
+        super().__init__("the configuration changed since it was read")
+        self.current = current
+
+
+def server_config_key(server_id: str) -> Key:
+    return {"pk": f"SERVER#{server_id}", "sk": "CONFIG"}
+
+
+def user_profile_key(user_id: str) -> Key:
+    return {"pk": f"USER#{user_id}", "sk": "PROFILE"}
+
+
+class ConfigStore:
+    def __init__(self, table: KiokuTable) -> None:
+        self._table = table
+
+    def load(self, server_id: str | None, user_id: str) -> tuple[ServerConfig, UserProfile]:
+        """The server's configuration (defaults for DMs and unknown servers) and the user's profile."""
+        keys = [user_profile_key(user_id)]
+        if server_id:
+            keys.append(server_config_key(server_id))
+        by_pk = {item["pk"]: item for item in self._table.batch_get(keys)}
+        config = server_config_from_item(by_pk.get(f"SERVER#{server_id}"), server_id)
+        profile = user_profile_from_item(by_pk.get(f"USER#{user_id}"), user_id)
+        return config, profile
+
+    def get_server_config(self, server_id: str) -> ServerConfig:
+        return server_config_from_item(self._table.get(server_config_key(server_id)), server_id)
+
+    def save_server_config(self, config: ServerConfig) -> ServerConfig:
+        """Store ``config`` if nobody saved since it was read (its ``version``); returns the saved one."""
+        if not config.server_id:
+            raise ValueError("a DM has no server configuration to save")
+        saved = replace(config, version=config.version + 1)
+        try:
+            self._table.put(
+                server_config_to_item(saved),
+                condition="attribute_not_exists(pk) OR #version = :read_version",
+                names={"#version": "version"},
+                values={":read_version": config.version},
+            )
+        except ConditionFailed as exc:
+            raise StaleConfiguration(server_config_from_item(exc.old_item, config.server_id)) from exc
+        return saved
+
+    def get_user_profile(self, user_id: str) -> UserProfile:
+        return user_profile_from_item(self._table.get(user_profile_key(user_id)), user_id)
+
+    def save_user_profile(self, profile: UserProfile) -> UserProfile:
+        saved = replace(profile, version=profile.version + 1)
+        try:
+            self._table.put(
+                user_profile_to_item(saved),
+                condition="attribute_not_exists(pk) OR #version = :read_version",
+                names={"#version": "version"},
+                values={":read_version": profile.version},
+            )
+        except ConditionFailed as exc:
+            raise StaleConfiguration(user_profile_from_item(exc.old_item, profile.user_id)) from exc
+        return saved
+
+
+def server_config_from_item(item: Item | None, server_id: str | None) -> ServerConfig:
+    if item is None:
+        return ServerConfig(server_id=server_id)
+    persona = item.get("persona", {})
+    capabilities = item.get("capabilities", {})
+    stm = item.get("stm", {})
+    defaults = StmConfig()
+    return ServerConfig(
+        server_id=server_id,
+        persona=Persona(
+            persona_id=str(persona.get("persona_id", Persona.persona_id)),
+            lineage_id=int(persona.get("lineage_id", Persona.lineage_id)),
+            name=str(persona.get("name", Persona.name)),
+            system_prompt=str(persona.get("system_prompt", "")),
+        ),
+        capabilities=Capabilities(**{k: bool(v) for k, v in capabilities.items() if k in _CAPABILITY_FLAGS}),
+        private_channel_ids=frozenset(item.get("private_channel_ids", ())),
+        stm_privacy_bypass=bool(item.get("stm_privacy_bypass", False)),
+        stm=StmConfig(
+            render_mode=RenderMode(stm.get("render_mode", defaults.render_mode)),
+            refresh_cadence=int(stm.get("refresh_cadence", defaults.refresh_cadence)),
+            crude_message_count=_optional_int(stm.get("crude_message_count")),
+            nudge_injection_depth=int(stm.get("nudge_injection_depth", defaults.nudge_injection_depth)),
+            content_injection_depth=int(stm.get("content_injection_depth", defaults.content_injection_depth)),
+            tool_description_override=stm.get("tool_description_override"),
+            update_nudge_override=stm.get("update_nudge_override"),
+        ),
+        categories=tuple(
+            sorted(
+                (
+                    StmCategory(
+                        slug=str(c["slug"]),
+                        label=str(c["label"]),
+                        description=str(c.get("description", "")),
+                        position=int(c.get("position", 0)),
+                    )
+                    for c in item.get("categories", ())
+                ),
+                key=lambda category: category.position,
+            )
+        ),
+        trigger_words=tuple(item.get("trigger_words", ())),
+        answer_other_bots=bool(item.get("answer_other_bots", False)),
+        version=int(item.get("version", 0)),
+    )
+
+
+_CAPABILITY_FLAGS = frozenset(Capabilities.__dataclass_fields__)
+
+
+def server_config_to_item(config: ServerConfig) -> Item:
+    stm = config.stm
+    return {
+        **server_config_key(config.server_id or ""),
+        "persona": {
+            "persona_id": config.persona.persona_id,
+            "lineage_id": config.persona.lineage_id,
+            "name": config.persona.name,
+            "system_prompt": config.persona.system_prompt,
+        },
+        "capabilities": {flag: getattr(config.capabilities, flag) for flag in sorted(_CAPABILITY_FLAGS)},
+        "private_channel_ids": sorted(config.private_channel_ids),
+        "stm_privacy_bypass": config.stm_privacy_bypass,
+        "stm": _without_none(
+            {
+                "render_mode": stm.render_mode.value,
+                "refresh_cadence": stm.refresh_cadence,
+                "crude_message_count": stm.crude_message_count,
+                "nudge_injection_depth": stm.nudge_injection_depth,
+                "content_injection_depth": stm.content_injection_depth,
+                "tool_description_override": stm.tool_description_override,
+                "update_nudge_override": stm.update_nudge_override,
+            }
+        ),
+        "categories": [
+            {"slug": c.slug, "label": c.label, "description": c.description, "position": c.position}
+            for c in config.categories
+        ],
+        "trigger_words": list(config.trigger_words),
+        "answer_other_bots": config.answer_other_bots,
+        "version": config.version,
+    }
+
+
+def user_profile_from_item(item: Item | None, user_id: str) -> UserProfile:
+    if item is None:
+        return UserProfile(user_id=user_id)
+    return UserProfile(
+        user_id=user_id,
+        privacy_level=PrivacyLevel(item.get("privacy_level", PrivacyLevel.NONE)),
+        cross_server_opt_in=bool(item.get("cross_server_opt_in", False)),
+        version=int(item.get("version", 0)),
+    )
+
+
+def user_profile_to_item(profile: UserProfile) -> Item:
+    return {
+        **user_profile_key(profile.user_id),
+        "privacy_level": profile.privacy_level.value,
+        "cross_server_opt_in": profile.cross_server_opt_in,
+        "version": profile.version,
+    }
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None else int(value)
+
+
+def _without_none(values: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in values.items() if value is not None}

@@ -1,0 +1,45 @@
+"""Errors the data layer raises instead of botocore's, so callers never see AWS exceptions."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+
+class StoreError(Exception):
+    """Base class of every data-layer error."""
+
+
+class StoreUnavailable(StoreError):
+    """DynamoDB could not be reached or kept failing after botocore's retries."""
+
+
+class ConditionFailed(StoreError):
+    """A conditional write found the item in another state; ``old_item`` is that state (or None)."""
+
+    def __init__(self, old_item: dict[str, Any] | None) -> None:
+        super().__init__("condition check failed")
+        self.old_item = old_item
+
+
+@dataclass(frozen=True, slots=True)
+class CancellationReason:
+    code: str
+    old_item: dict[str, Any] | None = None
+
+    @property
+    def condition_failed(self) -> bool:
+        return self.code == "ConditionalCheckFailed"
+
+
+class TransactionCancelled(StoreError):
+    """A transaction was cancelled; ``reasons`` line up with the transaction's items."""
+
+    def __init__(self, reasons: list[CancellationReason]) -> None:
+        super().__init__("transaction cancelled: " + ", ".join(r.code for r in reasons))
+        self.reasons = reasons
+
+    @property
+    def conflicted(self) -> bool:
+        """True when another transaction on the same items raced this one (safe to retry)."""
+        return any(r.code in {"TransactionConflict", "ThrottlingError"} for r in self.reasons)

@@ -1,0 +1,187 @@
+"""A thin typed wrapper over the DynamoDB low-level client for the single kioku table."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import boto3
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.config import Config
+from botocore.exceptions import BotoCoreError, ClientError
+
+from kioku.adapters.dynamodb.errors import (
+    CancellationReason,
+    ConditionFailed,
+    StoreUnavailable,
+    TransactionCancelled,
+)
+
+Item = dict[str, Any]
+Key = dict[str, str]
+
+_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=2, read_timeout=5)
+_BATCH_GET_LIMIT = 100
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+
+def make_client(session: boto3.session.Session | None = None):
+    """A DynamoDB client honouring AWS_ENDPOINT_URL_DYNAMODB, with botocore's standard retries."""
+    return (session or boto3.session.Session()).client("dynamodb", config=_CLIENT_CONFIG)
+
+
+def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
+    return {name: _serializer.serialize(value) for name, value in item.items() if value is not None}
+
+
+def from_wire(item: Mapping[str, Any] | None) -> Item | None:
+    if item is None:
+        return None
+    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+
+
+class KiokuTable:
+    """Every DynamoDB call kioku makes goes through here; botocore errors become data-layer errors."""
+
+    def __init__(self, table_name: str, client=None) -> None:
+        self.name = table_name
+        self.client = client if client is not None else make_client()
+
+    def get(self, key: Key, *, consistent: bool = True) -> Item | None:
+        response = self._call("get_item", TableName=self.name, Key=to_wire(key), ConsistentRead=consistent)
+        return from_wire(response.get("Item"))
+
+    def batch_get(self, keys: Sequence[Key], *, consistent: bool = True) -> list[Item]:
+        """Items for ``keys`` (missing ones left out), retrying unprocessed keys."""
+        found: list[Item] = []
+        pending = [to_wire(dict(key)) for key in dict.fromkeys(tuple(sorted(k.items())) for k in keys)]
+        while pending:
+            chunk, pending = pending[:_BATCH_GET_LIMIT], pending[_BATCH_GET_LIMIT:]
+            request = {self.name: {"Keys": chunk, "ConsistentRead": consistent}}
+            while request:
+                response = self._call("batch_get_item", RequestItems=request)
+                found.extend(from_wire(item) for item in response.get("Responses", {}).get(self.name, []))
+                request = response.get("UnprocessedKeys") or {}
+        return found
+
+    def put(self, item: Item, *, condition: str | None = None, names=None, values=None) -> None:
+        params: dict[str, Any] = {"TableName": self.name, "Item": to_wire(item)}
+        self._add_condition(params, condition, names, values)
+        self._call("put_item", **params)
+
+    def update(
+        self,
+        key: Key,
+        update: str,
+        *,
+        condition: str | None = None,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        return_new: bool = False,
+    ) -> Item | None:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "UpdateExpression": update}
+        self._add_condition(params, condition, names, values)
+        if return_new:
+            params["ReturnValues"] = "ALL_NEW"
+        response = self._call("update_item", **params)
+        return from_wire(response.get("Attributes"))
+
+    def delete(self, key: Key, *, condition: str | None = None, names=None, values=None) -> Item | None:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "ReturnValues": "ALL_OLD"}
+        self._add_condition(params, condition, names, values)
+        return from_wire(self._call("delete_item", **params).get("Attributes"))
+
+    def query(
+        self,
+        key_condition: str,
+        *,
+        names: Mapping[str, str] | None = None,
+        values: Mapping[str, Any] | None = None,
+        index: str | None = None,
+        newest_first: bool = False,
+        limit: int | None = None,
+        consistent: bool = False,
+        start_key: Key | None = None,
+    ) -> tuple[list[Item], Key | None]:
+        """One page of a query: the items and the key to continue from (None at the end)."""
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": key_condition,
+            "ScanIndexForward": not newest_first,
+        }
+        if names:
+            params["ExpressionAttributeNames"] = dict(names)
+        if values:
+            params["ExpressionAttributeValues"] = to_wire(values)
+        if index:
+            params["IndexName"] = index
+        elif consistent:
+            params["ConsistentRead"] = True
+        if limit:
+            params["Limit"] = limit
+        if start_key:
+            params["ExclusiveStartKey"] = to_wire(start_key)
+        response = self._call("query", **params)
+        items = [from_wire(item) for item in response.get("Items", [])]
+        return items, from_wire(response.get("LastEvaluatedKey"))
+
+    def transact_write(self, operations: Iterable[Mapping[str, Any]]) -> None:
+        """Run ``operations`` (already in wire form, see ``op_*``) all-or-nothing."""
+        self._call("transact_write_items", TransactItems=list(operations))
+
+    # -- operation builders for transact_write --------------------------------------------------
+
+    def op_put(self, item: Item, *, condition: str | None = None, names=None, values=None) -> dict:
+        params: dict[str, Any] = {"TableName": self.name, "Item": to_wire(item)}
+        self._add_condition(params, condition, names, values)
+        return {"Put": params}
+
+    def op_update(self, key: Key, update: str, *, condition: str | None = None, names=None, values=None):
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "UpdateExpression": update}
+        self._add_condition(params, condition, names, values)
+        return {"Update": params}
+
+    def op_delete(self, key: Key, *, condition: str | None = None, names=None, values=None) -> dict:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key)}
+        self._add_condition(params, condition, names, values)
+        return {"Delete": params}
+
+    def op_check(self, key: Key, condition: str, *, names=None, values=None) -> dict:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key)}
+        self._add_condition(params, condition, names, values)
+        return {"ConditionCheck": params}
+
+    # -- internals --------------------------------------------------------------------------------
+
+    @staticmethod
+    def _add_condition(params, condition, names, values) -> None:
+        if condition:
+            params["ConditionExpression"] = condition
+            params["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        if names:
+            params["ExpressionAttributeNames"] = dict(names)
+        if values:
+            params["ExpressionAttributeValues"] = to_wire(values)
+
+    def _call(self, operation: str, **params: Any) -> dict[str, Any]:
+        try:
+            return getattr(self.client, operation)(**params)
+        except ClientError as exc:
+            raise _translate(exc) from exc
+        except BotoCoreError as exc:
+            raise StoreUnavailable(f"{operation} failed: {exc.__class__.__name__}") from exc
+
+
+def _translate(exc: ClientError) -> Exception:
+    error = exc.response.get("Error", {})
+    code = error.get("Code", "")
+    if code == "ConditionalCheckFailedException":
+        return ConditionFailed(from_wire(exc.response.get("Item")))
+    if code == "TransactionCanceledException":
+        reasons = [
+            CancellationReason(code=r.get("Code", "None"), old_item=from_wire(r.get("Item")))
+            for r in exc.response.get("CancellationReasons", [])
+        ]
+        return TransactionCancelled(reasons)
+    return StoreUnavailable(f"DynamoDB error {code or 'unknown'}")

@@ -1,0 +1,87 @@
+"""Typed configuration: the environment variables of INTERFACES.md, validated once per cold start."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+
+
+class ConfigurationError(RuntimeError):
+    """The environment is missing a variable or holds an invalid one."""
+
+
+def _hex_key(value: str) -> str:
+    value = value.strip().lower()
+    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
+        raise ValueError("must be 64 hex characters (a 32-byte Ed25519 public key)")
+    return value
+
+
+class Settings(BaseModel):
+    """Every variable a function reads. Field names are the environment variable names."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore", str_strip_whitespace=True)
+
+    TABLE_NAME: str = Field(min_length=3)
+    TURN_QUEUE_URL: str = Field(min_length=1)
+    DISCORD_APPLICATION_ID: str = Field(pattern=r"^\d{1,20}$")
+    DISCORD_PUBLIC_KEY: str
+    RELAY_PUBLIC_KEY: str
+    DISCORD_BOT_TOKEN: SecretStr | None = None
+    DISCORD_API_BASE_URL: str = "https://discord.com/api/v10"
+    KIOKU_SECRET_ARN: str | None = None
+
+    LLM_PROVIDER: Literal["openai", "scripted"] = "openai"
+    LLM_BASE_URL: str = "https://api.openai.com/v1"
+    LLM_MODEL: str | None = None
+    LLM_API_KEY: SecretStr | None = None
+    LLM_SUPPORTS_TOOLS: bool = True
+    LLM_SUPPORTS_VISION: bool = True
+    LLM_TIMEOUT_SECONDS: float = Field(default=60.0, gt=0, le=600)
+
+    DIALOGUE_HISTORY_LIMIT: int = Field(default=10, ge=1, le=100)
+
+    SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT: int = Field(default=6, ge=0, le=50)
+    SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS: int = Field(default=3, ge=0, le=20)
+    SHORT_TERM_MEMORY_TTL_HOURS: float = Field(default=12, gt=0)
+    SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS: float = Field(default=24, gt=0)
+    SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH: int = Field(default=1500, ge=100, le=4000)
+    SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL: int = Field(default=10, ge=1, le=50)
+    STM_MAX_CATEGORIES: int = Field(default=5, ge=1, le=10)
+    STM_JANITOR_RETENTION_DAYS: int = Field(default=90, ge=1)
+    STM_FRESH_WINDOW_MINUTES: float = Field(default=60, ge=0)
+    STM_FRESH_INJECTION_DEPTH: int = Field(default=2, ge=0)
+    MAX_SERVER_MEMORIES: int = Field(default=100, ge=1, le=1000)
+    MAX_PERSONAL_MEMORIES: int = Field(default=100, ge=1, le=1000)
+    MAX_MEMORY_LENGTH: int = Field(default=1000, ge=10, le=4000)
+
+    _check_discord_key = field_validator("DISCORD_PUBLIC_KEY", "RELAY_PUBLIC_KEY")(_hex_key)
+
+    @classmethod
+    def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        values = {name: env[name] for name in cls.model_fields if env.get(name, "").strip() != ""}
+        try:
+            return cls.model_validate(values)
+        except ValidationError as exc:
+            raise ConfigurationError(describe_validation_error(exc)) from None
+
+
+def describe_validation_error(exc: ValidationError) -> str:
+    """One line per bad variable, naming it; never echoes a value (it may be a secret)."""
+    problems = []
+    for error in exc.errors():
+        name = ".".join(str(part) for part in error["loc"]) or "environment"
+        reason = "is required but not set" if error["type"] == "missing" else error["msg"]
+        problems.append(f"{name} {reason}")
+    return "invalid configuration: " + "; ".join(problems)
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The settings of this container, read from the environment on first use."""
+    return Settings.from_environ()

@@ -1,0 +1,146 @@
+"""The domain's shared vocabulary: server configuration, user profile, context items.
+
+Frozen dataclasses rather than pydantic models: the domain is imported on hot paths and
+must stay cheap to import and to copy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class PrivacyLevel(StrEnum):
+    NONE = "none"
+    PARTIAL = "partial"
+    FULL = "full"
+
+
+class RenderMode(StrEnum):
+    CRUDE_SUMMARY = "crude_summary"
+    SUPERSEDE = "supersede"
+
+
+DEFAULT_REFRESH_CADENCE = 5
+DEFAULT_NUDGE_INJECTION_DEPTH = 2
+ANCHORED_TOP_DEPTH = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Persona:
+    persona_id: str = "kioku"
+    lineage_id: int = 1
+    name: str = "Kioku"
+    system_prompt: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    short_term_memory_enabled: bool = True
+    self_teaching_enabled: bool = True
+    personal_memories_enabled: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StmCategory:
+    slug: str
+    label: str
+    description: str
+    position: int
+
+
+@dataclass(frozen=True, slots=True)
+class StmConfig:
+    """Per-server STM parameters; None for crude_message_count means the environment default."""
+
+    render_mode: RenderMode = RenderMode.CRUDE_SUMMARY
+    refresh_cadence: int = DEFAULT_REFRESH_CADENCE
+    crude_message_count: int | None = None
+    nudge_injection_depth: int = DEFAULT_NUDGE_INJECTION_DEPTH
+    content_injection_depth: int = ANCHORED_TOP_DEPTH
+    tool_description_override: str | None = None
+    update_nudge_override: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ServerConfig:
+    """Everything a turn needs to know about a server, read in one request.
+
+    A server with no stored row, and every DM, gets these defaults.
+    """
+
+    server_id: str | None = None
+    persona: Persona = field(default_factory=Persona)
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    private_channel_ids: frozenset[str] = frozenset()
+    stm_privacy_bypass: bool = False
+    stm: StmConfig = field(default_factory=StmConfig)
+    categories: tuple[StmCategory, ...] = ()
+    trigger_words: tuple[str, ...] = ()
+    answer_other_bots: bool = False
+    version: int = 0
+
+    def is_private_channel(self, channel_id: str | None, parent_channel_id: str | None = None) -> bool:
+        ids = self.private_channel_ids
+        return (channel_id is not None and channel_id in ids) or (
+            parent_channel_id is not None and parent_channel_id in ids
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class UserProfile:
+    user_id: str
+    privacy_level: PrivacyLevel = PrivacyLevel.NONE
+    cross_server_opt_in: bool = False
+    version: int = 0
+
+
+class ContextTag(StrEnum):
+    """What a context item is, so later stages can find and place it."""
+
+    SYSTEM_PROMPT = "SYSTEM_PROMPT"
+    KNOWLEDGE_LONG_TERM_MEMORY = "KNOWLEDGE_LONG_TERM_MEMORY"
+    KNOWLEDGE_SHORT_TERM_MEMORY = "KNOWLEDGE_SHORT_TERM_MEMORY"
+    TOOL_HINT = "TOOL_HINT"
+    DIALOGUE_SAMPLE = "DIALOGUE_SAMPLE"
+    DIALOGUE_HISTORY = "DIALOGUE_HISTORY"
+
+
+@dataclass(frozen=True, slots=True)
+class ContextItem:
+    """One message of the model request before it is serialised.
+
+    ``content`` is a string or a list of OpenAI content parts (text and image_url).
+    """
+
+    role: str
+    tag: ContextTag
+    content: str | list[dict[str, Any]]
+    name: str | None = None
+
+    def to_openai(self) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": self.role, "content": self.content}
+        if self.name:
+            message["name"] = self.name
+        return message
+
+
+@dataclass(frozen=True, slots=True)
+class Participant:
+    """Someone seen in the conversation, with every name people may call them by."""
+
+    user_id: str
+    username: str
+    global_name: str | None = None
+    nickname: str | None = None
+    is_bot: bool = False
+    is_bridge: bool = False
+
+    @property
+    def display_name(self) -> str:
+        return self.nickname or self.global_name or self.username
+
+    def known_names(self) -> tuple[str, ...]:
+        names = (self.display_name, self.nickname, self.global_name, self.username)
+        return tuple(dict.fromkeys(name for name in names if name))

@@ -1,0 +1,1 @@
+"""Services wire the domain and the adapters together for one use case (a command, a turn)."""

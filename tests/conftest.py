@@ -1,0 +1,111 @@
+"""Shared fixtures: fake AWS credentials, moto (in-process and over HTTP), generated keys, settings."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.config import Settings
+from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
+from kioku.signatures import new_key_pair
+
+REGION = "us-east-1"
+APPLICATION_ID = "100000000000000001"
+
+
+@pytest.fixture(autouse=True)
+def _isolated_aws_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No test ever reaches real AWS: fake credentials, a fixed region, no endpoint overrides."""
+    for name in list(os.environ):
+        if name.startswith("AWS_ENDPOINT_URL") or name in {"AWS_PROFILE", "AWS_SESSION_TOKEN"}:
+            monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    monkeypatch.setenv("AWS_REGION", REGION)
+
+
+@dataclass(frozen=True)
+class KeyPair:
+    signing_hex: str
+    public_hex: str
+
+
+@pytest.fixture(scope="session")
+def discord_keys() -> KeyPair:
+    return KeyPair(*new_key_pair())
+
+
+@pytest.fixture(scope="session")
+def relay_keys() -> KeyPair:
+    return KeyPair(*new_key_pair())
+
+
+@pytest.fixture
+def aws() -> Iterator[None]:
+    """moto in-process; started before any client is made."""
+    with mock_aws():
+        yield
+
+
+@pytest.fixture
+def resources(aws) -> LocalResources:
+    """The template's table and queues on in-process moto."""
+    return create_local_resources(boto3.client("dynamodb"), boto3.client("sqs"))
+
+
+@pytest.fixture
+def table(resources: LocalResources) -> KiokuTable:
+    return KiokuTable(resources.table_name)
+
+
+@pytest.fixture
+def env(monkeypatch, resources: LocalResources, discord_keys: KeyPair, relay_keys: KeyPair) -> dict[str, str]:
+    """The environment a deployed function would see, pointing at in-process moto."""
+    values = {
+        "TABLE_NAME": resources.table_name,
+        "TURN_QUEUE_URL": resources.turn_queue_url,
+        "DISCORD_APPLICATION_ID": APPLICATION_ID,
+        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+        "RELAY_PUBLIC_KEY": relay_keys.public_hex,
+        "DISCORD_BOT_TOKEN": "test-bot-token",
+        "LLM_PROVIDER": "scripted",
+        "LLM_API_KEY": "test-llm-key",
+    }
+    for name, value in values.items():
+        monkeypatch.setenv(name, value)
+    return values
+
+
+@pytest.fixture
+def settings(env: dict[str, str]) -> Settings:
+    return Settings.from_environ(env)
+
+
+@dataclass(frozen=True)
+class RemoteAws:
+    """moto over real HTTP (single-threaded), with the template's resources created on it."""
+
+    url: str
+    resources: LocalResources
+
+    def dynamodb_client(self):
+        return boto3.client("dynamodb", endpoint_url=self.url)
+
+    def table(self) -> KiokuTable:
+        """A fresh client per call: two tables are two Lambda containers."""
+        return KiokuTable(self.resources.table_name, client=self.dynamodb_client())
+
+
+@pytest.fixture
+def moto_server() -> Iterator[RemoteAws]:
+    with MotoServer() as server:
+        dynamodb = boto3.client("dynamodb", endpoint_url=server.url)
+        sqs = boto3.client("sqs", endpoint_url=server.url)
+        yield RemoteAws(url=server.url, resources=create_local_resources(dynamodb, sqs))
