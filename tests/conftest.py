@@ -109,3 +109,13 @@ def moto_server() -> Iterator[RemoteAws]:
         dynamodb = boto3.client("dynamodb", endpoint_url=server.url)
         sqs = boto3.client("sqs", endpoint_url=server.url)
         yield RemoteAws(url=server.url, resources=create_local_resources(dynamodb, sqs))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_settings() -> Iterator[None]:
+    """Each test reads the environment it set up, as a cold start would."""
+    from kioku.config import get_settings
+
+    get_settings.cache_clear()
+    yield
+    get_settings.cache_clear()

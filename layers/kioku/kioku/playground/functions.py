@@ -1,0 +1,40 @@
+"""Load each function's ``functions/<name>/app.py`` as Lambda would, under a module name of its own."""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any
+
+from kioku.playground.aws import REPO_ROOT
+
+FUNCTIONS_DIR = REPO_ROOT / "functions"
+LambdaHandler = Callable[[dict[str, Any], Any], Any]
+
+
+def load_function_module(name: str) -> ModuleType:
+    path = FUNCTIONS_DIR / name / "app.py"
+    spec = importlib.util.spec_from_file_location(f"kioku_function_{name}", path)
+    if spec is None or spec.loader is None:
+        raise FileNotFoundError(path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def load_handler(name: str) -> LambdaHandler:
+    return load_function_module(name).lambda_handler
+
+
+class LambdaContext:
+    """The few attributes of Lambda's context object that Powertools reads."""
+
+    function_name = "kioku-local"
+    function_version = "$LATEST"
+    memory_limit_in_mb = 512
+    invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:kioku-local"
+    aws_request_id = "local-request"
+
+    def get_remaining_time_in_millis(self) -> int:
+        return 30_000

@@ -1,0 +1,107 @@
+"""The shape of a command and of the interaction it is given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from kioku.services.commands.discord import CommandType, InteractionType, OptionType
+
+SNOWFLAKE = r"^\d{1,20}$"
+
+
+class User(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=SNOWFLAKE)
+    username: str = Field(default="", max_length=64)
+    global_name: str | None = Field(default=None, max_length=64)
+    bot: bool = False
+
+
+class Member(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    user: User
+    nick: str | None = Field(default=None, max_length=64)
+    permissions: str = Field(default="0", pattern=r"^\d{1,40}$")
+
+
+class Interaction(BaseModel):
+    """The parts of a Discord interaction kioku reads, validated; the rest is ignored."""
+
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=SNOWFLAKE)
+    application_id: str = Field(pattern=SNOWFLAKE)
+    type: InteractionType
+    token: str = Field(min_length=1, max_length=1024)
+    data: dict[str, Any] = Field(default_factory=dict)
+    guild_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+    channel_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+    member: Member | None = None
+    user: User | None = None
+    locale: str | None = None
+
+    @property
+    def invoker(self) -> User | None:
+        return self.member.user if self.member else self.user
+
+    @property
+    def command_name(self) -> str:
+        return str(self.data.get("name", ""))
+
+    @property
+    def custom_id(self) -> str:
+        return str(self.data.get("custom_id", ""))
+
+    def subcommand_path(self) -> tuple[str, ...]:
+        """``("stm",)`` for ``/help stm``; ``("stm", "view")`` for ``/persona stm view``."""
+        path: list[str] = []
+        options = self.data.get("options") or []
+        while options and options[0].get("type") in (OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP):
+            path.append(str(options[0].get("name", "")))
+            options = options[0].get("options") or []
+        return tuple(path)
+
+    def option_values(self) -> dict[str, Any]:
+        """The leaf options of the invoked (sub)command, by name."""
+        options = self.data.get("options") or []
+        while options and options[0].get("type") in (OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP):
+            options = options[0].get("options") or []
+        return {str(o.get("name")): o.get("value") for o in options if isinstance(o, dict)}
+
+
+Handler = Callable[[Interaction], dict]
+
+
+@dataclass(frozen=True)
+class Command:
+    """A top-level slash command: its Discord definition and its handlers.
+
+    Components and modals route back to the command whose name prefixes their custom_id
+    (``"help:…"``), so each command owns its whole interaction surface.
+    """
+
+    name: str
+    description: str
+    options: list[dict[str, Any]] = field(default_factory=list)
+    on_command: Handler | None = None
+    on_autocomplete: Handler | None = None
+    on_component: Handler | None = None
+    on_modal: Handler | None = None
+    dm_permission: bool = True
+    default_member_permissions: str | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """The command as Discord's bulk-overwrite endpoint takes it."""
+        body: dict[str, Any] = {
+            "name": self.name,
+            "description": self.description,
+            "type": CommandType.CHAT_INPUT,
+            "options": self.options,
+            "dm_permission": self.dm_permission,
+        }
+        if self.default_member_permissions is not None:
+            body["default_member_permissions"] = self.default_member_permissions
+        return body

@@ -1,0 +1,68 @@
+"""Discord interaction protocol numbers and response builders (names, never bare literals)."""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any, Final
+
+
+class InteractionType(IntEnum):
+    PING = 1
+    APPLICATION_COMMAND = 2
+    MESSAGE_COMPONENT = 3
+    APPLICATION_COMMAND_AUTOCOMPLETE = 4
+    MODAL_SUBMIT = 5
+
+
+class ResponseType(IntEnum):
+    PONG = 1
+    CHANNEL_MESSAGE_WITH_SOURCE = 4
+    DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE = 5
+    DEFERRED_UPDATE_MESSAGE = 6
+    UPDATE_MESSAGE = 7
+    APPLICATION_COMMAND_AUTOCOMPLETE_RESULT = 8
+    MODAL = 9
+
+
+class OptionType(IntEnum):
+    SUB_COMMAND = 1
+    SUB_COMMAND_GROUP = 2
+    STRING = 3
+    INTEGER = 4
+    BOOLEAN = 5
+    USER = 6
+    CHANNEL = 7
+
+
+class CommandType(IntEnum):
+    CHAT_INPUT = 1
+
+
+class Permission(IntEnum):
+    MANAGE_GUILD = 1 << 5
+
+
+EPHEMERAL_FLAG: Final = 1 << 6
+EMBED_COLOR_INFO: Final = 0x5865F2
+EMBED_COLOR_ERROR: Final = 0xED4245
+NO_MENTIONS: Final = {"parse": []}
+
+
+def message(content: str | None = None, *, embeds: list[dict] | None = None, ephemeral: bool = True) -> dict:
+    data: dict[str, Any] = {"allowed_mentions": NO_MENTIONS}
+    if content:
+        data["content"] = content
+    if embeds:
+        data["embeds"] = embeds
+    if ephemeral:
+        data["flags"] = EPHEMERAL_FLAG
+    return {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": data}
+
+
+def error_message(text: str) -> dict:
+    embed = {"title": "Something went wrong", "description": text, "color": EMBED_COLOR_ERROR}
+    return message(embeds=[embed])
+
+
+def autocomplete(choices: list[dict]) -> dict:
+    return {"type": ResponseType.APPLICATION_COMMAND_AUTOCOMPLETE_RESULT, "data": {"choices": choices[:25]}}

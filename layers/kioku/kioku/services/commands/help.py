@@ -1,0 +1,90 @@
+"""``/help``: in-Discord guides. ``/help stm`` explains how short-term memory can be shaped."""
+
+from __future__ import annotations
+
+from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+
+STM_GUIDE_DESCRIPTION = (
+    "Short-term memory (STM) is what I keep about the **last while** in each channel: a running "
+    "summary (or one block per category) plus the most recent raw messages. I also recall a few "
+    "other channels of this server, so a conversation can move between channels without starting over."
+)
+
+STM_GUIDE_FIELDS = (
+    (
+        "Summary or categories",
+        "With no categories I keep one running summary per channel. Admins can define up to 5 "
+        "categories (label + description, e.g. *Plans*, *Mood*); I then keep one block per category.\n"
+        "`/server stm categories-edit`",
+    ),
+    (
+        "Render mode",
+        "How **other** channels are shown to me:\n"
+        "• `crude_summary` (default): the summary block, then the latest raw messages.\n"
+        "• `supersede`: the summary block replaces the raw messages when one exists.\n"
+        "The current channel always shows its live history either way.",
+    ),
+    (
+        "Cadence",
+        "Every turn I take in a channel adds 1 to its counter. Once it reaches the cadence "
+        "(default 5) I am reminded to refresh the summary, and reminded every turn until I do; "
+        "writing the summary resets the counter.",
+    ),
+    (
+        "Where it goes in my context",
+        "• Nudge depth (default 2): the reminder sits before the latest exchange.\n"
+        "• Content depth (default -1): the memory block sits near the top; 0 or more moves it "
+        "that many turns above the newest message.\n"
+        "• While a channel is active (updated in the last hour) the block is pulled down to "
+        "depth 2 at most, so fresh memory reads as current; it never moves further away.",
+    ),
+    (
+        "Parameters and prompts",
+        "`/server stm parameters` sets cadence, render mode, raw-message count, nudge depth and "
+        "content depth. `/server stm prompt-edit` replaces the tool description or the reminder text "
+        "(`{category_labels}`, `{user}` and `{bot}` are filled in; unknown `{placeholders}` are removed).",
+    ),
+    (
+        "Privacy",
+        "Private channels never leak: their memory is only recalled inside private channels "
+        "(threads inherit their parent), unless an admin turns on the privacy bypass. "
+        "Members with privacy level **full** are not captured at all. Recall from your DMs and "
+        "other servers is off unless you opt in with `/personal stm`.",
+    ),
+    (
+        "Turning it off, looking at it",
+        "The **Short-Term Memory** capability (`/capabilities manage`) stops my automatic updates "
+        "and reminders but keeps stored memory visible. `/persona stm view` shows this channel's "
+        "memory to anyone; `/persona stm edit` lets managers rewrite it.",
+    ),
+)
+
+GUIDES = {"stm": "Short-term memory"}
+
+
+def stm_guide_embed() -> dict:
+    return {
+        "title": "Short-term memory: what you can customise",
+        "description": STM_GUIDE_DESCRIPTION,
+        "color": EMBED_COLOR_INFO,
+        "fields": [{"name": name, "value": value, "inline": False} for name, value in STM_GUIDE_FIELDS],
+    }
+
+
+def on_help(interaction: Interaction) -> dict:
+    topic = interaction.subcommand_path()[:1]
+    if topic == ("stm",):
+        return message(embeds=[stm_guide_embed()])
+    return error_message("I have no guide on that yet. Try `/help stm`.")
+
+
+COMMAND = Command(
+    name="help",
+    description="Guides to what kioku can do",
+    options=[
+        {"type": OptionType.SUB_COMMAND, "name": topic, "description": f"Guide: {title}"}
+        for topic, title in GUIDES.items()
+    ],
+    on_command=on_help,
+)

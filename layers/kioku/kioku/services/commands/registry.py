@@ -1,0 +1,17 @@
+"""Every slash command kioku has. The router and ``kioku register-commands`` both read this list."""
+
+from __future__ import annotations
+
+from kioku.services.commands import help as help_command
+from kioku.services.commands.base import Command
+
+COMMANDS: tuple[Command, ...] = (help_command.COMMAND,)
+
+
+def by_name() -> dict[str, Command]:
+    return {command.name: command for command in COMMANDS}
+
+
+def definitions() -> list[dict]:
+    """The command tree as one bulk-overwrite body."""
+    return [command.definition() for command in COMMANDS]

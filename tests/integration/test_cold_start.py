@@ -1,0 +1,45 @@
+"""What a cold PING (and a cold rejection) imports, measured in a fresh interpreter."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import APPLICATION_ID
+
+COLD_PING = Path(__file__).resolve().parents[2] / "bench" / "cold_ping.py"
+
+
+def run_cold(discord_keys, **extra_env) -> dict:
+    env = {
+        **os.environ,
+        "TABLE_NAME": "kioku-table",
+        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
+        "DISCORD_APPLICATION_ID": APPLICATION_ID,
+        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
+        "BENCH_SIGNING_KEY": discord_keys.signing_hex,
+        **extra_env,
+    }
+    result = subprocess.run(
+        [sys.executable, str(COLD_PING)], env=env, capture_output=True, text=True, check=True
+    )
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def test_a_cold_ping_answers_pong_without_boto3_or_httpx(discord_keys):
+    outcome = run_cold(discord_keys)
+    assert outcome["status"] == 200 and json.loads(outcome["body"]) == {"type": 1}
+    assert outcome["loaded"] == []
+
+
+@pytest.mark.parametrize("tamper", ["1"])
+def test_a_cold_rejection_imports_neither(discord_keys, tamper):
+    outcome = run_cold(discord_keys, BENCH_TAMPER=tamper)
+    assert outcome["status"] == 401
+    assert outcome["loaded"] == []

@@ -1,0 +1,82 @@
+"""The settings model: defaults, validation, and errors that name the variable without its value."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku.config import ConfigurationError, Settings
+
+KEY = "ab" * 32
+REQUIRED = {
+    "TABLE_NAME": "kioku-table",
+    "TURN_QUEUE_URL": "https://sqs.example/123/q.fifo",
+    "DISCORD_APPLICATION_ID": "123456789012345678",
+    "DISCORD_PUBLIC_KEY": KEY,
+    "RELAY_PUBLIC_KEY": KEY,
+}
+
+
+def test_defaults_are_the_contracts():
+    settings = Settings.from_environ(REQUIRED)
+    assert settings.DISCORD_API_BASE_URL == "https://discord.com/api/v10"
+    assert settings.LLM_PROVIDER == "openai"
+    assert settings.LLM_BASE_URL == "https://api.openai.com/v1"
+    assert settings.LLM_SUPPORTS_TOOLS is True and settings.LLM_SUPPORTS_VISION is True
+    assert settings.DIALOGUE_HISTORY_LIMIT == 10
+    assert (
+        settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT,
+        settings.SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS,
+        settings.SHORT_TERM_MEMORY_TTL_HOURS,
+        settings.SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS,
+        settings.SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH,
+        settings.SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL,
+        settings.STM_MAX_CATEGORIES,
+        settings.STM_JANITOR_RETENTION_DAYS,
+        settings.STM_FRESH_WINDOW_MINUTES,
+        settings.STM_FRESH_INJECTION_DEPTH,
+        settings.MAX_SERVER_MEMORIES,
+        settings.MAX_PERSONAL_MEMORIES,
+        settings.MAX_MEMORY_LENGTH,
+    ) == (6, 3, 12, 24, 1500, 10, 5, 90, 60, 2, 100, 100, 1000)
+
+
+@pytest.mark.parametrize("missing", sorted(REQUIRED))
+def test_a_missing_variable_is_named(missing):
+    environ = {k: v for k, v in REQUIRED.items() if k != missing}
+    with pytest.raises(ConfigurationError, match=f"{missing} is required but not set"):
+        Settings.from_environ(environ)
+
+
+def test_a_blank_variable_counts_as_missing():
+    with pytest.raises(ConfigurationError, match="TABLE_NAME is required"):
+        Settings.from_environ({**REQUIRED, "TABLE_NAME": "   "})
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("DISCORD_PUBLIC_KEY", "not-hex"),
+        ("RELAY_PUBLIC_KEY", "ab" * 31),
+        ("DISCORD_APPLICATION_ID", "abc"),
+        ("LLM_PROVIDER", "novelai-but-typo"),
+        ("LLM_SUPPORTS_TOOLS", "maybe"),
+        ("DIALOGUE_HISTORY_LIMIT", "0"),
+        ("MAX_MEMORY_LENGTH", "lots"),
+    ],
+)
+def test_an_invalid_variable_is_named(name, value):
+    with pytest.raises(ConfigurationError, match=name):
+        Settings.from_environ({**REQUIRED, name: value})
+
+
+def test_errors_never_echo_secret_values():
+    secret = "sk-very-secret-value"
+    with pytest.raises(ConfigurationError) as raised:
+        Settings.from_environ({"LLM_API_KEY": secret, "DISCORD_BOT_TOKEN": secret})
+    assert secret not in str(raised.value)
+
+
+def test_secrets_are_hidden_in_repr():
+    settings = Settings.from_environ({**REQUIRED, "DISCORD_BOT_TOKEN": "tok-123", "LLM_API_KEY": "sk-123"})
+    assert "tok-123" not in repr(settings) and "sk-123" not in repr(settings)
+    assert settings.DISCORD_BOT_TOKEN.get_secret_value() == "tok-123"
