@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -116,6 +117,8 @@ class MotoServer:
     def __init__(self, host: str = "127.0.0.1", port: int = 0) -> None:
         from moto.server import DomainDispatcherApplication, create_backend_app
         from werkzeug.serving import make_server
+
+        logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
         app = DomainDispatcherApplication(create_backend_app)
         self._server = make_server(host, port, app, threaded=False)

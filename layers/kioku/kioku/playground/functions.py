@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable
+from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from kioku.playground.aws import REPO_ROOT
-
-FUNCTIONS_DIR = REPO_ROOT / "functions"
+FUNCTIONS_DIR = Path(__file__).resolve().parents[4] / "functions"
 LambdaHandler = Callable[[dict[str, Any], Any], Any]
 
 

@@ -1,0 +1,25 @@
+"""``make bench``: run every benchmark module and print its numbers."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+
+MODULES = ("bench.interactions", "bench.stm", "bench.ltm", "bench.turn")
+
+
+def main() -> None:
+    logging.disable(logging.CRITICAL)
+    for name in MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:
+                raise
+            continue
+        print(f"# {name}")
+        module.main()
+
+
+if __name__ == "__main__":
+    main()
