@@ -9,7 +9,7 @@ export SAM_CLI_TELEMETRY := 0
 PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | tail -1); \
 	if [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin"; else dirname "$$(command -v python3.13 || echo /nonexistent/python3.13)"; fi)
 
-.PHONY: run test lint bench build venv clean
+.PHONY: run test lint bench build events venv clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -41,6 +41,10 @@ bench: venv
 build: venv
 	@test -x "$(PY313_DIR)/python3.13" || { echo "python3.13 not found: install it (pyenv install 3.13) or put it on PATH"; exit 1; }
 	PATH="$(PY313_DIR):$$PATH" $(BIN)/sam build --template template.yaml
+
+## make events: re-sign events/ (signatures expire after five minutes) for sam local invoke
+events: venv
+	$(BIN)/python -m kioku.playground.sample_events
 
 clean:
 	rm -rf .aws-sam build *.egg-info

@@ -130,5 +130,9 @@ class MotoServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
+        import urllib.request
+
+        # moto keeps its state per process: forget it, so the next server starts empty.
+        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=5)
         self._server.shutdown()
         self._server.server_close()

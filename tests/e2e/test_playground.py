@@ -1,0 +1,76 @@
+"""The local stack over real HTTP, and `make run`'s non-interactive mode as CI runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from kioku.playground.events import ping, slash_command
+from kioku.playground.stack import LocalStack
+from kioku.signatures import sign_request
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def stack():
+    with LocalStack() as running:
+        yield running
+
+
+def post_signed(stack: LocalStack, payload: dict, *, tamper: bool = False) -> httpx.Response:
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    if tamper:
+        body = body.replace(b"stm", b"ltm")
+    return httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10)
+
+
+def test_ping_and_help_over_http(stack):
+    assert post_signed(stack, ping(stack.application_id)).json() == {"type": 1}
+    response = post_signed(stack, slash_command(stack.application_id, "help", "stm"))
+    assert response.status_code == 200
+    assert response.json()["data"]["embeds"][0]["title"].startswith("Short-term memory")
+
+
+def test_tampered_request_over_http_is_401(stack):
+    response = post_signed(stack, slash_command(stack.application_id, "help", "stm"), tamper=True)
+    assert response.status_code == 401
+
+
+def test_the_function_url_server_passes_binary_bodies_as_base64(stack):
+    body = b"\xff\xfe not utf-8"
+    response = httpx.post(
+        stack.urls["interactions"],
+        content=body,
+        headers={"content-type": "application/octet-stream", **sign_request(stack.signing_key, body)},
+    )
+    assert response.status_code == 400
+
+
+def run_playground(tmp_path, lines: list[str]) -> subprocess.CompletedProcess:
+    script = tmp_path / "script.txt"
+    script.write_text("\n".join(lines) + "\n")
+    return subprocess.run(
+        [sys.executable, "-m", "kioku.cli", "playground", "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_make_run_non_interactive_answers_help_stm_and_exits_0(tmp_path):
+    result = run_playground(tmp_path, ["/help stm", ":quit"])
+    assert result.returncode == 0, result.stderr
+    assert "Short-term memory: what you can customise" in result.stdout
+    assert "(only you can see this)" in result.stdout
+
+
+def test_make_run_non_interactive_exits_1_when_a_line_fails(tmp_path):
+    result = run_playground(tmp_path, ['/help "unclosed'])
+    assert result.returncode == 1
+    assert "could not read that command" in result.stdout

@@ -1,0 +1,36 @@
+"""events/ holds genuinely signed samples that verify against the key events/env.json configures."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kioku.playground.sample_events import THROWAWAY_PUBLIC_KEY, write_events
+from kioku.signatures import RequestVerifier, SignatureRejected
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+
+
+@pytest.mark.parametrize("name", ["interactions-ping.json", "interactions-help-stm.json"])
+def test_committed_events_are_signed_by_the_documented_key(name):
+    event = json.loads((EVENTS / name).read_text())
+    env = json.loads((EVENTS / "env.json").read_text())
+    timestamp = event["headers"]["x-signature-timestamp"]
+    verifier = RequestVerifier(
+        env["InteractionsFunction"]["DISCORD_PUBLIC_KEY"], clock=lambda: int(timestamp)
+    )
+    verifier.verify(event["body"].encode(), event["headers"]["x-signature-ed25519"], timestamp)
+
+
+def test_regenerated_events_verify_now_and_a_changed_body_does_not(tmp_path):
+    write_events(tmp_path)
+    event = json.loads((tmp_path / "interactions-ping.json").read_text())
+    verifier = RequestVerifier(THROWAWAY_PUBLIC_KEY)
+    headers = event["headers"]
+    verifier.verify(event["body"].encode(), headers["x-signature-ed25519"], headers["x-signature-timestamp"])
+    with pytest.raises(SignatureRejected):
+        verifier.verify(
+            event["body"].encode() + b" ", headers["x-signature-ed25519"], headers["x-signature-timestamp"]
+        )
