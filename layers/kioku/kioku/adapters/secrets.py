@@ -1,0 +1,46 @@
+"""The bot token and the LLM key: from the environment locally, from Secrets Manager when deployed."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from kioku.config import ConfigurationError, Settings
+
+SECRET_FIELDS = ("DISCORD_BOT_TOKEN", "LLM_API_KEY")
+SECRET_CACHE_SECONDS = 300
+
+
+@dataclass(frozen=True, slots=True)
+class Secrets:
+    discord_bot_token: str
+    llm_api_key: str | None
+
+    def __repr__(self) -> str:
+        return "Secrets(<hidden>)"
+
+
+def load_secrets(settings: Settings) -> Secrets:
+    """Environment values win (local runs, tests, sam local); otherwise the template's secret."""
+    token = settings.DISCORD_BOT_TOKEN.get_secret_value() if settings.DISCORD_BOT_TOKEN else None
+    llm_key = settings.LLM_API_KEY.get_secret_value() if settings.LLM_API_KEY else None
+    if token and (llm_key or settings.LLM_PROVIDER != "openai"):
+        return Secrets(token, llm_key)
+    if not settings.KIOKU_SECRET_ARN:
+        raise ConfigurationError(
+            "invalid configuration: DISCORD_BOT_TOKEN (and LLM_API_KEY for LLM_PROVIDER=openai) "
+            "must be set, or KIOKU_SECRET_ARN must name the secret holding them"
+        )
+    from aws_lambda_powertools.utilities.parameters import get_secret
+
+    try:
+        stored = json.loads(get_secret(settings.KIOKU_SECRET_ARN, max_age=SECRET_CACHE_SECONDS))
+    except ValueError:
+        raise ConfigurationError(
+            "invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object"
+        ) from None
+    if not isinstance(stored, dict) or not (token or stored.get("DISCORD_BOT_TOKEN")):
+        raise ConfigurationError(
+            "invalid configuration: the KIOKU_SECRET_ARN secret has no DISCORD_BOT_TOKEN"
+        )
+    return Secrets(token or str(stored["DISCORD_BOT_TOKEN"]), llm_key or stored.get("LLM_API_KEY"))

@@ -1,0 +1,59 @@
+"""``kioku register-commands [--guild ID]``: bulk-overwrite the slash commands in one PUT.
+
+The tree comes from the same registry the router uses, so what Discord shows is what kioku routes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+
+from kioku.services.commands.registry import definitions
+
+SNOWFLAKE = re.compile(r"^\d{15,20}$")
+DEFAULT_API_BASE_URL = "https://discord.com/api/v10"
+
+
+def register_commands(rest, application_id: str, guild_id: str | None = None) -> list[dict]:
+    """Replace the application's commands (globally, or in one guild) with the registry's."""
+    return rest.bulk_overwrite_commands(application_id, definitions(), guild_id=guild_id)
+
+
+def run(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="kioku register-commands", description=__doc__)
+    parser.add_argument("--guild", help="register in this guild only (appears instantly; for testing)")
+    parser.add_argument("--dry-run", action="store_true", help="print the command tree instead of sending it")
+    options = parser.parse_args(argv)
+    if options.dry_run:
+        print(json.dumps(definitions(), indent=2))
+        return 0
+    application_id = os.environ.get("DISCORD_APPLICATION_ID", "").strip()
+    token = os.environ.get("DISCORD_BOT_TOKEN", "").strip()
+    problems = []
+    if not SNOWFLAKE.match(application_id):
+        problems.append("DISCORD_APPLICATION_ID must be set to the application id")
+    if not token:
+        problems.append("DISCORD_BOT_TOKEN must be set to the bot token")
+    if options.guild is not None and not SNOWFLAKE.match(options.guild):
+        problems.append("--guild must be a guild id")
+    if problems:
+        print("kioku register-commands: " + "; ".join(problems), file=sys.stderr)
+        return 2
+
+    from kioku.adapters.discord_rest import DiscordError, DiscordRest
+
+    rest = DiscordRest(os.environ.get("DISCORD_API_BASE_URL") or DEFAULT_API_BASE_URL, token)
+    try:
+        registered = register_commands(rest, application_id, options.guild)
+    except DiscordError as exc:
+        print(f"kioku register-commands: Discord refused the commands: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        rest.close()
+    where = f"guild {options.guild}" if options.guild else "all servers (global commands take up to an hour)"
+    names = ", ".join(f"/{command.get('name')}" for command in registered)
+    print(f"registered {len(registered)} command(s) for {where}: {names}")
+    return 0
