@@ -1,0 +1,243 @@
+"""Is a gateway message addressed to the bot? The pure rules behind RelayFunction.
+
+``parse_relay_body`` / ``parse_gateway_message`` validate what the relay forwards (never trust it,
+even signed); ``decide_turn`` says whether the bot answers a message, and why.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from functools import lru_cache
+from typing import Any, Final
+
+from kioku.domain.models import ServerConfig
+
+MESSAGE_CREATE: Final = "MESSAGE_CREATE"
+MESSAGE_TYPE_DEFAULT: Final = 0
+MESSAGE_TYPE_REPLY: Final = 19
+ANSWERABLE_MESSAGE_TYPES: Final = frozenset({MESSAGE_TYPE_DEFAULT, MESSAGE_TYPE_REPLY})
+MESSAGE_REFERENCE_TYPE_DEFAULT: Final = 0
+"""A reply; type 1 is a forward, which quotes the bot without talking to it."""
+
+MAX_RELAY_BODY_BYTES: Final = 64 * 1024
+MAX_CONTENT_CHARS: Final = 4000
+MAX_ATTACHMENTS: Final = 10
+MAX_EMBEDS: Final = 10
+MAX_MENTIONS: Final = 100
+MAX_SNOWFLAKE_DIGITS: Final = 20
+
+_USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
+
+
+class InvalidRelayEvent(ValueError):
+    """The relay sent something that is not a well-formed MESSAGE_CREATE; ``reason`` says what."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayMessage:
+    """The fields the addressing rules need, validated; ``raw`` is the gateway's message object as sent."""
+
+    message_id: str
+    channel_id: str
+    guild_id: str | None
+    author_id: str
+    author_is_bot: bool
+    webhook_id: str | None
+    application_id: str | None
+    message_type: int
+    content: str
+    mentioned_user_ids: frozenset[str]
+    referenced_author_id: str | None
+    raw: Mapping[str, Any]
+
+    @property
+    def is_direct_message(self) -> bool:
+        return self.guild_id is None
+
+
+class TurnReason(StrEnum):
+    DIRECT_MESSAGE = "direct_message"
+    MENTIONED = "mentioned"
+    REPLY_TO_BOT = "reply_to_bot"
+    TRIGGER_WORD = "trigger_word"
+    OWN_MESSAGE = "own_message"
+    OTHER_BOT = "other_bot"
+    UNSUPPORTED_MESSAGE_TYPE = "unsupported_message_type"
+    NOT_ADDRESSED = "not_addressed"
+
+
+@dataclass(frozen=True, slots=True)
+class TurnDecision:
+    answer: bool
+    reason: TurnReason
+
+
+def parse_relay_body(body: bytes) -> GatewayMessage:
+    """Validate the raw body of a relay request (size, UTF-8, JSON, shape)."""
+    if len(body) > MAX_RELAY_BODY_BYTES:
+        raise InvalidRelayEvent(f"body is larger than {MAX_RELAY_BODY_BYTES} bytes")
+    try:
+        payload = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError:
+        raise InvalidRelayEvent("body is not UTF-8") from None
+    except (json.JSONDecodeError, RecursionError):
+        raise InvalidRelayEvent("body is not valid JSON") from None
+    return parse_gateway_message(payload)
+
+
+def parse_gateway_message(payload: Any) -> GatewayMessage:
+    """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}``; raises InvalidRelayEvent with the reason."""
+    if not isinstance(payload, Mapping):
+        raise InvalidRelayEvent("payload is not a JSON object")
+    if payload.get("t") != MESSAGE_CREATE:
+        raise InvalidRelayEvent(f"event type must be {MESSAGE_CREATE}")
+    return parse_message_object(payload.get("d"))
+
+
+def parse_message_object(data: Any) -> GatewayMessage:
+    """Validate the gateway's message object (the ``d`` of a MESSAGE_CREATE)."""
+    if not isinstance(data, Mapping):
+        raise InvalidRelayEvent("d is not an object")
+    author = _object(data, "author")
+    content = data.get("content")
+    if not isinstance(content, str):
+        raise InvalidRelayEvent("content is not a string")
+    if len(content) > MAX_CONTENT_CHARS:
+        raise InvalidRelayEvent(f"content is longer than {MAX_CONTENT_CHARS} characters")
+    message_type = data.get("type")
+    if not isinstance(message_type, int) or isinstance(message_type, bool):
+        raise InvalidRelayEvent("type is not an integer")
+    author_is_bot = author.get("bot", False)
+    if not isinstance(author_is_bot, bool):
+        raise InvalidRelayEvent("author.bot is not a boolean")
+    _bounded_list(data, "attachments", MAX_ATTACHMENTS)
+    _bounded_list(data, "embeds", MAX_EMBEDS)
+    mentions = _bounded_list(data, "mentions", MAX_MENTIONS)
+    referenced = _optional_object(data, "referenced_message")
+    return GatewayMessage(
+        message_id=_snowflake(data, "id"),
+        channel_id=_snowflake(data, "channel_id"),
+        guild_id=_optional_snowflake(data, "guild_id"),
+        author_id=_snowflake(author, "id", "author.id"),
+        author_is_bot=author_is_bot,
+        webhook_id=_optional_snowflake(data, "webhook_id"),
+        application_id=_optional_snowflake(data, "application_id"),
+        message_type=message_type,
+        content=content,
+        mentioned_user_ids=_mentioned_user_ids(mentions),
+        referenced_author_id=_replied_to_author(data, referenced),
+        raw=data,
+    )
+
+
+def decide_turn(
+    message: GatewayMessage | Mapping[str, Any], *, bot_user_id: str, config: ServerConfig
+) -> TurnDecision:
+    """Answer or ignore, with the reason. ``message`` is a parsed message or the raw ``d`` object."""
+    if not isinstance(message, GatewayMessage):
+        message = parse_message_object(message)
+    if bot_user_id in (message.author_id, message.application_id):
+        return TurnDecision(False, TurnReason.OWN_MESSAGE)
+    if message.message_type not in ANSWERABLE_MESSAGE_TYPES:
+        return TurnDecision(False, TurnReason.UNSUPPORTED_MESSAGE_TYPE)
+    if (message.author_is_bot or message.webhook_id) and not config.answer_other_bots:
+        return TurnDecision(False, TurnReason.OTHER_BOT)
+    if message.is_direct_message:
+        return TurnDecision(True, TurnReason.DIRECT_MESSAGE)
+    if bot_user_id in message.mentioned_user_ids or bot_user_id in _USER_MENTION.findall(message.content):
+        return TurnDecision(True, TurnReason.MENTIONED)
+    if message.referenced_author_id == bot_user_id:
+        return TurnDecision(True, TurnReason.REPLY_TO_BOT)
+    if config.trigger_words and _trigger_pattern(config.trigger_words).search(_normalise(message.content)):
+        return TurnDecision(True, TurnReason.TRIGGER_WORD)
+    return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+
+
+def _normalise(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+@lru_cache(maxsize=256)
+def _trigger_pattern(trigger_words: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern for all trigger words: whole words, case- and width-insensitive, any spacing."""
+    alternatives = [
+        r"\s+".join(re.escape(part) for part in _normalise(word).split())
+        for word in trigger_words
+        if word.strip()
+    ]
+    if not alternatives:
+        return re.compile(r"(?!)")
+    return re.compile(r"(?<!\w)(?:" + "|".join(alternatives) + r")(?!\w)")
+
+
+def _replied_to_author(data: Mapping[str, Any], referenced: Mapping[str, Any] | None) -> str | None:
+    reference = _optional_object(data, "message_reference") or {}
+    if (
+        referenced is None
+        or reference.get("type", MESSAGE_REFERENCE_TYPE_DEFAULT) != MESSAGE_REFERENCE_TYPE_DEFAULT
+    ):
+        return None
+    author = _object(referenced, "author", "referenced_message.author")
+    return _snowflake(author, "id", "referenced_message.author.id")
+
+
+def _mentioned_user_ids(mentions: list[Any]) -> frozenset[str]:
+    ids = set()
+    for mention in mentions:
+        if not isinstance(mention, Mapping):
+            raise InvalidRelayEvent("mentions[] is not an object")
+        ids.add(_snowflake(mention, "id", "mentions[].id"))
+    return frozenset(ids)
+
+
+def _reject_constant(constant: str) -> None:
+    raise InvalidRelayEvent(f"body contains the non-JSON constant {constant}")
+
+
+def _is_snowflake(value: Any) -> bool:
+    return (
+        isinstance(value, str)
+        and 0 < len(value) <= MAX_SNOWFLAKE_DIGITS
+        and value.isascii()
+        and value.isdigit()
+    )
+
+
+def _snowflake(data: Mapping[str, Any], key: str, name: str | None = None) -> str:
+    value = data.get(key)
+    if not _is_snowflake(value):
+        raise InvalidRelayEvent(f"{name or key} is not a snowflake id string")
+    return value
+
+
+def _optional_snowflake(data: Mapping[str, Any], key: str) -> str | None:
+    return None if data.get(key) is None else _snowflake(data, key)
+
+
+def _object(data: Mapping[str, Any], key: str, name: str | None = None) -> Mapping[str, Any]:
+    value = data.get(key)
+    if not isinstance(value, Mapping):
+        raise InvalidRelayEvent(f"{name or key} is not an object")
+    return value
+
+
+def _optional_object(data: Mapping[str, Any], key: str) -> Mapping[str, Any] | None:
+    return None if data.get(key) is None else _object(data, key)
+
+
+def _bounded_list(data: Mapping[str, Any], key: str, limit: int) -> list[Any]:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        raise InvalidRelayEvent(f"{key} is not a list")
+    if len(value) > limit:
+        raise InvalidRelayEvent(f"{key} has more than {limit} items")
+    return value

@@ -1,0 +1,215 @@
+"""Delivery of gateway dispatches to RelayFunction: buffer, sign, POST, retry.
+
+No Discord code here: the gateway adapter hands over ``(event_name, data)`` and this module does the
+rest. One worker delivers in arrival order; a full buffer sheds its oldest message, because a stale
+chat message is worth less than a fresh one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import httpx
+
+from kioku import __version__
+from kioku.signatures import sign_request
+
+FORWARDED_EVENT: Final = "MESSAGE_CREATE"
+HTTP_REQUEST_TIMEOUT: Final = 408
+HTTP_TOO_MANY_REQUESTS: Final = 429
+HTTP_SERVER_ERROR_FLOOR: Final = 500
+RETRYABLE_CLIENT_STATUSES: Final = frozenset({HTTP_REQUEST_TIMEOUT, HTTP_TOO_MANY_REQUESTS})
+
+DEFAULT_BUFFER_SIZE: Final = 1000
+DEFAULT_MAX_ATTEMPTS: Final = 5
+DEFAULT_BASE_DELAY_SECONDS: Final = 0.5
+DEFAULT_MAX_DELAY_SECONDS: Final = 30.0
+DEFAULT_DRAIN_TIMEOUT_SECONDS: Final = 10.0
+DEFAULT_REQUEST_TIMEOUT_SECONDS: Final = 10.0
+
+USER_AGENT: Final = f"kioku-relay/{__version__}"
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ForwarderCounters:
+    """What happened to the messages handed to the forwarder so far."""
+
+    forwarded: int = 0
+    dropped: int = 0
+    failed: int = 0
+
+
+class Forwarder:
+    """Forwards ``MESSAGE_CREATE`` dispatches to ``relay_url``, signed with the relay's Ed25519 seed.
+
+    ``submit`` never blocks (it is called from the gateway's event loop); ``run`` delivers until
+    ``stop`` is awaited, which drains what is buffered for at most ``drain_timeout`` seconds.
+    """
+
+    def __init__(
+        self,
+        relay_url: str,
+        signing_key_hex: str,
+        *,
+        buffer_size: int = DEFAULT_BUFFER_SIZE,
+        max_attempts: int = DEFAULT_MAX_ATTEMPTS,
+        base_delay: float = DEFAULT_BASE_DELAY_SECONDS,
+        max_delay: float = DEFAULT_MAX_DELAY_SECONDS,
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT_SECONDS,
+        http_client: httpx.AsyncClient | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        if buffer_size < 1 or max_attempts < 1:
+            raise ValueError("buffer_size and max_attempts must be at least 1")
+        self._relay_url = relay_url
+        self._signing_key_hex = signing_key_hex
+        self._max_attempts = max_attempts
+        self._base_delay = base_delay
+        self._max_delay = max_delay
+        self._drain_timeout = drain_timeout
+        self._http_client = http_client
+        self._clock = clock
+        self._buffer: asyncio.Queue[bytes] = asyncio.Queue(maxsize=buffer_size)
+        self._stop_requested = asyncio.Event()
+        self._stopped = asyncio.Event()
+        self._running = False
+        self.counters = ForwarderCounters()
+
+    def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
+        """Buffer one gateway dispatch; True if it was taken (only ``MESSAGE_CREATE`` is)."""
+        if event_name != FORWARDED_EVENT:
+            return False
+        if self._stop_requested.is_set():
+            self.counters.dropped += 1
+            logger.warning("relay is stopping; dropped message %s", data.get("id"))
+            return False
+        try:
+            body = encode_dispatch(data)
+        except (TypeError, ValueError):
+            self.counters.failed += 1
+            logger.error("message %s cannot be encoded as JSON; dropped", data.get("id"))
+            return False
+        if self._buffer.full():
+            self._buffer.get_nowait()
+            self._buffer.task_done()
+            self.counters.dropped += 1
+            logger.warning(
+                "relay buffer full (%d); dropped the oldest message (%d dropped so far)",
+                self._buffer.maxsize,
+                self.counters.dropped,
+            )
+        self._buffer.put_nowait(body)
+        return True
+
+    async def run(self) -> None:
+        """Deliver buffered messages until ``stop`` is called, then drain for a bounded time."""
+        self._running = True
+        client = self._http_client or httpx.AsyncClient(timeout=DEFAULT_REQUEST_TIMEOUT_SECONDS)
+        worker = asyncio.create_task(self._deliver_forever(client), name="kioku-relay-delivery")
+        try:
+            await self._stop_requested.wait()
+            try:
+                await asyncio.wait_for(self._buffer.join(), self._drain_timeout)
+            except TimeoutError:
+                logger.warning("relay stopped with %d undelivered message(s)", self._buffer.qsize())
+        finally:
+            worker.cancel()
+            await asyncio.gather(worker, return_exceptions=True)
+            if self._http_client is None:
+                await client.aclose()
+            self._stopped.set()
+            logger.info("relay forwarder stopped: %s", self.counters)
+
+    async def stop(self) -> None:
+        """Stop taking messages and wait until ``run`` has drained and returned (if it is running)."""
+        self._stop_requested.set()
+        if self._running:
+            await self._stopped.wait()
+
+    async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
+        while True:
+            body = await self._buffer.get()
+            try:
+                await self._deliver(client, body)
+            except Exception:
+                # One bad message must not kill the worker and silently stall the relay.
+                self.counters.failed += 1
+                logger.exception("unexpected error while forwarding; message dropped")
+            finally:
+                self._buffer.task_done()
+
+    async def _deliver(self, client: httpx.AsyncClient, body: bytes) -> None:
+        for attempt in range(1, self._max_attempts + 1):
+            # Signed per attempt: a retry must not carry a timestamp that has aged toward the replay window.
+            headers = {
+                "content-type": "application/json",
+                "user-agent": USER_AGENT,
+                **sign_request(self._signing_key_hex, body, str(int(self._clock()))),
+            }
+            retry_after = None
+            try:
+                response = await client.post(self._relay_url, content=body, headers=headers)
+            except httpx.TransportError as exc:
+                problem = f"transport error ({type(exc).__name__})"
+            else:
+                if response.is_success:
+                    self.counters.forwarded += 1
+                    return
+                if not _is_retryable(response.status_code):
+                    self.counters.failed += 1
+                    logger.error(
+                        "RelayFunction rejected a message with HTTP %d; dropped (retrying cannot help)",
+                        response.status_code,
+                    )
+                    return
+                problem = f"HTTP {response.status_code}"
+                retry_after = _retry_after_seconds(response)
+            if attempt == self._max_attempts:
+                break
+            delay = min(self._max_delay, retry_after if retry_after is not None else self._backoff(attempt))
+            logger.warning(
+                "forwarding failed: %s; attempt %d of %d, retrying in %.2fs",
+                problem,
+                attempt,
+                self._max_attempts,
+                delay,
+            )
+            await asyncio.sleep(delay)
+        self.counters.failed += 1
+        logger.error("forwarding failed %d times (%s); message dropped", self._max_attempts, problem)
+
+    def _backoff(self, attempt: int) -> float:
+        ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
+        return random.uniform(ceiling / 2, ceiling)
+
+
+def encode_dispatch(data: Mapping[str, Any]) -> bytes:
+    """The request body for one message: compact UTF-8 JSON (non-ASCII unescaped, half the bytes).
+
+    ``dict()`` because hikari hands payloads over as read-only mapping proxies, which json rejects.
+    """
+    return json.dumps(
+        {"t": FORWARDED_EVENT, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False
+    ).encode()
+
+
+def _is_retryable(status: int) -> bool:
+    return status in RETRYABLE_CLIENT_STATUSES or status >= HTTP_SERVER_ERROR_FLOOR
+
+
+def _retry_after_seconds(response: httpx.Response) -> float | None:
+    """Retry-After in seconds when the server gave it as a number (the HTTP-date form is ignored)."""
+    try:
+        seconds = float(response.headers.get("retry-after", ""))
+    except ValueError:
+        return None
+    return seconds if seconds >= 0 else None

@@ -1,0 +1,85 @@
+"""The Discord side of the relay, on hikari: the only module of kioku that imports hikari.
+
+hikari's ``ShardPayloadEvent`` carries each dispatch as the raw JSON object Discord sent, which is
+exactly what RelayFunction takes; with the cache off and no typed listeners, hikari never builds
+message objects at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Final
+
+import hikari
+
+from kioku.relay.forwarder import Forwarder
+
+RELAY_INTENTS: Final = (
+    hikari.Intents.GUILD_MESSAGES | hikari.Intents.DM_MESSAGES | hikari.Intents.MESSAGE_CONTENT
+)
+
+
+def build_bot(token: str, forwarder: Forwarder) -> hikari.GatewayBot:
+    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown."""
+    bot = hikari.GatewayBot(
+        token,
+        intents=RELAY_INTENTS,
+        cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.NONE),
+        auto_chunk_members=False,
+        banner=None,
+        logs=None,
+        # The relay does no CPU work worth -O; the warning would only alarm operators.
+        suppress_optimization_warning=True,
+    )
+    delivery: set[asyncio.Task[None]] = set()
+
+    async def start_forwarding(_: hikari.StartingEvent) -> None:
+        delivery.add(asyncio.create_task(forwarder.run(), name="kioku-relay-forwarder"))
+
+    async def forward(event: hikari.ShardPayloadEvent) -> None:
+        forwarder.submit(event.name, event.payload)
+
+    async def drain(_: hikari.StoppedEvent) -> None:
+        await forwarder.stop()
+        await asyncio.gather(*delivery)
+
+    bot.subscribe(hikari.StartingEvent, start_forwarding)
+    bot.subscribe(hikari.ShardPayloadEvent, forward)
+    bot.subscribe(hikari.StoppedEvent, drain)
+    return bot
+
+
+class GatewayUnavailable(RuntimeError):
+    """The relay could not run: Discord refused it or could not be reached; the message says why.
+
+    ``permanent`` when retrying with the same settings cannot help (a bad token, a missing intent).
+    """
+
+    def __init__(self, message: str, *, permanent: bool) -> None:
+        super().__init__(message)
+        self.permanent = permanent
+
+
+def run_gateway(token: str, forwarder: Forwarder) -> None:
+    """Connect and relay until SIGINT/SIGTERM; the forwarder drains after the gateway closes."""
+    try:
+        bot = build_bot(token, forwarder)
+    except ValueError:
+        raise GatewayUnavailable(
+            "DISCORD_BOT_TOKEN is not shaped like a Discord bot token", permanent=True
+        ) from None
+    try:
+        bot.run(check_for_updates=False)
+    except hikari.errors.UnauthorizedError:
+        raise GatewayUnavailable(
+            "Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)", permanent=True
+        ) from None
+    except hikari.errors.GatewayServerClosedConnectionError as exc:
+        if exc.code == hikari.errors.ShardCloseCode.DISALLOWED_INTENT:
+            raise GatewayUnavailable(
+                "Discord refused the Message Content intent: enable it for the bot in the Developer Portal",
+                permanent=True,
+            ) from None
+        raise GatewayUnavailable(f"the gateway closed the connection: {exc}", permanent=False) from None
+    except hikari.errors.HTTPError as exc:
+        raise GatewayUnavailable(f"cannot reach Discord: {exc}", permanent=False) from None

@@ -1,0 +1,336 @@
+"""The relay forwarder against a real HTTP server on 127.0.0.1 that verifies every signature."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from kioku.relay.forwarder import Forwarder
+from kioku.signatures import (
+    SIGNATURE_HEADER,
+    TIMESTAMP_HEADER,
+    RequestVerifier,
+    SignatureRejected,
+    new_key_pair,
+    sign_request,
+)
+
+QUICK = 0.01
+"""Backoff base for tests: retries happen, but without real waiting."""
+DROP_CONNECTION = -1
+"""A scripted 'status' meaning: close the socket without answering (a transport error)."""
+FAKE_BOT_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.GabCdE.not-a-real-token-just-the-right-shape"
+"""Shaped like a bot token (base64 user id first), so hikari accepts it offline."""
+
+
+@dataclass
+class Received:
+    body: bytes
+    timestamp: str
+    verified: bool
+    content_type: str | None
+
+
+@dataclass
+class RelayEndpoint:
+    """A stand-in for RelayFunction: verifies, records, answers the scripted statuses, then 202."""
+
+    verifier: RequestVerifier
+    script: list[int] = field(default_factory=list)
+    headers: dict[str, str] = field(default_factory=dict)
+    received: list[Received] = field(default_factory=list)
+    url: str = ""
+
+    def next_status(self) -> int:
+        return self.script.pop(0) if self.script else 202
+
+
+@pytest.fixture
+def key_pair() -> tuple[str, str]:
+    return new_key_pair()
+
+
+@pytest.fixture
+def endpoint(key_pair) -> Iterator[RelayEndpoint]:
+    relay = RelayEndpoint(verifier=RequestVerifier(key_pair[1]))
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length", "0")))
+            try:
+                relay.verifier.verify(
+                    body, self.headers.get(SIGNATURE_HEADER), self.headers.get(TIMESTAMP_HEADER)
+                )
+                verified = True
+            except SignatureRejected:
+                verified = False
+            with lock:
+                relay.received.append(
+                    Received(
+                        body,
+                        self.headers.get(TIMESTAMP_HEADER, ""),
+                        verified,
+                        self.headers.get("content-type"),
+                    )
+                )
+                status = relay.next_status() if verified else 401
+            if status == DROP_CONNECTION:
+                self.close_connection = True
+                return
+            self.send_response(status)
+            for name, value in relay.headers.items():
+                self.send_header(name, value)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
+    thread.start()
+    relay.url = f"http://127.0.0.1:{server.server_address[1]}/"
+    yield relay
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def message(number: int, content: str = "hello") -> dict[str, Any]:
+    return {
+        "id": str(600000000000000000 + number),
+        "channel_id": "500000000000000005",
+        "guild_id": "400000000000000004",
+        "type": 0,
+        "content": content,
+        "author": {"id": "200000000000000002", "username": "alice"},
+        "member": {"nick": "Ali", "roles": []},
+        "mentions": [],
+    }
+
+
+async def deliver_all(forwarder: Forwarder, *, timeout: float = 5.0) -> None:
+    """Run the forwarder until everything submitted so far is delivered or given up, then stop it."""
+    runner = asyncio.create_task(forwarder.run())
+    await asyncio.wait_for(forwarder._buffer.join(), timeout)
+    await forwarder.stop()
+    await asyncio.wait_for(runner, timeout)
+
+
+def test_delivers_signed_message_create_bodies_that_verify(endpoint, key_pair):
+    async def scenario() -> Forwarder:
+        # Given a forwarder and three gateway dispatches, one of which is not a message
+        forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+        taken = [
+            forwarder.submit("MESSAGE_CREATE", message(1, "記憶さん、おはよう")),
+            forwarder.submit("TYPING_START", {"channel_id": "500000000000000005"}),
+            forwarder.submit("MESSAGE_CREATE", message(2)),
+        ]
+        assert taken == [True, False, True]
+        # When it runs
+        await deliver_all(forwarder)
+        return forwarder
+
+    forwarder = asyncio.run(scenario())
+
+    # Then exactly the two messages arrive, in order, verified, as the JSON of the dispatch
+    assert [r.verified for r in endpoint.received] == [True, True]
+    assert [json.loads(r.body) for r in endpoint.received] == [
+        {"t": "MESSAGE_CREATE", "d": message(1, "記憶さん、おはよう")},
+        {"t": "MESSAGE_CREATE", "d": message(2)},
+    ]
+    assert (
+        endpoint.received[1].body
+        == json.dumps({"t": "MESSAGE_CREATE", "d": message(2)}, separators=(",", ":")).encode()
+    )
+    assert endpoint.received[0].content_type == "application/json"
+    assert (forwarder.counters.forwarded, forwarder.counters.dropped, forwarder.counters.failed) == (2, 0, 0)
+
+
+def test_a_request_signed_with_another_key_is_refused_by_the_endpoint(endpoint):
+    # Given a forwarder holding a seed that does not match the endpoint's public key
+    forwarder = Forwarder(endpoint.url, new_key_pair()[0], base_delay=QUICK)
+    forwarder.submit("MESSAGE_CREATE", message(1))
+
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the endpoint refused it (401) and the forwarder did not retry
+    assert [r.verified for r in endpoint.received] == [False]
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (0, 1)
+
+
+def test_retries_server_errors_and_delivers_once_with_a_fresh_signature_each_time(endpoint, key_pair):
+    # Given an endpoint that fails twice, and a clock that moves on between attempts
+    endpoint.script = [500, 503]
+    start = time.time() - 250
+    ticks = iter([start, start + 100, start + 200])
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, clock=lambda: next(ticks))
+    forwarder.submit("MESSAGE_CREATE", message(1))
+
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the same body went three times, each re-signed with its own, valid timestamp
+    assert len(endpoint.received) == 3
+    assert len({r.body for r in endpoint.received}) == 1
+    assert [r.verified for r in endpoint.received] == [True, True, True]
+    assert [int(r.timestamp) for r in endpoint.received] == [int(start), int(start) + 100, int(start) + 200]
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (1, 0)
+
+
+def test_retries_after_a_dropped_connection(endpoint, key_pair):
+    endpoint.script = [DROP_CONNECTION]
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    forwarder.submit("MESSAGE_CREATE", message(1))
+
+    asyncio.run(deliver_all(forwarder))
+
+    assert len(endpoint.received) == 2
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (1, 0)
+
+
+@pytest.mark.parametrize("status", [400, 401, 403, 404])
+def test_does_not_retry_client_errors(endpoint, key_pair, status):
+    # Given an endpoint that refuses the message
+    endpoint.script = [status]
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    forwarder.submit("MESSAGE_CREATE", message(1))
+    forwarder.submit("MESSAGE_CREATE", message(2))
+
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the refused message is sent once and dropped; the next one still goes through
+    assert [json.loads(r.body)["d"]["id"] for r in endpoint.received] == [message(1)["id"], message(2)["id"]]
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (1, 1)
+
+
+def test_honours_retry_after_on_429(endpoint, key_pair):
+    # Given a backoff far longer than the test's patience, and an endpoint saying "retry now"
+    endpoint.script = [429]
+    endpoint.headers = {"retry-after": "0"}
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=60.0)
+    forwarder.submit("MESSAGE_CREATE", message(1))
+
+    # When it runs (deliver_all times out after 5 s, so the 60 s backoff cannot have been used)
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the retry followed Retry-After
+    assert len(endpoint.received) == 2
+    assert forwarder.counters.forwarded == 1
+
+
+def test_gives_up_after_max_attempts(endpoint, key_pair):
+    endpoint.script = [500] * 10
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, max_attempts=3)
+    forwarder.submit("MESSAGE_CREATE", message(1))
+
+    asyncio.run(deliver_all(forwarder))
+
+    assert len(endpoint.received) == 3
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (0, 1)
+
+
+def test_a_full_buffer_drops_the_oldest_messages(endpoint, key_pair):
+    # Given a buffer of three and five messages arriving before delivery starts
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    for number in range(1, 6):
+        assert forwarder.submit("MESSAGE_CREATE", message(number)) is True
+
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the two oldest were dropped and the three freshest delivered in order
+    assert [json.loads(r.body)["d"]["id"] for r in endpoint.received] == [message(n)["id"] for n in (3, 4, 5)]
+    assert (forwarder.counters.forwarded, forwarder.counters.dropped) == (3, 2)
+
+
+def test_stop_drains_what_is_buffered(endpoint, key_pair):
+    async def scenario() -> Forwarder:
+        # Given a running forwarder with messages still buffered when the relay is asked to stop
+        forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+        runner = asyncio.create_task(forwarder.run())
+        await asyncio.sleep(0)
+        for number in range(1, 4):
+            forwarder.submit("MESSAGE_CREATE", message(number))
+        # When it stops
+        await forwarder.stop()
+        # Then run() has returned, and nothing more is taken
+        assert runner.done()
+        assert forwarder.submit("MESSAGE_CREATE", message(4)) is False
+        return forwarder
+
+    forwarder = asyncio.run(scenario())
+
+    assert len(endpoint.received) == 3
+    assert (forwarder.counters.forwarded, forwarder.counters.dropped) == (3, 1)
+
+
+def test_stop_gives_up_draining_after_the_drain_timeout(endpoint, key_pair):
+    async def scenario() -> tuple[Forwarder, float]:
+        # Given an endpoint that keeps failing and a long backoff
+        endpoint.script = [500] * 10
+        forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=30.0, drain_timeout=0.2)
+        runner = asyncio.create_task(forwarder.run())
+        forwarder.submit("MESSAGE_CREATE", message(1))
+        await asyncio.sleep(0.05)
+        # When it stops
+        started = time.monotonic()
+        await asyncio.wait_for(forwarder.stop(), 5)
+        assert runner.done()
+        return forwarder, time.monotonic() - started
+
+    forwarder, stopping_took = asyncio.run(scenario())
+
+    # Then it stopped within the drain timeout's reach instead of waiting out the backoff
+    assert stopping_took < 5
+    assert forwarder.counters.forwarded == 0
+
+
+def test_endpoint_fixture_rejects_a_tampered_body(endpoint, key_pair):
+    """Guard for the tests above: the stand-in endpoint really verifies signatures."""
+    body = json.dumps({"t": "MESSAGE_CREATE", "d": message(1)}).encode()
+    headers = sign_request(key_pair[0], body)
+
+    with pytest.raises(SignatureRejected):
+        endpoint.verifier.verify(
+            body.replace(b"hello", b"HELLO"), headers[SIGNATURE_HEADER], headers[TIMESTAMP_HEADER]
+        )
+
+
+def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint, key_pair):
+    hikari = pytest.importorskip("hikari")
+    from kioku.relay.gateway import RELAY_INTENTS, build_bot
+
+    async def scenario() -> Forwarder:
+        # Given the relay's hikari bot (never connected) wired to a forwarder
+        forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+        bot = build_bot(FAKE_BOT_TOKEN, forwarder)
+        runner = asyncio.create_task(forwarder.run())
+        # When the shard hands hikari two raw dispatches, as it does for every gateway event
+        shard = object()
+        bot.event_manager.consume_raw_event("TYPING_START", shard, {"channel_id": "500000000000000005"})
+        bot.event_manager.consume_raw_event("MESSAGE_CREATE", shard, message(1, "<@100000000000000001> hi"))
+        await asyncio.sleep(0.05)
+        await forwarder.stop()
+        await runner
+        return forwarder
+
+    forwarder = asyncio.run(scenario())
+
+    # Then only the message went out, as the very object the gateway sent (guild_id and member included)
+    assert [json.loads(r.body) for r in endpoint.received] == [
+        {"t": "MESSAGE_CREATE", "d": message(1, "<@100000000000000001> hi")}
+    ]
+    assert forwarder.counters.forwarded == 1
+    assert RELAY_INTENTS & hikari.Intents.MESSAGE_CONTENT
