@@ -1,0 +1,196 @@
+"""The slice of Discord's REST API a turn and the command registration need, over a sync httpx client."""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from collections.abc import Callable
+from typing import Any, Final
+
+import httpx
+
+from kioku import __version__
+
+logger = logging.getLogger(__name__)
+
+HTTP_NO_CONTENT: Final = 204
+HTTP_TOO_MANY_REQUESTS: Final = 429
+HTTP_CLIENT_ERROR: Final = 400
+MAX_MESSAGES_PER_FETCH: Final = 100
+MAX_MEMBER_SEARCH_RESULTS: Final = 1000
+USER_AGENT: Final = f"DiscordBot (kioku, {__version__})"
+# Pings stay with the person we answer: no @everyone, no roles, no users named in the reply text.
+ALLOWED_MENTIONS: Final = {"parse": [], "replied_user": True}
+
+_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
+_INTERACTION_TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,500}")
+
+
+class DiscordError(RuntimeError):
+    """Discord refused a request; ``code`` is Discord's JSON error code when it sent one."""
+
+    def __init__(self, status: int, code: int | None, message: str) -> None:
+        super().__init__(f"Discord answered HTTP {status} (code {code}): {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+
+
+class DiscordRest:
+    """``Authorization: Bot <token>`` REST calls; 429s are waited out when the wait is short enough."""
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        timeout_seconds: float = 10.0,
+        max_retries: int = 3,
+        max_retry_after_seconds: float = 10.0,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._client = httpx.Client(
+            base_url=base_url.rstrip("/"),
+            headers={"User-Agent": USER_AGENT},
+            timeout=httpx.Timeout(timeout_seconds),
+        )
+        self._auth = {"Authorization": f"Bot {token}"}
+        self._max_retries = max_retries
+        self._max_retry_after = max_retry_after_seconds
+        self._sleep = sleep
+
+    def close(self) -> None:
+        self._client.close()
+
+    def get_channel_messages(self, channel_id: str, limit: int) -> list[dict[str, Any]]:
+        """The channel's latest ``limit`` messages, newest first, as Discord returns them."""
+        if not 1 <= limit <= MAX_MESSAGES_PER_FETCH:
+            raise ValueError(f"limit must be between 1 and {MAX_MESSAGES_PER_FETCH}")
+        messages = self._request("GET", f"/channels/{_id(channel_id)}/messages", params={"limit": limit})
+        if not isinstance(messages, list):
+            raise DiscordError(200, None, "channel messages were not a list")
+        return messages
+
+    def trigger_typing(self, channel_id: str) -> None:
+        self._request("POST", f"/channels/{_id(channel_id)}/typing")
+
+    def create_message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        reply_to: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Post a message, as a reply to ``reply_to`` when given (still sent if that message is gone)."""
+        body: dict[str, Any] = {"content": content, "allowed_mentions": ALLOWED_MENTIONS}
+        if embeds:
+            body["embeds"] = embeds
+        if reply_to is not None:
+            body["message_reference"] = {"message_id": _id(reply_to), "fail_if_not_exists": False}
+        return self._request("POST", f"/channels/{_id(channel_id)}/messages", json=body)
+
+    def edit_original_response(
+        self,
+        application_id: str,
+        interaction_token: str,
+        content: str,
+        embeds: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """Fill in a deferred interaction response. The token in the path is the credential."""
+        if not _INTERACTION_TOKEN.fullmatch(interaction_token):
+            raise ValueError("interaction token has unexpected characters")
+        body: dict[str, Any] = {"content": content, "allowed_mentions": {"parse": []}}
+        if embeds is not None:
+            body["embeds"] = embeds
+        path = f"/webhooks/{_id(application_id)}/{interaction_token}/messages/@original"
+        return self._request("PATCH", path, json=body, authorize=False)
+
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        """Members whose username or nickname starts with ``query``."""
+        if not 1 <= limit <= MAX_MEMBER_SEARCH_RESULTS:
+            raise ValueError(f"limit must be between 1 and {MAX_MEMBER_SEARCH_RESULTS}")
+        params = {"query": query, "limit": limit}
+        members = self._request("GET", f"/guilds/{_id(guild_id)}/members/search", params=params)
+        if not isinstance(members, list):
+            raise DiscordError(200, None, "member search results were not a list")
+        return members
+
+    def bulk_overwrite_commands(
+        self, application_id: str, commands: list[dict[str, Any]], guild_id: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Replace every global (or one guild's) application command in one PUT."""
+        path = f"/applications/{_id(application_id)}"
+        path += f"/guilds/{_id(guild_id)}/commands" if guild_id is not None else "/commands"
+        return self._request("PUT", path, json=commands)
+
+    def _request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        authorize: bool = True,
+    ) -> Any:
+        headers = self._auth if authorize else None
+        retries = 0
+        while True:
+            try:
+                response = self._client.request(method, path, params=params, json=json, headers=headers)
+            except httpx.TransportError as exc:
+                raise DiscordError(0, None, f"could not reach Discord ({type(exc).__name__})") from exc
+            if response.status_code != HTTP_TOO_MANY_REQUESTS:
+                return _result(response)
+            wait = _retry_after(response)
+            if wait is None or wait > self._max_retry_after or retries >= self._max_retries:
+                raise _error(response)
+            retries += 1
+            # Only the method is logged: paths can hold interaction tokens.
+            logger.warning("Discord rate limited a %s; waiting %.2fs", method, wait)
+            self._sleep(wait)
+
+
+def _result(response: httpx.Response) -> Any:
+    if response.status_code >= HTTP_CLIENT_ERROR:
+        raise _error(response)
+    if response.status_code == HTTP_NO_CONTENT or not response.content:
+        return None
+    try:
+        return response.json()
+    except ValueError as exc:
+        raise DiscordError(response.status_code, None, "response was not JSON") from exc
+
+
+def _error(response: httpx.Response) -> DiscordError:
+    try:
+        body = response.json()
+    except ValueError:
+        body = None
+    if isinstance(body, dict):
+        code = body.get("code") if isinstance(body.get("code"), int) else None
+        return DiscordError(response.status_code, code, str(body.get("message", "")))
+    return DiscordError(response.status_code, None, response.reason_phrase)
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    """Seconds to wait: the JSON ``retry_after`` (precise), else the ``Retry-After`` header."""
+    try:
+        body = response.json()
+        candidate = body.get("retry_after") if isinstance(body, dict) else None
+    except ValueError:
+        candidate = None
+    if candidate is None:
+        candidate = response.headers.get("retry-after")
+    try:
+        seconds = float(candidate)
+    except (TypeError, ValueError):
+        return None
+    return seconds if 0 <= seconds < float("inf") else None
+
+
+def _id(value: str) -> str:
+    if not isinstance(value, str) or not _SNOWFLAKE.fullmatch(value):
+        raise ValueError("Discord ids are 1-20 digit snowflakes")
+    return value

@@ -1,0 +1,87 @@
+"""What every chat model takes and gives back, in OpenAI chat-completions terms."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+class LlmUnavailable(RuntimeError):
+    """The model could not answer: retries exhausted, a refused request, or an unreadable response."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCall:
+    """One function call the model asked for; ``arguments`` is the JSON text exactly as sent."""
+
+    id: str
+    name: str
+    arguments: str
+
+    def to_openai(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": "function",
+            "function": {"name": self.name, "arguments": self.arguments},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ChatRequest:
+    """OpenAI-format messages and function tool schemas (empty when tools are not offered)."""
+
+    messages: list[dict[str, Any]]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class ChatResponse:
+    content: str | None
+    tool_calls: tuple[ToolCall, ...] = ()
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def assistant_message(self) -> dict[str, Any]:
+        """The assistant turn to append before sending tool results back."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [call.to_openai() for call in self.tool_calls]
+        return message
+
+
+class ChatModel(Protocol):
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        """One non-streaming completion; raises ``LlmUnavailable`` when no answer can be had."""
+        ...
+
+
+def parse_chat_completion(body: Any) -> ChatResponse:
+    """Read the first choice of a chat-completions response body; anything unexpected → LlmUnavailable."""
+    try:
+        message = body["choices"][0]["message"]
+        content = message.get("content")
+        raw_calls = message.get("tool_calls") or []
+        calls = tuple(_tool_call(call) for call in raw_calls)
+    except (KeyError, IndexError, TypeError, AttributeError) as exc:
+        raise LlmUnavailable("the model answered with an unexpected response shape") from exc
+    if isinstance(content, list):  # some compatible servers answer with content parts
+        content = "".join(part.get("text", "") for part in content if isinstance(part, dict)) or None
+    if content is not None and not isinstance(content, str):
+        raise LlmUnavailable("the model answered with non-text content")
+    if content is None and not calls:
+        raise LlmUnavailable("the model answered with neither text nor tool calls")
+    return ChatResponse(content=content, tool_calls=calls, raw=body)
+
+
+def _tool_call(call: Any) -> ToolCall:
+    function = call["function"]
+    name, arguments = function["name"], function.get("arguments") or "{}"
+    if not isinstance(arguments, str):  # a few compatible servers send an object instead of JSON text
+        arguments = json.dumps(arguments, ensure_ascii=False)
+    if not isinstance(name, str) or not name or not isinstance(call.get("id"), str):
+        raise TypeError("tool call without a name or id")
+    return ToolCall(id=call["id"], name=name, arguments=arguments)

@@ -1,0 +1,486 @@
+"""Stand-ins for Discord's REST API and an OpenAI-compatible endpoint: real HTTP servers on 127.0.0.1.
+
+Both record every request, so tests (and the playground) can see exactly what kioku sent. They
+implement only what kioku calls, but answer it the way the real services do, errors included.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from itertools import count
+from typing import Any, Final, Self
+from urllib.parse import parse_qs, urlsplit
+
+LOOPBACK: Final = "127.0.0.1"
+DISCORD_API_PREFIX: Final = "/api/v10"
+DISCORD_MESSAGE_LIMIT: Final = 2000
+DISCORD_REPLY_TYPE: Final = 19
+DISCORD_DEFAULT_TYPE: Final = 0
+ERROR_UNKNOWN_CHANNEL: Final = 10003
+ERROR_UNKNOWN_WEBHOOK: Final = 10015
+ERROR_EMPTY_MESSAGE: Final = 50006
+ERROR_INVALID_FORM_BODY: Final = 50035
+FIRST_SNOWFLAKE: Final = 1_300_000_000_000_000_000
+SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
+
+
+@dataclass(frozen=True, slots=True)
+class RecordedRequest:
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]  # names lower-cased
+    body: Any  # parsed JSON, or None when the body was empty or not JSON
+    raw_body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class CannedResponse:
+    """What a stand-in answers: a dict or list is sent as JSON, str or bytes as they are."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = field(default_factory=dict)
+
+    def encode(self) -> tuple[bytes, str]:
+        if isinstance(self.body, bytes):
+            return self.body, "application/octet-stream"
+        if isinstance(self.body, str):
+            return self.body.encode(), "application/json"
+        if self.body is None:
+            return b"", "application/json"
+        return json.dumps(self.body).encode(), "application/json"
+
+
+class _StandInServer:
+    """A threaded HTTP server on an ephemeral loopback port; subclasses answer in ``_answer``."""
+
+    def __init__(self) -> None:
+        self._lock = threading.RLock()
+        self._requests: list[RecordedRequest] = []
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_class(self))
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            args=(SHUTDOWN_POLL_SECONDS,),
+            name=type(self).__name__,
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    @property
+    def url(self) -> str:
+        if self._server is None:
+            raise RuntimeError(f"{type(self).__name__} is not started")
+        return f"http://{LOOPBACK}:{self._server.server_address[1]}"
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    def requests_to(self, method: str, path_pattern: str) -> list[RecordedRequest]:
+        """Recorded requests with this method whose path fully matches the regular expression."""
+        return [r for r in self.requests if r.method == method and re.fullmatch(path_pattern, r.path)]
+
+    def _serve(self, request: RecordedRequest) -> CannedResponse:
+        with self._lock:
+            self._requests.append(request)
+            return self._answer(request)
+
+    def _answer(self, request: RecordedRequest) -> CannedResponse:
+        raise NotImplementedError
+
+
+def _handler_class(stand_in: _StandInServer) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw_body = self.rfile.read(length) if length else b""
+            url = urlsplit(self.path)
+            try:
+                body = json.loads(raw_body) if raw_body else None
+            except ValueError:
+                body = None
+            request = RecordedRequest(
+                method=self.command,
+                path=url.path,
+                query=parse_qs(url.query),
+                headers={name.lower(): value for name, value in self.headers.items()},
+                body=body,
+                raw_body=raw_body,
+            )
+            try:
+                response = stand_in._serve(request)
+            except Exception as exc:  # a stand-in bug must show up as a 500, not a hung client
+                response = CannedResponse(500, {"message": f"stand-in error: {exc!r}"})
+            payload, content_type = response.encode()
+            self.send_response(response.status)
+            self.send_header("Content-Type", content_type)
+            for name, value in response.headers.items():
+                self.send_header(name, value)
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+        do_POST = do_PUT = do_PATCH = do_DELETE = do_GET
+
+        def log_message(self, format: str, *args: Any) -> None:
+            """Silence the per-request access log."""
+
+    return Handler
+
+
+def _discord_error(status: int, code: int, message: str) -> CannedResponse:
+    return CannedResponse(status, {"code": code, "message": message})
+
+
+class DiscordStandIn(_StandInServer):
+    """Discord's REST subset kioku uses, in memory: channels, messages, typing, interaction
+    webhooks, guild member search and command bulk overwrite."""
+
+    def __init__(
+        self,
+        *,
+        token: str = "playground-bot-token",
+        bot_user_id: str = "1200000000000000001",
+        bot_username: str = "kioku",
+        application_id: str | None = None,
+    ) -> None:
+        super().__init__()
+        self.token = token
+        self.application_id = application_id or bot_user_id
+        self.bot_user = {"id": bot_user_id, "username": bot_username, "global_name": None, "bot": True}
+        self._ids = count(FIRST_SNOWFLAKE)
+        self._users: dict[str, dict[str, Any]] = {bot_user_id: self.bot_user}
+        self._members: dict[str, dict[str, dict[str, Any]]] = {}
+        self._channels: dict[str, list[dict[str, Any]]] = {}
+        self._interaction_responses: dict[str, dict[str, Any]] = {}
+        self._commands: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
+        self._failures: deque[CannedResponse] = deque()
+        self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
+            ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
+            ("POST", re.compile(r"/channels/(\d+)/messages"), self._post_message),
+            ("POST", re.compile(r"/channels/(\d+)/typing"), self._typing),
+            ("GET", re.compile(r"/guilds/(\d+)/members/search"), self._search_members),
+            ("PUT", re.compile(r"/applications/(\d+)/commands"), self._put_commands),
+            ("PUT", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._put_commands),
+        )
+
+    @property
+    def base_url(self) -> str:
+        """What ``DISCORD_API_BASE_URL`` should be set to."""
+        return self.url + DISCORD_API_PREFIX
+
+    # Seeding -----------------------------------------------------------------------------------
+
+    def new_id(self) -> str:
+        with self._lock:
+            return str(next(self._ids))
+
+    def seed_user(
+        self, username: str, *, user_id: str | None = None, global_name: str | None = None, bot: bool = False
+    ) -> dict[str, Any]:
+        user = {"id": user_id or self.new_id(), "username": username, "global_name": global_name, "bot": bot}
+        with self._lock:
+            self._users[user["id"]] = user
+        return dict(user)
+
+    def seed_member(self, guild_id: str, user: dict[str, Any], *, nick: str | None = None) -> dict[str, Any]:
+        member = {"user": dict(user), "nick": nick, "roles": [], "joined_at": _now()}
+        with self._lock:
+            self._members.setdefault(guild_id, {})[user["id"]] = member
+        return dict(member)
+
+    def seed_channel(self, channel_id: str) -> None:
+        with self._lock:
+            self._channels.setdefault(channel_id, [])
+
+    def seed_message(
+        self,
+        channel_id: str,
+        author: dict[str, Any],
+        content: str = "",
+        *,
+        attachments: list[dict[str, Any]] | None = None,
+        reply_to: str | None = None,
+        webhook_id: str | None = None,
+        timestamp: str | None = None,
+    ) -> dict[str, Any]:
+        """Add a message as if ``author`` had posted it; returns the stored message."""
+        with self._lock:
+            self.seed_channel(channel_id)
+            message = self._new_message(channel_id, author, content, reply_to=reply_to, timestamp=timestamp)
+            message["attachments"] = list(attachments or [])
+            if webhook_id:
+                message["webhook_id"] = webhook_id
+            self._channels[channel_id].append(message)
+            return json.loads(json.dumps(message))
+
+    def fail_next(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
+        """Answer the next request (whatever it is) with this response instead."""
+        with self._lock:
+            self._failures.append(CannedResponse(status, body, headers or {}))
+
+    # Inspection --------------------------------------------------------------------------------
+
+    def channel_messages(self, channel_id: str) -> list[dict[str, Any]]:
+        """The channel's messages, oldest first."""
+        with self._lock:
+            return json.loads(json.dumps(self._channels.get(channel_id, [])))
+
+    def interaction_response(self, interaction_token: str) -> dict[str, Any] | None:
+        with self._lock:
+            return self._interaction_responses.get(interaction_token)
+
+    def commands(self, guild_id: str | None = None) -> list[dict[str, Any]]:
+        with self._lock:
+            return list(self._commands.get((self.application_id, guild_id), []))
+
+    # Serving -----------------------------------------------------------------------------------
+
+    def _answer(self, request: RecordedRequest) -> CannedResponse:
+        if self._failures:
+            return self._failures.popleft()
+        if not request.path.startswith(DISCORD_API_PREFIX):
+            return _discord_error(404, 0, "404: Not Found")
+        path = request.path[len(DISCORD_API_PREFIX) :]
+        webhook = re.fullmatch(r"/webhooks/(\d+)/([^/]+)/messages/@original", path)
+        if webhook and request.method == "PATCH":
+            return self._edit_original(request, *webhook.groups())  # the token in the path authorises
+        if request.headers.get("authorization") != f"Bot {self.token}":
+            return _discord_error(401, 0, "401: Unauthorized")
+        for method, pattern, handler in self._routes:
+            match = pattern.fullmatch(path)
+            if match and method == request.method:
+                return handler(request, *match.groups())
+        return _discord_error(404, 0, "404: Not Found")
+
+    def _get_messages(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
+        if channel_id not in self._channels:
+            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+        limit = _int_param(request, "limit", default=50)
+        if limit is None or not 1 <= limit <= 100:
+            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+        return CannedResponse(200, list(reversed(self._channels[channel_id]))[:limit])
+
+    def _post_message(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
+        if channel_id not in self._channels:
+            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+        body = request.body if isinstance(request.body, dict) else {}
+        content = body.get("content") or ""
+        embeds = body.get("embeds") or []
+        if (
+            not isinstance(content, str)
+            or len(content) > DISCORD_MESSAGE_LIMIT
+            or not isinstance(embeds, list)
+        ):
+            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+        if not content.strip() and not embeds:
+            return _discord_error(400, ERROR_EMPTY_MESSAGE, "Cannot send an empty message")
+        reference = body.get("message_reference") or {}
+        reply_to = reference.get("message_id")
+        if reply_to and not self._find(channel_id, reply_to):
+            if reference.get("fail_if_not_exists", True):
+                return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+            reply_to = None
+        message = self._new_message(channel_id, self.bot_user, content, reply_to=reply_to)
+        message["embeds"] = embeds
+        self._channels[channel_id].append(message)
+        return CannedResponse(200, message)
+
+    def _typing(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
+        if channel_id not in self._channels:
+            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+        return CannedResponse(204)
+
+    def _edit_original(self, request: RecordedRequest, application_id: str, token: str) -> CannedResponse:
+        if application_id != self.application_id:
+            return _discord_error(404, ERROR_UNKNOWN_WEBHOOK, "Unknown Webhook")
+        body = request.body if isinstance(request.body, dict) else {}
+        message = {
+            "id": self._interaction_responses.get(token, {}).get("id") or self.new_id(),
+            "content": body.get("content") or "",
+            "embeds": body.get("embeds") or [],
+            "author": self.bot_user,
+            "timestamp": _now(),
+        }
+        self._interaction_responses[token] = message
+        return CannedResponse(200, message)
+
+    def _search_members(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
+        query = (request.query.get("query") or [""])[0].lower()
+        limit = _int_param(request, "limit", default=1)
+        if not query or limit is None or not 1 <= limit <= 1000:
+            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+        found = [
+            member
+            for member in self._members.get(guild_id, {}).values()
+            if any(
+                (name or "").lower().startswith(query)
+                for name in (
+                    member["user"]["username"],
+                    member["user"].get("global_name"),
+                    member.get("nick"),
+                )
+            )
+        ]
+        return CannedResponse(200, found[:limit])
+
+    def _put_commands(
+        self, request: RecordedRequest, application_id: str, guild_id: str | None = None
+    ) -> CannedResponse:
+        if not isinstance(request.body, list) or not all(
+            isinstance(c, dict) and c.get("name") for c in request.body
+        ):
+            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+        stored = [
+            {**command, "id": self.new_id(), "application_id": application_id, "version": self.new_id()}
+            for command in request.body
+        ]
+        self._commands[(application_id, guild_id)] = stored
+        return CannedResponse(200, stored)
+
+    def _new_message(
+        self,
+        channel_id: str,
+        author: dict[str, Any],
+        content: str,
+        *,
+        reply_to: str | None = None,
+        timestamp: str | None = None,
+    ) -> dict[str, Any]:
+        message: dict[str, Any] = {
+            "id": self.new_id(),
+            "channel_id": channel_id,
+            "type": DISCORD_DEFAULT_TYPE,
+            "content": content,
+            "author": dict(author),
+            "timestamp": timestamp or _now(),
+            "edited_timestamp": None,
+            "attachments": [],
+            "embeds": [],
+            "mentions": [],
+            "pinned": False,
+            "tts": False,
+        }
+        referenced = self._find(channel_id, reply_to) if reply_to else None
+        if referenced is not None:
+            message["type"] = DISCORD_REPLY_TYPE
+            message["message_reference"] = {"message_id": reply_to, "channel_id": channel_id}
+            message["referenced_message"] = {k: v for k, v in referenced.items() if k != "referenced_message"}
+        return message
+
+    def _find(self, channel_id: str, message_id: str) -> dict[str, Any] | None:
+        return next((m for m in self._channels.get(channel_id, []) if m["id"] == message_id), None)
+
+
+Responder = Callable[[dict[str, Any]], "CannedResponse | dict[str, Any]"]
+
+
+class OpenAIStandIn(_StandInServer):
+    """``POST /v1/chat/completions`` answering from a queue of canned responses, else a responder."""
+
+    def __init__(self, *, api_key: str | None = None, responder: Responder | None = None) -> None:
+        super().__init__()
+        self.api_key = api_key
+        self._responder = responder
+        self._queue: deque[CannedResponse] = deque()
+
+    @property
+    def base_url(self) -> str:
+        """What ``LLM_BASE_URL`` should be set to."""
+        return self.url + "/v1"
+
+    @property
+    def bodies(self) -> list[Any]:
+        """The JSON bodies of every chat-completions request, in order."""
+        return [r.body for r in self.requests_to("POST", "/v1/chat/completions")]
+
+    def enqueue(self, *responses: CannedResponse | dict[str, Any]) -> None:
+        """Queue answers; a dict is a 200 response body."""
+        with self._lock:
+            self._queue.extend(_canned(response) for response in responses)
+
+    def _answer(self, request: RecordedRequest) -> CannedResponse:
+        if request.method != "POST" or request.path != "/v1/chat/completions":
+            return CannedResponse(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return CannedResponse(401, {"error": {"message": "Incorrect API key provided", "type": "auth"}})
+        if not isinstance(request.body, dict):
+            return CannedResponse(
+                400, {"error": {"message": "body must be a JSON object", "type": "invalid"}}
+            )
+        if self._queue:
+            return self._queue.popleft()
+        if self._responder is not None:
+            return _canned(self._responder(request.body))
+        return CannedResponse(500, {"error": {"message": "OpenAIStandIn has no canned response left"}})
+
+
+def completion_body(
+    content: str | None = None, *, tool_calls: list[tuple[str, dict[str, Any]]] | None = None
+) -> dict[str, Any]:
+    """A chat-completions response body with text and/or ``(name, arguments)`` tool calls."""
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if tool_calls:
+        message["tool_calls"] = [
+            {
+                "id": f"call_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for index, (name, args) in enumerate(tool_calls)
+        ]
+    return {
+        "id": "chatcmpl-standin",
+        "object": "chat.completion",
+        "model": "stand-in",
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}
+        ],
+    }
+
+
+def _canned(response: CannedResponse | dict[str, Any]) -> CannedResponse:
+    return response if isinstance(response, CannedResponse) else CannedResponse(200, response)
+
+
+def _int_param(request: RecordedRequest, name: str, *, default: int) -> int | None:
+    values = request.query.get(name)
+    if not values:
+        return default
+    try:
+        return int(values[0])
+    except ValueError:
+        return None
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat()

@@ -1,0 +1,216 @@
+"""The Discord REST client against the Discord stand-in, a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.domain.dialogue import build_dialogue
+from kioku.playground.standins import DiscordStandIn
+
+TOKEN = "bot-token-very-secret"
+CHANNEL = "5000"
+GUILD = "7000"
+
+
+@pytest.fixture
+def discord():
+    with DiscordStandIn(token=TOKEN) as stand_in:
+        stand_in.seed_channel(CHANNEL)
+        yield stand_in
+
+
+@pytest.fixture
+def waits():
+    return []
+
+
+@pytest.fixture
+def rest(discord, waits):
+    client = DiscordRest(
+        discord.base_url, TOKEN, max_retries=2, max_retry_after_seconds=5, sleep=waits.append
+    )
+    yield client
+    client.close()
+
+
+def test_fetches_history_newest_first_with_bot_auth_and_user_agent(discord, rest):
+    # Given a conversation in the channel
+    alice = discord.seed_user("alice", global_name="Alice")
+    first = discord.seed_message(CHANNEL, alice, "first")
+    second = discord.seed_message(CHANNEL, alice, "second", reply_to=first["id"])
+
+    # When the client fetches the history
+    messages = rest.get_channel_messages(CHANNEL, limit=10)
+
+    # Then it is newest first, and the request was authenticated as the bot
+    assert [m["id"] for m in messages] == [second["id"], first["id"]]
+    assert messages[0]["referenced_message"]["id"] == first["id"]
+    (request,) = discord.requests
+    assert request.headers["authorization"] == f"Bot {TOKEN}"
+    assert request.headers["user-agent"].startswith("DiscordBot (")
+    assert request.query == {"limit": ["10"]}
+
+
+def test_fetched_history_converts_to_dialogue(discord, rest):
+    alice = discord.seed_user("alice", global_name="Alice")
+    question = discord.seed_message(CHANNEL, alice, "are you there?")
+    rest.create_message(CHANNEL, "I am here.", reply_to=question["id"])
+
+    items = build_dialogue(
+        rest.get_channel_messages(CHANNEL, limit=10),
+        bot_user_id=discord.bot_user["id"],
+        supports_vision=True,
+        limit=10,
+    )
+
+    assert [item.role for item in items] == ["user", "assistant"]
+    assert "Replying to @Alice: 'are you there?'" in items[1].content
+
+
+def test_reply_references_the_trigger_and_never_mass_mentions(discord, rest):
+    trigger = discord.seed_message(CHANNEL, discord.seed_user("bob"), "hi @everyone")
+
+    posted = rest.create_message(CHANNEL, "hello @everyone", reply_to=trigger["id"])
+
+    (request,) = discord.requests_to("POST", rf"/api/v10/channels/{CHANNEL}/messages")
+    assert request.body["allowed_mentions"] == {"parse": [], "replied_user": True}
+    assert request.body["message_reference"] == {"message_id": trigger["id"], "fail_if_not_exists": False}
+    assert posted["author"]["id"] == discord.bot_user["id"]
+    assert discord.channel_messages(CHANNEL)[-1]["content"] == "hello @everyone"
+
+
+def test_reply_to_a_deleted_message_is_still_sent(discord, rest):
+    posted = rest.create_message(CHANNEL, "still here", reply_to="123456")
+
+    assert posted["content"] == "still here"
+    assert "referenced_message" not in posted
+
+
+def test_trigger_typing(discord, rest):
+    assert rest.trigger_typing(CHANNEL) is None
+
+    assert len(discord.requests_to("POST", rf"/api/v10/channels/{CHANNEL}/typing")) == 1
+
+
+def test_waits_out_a_429_using_the_json_retry_after(discord, rest, waits):
+    discord.fail_next(429, {"message": "You are being rate limited.", "retry_after": 0.25, "global": False})
+
+    rest.trigger_typing(CHANNEL)
+
+    assert waits == [0.25]
+    assert len(discord.requests) == 2
+
+
+def test_falls_back_to_the_retry_after_header(discord, rest, waits):
+    discord.fail_next(429, "not json", {"Retry-After": "1.5"})
+
+    rest.trigger_typing(CHANNEL)
+
+    assert waits == [1.5]
+
+
+def test_a_wait_beyond_the_bound_is_not_waited(discord, rest, waits):
+    discord.fail_next(429, {"message": "You are being rate limited.", "retry_after": 60})
+
+    with pytest.raises(DiscordError) as raised:
+        rest.trigger_typing(CHANNEL)
+
+    assert raised.value.status == 429
+    assert waits == []
+
+
+def test_gives_up_after_max_retries(discord, rest, waits):
+    for _ in range(3):
+        discord.fail_next(429, {"message": "rate limited", "retry_after": 0.01})
+
+    with pytest.raises(DiscordError):
+        rest.trigger_typing(CHANNEL)
+
+    assert len(waits) == 2
+    assert len(discord.requests) == 3
+
+
+def test_errors_carry_status_code_and_message(rest):
+    with pytest.raises(DiscordError) as raised:
+        rest.get_channel_messages("999", limit=5)
+
+    assert (raised.value.status, raised.value.code, raised.value.message) == (404, 10003, "Unknown Channel")
+
+
+def test_empty_message_is_refused_by_discord(rest):
+    with pytest.raises(DiscordError) as raised:
+        rest.create_message(CHANNEL, "   ")
+
+    assert raised.value.code == 50006
+
+
+def test_a_wrong_token_is_unauthorised_and_never_logged(discord, caplog):
+    client = DiscordRest(discord.base_url, "wrong-token")
+
+    with caplog.at_level(logging.DEBUG), pytest.raises(DiscordError) as raised:
+        client.trigger_typing(CHANNEL)
+
+    assert raised.value.status == 401
+    assert "wrong-token" not in caplog.text
+    assert "wrong-token" not in str(raised.value)
+
+
+@pytest.mark.parametrize("bad_id", ["../guilds/1", "12a", "", "1" * 21])
+def test_ids_that_are_not_snowflakes_are_refused_before_any_request(discord, rest, bad_id):
+    with pytest.raises(ValueError):
+        rest.get_channel_messages(bad_id, limit=5)
+
+    assert discord.requests == []
+
+
+def test_edit_original_response_uses_the_interaction_token_not_the_bot_token(discord, rest):
+    rest.edit_original_response(discord.application_id, "tok-en_1.2", "done", embeds=[{"title": "Saved"}])
+
+    (request,) = discord.requests
+    assert request.method == "PATCH"
+    assert request.path == f"/api/v10/webhooks/{discord.application_id}/tok-en_1.2/messages/@original"
+    assert "authorization" not in request.headers
+    assert discord.interaction_response("tok-en_1.2")["embeds"] == [{"title": "Saved"}]
+
+
+def test_edit_original_response_refuses_a_token_that_could_change_the_path(rest):
+    with pytest.raises(ValueError):
+        rest.edit_original_response("1", "../../channels/5/messages", "x")
+
+
+def test_search_guild_members(discord, rest):
+    for name, nick in (("alice", None), ("alfred", "Fred"), ("bob", "Al")):
+        discord.seed_member(GUILD, discord.seed_user(name), nick=nick)
+
+    found = rest.search_guild_members(GUILD, "al", limit=10)
+
+    assert sorted(member["user"]["username"] for member in found) == ["alfred", "alice", "bob"]
+    assert discord.requests[0].query == {"query": ["al"], "limit": ["10"]}
+
+
+def test_bulk_overwrite_commands_global_and_per_guild(discord, rest):
+    commands = [{"name": "memory", "description": "Manage memories", "type": 1}]
+
+    rest.bulk_overwrite_commands(discord.application_id, commands)
+    rest.bulk_overwrite_commands(discord.application_id, commands, guild_id=GUILD)
+
+    assert [r.path for r in discord.requests_to("PUT", r".*")] == [
+        f"/api/v10/applications/{discord.application_id}/commands",
+        f"/api/v10/applications/{discord.application_id}/guilds/{GUILD}/commands",
+    ]
+    assert [c["name"] for c in discord.commands()] == ["memory"]
+    assert [c["name"] for c in discord.commands(GUILD)] == ["memory"]
+
+
+def test_unreachable_discord_is_a_discord_error():
+    stand_in = DiscordStandIn().start()
+    base_url = stand_in.base_url
+    stand_in.stop()
+
+    with pytest.raises(DiscordError) as raised:
+        DiscordRest(base_url, TOKEN).trigger_typing(CHANNEL)
+
+    assert raised.value.status == 0

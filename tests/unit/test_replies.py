@@ -1,0 +1,112 @@
+"""The model's answer → Discord-sized messages."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kioku.domain.replies import split_reply, strip_echoed_metadata
+
+
+def test_short_text_is_one_chunk():
+    assert split_reply("  hello there \n") == ["hello there"]
+
+
+@pytest.mark.parametrize("blank", ["", "   ", "\n\n\t"])
+def test_blank_text_gives_no_chunks(blank):
+    assert split_reply(blank) == []
+
+
+def test_limit_below_the_minimum_is_refused():
+    with pytest.raises(ValueError):
+        split_reply("text", limit=10)
+
+
+def test_prefers_paragraph_breaks():
+    # Given two paragraphs that only fit separately
+    first, second = "a" * 700 + " end.", "b" * 700
+
+    # When split
+    chunks = split_reply(f"{first}\n\n{second}", limit=1000)
+
+    # Then each paragraph is its own chunk, intact
+    assert chunks == [first, second]
+
+
+def test_falls_back_to_words_never_cutting_one():
+    words = " ".join(f"word{i}" for i in range(600))
+
+    chunks = split_reply(words, limit=500)
+
+    assert all(len(chunk) <= 500 for chunk in chunks)
+    assert " ".join(chunks).split() == words.split()
+
+
+def test_keeps_a_code_block_whole_when_it_fits_in_one_message():
+    # Given prose followed by a code block that would straddle the first cut
+    code = "```python\n" + "\n".join(f"print({i})" for i in range(60)) + "\n```"
+    text = "intro " * 100 + "\n" + code + "\nafter"
+
+    # When split
+    chunks = split_reply(text, limit=1000)
+
+    # Then the block is untouched inside a single chunk
+    assert all(len(chunk) <= 1000 for chunk in chunks)
+    assert sum(code in chunk for chunk in chunks) == 1
+
+
+def test_a_block_too_long_for_one_message_is_closed_and_reopened():
+    code = "```python\n" + "\n".join(f"value_{i} = {i}" for i in range(300)) + "\n```"
+
+    chunks = split_reply("Here it is:\n" + code, limit=500)
+
+    assert len(chunks) > 2
+    assert all(len(chunk) <= 500 for chunk in chunks)
+    for chunk in chunks:
+        assert chunk.count("```") % 2 == 0, chunk  # every chunk renders as balanced code
+    for chunk in chunks[1:]:
+        assert chunk.startswith("```python\n")
+    lines = [line for chunk in chunks for line in chunk.splitlines() if line.startswith("value_")]
+    assert lines == [f"value_{i} = {i}" for i in range(300)]
+
+
+def test_a_single_unbreakable_run_is_hard_cut():
+    chunks = split_reply("x" * 4500)
+
+    assert [len(chunk) for chunk in chunks] == [1996, 1996, 508]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.text(alphabet="abc \n", max_size=400),
+            st.just("```py\n"),
+            st.just("\n```\n"),
+            st.text(alphabet="xyz", min_size=150, max_size=600),
+        ),
+        max_size=20,
+    ).map("".join),
+    st.integers(min_value=100, max_value=600),
+)
+def test_chunks_are_never_empty_and_never_too_long(text, limit):
+    chunks = split_reply(text, limit)
+
+    assert all(chunk.strip() and len(chunk) <= limit for chunk in chunks)
+    # Nothing but whitespace and the fences we add is lost or invented.
+    squeezed = "".join("".join(chunks).split()).replace("`", "").replace("py", "")
+    assert squeezed == "".join(text.split()).replace("`", "").replace("py", "")
+
+
+@pytest.mark.parametrize(
+    ("echoed", "clean"),
+    [
+        ("[kioku | UserID:900 | MessageID:5]\nSent: 2024-05-01 UTC\n<som>Hello!<eom>", "Hello!"),
+        ("[kioku | UserID:900 | MessageID:5] Hello!", "Hello!"),
+        ("<som>Hi there<eom>", "Hi there"),
+        ("Plain answer with [brackets | not a header]", "Plain answer with [brackets | not a header]"),
+    ],
+)
+def test_strip_echoed_metadata(echoed, clean):
+    assert strip_echoed_metadata(echoed) == clean
