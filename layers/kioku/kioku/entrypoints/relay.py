@@ -1,0 +1,92 @@
+"""RelayFunction: messages forwarded by the gateway relay, verified, addressed, queued.
+
+202 queued, 204 not for the bot, 400 malformed, 401 not signed by the relay.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from kioku.config import ConfigurationError, get_settings
+from kioku.domain.addressing import InvalidRelayEvent, TurnReason, decide_turn, parse_relay_body
+from kioku.domain.models import ServerConfig
+from kioku.entrypoints.function_url import (
+    UnreadableBody,
+    empty_response,
+    error_response,
+    header,
+    json_response,
+    raw_body,
+)
+from kioku.signatures import SIGNATURE_HEADER, TIMESTAMP_HEADER, RequestVerifier, SignatureRejected
+
+logger = logging.getLogger(__name__)
+
+_NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}
+_verifiers: dict[str, RequestVerifier] = {}
+_services: dict[str, Any] = {}
+
+
+def handle(event: dict[str, Any]) -> dict[str, Any]:
+    try:
+        return _handle(event)
+    except ConfigurationError as exc:
+        logger.error("relay endpoint is misconfigured: %s", exc)
+        return error_response(503, "misconfigured")
+    except Exception:
+        logger.exception("unexpected error while handling a relayed message")
+        return error_response(500, "internal error")
+
+
+def _handle(event: dict[str, Any]) -> dict[str, Any]:
+    settings = get_settings()
+    try:
+        body = raw_body(event)
+    except UnreadableBody:
+        return error_response(401, "invalid request signature")
+    verifier = _verifiers.setdefault(settings.RELAY_PUBLIC_KEY, RequestVerifier(settings.RELAY_PUBLIC_KEY))
+    try:
+        verifier.verify(body, header(event, SIGNATURE_HEADER), header(event, TIMESTAMP_HEADER))
+    except SignatureRejected as exc:
+        logger.info("rejected a relay request: %s", exc.reason)
+        return error_response(401, "invalid request signature")
+    try:
+        message = parse_relay_body(body)
+    except InvalidRelayEvent as exc:
+        return error_response(400, f"invalid relay event: {exc.reason}")
+
+    bot_user_id = settings.DISCORD_APPLICATION_ID
+    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
+    if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
+        config = _config_store().get_server_config(message.guild_id)
+        decision = decide_turn(message, bot_user_id=bot_user_id, config=config)
+    if not decision.answer:
+        return empty_response(204)
+
+    from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.domain.turn_jobs import TurnJob
+
+    try:
+        _turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)))
+    except QueueUnavailable:
+        logger.exception("could not queue message %s", message.message_id)
+        return error_response(503, "could not queue the turn; retry")
+    return json_response(202, {"status": "queued", "reason": decision.reason.value})
+
+
+def _config_store():
+    if "config" not in _services:
+        from kioku.adapters.dynamodb.config_store import ConfigStore
+        from kioku.adapters.dynamodb.table import KiokuTable
+
+        _services["config"] = ConfigStore(KiokuTable(get_settings().TABLE_NAME))
+    return _services["config"]
+
+
+def _turn_queue():
+    if "queue" not in _services:
+        from kioku.adapters.turn_queue import TurnQueue
+
+        _services["queue"] = TurnQueue(get_settings().TURN_QUEUE_URL)
+    return _services["queue"]

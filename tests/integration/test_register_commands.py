@@ -1,0 +1,58 @@
+"""``kioku register-commands``: the router's registry, sent in one PUT to a local Discord stand-in."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku.playground.standins import DiscordStandIn
+from kioku.services.commands.registry import by_name, definitions
+from kioku.services.registration import run
+
+APPLICATION_ID = "100000000000000001"
+TOKEN = "register-test-token"
+
+
+@pytest.fixture
+def discord(monkeypatch):
+    with DiscordStandIn(token=TOKEN, application_id=APPLICATION_ID) as stand_in:
+        monkeypatch.setenv("DISCORD_API_BASE_URL", stand_in.base_url)
+        monkeypatch.setenv("DISCORD_APPLICATION_ID", APPLICATION_ID)
+        monkeypatch.setenv("DISCORD_BOT_TOKEN", TOKEN)
+        yield stand_in
+
+
+def test_global_registration_is_one_put_of_the_routers_commands(discord, capsys):
+    assert run([]) == 0
+    puts = discord.requests_to("PUT", f"/api/v10/applications/{APPLICATION_ID}/commands")
+    assert len(puts) == 1 and len(discord.requests) == 1
+    sent = puts[0].body
+    assert sent == definitions()
+    assert {command["name"] for command in sent} == set(by_name())
+    assert "registered" in capsys.readouterr().out
+
+
+def test_guild_registration_targets_the_guild(discord):
+    assert run(["--guild", "200000000000000001"]) == 0
+    assert discord.requests_to("PUT", f"/api/v10/applications/{APPLICATION_ID}/guilds/200000000000000001/commands")
+
+
+def test_a_refusal_is_reported_and_exits_1(discord, capsys):
+    discord.fail_next(400, {"code": 50035, "message": "Invalid Form Body"})
+    assert run([]) == 1
+    assert "Invalid Form Body" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("unset", "argv", "message"),
+    [
+        ("DISCORD_BOT_TOKEN", [], "DISCORD_BOT_TOKEN must be set"),
+        ("DISCORD_APPLICATION_ID", [], "DISCORD_APPLICATION_ID must be set"),
+        (None, ["--guild", "abc"], "--guild must be a guild id"),
+    ],
+)
+def test_bad_input_is_named_and_nothing_is_sent(discord, monkeypatch, capsys, unset, argv, message):
+    if unset:
+        monkeypatch.delenv(unset)
+    assert run(argv) == 2
+    assert message in capsys.readouterr().err
+    assert discord.requests == []

@@ -1,0 +1,44 @@
+"""Turn jobs survive the queue unchanged, and anything else is refused with a reason."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
+
+MESSAGE = {
+    "id": "700000000000000001",
+    "channel_id": "300000000000000001",
+    "guild_id": "200000000000000001",
+    "author": {"id": "400000000000000001", "username": "alice"},
+    "member": {"nick": "Ali"},
+    "content": "こんにちは <@1>",
+}
+
+
+def test_a_gateway_message_round_trips():
+    job = TurnJob.from_gateway_message(MESSAGE)
+    assert TurnJob.from_json(job.to_json()) == job
+    assert job.source is TurnSource.MESSAGE and job.member == {"nick": "Ali"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "not json",
+        "[]",
+        '{"source": "message"}',
+        '{"source": "carrier-pigeon", "turn_id": "1", "channel_id": "2", "guild_id": null, "author": {}, "content": ""}',
+        '{"source": "message", "turn_id": "x", "channel_id": "2", "guild_id": null, "author": {}, "content": ""}',
+        '{"source": "slash_command", "turn_id": "1", "channel_id": "2", "guild_id": null, "author": {}, "content": ""}',
+    ],
+    ids=["not-json", "array", "missing-fields", "unknown-source", "bad-id", "slash-without-token"],
+)
+def test_anything_else_is_an_invalid_job(body):
+    with pytest.raises(InvalidTurnJob):
+        TurnJob.from_json(body)
+
+
+def test_an_oversized_job_is_refused_before_sending():
+    with pytest.raises(InvalidTurnJob):
+        TurnJob.from_gateway_message({**MESSAGE, "content": "x" * 300_000}).to_json()
