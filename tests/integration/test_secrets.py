@@ -42,5 +42,5 @@ def test_a_malformed_secret_is_a_clear_configuration_error(base_env, secret_stri
 
 
 def test_no_token_and_no_secret_names_both_ways_to_fix_it(base_env):
-    with pytest.raises(ConfigurationError, match="DISCORD_BOT_TOKEN.*KIOKU_SECRET_ARN"):
+    with pytest.raises(ConfigurationError, match=r"DISCORD_BOT_TOKEN.*KIOKU_SECRET_ARN"):
         load_secrets(Settings.from_environ(base_env))
