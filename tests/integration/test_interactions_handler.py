@@ -142,3 +142,42 @@ def test_missing_configuration_is_a_clear_503_not_a_crash(invoke, discord_keys, 
     response = invoke(signed_event(ping(APPLICATION_ID), discord_keys.signing_hex))
     assert response["statusCode"] == 503
     assert "DISCORD_PUBLIC_KEY is required but not set" in caplog.text
+
+
+def test_chat_defers_and_queues_the_turn_with_its_interaction_token(invoke, discord_keys, resources):
+    import boto3
+
+    from kioku.domain.turn_jobs import TurnJob, TurnSource
+
+    payload = slash_command(APPLICATION_ID, "chat", options={"message": "hello there"}, token="tok-abc")
+    response = invoke(signed_event(payload, discord_keys.signing_hex))
+    assert json.loads(response["body"]) == {"type": 5}
+    messages = boto3.client("sqs").receive_message(QueueUrl=resources.turn_queue_url)["Messages"]
+    job = TurnJob.from_json(messages[0]["Body"])
+    assert job.source is TurnSource.SLASH_COMMAND
+    assert (job.content, job.interaction_token, job.application_id) == (
+        "hello there",
+        "tok-abc",
+        APPLICATION_ID,
+    )
+
+
+@pytest.mark.parametrize("text", ["", "   ", "x" * 2001])
+def test_chat_refuses_empty_or_oversized_messages_ephemerally(invoke, discord_keys, resources, text):
+    import boto3
+
+    payload = slash_command(APPLICATION_ID, "chat", options={"message": text})
+    body = json.loads(invoke(signed_event(payload, discord_keys.signing_hex))["body"])
+    assert body["type"] == 4 and body["data"]["flags"] == 64
+    assert "Messages" not in boto3.client("sqs").receive_message(QueueUrl=resources.turn_queue_url)
+
+
+def test_chat_answers_ephemerally_when_the_queue_is_gone(invoke, discord_keys, resources, monkeypatch):
+    from kioku.services.commands import chat
+
+    chat._turn_queue.cache_clear()
+    monkeypatch.setenv("TURN_QUEUE_URL", resources.turn_queue_url + "-missing")
+    payload = slash_command(APPLICATION_ID, "chat", options={"message": "hi"})
+    body = json.loads(invoke(signed_event(payload, discord_keys.signing_hex))["body"])
+    chat._turn_queue.cache_clear()
+    assert body["type"] == 4 and "try again" in body["data"]["embeds"][0]["description"]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from kioku.services.commands import chat
 from kioku.services.commands import help as help_command
 from kioku.services.commands.base import Command
 
-COMMANDS: tuple[Command, ...] = (help_command.COMMAND,)
+COMMANDS: tuple[Command, ...] = (help_command.COMMAND, chat.COMMAND)
 
 
 def by_name() -> dict[str, Command]:
