@@ -214,3 +214,14 @@ def test_unreachable_discord_is_a_discord_error():
         DiscordRest(base_url, TOKEN).trigger_typing(CHANNEL)
 
     assert raised.value.status == 0
+
+
+def test_a_post_retried_with_the_same_nonce_creates_one_message():
+    with DiscordStandIn() as discord:
+        discord.seed_channel("300000000000000009")
+        rest = DiscordRest(discord.base_url, discord.token)
+        first = rest.create_message("300000000000000009", "hello", nonce="7000000000000000010")
+        again = rest.create_message("300000000000000009", "hello", nonce="7000000000000000010")
+        assert first["id"] == again["id"]
+        assert len(discord.channel_messages("300000000000000009")) == 1
+        assert discord.requests[-1].body["enforce_nonce"] is True

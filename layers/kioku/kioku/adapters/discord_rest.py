@@ -27,6 +27,9 @@ _SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 _INTERACTION_TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,500}")
 
 
+MAX_NONCE_LENGTH = 25
+
+
 class DiscordError(RuntimeError):
     """Discord refused a request; ``code`` is Discord's JSON error code when it sent one."""
 
@@ -82,9 +85,19 @@ class DiscordRest:
         *,
         reply_to: str | None = None,
         embeds: list[dict[str, Any]] | None = None,
+        nonce: str | None = None,
     ) -> dict[str, Any]:
-        """Post a message, as a reply to ``reply_to`` when given (still sent if that message is gone)."""
+        """Post a message, as a reply to ``reply_to`` when given (still sent if that message is gone).
+
+        With a ``nonce`` Discord enforces uniqueness: a retried post returns the message already
+        created instead of creating a second one.
+        """
         body: dict[str, Any] = {"content": content, "allowed_mentions": ALLOWED_MENTIONS}
+        if nonce is not None:
+            if len(nonce) > MAX_NONCE_LENGTH:
+                raise ValueError("a nonce is at most 25 characters")
+            body["nonce"] = nonce
+            body["enforce_nonce"] = True
         if embeds:
             body["embeds"] = embeds
         if reply_to is not None:

@@ -184,6 +184,7 @@ class DiscordStandIn(_StandInServer):
         self._interaction_responses: dict[str, dict[str, Any]] = {}
         self._commands: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         self._failures: deque[CannedResponse] = deque()
+        self._nonces: dict[tuple[str, str], dict[str, Any]] = {}
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
             ("POST", re.compile(r"/channels/(\d+)/messages"), self._post_message),
@@ -304,6 +305,11 @@ class DiscordStandIn(_StandInServer):
             return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
         if not content.strip() and not embeds:
             return _discord_error(400, ERROR_EMPTY_MESSAGE, "Cannot send an empty message")
+        nonce = body.get("nonce")
+        if nonce is not None and body.get("enforce_nonce"):
+            created = self._nonces.get((channel_id, str(nonce)))
+            if created is not None:
+                return CannedResponse(200, created)
         reference = body.get("message_reference") or {}
         reply_to = reference.get("message_id")
         if reply_to and not self._find(channel_id, reply_to):
@@ -313,6 +319,8 @@ class DiscordStandIn(_StandInServer):
         message = self._new_message(channel_id, self.bot_user, content, reply_to=reply_to)
         message["embeds"] = embeds
         self._channels[channel_id].append(message)
+        if nonce is not None and body.get("enforce_nonce"):
+            self._nonces[(channel_id, str(nonce))] = message
         return CannedResponse(200, message)
 
     def _typing(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
