@@ -225,3 +225,15 @@ def test_a_post_retried_with_the_same_nonce_creates_one_message():
         assert first["id"] == again["id"]
         assert len(discord.channel_messages("300000000000000009")) == 1
         assert discord.requests[-1].body["enforce_nonce"] is True
+
+
+def test_a_thread_names_its_parent():
+    with DiscordStandIn() as discord:
+        discord.seed_channel(
+            "300000000000000010", name="plans", guild_id="200000000000000001", parent_id="300000000000000001"
+        )
+        channel = DiscordRest(discord.base_url, discord.token).get_channel("300000000000000010")
+        assert (channel["name"], channel["parent_id"], channel["type"]) == ("plans", "300000000000000001", 11)
+        with pytest.raises(DiscordError) as raised:
+            DiscordRest(discord.base_url, discord.token).get_channel("300000000000000099")
+        assert raised.value.status == 404

@@ -75,6 +75,10 @@ class DiscordRest:
             raise DiscordError(200, None, "channel messages were not a list")
         return messages
 
+    def get_channel(self, channel_id: str) -> dict[str, Any]:
+        """The channel object: its name, guild and, for a thread, ``parent_id``."""
+        return self._request("GET", f"/channels/{_id(channel_id)}")
+
     def trigger_typing(self, channel_id: str) -> None:
         self._request("POST", f"/channels/{_id(channel_id)}/typing")
 

@@ -20,6 +20,7 @@ from urllib.parse import parse_qs, urlsplit
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
+DISCORD_PUBLIC_THREAD_TYPE: Final = 11
 DISCORD_MESSAGE_LIMIT: Final = 2000
 DISCORD_REPLY_TYPE: Final = 19
 DISCORD_DEFAULT_TYPE: Final = 0
@@ -185,7 +186,9 @@ class DiscordStandIn(_StandInServer):
         self._commands: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         self._failures: deque[CannedResponse] = deque()
         self._nonces: dict[tuple[str, str], dict[str, Any]] = {}
+        self._channel_info: dict[str, dict[str, Any]] = {}
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
+            ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
             ("POST", re.compile(r"/channels/(\d+)/messages"), self._post_message),
             ("POST", re.compile(r"/channels/(\d+)/typing"), self._typing),
@@ -219,9 +222,28 @@ class DiscordStandIn(_StandInServer):
             self._members.setdefault(guild_id, {})[user["id"]] = member
         return dict(member)
 
-    def seed_channel(self, channel_id: str) -> None:
+    def seed_channel(
+        self,
+        channel_id: str,
+        *,
+        name: str | None = None,
+        guild_id: str | None = None,
+        parent_id: str | None = None,
+    ) -> None:
+        """A channel (a thread when ``parent_id`` is given); ``GET /channels/{id}`` describes it."""
         with self._lock:
             self._channels.setdefault(channel_id, [])
+            described = self._channel_info.setdefault(channel_id, {"id": channel_id, "type": 0})
+            if guild_id is None and name is None and parent_id is None:
+                return
+            described.update(
+                {
+                    "name": name or described.get("name") or f"channel-{channel_id[-4:]}",
+                    "guild_id": guild_id,
+                    "parent_id": parent_id,
+                    "type": DISCORD_PUBLIC_THREAD_TYPE if parent_id else 0,
+                }
+            )
 
     def seed_message(
         self,
@@ -282,6 +304,11 @@ class DiscordStandIn(_StandInServer):
             if match and method == request.method:
                 return handler(request, *match.groups())
         return _discord_error(404, 0, "404: Not Found")
+
+    def _get_channel(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
+        if channel_id not in self._channel_info:
+            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+        return CannedResponse(200, dict(self._channel_info[channel_id]))
 
     def _get_messages(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
