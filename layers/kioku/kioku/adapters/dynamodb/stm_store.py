@@ -1,0 +1,443 @@
+"""Short-term memory rows: one live item per (server or user, channel, persona).
+
+    guild row  pk = STM#S#{server_id}   sk = C#{channel_id}#P#{persona_id}
+    DM row     pk = STM#U#{user_id}     sk = C#{channel_id}#P#{persona_id}
+    Recency    gsi1pk = {pk}#L#{lineage_id}   gsi1sk = last_updated (ISO UTC)
+    JanitorAge gsi2pk = STMAGE#{0..7}         gsi2sk = last_updated
+    TTL        expires_at = last_updated + STM_JANITOR_RETENTION_DAYS (a backstop for the janitor)
+
+A turn loads its state in two requests: one BatchGetItem (server config, user profile, the current
+row) and one Query on ``Recency`` for the scope's other rows, newest first. Users who opted in to
+cross-server memory in a guild cost a third: their own DM rows, on the same index.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+import zlib
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from kioku.adapters.dynamodb.config_store import (
+    server_config_from_item,
+    server_config_key,
+    user_profile_from_item,
+    user_profile_key,
+)
+from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError
+from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.models import ServerConfig, StmCategory, UserProfile
+from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
+from kioku.domain.stm.context import StmState
+from kioku.domain.stm.entries import (
+    CrudeMessage,
+    CrudeRole,
+    StmAddress,
+    StmEntry,
+    StmLimits,
+    merge_crude,
+)
+from kioku.domain.stm.update_tool import StmUpdate
+
+logger = logging.getLogger(__name__)
+
+RECENCY_INDEX: Final = "Recency"
+AGE_SHARDS: Final = 8
+MAX_ITEM_BYTES: Final = 400 * 1024
+MAX_CHANNEL_NAME_CHARS: Final = 100
+MAX_CAPTURE_ATTEMPTS: Final = 48
+MAX_RECENT_PAGES: Final = 4
+_PAGE_SLACK: Final = 2
+_MAX_PRIVATE_SLACK: Final = 10
+_BACKOFF_STEP_SECONDS: Final = 0.002
+
+
+class NewerMemoryExists(StoreError):
+    """Another turn saved this channel's memory after ours was written; ours was not stored."""
+
+
+class CaptureConflict(StoreError):
+    """The crude list kept changing under us; the capture gave up (nothing of it was stored)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StmRowIdentity:
+    """Everything a write needs to create the row if it is missing."""
+
+    address: StmAddress
+    lineage_id: int
+    parent_channel_id: str | None = None
+    channel_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnMemoryLoad:
+    config: ServerConfig
+    profile: UserProfile
+    state: StmState
+
+
+def stm_row_key(address: StmAddress) -> Key:
+    return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
+
+
+def recency_partition(address: StmAddress, lineage_id: int) -> str:
+    """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage."""
+    return f"{_scope_pk(address)}#L#{lineage_id}"
+
+
+def _scope_pk(address: StmAddress) -> str:
+    return f"STM#S#{address.server_id}" if address.server_id else f"STM#U#{address.user_id}"
+
+
+def _age_shard(key: Key) -> str:
+    row = f"{key['pk']}|{key['sk']}"
+    return f"STMAGE#{zlib.crc32(row.encode()) % AGE_SHARDS}"
+
+
+class StmStore:
+    def __init__(self, table: KiokuTable) -> None:
+        self._table = table
+
+    # -- reads -------------------------------------------------------------------------------------
+
+    def load_turn(
+        self,
+        *,
+        server_id: str | None,
+        channel_id: str,
+        user_id: str,
+        parent_channel_id: str | None,
+        persona_hint: str,
+        active_since: datetime,
+        other_limit: int,
+    ) -> TurnMemoryLoad:
+        """Config, profile and STM state of a turn. ``persona_hint`` guesses the current row's persona
+        so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row."""
+        guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
+        keys = [user_profile_key(user_id), stm_row_key(guess)]
+        if server_id:
+            keys.append(server_config_key(server_id))
+        found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
+        config_item = found.get(tuple(server_config_key(server_id).values())) if server_id else None
+        config = server_config_from_item(config_item, server_id)
+        profile = user_profile_from_item(found.get(tuple(user_profile_key(user_id).values())), user_id)
+
+        address = StmAddress.of(server_id, user_id, channel_id, config.persona.persona_id)
+        if address == guess:
+            current_item = found.get(tuple(stm_row_key(address).values()))
+        else:
+            current_item = self._table.get(stm_row_key(address))
+        current = entry_from_item(current_item)
+
+        others: list[StmEntry] = []
+        if other_limit > 0:
+            hide_private = not (
+                config.stm_privacy_bypass or config.is_private_channel(channel_id, parent_channel_id)
+            )
+
+            def eligible(entry: StmEntry) -> bool:
+                return entry.channel_id != channel_id and not (
+                    hide_private and config.is_private_channel(entry.channel_id, entry.parent_channel_id)
+                )
+
+            lineage = config.persona.lineage_id
+            slack = _PAGE_SLACK + min(len(config.private_channel_ids), _MAX_PRIVATE_SLACK)
+            others = self.recent_rows(
+                recency_partition(address, lineage), active_since, other_limit, eligible, slack
+            )
+            if server_id and profile.cross_server_opt_in:
+                own_dms = StmAddress.of(None, user_id, channel_id, config.persona.persona_id)
+                others += self.recent_rows(
+                    recency_partition(own_dms, lineage), active_since, other_limit, eligible, _PAGE_SLACK
+                )
+            others = [entry for entry in others if eligible(entry)]
+        return TurnMemoryLoad(config=config, profile=profile, state=StmState(current, tuple(others)))
+
+    def recent_rows(
+        self,
+        partition: str,
+        active_since: datetime,
+        want: int,
+        eligible: Callable[[StmEntry], bool],
+        slack: int = _PAGE_SLACK,
+    ) -> list[StmEntry]:
+        """Rows of ``partition`` updated since ``active_since``, newest first, until ``want`` of them
+        are ``eligible`` (a small first page; more pages only when filtering left too few)."""
+        rows: list[StmEntry] = []
+        start_key: Key | None = None
+        for _ in range(MAX_RECENT_PAGES):
+            items, start_key = self._table.query(
+                "#pk = :pk AND #sk >= :since",
+                names={"#pk": "gsi1pk", "#sk": "gsi1sk"},
+                values={":pk": partition, ":since": _iso(active_since)},
+                index=RECENCY_INDEX,
+                newest_first=True,
+                limit=want + 1 + slack,
+                start_key=start_key,
+            )
+            rows.extend(entry for entry in map(entry_from_item, items) if entry is not None)
+            if start_key is None or sum(map(eligible, rows)) >= want:
+                break
+        return rows
+
+    def get(self, address: StmAddress) -> StmEntry | None:
+        return entry_from_item(self._table.get(stm_row_key(address)))
+
+    # -- writes ------------------------------------------------------------------------------------
+
+    def write_memory(
+        self,
+        identity: StmRowIdentity,
+        update: StmUpdate,
+        categories: Sequence[StmCategory],
+        now: datetime,
+        retention: timedelta,
+    ) -> None:
+        """The tool's write: the summary or the categories map (never both), the counter back to 0.
+        Refuses to overwrite a memory written later than ``now`` (``NewerMemoryExists``)."""
+        expression = _Update()
+        _set_identity(expression, identity, now, retention)
+        if update.summary is not None:
+            written_at = "summary_updated_at"
+            expression.set("summary", update.summary)
+        else:
+            written_at = "categories_updated_at"
+            texts = {slug: text for slug, text in (update.categories or {}).items() if text}
+            expression.set("categories", texts)
+            expression.set(
+                "category_labels",
+                [{"slug": c.slug[:MAX_SLUG_CHARS], "label": c.label[:MAX_LABEL_CHARS]} for c in categories],
+            )
+        expression.set(written_at, _iso(now))
+        expression.set("turns_since_refresh", 0)
+        expression.set("version", 0, if_missing=True)
+        try:
+            self._table.update(
+                stm_row_key(identity.address),
+                expression.text(),
+                condition=f"attribute_not_exists({expression.name(written_at)}) OR "
+                f"{expression.name(written_at)} <= {expression.value(_iso(now))}",
+                names=expression.names,
+                values=expression.values,
+            )
+        except ConditionFailed as exc:
+            raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
+
+    def capture(
+        self,
+        identity: StmRowIdentity,
+        read: StmEntry | None,
+        messages: Sequence[CrudeMessage],
+        now: datetime,
+        limits: StmLimits,
+    ) -> StmEntry:
+        """Append this turn's messages and count the turn, atomically with the crude list it trimmed.
+
+        The crude list is rewritten only if the row's ``version`` is still the one read; on a
+        conflict the stored row (returned with the failure) is merged again, so no concurrent append
+        is lost; the counter rides in the same write as ``ADD``, so it counts each capture once.
+        """
+        key = stm_row_key(identity.address)
+        for attempt in range(MAX_CAPTURE_ATTEMPTS):
+            expression = _Update()
+            _set_identity(expression, identity, now, retention=limits.retention)
+            expression.set(
+                "crude", [_crude_to_item(m) for m in merge_crude(_crude(read), messages, now, limits)]
+            )
+            expression.set("version", (read.version if read else 0) + 1)
+            expression.add("turns_since_refresh", 1)
+            if read is None:
+                condition = "attribute_not_exists(pk)"
+            else:
+                condition = f"{expression.name('version')} = {expression.value(read.version)}"
+            try:
+                item = self._table.update(
+                    key,
+                    expression.text(),
+                    condition=condition,
+                    names=expression.names,
+                    values=expression.values,
+                    return_new=True,
+                )
+            except ConditionFailed as exc:
+                read = entry_from_item(exc.old_item) if exc.old_item else self.get(identity.address)
+                time.sleep(random.uniform(0, _BACKOFF_STEP_SECONDS * min(attempt + 1, 10)))
+                continue
+            entry = entry_from_item(item)
+            if entry is None:
+                raise StoreError("the captured row could not be read back")
+            return entry
+        raise CaptureConflict(f"gave up after {MAX_CAPTURE_ATTEMPTS} conflicting captures")
+
+    def count_turn(self, identity: StmRowIdentity, now: datetime, limits: StmLimits) -> None:
+        """Count a bot turn without storing any of its messages (a user with full privacy)."""
+        expression = _Update()
+        _set_identity(expression, identity, now, limits.retention, refresh=False)
+        expression.set("version", 0, if_missing=True)
+        expression.add("turns_since_refresh", 1)
+        self._table.update(
+            stm_row_key(identity.address), expression.text(), names=expression.names, values=expression.values
+        )
+
+
+# -- item mapping -----------------------------------------------------------------------------------
+
+
+def entry_from_item(item: Item | None) -> StmEntry | None:
+    """The row as a domain entry; None for a missing item or one too damaged to identify."""
+    if item is None:
+        return None
+    try:
+        address = StmAddress(
+            channel_id=str(item["channel_id"]),
+            persona_id=str(item["persona_id"]),
+            server_id=_optional_str(item.get("server_id")),
+            user_id=_optional_str(item.get("user_id")),
+        )
+        return StmEntry(
+            address=address,
+            lineage_id=int(item["lineage_id"]),
+            last_updated=_parse_time(item.get("last_updated")),
+            parent_channel_id=_optional_str(item.get("parent_channel_id")),
+            channel_name=_optional_str(item.get("channel_name")),
+            summary=_optional_str(item.get("summary")),
+            summary_updated_at=_parse_time(item.get("summary_updated_at")),
+            categories={str(k): str(v) for k, v in (item.get("categories") or {}).items()},
+            category_labels=tuple(
+                (str(label["slug"]), str(label["label"])) for label in item.get("category_labels") or ()
+            ),
+            categories_updated_at=_parse_time(item.get("categories_updated_at")),
+            crude=tuple(_crude_messages(item.get("crude") or ())),
+            turns_since_refresh=int(item.get("turns_since_refresh", 0)),
+            version=int(item.get("version", 0)),
+        )
+    except (KeyError, TypeError, ValueError):
+        logger.warning("skipping a damaged STM item %s/%s", item.get("pk"), item.get("sk"))
+        return None
+
+
+def item_size_bytes(item: Mapping[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values, strings in UTF-8 bytes."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float) or hasattr(value, "as_tuple"):
+        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+    if isinstance(value, Mapping):
+        return 3 + sum(1 + len(str(k).encode()) + _value_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(1 + _value_size(v) for v in value)
+    raise TypeError(f"unexpected attribute type {type(value).__name__}")
+
+
+def _crude_messages(items: Iterable[Mapping[str, Any]]) -> Iterable[CrudeMessage]:
+    for item in items:
+        try:
+            yield CrudeMessage(
+                speaker=str(item["speaker"]),
+                user_id=str(item["user_id"]),
+                role=CrudeRole(item["role"]),
+                text=str(item["text"]),
+                ts=_parse_time(item["ts"]) or datetime.min.replace(tzinfo=UTC),
+                message_id=_optional_str(item.get("message_id")),
+            )
+        except (KeyError, TypeError, ValueError):
+            continue
+
+
+def _crude_to_item(message: CrudeMessage) -> Item:
+    item: Item = {
+        "speaker": message.speaker,
+        "user_id": message.user_id,
+        "role": message.role.value,
+        "text": message.text,
+        "ts": _iso(message.ts),
+    }
+    if message.message_id:
+        item["message_id"] = message.message_id
+    return item
+
+
+def _crude(entry: StmEntry | None) -> tuple[CrudeMessage, ...]:
+    return entry.crude if entry is not None else ()
+
+
+def _set_identity(
+    expression: _Update, identity: StmRowIdentity, now: datetime, retention: timedelta, refresh: bool = True
+) -> None:
+    address = identity.address
+    key = stm_row_key(address)
+    expression.set("persona_id", address.persona_id)
+    expression.set("channel_id", address.channel_id)
+    expression.set("server_id" if address.server_id else "user_id", address.server_id or address.user_id)
+    expression.set("lineage_id", identity.lineage_id)
+    expression.set("gsi1pk", recency_partition(address, identity.lineage_id))
+    expression.set("gsi2pk", _age_shard(key))
+    if identity.parent_channel_id:
+        expression.set("parent_channel_id", identity.parent_channel_id)
+    if identity.channel_name:
+        expression.set("channel_name", identity.channel_name[:MAX_CHANNEL_NAME_CHARS])
+    stamp = _iso(now)
+    for name in ("last_updated", "gsi1sk", "gsi2sk"):
+        expression.set(name, stamp, if_missing=not refresh)
+    expression.set("expires_at", int((now + retention).timestamp()), if_missing=not refresh)
+
+
+class _Update:
+    """An UpdateExpression with every name and value aliased (no reserved-word surprises)."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+        self._sets: list[str] = []
+        self._adds: list[str] = []
+
+    def name(self, attribute: str) -> str:
+        alias = f"#{attribute}"
+        self.names[alias] = attribute
+        return alias
+
+    def value(self, value: Any) -> str:
+        alias = f":v{len(self.values)}"
+        self.values[alias] = value
+        return alias
+
+    def set(self, attribute: str, value: Any, *, if_missing: bool = False) -> None:
+        name, alias = self.name(attribute), self.value(value)
+        self._sets.append(f"{name} = if_not_exists({name}, {alias})" if if_missing else f"{name} = {alias}")
+
+    def add(self, attribute: str, amount: int) -> None:
+        self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
+
+    def text(self) -> str:
+        clauses = []
+        if self._sets:
+            clauses.append("SET " + ", ".join(self._sets))
+        if self._adds:
+            clauses.append("ADD " + ", ".join(self._adds))
+        return " ".join(clauses)
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).isoformat(timespec="microseconds")
+
+
+def _parse_time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    parsed = datetime.fromisoformat(str(value))
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None or value == "" else str(value)

@@ -1,0 +1,142 @@
+"""Short-term memory for one turn: load the state, build the context, run the tool, capture the turn.
+
+No cache: every load reads DynamoDB (the current row with a consistent read), so no container ever
+sees state older than a write acknowledged before the read began. The only thing remembered across
+turns is which persona a server had, and that is a guess for a key, checked on every load.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from kioku.adapters.dynamodb.errors import StoreError
+from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity, StmStore, TurnMemoryLoad
+from kioku.domain.models import Persona, PrivacyLevel
+from kioku.domain.stm.categories import active_categories
+from kioku.domain.stm.context import StmContext, StmState, build_short_term_memory_context
+from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits
+from kioku.domain.stm.update_tool import (
+    REFUSALS,
+    InvalidStmUpdate,
+    parse_update,
+    refusal_message,
+    tool_definition,
+    unavailable_reason,
+    value_macros,
+)
+from kioku.domain.tools import ToolResult, parse_tool_arguments
+from kioku.domain.turn import TurnContext
+
+logger = logging.getLogger(__name__)
+
+_persona_hints: dict[str, str] = {}
+
+
+def load_turn_memory(
+    store: StmStore,
+    *,
+    server_id: str | None,
+    channel_id: str,
+    user_id: str,
+    parent_channel_id: str | None,
+    now: datetime,
+    limits: StmLimits,
+) -> TurnMemoryLoad:
+    """The server config, the user's profile and the STM state of a turn, in two requests."""
+    hint = _persona_hints.get(server_id or "", Persona().persona_id)
+    loaded = store.load_turn(
+        server_id=server_id,
+        channel_id=channel_id,
+        user_id=user_id,
+        parent_channel_id=parent_channel_id,
+        persona_hint=hint,
+        active_since=now - limits.longest_ttl,
+        other_limit=limits.max_other_channels,
+    )
+    if server_id:
+        _persona_hints[server_id] = loaded.config.persona.persona_id
+    return loaded
+
+
+class ShortTermMemoryTurn:
+    """The short-term memory side of one turn; the update tool runs at most once per turn."""
+
+    def __init__(
+        self,
+        store: StmStore,
+        turn: TurnContext,
+        state: StmState,
+        limits: StmLimits,
+        channel_name: str | None = None,
+    ) -> None:
+        self._store = store
+        self._turn = turn
+        self._state = state
+        self._limits = limits
+        self._identity = StmRowIdentity(
+            address=StmAddress.of(
+                turn.server_id, turn.user.user_id, turn.channel_id, turn.config.persona.persona_id
+            ),
+            lineage_id=turn.config.persona.lineage_id,
+            parent_channel_id=turn.parent_channel_id,
+            channel_name=channel_name,
+        )
+        self._tool_used = False
+
+    def context(self) -> StmContext:
+        return build_short_term_memory_context(self._turn, self._state, self._limits)
+
+    def tool_definition(self) -> dict[str, Any] | None:
+        """The ``update_short_term_memory`` tool for the model request, or None when not offered."""
+        return tool_definition(self._turn, self._limits)
+
+    def run_update_tool(self, arguments: str | dict[str, Any] | None) -> ToolResult:
+        """Validate and save the model's short-term memory; every refusal and error says why."""
+        turn, limits = self._turn, self._limits
+        reason = unavailable_reason(turn) or (REFUSALS["once"] if self._tool_used else None)
+        if reason:
+            return _error(refusal_message(reason))
+        categories = active_categories(turn.config.categories, limits.max_categories)
+        try:
+            update = parse_update(
+                parse_tool_arguments(arguments), categories, limits, value_macros(turn, limits)
+            )
+        except InvalidStmUpdate as exc:
+            return _error(f"invalid arguments: {exc}. Nothing was saved.")
+        try:
+            self._store.write_memory(self._identity, update, categories, turn.now, limits.retention)
+        except NewerMemoryExists:
+            return _error("a newer short-term memory of this channel was saved meanwhile; yours was not.")
+        except StoreError:
+            logger.exception("saving short-term memory failed")
+            return _error("the short-term memory could not be saved right now. Nothing was saved.")
+        self._tool_used = True
+        data: dict[str, Any] = {"message": "Short-term memory saved."}
+        if update.shortened:
+            data["shortened"] = list(update.shortened)
+            data["message"] += f" Over {limits.max_summary_length} characters, so it was shortened."
+        return ToolResult(status="success", data=data)
+
+    def capture(self, messages: Sequence[CrudeMessage]) -> StmEntry | None:
+        """Post-turn capture, once per bot turn: append the turn's messages and count the turn.
+
+        A user with full privacy has nothing stored; the turn is still counted. Failures are
+        logged, not raised: the reply has already gone out.
+        """
+        try:
+            if self._turn.profile.privacy_level is PrivacyLevel.FULL:
+                self._store.count_turn(self._identity, self._turn.now, self._limits)
+                return None
+            return self._store.capture(
+                self._identity, self._state.current, messages, self._turn.now, self._limits
+            )
+        except StoreError:
+            logger.exception("short-term memory capture failed")
+            return None
+
+
+def _error(message: str) -> ToolResult:
+    return ToolResult(status="error", data={"message": message})

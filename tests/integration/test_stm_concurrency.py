@@ -1,0 +1,68 @@
+"""32 containers capturing turns in one channel at once, against a single-threaded moto server."""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import timedelta
+
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.domain.stm.entries import StmAddress
+from kioku.services import stm as stm_service
+from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
+from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
+
+WORKERS = 32
+ADDRESS = StmAddress.of(SERVER, USER, CHANNEL, "kioku")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_container(monkeypatch):
+    monkeypatch.setattr(stm_service, "_persona_hints", {})
+
+
+def capture_concurrently(moto_server, limits) -> None:
+    start = threading.Barrier(WORKERS)
+
+    def one_turn(index: int) -> None:
+        store = StmStore(moto_server.table())  # its own client: its own Lambda container
+        loaded = load_turn_memory(
+            store,
+            server_id=SERVER,
+            channel_id=CHANNEL,
+            user_id=USER,
+            parent_channel_id=None,
+            now=NOW,
+            limits=limits,
+        )
+        memory = ShortTermMemoryTurn(store, turn(loaded.config), loaded.state, limits)
+        line = message(f"turn-{index:02d}", age=timedelta(seconds=WORKERS - index), message_id=str(index))
+        start.wait()  # every container read the same row before anyone writes
+        assert memory.capture([line]) is not None
+
+    with ThreadPoolExecutor(max_workers=WORKERS) as pool:
+        for future in [pool.submit(one_turn, index) for index in range(WORKERS)]:
+            future.result()
+
+
+@pytest.mark.parametrize("cap", [50, 10])
+def test_concurrent_captures_count_every_turn_and_lose_no_message(moto_server, cap):
+    # Given a channel whose row already counted one turn
+    limits = replace(LIMITS, max_messages_per_channel=cap)
+    store = StmStore(moto_server.table())
+    identity = StmRowIdentity(address=ADDRESS, lineage_id=1)
+    store.capture(
+        identity, None, [message("before", age=timedelta(minutes=5), message_id="before")], NOW, limits
+    )
+
+    # When 32 containers capture a turn each, at the same moment
+    capture_concurrently(moto_server, limits)
+
+    # Then the counter rose by exactly 32 and the list holds the newest messages the cap allows
+    entry = store.get(ADDRESS)
+    assert entry.turns_since_refresh == 1 + WORKERS
+    everything = ["before"] + [f"turn-{index:02d}" for index in range(WORKERS)]
+    assert [m.text for m in entry.crude] == everything[-cap:]
