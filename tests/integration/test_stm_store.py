@@ -113,6 +113,17 @@ def test_capture_caps_the_list_and_counts_every_turn(table):
     assert entry.turns_since_refresh == 15
 
 
+def test_a_redelivered_turn_is_captured_and_counted_once(table):
+    store = StmStore(table)
+    turn_messages = [message("hello", age=MINUTE, message_id="700000000000000001")]
+    store.capture(identity(), None, turn_messages, NOW, LIMITS)
+    # the same turn again, from a container whose read predates the first capture
+    store.capture(identity(), None, turn_messages, NOW, LIMITS)
+    entry = store.get(identity().address)
+    assert [m.text for m in entry.crude] == ["hello"]
+    assert entry.turns_since_refresh == 1
+
+
 def test_capture_with_a_stale_read_loses_nothing(table):
     store = StmStore(table)
     store.capture(identity(), None, [message("first", age=2 * MINUTE)], NOW, LIMITS)

@@ -244,6 +244,8 @@ class StmStore:
         """
         key = stm_row_key(identity.address)
         for attempt in range(MAX_CAPTURE_ATTEMPTS):
+            if read is not None and _already_captured(read, messages):
+                return read
             expression = _Update()
             _set_identity(expression, identity, now, retention=limits.retention)
             expression.set(
@@ -283,6 +285,12 @@ class StmStore:
         self._table.update(
             stm_row_key(identity.address), expression.text(), names=expression.names, values=expression.values
         )
+
+
+def _already_captured(read: StmEntry, messages: Sequence[CrudeMessage]) -> bool:
+    """A redelivered turn: every message of it is already in the row it would be appended to."""
+    stored = {message.message_id for message in read.crude if message.message_id}
+    return bool(messages) and all(message.message_id in stored for message in messages)
 
 
 # -- item mapping -----------------------------------------------------------------------------------
