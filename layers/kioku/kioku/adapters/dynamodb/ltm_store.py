@@ -1,0 +1,348 @@
+"""Long-term memories in the kioku table; limits and duplicates are enforced by each write's transaction.
+
+One partition per owner, ``LTM#S#{server_id}`` or ``LTM#U#{user_id}``, holding:
+
+- ``M#{memory_id}``: the memory (lineage, content, fingerprint, author, times). Ids are unique per
+  owner across lineages, so an id and its owner find a memory with one GetItem.
+- ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
+- ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
+
+A server save is one transaction: ``ADD n_L 1`` if ``n_L < limit``, guard and memory put if absent.
+A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression can state, so it reads
+the counter (with the profile, in one BatchGetItem) and writes on the condition that ``version`` is
+unchanged. A lost race returns the current counter in the cancellation reason, so the retry needs no
+read. Deletes only ever lower a count, so they skip the version and stay one transaction.
+"""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from typing import Any, Final
+
+from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
+from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.ltm.memory import (
+    GLOBAL_LINEAGE,
+    DuplicateMemory,
+    Memory,
+    MemoryDraft,
+    MemoryLimitReached,
+    MemoryNotFound,
+    MemoryScope,
+    MemoryStoreFailed,
+    PersonalLedger,
+    PersonalTarget,
+    SaveOutcome,
+    ScopeKind,
+    TargetPrivacyRestricted,
+    allows_personal_memories,
+    content_fingerprint,
+    new_memory_id,
+)
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.models import PrivacyLevel
+
+MAX_ATTEMPTS: Final = 16
+"""Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
+_BACKOFF_SECONDS: Final = 0.01
+_COUNTER_SK: Final = "COUNT"
+_MEMORY_PREFIX: Final = "M#"
+_OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "LTM#U#"}
+_NAMES: Final = {
+    "#version": "version",
+    "#fingerprint": "fingerprint",
+    "#memory_id": "memory_id",
+    "#content": "content",
+    "#updated_at": "updated_at",
+    "#privacy": "privacy_level",
+}
+
+
+def owner_pk(kind: ScopeKind, owner_id: str) -> str:
+    return f"{_OWNER_PREFIX[kind]}{owner_id}"
+
+
+def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> Key:
+    return {"pk": owner_pk(kind, owner_id), "sk": f"{_MEMORY_PREFIX}{memory_id}"}
+
+
+def guard_key(scope: MemoryScope, fingerprint: str) -> Key:
+    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"H#{scope.lineage}#{fingerprint}"}
+
+
+def counter_key(kind: ScopeKind, owner_id: str) -> Key:
+    return {"pk": owner_pk(kind, owner_id), "sk": _COUNTER_SK}
+
+
+def count_attribute(lineage: int) -> str:
+    return f"n_{lineage}"
+
+
+class DynamoMemoryStore:
+    """The ``MemoryStore`` port on DynamoDB; every data-layer error becomes a domain error."""
+
+    def __init__(
+        self,
+        table: KiokuTable,
+        *,
+        new_id: Callable[[], str] = new_memory_id,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        self._table = table
+        self._new_id = new_id
+        self._sleep = sleep
+
+    def personal_target(self, user_id: str) -> PersonalTarget:
+        profile_key, counts_key = user_profile_key(user_id), counter_key(ScopeKind.PERSONAL, user_id)
+        items = {item["pk"]: item for item in self._guarded(self._table.batch_get, [profile_key, counts_key])}
+        profile = user_profile_from_item(items.get(profile_key["pk"]), user_id)
+        return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(counts_key["pk"])))
+
+    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
+        personal = draft.scope.kind is ScopeKind.PERSONAL
+        if personal and ledger is None:
+            ledger = self.personal_target(draft.scope.owner_id).ledger
+        fingerprint = content_fingerprint(draft.content)
+        for attempt in range(MAX_ATTEMPTS):
+            if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
+                return self._existing_or_limit(draft.scope, fingerprint, limit)
+            memory_id = self._new_id()
+            operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger)
+            try:
+                self._guarded(self._table.transact_write, list(operations.values()))
+                return SaveOutcome(memory_id, created=True)
+            except TransactionCancelled as exc:
+                reasons = dict(zip(operations, exc.reasons, strict=True))
+                failed = {name for name, reason in reasons.items() if reason.condition_failed}
+                old = {name: reason.old_item for name, reason in reasons.items()}
+                if "privacy" in failed:
+                    raise TargetPrivacyRestricted(
+                        "the user's privacy level forbids personal memories"
+                    ) from exc
+                if "guard" in failed:
+                    return SaveOutcome(str(old["guard"]["memory_id"]), created=False)
+                if "counter" in failed and not personal:
+                    raise MemoryLimitReached(limit) from exc
+                if "counter" in failed:
+                    ledger = ledger_from_item(old["counter"])
+                elif "memory" not in failed and not exc.conflicted:
+                    raise MemoryStoreFailed(str(exc)) from exc
+                self._backoff(attempt)
+        raise MemoryStoreFailed(f"gave up saving after {MAX_ATTEMPTS} lost races")
+
+    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
+        item = self._guarded(self._table.get, memory_key(kind, owner_id, memory_id))
+        return memory_from_item(item) if item else None
+
+    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
+        updated = Memory(memory.scope, memory.memory_id, content, memory.author_id, memory.created_at, now)
+        key = memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        set_content = {
+            "update": "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at",
+            "condition": "#fingerprint = :read_fingerprint",
+            "names": _names("#content", "#fingerprint", "#updated_at"),
+            "values": {
+                ":content": content,
+                ":fingerprint": updated.fingerprint,
+                ":updated_at": now.isoformat(),
+                ":read_fingerprint": memory.fingerprint,
+            },
+        }
+        if updated.fingerprint == memory.fingerprint:
+            try:
+                self._guarded(self._table.update, key, **set_content)
+            except ConditionFailed as exc:
+                raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+            return updated
+        operations = [
+            self._table.op_update(key, **set_content),
+            self._release_guard(memory),
+            self._table.op_put(
+                {**guard_key(memory.scope, updated.fingerprint), "memory_id": memory.memory_id},
+                condition="attribute_not_exists(pk)",
+            ),
+        ]
+        try:
+            self._transact_retrying(operations)
+        except TransactionCancelled as exc:
+            guard = exc.reasons[2]
+            if guard.condition_failed and guard.old_item:
+                raise DuplicateMemory(str(guard.old_item["memory_id"])) from exc
+            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+        return updated
+
+    def delete(self, memory: Memory) -> None:
+        scope = memory.scope
+        operations = [
+            self._table.op_delete(
+                memory_key(scope.kind, scope.owner_id, memory.memory_id),
+                condition="#fingerprint = :read_fingerprint",
+                names=_names("#fingerprint"),
+                values={":read_fingerprint": memory.fingerprint},
+            ),
+            self._release_guard(memory),
+            self._table.op_update(
+                counter_key(scope.kind, scope.owner_id),
+                "ADD #count :minus_one",
+                names={"#count": count_attribute(scope.lineage)},
+                values={":minus_one": -1},
+            ),
+        ]
+        try:
+            self._transact_retrying(operations)
+        except TransactionCancelled as exc:
+            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+
+    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+        server: tuple[Memory, ...] = ()
+        if server_id:
+            server = self._memories(ScopeKind.SERVER, server_id, {lineage})
+        personal: dict[str, tuple[Memory, ...]] = {}
+        if user_ids:
+            profiles = self._guarded(self._table.batch_get, [user_profile_key(u) for u in user_ids])
+            privacy = {item["pk"]: user_profile_from_item(item, "").privacy_level for item in profiles}
+            for user_id in user_ids:
+                level = privacy.get(user_profile_key(user_id)["pk"], PrivacyLevel.NONE)
+                if allows_personal_memories(level):
+                    personal[user_id] = self._memories(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE})
+        return RecallSet(server=server, personal=personal)
+
+    # -- internals --------------------------------------------------------------------------------
+
+    def _create_operations(
+        self, draft: MemoryDraft, memory_id: str, fingerprint: str, limit: int, ledger: PersonalLedger | None
+    ) -> dict[str, dict[str, Any]]:
+        """The transaction of a save, by name, in the order the cancellation reasons come back."""
+        scope, table = draft.scope, self._table
+        count = {"#count": count_attribute(scope.lineage)}
+        operations: dict[str, dict[str, Any]] = {}
+        if ledger is None:
+            counter = table.op_update(
+                counter_key(scope.kind, scope.owner_id),
+                "ADD #count :one",
+                condition="attribute_not_exists(#count) OR #count < :limit",
+                names=count,
+                values={":one": 1, ":limit": limit},
+            )
+        else:
+            operations["privacy"] = table.op_check(
+                user_profile_key(scope.owner_id),
+                "attribute_not_exists(pk) OR #privacy = :allowed",
+                names=_names("#privacy"),
+                values={":allowed": PrivacyLevel.NONE.value},
+            )
+            unchanged = "attribute_not_exists(pk)" if ledger.version == 0 else "#version = :read_version"
+            counter = table.op_update(
+                counter_key(scope.kind, scope.owner_id),
+                "ADD #count :one, #version :one",
+                condition=unchanged,
+                names={**count, **_names("#version")},
+                values={":one": 1, **({":read_version": ledger.version} if ledger.version else {})},
+            )
+        operations["guard"] = table.op_put(
+            {**guard_key(scope, fingerprint), "memory_id": memory_id}, condition="attribute_not_exists(pk)"
+        )
+        operations["counter"] = counter
+        operations["memory"] = table.op_put(
+            memory_to_item(draft, memory_id, fingerprint), condition="attribute_not_exists(pk)"
+        )
+        return operations
+
+    def _existing_or_limit(self, scope: MemoryScope, fingerprint: str, limit: int) -> SaveOutcome:
+        """A full scope still answers a repeated fact with the memory that holds it."""
+        guard = self._guarded(self._table.get, guard_key(scope, fingerprint))
+        if guard:
+            return SaveOutcome(str(guard["memory_id"]), created=False)
+        raise MemoryLimitReached(limit)
+
+    def _release_guard(self, memory: Memory) -> dict[str, Any]:
+        return self._table.op_delete(
+            guard_key(memory.scope, memory.fingerprint),
+            condition="#memory_id = :memory_id",
+            names=_names("#memory_id"),
+            values={":memory_id": memory.memory_id},
+        )
+
+    def _transact_retrying(self, operations: list[dict[str, Any]]) -> None:
+        """Run ``operations``, retrying only races; a failed condition is the caller's to read."""
+        for attempt in range(MAX_ATTEMPTS):
+            try:
+                self._guarded(self._table.transact_write, operations)
+                return
+            except TransactionCancelled as exc:
+                if any(reason.condition_failed for reason in exc.reasons):
+                    raise
+                if not exc.conflicted:
+                    raise MemoryStoreFailed(str(exc)) from exc
+                self._backoff(attempt)
+        raise MemoryStoreFailed(f"gave up after {MAX_ATTEMPTS} lost races")
+
+    def _memories(self, kind: ScopeKind, owner_id: str, lineages: set[int]) -> tuple[Memory, ...]:
+        """Every memory of the owner in ``lineages``; other lineages' share the partition and are skipped."""
+        found: list[Memory] = []
+        start: Key | None = None
+        while True:
+            items, start = self._guarded(
+                self._table.query,
+                "pk = :pk AND begins_with(sk, :prefix)",
+                values={":pk": owner_pk(kind, owner_id), ":prefix": _MEMORY_PREFIX},
+                start_key=start,
+            )
+            found.extend(memory_from_item(item) for item in items if int(item["lineage"]) in lineages)
+            if start is None:
+                return tuple(found)
+
+    def _backoff(self, attempt: int) -> None:
+        self._sleep(random.uniform(0, _BACKOFF_SECONDS * (2 ** min(attempt, 5))))
+
+    @staticmethod
+    def _guarded(call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        """``call``, with the data layer's failures (other than cancellations) as ``MemoryStoreFailed``."""
+        try:
+            return call(*args, **kwargs)
+        except (TransactionCancelled, ConditionFailed):
+            raise
+        except StoreError as exc:
+            raise MemoryStoreFailed(str(exc)) from exc
+
+
+def _names(*placeholders: str) -> dict[str, str]:
+    return {placeholder: _NAMES[placeholder] for placeholder in placeholders}
+
+
+def ledger_from_item(item: Item | None) -> PersonalLedger:
+    if not item:
+        return PersonalLedger()
+    counts = {int(name[2:]): int(value) for name, value in item.items() if name.startswith("n_")}
+    return PersonalLedger(counts=counts, version=int(item.get("version", 0)))
+
+
+def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str) -> Item:
+    scope = draft.scope
+    return {
+        **memory_key(scope.kind, scope.owner_id, memory_id),
+        "kind": scope.kind.value,
+        "owner_id": scope.owner_id,
+        "lineage": scope.lineage,
+        "memory_id": memory_id,
+        "content": draft.content,
+        "fingerprint": fingerprint,
+        "author_id": draft.author_id,
+        "created_at": draft.created_at.isoformat(),
+        "updated_at": draft.created_at.isoformat(),
+    }
+
+
+def memory_from_item(item: Item) -> Memory:
+    return Memory(
+        scope=MemoryScope(ScopeKind(item["kind"]), str(item["owner_id"]), int(item["lineage"])),
+        memory_id=str(item["memory_id"]),
+        content=str(item["content"]),
+        author_id=str(item["author_id"]),
+        created_at=datetime.fromisoformat(item["created_at"]),
+        updated_at=datetime.fromisoformat(item["updated_at"]),
+    )

@@ -1,0 +1,151 @@
+"""Memory items, their scopes, the personal-limit ledger, and the errors a store may raise."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Final
+
+from kioku.domain.models import PrivacyLevel
+from kioku.domain.text import normalize_for_comparison
+
+GLOBAL_LINEAGE: Final = 0
+"""Personal memories in lineage 0 belong to the user whatever the persona; they count in every lineage."""
+
+MEMORY_ID_DIGITS: Final = 5
+_MEMORY_ID_LOW: Final = 10 ** (MEMORY_ID_DIGITS - 1)
+_MEMORY_ID_SPAN: Final = 9 * _MEMORY_ID_LOW
+
+
+class ScopeKind(StrEnum):
+    SERVER = "server"
+    PERSONAL = "personal"
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryScope:
+    """Where a memory lives: a server's or a user's memories within one persona lineage."""
+
+    kind: ScopeKind
+    owner_id: str
+    lineage: int
+
+    @classmethod
+    def server(cls, server_id: str, lineage: int) -> MemoryScope:
+        return cls(ScopeKind.SERVER, server_id, lineage)
+
+    @classmethod
+    def personal(cls, user_id: str, lineage: int) -> MemoryScope:
+        return cls(ScopeKind.PERSONAL, user_id, lineage)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryDraft:
+    """A memory about to be saved; the store gives it its id."""
+
+    scope: MemoryScope
+    content: str
+    author_id: str
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Memory:
+    scope: MemoryScope
+    memory_id: str
+    content: str
+    author_id: str
+    created_at: datetime
+    updated_at: datetime
+
+    @property
+    def fingerprint(self) -> str:
+        return content_fingerprint(self.content)
+
+
+@dataclass(frozen=True, slots=True)
+class SaveOutcome:
+    """The id the model can quote; ``created`` is False when the same fact was already saved."""
+
+    memory_id: str
+    created: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalLedger:
+    """How many personal memories a user holds per lineage, and the version that guards the counts."""
+
+    counts: Mapping[int, int] = field(default_factory=dict)
+    version: int = 0
+
+    def used_by(self, lineage: int) -> int:
+        """Memories counting toward the limit of ``lineage``: its own plus the user's global ones.
+
+        A global memory counts in every lineage, so adding one must fit the fullest lineage.
+        """
+        globals_held = self.counts.get(GLOBAL_LINEAGE, 0)
+        if lineage == GLOBAL_LINEAGE:
+            others = (n for held, n in self.counts.items() if held != GLOBAL_LINEAGE)
+            return globals_held + max(others, default=0)
+        return globals_held + self.counts.get(lineage, 0)
+
+    def has_room(self, lineage: int, limit: int) -> bool:
+        return self.used_by(lineage) < limit
+
+
+@dataclass(frozen=True, slots=True)
+class PersonalTarget:
+    """What a personal save needs to know about its user, read in one request."""
+
+    user_id: str
+    privacy_level: PrivacyLevel
+    ledger: PersonalLedger
+
+
+def allows_personal_memories(level: PrivacyLevel) -> bool:
+    """Only users who keep the default privacy level get personal memories saved or recalled."""
+    return level == PrivacyLevel.NONE
+
+
+def content_fingerprint(content: str) -> str:
+    """The same fact written with other case, width or spacing has the same fingerprint."""
+    return hashlib.sha256(normalize_for_comparison(content).encode()).hexdigest()
+
+
+def new_memory_id() -> str:
+    """A short random id the model can quote; the store retries when it is taken."""
+    return str(_MEMORY_ID_LOW + secrets.randbelow(_MEMORY_ID_SPAN))
+
+
+class LongTermMemoryError(Exception):
+    """Base class of what a memory store reports instead of saving."""
+
+
+class MemoryLimitReached(LongTermMemoryError):
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the memory limit of {limit} is reached")
+        self.limit = limit
+
+
+class DuplicateMemory(LongTermMemoryError):
+    """Another memory of the same scope already says this; ``existing_id`` is that memory."""
+
+    def __init__(self, existing_id: str) -> None:
+        super().__init__(f"memory #{existing_id} already says this")
+        self.existing_id = existing_id
+
+
+class MemoryNotFound(LongTermMemoryError):
+    """The memory does not exist, or changed since it was read."""
+
+
+class TargetPrivacyRestricted(LongTermMemoryError):
+    """The user's privacy level forbids personal memories (it may have changed since resolution)."""
+
+
+class MemoryStoreFailed(LongTermMemoryError):
+    """The store could not be reached, or kept losing races past its retry budget."""

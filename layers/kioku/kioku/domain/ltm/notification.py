@@ -1,0 +1,57 @@
+"""The embeds that tell the channel what the bot now remembers (or forgot)."""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from kioku.domain.ltm.memory import ScopeKind
+from kioku.domain.text import expand_macros, shorten
+
+MEMORY_SAVED_COLOUR: Final = 0x57F287
+MEMORY_UPDATED_COLOUR: Final = 0x5865F2
+MEMORY_FORGOTTEN_COLOUR: Final = 0x99AAB5
+NOTIFICATION_CONTENT_LIMIT: Final = 300
+
+
+def show_names(content: str, *, user_name: str, bot_name: str) -> str:
+    """``content`` with its ``{user}``/``{bot}`` tokens written as names, for people to read."""
+    return expand_macros(content, {"user": user_name, "bot": bot_name})
+
+
+def memory_saved_embed(
+    content: str,
+    memory_id: str,
+    *,
+    scope: ScopeKind,
+    subject_name: str,
+    bot_name: str,
+    personal_memories_enabled: bool,
+) -> dict[str, Any]:
+    """The success embed of a new memory; ``subject_name`` is whom ``{user}`` stands for."""
+    if scope is ScopeKind.SERVER:
+        footer = f"Server memory #{memory_id} · {bot_name} will remember this here"
+    elif personal_memories_enabled:
+        footer = f"Personal memory #{memory_id} about {subject_name}"
+    else:
+        footer = (
+            f"Personal memory #{memory_id} about {subject_name} · personal memories are turned off "
+            "on this server, so it will not be recalled here"
+        )
+    return _embed("Memory saved", content, subject_name, bot_name, footer, MEMORY_SAVED_COLOUR)
+
+
+def memory_updated_embed(content: str, memory_id: str, *, subject_name: str, bot_name: str) -> dict[str, Any]:
+    footer = f"Memory #{memory_id} updated"
+    return _embed("Memory updated", content, subject_name, bot_name, footer, MEMORY_UPDATED_COLOUR)
+
+
+def memory_forgotten_embed(
+    content: str, memory_id: str, *, subject_name: str, bot_name: str
+) -> dict[str, Any]:
+    footer = f"Memory #{memory_id} deleted"
+    return _embed("Memory forgotten", content, subject_name, bot_name, footer, MEMORY_FORGOTTEN_COLOUR)
+
+
+def _embed(title: str, content: str, subject: str, bot: str, footer: str, colour: int) -> dict[str, Any]:
+    shown = shorten(show_names(content, user_name=subject, bot_name=bot), NOTIFICATION_CONTENT_LIMIT)
+    return {"title": title, "description": shown, "color": colour, "footer": {"text": footer}}

@@ -1,0 +1,63 @@
+"""What the memory service needs from outside: the memory store and a guild member search."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Protocol
+
+from kioku.domain.ltm.memory import (
+    Memory,
+    MemoryDraft,
+    PersonalLedger,
+    PersonalTarget,
+    SaveOutcome,
+    ScopeKind,
+)
+
+SearchMembers = Callable[[str, str], list[dict[str, Any]]]
+"""``search_members(guild_id, query)``: guild members as Discord REST returns them (``user``, ``nick``)."""
+
+
+class MemberSearchFailed(Exception):
+    """The guild member search could not answer (Discord unreachable, no permission)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RecallSet:
+    """The memories a turn may show: its server's, and those of participants who allow them."""
+
+    server: tuple[Memory, ...] = ()
+    personal: Mapping[str, tuple[Memory, ...]] = field(default_factory=dict)
+
+
+class MemoryStore(Protocol):
+    """Limits and duplicates are the store's to enforce, atomically with each write.
+
+    Every method raises ``MemoryStoreFailed`` when the store cannot answer.
+    """
+
+    def personal_target(self, user_id: str) -> PersonalTarget:
+        """The user's privacy level and personal-memory counts, read together."""
+        ...
+
+    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
+        """Save ``draft`` unless its scope holds the same fact; raises ``MemoryLimitReached`` and,
+        for personal memories, ``TargetPrivacyRestricted``. ``ledger`` is the counts already read."""
+        ...
+
+    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
+
+    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
+        """``memory`` with new content; raises ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
+        ...
+
+    def delete(self, memory: Memory) -> None:
+        """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed."""
+        ...
+
+    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+        """The server's memories of ``lineage``, and the personal ones (``lineage`` and global) of the
+        users in ``user_ids`` whose privacy level allows them."""
+        ...

@@ -1,0 +1,148 @@
+"""Who a memory is about: the model names a user, this finds them or says why it cannot."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, Final
+
+from kioku.domain.ltm.ports import SearchMembers
+from kioku.domain.models import Participant
+from kioku.domain.text import normalize_for_comparison
+from kioku.domain.turn import TurnContext
+
+MAX_AMBIGUOUS_CANDIDATES: Final = 3
+_MENTION = re.compile(r"^<@!?(\d{1,20})>$")
+_SNOWFLAKE = re.compile(r"^\d{17,20}$")
+
+
+class TargetKind(StrEnum):
+    USER = "user"
+    BOT_SELF = "bot_self"
+    BRIDGE = "bridge"
+    AMBIGUOUS = "ambiguous"
+    NOT_FOUND = "not_found"
+
+
+@dataclass(frozen=True, slots=True)
+class TargetUser:
+    user_id: str
+    display_name: str
+    username: str = ""
+
+    def label(self) -> str:
+        """``Display (@username)``: enough for the model to ask which one was meant."""
+        if self.username and self.username != self.display_name:
+            return f"{self.display_name} (@{self.username})"
+        return self.display_name
+
+
+@dataclass(frozen=True, slots=True)
+class TargetResolution:
+    kind: TargetKind
+    user: TargetUser | None = None
+    candidates: tuple[str, ...] = ()
+
+
+def comparable_name(name: str) -> str:
+    """Trimmed, leading ``@`` dropped, whitespace collapsed, case-folded."""
+    return normalize_for_comparison(name.strip().removeprefix("@"))
+
+
+def resolve_target(target: str, turn: TurnContext, search_members: SearchMembers | None) -> TargetResolution:
+    """Find the user ``target`` names: an id or mention; a conversation participant; a guild member.
+
+    Naming the bot itself or a bridged user is reported as such: their memories belong to the server.
+    Raises ``MemberSearchFailed`` when the guild search was needed and failed.
+    """
+    raw = target.strip()
+    people = _people_in_conversation(turn)
+    user_id = _mentioned_id(raw, known_ids={turn.bot.user_id, *people})
+    if user_id is not None:
+        return _resolve_id(user_id, turn, people)
+    wanted = comparable_name(raw)
+    if not wanted:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    if wanted in {comparable_name(name) for name in turn.bot.names(turn.bot_name)}:
+        return TargetResolution(TargetKind.BOT_SELF)
+    in_conversation = [p for p in people.values() if wanted in {comparable_name(n) for n in p.known_names()}]
+    if in_conversation:
+        return _from_participants(in_conversation)
+    if turn.server_id is None or search_members is None:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    query = " ".join(raw.removeprefix("@").split())
+    members = _matching_members(search_members(turn.server_id, query), wanted, turn.bot.user_id)
+    return _decide(members)
+
+
+def _mentioned_id(raw: str, known_ids: set[str]) -> str | None:
+    """The id of a mention, of a snowflake, or of a bare number that is a known id."""
+    match = _MENTION.match(raw)
+    if match:
+        return match.group(1)
+    return raw if _SNOWFLAKE.match(raw) or raw in known_ids else None
+
+
+def _people_in_conversation(turn: TurnContext) -> dict[str, Participant]:
+    people: dict[str, Participant] = {}
+    for person in (turn.user, *turn.participants):
+        if person.user_id != turn.bot.user_id and (person.is_bridge or not person.is_bot):
+            people.setdefault(person.user_id, person)
+    return people
+
+
+def _resolve_id(user_id: str, turn: TurnContext, people: Mapping[str, Participant]) -> TargetResolution:
+    if user_id == turn.bot.user_id:
+        return TargetResolution(TargetKind.BOT_SELF)
+    person = people.get(user_id)
+    if person is not None:
+        return _from_participants([person])
+    if any(p.user_id == user_id for p in turn.participants):
+        return TargetResolution(TargetKind.NOT_FOUND)  # another bot: it has no personal memories
+    return TargetResolution(TargetKind.USER, TargetUser(user_id=user_id, display_name=f"user {user_id}"))
+
+
+def _from_participants(people: list[Participant]) -> TargetResolution:
+    if len(people) == 1 and people[0].is_bridge:
+        return TargetResolution(TargetKind.BRIDGE, _as_target(people[0]))
+    return _decide([_as_target(person) for person in people])
+
+
+def _as_target(person: Participant) -> TargetUser:
+    return TargetUser(user_id=person.user_id, display_name=person.display_name, username=person.username)
+
+
+def _decide(users: list[TargetUser]) -> TargetResolution:
+    if not users:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    if len(users) == 1:
+        return TargetResolution(TargetKind.USER, users[0])
+    labels = tuple(user.label() for user in users[:MAX_AMBIGUOUS_CANDIDATES])
+    return TargetResolution(TargetKind.AMBIGUOUS, candidates=labels)
+
+
+def _matching_members(members: Iterable[Any], wanted: str, bot_user_id: str) -> list[TargetUser]:
+    """Non-bot members with a name equal to ``wanted``: display name, nickname, global name, username."""
+    found: dict[str, TargetUser] = {}
+    for member in members:
+        user = member.get("user") if isinstance(member, dict) else None
+        if not isinstance(user, dict) or not isinstance(user.get("id"), str) or user.get("bot"):
+            continue
+        if user["id"] == bot_user_id:
+            continue
+        username = _text(user.get("username"))
+        nickname = _text(member.get("nick"))
+        global_name = _text(user.get("global_name"))
+        display = nickname or global_name or username
+        names = {comparable_name(name) for name in (display, nickname, global_name, username) if name}
+        if wanted in names:
+            found.setdefault(
+                user["id"], TargetUser(user_id=user["id"], display_name=display, username=username)
+            )
+    return list(found.values())
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""

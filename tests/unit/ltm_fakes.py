@@ -1,0 +1,164 @@
+"""An in-memory memory store and turn builders for the long-term memory unit tests."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import UTC, datetime
+
+from kioku.config import Settings
+from kioku.domain.ltm.memory import (
+    GLOBAL_LINEAGE,
+    DuplicateMemory,
+    Memory,
+    MemoryDraft,
+    MemoryLimitReached,
+    MemoryNotFound,
+    MemoryStoreFailed,
+    PersonalLedger,
+    PersonalTarget,
+    SaveOutcome,
+    ScopeKind,
+    TargetPrivacyRestricted,
+    allows_personal_memories,
+    content_fingerprint,
+)
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.models import Capabilities, Participant, Persona, PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.turn import BotIdentity, TurnContext
+
+SERVER = "500"
+NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
+BOT = BotIdentity(user_id="900", username="kioku_bot", global_name="Kioku Bot", nickname="Kiki")
+ALICE = Participant("101", "alice", global_name="Alice")
+BOB = Participant("102", "bob", global_name="Bobby", nickname="Bob")
+MARY = Participant("103", "mj", global_name="Mary  Jane")
+BRIDGED = Participant("104", "carol[m]", is_bot=True, is_bridge=True)
+OTHER_BOT = Participant("105", "dicebot", is_bot=True)
+SAM_ONE = Participant("106", "sam1", nickname="Sam")
+SAM_TWO = Participant("107", "sam2", global_name="Sam")
+DEFAULT_CAPABILITIES = Capabilities()
+
+
+def settings(**overrides) -> Settings:
+    values = {
+        "TABLE_NAME": "kioku-table",
+        "TURN_QUEUE_URL": "https://sqs.local/queue.fifo",
+        "DISCORD_APPLICATION_ID": BOT.user_id,
+        "DISCORD_PUBLIC_KEY": "0" * 64,
+        "RELAY_PUBLIC_KEY": "1" * 64,
+        **overrides,
+    }
+    return Settings.model_validate(values)
+
+
+def make_turn(
+    *,
+    user: Participant = ALICE,
+    participants: Sequence[Participant] = (ALICE, BOB, MARY, BRIDGED, OTHER_BOT),
+    server_id: str | None = SERVER,
+    lineage: int = 1,
+    capabilities: Capabilities = DEFAULT_CAPABILITIES,
+    llm_has_tools: bool = True,
+    privacy: PrivacyLevel = PrivacyLevel.NONE,
+) -> TurnContext:
+    config = ServerConfig(
+        server_id=server_id, persona=Persona(lineage_id=lineage, name="Kioku"), capabilities=capabilities
+    )
+    return TurnContext(
+        server_id=server_id,
+        channel_id="700",
+        user=user,
+        bot=BOT,
+        config=config,
+        profile=UserProfile(user.user_id, privacy_level=privacy),
+        now=NOW,
+        participants=tuple(participants),
+        llm_has_tools=llm_has_tools,
+    )
+
+
+class FakeMemoryStore:
+    """The ``MemoryStore`` contract, kept in a dict: limits, duplicates, privacy, lineage 0."""
+
+    def __init__(self, privacy: dict[str, PrivacyLevel] | None = None) -> None:
+        self.memories: dict[tuple[ScopeKind, str, str], Memory] = {}
+        self.privacy = dict(privacy or {})
+        self.broken = False
+        self.recall_calls: list[tuple[str | None, int, tuple[str, ...]]] = []
+        self._next_id = 10000
+
+    def add(self, memory: Memory) -> Memory:
+        self.memories[(memory.scope.kind, memory.scope.owner_id, memory.memory_id)] = memory
+        return memory
+
+    def in_scope(self, kind: ScopeKind, owner_id: str, lineages: set[int]) -> list[Memory]:
+        return [
+            m
+            for m in self.memories.values()
+            if m.scope.kind is kind and m.scope.owner_id == owner_id and m.scope.lineage in lineages
+        ]
+
+    def personal_target(self, user_id: str) -> PersonalTarget:
+        self._check()
+        counts: dict[int, int] = {}
+        for memory in self.in_scope(ScopeKind.PERSONAL, user_id, set(range(0, 100))):
+            counts[memory.scope.lineage] = counts.get(memory.scope.lineage, 0) + 1
+        return PersonalTarget(user_id, self.privacy.get(user_id, PrivacyLevel.NONE), PersonalLedger(counts))
+
+    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
+        self._check()
+        scope = draft.scope
+        for memory in self.in_scope(scope.kind, scope.owner_id, {scope.lineage}):
+            if memory.fingerprint == content_fingerprint(draft.content):
+                return SaveOutcome(memory.memory_id, created=False)
+        if scope.kind is ScopeKind.PERSONAL:
+            if not allows_personal_memories(self.privacy.get(scope.owner_id, PrivacyLevel.NONE)):
+                raise TargetPrivacyRestricted("private")
+            used = self.personal_target(scope.owner_id).ledger.used_by(scope.lineage)
+        else:
+            used = len(self.in_scope(scope.kind, scope.owner_id, {scope.lineage}))
+        if used >= limit:
+            raise MemoryLimitReached(limit)
+        self._next_id += 1
+        memory = Memory(
+            scope, str(self._next_id), draft.content, draft.author_id, draft.created_at, draft.created_at
+        )
+        self.add(memory)
+        return SaveOutcome(memory.memory_id, created=True)
+
+    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
+        self._check()
+        return self.memories.get((kind, owner_id, memory_id))
+
+    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
+        self._check()
+        key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        if self.memories.get(key) != memory:
+            raise MemoryNotFound("changed")
+        for other in self.in_scope(memory.scope.kind, memory.scope.owner_id, {memory.scope.lineage}):
+            if other.memory_id != memory.memory_id and other.fingerprint == content_fingerprint(content):
+                raise DuplicateMemory(other.memory_id)
+        updated = replace(memory, content=content, updated_at=now)
+        self.memories[key] = updated
+        return updated
+
+    def delete(self, memory: Memory) -> None:
+        self._check()
+        if self.memories.pop((memory.scope.kind, memory.scope.owner_id, memory.memory_id), None) is None:
+            raise MemoryNotFound("gone")
+
+    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+        self._check()
+        self.recall_calls.append((server_id, lineage, tuple(user_ids)))
+        server = tuple(self.in_scope(ScopeKind.SERVER, server_id, {lineage})) if server_id else ()
+        personal = {
+            user_id: tuple(self.in_scope(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE}))
+            for user_id in user_ids
+            if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
+        }
+        return RecallSet(server=server, personal=personal)
+
+    def _check(self) -> None:
+        if self.broken:
+            raise MemoryStoreFailed("the table is unreachable")

@@ -1,0 +1,108 @@
+"""The recall stage: what the model is shown of its memories, with ids, names, caps and privacy."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kioku.domain.ltm.memory import Memory, MemoryScope
+from kioku.domain.ltm.recall import (
+    RECALL_MAX_CHARS,
+    RECALL_MAX_LINES,
+    RECALL_ROLE,
+    recall_subjects,
+    render_recall,
+)
+from kioku.domain.models import Capabilities, ContextTag, PrivacyLevel
+from kioku.services.ltm import recall
+from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, MARY, NOW, SERVER, FakeMemoryStore, make_turn
+
+
+def memory(scope: MemoryScope, memory_id: str, content: str, age_minutes: int = 0) -> Memory:
+    when = NOW - timedelta(minutes=age_minutes)
+    return Memory(scope, memory_id, content, ALICE.user_id, when, when)
+
+
+def stocked_store(**privacy: PrivacyLevel) -> FakeMemoryStore:
+    store = FakeMemoryStore(privacy={user_id: level for user_id, level in privacy.items()})
+    store.add(memory(MemoryScope.server(SERVER, 1), "10001", "{bot} hosts movie night for {user}"))
+    store.add(memory(MemoryScope.server(SERVER, 2), "10002", "another persona's fact"))
+    store.add(memory(MemoryScope.personal(ALICE.user_id, 1), "20001", "{user} is learning Rust"))
+    store.add(memory(MemoryScope.personal(ALICE.user_id, 0), "20002", "{user} prefers short answers"))
+    store.add(memory(MemoryScope.personal(BOB.user_id, 1), "30001", "{user} teases {bot}"))
+    return store
+
+
+def test_recall_shows_ids_names_and_the_right_lineages():
+    # Given memories of the server, the speaker (lineage 1 and global) and Bob
+    store = stocked_store()
+    # When
+    item = recall(make_turn(), store=store)
+    # Then
+    assert item.tag is ContextTag.KNOWLEDGE_LONG_TERM_MEMORY
+    assert item.role == RECALL_ROLE == "system"
+    text = item.content
+    assert "[#10001] Kioku hosts movie night for Alice" in text
+    assert "[#20001] Alice is learning Rust" in text
+    assert "[#20002] Alice prefers short answers" in text
+    assert "[#30001] Bob teases Kioku" in text
+    assert "another persona's fact" not in text
+    assert "update_long_term_memory" in text
+    # the speaker's memories first, then the server's, then the others'
+    assert text.index("About Alice") < text.index("About this server") < text.index("About Bob (@bob)")
+
+
+def test_recall_reads_once_for_the_people_in_the_conversation():
+    store = stocked_store()
+    recall(make_turn(), store=store)
+    assert store.recall_calls == [(SERVER, 1, (ALICE.user_id, BOB.user_id, MARY.user_id))]
+
+
+def test_private_users_personal_memories_are_left_out():
+    store = stocked_store(**{BOB.user_id: PrivacyLevel.PARTIAL})
+    text = recall(make_turn(), store=store).content
+    assert "teases" not in text
+    assert "Alice is learning Rust" in text
+
+
+def test_no_personal_memories_when_the_server_turns_them_off():
+    store = stocked_store()
+    turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
+    text = recall(turn, store=store).content
+    assert "movie night" in text
+    assert "Rust" not in text and "teases" not in text
+    assert store.recall_calls[0][2] == ()
+
+
+def test_bots_and_bridges_have_no_personal_section():
+    subjects = recall_subjects(make_turn(participants=(ALICE, BRIDGED, BOB)))
+    assert [s.user_id for s in subjects] == [ALICE.user_id, BOB.user_id]
+
+
+def test_nothing_remembered_is_no_item():
+    assert recall(make_turn(), store=FakeMemoryStore()) is None
+
+
+def test_a_direct_message_shows_personal_memories_only():
+    store = stocked_store()
+    text = recall(make_turn(server_id=None, participants=(ALICE,)), store=store).content
+    assert "Rust" in text and "movie night" not in text
+
+
+def test_the_line_cap_keeps_the_newest_and_says_how_many_are_left_out():
+    scope = MemoryScope.server(SERVER, 1)
+    memories = [
+        memory(scope, str(10000 + i), f"fact {i}", age_minutes=i) for i in range(RECALL_MAX_LINES + 20)
+    ]
+    item = render_recall(make_turn(), memories, {}, ())
+    lines = [line for line in item.content.splitlines() if line.startswith("[#")]
+    assert len(lines) == RECALL_MAX_LINES
+    assert lines[0] == "[#10000] fact 0"
+    assert "(20 more memories are not shown.)" in item.content
+
+
+def test_the_character_cap_holds_with_long_memories():
+    scope = MemoryScope.server(SERVER, 1)
+    memories = [memory(scope, str(10000 + i), "x" * 1000, age_minutes=i) for i in range(100)]
+    item = render_recall(make_turn(), memories, {}, ())
+    assert len(item.content) <= RECALL_MAX_CHARS
+    assert "more memories are not shown" in item.content

@@ -1,0 +1,145 @@
+"""Target resolution: ids and mentions, conversation names, the guild search, the bot and bridges."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku.domain.ltm.targets import TargetKind, resolve_target
+from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, MARY, SAM_ONE, SAM_TWO, SERVER, make_turn
+
+
+def member(user_id: str, username: str, *, nick=None, global_name=None, bot=False) -> dict:
+    return {
+        "user": {"id": user_id, "username": username, "global_name": global_name, "bot": bot},
+        "nick": nick,
+    }
+
+
+class Search:
+    def __init__(self, members: list[dict]) -> None:
+        self.members = members
+        self.queries: list[tuple[str, str]] = []
+
+    def __call__(self, guild_id: str, query: str) -> list[dict]:
+        self.queries.append((guild_id, query))
+        return self.members
+
+
+@pytest.mark.parametrize("target", ["<@102>", "<@!102>", " <@102> "])
+def test_a_mention_of_a_participant_finds_them(target):
+    resolution = resolve_target(target, make_turn(), Search([]))
+    assert resolution.kind is TargetKind.USER
+    assert resolution.user.user_id == BOB.user_id
+    assert resolution.user.display_name == "Bob"
+
+
+def test_an_id_outside_the_conversation_is_taken_as_given():
+    search = Search([])
+    resolution = resolve_target("123456789012345678", make_turn(), search)
+    assert resolution.kind is TargetKind.USER
+    assert resolution.user.user_id == "123456789012345678"
+    assert search.queries == []
+
+
+@pytest.mark.parametrize(
+    ("target", "user_id"),
+    [
+        ("Alice", ALICE.user_id),
+        ("  @alice ", ALICE.user_id),
+        ("ALICE", ALICE.user_id),
+        ("Bob", BOB.user_id),
+        ("bobby", BOB.user_id),
+        ("@bob", BOB.user_id),
+        ("mary jane", MARY.user_id),
+        ("Mary \t Jane", MARY.user_id),
+    ],
+)
+def test_participants_match_on_any_known_name(target, user_id):
+    search = Search([member("999", "someone")])
+    resolution = resolve_target(target, make_turn(), search)
+    assert resolution.kind is TargetKind.USER
+    assert resolution.user.user_id == user_id
+    assert search.queries == []
+
+
+@pytest.mark.parametrize(
+    "target", ["Kioku", "kioku", "@Kiki", "Kioku Bot", "kioku_bot", "900", "<@900>", "<@!900>"]
+)
+def test_naming_the_bot_itself_is_reported(target):
+    assert resolve_target(target, make_turn(), Search([])).kind is TargetKind.BOT_SELF
+
+
+def test_a_bridged_participant_is_reported_as_a_bridge():
+    resolution = resolve_target("carol[m]", make_turn(), Search([]))
+    assert resolution.kind is TargetKind.BRIDGE
+    assert resolution.user.user_id == BRIDGED.user_id
+
+
+def test_another_bot_is_not_a_target():
+    assert resolve_target("<@105>", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+    assert resolve_target("dicebot", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+
+
+def test_two_participants_with_the_name_are_ambiguous_with_labels():
+    turn = make_turn(participants=(ALICE, SAM_ONE, SAM_TWO))
+    resolution = resolve_target("sam", turn, Search([]))
+    assert resolution.kind is TargetKind.AMBIGUOUS
+    assert resolution.candidates == ("Sam (@sam1)", "Sam (@sam2)")
+
+
+@pytest.mark.parametrize(
+    "found",
+    [
+        member("201", "zed", nick="Zee"),
+        member("201", "zed", global_name="Zee"),
+        member("201", "zee"),
+    ],
+)
+def test_the_guild_search_matches_nickname_global_name_and_username(found):
+    # Given nobody in the conversation is called Zee, and the guild search finds them
+    search = Search([member("299", "zeeland"), found])
+    # When
+    resolution = resolve_target("@Zee", make_turn(), search)
+    # Then the search was asked without the @, and only the exact name matched
+    assert search.queries == [(SERVER, "Zee")]
+    assert resolution.kind is TargetKind.USER
+    assert resolution.user.user_id == "201"
+
+
+def test_the_guild_search_ignores_bots():
+    search = Search([member("201", "zee", bot=True), member("900", "zee")])
+    assert resolve_target("zee", make_turn(), search).kind is TargetKind.NOT_FOUND
+
+
+def test_the_guild_search_tolerates_malformed_members():
+    search = Search([{"nick": "Zee"}, {"user": "zee"}, "zee", member("201", "zee")])
+    assert resolve_target("zee", make_turn(), search).user.user_id == "201"
+
+
+def test_many_guild_matches_show_three_candidates():
+    search = Search(
+        [
+            member("301", "rin_a", nick="Rin"),
+            member("302", "rin_b", global_name="Rin"),
+            member("303", "rin"),
+            member("304", "rin_d", nick="Rin"),
+        ]
+    )
+    resolution = resolve_target("rin", make_turn(), search)
+    assert resolution.kind is TargetKind.AMBIGUOUS
+    assert resolution.candidates == ("Rin (@rin_a)", "Rin (@rin_b)", "rin")
+
+
+def test_nobody_by_that_name_is_not_found():
+    assert resolve_target("Nobody", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+
+
+def test_a_direct_message_does_not_search_a_guild():
+    search = Search([member("201", "zee")])
+    resolution = resolve_target("zee", make_turn(server_id=None), search)
+    assert resolution.kind is TargetKind.NOT_FOUND
+    assert search.queries == []
+
+
+def test_blank_after_trimming_is_not_found():
+    assert resolve_target(" @ ", make_turn(), Search([])).kind is TargetKind.NOT_FOUND

@@ -1,0 +1,406 @@
+"""The memory tools end to end on an in-memory store: every status, every fallback, the gate."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from kioku.domain.ltm.memory import Memory, MemoryScope, ScopeKind
+from kioku.domain.ltm.notification import MEMORY_SAVED_COLOUR
+from kioku.domain.ltm.ports import MemberSearchFailed
+from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.models import Capabilities, PrivacyLevel
+from kioku.services.ltm import (
+    CREATE_TOOL,
+    UPDATE_TOOL,
+    create_long_term_memory,
+    long_term_memory_tools,
+    update_long_term_memory,
+)
+from tests.unit.ltm_fakes import ALICE, BOB, NOW, SERVER, FakeMemoryStore, make_turn, settings
+
+SETTINGS = settings(MAX_SERVER_MEMORIES=3, MAX_PERSONAL_MEMORIES=3)
+
+
+def no_search(guild_id: str, query: str) -> list[dict]:
+    return []
+
+
+def create(arguments, turn=None, store=None, search=no_search):
+    return create_long_term_memory(
+        arguments,
+        turn or make_turn(),
+        store=store or FakeMemoryStore(),
+        search_members=search,
+        settings=SETTINGS,
+    )
+
+
+def update(arguments, store, turn=None, search=no_search):
+    return update_long_term_memory(
+        arguments, turn or make_turn(), store=store, search_members=search, settings=SETTINGS
+    )
+
+
+def server_memory(memory_id: str, content: str, lineage: int = 1) -> Memory:
+    return Memory(MemoryScope.server(SERVER, lineage), memory_id, content, ALICE.user_id, NOW, NOW)
+
+
+def personal_memory(user_id: str, memory_id: str, content: str, lineage: int = 1) -> Memory:
+    return Memory(MemoryScope.personal(user_id, lineage), memory_id, content, ALICE.user_id, NOW, NOW)
+
+
+# -- create: success -----------------------------------------------------------------------------
+
+
+def test_a_server_memory_is_saved_with_its_id_and_an_embed():
+    # Given
+    store = FakeMemoryStore()
+    # When
+    result = create(
+        json.dumps(
+            {"memory_content": "{bot} runs the Friday quiz for {user}", "memory_scope": "server_wide"}
+        ),
+        store=store,
+    )
+    # Then
+    assert result.status == SaveStatus.SAVED
+    [saved] = store.memories.values()
+    assert result.data["memory_id"] == saved.memory_id
+    assert saved.scope == MemoryScope.server(SERVER, 1)
+    assert saved.content == "{bot} runs the Friday quiz for {user}"
+    assert saved.author_id == ALICE.user_id
+    embed = result.notification
+    assert embed["title"] == "Memory saved"
+    assert embed["description"] == "Kioku runs the Friday quiz for Alice"
+    assert embed["color"] == MEMORY_SAVED_COLOUR
+    assert saved.memory_id in embed["footer"]["text"]
+    assert "Server memory" in embed["footer"]["text"]
+
+
+def test_a_personal_memory_is_saved_for_the_resolved_user():
+    store = FakeMemoryStore()
+    result = create(
+        {
+            "memory_content": "{user} is allergic to peanuts",
+            "memory_scope": "target_user",
+            "target_user": "@bobby",
+        },
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED
+    [saved] = store.memories.values()
+    assert saved.scope == MemoryScope.personal(BOB.user_id, 1)
+    assert result.notification["description"] == "Bob is allergic to peanuts"
+    assert result.notification["footer"]["text"] == f"Personal memory #{saved.memory_id} about Bob"
+
+
+def test_the_footer_says_when_personal_memories_are_off():
+    turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
+    result = create(
+        {"memory_content": "{user} likes tea", "memory_scope": "target_user", "target_user": "Bob"}, turn=turn
+    )
+    assert result.status == SaveStatus.SAVED
+    assert "personal memories are turned off" in result.notification["footer"]["text"]
+
+
+def test_the_embed_shortens_long_content():
+    result = create({"memory_content": "word " * 199, "memory_scope": "server_wide"})
+    assert result.status == SaveStatus.SAVED
+    assert len(result.notification["description"]) <= 300
+    assert result.notification["description"].endswith("…")
+
+
+def test_junk_placeholders_are_removed_before_saving():
+    store = FakeMemoryStore()
+    create(
+        {"memory_content": "{obonya} loves {user}'s {cat_name} cat", "memory_scope": "server_wide"},
+        store=store,
+    )
+    [saved] = store.memories.values()
+    assert saved.content == "loves {user}'s cat"
+
+
+def test_the_same_fact_again_answers_the_existing_id_and_stores_nothing():
+    store = FakeMemoryStore()
+    first = create({"memory_content": "{user} likes tea", "memory_scope": "server_wide"}, store=store)
+    again = create({"memory_content": "  {USER}   likes TEA ", "memory_scope": "server_wide"}, store=store)
+    assert again.status == SaveStatus.SAVED
+    assert again.data["memory_id"] == first.data["memory_id"]
+    assert again.notification is None
+    assert len(store.memories) == 1
+
+
+# -- create: fallbacks ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("target", ["Kioku", "Kiki", "kioku_bot", "<@900>", "900", "carol[m]"])
+def test_the_bot_itself_and_bridged_users_fall_back_to_a_server_memory(target):
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "{bot} loves rain", "memory_scope": "target_user", "target_user": target},
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED
+    assert result.data["memory_scope"] == "server_wide"
+    assert "server memory" in result.data["message"]
+    [saved] = store.memories.values()
+    assert saved.scope.kind is ScopeKind.SERVER
+
+
+@pytest.mark.parametrize("level", [PrivacyLevel.PARTIAL, PrivacyLevel.FULL])
+def test_a_private_user_is_refused_without_fallback(level):
+    store = FakeMemoryStore(privacy={BOB.user_id: level})
+    result = create(
+        {"memory_content": "{user} likes tea", "memory_scope": "target_user", "target_user": "Bob"},
+        store=store,
+    )
+    assert result.status == SaveStatus.PRIVACY_RESTRICTED
+    assert store.memories == {}
+
+
+# -- create: failures ----------------------------------------------------------------------------
+
+
+def test_disabled_self_teaching_refuses_and_stores_nothing():
+    store = FakeMemoryStore()
+    turn = make_turn(capabilities=Capabilities(self_teaching_enabled=False))
+    result = create({"memory_content": "x", "memory_scope": "server_wide"}, turn=turn, store=store)
+    assert result.status == SaveStatus.DISABLED
+    assert store.memories == {}
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status"),
+    [
+        ("{not json", SaveStatus.INVALID_ARGS),
+        ({"memory_scope": "server_wide"}, SaveStatus.INVALID_ARGS),
+        ({"memory_content": 42, "memory_scope": "server_wide"}, SaveStatus.INVALID_ARGS),
+        ({"memory_content": "a fact"}, SaveStatus.INVALID_ARGS),
+        ({"memory_content": "a fact", "memory_scope": "target_user"}, SaveStatus.INVALID_ARGS),
+        ({"memory_content": "a fact", "memory_scope": "everyone"}, SaveStatus.INVALID_SCOPE),
+        ({"memory_content": "", "memory_scope": "server_wide"}, SaveStatus.INVALID_CONTENT),
+        ({"memory_content": "x" * 1001, "memory_scope": "server_wide"}, SaveStatus.INVALID_CONTENT),
+        ({"memory_content": "{obonya}", "memory_scope": "server_wide"}, SaveStatus.INVALID_CONTENT),
+    ],
+)
+def test_bad_arguments_get_their_status_and_store_nothing(arguments, status):
+    store = FakeMemoryStore()
+    result = create(arguments, store=store)
+    assert result.status == status
+    assert result.data["message"]
+    assert result.notification is None
+    assert store.memories == {}
+
+
+def test_a_server_memory_in_a_direct_message_is_an_invalid_scope():
+    result = create(
+        {"memory_content": "a fact", "memory_scope": "server_wide"}, turn=make_turn(server_id=None)
+    )
+    assert result.status == SaveStatus.INVALID_SCOPE
+
+
+def test_ambiguous_names_list_candidates_for_the_model_to_ask():
+    def search(guild_id, query):
+        return [
+            {"user": {"id": "301", "username": "rin_a"}, "nick": "Rin"},
+            {"user": {"id": "302", "username": "rin_b", "global_name": "Rin"}},
+        ]
+
+    result = create(
+        {"memory_content": "a", "memory_scope": "target_user", "target_user": "Rin"}, search=search
+    )
+    assert result.status == SaveStatus.AMBIGUOUS_USER
+    assert result.data["candidates"] == ["Rin (@rin_a)", "Rin (@rin_b)"]
+
+
+def test_an_unknown_name_is_not_found():
+    result = create({"memory_content": "a", "memory_scope": "target_user", "target_user": "Nobody"})
+    assert result.status == SaveStatus.USER_NOT_FOUND
+
+
+def test_a_failed_member_search_is_an_internal_error():
+    def search(guild_id, query):
+        raise MemberSearchFailed("discord is down")
+
+    result = create(
+        {"memory_content": "a", "memory_scope": "target_user", "target_user": "Nobody"}, search=search
+    )
+    assert result.status == SaveStatus.INTERNAL_ERROR
+
+
+def test_lineage_zero_is_an_internal_error():
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "a", "memory_scope": "server_wide"}, turn=make_turn(lineage=0), store=store
+    )
+    assert result.status == SaveStatus.INTERNAL_ERROR
+    assert store.memories == {}
+
+
+def test_a_full_server_scope_reports_the_limit():
+    store = FakeMemoryStore()
+    for index in range(3):
+        store.add(server_memory(f"1000{index}", f"fact {index}"))
+    result = create({"memory_content": "one more", "memory_scope": "server_wide"}, store=store)
+    assert result.status == SaveStatus.LIMIT_EXCEEDED
+    assert len(store.memories) == 3
+
+
+def test_global_personal_memories_count_toward_the_personal_limit():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "20001", "global fact", lineage=0))
+    store.add(personal_memory(BOB.user_id, "20002", "fact a"))
+    store.add(personal_memory(BOB.user_id, "20003", "fact b"))
+    result = create(
+        {"memory_content": "fact c", "memory_scope": "target_user", "target_user": "Bob"}, store=store
+    )
+    assert result.status == SaveStatus.LIMIT_EXCEEDED
+
+
+def test_a_store_failure_is_a_db_error():
+    store = FakeMemoryStore()
+    store.broken = True
+    result = create({"memory_content": "a", "memory_scope": "server_wide"}, store=store)
+    assert result.status == SaveStatus.DB_ERROR
+
+
+# -- update ----------------------------------------------------------------------------------------
+
+
+def test_a_server_memory_is_corrected_in_place():
+    store = FakeMemoryStore()
+    store.add(server_memory("12345", "{user} likes tea"))
+    result = update({"memory_id": "[#12345]", "memory_content": "{user} likes green tea {junk}"}, store)
+    assert result.status == UpdateStatus.UPDATED
+    assert store.memories[(ScopeKind.SERVER, SERVER, "12345")].content == "{user} likes green tea"
+    assert result.notification["title"] == "Memory updated"
+
+
+def test_blank_content_deletes_and_frees_the_slot():
+    # Given a full server scope
+    store = FakeMemoryStore()
+    for index in range(3):
+        store.add(server_memory(f"1000{index}", f"fact {index}"))
+    # When one memory is deleted
+    result = update({"memory_id": 10001, "memory_content": ""}, store)
+    # Then it is gone and a new one fits
+    assert result.status == UpdateStatus.DELETED
+    assert (ScopeKind.SERVER, SERVER, "10001") not in store.memories
+    assert (
+        create({"memory_content": "new", "memory_scope": "server_wide"}, store=store).status
+        == SaveStatus.SAVED
+    )
+
+
+def test_a_personal_memory_is_found_through_target_user_including_global_ones():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "22222", "{user} plays go", lineage=0))
+    result = update({"memory_id": 22222, "memory_content": "{user} plays chess", "target_user": "Bob"}, store)
+    assert result.status == UpdateStatus.UPDATED
+    assert store.memories[(ScopeKind.PERSONAL, BOB.user_id, "22222")].content == "{user} plays chess"
+
+
+def test_without_target_user_the_speakers_own_memory_is_found():
+    store = FakeMemoryStore()
+    store.add(personal_memory(ALICE.user_id, "33333", "{user} lives in Oslo"))
+    result = update({"memory_id": 33333, "memory_content": "{user} lives in Bergen"}, store)
+    assert result.status == UpdateStatus.UPDATED
+
+
+def test_a_memory_of_another_persona_is_not_found():
+    store = FakeMemoryStore()
+    store.add(server_memory("44444", "other persona's fact", lineage=2))
+    result = update({"memory_id": 44444, "memory_content": ""}, store)
+    assert result.status == UpdateStatus.NOT_FOUND
+    assert len(store.memories) == 1
+
+
+def test_an_unknown_id_is_not_found():
+    result = update({"memory_id": 55555, "memory_content": "x"}, FakeMemoryStore())
+    assert result.status == UpdateStatus.NOT_FOUND
+
+
+def test_correcting_into_another_memorys_fact_is_a_duplicate():
+    store = FakeMemoryStore()
+    store.add(server_memory("11111", "{user} likes tea"))
+    store.add(server_memory("22222", "{user} likes coffee"))
+    result = update({"memory_id": 22222, "memory_content": "{user} LIKES tea"}, store)
+    assert result.status == UpdateStatus.DUPLICATE
+    assert result.data["memory_id"] == "11111"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "status"),
+    [
+        ("nope", UpdateStatus.INVALID_ARGS),
+        ({"memory_content": "x"}, UpdateStatus.INVALID_ARGS),
+        ({"memory_id": "abc", "memory_content": "x"}, UpdateStatus.INVALID_ARGS),
+        ({"memory_id": 12345}, UpdateStatus.INVALID_ARGS),
+        ({"memory_id": 12345, "memory_content": 7}, UpdateStatus.INVALID_ARGS),
+        ({"memory_id": 12345, "memory_content": "x" * 1001}, UpdateStatus.INVALID_CONTENT),
+        ({"memory_id": 12345, "memory_content": "{junk}"}, UpdateStatus.INVALID_CONTENT),
+    ],
+)
+def test_bad_update_arguments_change_nothing(arguments, status):
+    store = FakeMemoryStore()
+    store.add(server_memory("12345", "kept"))
+    result = update(arguments, store)
+    assert result.status == status
+    assert store.memories[(ScopeKind.SERVER, SERVER, "12345")].content == "kept"
+
+
+def test_a_private_users_memory_cannot_be_rewritten_but_can_be_forgotten():
+    store = FakeMemoryStore(privacy={BOB.user_id: PrivacyLevel.FULL})
+    store.add(personal_memory(BOB.user_id, "66666", "{user} likes tea"))
+    rewrite = update({"memory_id": 66666, "memory_content": "{user} likes rum", "target_user": "Bob"}, store)
+    assert rewrite.status == UpdateStatus.PRIVACY_RESTRICTED
+    forget = update({"memory_id": 66666, "memory_content": "", "target_user": "Bob"}, store)
+    assert forget.status == UpdateStatus.DELETED
+    assert store.memories == {}
+
+
+def test_update_is_disabled_with_self_teaching():
+    store = FakeMemoryStore()
+    store.add(server_memory("12345", "kept"))
+    turn = make_turn(capabilities=Capabilities(self_teaching_enabled=False))
+    assert (
+        update({"memory_id": 12345, "memory_content": ""}, store, turn=turn).status == UpdateStatus.DISABLED
+    )
+    assert len(store.memories) == 1
+
+
+def test_update_reports_unresolved_targets_and_store_failures():
+    store = FakeMemoryStore()
+    assert (
+        update({"memory_id": 1, "memory_content": "", "target_user": "Nobody"}, store).status
+        == UpdateStatus.USER_NOT_FOUND
+    )
+    assert update({"memory_id": 1, "memory_content": ""}, store, turn=make_turn(lineage=0)).status == (
+        UpdateStatus.INTERNAL_ERROR
+    )
+    store.broken = True
+    assert update({"memory_id": 1, "memory_content": ""}, store).status == UpdateStatus.DB_ERROR
+
+
+# -- the gate and the schemas ----------------------------------------------------------------------
+
+
+def test_the_tools_are_offered_only_with_self_teaching_and_tool_support():
+    assert long_term_memory_tools(make_turn()) == [CREATE_TOOL, UPDATE_TOOL]
+    assert long_term_memory_tools(make_turn(capabilities=Capabilities(self_teaching_enabled=False))) == []
+    assert long_term_memory_tools(make_turn(llm_has_tools=False)) == []
+
+
+def test_the_schemas_are_openai_functions_that_teach_the_tokens():
+    create_function = CREATE_TOOL["function"]
+    assert CREATE_TOOL["type"] == "function"
+    assert create_function["parameters"]["required"] == ["memory_content", "memory_scope"]
+    assert create_function["parameters"]["properties"]["memory_scope"]["enum"] == [
+        "server_wide",
+        "target_user",
+    ]
+    assert "{user}" in create_function["description"] and "{bot}" in create_function["description"]
+    assert UPDATE_TOOL["function"]["parameters"]["required"] == ["memory_id", "memory_content"]
+    json.dumps([CREATE_TOOL, UPDATE_TOOL])
