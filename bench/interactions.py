@@ -46,7 +46,9 @@ def cold_start(env: dict[str, str]) -> None:
     bare = [_wall([sys.executable, "-c", "pass"], full_env) for _ in range(COLD_RUNS)]
     cold = [_wall([sys.executable, str(COLD_PING)], full_env) for _ in range(COLD_RUNS)]
     outcome = json.loads(
-        subprocess.run([sys.executable, str(COLD_PING)], env=full_env, capture_output=True, check=True, text=True)
+        subprocess.run(
+            [sys.executable, str(COLD_PING)], env=full_env, capture_output=True, check=True, text=True
+        )
         .stdout.strip()
         .splitlines()[-1]
     )

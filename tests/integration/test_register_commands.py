@@ -33,7 +33,9 @@ def test_global_registration_is_one_put_of_the_routers_commands(discord, capsys)
 
 def test_guild_registration_targets_the_guild(discord):
     assert run(["--guild", "200000000000000001"]) == 0
-    assert discord.requests_to("PUT", f"/api/v10/applications/{APPLICATION_ID}/guilds/200000000000000001/commands")
+    assert discord.requests_to(
+        "PUT", f"/api/v10/applications/{APPLICATION_ID}/guilds/200000000000000001/commands"
+    )
 
 
 def test_a_refusal_is_reported_and_exits_1(discord, capsys):

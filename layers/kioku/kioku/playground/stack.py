@@ -1,26 +1,37 @@
-"""The whole of kioku on one machine: moto over HTTP, the template's resources, each function
-served on a localhost Function URL, and a freshly generated application key pair."""
+"""The whole of kioku on one machine: moto over HTTP, the template's resources, each HTTP function
+on a localhost Function URL, the turn worker fed from the queue like Lambda's poller, a Discord
+REST stand-in, and freshly generated application and relay key pairs."""
 
 from __future__ import annotations
 
+import json
 import os
 from contextlib import ExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.playground.function_urls import FunctionUrlServer
-from kioku.playground.functions import load_handler
+from kioku.playground.functions import LambdaContext, load_handler
+from kioku.playground.standins import DiscordStandIn
 from kioku.signatures import new_key_pair
 
 APPLICATION_ID = "100000000000000001"
-HTTP_FUNCTIONS = ("interactions",)
+BOT_USERNAME = "kioku"
+HTTP_FUNCTIONS = ("interactions", "relay")
+PLAYGROUND_BOT_TOKEN = "playground-bot-token"
 
 
 @dataclass
 class LocalStack:
-    """Start with ``with LocalStack() as stack:``; ``stack.urls["interactions"]`` is the endpoint."""
+    """Start with ``with LocalStack() as stack:``; ``stack.urls["interactions"]`` is the endpoint.
+
+    ``llm_base_url`` points the worker at an OpenAI-compatible server; without it (and without
+    ``LLM_BASE_URL`` + ``LLM_API_KEY`` in the environment) the offline scripted model answers.
+    """
 
     extra_env: dict[str, str] = field(default_factory=dict)
+    llm_base_url: str | None = None
     application_id: str = APPLICATION_ID
     urls: dict[str, str] = field(default_factory=dict)
     resources: LocalResources | None = None
@@ -46,7 +57,16 @@ class LocalStack:
         )
         import boto3
 
-        self.resources = create_local_resources(boto3.client("dynamodb"), boto3.client("sqs"))
+        self.sqs = boto3.client("sqs")
+        self.resources = create_local_resources(boto3.client("dynamodb"), self.sqs)
+        self.discord = self._exit.enter_context(
+            DiscordStandIn(
+                token=PLAYGROUND_BOT_TOKEN,
+                bot_user_id=self.application_id,
+                bot_username=BOT_USERNAME,
+                application_id=self.application_id,
+            )
+        )
         self._set_env(
             {
                 "TABLE_NAME": self.resources.table_name,
@@ -54,8 +74,9 @@ class LocalStack:
                 "DISCORD_APPLICATION_ID": self.application_id,
                 "DISCORD_PUBLIC_KEY": self.public_key,
                 "RELAY_PUBLIC_KEY": self.relay_public_key,
-                "DISCORD_BOT_TOKEN": os.environ.get("DISCORD_BOT_TOKEN") or "playground-bot-token",
-                "LLM_PROVIDER": os.environ.get("LLM_PROVIDER") or "scripted",
+                "DISCORD_BOT_TOKEN": PLAYGROUND_BOT_TOKEN,
+                "DISCORD_API_BASE_URL": self.discord.base_url,
+                **self._llm_env(),
                 **self.extra_env,
             }
         )
@@ -65,6 +86,7 @@ class LocalStack:
         for name in HTTP_FUNCTIONS:
             server = self._exit.enter_context(FunctionUrlServer(load_handler(name)))
             self.urls[name] = server.url
+        self.turn_handler = load_handler("turn")
         return self
 
     def __exit__(self, *exc_info: object) -> None:
@@ -74,8 +96,80 @@ class LocalStack:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
+        from kioku.config import get_settings
+
+        get_settings.cache_clear()
+
+    def deliver_turns(self, *, max_batches: int = 10) -> list[dict[str, Any]]:
+        """Do what Lambda's SQS poller does until the queue is empty: receive a batch, invoke
+        TurnFunction, delete what succeeded, and make failures visible again (at once, here)."""
+        responses = []
+        for _ in range(max_batches):
+            received = self.sqs.receive_message(
+                QueueUrl=self.resources.turn_queue_url,
+                MaxNumberOfMessages=10,
+                AttributeNames=["All"],
+                WaitTimeSeconds=0,
+            ).get("Messages", [])
+            if not received:
+                break
+            response = self.turn_handler(self.sqs_event(received), LambdaContext())
+            responses.append(response)
+            failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+            for message in received:
+                if message["MessageId"] in failed:
+                    self.sqs.change_message_visibility(
+                        QueueUrl=self.resources.turn_queue_url,
+                        ReceiptHandle=message["ReceiptHandle"],
+                        VisibilityTimeout=0,
+                    )
+                else:
+                    self.sqs.delete_message(
+                        QueueUrl=self.resources.turn_queue_url, ReceiptHandle=message["ReceiptHandle"]
+                    )
+        return responses
+
+    def sqs_event(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+        """The event Lambda builds for TurnFunction from received SQS messages."""
+        return {
+            "Records": [
+                {
+                    "messageId": message["MessageId"],
+                    "receiptHandle": message["ReceiptHandle"],
+                    "body": message["Body"],
+                    "attributes": {k: str(v) for k, v in message.get("Attributes", {}).items()},
+                    "messageAttributes": {},
+                    "md5OfBody": message.get("MD5OfBody", ""),
+                    "eventSource": "aws:sqs",
+                    "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:kioku-TurnQueue.fifo",
+                    "awsRegion": "us-east-1",
+                }
+                for message in messages
+            ]
+        }
+
+    def _llm_env(self) -> dict[str, str]:
+        if self.llm_base_url:
+            return {
+                "LLM_PROVIDER": "openai",
+                "LLM_BASE_URL": self.llm_base_url,
+                "LLM_MODEL": "stand-in",
+                "LLM_API_KEY": "stand-in-key",
+            }
+        if os.environ.get("LLM_BASE_URL") and os.environ.get("LLM_API_KEY"):
+            return {"LLM_PROVIDER": "openai", "LLM_MODEL": os.environ.get("LLM_MODEL") or "gpt-4o-mini"}
+        return {"LLM_PROVIDER": "scripted"}
 
     def _set_env(self, values: dict[str, str]) -> None:
         for name, value in values.items():
             self._saved_env.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+
+
+def gateway_dispatch(message: dict[str, Any], guild_id: str | None, member: dict[str, Any] | None) -> bytes:
+    """What the relay forwards for a message: the gateway's MESSAGE_CREATE with guild and member."""
+    data = dict(message)
+    if guild_id:
+        data["guild_id"] = guild_id
+        data["member"] = member or {"nick": None, "roles": []}
+    return json.dumps({"t": "MESSAGE_CREATE", "d": data}, separators=(",", ":")).encode()

@@ -1,0 +1,347 @@
+"""One chat turn, from a queued job to a posted reply.
+
+Load the memory state, assemble the context (persona, long-term recall, the dialogue of seed 004,
+short-term memory placed by depth), ask the model, run its tools for a few rounds, post the reply
+and the memory notifications, then capture the turn into short-term memory.
+
+A model that fails gets the user a short apology and changes no memory. Discord refusing the
+reply raises, so the queue retries the turn; every post carries a nonce derived from the turn, so
+a retry never doubles a message, and the capture is keyed by message ids, so it never doubles a
+counter.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
+from kioku.config import Settings
+from kioku.domain.dialogue import DIALOGUE_CONVENTIONS, build_dialogue, participants_from_messages
+from kioku.domain.ltm.memory import MemoryStoreFailed
+from kioku.domain.ltm.ports import MemberSearchFailed
+from kioku.domain.models import ContextItem, ContextTag, Participant
+from kioku.domain.placement import place_short_term_memory
+from kioku.domain.replies import split_reply, strip_echoed_metadata
+from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
+from kioku.domain.stm.intent import has_explicit_long_term_intent
+from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
+from kioku.domain.tools import ToolResult
+from kioku.domain.turn import BotIdentity, TurnContext
+from kioku.domain.turn_jobs import TurnJob, TurnSource
+from kioku.services import ltm
+from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
+
+logger = logging.getLogger(__name__)
+
+MAX_TOOL_ROUNDS: Final = 3
+APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
+EMPTY_REPLY: Final = "…"
+NOTIFICATION_NONCE_MARK: Final = "n"
+
+
+@dataclass
+class TurnRecord:
+    """What a turn did: the model requests it sent (for the playground's /context) and what it posted."""
+
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    reply_ids: list[str] = field(default_factory=list)
+    tool_results: list[tuple[str, ToolResult]] = field(default_factory=list)
+    apologised: bool = False
+
+
+@dataclass
+class TurnService:
+    settings: Settings
+    discord: DiscordRest
+    model: ChatModel
+    stm_store: StmStore
+    ltm_store: DynamoMemoryStore
+    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    _channels: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def run(self, job: TurnJob) -> TurnRecord:
+        record = TurnRecord()
+        now = self.clock()
+        self._typing(job.channel_id)
+        channel = self._channel(job.channel_id)
+        history = self._history(job, now)
+        bot = BotIdentity(
+            user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
+        )
+        limits = stm_limits(self.settings)
+        loaded = load_turn_memory(
+            self.stm_store,
+            server_id=job.guild_id,
+            channel_id=job.channel_id,
+            user_id=str(job.author["id"]),
+            parent_channel_id=channel.get("parent_id"),
+            now=now,
+            limits=limits,
+        )
+        participants = tuple(participants_from_messages(history, bot.user_id))
+        turn = TurnContext(
+            server_id=job.guild_id,
+            channel_id=job.channel_id,
+            user=_author(job, participants),
+            bot=bot,
+            config=loaded.config,
+            profile=loaded.profile,
+            now=now,
+            parent_channel_id=channel.get("parent_id"),
+            participants=participants,
+            llm_provider=self.settings.LLM_PROVIDER,
+            llm_has_tools=self.settings.LLM_SUPPORTS_TOOLS,
+            explicit_ltm_intent=has_explicit_long_term_intent(job.content),
+        )
+        stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.get("name"))
+        messages = self._context(turn, stm, history)
+        tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
+
+        try:
+            reply = self._converse(turn, stm, messages, tools, record)
+        except LlmUnavailable as exc:
+            logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
+            record.apologised = True
+            self._post(job, [APOLOGY], record)
+            return record
+
+        self._post(job, split_reply(reply) or [EMPTY_REPLY], record)
+        self._notify(job, record)
+        stm.capture(self._crude_turn(job, turn, reply, record, now))
+        return record
+
+    # -- context --------------------------------------------------------------------------------
+
+    def _context(
+        self, turn: TurnContext, stm: ShortTermMemoryTurn, history: list[dict]
+    ) -> list[dict[str, Any]]:
+        items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
+        try:
+            recalled = ltm.recall(turn, store=self.ltm_store)
+        except MemoryStoreFailed:
+            logger.exception("long-term memory recall failed; the turn goes on without it")
+            recalled = None
+        if recalled is not None:
+            items.append(recalled)
+        items += build_dialogue(
+            history,
+            bot_user_id=turn.bot.user_id,
+            supports_vision=self.settings.LLM_SUPPORTS_VISION,
+            limit=self.settings.DIALOGUE_HISTORY_LIMIT,
+        )
+        memory = stm.context()
+        items = place_short_term_memory(
+            items,
+            memory.memory_items,
+            memory.memory_injection_depth,
+            memory.nudge_item,
+            memory.nudge_injection_depth,
+        )
+        return [item.to_openai() for item in items]
+
+    # -- the model and its tools ----------------------------------------------------------------
+
+    def _converse(
+        self,
+        turn: TurnContext,
+        stm: ShortTermMemoryTurn,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        record: TurnRecord,
+    ) -> str:
+        for round_number in range(MAX_TOOL_ROUNDS + 1):
+            offered = tools if round_number < MAX_TOOL_ROUNDS else []
+            request = ChatRequest(messages=list(messages), tools=offered)
+            record.requests.append({"messages": request.messages, "tools": request.tools})
+            response = self.model.complete(request)
+            if not response.tool_calls or not offered:
+                return strip_echoed_metadata(response.content or "").strip()
+            messages.append(response.assistant_message())
+            for call in response.tool_calls:
+                result = self._run_tool(call, turn, stm)
+                record.tool_results.append((call.name, result))
+                messages.append(
+                    {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
+                )
+        raise AssertionError("unreachable: the last round offers no tools")
+
+    def _run_tool(self, call: ToolCall, turn: TurnContext, stm: ShortTermMemoryTurn) -> ToolResult:
+        common = {"store": self.ltm_store, "search_members": self._search_members, "settings": self.settings}
+        try:
+            if call.name == STM_TOOL_NAME:
+                return stm.run_update_tool(call.arguments)
+            if call.name == ltm.CREATE_TOOL_NAME:
+                return ltm.create_long_term_memory(call.arguments, turn, **common)
+            if call.name == ltm.UPDATE_TOOL_NAME:
+                return ltm.update_long_term_memory(call.arguments, turn, **common)
+        except Exception:
+            logger.exception("tool %s failed", call.name)
+            return ToolResult("error", {"message": "the tool failed on our side; do not retry it this turn"})
+        return ToolResult("error", {"message": f"there is no tool named {call.name!r}"})
+
+    def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
+        try:
+            return self.discord.search_guild_members(guild_id, query)
+        except DiscordError as exc:
+            raise MemberSearchFailed(str(exc)) from exc
+
+    # -- Discord --------------------------------------------------------------------------------
+
+    def _typing(self, channel_id: str) -> None:
+        try:
+            self.discord.trigger_typing(channel_id)
+        except DiscordError as exc:
+            logger.info("typing indicator failed: %s", exc)
+
+    def _channel(self, channel_id: str) -> dict[str, Any]:
+        """The channel's name and thread parent; they do not change, so each container asks once."""
+        if channel_id not in self._channels:
+            try:
+                self._channels[channel_id] = self.discord.get_channel(channel_id)
+            except DiscordError as exc:
+                logger.info("channel lookup failed: %s", exc)
+                return {}
+        return self._channels[channel_id]
+
+    def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
+        """Recent channel messages, newest first as Discord returns them, with the turn's own message."""
+        limit = self.settings.DIALOGUE_HISTORY_LIMIT
+        history = self.discord.get_channel_messages(job.channel_id, limit)
+        if job.source is TurnSource.SLASH_COMMAND:
+            history = [_slash_message(job, now), *history][:limit]
+        elif all(str(message.get("id")) != job.turn_id for message in history):
+            history = [job.message, *history][:limit]
+        return history
+
+    def _post(self, job: TurnJob, chunks: list[str], record: TurnRecord) -> None:
+        for index, chunk in enumerate(chunks):
+            if job.source is TurnSource.SLASH_COMMAND and index == 0:
+                posted = self.discord.edit_original_response(
+                    str(job.application_id), str(job.interaction_token), chunk
+                )
+            else:
+                reply_to = job.turn_id if job.source is TurnSource.MESSAGE and index == 0 else None
+                posted = self.discord.create_message(
+                    job.channel_id, chunk, reply_to=reply_to, nonce=f"{job.turn_id}-{index}"
+                )
+            record.reply_ids.append(str(posted.get("id", "")))
+
+    def _notify(self, job: TurnJob, record: TurnRecord) -> None:
+        notices = [result.notification for _, result in record.tool_results if result.notification]
+        for index, embed in enumerate(notices):
+            try:
+                self.discord.create_message(
+                    job.channel_id, "", embeds=[embed], nonce=f"{job.turn_id}{NOTIFICATION_NONCE_MARK}{index}"
+                )
+            except DiscordError as exc:
+                logger.warning("memory notification could not be posted: %s", exc)
+
+    def _crude_turn(
+        self, job: TurnJob, turn: TurnContext, reply: str, record: TurnRecord, now: datetime
+    ) -> list[CrudeMessage]:
+        said = CrudeMessage(
+            speaker=turn.user.display_name,
+            user_id=turn.user.user_id,
+            role=CrudeRole.USER,
+            text=job.content,
+            ts=_message_time(job, now),
+            message_id=job.turn_id,
+        )
+        answered = CrudeMessage(
+            speaker=turn.bot_name,
+            user_id=turn.bot.user_id,
+            role=CrudeRole.ASSISTANT,
+            text=reply,
+            ts=now,
+            message_id=record.reply_ids[0] if record.reply_ids else f"{job.turn_id}-reply",
+        )
+        return [said, answered]
+
+
+def stm_limits(settings: Settings) -> StmLimits:
+    return StmLimits(
+        default_crude_message_count=settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT,
+        max_other_channels=settings.SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS,
+        crude_ttl=timedelta(hours=settings.SHORT_TERM_MEMORY_TTL_HOURS),
+        summary_ttl=timedelta(hours=settings.SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS),
+        max_summary_length=settings.SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH,
+        max_messages_per_channel=settings.SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL,
+        max_categories=settings.STM_MAX_CATEGORIES,
+        retention=timedelta(days=settings.STM_JANITOR_RETENTION_DAYS),
+        fresh_window=timedelta(minutes=settings.STM_FRESH_WINDOW_MINUTES),
+        fresh_injection_depth=settings.STM_FRESH_INJECTION_DEPTH,
+    )
+
+
+DEFAULT_PERSONA_PROMPT: Final = (
+    "You are {bot}, a friendly, thoughtful member of this Discord community. You remember what people "
+    "tell you: short-term memory keeps the recent conversation of each channel, long-term memory keeps "
+    "lasting facts. Answer naturally and briefly, as one participant in a group chat, in the language "
+    "you are addressed in."
+)
+
+
+def system_prompt(turn: TurnContext) -> str:
+    persona = turn.config.persona
+    base = persona.system_prompt or DEFAULT_PERSONA_PROMPT
+    where = "a direct message" if turn.is_dm else "a Discord server channel"
+    return "\n\n".join(
+        [
+            base.replace("{bot}", persona.name).replace("{user}", turn.user.display_name),
+            f"You are talking in {where}. The person who just addressed you is {turn.user.display_name}. "
+            f"Current time (UTC): {turn.now:%Y-%m-%d %H:%M}.",
+            DIALOGUE_CONVENTIONS,
+        ]
+    )
+
+
+def _author(job: TurnJob, participants: tuple[Participant, ...]) -> Participant:
+    author_id = str(job.author["id"])
+    for participant in participants:
+        if participant.user_id == author_id:
+            return participant
+    return Participant(
+        user_id=author_id,
+        username=str(job.author.get("username") or author_id),
+        global_name=job.author.get("global_name"),
+        nickname=(job.member or {}).get("nick"),
+        is_bot=bool(job.author.get("bot")),
+    )
+
+
+def _bot_username(history: list[dict[str, Any]], settings: Settings) -> str:
+    for message in history:
+        author = message.get("author") or {}
+        if str(author.get("id")) == settings.DISCORD_APPLICATION_ID and author.get("username"):
+            return str(author["username"])
+    return "kioku"
+
+
+def _slash_message(job: TurnJob, now: datetime) -> dict[str, Any]:
+    """The ``/chat`` text as the newest channel message, so the dialogue reads as usual."""
+    return {
+        "id": job.turn_id,
+        "channel_id": job.channel_id,
+        "author": job.author,
+        "member": job.member,
+        "content": job.content,
+        "timestamp": now.isoformat(),
+        "type": 0,
+    }
+
+
+def _message_time(job: TurnJob, now: datetime) -> datetime:
+    stamp = job.message.get("timestamp") if job.message else None
+    if isinstance(stamp, str):
+        try:
+            return datetime.fromisoformat(stamp)
+        except ValueError:
+            pass
+    return now
