@@ -74,3 +74,30 @@ def test_make_run_non_interactive_exits_1_when_a_line_fails(tmp_path):
     result = run_playground(tmp_path, ['/help "unclosed'])
     assert result.returncode == 1
     assert "could not read that command" in result.stdout
+
+
+def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "hello everyone",
+            "kioku, remember that I love green tea",
+            "@kioku what do I like?",
+            ":context",
+            ":memory",
+            ":in dm",
+            "hi in private",
+            '/chat message="how are you?"',
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "kioku is not addressed" in out
+    assert "Done: create_long_term_memory" in out
+    assert "Memory saved" in out
+    # the saved memory is recalled, with its id, in the next turn's model request
+    context = out.split("> :context", 1)[1].split("> :memory", 1)[0]
+    assert "Long-term memories" in context and "[#" in context and "green tea" in context
+    assert 'Alice (alice) said: "hi in private"' in out
+    assert 'Alice (alice) said: "how are you?"' in out
+    assert "turns since refresh: 2" in out

@@ -1,5 +1,9 @@
 """``make run``: a console where a person types what they would type in Discord and sees what
-Discord would show. ``--script FILE`` (or piped stdin) runs non-interactively for CI."""
+Discord would show. ``--script FILE`` (or piped stdin) runs non-interactively for CI.
+
+Chat lines travel the real path: the message is posted to the Discord stand-in, forwarded by a
+signed relay POST to RelayFunction, queued on the (moto) FIFO queue, answered by TurnFunction.
+"""
 
 from __future__ import annotations
 
@@ -8,30 +12,58 @@ import json
 import shlex
 import sys
 import textwrap
-from typing import TextIO
+import uuid
+from typing import Any, TextIO
 
 import httpx
 
+from kioku.playground import world
 from kioku.playground.events import slash_command
-from kioku.playground.stack import LocalStack
+from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.signatures import sign_request
 
 BANNER = """\
-kioku playground: the real handlers on an embedded moto DynamoDB; no Discord or AWS account.
-Type a slash command as in Discord, e.g. /help stm   (:help for console commands, :quit to leave)"""
+kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
+You are {user} in {channel}. Say "kioku, …" or "@kioku …" to address the bot; in a DM just talk.
+Slash commands work as in Discord (/help stm, /chat message="hi"). :help lists console commands."""
 
 CONSOLE_HELP = """\
-/name [subcommand] [option=value ...]   send a signed slash command to InteractionsFunction
-:help                                   this text
-:quit                                   leave"""
+text                                    say something as the current user in the current channel
+@kioku … / kioku, …                     address the bot (in a guild channel it only answers when addressed)
+/name [subcommand] [option=value ...]   a signed slash command, e.g. /help stm or /chat message="hello"
+:as alice|bob|carol                     speak as another member
+:in general|random|secret|plans|dm      move to a channel (#secret is private, plans is a thread, dm is yours)
+:where                                  who and where you are
+:context                                the exact model request of the last turn (where memory and the nudge landed)
+:memory                                 the short-term memory row of this channel
+:discord                                what the Discord stand-in holds for this channel
+:help / :quit"""
 
 
 class Playground:
     def __init__(self, stack: LocalStack, out: TextIO) -> None:
         self.stack = stack
         self.out = out
-        self.http = httpx.Client(timeout=30)
+        self.http = httpx.Client(timeout=60)
         self.failures = 0
+        self.member = world.MEMBERS[0]
+        self.channel = world.CHANNELS[0]
+        self._set_up_world()
+
+    def _set_up_world(self) -> None:
+        from kioku.adapters.dynamodb.config_store import ConfigStore
+        from kioku.adapters.dynamodb.table import KiokuTable
+
+        ConfigStore(KiokuTable(self.stack.resources.table_name)).save_server_config(world.server_config())
+        discord = self.stack.discord
+        for channel in world.CHANNELS:
+            discord.seed_channel(
+                channel.channel_id, name=channel.name, guild_id=channel.guild_id, parent_id=channel.parent_id
+            )
+        for member in world.MEMBERS:
+            discord.seed_user(member.username, user_id=member.user_id, global_name=member.global_name)
+            discord.seed_member(world.GUILD_ID, member.user())
+            discord.seed_channel(member.dm_channel_id, name=f"dm-{member.key}")
 
     def handle_line(self, line: str) -> bool:
         """Run one console line; False when the console should stop."""
@@ -40,13 +72,122 @@ class Playground:
             return True
         if line in {":quit", ":q", ":exit"}:
             return False
-        if line == ":help":
-            self.print(CONSOLE_HELP)
+        if line.startswith(":"):
+            self.console_command(line[1:])
         elif line.startswith("/"):
             self.slash(line)
         else:
-            self.print("Chat is not wired yet: type a slash command such as /help stm.")
+            self.chat(line)
         return True
+
+    # -- console commands ---------------------------------------------------------------------------
+
+    def console_command(self, line: str) -> None:
+        name, _, argument = line.partition(" ")
+        argument = argument.strip()
+        if name == "help":
+            self.print(CONSOLE_HELP)
+        elif name == "as":
+            member = world.find_member(argument)
+            if member is None:
+                self.fail(f"no member called {argument!r}: try " + ", ".join(m.key for m in world.MEMBERS))
+                return
+            self.member = member
+            if self.channel.guild_id is None:
+                self.channel = world.dm_channel(member)
+            self.where()
+        elif name == "in":
+            channel = world.find_channel(argument, self.member)
+            if channel is None:
+                self.fail(f"no channel called {argument!r}: try general, random, secret, plans or dm")
+                return
+            self.channel = channel
+            self.where()
+        elif name == "where":
+            self.where()
+        elif name == "context":
+            self.show_context()
+        elif name == "memory":
+            self.show_memory()
+        elif name == "discord":
+            for message in self.stack.discord.channel_messages(self.channel.channel_id)[-20:]:
+                self.print(f"  [{message['id']}] {message['author']['username']}: {message['content']}")
+        else:
+            self.fail(f"unknown console command :{name} (:help lists them)")
+
+    def where(self) -> None:
+        self.print(f"(you are {self.member.global_name or self.member.username} in {self.channel.label})")
+
+    def show_context(self) -> None:
+        from kioku.entrypoints.turn_worker import recent_turns
+
+        if not recent_turns or not recent_turns[-1].requests:
+            self.print("(no turn yet: say something to kioku first)")
+            return
+        request = recent_turns[-1].requests[0]
+        self.print(f"── model request of the last turn: {len(request['messages'])} messages ──")
+        for index, message in enumerate(request["messages"]):
+            who = message["role"] + (f" name={message['name']}" if message.get("name") else "")
+            self.print(f"[{index}] {who}")
+            for line in _content_text(message.get("content")).splitlines():
+                self.print(
+                    textwrap.indent(textwrap.shorten(line, 160, placeholder=" …") if line else "", "    ")
+                )
+        tools = [tool["function"]["name"] for tool in request.get("tools", [])]
+        self.print(f"── tools offered: {', '.join(tools) or 'none'} ──")
+
+    def show_memory(self) -> None:
+        from kioku.adapters.dynamodb.stm_store import StmStore
+        from kioku.adapters.dynamodb.table import KiokuTable
+        from kioku.domain.stm.entries import StmAddress
+
+        address = StmAddress.of(
+            self.channel.guild_id,
+            self.member.user_id,
+            self.channel.channel_id,
+            world.server_config().persona.persona_id,
+        )
+        entry = StmStore(KiokuTable(self.stack.resources.table_name)).get(address)
+        if entry is None:
+            self.print("(no short-term memory in this channel yet)")
+            return
+        self.print(f"turns since refresh: {entry.turns_since_refresh}   last updated: {entry.last_updated}")
+        self.print(f"summary: {entry.summary or '(none yet)'}")
+        for slug, text in entry.categories.items():
+            self.print(f"{slug}: {text}")
+        for message in entry.crude:
+            self.print(f"  {message.speaker}: {textwrap.shorten(message.text, 120)}")
+
+    # -- talking ------------------------------------------------------------------------------------
+
+    def chat(self, text: str) -> None:
+        app_id = self.stack.application_id
+        content = text.replace("@kioku", f"<@{app_id}>")
+        discord = self.stack.discord
+        before = len(discord.channel_messages(self.channel.channel_id))
+        message = discord.seed_message(self.channel.channel_id, self.member.user(), content)
+        if f"<@{app_id}>" in content:
+            message["mentions"] = [{"id": app_id, "username": "kioku", "bot": True}]
+        body = gateway_dispatch(message, self.channel.guild_id, {"nick": None, "roles": []})
+        response = self.http.post(
+            self.stack.urls["relay"],
+            content=body,
+            headers={"content-type": "application/json", **sign_request(self.stack.relay_signing_key, body)},
+        )
+        if response.status_code == 204:
+            self.print('(kioku is not addressed, so it stays quiet; say "kioku, …" or "@kioku …")')
+            return
+        if response.status_code != 202:
+            self.fail(f"relay answered HTTP {response.status_code}: {response.text}")
+            return
+        self.deliver()
+        for posted in discord.channel_messages(self.channel.channel_id)[before + 1 :]:
+            self.print(render_message(posted))
+
+    def deliver(self) -> None:
+        for batch in self.stack.deliver_turns():
+            if batch.get("batchItemFailures"):
+                self.fail(f"the turn worker reported failures: {batch['batchItemFailures']}")
 
     def slash(self, line: str) -> None:
         try:
@@ -60,7 +201,20 @@ class Playground:
         name, rest = words[0], words[1:]
         subcommand = rest[0] if rest and "=" not in rest[0] else None
         options = dict(word.split("=", 1) for word in rest[1 if subcommand else 0 :] if "=" in word)
-        payload = slash_command(self.stack.application_id, name, subcommand, options)
+        token = uuid.uuid4().hex
+        payload = slash_command(
+            self.stack.application_id,
+            name,
+            subcommand,
+            options,
+            guild_id=self.channel.guild_id,
+            channel_id=self.channel.channel_id,
+            user_id=self.member.user_id,
+            username=self.member.username,
+            global_name=self.member.global_name,
+            interaction_id=self.stack.discord.new_id(),
+            token=token,
+        )
         body = json.dumps(payload).encode()
         response = self.http.post(
             self.stack.urls["interactions"],
@@ -70,7 +224,18 @@ class Playground:
         if response.status_code != 200:
             self.fail(f"HTTP {response.status_code}: {response.text}")
             return
-        self.print(render_interaction_response(response.json()))
+        answer = response.json()
+        self.print(render_interaction_response(answer))
+        if answer.get("type") == 5:
+            before = len(self.stack.discord.channel_messages(self.channel.channel_id))
+            self.deliver()
+            edited = self.stack.discord.interaction_response(token)
+            if edited is None:
+                self.fail("the deferred answer was never filled in")
+                return
+            self.print(render_message({"author": {"username": "kioku"}, **edited}))
+            for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
+                self.print(render_message(posted))
 
     def fail(self, text: str) -> None:
         self.failures += 1
@@ -78,6 +243,12 @@ class Playground:
 
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+
+def render_message(message: dict[str, Any]) -> str:
+    lines = [f"{message.get('author', {}).get('username', '?')}: {message.get('content') or ''}".rstrip()]
+    lines += [render_embed(embed) for embed in message.get("embeds") or []]
+    return "\n".join(lines)
 
 
 def render_interaction_response(response: dict) -> str:
@@ -112,6 +283,17 @@ def render_embed(embed: dict) -> str:
     return "\n".join(parts)
 
 
+def _content_text(content: Any) -> str:
+    if isinstance(content, list):
+        return "\n".join(
+            part.get("text", "")
+            if part.get("type") == "text"
+            else f"[image_url {part.get('image_url', {}).get('url')}]"
+            for part in content
+        )
+    return str(content or "")
+
+
 def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kioku playground", description=__doc__)
     parser.add_argument(
@@ -123,7 +305,7 @@ def run(argv: list[str]) -> int:
     with LocalStack() as stack:
         playground = Playground(stack, sys.stdout)
         if interactive:
-            playground.print(BANNER)
+            playground.print(BANNER.format(user="Alice", channel=playground.channel.label))
         for line in _lines(source, interactive):
             if not interactive and line.strip():
                 playground.print(f"> {line.rstrip()}")
@@ -138,6 +320,10 @@ def _lines(source: TextIO, interactive: bool):
         return
     while True:
         try:
-            yield input("kioku> ")
+            yield input(f"{_prompt()}")
         except EOFError:
             return
+
+
+def _prompt() -> str:
+    return "kioku> "

@@ -71,13 +71,14 @@ def slash_command(
     channel_id: str = "300000000000000001",
     user_id: str = "400000000000000001",
     username: str = "playground-user",
+    global_name: str | None = None,
     interaction_id: str = "500000000000000001",
     token: str = "interaction-token",
 ) -> dict[str, Any]:
     """An APPLICATION_COMMAND interaction as Discord sends it for ``/name [subcommand] [options]``."""
     leaf = [{"name": k, "value": v, "type": 3} for k, v in (options or {}).items()]
     data_options = [{"name": subcommand, "type": SUB_COMMAND, "options": leaf}] if subcommand else leaf
-    user = {"id": user_id, "username": username, "global_name": None}
+    user = {"id": user_id, "username": username, "global_name": global_name}
     payload: dict[str, Any] = {
         "id": interaction_id,
         "application_id": application_id,

@@ -1,0 +1,74 @@
+"""The simulated Discord the playground talks in: one guild, a few channels (one private, one
+thread), three members, and a DM channel each."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Final
+
+from kioku.domain.models import ServerConfig
+
+GUILD_ID: Final = "200000000000000001"
+
+
+@dataclass(frozen=True)
+class Channel:
+    name: str
+    channel_id: str
+    guild_id: str | None = GUILD_ID
+    parent_id: str | None = None
+    private: bool = False
+
+    @property
+    def label(self) -> str:
+        if self.guild_id is None:
+            return "DM"
+        prefix = "thread " if self.parent_id else "#"
+        return f"{prefix}{self.name}{' (private)' if self.private else ''}"
+
+
+@dataclass(frozen=True)
+class Member:
+    key: str
+    user_id: str
+    username: str
+    global_name: str | None
+    dm_channel_id: str
+
+    def user(self) -> dict:
+        return {"id": self.user_id, "username": self.username, "global_name": self.global_name, "bot": False}
+
+
+CHANNELS: Final = (
+    Channel("general", "300000000000000001"),
+    Channel("random", "300000000000000002"),
+    Channel("secret", "300000000000000003", private=True),
+    Channel("plans", "300000000000000004", parent_id="300000000000000001"),
+)
+MEMBERS: Final = (
+    Member("alice", "400000000000000001", "alice", "Alice", "310000000000000001"),
+    Member("bob", "400000000000000002", "bob", "Bobby", "310000000000000002"),
+    Member("carol", "400000000000000003", "carol", None, "310000000000000003"),
+)
+TRIGGER_WORDS: Final = ("kioku",)
+
+
+def server_config() -> ServerConfig:
+    """The playground guild: #secret is private, and saying "kioku" addresses the bot."""
+    private = frozenset(channel.channel_id for channel in CHANNELS if channel.private)
+    return replace(ServerConfig(server_id=GUILD_ID), private_channel_ids=private, trigger_words=TRIGGER_WORDS)
+
+
+def dm_channel(member: Member) -> Channel:
+    return Channel("dm", member.dm_channel_id, guild_id=None)
+
+
+def find_channel(name: str, member: Member) -> Channel | None:
+    name = name.lstrip("#").lower()
+    if name in {"dm", "direct"}:
+        return dm_channel(member)
+    return next((channel for channel in CHANNELS if channel.name == name), None)
+
+
+def find_member(key: str) -> Member | None:
+    return next((member for member in MEMBERS if member.key == key.lower().lstrip("@")), None)
