@@ -31,7 +31,7 @@ def draft(scope: MemoryScope, content: str) -> MemoryDraft:
 def stored_items(table, kind: ScopeKind, owner_id: str, prefix: str | None = None) -> list[dict]:
     if prefix is None:
         items, _ = table.query("pk = :pk", values={":pk": owner_pk(kind, owner_id)})
-        return items
+        return [item for item in items if item["sk"] != "PROFILE"]  # a person's profile shares the partition
     items, _ = table.query(
         "pk = :pk AND begins_with(sk, :prefix)", values={":pk": owner_pk(kind, owner_id), ":prefix": prefix}
     )

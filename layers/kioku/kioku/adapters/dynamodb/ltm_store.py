@@ -1,6 +1,8 @@
 """Long-term memories in the kioku table; limits and duplicates are enforced by each write's transaction.
 
-One partition per owner, ``LTM#S#{server_id}`` or ``LTM#U#{user_id}``, holding:
+One partition per owner: ``LTM#S#{server_id}`` for a server; for a person, their own ``USER#{user_id}``
+partition, beside their profile, so that recall reads a person's privacy level and memories in one
+query. An owner's partition holds:
 
 - ``M#{memory_id}``: the memory (lineage, content, fingerprint, author, times). Ids are unique per
   owner across lineages, so an id and its owner find a memory with one GetItem.
@@ -44,14 +46,14 @@ from kioku.domain.ltm.memory import (
     new_memory_id,
 )
 from kioku.domain.ltm.ports import RecallSet
-from kioku.domain.models import PrivacyLevel
+from kioku.domain.models import PrivacyLevel, UserProfile
 
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
 _BACKOFF_SECONDS: Final = 0.01
 _COUNTER_SK: Final = "COUNT"
 _MEMORY_PREFIX: Final = "M#"
-_OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "LTM#U#"}
+_OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
 _NAMES: Final = {
     "#version": "version",
     "#fingerprint": "fingerprint",
@@ -202,13 +204,10 @@ class DynamoMemoryStore:
         if server_id:
             server = self._memories(ScopeKind.SERVER, server_id, {lineage})
         personal: dict[str, tuple[Memory, ...]] = {}
-        if user_ids:
-            profiles = self._guarded(self._table.batch_get, [user_profile_key(u) for u in user_ids])
-            privacy = {item["pk"]: user_profile_from_item(item, "").privacy_level for item in profiles}
-            for user_id in user_ids:
-                level = privacy.get(user_profile_key(user_id)["pk"], PrivacyLevel.NONE)
-                if allows_personal_memories(level):
-                    personal[user_id] = self._memories(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE})
+        for user_id in user_ids:
+            profile, memories = self._person(user_id, {lineage, GLOBAL_LINEAGE})
+            if allows_personal_memories(profile.privacy_level):
+                personal[user_id] = memories
         return RecallSet(server=server, personal=personal)
 
     # -- internals --------------------------------------------------------------------------------
@@ -280,6 +279,27 @@ class DynamoMemoryStore:
                     raise MemoryStoreFailed(str(exc)) from exc
                 self._backoff(attempt)
         raise MemoryStoreFailed(f"gave up after {MAX_ATTEMPTS} lost races")
+
+    def _person(self, user_id: str, lineages: set[int]) -> tuple[UserProfile, tuple[Memory, ...]]:
+        """A person's profile and memories in ``lineages``, from one query of their partition."""
+        profile_sk = user_profile_key(user_id)["sk"]
+        profile_item: Item | None = None
+        found: list[Memory] = []
+        start: Key | None = None
+        while True:
+            items, start = self._guarded(
+                self._table.query,
+                "pk = :pk",
+                values={":pk": owner_pk(ScopeKind.PERSONAL, user_id)},
+                start_key=start,
+            )
+            for item in items:
+                if item["sk"] == profile_sk:
+                    profile_item = item
+                elif item["sk"].startswith(_MEMORY_PREFIX) and int(item["lineage"]) in lineages:
+                    found.append(memory_from_item(item))
+            if start is None:
+                return user_profile_from_item(profile_item, user_id), tuple(found)
 
     def _memories(self, kind: ScopeKind, owner_id: str, lineages: set[int]) -> tuple[Memory, ...]:
         """Every memory of the owner in ``lineages``; other lineages' share the partition and are skipped."""
