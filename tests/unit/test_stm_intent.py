@@ -7,6 +7,9 @@ import pytest
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 
 ASKS_FOR_LONG_TERM = [
+    "Can you remember that I like tea?",
+    "could you remember my birthday is in May",
+    "hey @kioku remember I like tea",
     "Remember that my birthday is May 3rd",
     "<@1> remember I take my tea without sugar",
     "Kioku, remember this: I moved to Osaka",
