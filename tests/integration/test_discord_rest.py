@@ -237,3 +237,12 @@ def test_a_thread_names_its_parent():
         with pytest.raises(DiscordError) as raised:
             DiscordRest(discord.base_url, discord.token).get_channel("300000000000000099")
         assert raised.value.status == 404
+
+
+def test_interaction_tokens_never_reach_the_logs(caplog):
+    caplog.set_level(logging.DEBUG)
+    with DiscordStandIn() as discord:
+        rest = DiscordRest(discord.base_url, discord.token)
+        rest.edit_original_response(discord.application_id, "SECRETINTERACTIONTOKEN", "done")
+    assert "SECRETINTERACTIONTOKEN" not in caplog.text
+    assert discord.token not in caplog.text

@@ -42,3 +42,9 @@ def test_anything_else_is_an_invalid_job(body):
 def test_an_oversized_job_is_refused_before_sending():
     with pytest.raises(InvalidTurnJob):
         TurnJob.from_gateway_message({**MESSAGE, "content": "x" * 300_000}).to_json()
+
+
+def test_code_points_sqs_refuses_travel_escaped():
+    body = TurnJob.from_gateway_message({**MESSAGE, "content": "odd \ufffe\uffff text"}).to_json()
+    assert body.isascii()
+    assert TurnJob.from_json(body).content == "odd \ufffe\uffff text"

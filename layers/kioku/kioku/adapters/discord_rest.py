@@ -13,6 +13,8 @@ import httpx
 from kioku import __version__
 
 logger = logging.getLogger(__name__)
+# httpx logs every request URL at INFO, and an interaction webhook URL carries its token.
+logging.getLogger("httpx").setLevel(logging.WARNING)
 
 HTTP_NO_CONTENT: Final = 204
 HTTP_TOO_MANY_REQUESTS: Final = 429

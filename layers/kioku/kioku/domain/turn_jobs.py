@@ -35,7 +35,8 @@ class TurnJob:
     application_id: str | None = None
 
     def to_json(self) -> str:
-        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=False)
+        # ASCII escapes: SQS refuses some code points (U+FFFE, U+FFFF) that Discord lets through.
+        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=True)
         if len(body.encode()) > MAX_JOB_BYTES:
             raise InvalidTurnJob("turn job is larger than an SQS message may be")
         return body
