@@ -69,7 +69,7 @@ def test_a_server_memory_is_saved_with_its_id_and_an_embed():
     [saved] = store.memories.values()
     assert result.data["memory_id"] == saved.memory_id
     assert saved.scope == MemoryScope.server(SERVER, 1)
-    assert saved.content == "{bot} runs the Friday quiz for {user}"
+    assert saved.content == "{bot} runs the Friday quiz for Alice"  # {user} pinned to the speaker
     assert saved.author_id == ALICE.user_id
     embed = result.notification
     assert embed["title"] == "Memory saved"
@@ -119,7 +119,7 @@ def test_junk_placeholders_are_removed_before_saving():
         store=store,
     )
     [saved] = store.memories.values()
-    assert saved.content == "loves {user}'s cat"
+    assert saved.content == "loves Alice's cat"
 
 
 def test_the_same_fact_again_answers_the_existing_id_and_stores_nothing():
@@ -133,6 +133,19 @@ def test_the_same_fact_again_answers_the_existing_id_and_stores_nothing():
 
 
 # -- create: fallbacks ---------------------------------------------------------------------------
+
+
+def test_a_bridged_users_fact_is_pinned_to_them_not_to_whoever_speaks_later():
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "{user} likes tea", "memory_scope": "target_user", "target_user": "carol[m]"},
+        store=store,
+    )
+    [saved] = store.memories.values()
+    assert saved.scope.kind is ScopeKind.SERVER
+    assert "{user}" not in saved.content and saved.content.endswith("likes tea")
+    assert not saved.content.startswith("Alice")
+    assert "Alice" not in result.notification["description"]
 
 
 @pytest.mark.parametrize("target", ["Kioku", "Kiki", "kioku_bot", "<@900>", "900", "carol[m]"])
@@ -274,7 +287,7 @@ def test_a_server_memory_is_corrected_in_place():
     store.add(server_memory("12345", "{user} likes tea"))
     result = update({"memory_id": "[#12345]", "memory_content": "{user} likes green tea {junk}"}, store)
     assert result.status == UpdateStatus.UPDATED
-    assert store.memories[(ScopeKind.SERVER, SERVER, "12345")].content == "{user} likes green tea"
+    assert store.memories[(ScopeKind.SERVER, SERVER, "12345")].content == "Alice likes green tea"
     assert result.notification["title"] == "Memory updated"
 
 
@@ -324,8 +337,8 @@ def test_an_unknown_id_is_not_found():
 
 def test_correcting_into_another_memorys_fact_is_a_duplicate():
     store = FakeMemoryStore()
-    store.add(server_memory("11111", "{user} likes tea"))
-    store.add(server_memory("22222", "{user} likes coffee"))
+    store.add(server_memory("11111", "Alice likes tea"))
+    store.add(server_memory("22222", "Alice likes coffee"))
     result = update({"memory_id": 22222, "memory_content": "{user} LIKES tea"}, store)
     assert result.status == UpdateStatus.DUPLICATE
     assert result.data["memory_id"] == "11111"

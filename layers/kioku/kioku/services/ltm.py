@@ -230,6 +230,8 @@ def _create(
         resolution = resolve_target(request.target_user or "", turn, search_members)
         if resolution.kind in _SERVER_FALLBACK:
             note = _SERVER_FALLBACK[resolution.kind]
+            if resolution.kind is TargetKind.BRIDGE and resolution.user is not None:
+                subject = resolution.user
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             subject, target = resolution.user, store.personal_target(resolution.user.user_id)
             if not allows_personal_memories(target.privacy_level):
@@ -244,6 +246,7 @@ def _create(
         return _result(SaveStatus.INTERNAL_ERROR, "the persona has no valid lineage; nothing was saved")
 
     if target is None:
+        content = pin_user_token(content, subject.display_name)
         scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
@@ -302,6 +305,8 @@ def _update(
         embed = memory_forgotten_embed(memory.content, memory.memory_id, **names)
         return ToolResult(UpdateStatus.DELETED, {"memory_id": memory.memory_id}, notification=embed)
     content = clean_content(request.content)
+    if memory.scope.kind is ScopeKind.SERVER:
+        content = pin_user_token(content, speaker.display_name)
     if memory.scope.kind is ScopeKind.PERSONAL:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
@@ -309,6 +314,12 @@ def _update(
     updated = store.replace_content(memory, content, turn.now)
     embed = memory_updated_embed(updated.content, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
+
+
+def pin_user_token(content: str, subject_name: str) -> str:
+    """A server memory is read in every later turn, where ``{user}`` would mean whoever is speaking
+    then; so ``{user}`` is written down as the person the fact is about when it is saved."""
+    return content.replace("{user}", subject_name)
 
 
 def _find(
