@@ -202,3 +202,23 @@ def test_registry_builds_the_openai_client_and_requires_a_model(server):
     assert server.bodies[0]["model"] == "gpt-test"
     with pytest.raises(ConfigurationError, match="LLM_MODEL"):
         make_chat_model(Settings(**base))
+
+
+def test_a_hung_model_is_given_up_within_the_turns_time_budget():
+    import threading
+    import time
+
+    release = threading.Event()
+
+    def hang(body):
+        release.wait(5)
+        return completion_body("too late")
+
+    with OpenAIStandIn(responder=hang) as stand_in:
+        model = OpenAIChatModel(base_url=stand_in.base_url, model="m", api_key="k", timeout_seconds=60)
+        started = time.monotonic()
+        with pytest.raises(LlmUnavailable):
+            model.complete(ChatRequest(messages=[{"role": "user", "content": "hi"}], time_budget_seconds=0.5))
+        elapsed = time.monotonic() - started
+        release.set()
+    assert elapsed < 3

@@ -95,6 +95,9 @@ def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     _, config = idempotency(get_settings().TABLE_NAME)
     config.register_lambda_context(context)
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+    # A batch whose every turn failed is still answered with its failures, not an exception: the
+    # same records go back to the queue, and the invocation itself is not reported as an error.
+    processor.raise_on_entire_batch_failure = False
     return process_partial_response(
         event=event, record_handler=record_handler, processor=processor, context=context
     )

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import base64
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 from kioku.playground.events import function_url_event
 from kioku.playground.functions import LambdaContext, LambdaHandler
+from kioku.playground.http_server import LoopbackHTTPServer
 
 _TEXT_TYPES = ("application/json", "text/")
 
@@ -19,6 +20,8 @@ class FunctionUrlServer:
         lock = threading.Lock()
 
         class RequestHandler(BaseHTTPRequestHandler):
+            disable_nagle_algorithm = True
+
             def _invoke(self) -> None:
                 length = int(self.headers.get("content-length") or 0)
                 body = self.rfile.read(length) if length else b""
@@ -47,7 +50,7 @@ class FunctionUrlServer:
             def log_message(self, *args: object) -> None:
                 return
 
-        self._server = ThreadingHTTPServer((host, port), RequestHandler)
+        self._server = LoopbackHTTPServer((host, port), RequestHandler)
         self.url = f"http://{host}:{self._server.server_port}/"
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 

@@ -83,6 +83,7 @@ class LocalStack:
         from kioku.config import get_settings
 
         get_settings.cache_clear()
+        _forget_warm_containers()
         for name in HTTP_FUNCTIONS:
             server = self._exit.enter_context(FunctionUrlServer(load_handler(name)))
             self.urls[name] = server.url
@@ -164,6 +165,18 @@ class LocalStack:
         for name, value in values.items():
             self._saved_env.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+
+
+def _forget_warm_containers() -> None:
+    """A new stack is a new deployment: drop the clients the functions kept warm for an earlier
+    stack in this process, which point at that stack's (stopped) moto server and queue."""
+    from kioku.entrypoints import relay, turn_worker
+    from kioku.services.commands import chat
+
+    relay._services.clear()
+    chat._turn_queue.cache_clear()
+    turn_worker.turn_service.cache_clear()
+    turn_worker.idempotency.cache_clear()
 
 
 def gateway_dispatch(message: dict[str, Any], guild_id: str | None, member: dict[str, Any] | None) -> bytes:

@@ -13,10 +13,12 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from itertools import count
 from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
+
+from kioku.playground.http_server import LoopbackHTTPServer
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
@@ -66,12 +68,11 @@ class _StandInServer:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._requests: list[RecordedRequest] = []
-        self._server: ThreadingHTTPServer | None = None
+        self._server: LoopbackHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
     def start(self) -> Self:
-        self._server = ThreadingHTTPServer((LOOPBACK, 0), _handler_class(self))
-        self._server.daemon_threads = True
+        self._server = LoopbackHTTPServer((LOOPBACK, 0), _handler_class(self))
         self._thread = threading.Thread(
             target=self._server.serve_forever,
             args=(SHUTDOWN_POLL_SECONDS,),
@@ -120,6 +121,7 @@ class _StandInServer:
 def _handler_class(stand_in: _StandInServer) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body go out in separate writes
 
         def do_GET(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)

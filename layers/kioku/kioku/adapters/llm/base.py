@@ -37,6 +37,8 @@ class ChatRequest:
 
     messages: list[dict[str, Any]]
     tools: list[dict[str, Any]] = field(default_factory=list)
+    time_budget_seconds: float | None = None
+    """The most this call may take, retries included (what is left of the turn's own deadline)."""
 
 
 @dataclass(frozen=True, slots=True)

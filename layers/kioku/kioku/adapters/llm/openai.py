@@ -74,6 +74,7 @@ class OpenAIChatModel:
         timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, MAX_CONNECT_TIMEOUT_SECONDS))
         self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
         self._model = model
+        self._timeout_seconds = timeout_seconds
         self._retry = retry or RetryPolicy()
         self._sleep = sleep
         self._clock = clock
@@ -102,8 +103,14 @@ class OpenAIChatModel:
             body["tools"] = request.tools
         started = self._clock()
         policy = self._retry
+        budget = policy.total_budget_seconds
+        if request.time_budget_seconds is not None:
+            budget = min(budget, request.time_budget_seconds)
         for attempt in range(1, policy.max_attempts + 1):
-            outcome = self._attempt(body)
+            remaining = budget - (self._clock() - started)
+            if remaining <= 0:
+                raise LlmUnavailable("the model is unavailable: no time left for another attempt")
+            outcome = self._attempt(body, timeout=min(self._timeout_seconds, remaining))
             if isinstance(outcome, httpx.Response):
                 return self._parse(outcome)
             if attempt == policy.max_attempts:
@@ -111,7 +118,7 @@ class OpenAIChatModel:
             delay = outcome.retry_after
             if delay is None:
                 delay = policy.backoff(attempt, self._jitter())
-            if self._clock() - started + delay > policy.total_budget_seconds:
+            if self._clock() - started + delay > budget:
                 raise LlmUnavailable(f"the model is unavailable ({outcome.reason}); out of time to retry")
             logger.warning("LLM attempt %d failed (%s); retrying in %.2fs", attempt, outcome.reason, delay)
             self._sleep(delay)
@@ -120,9 +127,9 @@ class OpenAIChatModel:
             status=outcome.status,
         )
 
-    def _attempt(self, body: dict[str, Any]) -> httpx.Response | _Retryable:
+    def _attempt(self, body: dict[str, Any], *, timeout: float) -> httpx.Response | _Retryable:
         try:
-            response = self._client.post("/chat/completions", json=body)
+            response = self._client.post("/chat/completions", json=body, timeout=timeout)
         except httpx.TransportError as exc:
             return _Retryable(reason=type(exc).__name__)
         status = response.status_code

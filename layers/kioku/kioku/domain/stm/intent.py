@@ -13,7 +13,9 @@ import re
 import unicodedata
 from typing import Final
 
-_CLAUSE_START = r"(?:^|[.!?;:,>\n()\"'「」。、！？]|@\S+|<@!?\d+>|\bplease|\bpls|\bplz|\band|\bso|\bnow|\balso)\s*"
+_CLAUSE_START = (
+    r"(?:^|[.!?;:,>\n()\"'「」。、！？]|@\S+|<@!?\d+>|\bplease|\bpls|\bplz|\band|\bso|\bnow|\balso)\s*"
+)
 _REQUEST_LEAD = (
     r"\b(?:please|pls|plz|will you|would you|can you|could you|make sure (?:to|you)|be sure to|want you to|need you to|"
     r"you should|you must|you need to|always|i'd like you to|i would like you to)\s+"

@@ -1,0 +1,137 @@
+"""Chat turn benchmark: DynamoDB requests per turn and the worker's own time per turn.
+
+Runs on the playground's LocalStack: moto over HTTP on 127.0.0.1, the Discord REST stand-in and an
+OpenAI-compatible stand-in answering at once with plain text (so no tool writes). Each turn is
+queued through the relay's signed POST; only the TurnFunction handler is timed and counted, warm.
+The times include the loopback HTTP round trips to both stand-ins and to moto; the second timing
+line leaves out the time spent inside DynamoDB calls (moto is far slower than DynamoDB).
+"""
+
+from __future__ import annotations
+
+import logging
+import statistics
+import time
+from collections import Counter
+from typing import Any
+
+import httpx
+
+from kioku.config import get_settings
+from kioku.entrypoints import turn_worker
+from kioku.playground.functions import LambdaContext
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import OpenAIStandIn, completion_body
+from kioku.signatures import sign_request
+
+GUILD = "200000000000000001"
+CHANNEL = "300000000000000001"
+WARM_UP_TURNS = 3
+COUNTED_TURNS = 5
+TIMED_TURNS = 40
+
+
+def main() -> None:
+    with (
+        OpenAIStandIn(responder=lambda body: completion_body("Sounds good.")) as llm,
+        LocalStack(llm_base_url=llm.base_url) as stack,
+    ):
+        stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        people = [stack.discord.seed_user(f"member{n}", global_name=f"Member {n}") for n in range(3)]
+        turn = _Turns(stack)
+        for _ in range(WARM_UP_TURNS):
+            turn.take(people[0])
+        dynamodb = _DynamoDbCalls()
+
+        for label, speakers in (("", people[:1]), ("_3_participants", people)):
+            _fill_channel(stack, speakers)
+            per_turn = []
+            for n in range(COUNTED_TURNS):
+                dynamodb.clear()
+                turn.take(speakers[n % len(speakers)])
+                per_turn.append(Counter(dynamodb.names))
+            most = max(per_turn, key=lambda counted: sum(counted.values()))
+            breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
+            print(f"turn.dynamodb_requests_per_turn{label}={sum(most.values())} ({breakdown})")
+
+        timings, own = [], []
+        for n in range(TIMED_TURNS):
+            dynamodb.clear()
+            elapsed = turn.take(people[n % len(people)])
+            timings.append(elapsed)
+            own.append(elapsed - dynamodb.seconds * 1000)
+    _print_ms("turn.worker_ms", timings, "moto over HTTP, 1-3 participants")
+    _print_ms("turn.worker_ms_outside_dynamodb", own, "the same turns, time inside DynamoDB calls left out")
+
+
+def _print_ms(name: str, timings: list[float], note: str) -> None:
+    timings = sorted(timings)
+    median = statistics.median(timings)
+    p95 = timings[int(len(timings) * 0.95)]
+    print(f"{name} median={median:.1f} p95={p95:.1f} (n={len(timings)}, {note})")
+
+
+class _Turns:
+    def __init__(self, stack: LocalStack) -> None:
+        self._stack = stack
+
+    def take(self, author: dict[str, Any]) -> float:
+        """One turn for a message by ``author``; returns the handler's milliseconds."""
+        stack = self._stack
+        message = stack.discord.seed_message(CHANNEL, author, f"<@{stack.application_id}> what now?")
+        body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
+        headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+        httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).raise_for_status()
+        queue = stack.resources.turn_queue_url
+        received = stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"])
+        event = stack.sqs_event(received["Messages"])
+        started = time.perf_counter()
+        response = stack.turn_handler(event, LambdaContext())
+        elapsed_ms = (time.perf_counter() - started) * 1000
+        if response.get("batchItemFailures"):
+            raise RuntimeError(f"a bench turn failed: {response}")
+        for sent in received["Messages"]:
+            stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=sent["ReceiptHandle"])
+        return elapsed_ms
+
+
+class _DynamoDbCalls:
+    """Every DynamoDB call the warm worker makes, by operation name, and the time spent in them.
+
+    The hooks go on the worker's table client and the idempotency layer's client: each was made
+    from its own boto3 session, so there is no one session to hook.
+    """
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.seconds = 0.0
+        self._started = 0.0
+        service = turn_worker.turn_service(get_settings())
+        persistence, _ = turn_worker.idempotency(get_settings().TABLE_NAME)
+        tables = (service.stm_store._table, service.ltm_store._table)
+        clients = {id(client): client for client in (*(t.client for t in tables), persistence.client)}
+        for client in clients.values():
+            client.meta.events.register("before-call.dynamodb", self._before)
+            client.meta.events.register("after-call.dynamodb", self._after)
+
+    def clear(self) -> None:
+        self.names.clear()
+        self.seconds = 0.0
+
+    def _before(self, model: Any, **_: Any) -> None:
+        self.names.append(model.name)
+        self._started = time.perf_counter()
+
+    def _after(self, **_: Any) -> None:
+        self.seconds += time.perf_counter() - self._started
+
+
+def _fill_channel(stack: LocalStack, speakers: list[dict[str, Any]]) -> None:
+    """Recent messages from each speaker, so each is a participant of the next turns' dialogue."""
+    for speaker in speakers:
+        stack.discord.seed_message(CHANNEL, speaker, "just catching up")
+
+
+if __name__ == "__main__":
+    logging.disable(logging.CRITICAL)
+    main()
