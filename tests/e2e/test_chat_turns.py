@@ -18,19 +18,20 @@ from typing import Any
 import httpx
 import pytest
 
+from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.llm.openai import RetryPolicy
 from kioku.config import get_settings
 from kioku.domain.dialogue import DIALOGUE_CONVENTIONS
 from kioku.domain.models import Persona
-from kioku.domain.stm.entries import StmAddress, StmEntry
+from kioku.domain.stm.entries import StmAddress, StmEntry, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.events import slash_command
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import CannedResponse, DiscordStandIn, OpenAIStandIn, completion_body
-from kioku.services.turn import APOLOGY, stm_limits
+from kioku.services.turn import APOLOGY
 from kioku.signatures import sign_request
 
 pytestmark = pytest.mark.e2e
@@ -182,7 +183,7 @@ def with_summary(stack: LocalStack, summary: str, *, written_at: datetime, turns
     )
     store.write_memory(identity, StmUpdate(summary=summary), (), written_at, timedelta(days=90))
     for _ in range(turns_since):
-        store.count_turn(identity, written_at, stm_limits(get_settings()))
+        store.count_turn(identity, written_at, StmLimits.from_settings(get_settings()))
 
 
 # -- the model request: the dialogue of seed 004 ---------------------------------------------------
@@ -603,3 +604,48 @@ def test_a_reply_discord_refuses_is_reported_as_a_batch_failure_and_posted_once_
         assert [m["content"] for m in replies_to(stack, trigger)] == [REPLY]
         assert len(bot_messages(stack)) == 1
         assert stm_row(stack).turns_since_refresh == 1
+
+
+def test_a_turn_already_answered_by_an_earlier_attempt_is_not_answered_again(stack, llm):
+    # Given a message the bot already replied to (an attempt that posted, then died before finishing)
+    alice = seed_alice(stack.discord)
+    message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> hello?")
+    DiscordRest(stack.discord.base_url, stack.discord.token).create_message(
+        CHANNEL, "earlier answer", reply_to=message["id"]
+    )
+    # When the turn is delivered
+    assert relay(stack, message).status_code == 202
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Then the model is not asked and nothing more is posted
+    assert llm.bodies == []
+    assert [m["content"] for m in replies_to(stack, message)] == ["earlier answer"]
+
+
+def test_a_guild_turn_whose_channel_cannot_be_looked_up_is_retried_not_guessed(stack, llm):
+    # Given Discord failing the worker's first two calls: the typing indicator (which a turn
+    # shrugs off) and the channel lookup (without which a private thread's parent is unknown)
+    alice = seed_alice(stack.discord)
+    message = say_to_bot(stack, alice, "hi")
+    stack.discord.fail_next(500, {"message": "500: Internal Server Error", "code": 0})
+    stack.discord.fail_next(500, {"message": "500: Internal Server Error", "code": 0})
+    # When the worker takes the turn
+    response = stack.deliver_turns(max_batches=1)[0]
+    # Then it fails, to be retried, having asked no model and stored no memory
+    assert len(response["batchItemFailures"]) == 1
+    assert llm.bodies == []
+    assert stm_row(stack) is None
+    assert replies_to(stack, message) == []
+
+
+def test_a_turn_out_of_time_apologises_instead_of_timing_out(stack, llm):
+    # Given a turn with less time left than the reserve kept for posting
+    alice = seed_alice(stack.discord)
+    message = say_to_bot(stack, alice, "take your time")
+    received = stack.sqs.receive_message(QueueUrl=stack.resources.turn_queue_url, AttributeNames=["All"])
+    context = LambdaContext()
+    context.get_remaining_time_in_millis = lambda: 5_000
+    # When the worker takes it
+    assert stack.turn_handler(stack.sqs_event(received["Messages"]), context) == {"batchItemFailures": []}
+    # Then the user gets the apology, and the model was never asked
+    assert llm.bodies == []
+    assert [m["content"] for m in replies_to(stack, message)] == [APOLOGY]

@@ -94,6 +94,7 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
     _, config = idempotency(get_settings().TABLE_NAME)
     config.register_lambda_context(context)
+    turn_service(get_settings()).time_left = lambda: context.get_remaining_time_in_millis() / 1000
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
     # A batch whose every turn failed is still answered with its failures, not an exception: the
     # same records go back to the queue, and the invocation itself is not reported as an error.

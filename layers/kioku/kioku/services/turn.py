@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
@@ -41,6 +41,8 @@ from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS: Final = 3
+DEFAULT_TURN_SECONDS: Final = 120.0
+RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
 EMPTY_REPLY: Final = "…"
 NOTIFICATION_NONCE_MARK: Final = "n"
@@ -64,18 +66,23 @@ class TurnService:
     stm_store: StmStore
     ltm_store: DynamoMemoryStore
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS
+    """Seconds until this turn must be done (Lambda's remaining time); model calls stop short of it."""
     _channels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def run(self, job: TurnJob) -> TurnRecord:
         record = TurnRecord()
         now = self.clock()
         self._typing(job.channel_id)
-        channel = self._channel(job.channel_id)
+        channel = self._channel(job.channel_id, required=job.guild_id is not None)
         history = self._history(job, now)
+        if _already_answered(history, job, self.settings.DISCORD_APPLICATION_ID):
+            logger.info("turn %s was answered by an earlier attempt", job.turn_id)
+            return record
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
-        limits = stm_limits(self.settings)
+        limits = StmLimits.from_settings(self.settings)
         loaded = load_turn_memory(
             self.stm_store,
             server_id=job.guild_id,
@@ -110,6 +117,7 @@ class TurnService:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
             record.apologised = True
             self._post(job, [APOLOGY], record)
+            self._notify(job, record)  # what earlier rounds saved stays saved: show it
             return record
 
         self._post(job, split_reply(reply) or [EMPTY_REPLY], record)
@@ -158,7 +166,10 @@ class TurnService:
     ) -> str:
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offered = tools if round_number < MAX_TOOL_ROUNDS else []
-            request = ChatRequest(messages=list(messages), tools=offered)
+            budget = self.time_left() - RESERVED_SECONDS
+            if budget <= 0:
+                raise LlmUnavailable("no time left in this turn for the model")
+            request = ChatRequest(messages=list(messages), tools=offered, time_budget_seconds=budget)
             record.requests.append({"messages": request.messages, "tools": request.tools})
             response = self.model.complete(request)
             if not response.tool_calls or not offered:
@@ -200,12 +211,18 @@ class TurnService:
         except DiscordError as exc:
             logger.info("typing indicator failed: %s", exc)
 
-    def _channel(self, channel_id: str) -> dict[str, Any]:
-        """The channel's name and thread parent; they do not change, so each container asks once."""
+    def _channel(self, channel_id: str, *, required: bool) -> dict[str, Any]:
+        """The channel's name and thread parent; they do not change, so each container asks once.
+
+        In a guild the lookup is required: without the parent, a thread of a private channel would
+        be remembered as public. The turn fails and is retried instead.
+        """
         if channel_id not in self._channels:
             try:
                 self._channels[channel_id] = self.discord.get_channel(channel_id)
             except DiscordError as exc:
+                if required:
+                    raise
                 logger.info("channel lookup failed: %s", exc)
                 return {}
         return self._channels[channel_id]
@@ -213,7 +230,14 @@ class TurnService:
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
         """Recent channel messages, newest first as Discord returns them, with the turn's own message."""
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
-        history = self.discord.get_channel_messages(job.channel_id, limit)
+        try:
+            history = self.discord.get_channel_messages(job.channel_id, limit)
+        except DiscordError:
+            if job.source is not TurnSource.SLASH_COMMAND:
+                raise
+            # /chat works where the bot may not read the history: answer the question alone.
+            logger.warning("channel history unavailable for /chat %s", job.turn_id)
+            history = []
         if job.source is TurnSource.SLASH_COMMAND:
             history = [_slash_message(job, now), *history][:limit]
         elif all(str(message.get("id")) != job.turn_id for message in history):
@@ -265,21 +289,6 @@ class TurnService:
         return [said, answered]
 
 
-def stm_limits(settings: Settings) -> StmLimits:
-    return StmLimits(
-        default_crude_message_count=settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT,
-        max_other_channels=settings.SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS,
-        crude_ttl=timedelta(hours=settings.SHORT_TERM_MEMORY_TTL_HOURS),
-        summary_ttl=timedelta(hours=settings.SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS),
-        max_summary_length=settings.SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH,
-        max_messages_per_channel=settings.SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL,
-        max_categories=settings.STM_MAX_CATEGORIES,
-        retention=timedelta(days=settings.STM_JANITOR_RETENTION_DAYS),
-        fresh_window=timedelta(minutes=settings.STM_FRESH_WINDOW_MINUTES),
-        fresh_injection_depth=settings.STM_FRESH_INJECTION_DEPTH,
-    )
-
-
 DEFAULT_PERSONA_PROMPT: Final = (
     "You are {bot}, a friendly, thoughtful member of this Discord community. You remember what people "
     "tell you: short-term memory keeps the recent conversation of each channel, long-term memory keeps "
@@ -299,6 +308,17 @@ def system_prompt(turn: TurnContext) -> str:
             f"Current time (UTC): {turn.now:%Y-%m-%d %H:%M}.",
             DIALOGUE_CONVENTIONS,
         ]
+    )
+
+
+def _already_answered(history: list[dict[str, Any]], job: TurnJob, bot_user_id: str) -> bool:
+    """A reply of the bot to this very message is in the channel (a retry after a partial post)."""
+    if job.source is not TurnSource.MESSAGE:
+        return False
+    return any(
+        str((message.get("author") or {}).get("id")) == bot_user_id
+        and str((message.get("message_reference") or {}).get("message_id")) == job.turn_id
+        for message in history
     )
 
 
