@@ -214,7 +214,7 @@ def test_a_wrong_persona_guess_costs_one_get_and_still_reads_the_right_row(table
     assert counter.calls == ["BatchGetItem", "GetItem", "Query", "BatchGetItem", "Query"]
 
 
-def test_cross_server_folding_adds_the_users_dm_rows_in_a_third_request(table):
+def test_cross_server_folding_adds_the_users_dm_row_without_another_request(table):
     ConfigStore(table).save_user_profile(UserProfile(user_id=USER, cross_server_opt_in=True))
     store = StmStore(table)
     store.write_memory(
@@ -222,9 +222,30 @@ def test_cross_server_folding_adds_the_users_dm_rows_in_a_third_request(table):
     )
     counter = RequestCounter(table)
     loaded = load(store)
-    assert counter.calls == ["BatchGetItem", "Query", "Query"]
+    assert counter.calls == ["BatchGetItem", "Query"]
     context = build_short_term_memory_context(turn(loaded.config, opted_in=True), loaded.state, LIMITS)
     assert any("from DMs" in item.content for item in context.memory_items)
+
+
+def test_without_the_opt_in_the_dm_row_stays_out_even_though_it_was_read(table):
+    store = StmStore(table)
+    store.write_memory(
+        identity("dm-1", server_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
+    )
+    loaded = load(store)
+    assert all(entry.server_id == SERVER for entry in loaded.state.others)
+    context = build_short_term_memory_context(turn(loaded.config), loaded.state, LIMITS)
+    assert not any("from DMs" in item.content for item in context.memory_items)
+
+
+def test_a_dm_row_too_old_to_hold_anything_is_not_folded(table):
+    ConfigStore(table).save_user_profile(UserProfile(user_id=USER, cross_server_opt_in=True))
+    store = StmStore(table)
+    stale = NOW - LIMITS.longest_ttl - MINUTE
+    store.write_memory(
+        identity("dm-1", server_id=None), StmUpdate(summary="old DMs"), (), stale, LIMITS.retention
+    )
+    assert load(store).state.others == ()
 
 
 def test_rows_too_old_to_hold_anything_alive_are_not_read(table):

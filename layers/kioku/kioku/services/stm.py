@@ -45,7 +45,8 @@ def load_turn_memory(
     now: datetime,
     limits: StmLimits,
 ) -> TurnMemoryLoad:
-    """The server config, the user's profile and the STM state of a turn, in two requests."""
+    """The server config, the user's profile and the STM state of a turn, in two requests (cross-server
+    folding included)."""
     hint = _persona_hints.get(server_id or "", Persona().persona_id)
     loaded = store.load_turn(
         server_id=server_id,

@@ -1,14 +1,14 @@
-"""Short-term memory rows: one live item per (server or user, channel, persona).
+"""Short-term memory rows: one live item per (server, channel, persona), or per (user, persona) in DMs.
 
     guild row  pk = STM#S#{server_id}   sk = C#{channel_id}#P#{persona_id}
-    DM row     pk = STM#U#{user_id}     sk = C#{channel_id}#P#{persona_id}
+    DM row     pk = STM#U#{user_id}     sk = DM#P#{persona_id}   (one DM channel per user and bot)
     Recency    gsi1pk = {pk}#L#{lineage_id}   gsi1sk = last_updated (ISO UTC)
     JanitorAge gsi2pk = STMAGE#{0..7}         gsi2sk = last_updated
     TTL        expires_at = last_updated + STM_JANITOR_RETENTION_DAYS (a backstop for the janitor)
 
 A turn loads its state in two requests: one BatchGetItem (server config, user profile, the current
-row) and one Query on ``Recency`` for the scope's other rows, newest first. Users who opted in to
-cross-server memory in a guild cost a third: their own DM rows, on the same index.
+row and, in a guild, the user's DM row for cross-server folding) and one Query on ``Recency`` for
+the scope's other rows, newest first.
 """
 
 from __future__ import annotations
@@ -82,7 +82,12 @@ class TurnMemoryLoad:
 
 
 def stm_row_key(address: StmAddress) -> Key:
-    return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
+    """A guild row per (server, channel, persona); a DM row per (user, persona): Discord gives a
+    user exactly one DM channel with the bot, so the key needs no channel and a guild turn can
+    fetch the user's DM row (cross-server folding) in its first BatchGetItem."""
+    if address.server_id:
+        return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
+    return {"pk": _scope_pk(address), "sk": f"DM#P#{address.persona_id}"}
 
 
 def recency_partition(address: StmAddress, lineage_id: int) -> str:
@@ -119,20 +124,23 @@ class StmStore:
         """Config, profile and STM state of a turn. ``persona_hint`` guesses the current row's persona
         so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row."""
         guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
+        dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
         keys = [user_profile_key(user_id), stm_row_key(guess)]
         if server_id:
-            keys.append(server_config_key(server_id))
+            keys += [server_config_key(server_id), stm_row_key(dm_guess)]
         found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
         config_item = found.get(tuple(server_config_key(server_id).values())) if server_id else None
         config = server_config_from_item(config_item, server_id)
         profile = user_profile_from_item(found.get(tuple(user_profile_key(user_id).values())), user_id)
 
-        address = StmAddress.of(server_id, user_id, channel_id, config.persona.persona_id)
-        if address == guess:
-            current_item = found.get(tuple(stm_row_key(address).values()))
-        else:
-            current_item = self._table.get(stm_row_key(address))
-        current = entry_from_item(current_item)
+        def row(address: StmAddress, guessed: StmAddress) -> StmEntry | None:
+            if address == guessed:
+                return entry_from_item(found.get(tuple(stm_row_key(address).values())))
+            return entry_from_item(self._table.get(stm_row_key(address)))
+
+        persona_id = config.persona.persona_id
+        address = StmAddress.of(server_id, user_id, channel_id, persona_id)
+        current = row(address, guess)
 
         others: list[StmEntry] = []
         if other_limit > 0:
@@ -151,10 +159,9 @@ class StmStore:
                 recency_partition(address, lineage), active_since, other_limit, eligible, slack
             )
             if server_id and profile.cross_server_opt_in:
-                own_dms = StmAddress.of(None, user_id, channel_id, config.persona.persona_id)
-                others += self.recent_rows(
-                    recency_partition(own_dms, lineage), active_since, other_limit, eligible, _PAGE_SLACK
-                )
+                own_dm = row(StmAddress.of(None, user_id, channel_id, persona_id), dm_guess)
+                if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
+                    others.append(own_dm)
             others = [entry for entry in others if eligible(entry)]
         return TurnMemoryLoad(config=config, profile=profile, state=StmState(current, tuple(others)))
 
