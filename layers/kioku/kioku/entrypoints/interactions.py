@@ -72,6 +72,9 @@ def _handle(event: dict[str, Any]) -> dict[str, Any]:
     if payload["type"] == INTERACTION_PING:
         return json_response(200, {"type": RESPONSE_PONG})
 
-    from kioku.services.commands.router import route_interaction
+    from kioku.services.commands.router import InvalidInteraction, route_interaction
 
-    return route_interaction(payload)
+    try:
+        return json_response(200, route_interaction(payload))
+    except InvalidInteraction as exc:
+        return error_response(400, str(exc))

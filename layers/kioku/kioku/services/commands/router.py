@@ -6,7 +6,6 @@ import logging
 
 from pydantic import ValidationError
 
-from kioku.entrypoints.function_url import error_response, json_response
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.discord import InteractionType, autocomplete, error_message, message
 from kioku.services.commands.registry import by_name
@@ -16,14 +15,18 @@ logger = logging.getLogger(__name__)
 CUSTOM_ID_SEPARATOR = ":"
 
 
+class InvalidInteraction(ValueError):
+    """A verified body that is not a Discord interaction kioku can read."""
+
+
 def route_interaction(payload: dict) -> dict:
-    """A Function URL response for a verified, non-PING interaction payload."""
+    """The interaction response for a verified, non-PING interaction payload."""
     try:
         interaction = Interaction.model_validate(payload)
     except ValidationError as exc:
         logger.info("verified body is not a valid interaction: %s", exc.error_count())
-        return error_response(400, "body is not a valid Discord interaction")
-    return json_response(200, respond(interaction))
+        raise InvalidInteraction("body is not a valid Discord interaction") from None
+    return respond(interaction)
 
 
 def respond(interaction: Interaction) -> dict:
