@@ -124,3 +124,10 @@ def test_malformed_relay_events_get_400(invoke, relay_keys, resources, body):
     response = invoke(signed_event(body, relay_keys.signing_hex))
     assert response["statusCode"] == 400
     assert queued(resources) == []
+
+
+def test_an_oversized_signed_event_is_malformed_400(invoke, relay_keys, resources):
+    payload = gateway_message(f"<@{APPLICATION_ID}> " + "x" * 70_000)
+    response = invoke(signed_event(payload, relay_keys.signing_hex))
+    assert response["statusCode"] == 400
+    assert queued(resources) == []
