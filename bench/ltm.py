@@ -13,7 +13,13 @@ from datetime import UTC, datetime
 import boto3
 from moto import mock_aws
 
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, memory_to_item
+from kioku.adapters.dynamodb.ltm_store import (
+    DynamoMemoryStore,
+    book_entry,
+    book_key,
+    entry_attribute,
+    memory_to_item,
+)
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
 from kioku.config import Settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
@@ -93,16 +99,19 @@ def _save(turn: TurnContext, store: DynamoMemoryStore, settings: Settings, scope
 
 
 def _fill(dynamodb, table_name: str) -> None:
-    """Write the memories directly in batches: only recall is timed, and moto is slow per request."""
+    """Write the memories and their books directly in batches: only recall is timed, and moto copies
+    the whole table for every transaction, so saving them one by one would take half a minute."""
     now = datetime.now(UTC)
     scopes = [MemoryScope.server(SERVER, 1)] + [MemoryScope.personal(p.user_id, 1) for p in PEOPLE]
-    items = [
-        memory_to_item(
-            MemoryDraft(scope, f"{{user}} fact number {i}: " + "detail " * 12, "101", now), str(10000 + i), ""
-        )
-        for scope in scopes
-        for i in range(MEMORIES_PER_SCOPE)
-    ]
+    items = []
+    for scope in scopes:
+        book = book_key(scope)
+        for i in range(MEMORIES_PER_SCOPE):
+            draft = MemoryDraft(scope, f"{{user}} fact number {i}: " + "detail " * 12, "101", now)
+            memory_id = str(10000 + i)
+            items.append(memory_to_item(draft, memory_id, ""))
+            book[entry_attribute(memory_id)] = book_entry(draft.content, "101", now, MEMORIES_PER_SCOPE)
+        items.append(book)
     for start in range(0, len(items), BATCH_WRITE_LIMIT):
         chunk = items[start : start + BATCH_WRITE_LIMIT]
         dynamodb.batch_write_item(

@@ -98,8 +98,7 @@ class _Turns:
 class _DynamoDbCalls:
     """Every DynamoDB call the warm worker makes, by operation name, and the time spent in them.
 
-    The hooks go on the worker's table client and the idempotency layer's client: each was made
-    from its own boto3 session, so there is no one session to hook.
+    The hooks go on the worker's table client (every store shares it).
     """
 
     def __init__(self) -> None:
@@ -107,9 +106,8 @@ class _DynamoDbCalls:
         self.seconds = 0.0
         self._started = 0.0
         service = turn_worker.turn_service(get_settings())
-        persistence, _ = turn_worker.idempotency(get_settings().TABLE_NAME)
         tables = (service.stm_store._table, service.ltm_store._table)
-        clients = {id(client): client for client in (*(t.client for t in tables), persistence.client)}
+        clients = {id(client): client for client in (t.client for t in tables)}
         for client in clients.values():
             client.meta.events.register("before-call.dynamodb", self._before)
             client.meta.events.register("after-call.dynamodb", self._after)

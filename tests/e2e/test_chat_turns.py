@@ -152,8 +152,8 @@ def table_items(stack: LocalStack) -> list[dict[str, Any]]:
 
 
 def memory_items(stack: LocalStack) -> list[dict[str, Any]]:
-    """Everything in the table except the worker's idempotency records."""
-    return [item for item in table_items(stack) if not item["pk"]["S"].startswith("IDEMPOTENCY#")]
+    """Everything in the table except the worker's turn completion records."""
+    return [item for item in table_items(stack) if not item["pk"]["S"].startswith("TURN#")]
 
 
 def add_reaction(discord: DiscordStandIn, message_id: str, emoji: str, count: int) -> None:

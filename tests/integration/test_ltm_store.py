@@ -1,4 +1,4 @@
-"""The DynamoDB memory store on moto: round trips, limits, duplicates, the counter staying exact."""
+"""The DynamoDB memory store on moto: round trips, limits, duplicates, the counter and books staying exact."""
 
 from __future__ import annotations
 
@@ -6,8 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, counter_key, owner_pk
+from kioku.adapters.dynamodb.config_store import ConfigStore, user_profile_key
+from kioku.adapters.dynamodb.errors import StoreUnavailable
+from kioku.adapters.dynamodb.ltm_store import (
+    DynamoMemoryStore,
+    book_entry,
+    book_entry_chars,
+    book_key,
+    counter_key,
+    entry_attribute,
+    memory_from_item,
+    owner_pk,
+)
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
     MemoryDraft,
@@ -22,6 +32,10 @@ from kioku.domain.models import PrivacyLevel, UserProfile
 
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 SERVER, ALICE, BOB = "500", "101", "102"
+MAX_MEMORIES, MAX_LENGTH = 1000, 4000  # the highest settings allow
+WIDE = "\N{MUSICAL SYMBOL G CLEF}"  # 4 bytes in UTF-8
+LONGEST_AUTHOR = "1" * 20  # a Discord id has at most 20 digits
+LATEST = datetime(2025, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)  # the longest ISO time kioku writes
 
 
 def draft(scope: MemoryScope, content: str) -> MemoryDraft:
@@ -36,6 +50,44 @@ def stored_items(table, kind: ScopeKind, owner_id: str, prefix: str | None = Non
         "pk = :pk AND begins_with(sk, :prefix)", values={":pk": owner_pk(kind, owner_id), ":prefix": prefix}
     )
     return items
+
+
+def assert_books_match_memories(table, kind: ScopeKind, owner_id: str, limit: int) -> None:
+    """Every book of the owner holds exactly one entry per memory of its scope, and nothing else."""
+    items, start = [], None
+    while True:
+        page, start = table.query("pk = :pk", values={":pk": owner_pk(kind, owner_id)}, consistent=True)
+        items += page
+        if start is None:
+            break
+    expected: dict[str, dict] = {}
+    for item in items:
+        if item["sk"].startswith("M#"):
+            memory = memory_from_item(item)
+            entry = book_entry(memory.content, memory.author_id, memory.updated_at, limit)
+            expected.setdefault(book_key(memory.scope)["sk"], {})[entry_attribute(memory.memory_id)] = entry
+    books = {
+        item["sk"]: {name: value for name, value in item.items() if name not in ("pk", "sk")}
+        for item in items
+        if item["sk"].startswith(book_key(MemoryScope(kind, owner_id, 0))["sk"][:-1])
+    }
+    assert {sk: entries for sk, entries in books.items() if entries} == expected
+
+
+def count_requests(table) -> list[str]:
+    """The names of the DynamoDB operations ``table`` sends from now on."""
+    calls: list[str] = []
+    table.client.meta.events.register("before-call.dynamodb", lambda model, **_: calls.append(model.name))
+    return calls
+
+
+def full_book(scope: MemoryScope, limit: int, chars: int) -> dict:
+    """A book of ``limit`` entries, each the longest an entry can be: ``chars`` 4-byte characters."""
+    entries = {
+        entry_attribute(str(10000 + index)): {"c": WIDE * chars, "u": LATEST.isoformat(), "a": LONGEST_AUTHOR}
+        for index in range(limit)
+    }
+    return {**book_key(scope), **entries}
 
 
 def test_a_server_memory_round_trips(table):
@@ -123,7 +175,7 @@ def test_replace_content_moves_the_guard(table):
     created = store.create(draft(scope, "{user} likes tea"), limit=5)
     memory = store.find(ScopeKind.SERVER, SERVER, created.memory_id)
     later = NOW + timedelta(hours=1)
-    updated = store.replace_content(memory, "{user} likes green tea", later)
+    updated = store.replace_content(memory, "{user} likes green tea", later, limit=5)
     assert store.find(ScopeKind.SERVER, SERVER, created.memory_id) == updated
     assert updated.updated_at == later and updated.created_at == NOW
     # the old fact is free again, the new one is guarded
@@ -137,14 +189,17 @@ def test_replace_content_refuses_another_memorys_fact_and_stale_reads(table):
     tea = store.create(draft(scope, "tea"), limit=5).memory_id
     coffee = store.find(ScopeKind.SERVER, SERVER, store.create(draft(scope, "coffee"), limit=5).memory_id)
     with pytest.raises(DuplicateMemory) as raised:
-        store.replace_content(coffee, "TEA", NOW)
+        store.replace_content(coffee, "TEA", NOW, limit=5)
     assert raised.value.existing_id == tea
-    reworded = store.replace_content(coffee, "Coffee", NOW)
+    reworded = store.replace_content(coffee, "Coffee", NOW, limit=5)
     assert reworded.content == "Coffee"
-    store.replace_content(reworded, "espresso", NOW)
+    store.replace_content(reworded, "espresso", NOW, limit=5)
     with pytest.raises(MemoryNotFound):
-        store.replace_content(coffee, "latte", NOW)
+        store.replace_content(coffee, "latte", NOW, limit=5)
+    with pytest.raises(MemoryNotFound):
+        store.replace_content(coffee, "Espresso", NOW, limit=5)  # a stale read, even with the same fact
     assert store.find(ScopeKind.SERVER, SERVER, coffee.memory_id).content == "espresso"
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 5)
 
 
 def test_delete_gives_the_slot_back_and_frees_the_fact(table):
@@ -160,9 +215,34 @@ def test_delete_gives_the_slot_back_and_frees_the_fact(table):
     with pytest.raises(MemoryNotFound):
         store.delete(gone)
     assert store.personal_target(BOB).ledger.counts == {1: 2}
+    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB, 2)
 
 
-def test_recall_returns_this_lineage_and_global_memories_of_allowed_users(table):
+def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
+    store = DynamoMemoryStore(table)
+    for scope in (MemoryScope.server(SERVER, 1), MemoryScope.personal(BOB, 1), MemoryScope.personal(BOB, 0)):
+        kind, owner = scope.kind, scope.owner_id
+        # Given three memories, and a repeated fact that stores nothing
+        ids = [store.create(draft(scope, f"fact {n}"), limit=5).memory_id for n in range(3)]
+        assert not store.create(draft(scope, "FACT 0"), limit=5).created
+        book = table.get(book_key(scope))
+        assert {name: entry["c"] for name, entry in book.items() if name.startswith("m")} == {
+            entry_attribute(memory_id): f"fact {n}" for n, memory_id in enumerate(ids)
+        }
+        assert book[entry_attribute(ids[0])] == {"c": "fact 0", "u": NOW.isoformat(), "a": ALICE}
+        # When one is reworded, one rewritten and one deleted
+        later = NOW + timedelta(hours=1)
+        store.replace_content(store.find(kind, owner, ids[0]), "Fact 0", later, limit=5)
+        store.replace_content(store.find(kind, owner, ids[1]), "fact one", later, limit=5)
+        store.delete(store.find(kind, owner, ids[2]))
+        # Then the book says what the memories say
+        book = table.get(book_key(scope))
+        assert book[entry_attribute(ids[1])] == {"c": "fact one", "u": later.isoformat(), "a": ALICE}
+        assert entry_attribute(ids[2]) not in book
+        assert_books_match_memories(table, kind, owner, 5)
+
+
+def test_recall_is_one_request_for_the_server_and_every_person(table):
     # Given memories across lineages, and Bob who has turned privacy on
     store = DynamoMemoryStore(table)
     store.create(draft(MemoryScope.server(SERVER, 1), "server one"), limit=5)
@@ -172,13 +252,109 @@ def test_recall_returns_this_lineage_and_global_memories_of_allowed_users(table)
     store.create(draft(MemoryScope.personal(ALICE, 3), "alice three"), limit=5)
     store.create(draft(MemoryScope.personal(BOB, 1), "bob one"), limit=5)
     ConfigStore(table).save_user_profile(UserProfile(BOB, privacy_level=PrivacyLevel.PARTIAL))
+    requests = count_requests(table)
     # When
     recalled = store.recall(SERVER, 1, [ALICE, BOB, "103"])
-    # Then
+    # Then one BatchGetItem answered, with the privacy level read in the same batch
+    assert requests == ["BatchGetItem"]
     assert [m.content for m in recalled.server] == ["server one"]
     assert sorted(m.content for m in recalled.personal[ALICE]) == ["alice global", "alice one"]
+    assert {m.scope for m in recalled.personal[ALICE]} == {
+        MemoryScope.personal(ALICE, 1),
+        MemoryScope.personal(ALICE, 0),
+    }
     assert BOB not in recalled.personal
     assert recalled.personal["103"] == ()
+    # And the ids are the ones an update can quote
+    for memory in recalled.personal[ALICE]:
+        assert store.find(ScopeKind.PERSONAL, ALICE, memory.memory_id).content == memory.content
+
+
+def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
+    # Given the keys of a recall
+    keys = DynamoMemoryStore.recall_keys(SERVER, 2, [ALICE, BOB])
+    assert keys == [
+        {"pk": f"LTM#S#{SERVER}", "sk": "BOOK#L2"},
+        user_profile_key(ALICE),
+        {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L2"},
+        {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0"},
+        user_profile_key(BOB),
+        {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2"},
+        {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L0"},
+    ]
+    assert DynamoMemoryStore.recall_keys(None, 2, []) == []
+    # When the items found come back, by key, Bob's profile forbidding personal memories
+    entry = {"c": "{user} likes tea", "u": NOW.isoformat(), "a": BOB}
+    later = {"c": "newer", "u": (NOW + timedelta(days=1)).isoformat(), "a": ALICE}
+    items = {
+        ("LTM#S#500", "BOOK#L2"): {"pk": "LTM#S#500", "sk": "BOOK#L2", "m11111": entry, "m22222": later},
+        (f"USER#{ALICE}", "LTM#BOOK#L0"): {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0", "m33333": entry},
+        (f"USER#{BOB}", "PROFILE"): {"pk": f"USER#{BOB}", "sk": "PROFILE", "privacy_level": "full"},
+        (f"USER#{BOB}", "LTM#BOOK#L2"): {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2", "m44444": entry},
+    }
+    recalled = DynamoMemoryStore.recall_from_items(items, SERVER, 2, [ALICE, BOB])
+    # Then the memories are those of the books, newest first, without Bob's
+    assert [(m.memory_id, m.content, m.author_id) for m in recalled.server] == [
+        ("22222", "newer", ALICE),
+        ("11111", "{user} likes tea", BOB),
+    ]
+    assert recalled.server[1].scope == MemoryScope.server(SERVER, 2)
+    assert recalled.server[1].updated_at == NOW
+    assert [(m.memory_id, m.scope) for m in recalled.personal[ALICE]] == [
+        ("33333", MemoryScope.personal(ALICE, 0))
+    ]
+    assert BOB not in recalled.personal
+
+
+def test_a_long_memory_is_cut_in_its_book_only(table):
+    # Given a memory longer than a full scope's book keeps per entry
+    store = DynamoMemoryStore(table)
+    room = book_entry_chars(MAX_MEMORIES)
+    content = "{user} " + "x" * (MAX_LENGTH - 7)
+    memory_id = store.create(draft(MemoryScope.server(SERVER, 1), content), limit=MAX_MEMORIES).memory_id
+    # When it is recalled
+    (recalled,) = store.recall(SERVER, 1, []).server
+    # Then recall shows its beginning and marks the cut, while the memory keeps every character
+    assert recalled.content == content[: room - 1] + "…" and len(recalled.content) == room
+    assert store.find(ScopeKind.SERVER, SERVER, memory_id).content == content
+    assert book_entry_chars(100) == 750  # the defaults: 100 memories of up to 1,000 characters
+
+
+@pytest.mark.parametrize("limit", [1, 7, 100, 333, MAX_MEMORIES])
+def test_a_full_book_of_the_longest_entries_fits_one_item(table, limit):
+    # Given every entry at its longest: the content in 4-byte characters, cut for the limit if longer than
+    # the longest memory, and the longest author and time
+    chars = min(MAX_LENGTH, book_entry_chars(limit))
+    assert len(book_entry(WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST, limit)["c"]) == chars
+    # When the full book is written, Then DynamoDB (moto enforces the 400 KB item limit) accepts it
+    table.put(full_book(MemoryScope.server(SERVER, 1), limit, chars))
+
+
+@pytest.mark.parametrize("limit", [100, MAX_MEMORIES])
+def test_without_the_cut_a_full_book_would_not_fit(table, limit):
+    with pytest.raises(StoreUnavailable):
+        table.put(full_book(MemoryScope.server(SERVER, 1), limit, MAX_LENGTH))
+
+
+def test_the_last_save_and_an_update_fit_a_book_at_the_highest_settings(table):
+    # Given a scope one memory short of the highest limit, its book full of the longest entries
+    store = DynamoMemoryStore(table, new_id=lambda: "99999")  # not among the book's ids
+    scope = MemoryScope.server(SERVER, 1)
+    table.put(full_book(scope, MAX_MEMORIES - 1, book_entry_chars(MAX_MEMORIES)))
+    table.put({**counter_key(ScopeKind.SERVER, SERVER), "n_1": MAX_MEMORIES - 1})
+    longest = MemoryDraft(scope, WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST)
+    # When the last memory is saved at full length, then rewritten
+    memory_id = store.create(longest, limit=MAX_MEMORIES).memory_id
+    memory = store.find(ScopeKind.SERVER, SERVER, memory_id)
+    later = LATEST + timedelta(days=1)
+    store.replace_content(memory, "\N{GRINNING FACE}" * MAX_LENGTH, later, limit=MAX_MEMORIES)
+    # Then both writes were accepted, and recall reads every entry in one request
+    requests = count_requests(table)
+    recalled = store.recall(SERVER, 1, [])
+    assert requests == ["BatchGetItem"]
+    assert len(recalled.server) == MAX_MEMORIES
+    assert (recalled.server[0].memory_id, recalled.server[0].updated_at) == (memory_id, later)
+    assert recalled.server[0].content == "\N{GRINNING FACE}" * (book_entry_chars(MAX_MEMORIES) - 1) + "…"
 
 
 def test_an_unreachable_table_is_a_store_failure(table):

@@ -41,7 +41,7 @@ def capture_concurrently(moto_server, limits) -> None:
         memory = ShortTermMemoryTurn(store, turn(loaded.config), loaded.state, limits)
         line = message(f"turn-{index:02d}", age=timedelta(seconds=WORKERS - index), message_id=str(index))
         start.wait()  # every container read the same row before anyone writes
-        assert memory.capture([line]) is not None
+        assert memory.capture([line])
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for future in [pool.submit(one_turn, index) for index in range(WORKERS)]:

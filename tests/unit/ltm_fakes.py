@@ -131,7 +131,7 @@ class FakeMemoryStore:
         self._check()
         return self.memories.get((kind, owner_id, memory_id))
 
-    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
+    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
         if self.memories.get(key) != memory:

@@ -25,10 +25,10 @@ class RecordingStore:
     def write_memory(self, identity, update, categories, now, retention):
         self.writes.append(update)
 
-    def capture(self, identity, read, messages, now, limits):
+    def capture(self, identity, read, messages, now, limits, *, also=()):
         self.captures.append(tuple(messages))
 
-    def count_turn(self, identity, now, limits):
+    def count_turn(self, identity, now, limits, *, also=()):
         self.counted += 1
 
 

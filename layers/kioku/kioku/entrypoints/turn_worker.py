@@ -2,8 +2,9 @@
 
 A turn that raises is reported as a batch item failure (and, in its channel's message group, so
 are the turns queued behind it, to keep their order); SQS retries it and, after the queue's
-``maxReceiveCount``, moves it to the dead-letter queue. Idempotency on the Discord message id means
-a redelivered or duplicated job returns the first run's result instead of replying again.
+``maxReceiveCount``, moves it to the dead-letter queue. Each turn is done once: its completion
+record is written in the same DynamoDB transaction as its short-term memory capture and read in
+the turn's first BatchGetItem, so a redelivered or duplicated job neither replies nor counts again.
 """
 
 from __future__ import annotations
@@ -11,15 +12,10 @@ from __future__ import annotations
 import logging
 from collections import deque
 from functools import lru_cache
-from typing import Any, Final
+from typing import Any
 
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from aws_lambda_powertools.utilities.idempotency import (
-    DynamoDBPersistenceLayer,
-    IdempotencyConfig,
-    idempotent_function,
-)
 from pydantic import SecretStr
 
 from kioku.config import Settings, get_settings
@@ -27,9 +23,6 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.services.turn import TurnRecord, TurnService
 
 logger = logging.getLogger(__name__)
-
-IDEMPOTENCY_PARTITION: Final = "IDEMPOTENCY#turn"
-IDEMPOTENCY_SECONDS: Final = 24 * 3600
 
 recent_turns: deque[TurnRecord] = deque(maxlen=5)
 """The last few turns of this container, for the playground's ``/context``."""
@@ -41,6 +34,7 @@ def turn_service(settings: Settings) -> TurnService:
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
     from kioku.adapters.llm.registry import make_chat_model
     from kioku.adapters.secrets import load_secrets
 
@@ -55,45 +49,17 @@ def turn_service(settings: Settings) -> TurnService:
         model=make_chat_model(model_settings),
         stm_store=StmStore(table),
         ltm_store=DynamoMemoryStore(table),
+        ledger=TurnLedger(table),
     )
-
-
-@lru_cache(maxsize=1)
-def idempotency(table_name: str) -> tuple[DynamoDBPersistenceLayer, IdempotencyConfig]:
-    persistence = DynamoDBPersistenceLayer(
-        table_name=table_name,
-        key_attr="pk",
-        sort_key_attr="sk",
-        static_pk_value=IDEMPOTENCY_PARTITION,
-        expiry_attr="expires_at",
-    )
-    config = IdempotencyConfig(
-        event_key_jmespath="[source, turn_id]",
-        expires_after_seconds=IDEMPOTENCY_SECONDS,
-        raise_on_no_idempotency_key=True,
-    )
-    return persistence, config
-
-
-def run_turn_once(job: TurnJob) -> dict[str, Any]:
-    persistence, config = idempotency(get_settings().TABLE_NAME)
-
-    @idempotent_function(data_keyword_argument="turn", persistence_store=persistence, config=config)
-    def run(turn: dict[str, Any]) -> dict[str, Any]:
-        record = turn_service(get_settings()).run(job)
-        recent_turns.append(record)
-        return {"reply_ids": record.reply_ids, "apologised": record.apologised}
-
-    return run(turn={"source": job.source.value, "turn_id": job.turn_id})
 
 
 def record_handler(record: SQSRecord) -> dict[str, Any]:
-    return run_turn_once(TurnJob.from_json(record.body))
+    turn = turn_service(get_settings()).run(TurnJob.from_json(record.body))
+    recent_turns.append(turn)
+    return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    _, config = idempotency(get_settings().TABLE_NAME)
-    config.register_lambda_context(context)
     turn_service(get_settings()).time_left = lambda: context.get_remaining_time_in_millis() / 1000
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
     # A batch whose every turn failed is still answered with its failures, not an exception: the

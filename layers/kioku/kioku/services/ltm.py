@@ -183,9 +183,8 @@ def update_long_term_memory(
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
-        return _update(
-            parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH), turn, store, search_members
-        )
+        request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
+        return _update(request, turn, store, search_members, settings)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -204,7 +203,7 @@ def update_long_term_memory(
 def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
     """The long-term memory context item of a turn, or None when nothing is remembered.
 
-    One query for the server, one batch read of privacy levels, one query per participant shown.
+    One BatchGetItem: the recall books and the privacy levels of the participants shown.
     Raises ``MemoryStoreFailed`` when the store cannot answer.
     """
     subjects = recall_subjects(turn)
@@ -271,7 +270,11 @@ def _create(
 
 
 def _update(
-    request: UpdateArguments, turn: TurnContext, store: MemoryStore, search_members: SearchMembers | None
+    request: UpdateArguments,
+    turn: TurnContext,
+    store: MemoryStore,
+    search_members: SearchMembers | None,
+    settings: Settings,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
     if lineage <= GLOBAL_LINEAGE:
@@ -306,12 +309,13 @@ def _update(
         return ToolResult(UpdateStatus.DELETED, {"memory_id": memory.memory_id}, notification=embed)
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
-        content = pin_user_token(content, speaker.display_name)
-    if memory.scope.kind is ScopeKind.PERSONAL:
+        content, limit = pin_user_token(content, speaker.display_name), settings.MAX_SERVER_MEMORIES
+    else:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    updated = store.replace_content(memory, content, turn.now)
+        limit = settings.MAX_PERSONAL_MEMORIES
+    updated = store.replace_content(memory, content, turn.now, limit=limit)
     embed = memory_updated_embed(updated.content, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
 

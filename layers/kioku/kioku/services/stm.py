@@ -13,11 +13,17 @@ from datetime import datetime
 from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity, StmStore, TurnMemoryLoad
+from kioku.adapters.dynamodb.stm_store import (
+    NewerMemoryExists,
+    StmRowIdentity,
+    StmStore,
+    TurnAlreadyRecorded,
+    TurnMemoryLoad,
+)
 from kioku.domain.models import Persona, PrivacyLevel
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.context import StmContext, StmState, build_short_term_memory_context
-from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits
+from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import (
     REFUSALS,
     InvalidStmUpdate,
@@ -32,7 +38,13 @@ from kioku.domain.turn import TurnContext
 
 logger = logging.getLogger(__name__)
 
-_persona_hints: dict[str, str] = {}
+_persona_hints: dict[str, Persona] = {}
+
+
+def hinted_persona(server_id: str | None) -> Persona:
+    """The persona this container last saw on ``server_id``: a guess for the keys of the turn's
+    first read, checked against the configuration that read returns."""
+    return _persona_hints.get(server_id or "", Persona())
 
 
 def load_turn_memory(
@@ -44,21 +56,22 @@ def load_turn_memory(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
+    extra_keys: Sequence[dict[str, str]] = (),
 ) -> TurnMemoryLoad:
     """The server config, the user's profile and the STM state of a turn, in two requests (cross-server
     folding included)."""
-    hint = _persona_hints.get(server_id or "", Persona().persona_id)
     loaded = store.load_turn(
         server_id=server_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=hint,
+        persona_hint=hinted_persona(server_id).persona_id,
         active_since=now - limits.longest_ttl,
         other_limit=limits.max_other_channels,
+        extra_keys=extra_keys,
     )
     if server_id:
-        _persona_hints[server_id] = loaded.config.persona.persona_id
+        _persona_hints[server_id] = loaded.config.persona
     return loaded
 
 
@@ -121,22 +134,27 @@ class ShortTermMemoryTurn:
             data["message"] += f" Over {limits.max_summary_length} characters, so it was shortened."
         return ToolResult(status="success", data=data)
 
-    def capture(self, messages: Sequence[CrudeMessage]) -> StmEntry | None:
-        """Post-turn capture, once per bot turn: append the turn's messages and count the turn.
+    def capture(self, messages: Sequence[CrudeMessage], *, also: Sequence[dict[str, Any]] = ()) -> bool:
+        """Post-turn capture, once per bot turn: append the turn's messages and count the turn, with
+        ``also`` (the turn's completion record) in the same transaction. True when it was written.
 
-        A user with full privacy has nothing stored; the turn is still counted. Failures are
-        logged, not raised: the reply has already gone out.
+        A user with full privacy has nothing stored; the turn is still counted. Store failures are
+        logged, not raised: the reply has already gone out. ``TurnAlreadyRecorded`` is raised: the
+        turn was finished by another attempt, and nothing was written.
         """
         try:
             if self._turn.profile.privacy_level is PrivacyLevel.FULL:
-                self._store.count_turn(self._identity, self._turn.now, self._limits)
-                return None
-            return self._store.capture(
-                self._identity, self._state.current, messages, self._turn.now, self._limits
-            )
+                self._store.count_turn(self._identity, self._turn.now, self._limits, also=also)
+            else:
+                self._store.capture(
+                    self._identity, self._state.current, messages, self._turn.now, self._limits, also=also
+                )
+        except TurnAlreadyRecorded:
+            raise
         except StoreError:
             logger.exception("short-term memory capture failed")
-            return None
+            return False
+        return True
 
 
 def _error(message: str) -> ToolResult:

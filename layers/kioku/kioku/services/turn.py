@@ -13,20 +13,23 @@ counter.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
 from kioku.domain.dialogue import DIALOGUE_CONVENTIONS, build_dialogue, participants_from_messages
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
-from kioku.domain.models import ContextItem, ContextTag, Participant
+from kioku.domain.ltm.recall import recall_subjects, render_recall
+from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.replies import split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
@@ -36,7 +39,7 @@ from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
-from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
+from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
 
 logger = logging.getLogger(__name__)
 
@@ -56,6 +59,7 @@ class TurnRecord:
     reply_ids: list[str] = field(default_factory=list)
     tool_results: list[tuple[str, ToolResult]] = field(default_factory=list)
     apologised: bool = False
+    duplicate: bool = False
 
 
 @dataclass
@@ -65,6 +69,7 @@ class TurnService:
     model: ChatModel
     stm_store: StmStore
     ltm_store: DynamoMemoryStore
+    ledger: TurnLedger
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS
     """Seconds until this turn must be done (Lambda's remaining time); model calls stop short of it."""
@@ -78,19 +83,11 @@ class TurnService:
         history = self._history(job, now)
         if _already_answered(history, job, self.settings.DISCORD_APPLICATION_ID):
             logger.info("turn %s was answered by an earlier attempt", job.turn_id)
+            record.duplicate = True
+            self._record_alone(job, record, now)
             return record
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
-        )
-        limits = StmLimits.from_settings(self.settings)
-        loaded = load_turn_memory(
-            self.stm_store,
-            server_id=job.guild_id,
-            channel_id=job.channel_id,
-            user_id=str(job.author["id"]),
-            parent_channel_id=channel.get("parent_id"),
-            now=now,
-            limits=limits,
         )
         participants = tuple(participants_from_messages(history, bot.user_id))
         turn = TurnContext(
@@ -98,8 +95,8 @@ class TurnService:
             channel_id=job.channel_id,
             user=_author(job, participants),
             bot=bot,
-            config=loaded.config,
-            profile=loaded.profile,
+            config=ServerConfig(server_id=job.guild_id),
+            profile=UserProfile(user_id=str(job.author["id"])),
             now=now,
             parent_channel_id=channel.get("parent_id"),
             participants=participants,
@@ -107,8 +104,34 @@ class TurnService:
             llm_has_tools=self.settings.LLM_SUPPORTS_TOOLS,
             explicit_ltm_intent=has_explicit_long_term_intent(job.content),
         )
+
+        # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
+        # long-term memory books, this turn's completion record), one Query for other channels.
+        limits = StmLimits.from_settings(self.settings)
+        guessed_lineage = hinted_persona(job.guild_id).lineage_id
+        subject_ids = [person.user_id for person in recall_subjects(turn)]
+        done_key = turn_record_key(job.source.value, job.turn_id)
+        loaded = load_turn_memory(
+            self.stm_store,
+            server_id=job.guild_id,
+            channel_id=job.channel_id,
+            user_id=turn.user.user_id,
+            parent_channel_id=turn.parent_channel_id,
+            now=now,
+            limits=limits,
+            extra_keys=[done_key, *self.ltm_store.recall_keys(job.guild_id, guessed_lineage, subject_ids)],
+        )
+        done = outcome_from_item(loaded.extra.get((done_key["pk"], done_key["sk"])))
+        if done is not None:
+            logger.info("turn %s was already completed", job.turn_id)
+            record.duplicate = True
+            record.reply_ids = list(done.reply_ids)
+            return record
+        turn = replace(turn, config=loaded.config, profile=loaded.profile)
+        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
+
         stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.get("name"))
-        messages = self._context(turn, stm, history)
+        messages = self._context(turn, stm, history, recalled)
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
         try:
@@ -118,24 +141,46 @@ class TurnService:
             record.apologised = True
             self._post(job, [APOLOGY], record)
             self._notify(job, record)  # what earlier rounds saved stays saved: show it
+            self._record_alone(job, record, now)
             return record
 
         self._post(job, split_reply(reply) or [EMPTY_REPLY], record)
         self._notify(job, record)
-        stm.capture(self._crude_turn(job, turn, reply, record, now))
+        completion = self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)
+        try:
+            captured = stm.capture(self._crude_turn(job, turn, reply, record, now), also=[completion])
+        except TurnAlreadyRecorded:
+            logger.info("turn %s was recorded by another attempt meanwhile", job.turn_id)
+            return record
+        if not captured:
+            self._record_alone(job, record, now)
         return record
 
     # -- context --------------------------------------------------------------------------------
 
-    def _context(
-        self, turn: TurnContext, stm: ShortTermMemoryTurn, history: list[dict]
-    ) -> list[dict[str, Any]]:
-        items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
+    def _recall(
+        self,
+        turn: TurnContext,
+        items: Mapping[tuple[str, str], Any],
+        guessed_lineage: int,
+        subject_ids: list[str],
+    ) -> ContextItem | None:
+        """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
+        lineage = turn.config.persona.lineage_id
         try:
-            recalled = ltm.recall(turn, store=self.ltm_store)
+            if lineage == guessed_lineage:
+                memories = self.ltm_store.recall_from_items(items, turn.server_id, lineage, subject_ids)
+            else:
+                memories = self.ltm_store.recall(turn.server_id, lineage, subject_ids)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
-            recalled = None
+            return None
+        return render_recall(turn, memories.server, memories.personal, recall_subjects(turn))
+
+    def _context(
+        self, turn: TurnContext, stm: ShortTermMemoryTurn, history: list[dict], recalled: ContextItem | None
+    ) -> list[dict[str, Any]]:
+        items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
         if recalled is not None:
             items.append(recalled)
         items += build_dialogue(
@@ -153,6 +198,13 @@ class TurnService:
             memory.nudge_injection_depth,
         )
         return [item.to_openai() for item in items]
+
+    def _record_alone(self, job: TurnJob, record: TurnRecord, now: datetime) -> None:
+        """Mark the turn done when no capture carried the record (an apology, a failed capture)."""
+        try:
+            self.ledger.record(job.source.value, job.turn_id, _outcome(record), now)
+        except StoreError:
+            logger.exception("could not record turn %s as done", job.turn_id)
 
     # -- the model and its tools ----------------------------------------------------------------
 
@@ -309,6 +361,10 @@ def system_prompt(turn: TurnContext) -> str:
             DIALOGUE_CONVENTIONS,
         ]
     )
+
+
+def _outcome(record: TurnRecord) -> TurnOutcome:
+    return TurnOutcome(reply_ids=tuple(record.reply_ids), apologised=record.apologised)
 
 
 def _already_answered(history: list[dict[str, Any]], job: TurnJob, bot_user_id: str) -> bool:

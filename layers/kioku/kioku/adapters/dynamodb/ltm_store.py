@@ -1,13 +1,18 @@
 """Long-term memories in the kioku table; limits and duplicates are enforced by each write's transaction.
 
 One partition per owner: ``LTM#S#{server_id}`` for a server; for a person, their own ``USER#{user_id}``
-partition, beside their profile, so that recall reads a person's privacy level and memories in one
-query. An owner's partition holds:
+partition, beside their profile. An owner's partition holds:
 
 - ``M#{memory_id}``: the memory (lineage, content, fingerprint, author, times). Ids are unique per
   owner across lineages, so an id and its owner find a memory with one GetItem.
 - ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
 - ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
+- the recall book of each scope (``BOOK#L{lineage}`` on a server, ``LTM#BOOK#L{lineage}`` on a person):
+  one top-level attribute ``m{memory_id}`` per memory, ``{c: content, u: updated_at, a: author_id}``.
+  Recall reads books, which have fixed keys, so a turn fetches them in the BatchGetItem it already
+  makes. Every write to a memory sets or removes its entry in the same transaction, so a book never
+  drifts from its memories. An entry keeps at most ``book_entry_chars(limit)`` characters of the
+  content, so that a full book stays under DynamoDB's 400 KB item size whatever the settings.
 
 A server save is one transaction: ``ADD n_L 1`` if ``n_L < limit``, guard and memory put if absent.
 A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression can state, so it reads
@@ -20,7 +25,7 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Final
 
@@ -46,7 +51,7 @@ from kioku.domain.ltm.memory import (
     new_memory_id,
 )
 from kioku.domain.ltm.ports import RecallSet
-from kioku.domain.models import PrivacyLevel, UserProfile
+from kioku.domain.models import PrivacyLevel
 
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
@@ -54,6 +59,12 @@ _BACKOFF_SECONDS: Final = 0.01
 _COUNTER_SK: Final = "COUNT"
 _MEMORY_PREFIX: Final = "M#"
 _OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
+_BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
+_ENTRY_PREFIX: Final = "m"
+_CUT_MARK: Final = "…"
+BOOK_CONTENT_BYTES: Final = 300_000
+"""What a book's contents may take together; entry names, times and authors add at most ~70 KB."""
+_MAX_UTF8_BYTES: Final = 4
 _NAMES: Final = {
     "#version": "version",
     "#fingerprint": "fingerprint",
@@ -84,6 +95,40 @@ def count_attribute(lineage: int) -> str:
     return f"n_{lineage}"
 
 
+def book_key(scope: MemoryScope) -> Key:
+    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"{_BOOK_PREFIX[scope.kind]}{scope.lineage}"}
+
+
+def entry_attribute(memory_id: str) -> str:
+    return f"{_ENTRY_PREFIX}{memory_id}"
+
+
+def book_entry_chars(limit: int) -> int:
+    """How much of a memory its book keeps: ``limit`` entries of 4-byte characters fit one item.
+
+    Contents are at most ``MAX_MEMORY_LENGTH`` characters, so only longer ones than this are cut;
+    with the default limit of 100 an entry keeps 750 characters.
+    """
+    return BOOK_CONTENT_BYTES // (_MAX_UTF8_BYTES * limit)
+
+
+def book_entry(content: str, author_id: str, updated_at: datetime, limit: int) -> Item:
+    """A memory as its book holds it, the content cut (ending with "…") to ``book_entry_chars(limit)``."""
+    room = book_entry_chars(limit)
+    if len(content) > room:
+        content = content[: room - 1] + _CUT_MARK
+    return {"c": content, "u": updated_at.isoformat(), "a": author_id}
+
+
+def index_by_key(items: Iterable[Item]) -> dict[tuple[str, str], Item]:
+    """Items by ``(pk, sk)``, as ``recall_from_items`` takes them."""
+    return {(item["pk"], item["sk"]): item for item in items}
+
+
+def _pair(key: Key) -> tuple[str, str]:
+    return key["pk"], key["sk"]
+
+
 class DynamoMemoryStore:
     """The ``MemoryStore`` port on DynamoDB; every data-layer error becomes a domain error."""
 
@@ -100,9 +145,9 @@ class DynamoMemoryStore:
 
     def personal_target(self, user_id: str) -> PersonalTarget:
         profile_key, counts_key = user_profile_key(user_id), counter_key(ScopeKind.PERSONAL, user_id)
-        items = {item["pk"]: item for item in self._guarded(self._table.batch_get, [profile_key, counts_key])}
-        profile = user_profile_from_item(items.get(profile_key["pk"]), user_id)
-        return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(counts_key["pk"])))
+        items = index_by_key(self._guarded(self._table.batch_get, [profile_key, counts_key]))
+        profile = user_profile_from_item(items.get(_pair(profile_key)), user_id)
+        return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(_pair(counts_key))))
 
     def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
         personal = draft.scope.kind is ScopeKind.PERSONAL
@@ -140,39 +185,35 @@ class DynamoMemoryStore:
         item = self._guarded(self._table.get, memory_key(kind, owner_id, memory_id))
         return memory_from_item(item) if item else None
 
-    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
+    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
         updated = Memory(memory.scope, memory.memory_id, content, memory.author_id, memory.created_at, now)
-        key = memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
-        set_content = {
-            "update": "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at",
-            "condition": "#fingerprint = :read_fingerprint",
-            "names": _names("#content", "#fingerprint", "#updated_at"),
-            "values": {
-                ":content": content,
-                ":fingerprint": updated.fingerprint,
-                ":updated_at": now.isoformat(),
-                ":read_fingerprint": memory.fingerprint,
-            },
+        operations = {
+            "memory": self._table.op_update(
+                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at",
+                condition="#fingerprint = :read_fingerprint",
+                names=_names("#content", "#fingerprint", "#updated_at"),
+                values={
+                    ":content": content,
+                    ":fingerprint": updated.fingerprint,
+                    ":updated_at": now.isoformat(),
+                    ":read_fingerprint": memory.fingerprint,
+                },
+            ),
+            "book": self._write_entry(updated, limit),
         }
-        if updated.fingerprint == memory.fingerprint:
-            try:
-                self._guarded(self._table.update, key, **set_content)
-            except ConditionFailed as exc:
-                raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
-            return updated
-        operations = [
-            self._table.op_update(key, **set_content),
-            self._release_guard(memory),
-            self._table.op_put(
+        if updated.fingerprint != memory.fingerprint:
+            operations["old_guard"] = self._release_guard(memory)
+            operations["new_guard"] = self._table.op_put(
                 {**guard_key(memory.scope, updated.fingerprint), "memory_id": memory.memory_id},
                 condition="attribute_not_exists(pk)",
-            ),
-        ]
+            )
         try:
-            self._transact_retrying(operations)
+            self._transact_retrying(list(operations.values()))
         except TransactionCancelled as exc:
-            guard = exc.reasons[2]
-            if guard.condition_failed and guard.old_item:
+            reasons = dict(zip(operations, exc.reasons, strict=True))
+            guard = reasons.get("new_guard")
+            if not reasons["memory"].condition_failed and guard and guard.condition_failed and guard.old_item:
                 raise DuplicateMemory(str(guard.old_item["memory_id"])) from exc
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
         return updated
@@ -193,6 +234,9 @@ class DynamoMemoryStore:
                 names={"#count": count_attribute(scope.lineage)},
                 values={":minus_one": -1},
             ),
+            self._table.op_update(
+                book_key(scope), "REMOVE #entry", names={"#entry": entry_attribute(memory.memory_id)}
+            ),
         ]
         try:
             self._transact_retrying(operations)
@@ -200,14 +244,45 @@ class DynamoMemoryStore:
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
 
     def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
-        server: tuple[Memory, ...] = ()
-        if server_id:
-            server = self._memories(ScopeKind.SERVER, server_id, {lineage})
+        """One BatchGetItem of ``recall_keys``, read by ``recall_from_items``."""
+        keys = self.recall_keys(server_id, lineage, user_ids)
+        items = index_by_key(self._guarded(self._table.batch_get, keys))
+        return self.recall_from_items(items, server_id, lineage, user_ids)
+
+    @staticmethod
+    def recall_keys(server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[Key]:
+        """The items recall reads, all with fixed keys: the server's book of ``lineage``, and per person
+        their profile (for the privacy level) and their books of ``lineage`` and of global memories."""
+        keys = [book_key(MemoryScope.server(server_id, lineage))] if server_id else []
+        for user_id in user_ids:
+            keys.append(user_profile_key(user_id))
+            keys.extend(book_key(MemoryScope.personal(user_id, held)) for held in _personal_lineages(lineage))
+        return keys
+
+    @staticmethod
+    def recall_from_items(
+        items_by_key: Mapping[tuple[str, str], Item],
+        server_id: str | None,
+        lineage: int,
+        user_ids: Sequence[str],
+    ) -> RecallSet:
+        """The memories in the items of ``recall_keys`` (by ``(pk, sk)``, missing ones left out), without
+        the people whose privacy level forbids personal memories. Contents are the books' (maybe cut),
+        and a recalled memory's ``created_at`` is its ``updated_at``: books keep only what recall shows."""
+
+        def read(scope: MemoryScope) -> tuple[Memory, ...]:
+            return memories_from_book(items_by_key.get(_pair(book_key(scope))), scope)
+
+        server = read(MemoryScope.server(server_id, lineage)) if server_id else ()
         personal: dict[str, tuple[Memory, ...]] = {}
         for user_id in user_ids:
-            profile, memories = self._person(user_id, {lineage, GLOBAL_LINEAGE})
+            profile = user_profile_from_item(items_by_key.get(_pair(user_profile_key(user_id))), user_id)
             if allows_personal_memories(profile.privacy_level):
-                personal[user_id] = memories
+                personal[user_id] = tuple(
+                    memory
+                    for held in _personal_lineages(lineage)
+                    for memory in read(MemoryScope.personal(user_id, held))
+                )
         return RecallSet(server=server, personal=personal)
 
     # -- internals --------------------------------------------------------------------------------
@@ -249,6 +324,10 @@ class DynamoMemoryStore:
         operations["memory"] = table.op_put(
             memory_to_item(draft, memory_id, fingerprint), condition="attribute_not_exists(pk)"
         )
+        operations["book"] = self._write_entry(
+            Memory(scope, memory_id, draft.content, draft.author_id, draft.created_at, draft.created_at),
+            limit,
+        )
         return operations
 
     def _existing_or_limit(self, scope: MemoryScope, fingerprint: str, limit: int) -> SaveOutcome:
@@ -257,6 +336,15 @@ class DynamoMemoryStore:
         if guard:
             return SaveOutcome(str(guard["memory_id"]), created=False)
         raise MemoryLimitReached(limit)
+
+    def _write_entry(self, memory: Memory, limit: int) -> dict[str, Any]:
+        """Set the memory's entry in its book; the book item is created by its first entry."""
+        return self._table.op_update(
+            book_key(memory.scope),
+            "SET #entry = :entry",
+            names={"#entry": entry_attribute(memory.memory_id)},
+            values={":entry": book_entry(memory.content, memory.author_id, memory.updated_at, limit)},
+        )
 
     def _release_guard(self, memory: Memory) -> dict[str, Any]:
         return self._table.op_delete(
@@ -280,42 +368,6 @@ class DynamoMemoryStore:
                 self._backoff(attempt)
         raise MemoryStoreFailed(f"gave up after {MAX_ATTEMPTS} lost races")
 
-    def _person(self, user_id: str, lineages: set[int]) -> tuple[UserProfile, tuple[Memory, ...]]:
-        """A person's profile and memories in ``lineages``, from one query of their partition."""
-        profile_sk = user_profile_key(user_id)["sk"]
-        profile_item: Item | None = None
-        found: list[Memory] = []
-        start: Key | None = None
-        while True:
-            items, start = self._guarded(
-                self._table.query,
-                "pk = :pk",
-                values={":pk": owner_pk(ScopeKind.PERSONAL, user_id)},
-                start_key=start,
-            )
-            for item in items:
-                if item["sk"] == profile_sk:
-                    profile_item = item
-                elif item["sk"].startswith(_MEMORY_PREFIX) and int(item["lineage"]) in lineages:
-                    found.append(memory_from_item(item))
-            if start is None:
-                return user_profile_from_item(profile_item, user_id), tuple(found)
-
-    def _memories(self, kind: ScopeKind, owner_id: str, lineages: set[int]) -> tuple[Memory, ...]:
-        """Every memory of the owner in ``lineages``; other lineages' share the partition and are skipped."""
-        found: list[Memory] = []
-        start: Key | None = None
-        while True:
-            items, start = self._guarded(
-                self._table.query,
-                "pk = :pk AND begins_with(sk, :prefix)",
-                values={":pk": owner_pk(kind, owner_id), ":prefix": _MEMORY_PREFIX},
-                start_key=start,
-            )
-            found.extend(memory_from_item(item) for item in items if int(item["lineage"]) in lineages)
-            if start is None:
-                return tuple(found)
-
     def _backoff(self, attempt: int) -> None:
         self._sleep(random.uniform(0, _BACKOFF_SECONDS * (2 ** min(attempt, 5))))
 
@@ -332,6 +384,30 @@ class DynamoMemoryStore:
 
 def _names(*placeholders: str) -> dict[str, str]:
     return {placeholder: _NAMES[placeholder] for placeholder in placeholders}
+
+
+def _personal_lineages(lineage: int) -> tuple[int, ...]:
+    """A person's memories shown with a persona: its lineage's and their global ones."""
+    return tuple(dict.fromkeys((lineage, GLOBAL_LINEAGE)))
+
+
+def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, ...]:
+    """The memories of a book item, newest first."""
+    memories = []
+    for name, entry in (item or {}).items():
+        if name.startswith(_ENTRY_PREFIX):
+            updated_at = datetime.fromisoformat(entry["u"])
+            memories.append(
+                Memory(
+                    scope,
+                    name[len(_ENTRY_PREFIX) :],
+                    str(entry["c"]),
+                    str(entry["a"]),
+                    updated_at,
+                    updated_at,
+                )
+            )
+    return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
 
 
 def ledger_from_item(item: Item | None) -> PersonalLedger:

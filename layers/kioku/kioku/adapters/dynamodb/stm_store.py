@@ -18,7 +18,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -28,7 +28,7 @@ from kioku.adapters.dynamodb.config_store import (
     user_profile_from_item,
     user_profile_key,
 )
-from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError
+from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
@@ -60,6 +60,10 @@ class NewerMemoryExists(StoreError):
     """Another turn saved this channel's memory after ours was written; ours was not stored."""
 
 
+class TurnAlreadyRecorded(StoreError):
+    """The capture's companion operations found the turn already recorded: nothing was written."""
+
+
 class CaptureConflict(StoreError):
     """The crude list kept changing under us; the capture gave up (nothing of it was stored)."""
 
@@ -79,6 +83,8 @@ class TurnMemoryLoad:
     config: ServerConfig
     profile: UserProfile
     state: StmState
+    extra: Mapping[tuple[str, str], Item] = field(default_factory=dict)
+    """Items of ``extra_keys`` that rode in the same BatchGetItem, by (pk, sk)."""
 
 
 def stm_row_key(address: StmAddress) -> Key:
@@ -120,12 +126,14 @@ class StmStore:
         persona_hint: str,
         active_since: datetime,
         other_limit: int,
+        extra_keys: Sequence[Key] = (),
     ) -> TurnMemoryLoad:
         """Config, profile and STM state of a turn. ``persona_hint`` guesses the current row's persona
-        so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row."""
+        so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row.
+        ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
         guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
-        keys = [user_profile_key(user_id), stm_row_key(guess)]
+        keys = [user_profile_key(user_id), stm_row_key(guess), *extra_keys]
         if server_id:
             keys += [server_config_key(server_id), stm_row_key(dm_guess)]
         found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
@@ -163,7 +171,9 @@ class StmStore:
                 if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
                     others.append(own_dm)
             others = [entry for entry in others if eligible(entry)]
-        return TurnMemoryLoad(config=config, profile=profile, state=StmState(current, tuple(others)))
+        return TurnMemoryLoad(
+            config=config, profile=profile, state=StmState(current, tuple(others)), extra=found
+        )
 
     def recent_rows(
         self,
@@ -242,16 +252,22 @@ class StmStore:
         messages: Sequence[CrudeMessage],
         now: datetime,
         limits: StmLimits,
-    ) -> StmEntry:
+        *,
+        also: Sequence[dict[str, Any]] = (),
+    ) -> StmEntry | None:
         """Append this turn's messages and count the turn, atomically with the crude list it trimmed.
 
         The crude list is rewritten only if the row's ``version`` is still the one read; on a
         conflict the stored row (returned with the failure) is merged again, so no concurrent append
         is lost; the counter rides in the same write as ``ADD``, so it counts each capture once.
+        ``also`` (transaction operations, e.g. the turn's completion record) commit in the same
+        transaction; if one of their conditions fails, ``TurnAlreadyRecorded`` is raised and nothing
+        is written. Returns the new row, except with ``also`` (transactions return nothing).
         """
         key = stm_row_key(identity.address)
         for attempt in range(MAX_CAPTURE_ATTEMPTS):
             if read is not None and _already_captured(read, messages):
+                self._commit_also(also)
                 return read
             expression = _Update()
             _set_identity(expression, identity, now, retention=limits.retention)
@@ -265,6 +281,16 @@ class StmStore:
             else:
                 condition = f"{expression.name('version')} = {expression.value(read.version)}"
             try:
+                if also:
+                    row_update = self._table.op_update(
+                        key,
+                        expression.text(),
+                        condition=condition,
+                        names=expression.names,
+                        values=expression.values,
+                    )
+                    self._table.transact_write([row_update, *also])
+                    return None
                 item = self._table.update(
                     key,
                     expression.text(),
@@ -275,7 +301,17 @@ class StmStore:
                 )
             except ConditionFailed as exc:
                 read = entry_from_item(exc.old_item) if exc.old_item else self.get(identity.address)
-                time.sleep(random.uniform(0, _BACKOFF_STEP_SECONDS * min(attempt + 1, 10)))
+                _backoff(attempt)
+                continue
+            except TransactionCancelled as exc:
+                row, *others = exc.reasons
+                if any(reason.condition_failed for reason in others):
+                    raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+                if not (row.condition_failed or exc.conflicted):
+                    raise
+                if row.condition_failed:
+                    read = entry_from_item(row.old_item) if row.old_item else self.get(identity.address)
+                _backoff(attempt)
                 continue
             entry = entry_from_item(item)
             if entry is None:
@@ -283,15 +319,47 @@ class StmStore:
             return entry
         raise CaptureConflict(f"gave up after {MAX_CAPTURE_ATTEMPTS} conflicting captures")
 
-    def count_turn(self, identity: StmRowIdentity, now: datetime, limits: StmLimits) -> None:
-        """Count a bot turn without storing any of its messages (a user with full privacy)."""
+    def count_turn(
+        self,
+        identity: StmRowIdentity,
+        now: datetime,
+        limits: StmLimits,
+        *,
+        also: Sequence[dict[str, Any]] = (),
+    ) -> None:
+        """Count a bot turn without storing any of its messages (a user with full privacy); ``also``
+        commits in the same transaction, as for ``capture``."""
         expression = _Update()
         _set_identity(expression, identity, now, limits.retention, refresh=False)
         expression.set("version", 0, if_missing=True)
         expression.add("turns_since_refresh", 1)
-        self._table.update(
-            stm_row_key(identity.address), expression.text(), names=expression.names, values=expression.values
+        key = stm_row_key(identity.address)
+        if not also:
+            self._table.update(key, expression.text(), names=expression.names, values=expression.values)
+            return
+        row_update = self._table.op_update(
+            key, expression.text(), names=expression.names, values=expression.values
         )
+        try:
+            self._table.transact_write([row_update, *also])
+        except TransactionCancelled as exc:
+            if any(reason.condition_failed for reason in exc.reasons[1:]):
+                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+            raise
+
+    def _commit_also(self, also: Sequence[dict[str, Any]]) -> None:
+        if not also:
+            return
+        try:
+            self._table.transact_write(list(also))
+        except TransactionCancelled as exc:
+            if any(reason.condition_failed for reason in exc.reasons):
+                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+            raise
+
+
+def _backoff(attempt: int) -> None:
+    time.sleep(random.uniform(0, _BACKOFF_STEP_SECONDS * min(attempt + 1, 10)))
 
 
 def _already_captured(read: StmEntry, messages: Sequence[CrudeMessage]) -> bool:

@@ -49,8 +49,9 @@ class MemoryStore(Protocol):
 
     def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
 
-    def replace_content(self, memory: Memory, content: str, now: datetime) -> Memory:
-        """``memory`` with new content; raises ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
+    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
+        """``memory`` with new content; raises ``DuplicateMemory`` or ``MemoryNotFound`` (changed).
+        ``limit`` is the memory limit of its scope, which bounds what recall keeps of each memory."""
         ...
 
     def delete(self, memory: Memory) -> None:

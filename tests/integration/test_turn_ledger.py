@@ -1,0 +1,63 @@
+"""A turn's completion record commits with its capture, so a second attempt can neither count nor
+record the turn again; DynamoDB's conditions enforce it, not the callers."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
+from tests.integration.test_stm_store import identity
+from tests.unit.stm_builders import LIMITS, NOW, message
+
+
+def test_the_record_commits_with_the_capture_and_a_second_attempt_changes_nothing(table):
+    store, ledger = StmStore(table), TurnLedger(table)
+    done = ledger.op_record("message", "700000000000000001", TurnOutcome(reply_ids=("800",)), NOW)
+    store.capture(
+        identity(), None, [message("hi", message_id="700000000000000001")], NOW, LIMITS, also=[done]
+    )
+    row = store.get(identity().address)
+    assert row.turns_since_refresh == 1
+    record = outcome_from_item(table.get(turn_record_key("message", "700000000000000001")))
+    assert record == TurnOutcome(reply_ids=("800",))
+
+    # a second attempt of the same turn, with other words (a model that answered differently)
+    again = ledger.op_record("message", "700000000000000001", TurnOutcome(reply_ids=("801",)), NOW)
+    with pytest.raises(TurnAlreadyRecorded):
+        store.capture(identity(), row, [message("hi again", message_id="900")], NOW, LIMITS, also=[again])
+    row = store.get(identity().address)
+    assert row.turns_since_refresh == 1
+    assert [m.text for m in row.crude] == ["hi"]
+
+
+def test_a_failed_row_condition_is_merged_and_retried_inside_the_transaction(table):
+    store, ledger = StmStore(table), TurnLedger(table)
+    store.capture(identity(), None, [message("first", message_id="1")], NOW, LIMITS)
+    stale_read = None  # this attempt loaded before the row existed
+    done = ledger.op_record("message", "2", TurnOutcome(), NOW)
+    store.capture(identity(), stale_read, [message("second", message_id="2")], NOW, LIMITS, also=[done])
+    row = store.get(identity().address)
+    assert [m.text for m in row.crude] == ["first", "second"]
+    assert row.turns_since_refresh == 2
+    assert table.get(turn_record_key("message", "2")) is not None
+
+
+def test_a_full_privacy_turn_is_counted_and_recorded_once(table):
+    store, ledger = StmStore(table), TurnLedger(table)
+    store.count_turn(identity(), NOW, LIMITS, also=[ledger.op_record("message", "3", TurnOutcome(), NOW)])
+    with pytest.raises(TurnAlreadyRecorded):
+        store.count_turn(identity(), NOW, LIMITS, also=[ledger.op_record("message", "3", TurnOutcome(), NOW)])
+    assert store.get(identity().address).turns_since_refresh == 1
+
+
+def test_recording_alone_says_whether_it_was_first(table):
+    ledger = TurnLedger(table)
+    now = datetime(2026, 11, 30, tzinfo=UTC)
+    assert ledger.record("slash_command", "4", TurnOutcome(apologised=True), now) is True
+    assert ledger.record("slash_command", "4", TurnOutcome(), now) is False
+    item = table.get(turn_record_key("slash_command", "4"))
+    assert item["apologised"] is True and item["expires_at"] > now.timestamp()
+    assert table.get(stm_row_key(identity().address)) is None
