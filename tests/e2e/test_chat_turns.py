@@ -649,3 +649,32 @@ def test_a_turn_out_of_time_apologises_instead_of_timing_out(stack, llm):
     # Then the user gets the apology, and the model was never asked
     assert llm.bodies == []
     assert [m["content"] for m in replies_to(stack, message)] == [APOLOGY]
+
+
+def test_a_turn_that_keeps_failing_lands_in_the_dead_letter_queue_not_in_a_loop(stack, llm):
+    # Given a queued body that can never become a turn
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody='{"not": "a turn"}',
+        MessageGroupId=CHANNEL,
+        MessageDeduplicationId="poison-1",
+    )
+    # When the worker is given it again and again
+    responses = stack.deliver_turns(max_batches=6)
+    # Then it fails as many times as the template's maxReceiveCount allows, then moves to the DLQ
+    assert [len(r["batchItemFailures"]) for r in responses] == [1, 1, 1]
+    dead = stack.sqs.receive_message(QueueUrl=stack.resources.dead_letter_queue_url)["Messages"]
+    assert [m["Body"] for m in dead] == ['{"not": "a turn"}']
+    assert llm.bodies == []
+
+
+def test_a_turn_that_waited_in_the_queue_does_not_see_what_was_said_after_it(stack, llm):
+    alice = seed_alice(stack.discord)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+    message = say_to_bot(stack, alice, "what's the plan?")
+    stack.discord.seed_message(CHANNEL, bob, "a later message, sent while the turn was queued")
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    sent = json.dumps(llm.bodies[0]["messages"])
+    assert "what's the plan?" in sent
+    assert "a later message" not in sent
+    assert [m["message_reference"]["message_id"] for m in replies_to(stack, message)] == [message["id"]]

@@ -86,6 +86,7 @@ class TurnService:
             record.duplicate = True
             self._record_alone(job, record, now)
             return record
+        history = _not_after(history, job.turn_id)
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
@@ -365,6 +366,19 @@ def system_prompt(turn: TurnContext) -> str:
 
 def _outcome(record: TurnRecord) -> TurnOutcome:
     return TurnOutcome(reply_ids=tuple(record.reply_ids), apologised=record.apologised)
+
+
+def _not_after(history: list[dict[str, Any]], turn_id: str) -> list[dict[str, Any]]:
+    """The history as it stood when the turn's message was sent: a turn that waited in the queue
+    must not answer with knowledge of what was said after it (snowflakes grow with time)."""
+    return [message for message in history if _snowflake(message.get("id")) <= int(turn_id)]
+
+
+def _snowflake(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
 
 
 def _already_answered(history: list[dict[str, Any]], job: TurnJob, bot_user_id: str) -> bool:
