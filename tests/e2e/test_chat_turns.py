@@ -285,7 +285,9 @@ def test_only_the_latest_dialogue_history_limit_messages_are_sent(llm):
         trigger = run_turn(stack, alice, "and now?")
 
     limit_requests = stack.discord.requests_to("GET", rf"/api/v10/channels/{CHANNEL}/messages")
-    assert limit_requests[0].query["limit"] == ["3"]
+    # the turn's own message is in the job; Discord is asked for the ones before it
+    assert limit_requests[0].query["limit"] == ["2"]
+    assert limit_requests[0].query["before"] == [trigger["id"]]
     turns = dialogue(llm.bodies[0]["messages"])
     assert [header(turn)["message"] for turn in turns] == [older[3]["id"], older[4]["id"], trigger["id"]]
 
@@ -606,19 +608,65 @@ def test_a_reply_discord_refuses_is_reported_as_a_batch_failure_and_posted_once_
         assert stm_row(stack).turns_since_refresh == 1
 
 
-def test_a_turn_already_answered_by_an_earlier_attempt_is_not_answered_again(stack, llm):
-    # Given a message the bot already replied to (an attempt that posted, then died before finishing)
+def hand_out_without_answering(stack: LocalStack) -> None:
+    """An attempt that took the turn from the queue and died: SQS will hand it out again."""
+    received = stack.sqs.receive_message(QueueUrl=stack.resources.turn_queue_url, AttributeNames=["All"])
+    for message in received["Messages"]:
+        stack.sqs.change_message_visibility(
+            QueueUrl=stack.resources.turn_queue_url,
+            ReceiptHandle=message["ReceiptHandle"],
+            VisibilityTimeout=0,
+        )
+
+
+def test_a_redelivered_turn_already_answered_is_not_answered_again_even_in_a_busy_channel(stack, llm):
+    # Given an attempt that replied, then died before recording the turn, and a channel that moved on
     alice = seed_alice(stack.discord)
-    message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> hello?")
+    message = say_to_bot(stack, alice, "hello?")
+    hand_out_without_answering(stack)
     DiscordRest(stack.discord.base_url, stack.discord.token).create_message(
         CHANNEL, "earlier answer", reply_to=message["id"]
     )
-    # When the turn is delivered
-    assert relay(stack, message).status_code == 202
+    for n in range(15):
+        stack.discord.seed_message(CHANNEL, alice, f"later chatter {n}")
+    # When SQS hands the turn out again
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     # Then the model is not asked and nothing more is posted
     assert llm.bodies == []
     assert [m["content"] for m in replies_to(stack, message)] == ["earlier answer"]
+
+
+def test_a_redelivered_turn_that_never_answered_is_answered(stack, llm):
+    alice = seed_alice(stack.discord)
+    message = say_to_bot(stack, alice, "hello?")
+    hand_out_without_answering(stack)
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    assert [m["content"] for m in replies_to(stack, message)] == [REPLY]
+
+
+def test_a_redelivered_chat_command_already_answered_is_not_answered_again(stack, llm):
+    alice = seed_alice(stack.discord)
+    payload = slash_command(
+        stack.application_id,
+        "chat",
+        options={"message": "hi"},
+        guild_id=GUILD,
+        channel_id=CHANNEL,
+        user_id=alice["id"],
+        username="alice",
+        interaction_id=stack.discord.new_id(),
+        token="tok-redelivered",
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert httpx.post(stack.urls["interactions"], content=body, headers=headers).json() == {"type": 5}
+    hand_out_without_answering(stack)
+    DiscordRest(stack.discord.base_url, stack.discord.token).edit_original_response(
+        stack.application_id, "tok-redelivered", "earlier answer"
+    )
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    assert llm.bodies == []
+    assert stack.discord.interaction_response("tok-redelivered")["content"] == "earlier answer"
 
 
 def test_a_guild_turn_whose_channel_cannot_be_looked_up_is_retried_not_guessed(stack, llm):
@@ -678,3 +726,15 @@ def test_a_turn_that_waited_in_the_queue_does_not_see_what_was_said_after_it(sta
     assert "what's the plan?" in sent
     assert "a later message" not in sent
     assert [m["message_reference"]["message_id"] for m in replies_to(stack, message)] == [message["id"]]
+
+
+def test_a_queued_turn_keeps_its_earlier_context_however_busy_the_channel_became(stack, llm):
+    alice = seed_alice(stack.discord)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+    stack.discord.seed_message(CHANNEL, alice, "my dog is called Rex")
+    say_to_bot(stack, alice, "what's my dog called?")
+    for n in range(12):
+        stack.discord.seed_message(CHANNEL, bob, f"later chatter {n}")
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    sent = json.dumps(llm.bodies[0]["messages"])
+    assert "my dog is called Rex" in sent and "later chatter" not in sent

@@ -68,11 +68,19 @@ class DiscordRest:
     def close(self) -> None:
         self._client.close()
 
-    def get_channel_messages(self, channel_id: str, limit: int) -> list[dict[str, Any]]:
-        """The channel's latest ``limit`` messages, newest first, as Discord returns them."""
+    def get_channel_messages(
+        self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` messages, newest first as Discord returns them: the latest, or those
+        ``before`` / ``after`` a message id."""
         if not 1 <= limit <= MAX_MESSAGES_PER_FETCH:
             raise ValueError(f"limit must be between 1 and {MAX_MESSAGES_PER_FETCH}")
-        messages = self._request("GET", f"/channels/{_id(channel_id)}/messages", params={"limit": limit})
+        params: dict[str, Any] = {"limit": limit}
+        if before is not None:
+            params["before"] = _id(before)
+        if after is not None:
+            params["after"] = _id(after)
+        messages = self._request("GET", f"/channels/{_id(channel_id)}/messages", params=params)
         if not isinstance(messages, list):
             raise DiscordError(200, None, "channel messages were not a list")
         return messages
@@ -125,6 +133,13 @@ class DiscordRest:
             body["embeds"] = embeds
         path = f"/webhooks/{_id(application_id)}/{interaction_token}/messages/@original"
         return self._request("PATCH", path, json=body, authorize=False)
+
+    def get_original_response(self, application_id: str, interaction_token: str) -> dict[str, Any]:
+        """The interaction's response message (still "thinking…" until it is edited)."""
+        if not _INTERACTION_TOKEN.fullmatch(interaction_token):
+            raise ValueError("interaction token has unexpected characters")
+        path = f"/webhooks/{_id(application_id)}/{interaction_token}/messages/@original"
+        return self._request("GET", path, authorize=False)
 
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Members whose username or nickname starts with ``query``."""

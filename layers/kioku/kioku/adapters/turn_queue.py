@@ -31,3 +31,13 @@ class TurnQueue:
             )
         except (BotoCoreError, ClientError) as exc:
             raise QueueUnavailable(f"could not queue turn {job.turn_id}: {exc.__class__.__name__}") from exc
+
+    def retry_soon(self, receipt_handle: str, seconds: int) -> None:
+        """Make a failed turn visible again after ``seconds`` instead of the queue's visibility
+        timeout, so a transient failure holds its channel's message group up only briefly."""
+        try:
+            self._client.change_message_visibility(
+                QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise QueueUnavailable(f"could not reschedule a turn: {exc.__class__.__name__}") from exc

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections import deque
 from functools import lru_cache
-from typing import Any
+from typing import Any, Final
 
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -24,6 +24,7 @@ from kioku.services.turn import TurnRecord, TurnService
 
 logger = logging.getLogger(__name__)
 
+RETRY_DELAY_SECONDS: Final = 30
 recent_turns: deque[TurnRecord] = deque(maxlen=5)
 """The last few turns of this container, for the playground's ``/context``."""
 
@@ -54,9 +55,31 @@ def turn_service(settings: Settings) -> TurnService:
 
 
 def record_handler(record: SQSRecord) -> dict[str, Any]:
-    turn = turn_service(get_settings()).run(TurnJob.from_json(record.body))
+    try:
+        job = TurnJob.from_json(record.body)
+        redelivered = int(record.attributes.approximate_receive_count or 1) > 1
+        turn = turn_service(get_settings()).run(job, redelivered=redelivered)
+    except Exception:
+        _retry_soon(record.receipt_handle)
+        raise
     recent_turns.append(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
+
+
+@lru_cache(maxsize=1)
+def turn_queue(queue_url: str):
+    from kioku.adapters.turn_queue import TurnQueue
+
+    return TurnQueue(queue_url)
+
+
+def _retry_soon(receipt_handle: str) -> None:
+    from kioku.adapters.turn_queue import QueueUnavailable
+
+    try:
+        turn_queue(get_settings().TURN_QUEUE_URL).retry_soon(receipt_handle, RETRY_DELAY_SECONDS)
+    except QueueUnavailable:
+        logger.warning("a failed turn waits for the queue's visibility timeout instead")
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

@@ -176,6 +176,7 @@ def _forget_warm_containers() -> None:
     relay._services.clear()
     chat._turn_queue.cache_clear()
     turn_worker.turn_service.cache_clear()
+    turn_worker.turn_queue.cache_clear()
 
 
 def gateway_dispatch(message: dict[str, Any], guild_id: str | None, member: dict[str, Any] | None) -> bytes:

@@ -23,6 +23,7 @@ from kioku.playground.http_server import LoopbackHTTPServer
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
 DISCORD_PUBLIC_THREAD_TYPE: Final = 11
+MESSAGE_FLAG_LOADING: Final = 1 << 7
 DISCORD_MESSAGE_LIMIT: Final = 2000
 DISCORD_REPLY_TYPE: Final = 19
 DISCORD_DEFAULT_TYPE: Final = 0
@@ -299,6 +300,8 @@ class DiscordStandIn(_StandInServer):
         webhook = re.fullmatch(r"/webhooks/(\d+)/([^/]+)/messages/@original", path)
         if webhook and request.method == "PATCH":
             return self._edit_original(request, *webhook.groups())  # the token in the path authorises
+        if webhook and request.method == "GET":
+            return self._get_original(*webhook.groups())
         if request.headers.get("authorization") != f"Bot {self.token}":
             return _discord_error(401, 0, "401: Unauthorized")
         for method, pattern, handler in self._routes:
@@ -316,9 +319,17 @@ class DiscordStandIn(_StandInServer):
         if channel_id not in self._channels:
             return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
         limit = _int_param(request, "limit", default=50)
-        if limit is None or not 1 <= limit <= 100:
+        before = _int_param(request, "before", default=0)
+        after = _int_param(request, "after", default=0)
+        if limit is None or not 1 <= limit <= 100 or before is None or after is None:
             return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
-        return CannedResponse(200, list(reversed(self._channels[channel_id]))[:limit])
+        messages = self._channels[channel_id]
+        if after:
+            later = [m for m in messages if int(m["id"]) > after][:limit]
+            return CannedResponse(200, list(reversed(later)))
+        if before:
+            messages = [m for m in messages if int(m["id"]) < before]
+        return CannedResponse(200, list(reversed(messages))[:limit])
 
     def _post_message(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
@@ -370,6 +381,14 @@ class DiscordStandIn(_StandInServer):
         }
         self._interaction_responses[token] = message
         return CannedResponse(200, message)
+
+    def _get_original(self, application_id: str, token: str) -> CannedResponse:
+        if application_id != self.application_id:
+            return _discord_error(404, ERROR_UNKNOWN_WEBHOOK, "Unknown Webhook")
+        if token in self._interaction_responses:
+            return CannedResponse(200, self._interaction_responses[token])
+        thinking = {"id": self.new_id(), "content": "", "embeds": [], "flags": MESSAGE_FLAG_LOADING}
+        return CannedResponse(200, {**thinking, "author": self.bot_user, "timestamp": _now()})
 
     def _search_members(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         query = (request.query.get("query") or [""])[0].lower()

@@ -44,6 +44,8 @@ from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_me
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS: Final = 3
+MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its answer is looked for
+MESSAGE_FLAG_LOADING: Final = 1 << 7  # an interaction response still "thinking…"
 DEFAULT_TURN_SECONDS: Final = 120.0
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
@@ -75,18 +77,19 @@ class TurnService:
     """Seconds until this turn must be done (Lambda's remaining time); model calls stop short of it."""
     _channels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def run(self, job: TurnJob) -> TurnRecord:
+    def run(self, job: TurnJob, *, redelivered: bool = False) -> TurnRecord:
+        """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt may
+        have replied and died before recording the turn; Discord is asked before answering again."""
         record = TurnRecord()
         now = self.clock()
-        self._typing(job.channel_id)
-        channel = self._channel(job.channel_id, required=job.guild_id is not None)
-        history = self._history(job, now)
-        if _already_answered(history, job, self.settings.DISCORD_APPLICATION_ID):
+        if redelivered and self._answered_before(job):
             logger.info("turn %s was answered by an earlier attempt", job.turn_id)
             record.duplicate = True
             self._record_alone(job, record, now)
             return record
-        history = _not_after(history, job.turn_id)
+        self._typing(job.channel_id)
+        channel = self._channel(job.channel_id, required=job.guild_id is not None)
+        history = self._history(job, now)
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
@@ -281,21 +284,35 @@ class TurnService:
         return self._channels[channel_id]
 
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
-        """Recent channel messages, newest first as Discord returns them, with the turn's own message."""
+        """The conversation as it stood when the turn's message was sent, newest first as Discord
+        returns it: a turn that waited in the queue must not answer what was said after it."""
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
+        own = _slash_message(job, now) if job.source is TurnSource.SLASH_COMMAND else job.message
+        if limit == 1:
+            return [own]
         try:
-            history = self.discord.get_channel_messages(job.channel_id, limit)
+            earlier = self.discord.get_channel_messages(job.channel_id, limit - 1, before=job.turn_id)
         except DiscordError:
             if job.source is not TurnSource.SLASH_COMMAND:
                 raise
             # /chat works where the bot may not read the history: answer the question alone.
             logger.warning("channel history unavailable for /chat %s", job.turn_id)
-            history = []
+            earlier = []
+        return [own, *earlier]
+
+    def _answered_before(self, job: TurnJob) -> bool:
+        """Whether an earlier attempt already posted this turn's answer."""
         if job.source is TurnSource.SLASH_COMMAND:
-            history = [_slash_message(job, now), *history][:limit]
-        elif all(str(message.get("id")) != job.turn_id for message in history):
-            history = [job.message, *history][:limit]
-        return history
+            original = self.discord.get_original_response(str(job.application_id), str(job.interaction_token))
+            loading = int(original.get("flags") or 0) & MESSAGE_FLAG_LOADING
+            return not loading and bool(original.get("content") or original.get("embeds"))
+        later = self.discord.get_channel_messages(job.channel_id, MAX_MESSAGES_AFTER, after=job.turn_id)
+        bot_user_id = self.settings.DISCORD_APPLICATION_ID
+        return any(
+            str((message.get("author") or {}).get("id")) == bot_user_id
+            and str((message.get("message_reference") or {}).get("message_id")) == job.turn_id
+            for message in later
+        )
 
     def _post(self, job: TurnJob, chunks: list[str], record: TurnRecord) -> None:
         for index, chunk in enumerate(chunks):
@@ -366,30 +383,6 @@ def system_prompt(turn: TurnContext) -> str:
 
 def _outcome(record: TurnRecord) -> TurnOutcome:
     return TurnOutcome(reply_ids=tuple(record.reply_ids), apologised=record.apologised)
-
-
-def _not_after(history: list[dict[str, Any]], turn_id: str) -> list[dict[str, Any]]:
-    """The history as it stood when the turn's message was sent: a turn that waited in the queue
-    must not answer with knowledge of what was said after it (snowflakes grow with time)."""
-    return [message for message in history if _snowflake(message.get("id")) <= int(turn_id)]
-
-
-def _snowflake(value: Any) -> int:
-    try:
-        return int(str(value))
-    except ValueError:
-        return 0
-
-
-def _already_answered(history: list[dict[str, Any]], job: TurnJob, bot_user_id: str) -> bool:
-    """A reply of the bot to this very message is in the channel (a retry after a partial post)."""
-    if job.source is not TurnSource.MESSAGE:
-        return False
-    return any(
-        str((message.get("author") or {}).get("id")) == bot_user_id
-        and str((message.get("message_reference") or {}).get("message_id")) == job.turn_id
-        for message in history
-    )
 
 
 def _author(job: TurnJob, participants: tuple[Participant, ...]) -> Participant:

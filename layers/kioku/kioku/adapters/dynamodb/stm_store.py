@@ -304,6 +304,8 @@ class StmStore:
                 _backoff(attempt)
                 continue
             except TransactionCancelled as exc:
+                if not exc.reasons:
+                    raise
                 row, *others = exc.reasons
                 if any(reason.condition_failed for reason in others):
                     raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
