@@ -8,11 +8,12 @@ import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
 
+from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.relay.forwarder import Forwarder
 from kioku.signatures import (
     SIGNATURE_HEADER,
@@ -95,7 +96,7 @@ def endpoint(key_pair) -> Iterator[RelayEndpoint]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = LoopbackHTTPServer(("127.0.0.1", 0), Handler)
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.01}, daemon=True)
     thread.start()
     relay.url = f"http://127.0.0.1:{server.server_address[1]}/"

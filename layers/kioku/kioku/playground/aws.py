@@ -121,7 +121,10 @@ class MotoServer:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
         app = DomainDispatcherApplication(create_backend_app)
+        from kioku.playground.http_server import quiet_handle_error
+
         self._server = make_server(host, port, app, threaded=False)
+        self._server.handle_error = quiet_handle_error
         self.url = f"http://{host}:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
 

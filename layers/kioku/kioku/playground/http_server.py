@@ -20,7 +20,12 @@ class LoopbackHTTPServer(ThreadingHTTPServer):
     daemon_threads = True
 
     def handle_error(self, request, client_address) -> None:
-        error = sys.exception()
-        if isinstance(error, ConnectionError):
-            return
-        logger.warning("local server error for %s: %r", client_address, error)
+        quiet_handle_error(request, client_address)
+
+
+def quiet_handle_error(request, client_address) -> None:
+    """``handle_error`` for any socketserver: skip hang-ups, log the rest in one line."""
+    error = sys.exception()
+    if isinstance(error, ConnectionError):
+        return
+    logger.warning("local server error for %s: %r", client_address, error)
