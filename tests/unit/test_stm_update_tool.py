@@ -11,7 +11,7 @@ from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.domain.stm.context import StmState
 from kioku.domain.stm.update_tool import TOOL_NAME, StmUpdate
 from kioku.services.stm import ShortTermMemoryTurn
-from tests.unit.stm_builders import CATEGORIES, LIMITS, config, message, turn
+from tests.unit.stm_builders import ALICE, CATEGORIES, LIMITS, config, message, turn
 
 
 @dataclass
@@ -152,10 +152,17 @@ def test_values_are_trimmed_macro_expanded_sanitised_and_cut():
     )
     assert result.ok
     (written,) = store.writes
-    assert written.summary.startswith("{user} and {bot} met Kioku here. word")
+    # in a guild the row is shared: {user} is pinned to the speaker, {bot} stays a token
+    assert written.summary.startswith(f"{ALICE.display_name} and {{bot}} met Kioku here. word")
     assert len(written.summary) <= LIMITS.max_summary_length
     assert written.summary.endswith("…")
     assert status(result)["shortened"] == ["summary"]
+
+
+def test_in_a_dm_the_users_own_row_keeps_the_user_token():
+    memory, store = stm_turn(turn(server_id=None))
+    assert memory.run_update_tool({"summary": "{user} is learning the cello"}).ok
+    assert store.writes[0].summary == "{user} is learning the cello"
 
 
 def test_a_category_write_carries_every_section_even_empty_ones():

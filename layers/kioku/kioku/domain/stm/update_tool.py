@@ -106,8 +106,13 @@ def prompt_macros(turn: TurnContext, limits: StmLimits) -> dict[str, str]:
 
 
 def value_macros(turn: TurnContext, limits: StmLimits) -> dict[str, str]:
-    """Macros expanded inside saved values; ``{user}`` and ``{bot}`` stay tokens, resolved when shown."""
-    return {k: v for k, v in prompt_macros(turn, limits).items() if k not in {"user", "bot"}}
+    """Macros expanded inside saved values. ``{bot}`` stays a token, resolved when shown. So does
+    ``{user}`` in a DM, whose row is that user's; a guild row is shared and read in later turns
+    where ``{user}`` would mean whoever speaks then, so there it is written down as the speaker."""
+    macros = {k: v for k, v in prompt_macros(turn, limits).items() if k not in {"user", "bot"}}
+    if not turn.is_dm:
+        macros["user"] = turn.user.display_name
+    return macros
 
 
 def render_prompt(text: str, macros: Mapping[str, str]) -> str:
