@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from kioku.playground.events import ping, signed_event, slash_command
+from kioku.playground.events import function_url_event, ping, signed_event, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
 from tests.conftest import APPLICATION_ID
 
@@ -126,15 +126,15 @@ def test_verified_malformed_bodies_get_400(invoke, discord_keys, body):
     assert "error" in json.loads(response["body"])
 
 
-def test_oversized_bodies_are_refused_before_verification(invoke, discord_keys):
-    response = invoke(signed_event(b"{" + b" " * 300_000 + b"}", discord_keys.signing_hex))
-    assert response["statusCode"] == 413
+def test_oversized_bodies_are_401_unsigned_and_400_signed(invoke, discord_keys):
+    oversized = signed_event(b"{" + b" " * 300_000 + b"}", discord_keys.signing_hex)
+    assert invoke(oversized)["statusCode"] == 400
+    assert invoke({**oversized, "headers": {"content-type": "application/json"}})["statusCode"] == 401
 
 
-def test_get_requests_are_refused(invoke, discord_keys):
-    event = signed_event(ping(APPLICATION_ID), discord_keys.signing_hex)
-    event["requestContext"]["http"]["method"] = "GET"
-    assert invoke(event)["statusCode"] == 405
+def test_an_unsigned_get_fails_verification_like_anything_else(invoke):
+    event = function_url_event(b"", {}, method="GET")
+    assert invoke(event)["statusCode"] == 401
 
 
 def test_missing_configuration_is_a_clear_503_not_a_crash(invoke, discord_keys, monkeypatch, caplog):

@@ -34,3 +34,27 @@ def test_regenerated_events_verify_now_and_a_changed_body_does_not(tmp_path):
         verifier.verify(
             event["body"].encode() + b" ", headers["x-signature-ed25519"], headers["x-signature-timestamp"]
         )
+
+
+def test_env_json_names_every_function_of_the_template_and_only_declared_variables():
+    from kioku.playground.aws import load_template
+
+    template = load_template()
+    functions = {
+        name
+        for name, resource in template["Resources"].items()
+        if resource["Type"] == "AWS::Serverless::Function"
+    }
+    declared = set(template["Globals"]["Function"]["Environment"]["Variables"])
+    env = json.loads((EVENTS / "env.json").read_text())
+    assert set(env) == functions
+    for variables in env.values():
+        assert set(variables) <= declared  # sam local ignores anything else in --env-vars
+
+
+def test_the_sample_queue_event_carries_a_turn():
+    from kioku.domain.turn_jobs import TurnJob
+
+    event = json.loads((EVENTS / "turn-sqs.json").read_text())
+    job = TurnJob.from_json(event["Records"][0]["body"])
+    assert job.turn_id == "700000000000000001"

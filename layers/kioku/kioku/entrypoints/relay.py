@@ -28,9 +28,8 @@ _services: dict[str, Any] = {}
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:
     """Answer one Function URL event; never raises."""
-    # Oversized but signed bodies reach parse_relay_body, which answers 400 as the contract says.
     return handle_signed(
-        event, lambda: get_settings().RELAY_PUBLIC_KEY, _answer, max_body_bytes=4 * MAX_RELAY_BODY_BYTES
+        event, lambda: get_settings().RELAY_PUBLIC_KEY, _answer, max_body_bytes=MAX_RELAY_BODY_BYTES
     )
 
 

@@ -1,5 +1,6 @@
-"""What every signed Function URL endpoint does before its own work: never raise, refuse what is
-not POSTed, too large or not signed by the expected key. Interactions and the relay share it."""
+"""What every signed Function URL endpoint does before its own work: never raise, answer 401 to
+anything not signed by the expected key (whatever its method or size, as the contract says), and
+400 to a signed body too large to be what the endpoint takes. Interactions and the relay share it."""
 
 from __future__ import annotations
 
@@ -23,14 +24,10 @@ def handle_signed(
 ) -> dict[str, Any]:
     """Verify ``event`` against ``public_key()``, then answer with ``handler(body)``; never raises."""
     try:
-        if (event.get("requestContext") or {}).get("http", {}).get("method", "POST") != "POST":
-            return error_response(405, "this endpoint takes POST requests")
         try:
             body = raw_body(event)
         except UnreadableBody:
             return error_response(401, "invalid request signature")
-        if len(body) > max_body_bytes:
-            return error_response(413, "request body too large")
         try:
             verifier(public_key()).verify(
                 body, header(event, SIGNATURE_HEADER), header(event, TIMESTAMP_HEADER)
@@ -38,6 +35,8 @@ def handle_signed(
         except SignatureRejected as exc:
             logger.info("rejected a request: %s", exc.reason)
             return error_response(401, "invalid request signature")
+        if len(body) > max_body_bytes:
+            return error_response(400, "request body too large")
         return handler(body)
     except ConfigurationError as exc:
         logger.error("the endpoint is misconfigured: %s", exc)

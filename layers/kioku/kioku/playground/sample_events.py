@@ -13,6 +13,7 @@ from pathlib import Path
 
 from nacl.signing import SigningKey
 
+from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.events import ping, signed_event, slash_command
 
 THROWAWAY_PHRASE = b"kioku throw-away test key - never use for a real application"
@@ -22,40 +23,97 @@ APPLICATION_ID = "100000000000000001"
 EVENTS_DIR = Path(__file__).resolve().parents[4] / "events"
 
 
+LOCAL_AWS = "http://host.docker.internal:5000"
+FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction")
+
+
 def sam_local_env() -> dict:
-    """``sam local invoke --env-vars events/env.json``: point the functions at a local moto_server."""
-    common = {
+    """``--env-vars events/env.json``: sam local only overrides variables the template declares."""
+    declared = {
         "TABLE_NAME": "kioku-KiokuTable",
-        "TURN_QUEUE_URL": "http://host.docker.internal:5000/000000000000/kioku-TurnQueue.fifo",
+        "TURN_QUEUE_URL": f"{LOCAL_AWS}/000000000000/kioku-TurnQueue.fifo",
         "DISCORD_APPLICATION_ID": APPLICATION_ID,
         "DISCORD_PUBLIC_KEY": THROWAWAY_PUBLIC_KEY,
         "RELAY_PUBLIC_KEY": THROWAWAY_PUBLIC_KEY,
+        "KIOKU_SECRET_ARN": "",
+    }
+    return {function: dict(declared) for function in FUNCTIONS}
+
+
+def sam_local_container_env() -> dict:
+    """``--container-env-vars events/container-env.json``: what the template leaves out on purpose
+    (secrets, endpoint overrides) for a local run against ``moto_server -p 5000``."""
+    return {
         "DISCORD_BOT_TOKEN": "local-bot-token",
         "LLM_PROVIDER": "scripted",
         "LLM_API_KEY": "local-llm-key",
-        "KIOKU_SECRET_ARN": "",
-        "AWS_ENDPOINT_URL_DYNAMODB": "http://host.docker.internal:5000",
-        "AWS_ENDPOINT_URL_SQS": "http://host.docker.internal:5000",
+        "AWS_ENDPOINT_URL_DYNAMODB": LOCAL_AWS,
+        "AWS_ENDPOINT_URL_SQS": LOCAL_AWS,
         "AWS_ACCESS_KEY_ID": "local",
         "AWS_SECRET_ACCESS_KEY": "local",
     }
-    return {"InteractionsFunction": common}
+
+
+def relay_dispatch() -> dict:
+    """A message mentioning the bot, as the relay forwards it."""
+    return {
+        "t": "MESSAGE_CREATE",
+        "d": {
+            "id": "700000000000000001",
+            "channel_id": "300000000000000001",
+            "guild_id": "200000000000000001",
+            "author": {"id": "400000000000000001", "username": "alice", "global_name": "Alice", "bot": False},
+            "member": {"nick": None, "roles": []},
+            "content": f"<@{APPLICATION_ID}> hello!",
+            "timestamp": "2026-11-30T00:00:00.000000+00:00",
+            "type": 0,
+            "mentions": [{"id": APPLICATION_ID, "username": "kioku", "bot": True}],
+            "attachments": [],
+            "embeds": [],
+        },
+    }
+
+
+def turn_queue_event() -> dict:
+    """What Lambda hands TurnFunction for one queued turn (SQS FIFO)."""
+    job = TurnJob.from_gateway_message(relay_dispatch()["d"])
+    return {
+        "Records": [
+            {
+                "messageId": "00000000-0000-0000-0000-000000000001",
+                "receiptHandle": "local-receipt-handle",
+                "body": job.to_json(),
+                "attributes": {
+                    "ApproximateReceiveCount": "1",
+                    "MessageGroupId": job.channel_id,
+                    "MessageDeduplicationId": f"message-{job.turn_id}",
+                },
+                "messageAttributes": {},
+                "md5OfBody": "",
+                "eventSource": "aws:sqs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:000000000000:kioku-TurnQueue.fifo",
+                "awsRegion": "us-east-1",
+            }
+        ]
+    }
 
 
 def write_events(directory: Path = EVENTS_DIR) -> list[Path]:
     directory.mkdir(exist_ok=True)
-    samples = {
+    signed = {
         "interactions-ping.json": ping(APPLICATION_ID),
         "interactions-help-stm.json": slash_command(APPLICATION_ID, "help", "stm"),
+        "relay-mention.json": relay_dispatch(),
     }
+    files = {name: signed_event(payload, THROWAWAY_SIGNING_KEY) for name, payload in signed.items()}
+    files["turn-sqs.json"] = turn_queue_event()
+    files["env.json"] = sam_local_env()
+    files["container-env.json"] = sam_local_container_env()
     written = []
-    for name, payload in samples.items():
+    for name, content in files.items():
         path = directory / name
-        path.write_text(json.dumps(signed_event(payload, THROWAWAY_SIGNING_KEY), indent=2) + "\n")
+        path.write_text(json.dumps(content, indent=2, ensure_ascii=False) + "\n")
         written.append(path)
-    env_path = directory / "env.json"
-    env_path.write_text(json.dumps(sam_local_env(), indent=2) + "\n")
-    written.append(env_path)
     return written
 
 
