@@ -24,7 +24,7 @@ EVENTS_DIR = Path(__file__).resolve().parents[4] / "events"
 
 
 LOCAL_AWS = "http://host.docker.internal:5000"
-FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction")
+FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction", "JanitorFunction")
 
 
 def sam_local_env() -> dict:
@@ -107,6 +107,11 @@ def write_events(directory: Path = EVENTS_DIR) -> list[Path]:
     }
     files = {name: signed_event(payload, THROWAWAY_SIGNING_KEY) for name, payload in signed.items()}
     files["turn-sqs.json"] = turn_queue_event()
+    files["janitor-schedule.json"] = {
+        "source": "aws.scheduler",
+        "detail-type": "Scheduled Event",
+        "detail": {},
+    }
     files["env.json"] = sam_local_env()
     files["container-env.json"] = sam_local_container_env()
     written = []

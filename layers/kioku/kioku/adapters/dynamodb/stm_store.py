@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 RECENCY_INDEX: Final = "Recency"
 AGE_SHARDS: Final = 8
+JANITOR_INDEX: Final = "JanitorAge"
 MAX_ITEM_BYTES: Final = 400 * 1024
 MAX_CHANNEL_NAME_CHARS: Final = 100
 MAX_CAPTURE_ATTEMPTS: Final = 48
@@ -58,6 +59,13 @@ _BACKOFF_STEP_SECONDS: Final = 0.002
 
 class NewerMemoryExists(StoreError):
     """Another turn saved this channel's memory after ours was written; ours was not stored."""
+
+
+@dataclass
+class PurgeReport:
+    found: int = 0
+    deleted: int = 0
+    kept: int = 0
 
 
 class TurnAlreadyRecorded(StoreError):
@@ -201,6 +209,41 @@ class StmStore:
             if start_key is None or sum(map(eligible, rows)) >= want:
                 break
         return rows
+
+    # -- the janitor --------------------------------------------------------------------------------
+
+    def purge_idle(self, idle_before: datetime, *, page_size: int = 100) -> PurgeReport:
+        """Delete every row not updated since ``idle_before``, found through the ``JanitorAge`` index
+        shard by shard (no scan). Each delete is conditional on the row still being idle, so a
+        conversation that resumed between the query and the delete keeps its memory."""
+        report = PurgeReport()
+        cutoff = _iso(idle_before)
+        for shard in range(AGE_SHARDS):
+            start_key: Key | None = None
+            while True:
+                keys, start_key = self._table.query(
+                    "#pk = :shard AND #sk < :cutoff",
+                    names={"#pk": "gsi2pk", "#sk": "gsi2sk"},
+                    values={":shard": f"STMAGE#{shard}", ":cutoff": cutoff},
+                    index=JANITOR_INDEX,
+                    limit=page_size,
+                    start_key=start_key,
+                )
+                for key in keys:
+                    report.found += 1
+                    try:
+                        self._table.delete(
+                            {"pk": key["pk"], "sk": key["sk"]},
+                            condition="#last_updated < :cutoff",
+                            names={"#last_updated": "last_updated"},
+                            values={":cutoff": cutoff},
+                        )
+                        report.deleted += 1
+                    except ConditionFailed:
+                        report.kept += 1
+                if start_key is None:
+                    break
+        return report
 
     def get(self, address: StmAddress) -> StmEntry | None:
         return entry_from_item(self._table.get(stm_row_key(address)))

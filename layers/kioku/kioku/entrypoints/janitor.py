@@ -1,0 +1,28 @@
+"""JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
+``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet)."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.config import get_settings
+
+logger = logging.getLogger(__name__)
+
+
+def handle(event: dict[str, Any], *, now: datetime | None = None) -> dict[str, int]:
+    settings = get_settings()
+    moment = now or datetime.now(UTC)
+    idle_before = moment - timedelta(days=settings.STM_JANITOR_RETENTION_DAYS)
+    report = StmStore(KiokuTable(settings.TABLE_NAME)).purge_idle(idle_before)
+    logger.info(
+        "short-term memory janitor: %d idle rows found, %d deleted, %d resumed meanwhile and kept",
+        report.found,
+        report.deleted,
+        report.kept,
+    )
+    return {"found": report.found, "deleted": report.deleted, "kept": report.kept}

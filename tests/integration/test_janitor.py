@@ -1,0 +1,62 @@
+"""JanitorFunction purges idle short-term memory rows through the JanitorAge index, never a row
+that resumed meanwhile, never a fresh one."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
+from kioku.domain.stm.update_tool import StmUpdate
+from kioku.playground.functions import LambdaContext, load_handler
+from tests.integration.test_stm_store import identity
+from tests.unit.stm_builders import LIMITS, NOW
+
+DAY = timedelta(days=1)
+
+
+def write(store: StmStore, channel: str, at) -> None:
+    store.write_memory(identity(channel), StmUpdate(summary=f"about {channel}"), (), at, LIMITS.retention)
+
+
+def test_idle_rows_go_fresh_rows_stay_across_every_shard(env, table):
+    store = StmStore(table)
+    for n in range(40):
+        write(store, f"old-{n}", NOW - 120 * DAY)
+    for n in range(5):
+        write(store, f"new-{n}", NOW - DAY)
+    report = store.purge_idle(NOW - 90 * DAY, page_size=3)
+    assert (report.found, report.deleted, report.kept) == (40, 40, 0)
+    assert all(store.get(identity(f"old-{n}").address) is None for n in range(40))
+    assert all(store.get(identity(f"new-{n}").address) is not None for n in range(5))
+
+
+def test_a_row_that_resumed_after_the_index_was_read_is_kept(env, table):
+    store = StmStore(table)
+    write(store, "resumed", NOW - 120 * DAY)
+    # the conversation resumed: the row is fresh, though the (eventually consistent) index lags
+    table.update(
+        stm_row_key(identity("resumed").address),
+        "SET last_updated = :now",
+        values={":now": NOW.isoformat()},
+    )
+    report = store.purge_idle(NOW - 90 * DAY)
+    assert (report.found, report.deleted, report.kept) == (1, 0, 1)
+    assert store.get(identity("resumed").address) is not None
+
+
+def test_the_janitor_uses_the_configured_retention(env, table, monkeypatch):
+    from kioku.entrypoints.janitor import handle
+
+    monkeypatch.setenv("STM_JANITOR_RETENTION_DAYS", "30")
+    store = StmStore(table)
+    write(store, "month-old", NOW - 45 * DAY)
+    write(store, "week-old", NOW - 7 * DAY)
+    assert handle({}, now=NOW) == {"found": 1, "deleted": 1, "kept": 0}
+    assert store.get(identity("month-old").address) is None
+    assert store.get(identity("week-old").address) is not None
+
+
+def test_the_scheduled_lambda_handler_reports_what_it_did(env, table):
+    write(StmStore(table), "ancient", NOW - 3650 * DAY)
+    scheduler_event = {"source": "aws.scheduler", "detail-type": "Scheduled Event", "detail": {}}
+    assert load_handler("janitor")(scheduler_event, LambdaContext()) == {"found": 1, "deleted": 1, "kept": 0}
