@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from kioku.domain.models import ServerConfig
+from kioku.domain.text import USER_MENTION
 
 MESSAGE_CREATE: Final = "MESSAGE_CREATE"
 MESSAGE_TYPE_DEFAULT: Final = 0
@@ -30,8 +31,6 @@ MAX_ATTACHMENTS: Final = 10
 MAX_EMBEDS: Final = 10
 MAX_MENTIONS: Final = 100
 MAX_SNOWFLAKE_DIGITS: Final = 20
-
-_USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
 
 
 class InvalidRelayEvent(ValueError):
@@ -153,7 +152,7 @@ def decide_turn(
         return TurnDecision(False, TurnReason.OTHER_BOT)
     if message.is_direct_message:
         return TurnDecision(True, TurnReason.DIRECT_MESSAGE)
-    if bot_user_id in message.mentioned_user_ids or bot_user_id in _USER_MENTION.findall(message.content):
+    if bot_user_id in message.mentioned_user_ids or bot_user_id in USER_MENTION.findall(message.content):
         return TurnDecision(True, TurnReason.MENTIONED)
     if message.referenced_author_id == bot_user_id:
         return TurnDecision(True, TurnReason.REPLY_TO_BOT)

@@ -9,6 +9,8 @@ from collections.abc import Collection, Mapping
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
 _WHITESPACE = re.compile(r"\s+")
+USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
+"""A Discord user mention, ``<@id>`` or the legacy nickname form ``<@!id>``; group 1 is the id."""
 
 
 def expand_macros(text: str, macros: Mapping[str, str]) -> str:

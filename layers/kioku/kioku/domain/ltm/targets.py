@@ -10,11 +10,10 @@ from typing import Any, Final
 
 from kioku.domain.ltm.ports import SearchMembers
 from kioku.domain.models import Participant
-from kioku.domain.text import normalize_for_comparison
+from kioku.domain.text import USER_MENTION, normalize_for_comparison
 from kioku.domain.turn import TurnContext
 
 MAX_AMBIGUOUS_CANDIDATES: Final = 3
-_MENTION = re.compile(r"^<@!?(\d{1,20})>$")
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
 
 
@@ -79,7 +78,7 @@ def resolve_target(target: str, turn: TurnContext, search_members: SearchMembers
 
 def _mentioned_id(raw: str, known_ids: set[str]) -> str | None:
     """The id of a mention, of a snowflake, or of a bare number that is a known id."""
-    match = _MENTION.match(raw)
+    match = USER_MENTION.fullmatch(raw)
     if match:
         return match.group(1)
     return raw if _SNOWFLAKE.match(raw) or raw in known_ids else None

@@ -7,7 +7,6 @@ reply, so any unexpected error is logged and the turn goes on without short-term
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -25,11 +24,11 @@ from kioku.domain.stm.entries import (
 )
 from kioku.domain.stm.nudge import build_nudge, nudge_due
 from kioku.domain.stm.update_tool import TOOL_NAME
+from kioku.domain.text import USER_MENTION
 from kioku.domain.turn import TurnContext
 
 logger = logging.getLogger(__name__)
 
-_MENTION = re.compile(r"<@!?(\d{1,20})>")
 _MINUTE = timedelta(minutes=1)
 _HOUR = timedelta(hours=1)
 _DAY = timedelta(days=1)
@@ -255,7 +254,7 @@ def _names_by_id(turn: TurnContext) -> dict[str, str]:
 def _resolve(text: str, turn: TurnContext, names: Mapping[str, str]) -> str:
     """Mention conversion: ``{user}``/``{bot}`` tokens and ``<@id>`` mentions become names."""
     text = text.replace("{user}", turn.user.display_name).replace("{bot}", turn.bot_name)
-    return _MENTION.sub(lambda m: f"@{names[m.group(1)]}" if m.group(1) in names else m.group(0), text)
+    return USER_MENTION.sub(lambda m: f"@{names[m.group(1)]}" if m.group(1) in names else m.group(0), text)
 
 
 def _ago(count: int, unit: str) -> str:
