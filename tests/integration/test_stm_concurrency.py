@@ -66,3 +66,38 @@ def test_concurrent_captures_count_every_turn_and_lose_no_message(moto_server, c
     assert entry.turns_since_refresh == 1 + WORKERS
     everything = ["before"] + [f"turn-{index:02d}" for index in range(WORKERS)]
     assert [m.text for m in entry.crude] == everything[-cap:]
+
+
+def test_the_same_turn_finished_by_many_attempts_at_once_counts_once(moto_server):
+    # Given eight attempts of ONE turn (a duplicated delivery), each in its own container, each
+    # ready to commit its capture together with the turn's completion record
+    from kioku.adapters.dynamodb.stm_store import TurnAlreadyRecorded
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
+
+    attempts = 8
+    start = threading.Barrier(attempts)
+    identity = StmRowIdentity(address=ADDRESS, lineage_id=1)
+    outcomes: list[str] = []
+
+    def attempt(index: int) -> None:
+        table = moto_server.table()
+        store, ledger = StmStore(table), TurnLedger(table)
+        done = ledger.op_record("message", "700000000000000042", TurnOutcome(reply_ids=(str(index),)), NOW)
+        line = message(f"answer from attempt {index}", message_id=f"reply-{index}")
+        start.wait()
+        try:
+            store.capture(identity, None, [line], NOW, LIMITS, also=[done])
+            outcomes.append("recorded")
+        except TurnAlreadyRecorded:
+            outcomes.append("already")
+
+    # When they all finish at the same moment
+    with ThreadPoolExecutor(max_workers=attempts) as pool:
+        for future in [pool.submit(attempt, index) for index in range(attempts)]:
+            future.result()
+
+    # Then exactly one committed: one count, one captured answer
+    assert sorted(outcomes) == ["already"] * (attempts - 1) + ["recorded"]
+    entry = StmStore(moto_server.table()).get(ADDRESS)
+    assert entry.turns_since_refresh == 1
+    assert len(entry.crude) == 1
