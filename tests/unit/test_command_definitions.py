@@ -1,0 +1,55 @@
+"""Every registered command is one Discord would accept in a bulk overwrite (its documented limits),
+so `kioku register-commands` never fails on a malformed tree."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from kioku.services.commands.discord import OptionType
+from kioku.services.commands.registry import COMMANDS, definitions
+
+NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
+MAX_DESCRIPTION = 100
+MAX_OPTIONS = 25
+MAX_CHOICES = 25
+NESTING = {OptionType.SUB_COMMAND_GROUP: 2, OptionType.SUB_COMMAND: 1}
+
+
+def check_options(options: list[dict], depth: int) -> None:
+    assert len(options) <= MAX_OPTIONS
+    names = [option["name"] for option in options]
+    assert len(names) == len(set(names)), f"duplicate option names {names}"
+    required_seen_after_optional = False
+    optional_seen = False
+    for option in options:
+        assert NAME.match(option["name"]), option["name"]
+        assert 1 <= len(option["description"]) <= MAX_DESCRIPTION, option["name"]
+        kind = OptionType(option["type"])
+        if kind in NESTING:
+            assert depth >= NESTING[kind], f"{option['name']} nests too deep"
+            check_options(option.get("options", []), depth - 1)
+            continue
+        assert len(option.get("choices", [])) <= MAX_CHOICES
+        if option.get("required"):
+            required_seen_after_optional |= optional_seen
+        else:
+            optional_seen = True
+    assert not required_seen_after_optional, "required options must come before optional ones"
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.name)
+def test_each_command_is_within_discords_limits(command):
+    body = command.definition()
+    assert NAME.match(body["name"])
+    assert 1 <= len(body["description"]) <= MAX_DESCRIPTION
+    check_options(body["options"], depth=2)
+    if body.get("default_member_permissions") is not None:
+        assert body["default_member_permissions"].isdigit()
+
+
+def test_command_names_are_unique_and_the_tree_fits_one_overwrite():
+    names = [body["name"] for body in definitions()]
+    assert len(names) == len(set(names))
+    assert len(names) <= 100
