@@ -171,10 +171,11 @@ def _forget_warm_containers() -> None:
     """A new stack is a new deployment: drop the clients the functions kept warm for an earlier
     stack in this process, which point at that stack's (stopped) moto server and queue."""
     from kioku.entrypoints import relay, turn_worker
-    from kioku.services.commands import chat
+    from kioku.services.commands import chat, stores
 
     relay._services.clear()
     chat._turn_queue.cache_clear()
+    stores.forget()
     turn_worker.turn_service.cache_clear()
     turn_worker.turn_queue.cache_clear()
 

@@ -257,9 +257,12 @@ class StmStore:
         categories: Sequence[StmCategory],
         now: datetime,
         retention: timedelta,
+        *,
+        reset_counter: bool = True,
     ) -> None:
-        """The tool's write: the summary or the categories map (never both), the counter back to 0.
-        Refuses to overwrite a memory written later than ``now`` (``NewerMemoryExists``)."""
+        """The tool's write: the summary or the categories map (never both), the counter back to 0
+        (not for a person's hand edit: the cadence measures whether the bot keeps up). Refuses to
+        overwrite a memory written later than ``now`` (``NewerMemoryExists``)."""
         expression = _Update()
         _set_identity(expression, identity, now, retention)
         if update.summary is not None:
@@ -274,7 +277,10 @@ class StmStore:
                 [{"slug": c.slug[:MAX_SLUG_CHARS], "label": c.label[:MAX_LABEL_CHARS]} for c in categories],
             )
         expression.set(written_at, _iso(now))
-        expression.set("turns_since_refresh", 0)
+        if reset_counter:
+            expression.set("turns_since_refresh", 0)
+        else:
+            expression.set("turns_since_refresh", 0, if_missing=True)
         expression.set("version", 0, if_missing=True)
         try:
             self._table.update(

@@ -28,6 +28,13 @@ class Member(BaseModel):
     permissions: str = Field(default="0", pattern=r"^\d{1,40}$")
 
 
+class PartialChannel(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str = Field(pattern=SNOWFLAKE)
+    name: str | None = Field(default=None, max_length=100)
+    parent_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+
+
 class Interaction(BaseModel):
     """The parts of a Discord interaction kioku reads, validated; the rest is ignored."""
 
@@ -39,6 +46,7 @@ class Interaction(BaseModel):
     data: dict[str, Any] = Field(default_factory=dict)
     guild_id: str | None = Field(default=None, pattern=SNOWFLAKE)
     channel_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+    channel: PartialChannel | None = None
     member: Member | None = None
     user: User | None = None
     locale: str | None = None

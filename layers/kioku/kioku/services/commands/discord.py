@@ -39,6 +39,7 @@ class CommandType(IntEnum):
 
 
 class Permission(IntEnum):
+    ADMINISTRATOR = 1 << 3
     MANAGE_GUILD = 1 << 5
 
 

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from kioku.services.commands import chat
+from kioku.services.commands import capabilities, chat, persona, personal, server
 from kioku.services.commands import help as help_command
 from kioku.services.commands.base import Command
 
-COMMANDS: tuple[Command, ...] = (help_command.COMMAND, chat.COMMAND)
+COMMANDS: tuple[Command, ...] = (
+    help_command.COMMAND,
+    chat.COMMAND,
+    server.COMMAND,
+    persona.COMMAND,
+    personal.COMMAND,
+    capabilities.COMMAND,
+)
 
 
 def by_name() -> dict[str, Command]:

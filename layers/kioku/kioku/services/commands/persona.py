@@ -1,0 +1,356 @@
+"""``/persona stm view`` and ``/persona stm edit``: the short-term memory this channel injects.
+
+Both resolve exactly the row a turn here reads: the server-shared row (server, channel, persona) in
+a guild, the user's own row (user, channel, persona) in a DM. ``view`` is open to every member;
+``edit`` needs Manage Server in a guild (checked on the command and again on the modal submit) and
+answers a modal prefilled with the live text: one summary input, or one input per category.
+
+A hand edit saves through the tool's own write (``StmStore.write_memory``) but leaves the refresh
+counter alone (the cadence measures whether the bot keeps up), and the last writer wins: an edit
+overwrites a summary the bot refreshed while the form was open (the editor saw the text they replaced).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any, Final
+
+from kioku.domain.models import Persona, ServerConfig, StmCategory
+from kioku.domain.stm.categories import active_categories
+from kioku.domain.stm.entries import (
+    StmAddress,
+    StmEntry,
+    StmLimits,
+    live_categories,
+    live_crude,
+    live_summary,
+)
+from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
+from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.components import (
+    MAX_MODAL_INPUTS,
+    InvalidModalSubmit,
+    TextInput,
+    modal,
+    submitted_values,
+)
+from kioku.services.commands.discord import (
+    EMBED_COLOR_INFO,
+    OptionType,
+    Permission,
+    error_message,
+    message,
+)
+from kioku.services.commands.stores import config_store, stm_store
+
+EDIT_MODAL_ID: Final = "persona:stm-edit"
+SUMMARY_INPUT: Final = "summary"
+MAX_EMBED_DESCRIPTION_CHARS: Final = 4096
+EMPTY_SECTION: Final = "*(empty)*"
+NO_MEMORY_YET: Final = "No short-term memory here yet."
+
+STALE_FORM = "{what} changed while you were editing, so nothing was saved. Run `/persona stm edit` again."
+
+
+def _settings():
+    from kioku.config import get_settings
+
+    return get_settings()
+
+
+@dataclass(frozen=True, slots=True)
+class _Here:
+    """The row this channel injects, and what decides how it is shown and written."""
+
+    address: StmAddress
+    persona: Persona
+    config: ServerConfig
+    categories: tuple[StmCategory, ...]
+    entry: StmEntry | None
+
+
+def _here(interaction: Interaction, limits: StmLimits) -> _Here | None:
+    invoker = interaction.invoker
+    if invoker is None or interaction.channel_id is None:
+        return None
+    server_id = interaction.guild_id
+    config = config_store().get_server_config(server_id) if server_id else ServerConfig()
+    persona = config.persona
+    address = StmAddress.of(server_id, invoker.id, interaction.channel_id, persona.persona_id)
+    entry = stm_store().get(address)
+    if entry is not None and entry.lineage_id != persona.lineage_id:
+        entry = None  # a row of an earlier persona lineage is not injected, so it is not "here"
+    categories = active_categories(config.categories, limits.max_categories)
+    return _Here(address, persona, config, categories, entry)
+
+
+# -- /persona stm view -------------------------------------------------------------------------------
+
+
+def memory_embed(here: _Here, now: datetime, limits: StmLimits, title: str | None = None) -> dict[str, Any]:
+    """The injected memory of ``here`` as an embed: the live summary or category sections, or what
+    expired, then how many raw messages are held, the refresh counter and the last update."""
+    entry = here.entry
+    embed: dict[str, Any] = {
+        "title": title or f"{here.persona.name}'s short-term memory here",
+        "color": EMBED_COLOR_INFO,
+    }
+    scope = "your direct messages" if here.address.is_dm else "this channel, shared by everyone in it"
+    if entry is None:
+        embed["description"] = f"{NO_MEMORY_YET}\n-# Scope: {scope}."
+        return embed
+    embed["description"] = shorten(
+        f"{_memory_text(entry, here.categories, now, limits)}\n\n-# Scope: {scope}.",
+        MAX_EMBED_DESCRIPTION_CHARS,
+    )
+    cadence = here.config.stm.refresh_cadence
+    embed["fields"] = [
+        {"name": "Mode", "value": _mode(here.categories), "inline": True},
+        {
+            "name": "Recent messages held",
+            "value": f"{len(live_crude(entry, now, limits))} of {limits.max_messages_per_channel}",
+            "inline": True,
+        },
+        {
+            "name": "Turns since refresh",
+            "value": f"{entry.turns_since_refresh} (reminder at {cadence})",
+            "inline": True,
+        },
+        {"name": "Last updated", "value": _timestamp(entry.last_updated), "inline": True},
+    ]
+    return embed
+
+
+def _memory_text(entry: StmEntry, categories: Sequence[StmCategory], now: datetime, limits: StmLimits) -> str:
+    """What the turn's memory block holds (the same choice of summary or sections), or a note on
+    what expired; expired text is never shown as if it were live."""
+    summary = live_summary(entry, now, limits)
+    sections = live_categories(entry, now, limits)
+    if sections and (categories or not summary):
+        return "\n\n".join(
+            f"**{label}**\n{sections.get(slug) or EMPTY_SECTION}"
+            for slug, label in _section_order(sections, categories, entry.category_labels)
+        )
+    if summary:
+        return f"**Summary**\n{summary}"
+    written = [
+        moment
+        for moment, text in (
+            (entry.summary_updated_at, entry.summary),
+            (entry.categories_updated_at, any(entry.categories.values())),
+        )
+        if moment is not None and text
+    ]
+    if written:
+        expired_at = max(written) + limits.summary_ttl
+        return f"*The last summary expired {_timestamp(expired_at)}; it is no longer given to the persona.*"
+    return "*No summary written yet.*"
+
+
+def _section_order(
+    texts: Mapping[str, str], categories: Sequence[StmCategory], stored: Sequence[tuple[str, str]]
+) -> list[tuple[str, str]]:
+    """Configured categories in position order (empty ones too), then other sections the row holds."""
+    label_of: dict[str, str] = {}
+    for slug, label in [(c.slug, c.label) for c in categories] + list(stored):
+        label_of.setdefault(slug, label)
+    slugs = dict.fromkeys(
+        [c.slug for c in categories]
+        + [slug for slug in label_of if slug in texts]
+        + sorted(slug for slug in texts if slug not in label_of)
+    )
+    return [(slug, label_of.get(slug, slug.replace("_", " ").title())) for slug in slugs]
+
+
+def _mode(categories: Sequence[StmCategory]) -> str:
+    if not categories:
+        return "Single summary"
+    return "Categories: " + ", ".join(category.label for category in categories)
+
+
+def _timestamp(moment: datetime | None) -> str:
+    return f"<t:{int(moment.timestamp())}:R>" if moment else "never"
+
+
+def on_view(interaction: Interaction) -> dict:
+    limits = StmLimits.from_settings(_settings())
+    here = _here(interaction, limits)
+    if here is None:
+        return error_message("I cannot tell which channel this is.")
+    return message(embeds=[memory_embed(here, datetime.now(UTC), limits)])
+
+
+# -- /persona stm edit -------------------------------------------------------------------------------
+
+
+def _edit_refusal(interaction: Interaction) -> str | None:
+    """Why the invoker may not edit here, or None. In a DM the row is the user's own."""
+    if interaction.guild_id is None:
+        return None if interaction.user is not None else "I cannot tell who you are."
+    permissions = int(interaction.member.permissions) if interaction.member else 0
+    if permissions & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR):
+        return None
+    return "Editing this channel's short-term memory needs the **Manage Server** permission."
+
+
+def _persona_tag(persona: Persona) -> str:
+    """A short, fixed-length mark of the persona the form was opened for (custom_ids hold 100 chars)."""
+    return f"{zlib.crc32(persona.persona_id.encode()):08x}"
+
+
+def _edited_inputs(here: _Here) -> tuple[str, ...]:
+    if not here.categories:
+        return (SUMMARY_INPUT,)
+    return tuple(category.slug for category in here.categories[:MAX_MODAL_INPUTS])
+
+
+def on_edit(interaction: Interaction) -> dict:
+    refusal = _edit_refusal(interaction)
+    if refusal:
+        return error_message(refusal)
+    limits = StmLimits.from_settings(_settings())
+    here = _here(interaction, limits)
+    if here is None:
+        return error_message("I cannot tell which channel this is.")
+    now = datetime.now(UTC)
+    entry = here.entry
+    if not here.categories:
+        summary = live_summary(entry, now, limits) if entry else None
+        inputs = [
+            TextInput(
+                custom_id=SUMMARY_INPUT,
+                label="Summary",
+                value=summary or "",
+                max_length=limits.max_summary_length,
+                placeholder="The running summary of the conversation here. Empty clears it.",
+            )
+        ]
+    else:
+        texts = live_categories(entry, now, limits) if entry else {}
+        inputs = [
+            TextInput(
+                custom_id=category.slug,
+                label=category.label,
+                value=texts.get(category.slug, ""),
+                max_length=limits.max_summary_length,
+                placeholder=category.description or None,
+            )
+            for category in here.categories[:MAX_MODAL_INPUTS]
+        ]
+    return modal(
+        f"{EDIT_MODAL_ID}:{_persona_tag(here.persona)}",
+        f"{here.persona.name}: short-term memory",
+        inputs,
+    )
+
+
+def on_modal(interaction: Interaction) -> dict:
+    """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
+    from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity
+    from kioku.domain.stm.update_tool import StmUpdate
+
+    form, _, tag = interaction.custom_id.rpartition(":")
+    if form != EDIT_MODAL_ID:
+        return error_message("I do not know that form. It may be from an older version of me.")
+    refusal = _edit_refusal(interaction)
+    if refusal:
+        return error_message(refusal)
+    try:
+        submitted = submitted_values(interaction.data)
+    except InvalidModalSubmit as exc:
+        return error_message(f"Nothing was saved: {exc}.")
+    limits = StmLimits.from_settings(_settings())
+    here = _here(interaction, limits)
+    if here is None:
+        return error_message("I cannot tell which channel this is.")
+    if tag != _persona_tag(here.persona):
+        return error_message(STALE_FORM.format(what="The persona"))
+    if set(submitted) != set(_edited_inputs(here)):
+        return error_message(STALE_FORM.format(what="The memory's categories"))
+
+    now = datetime.now(UTC)
+    macros = _value_macros(interaction)
+    if not here.categories:
+        update = StmUpdate(summary=_clean(submitted[SUMMARY_INPUT], limits, macros))
+    else:
+        # Categories beyond the form's five inputs keep their text: the write replaces every section.
+        texts = dict(live_categories(here.entry, now, limits)) if here.entry else {}
+        texts.update({slug: _clean(value, limits, macros) for slug, value in submitted.items()})
+        update = StmUpdate(categories=texts)
+    entry, channel = here.entry, interaction.channel
+    identity = StmRowIdentity(
+        address=here.address,
+        lineage_id=here.persona.lineage_id,
+        # a new row must know its thread parent, or a private channel's thread would read as public
+        parent_channel_id=entry.parent_channel_id if entry else (channel.parent_id if channel else None),
+        channel_name=entry.channel_name if entry else (channel.name if channel else None),
+    )
+    try:
+        stm_store().write_memory(
+            identity, update, here.categories, now, limits.retention, reset_counter=False
+        )
+    except NewerMemoryExists:
+        return error_message(STALE_FORM.format(what="The memory"))
+    saved = _Here(here.address, here.persona, here.config, here.categories, stm_store().get(here.address))
+    return message(embeds=[memory_embed(saved, now, limits, title="Short-term memory saved")])
+
+
+def _value_macros(interaction: Interaction) -> dict[str, str]:
+    """As for the tool's values: ``{bot}`` stays a token; so does ``{user}`` in a DM (the row is the
+    user's), while a guild row is shared, so there ``{user}`` is written down as the editor's name."""
+    if interaction.guild_id is None or interaction.member is None:
+        return {}
+    member = interaction.member
+    return {"user": member.nick or member.user.global_name or member.user.username}
+
+
+def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
+    """Trimmed, macros expanded, unknown ``{placeholders}`` removed, cut to the summary length."""
+    return shorten(
+        sanitize_unknown_placeholders(expand_macros(text.strip(), macros)), limits.max_summary_length
+    )
+
+
+# -- the command -------------------------------------------------------------------------------------
+
+_SUBCOMMANDS = {("stm", "view"): on_view, ("stm", "edit"): on_edit}
+
+
+def on_persona(interaction: Interaction) -> dict:
+    handler = _SUBCOMMANDS.get(interaction.subcommand_path())
+    if handler is None:
+        return error_message("Try `/persona stm view` or `/persona stm edit`.")
+    return handler(interaction)
+
+
+COMMAND = Command(
+    name="persona",
+    description="The persona's memory of this channel",
+    options=[
+        {
+            "type": OptionType.SUB_COMMAND_GROUP,
+            "name": "stm",
+            "description": "Short-term memory of this channel",
+            "options": [
+                {
+                    "type": OptionType.SUB_COMMAND,
+                    "name": "view",
+                    "description": "Show the short-term memory of this channel",
+                },
+                {
+                    "type": OptionType.SUB_COMMAND,
+                    "name": "edit",
+                    "description": "Rewrite the short-term memory of this channel (Manage Server)",
+                },
+            ],
+        }
+    ],
+    on_command=on_persona,
+    on_modal=on_modal,
+    # No default_member_permissions: Discord applies it to the whole /persona command, which would
+    # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
+    dm_permission=True,
+)

@@ -1,0 +1,127 @@
+"""``/personal stm``: each user's own memory settings, in guilds and DMs alike.
+
+``cross_server`` opts in to (or out of) cross-server folding: our recent DM conversation recalled
+when you talk to me in a server. ``privacy`` sets how much of you I keep. With no option given, the
+current settings are shown. Saves are conditional on the profile's version, so two changes made at
+once never silently undo each other.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Final
+
+from kioku.domain.models import PrivacyLevel, UserProfile
+from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.stores import config_store
+
+CROSS_SERVER_OPTION: Final = "cross_server"
+PRIVACY_OPTION: Final = "privacy"
+
+PRIVACY_EXPLAINED: Final = {
+    PrivacyLevel.NONE: "I may keep personal long-term memories about you and your messages in short-term memory.",
+    PrivacyLevel.PARTIAL: "No personal long-term memories about you; your messages still go into short-term memory.",
+    PrivacyLevel.FULL: "No personal long-term memories about you, and your messages stay out of short-term memory.",
+}
+PRIVACY_CHOICE_NAMES: Final = {
+    PrivacyLevel.NONE: "none: I may remember things about you",
+    PrivacyLevel.PARTIAL: "partial: no personal long-term memories",
+    PrivacyLevel.FULL: "full: no personal memories, your messages stay out of short-term memory",
+}
+
+
+def settings_embed(profile: UserProfile, title: str) -> dict[str, Any]:
+    cross_server = (
+        "**On**: our recent DM conversation can be recalled when you talk to me in a server."
+        if profile.cross_server_opt_in
+        else "**Off**: what we say in DMs stays in DMs."
+    )
+    return {
+        "title": title,
+        "color": EMBED_COLOR_INFO,
+        "fields": [
+            {"name": "Cross-server memory", "value": cross_server, "inline": False},
+            {
+                "name": "Privacy level",
+                "value": f"**{profile.privacy_level.value}**: {PRIVACY_EXPLAINED[profile.privacy_level]}",
+                "inline": False,
+            },
+        ],
+    }
+
+
+def _requested_change(options: dict[str, Any]) -> dict[str, Any] | str:
+    """The profile fields to change, or why the options cannot be used."""
+    unknown = set(options) - {CROSS_SERVER_OPTION, PRIVACY_OPTION}
+    if unknown:
+        return "I do not know the option " + ", ".join(sorted(f"`{name}`" for name in unknown)) + "."
+    change: dict[str, Any] = {}
+    if CROSS_SERVER_OPTION in options:
+        if not isinstance(options[CROSS_SERVER_OPTION], bool):
+            return "`cross_server` must be true or false."
+        change["cross_server_opt_in"] = options[CROSS_SERVER_OPTION]
+    if PRIVACY_OPTION in options:
+        try:
+            change["privacy_level"] = PrivacyLevel(options[PRIVACY_OPTION])
+        except ValueError:
+            return "`privacy` must be one of none, partial or full."
+    return change
+
+
+def on_personal(interaction: Interaction) -> dict:
+    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+
+    invoker = interaction.invoker
+    if interaction.subcommand_path() != ("stm",) or invoker is None:
+        return error_message("Try `/personal stm`.")
+    change = _requested_change(interaction.option_values())
+    if isinstance(change, str):
+        return error_message(change + " Nothing was changed.")
+    store = config_store()
+    profile = store.get_user_profile(invoker.id)
+    wanted = replace(profile, **change)
+    if wanted == profile:
+        title = "Your memory settings" if not change else "Your memory settings (already so)"
+        return message(embeds=[settings_embed(profile, title)])
+    try:
+        saved = store.save_user_profile(wanted)
+    except StaleConfiguration:
+        return error_message(
+            "Your settings were changed somewhere else at the same moment, so nothing was saved. "
+            "Please run `/personal stm` again."
+        )
+    return message(embeds=[settings_embed(saved, "Your memory settings, saved")])
+
+
+COMMAND = Command(
+    name="personal",
+    description="Your own settings",
+    options=[
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": "stm",
+            "description": "Your memory settings; with no option, shows them",
+            "options": [
+                {
+                    "type": OptionType.BOOLEAN,
+                    "name": CROSS_SERVER_OPTION,
+                    "description": "Recall our recent DM conversation when you talk to me in a server",
+                },
+                {
+                    "type": OptionType.STRING,
+                    "name": PRIVACY_OPTION,
+                    "description": (
+                        "partial/full: no personal long-term memories; "
+                        "full also keeps your messages out of short-term memory"
+                    ),
+                    "choices": [
+                        {"name": PRIVACY_CHOICE_NAMES[level], "value": level.value} for level in PrivacyLevel
+                    ],
+                },
+            ],
+        }
+    ],
+    on_command=on_personal,
+    dm_permission=True,
+)

@@ -1,0 +1,396 @@
+"""``/server stm …`` and ``/capabilities manage`` through the real interactions handler, on moto."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+
+from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
+from kioku.playground.events import signed_event, slash_command
+from kioku.playground.functions import LambdaContext, load_handler
+from kioku.services.commands import capabilities, server, stores
+from kioku.services.commands.discord import OptionType, Permission
+from tests.conftest import APPLICATION_ID
+
+GUILD = "200000000000000001"
+MANAGER = str(Permission.MANAGE_GUILD | 1 << 11)
+NOT_MANAGER = str(1 << 11 | 1 << 10)
+MODAL_SUBMIT = 5
+ACTION_ROW, TEXT_INPUT, SHORT, PARAGRAPH = 1, 4, 1, 2
+PLANS = StmCategory(slug="plans", label="Plans", description="what people mean to do", position=0)
+MOOD = StmCategory(slug="mood", label="Mood", description="", position=1)
+
+
+@pytest.fixture
+def invoke(env, discord_keys, monkeypatch):
+    """Sends a signed interaction payload and returns the decoded interaction response."""
+    stores.forget()
+    handler = load_handler("interactions")
+
+    def send(payload: dict) -> dict:
+        response = handler(signed_event(payload, discord_keys.signing_hex), LambdaContext())
+        assert response["statusCode"] == 200
+        return json.loads(response["body"])
+
+    yield send
+    stores.forget()
+
+
+@pytest.fixture
+def store(table) -> ConfigStore:
+    return ConfigStore(table)
+
+
+def command(
+    name: str, *path: str, permissions: str = MANAGER, guild_id: str | None = GUILD, **options
+) -> dict:
+    """``/name group sub option:value…`` as Discord sends it, with typed options and member permissions."""
+    payload = slash_command(APPLICATION_ID, name, guild_id=guild_id)
+    nested = [{"name": k, "value": v, "type": _option_type(v)} for k, v in options.items()]
+    for depth, part in reversed(list(enumerate(path))):
+        kind = OptionType.SUB_COMMAND if depth == len(path) - 1 else OptionType.SUB_COMMAND_GROUP
+        nested = [{"name": part, "type": kind, "options": nested}]
+    payload["data"]["options"] = nested
+    if guild_id:
+        payload["member"]["permissions"] = permissions
+    return payload
+
+
+def modal_submit(custom_id: str, values: dict[str, str], *, permissions: str = MANAGER) -> dict:
+    """The MODAL_SUBMIT interaction Discord sends when a form of text inputs is submitted."""
+    payload = slash_command(APPLICATION_ID, "unused", guild_id=GUILD)
+    payload["type"] = MODAL_SUBMIT
+    payload["member"]["permissions"] = permissions
+    payload["data"] = {
+        "custom_id": custom_id,
+        "components": [
+            {"type": ACTION_ROW, "components": [{"type": TEXT_INPUT, "custom_id": key, "value": value}]}
+            for key, value in values.items()
+        ],
+    }
+    return payload
+
+
+def _option_type(value) -> OptionType:
+    if isinstance(value, bool):
+        return OptionType.BOOLEAN
+    return OptionType.INTEGER if isinstance(value, int) else OptionType.STRING
+
+
+def text_inputs(modal: dict) -> list[dict]:
+    rows = modal["data"]["components"]
+    assert all(row["type"] == ACTION_ROW and len(row["components"]) == 1 for row in rows)
+    return [row["components"][0] for row in rows]
+
+
+def assert_ephemeral_error(body: dict, *phrases: str) -> None:
+    assert body["type"] == 4 and body["data"]["flags"] == 64
+    text = body["data"]["embeds"][0]["description"]
+    for phrase in phrases:
+        assert phrase in text
+
+
+def fields(body: dict) -> dict[str, str]:
+    return {field["name"]: field["value"] for field in body["data"]["embeds"][0]["fields"]}
+
+
+# -- definitions -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("definition", [server.COMMAND.definition(), capabilities.COMMAND.definition()])
+def test_commands_are_guild_only_and_hidden_from_non_managers(definition):
+    assert definition["dm_permission"] is False
+    assert definition["default_member_permissions"] == "32"
+
+
+def test_parameter_options_carry_their_ranges_and_choices():
+    group = server.COMMAND.definition()["options"][0]
+    assert group["name"] == "stm"
+    parameters = {o["name"]: o for o in group["options"][0]["options"]}
+    assert (parameters["content_depth"]["min_value"], parameters["content_depth"]["max_value"]) == (-1, 50)
+    assert (parameters["refresh_cadence"]["min_value"], parameters["refresh_cadence"]["max_value"]) == (1, 50)
+    assert [c["value"] for c in parameters["render_mode"]["choices"]] == ["crude_summary", "supersede"]
+    assert not any(option.get("required") for option in parameters.values())
+
+
+# -- /server stm parameters ------------------------------------------------------------------------
+
+
+def test_parameters_without_options_show_the_defaults_and_store_nothing(invoke, store, table):
+    body = invoke(command("server", "stm", "parameters"))
+    assert body["data"]["flags"] == 64
+    shown = fields(body)
+    assert shown["refresh_cadence"] == "5 turns"
+    assert shown["render_mode"] == "crude_summary"
+    assert shown["crude_message_count"] == "6 (default)"
+    assert shown["content_depth"].startswith("-1")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_parameters_are_saved_and_shown(invoke, store):
+    # Given a server with a prompt override already set
+    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(update_nudge_override="Refresh!")))
+    # When an admin sets every parameter
+    body = invoke(
+        command(
+            "server",
+            "stm",
+            "parameters",
+            refresh_cadence=8,
+            render_mode="supersede",
+            crude_message_count=0,
+            nudge_depth=1,
+            content_depth=3,
+        )
+    )
+    # Then they are stored next to the untouched override, and shown
+    saved = store.get_server_config(GUILD)
+    assert saved.stm == StmConfig(
+        refresh_cadence=8,
+        render_mode=RenderMode.SUPERSEDE,
+        crude_message_count=0,
+        nudge_injection_depth=1,
+        content_injection_depth=3,
+        update_nudge_override="Refresh!",
+    )
+    assert saved.version == 2
+    assert body["data"]["embeds"][0]["title"].startswith("Saved")
+    assert fields(body)["render_mode"] == "supersede" and fields(body)["crude_message_count"] == "0"
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        ({"refresh_cadence": 0}, "`refresh_cadence` must be a whole number from 1 to 50"),
+        ({"content_depth": -2}, "`content_depth`"),
+        ({"nudge_depth": 51}, "`nudge_depth`"),
+        ({"crude_message_count": "6"}, "`crude_message_count`"),
+        ({"render_mode": "everything"}, "`render_mode` must be one of"),
+    ],
+)
+def test_out_of_range_parameters_are_refused_and_nothing_is_saved(invoke, table, options, complaint):
+    body = invoke(command("server", "stm", "parameters", **{"nudge_depth": 3, **options}))
+    assert_ephemeral_error(body, "Nothing was saved", complaint)
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_a_concurrent_save_is_reported_and_kept(invoke, store, monkeypatch):
+    # Given someone else saves between our read and our write
+    read = ConfigStore.get_server_config
+
+    def read_then_someone_saves(self, server_id):
+        config = read(self, server_id)
+        ConfigStore(self._table).save_server_config(replace(config, trigger_words=("kioku",)))
+        return config
+
+    monkeypatch.setattr(ConfigStore, "get_server_config", read_then_someone_saves)
+    # When the admin's change is saved
+    body = invoke(command("server", "stm", "parameters", refresh_cadence=9))
+    monkeypatch.undo()
+    # Then it is refused as stale and the other change survives
+    assert_ephemeral_error(body, "changed meanwhile", "try again")
+    saved = store.get_server_config(GUILD)
+    assert saved.trigger_words == ("kioku",) and saved.stm.refresh_cadence == 5
+
+
+# -- /server stm prompt-edit -----------------------------------------------------------------------
+
+
+def test_prompt_edit_round_trip(invoke, store):
+    # Given a server with a custom tool description
+    store.save_server_config(
+        ServerConfig(server_id=GUILD, stm=StmConfig(tool_description_override="Summarise for {bot}."))
+    )
+    # When an admin opens the form
+    form = invoke(command("server", "stm", "prompt-edit"))
+    # Then it is a modal of two paragraph inputs, prefilled, tied to the stored version
+    assert form["type"] == 9
+    assert form["data"]["custom_id"] == "server:prompt-edit:1"
+    description, nudge = text_inputs(form)
+    assert (description["custom_id"], description["style"], description["value"]) == (
+        "tool_description",
+        PARAGRAPH,
+        "Summarise for {bot}.",
+    )
+    assert nudge["custom_id"] == "update_nudge" and "value" not in nudge
+    assert description["max_length"] == nudge["max_length"] == 2000
+    # When it is submitted with a new reminder and a blanked description
+    body = invoke(
+        modal_submit(
+            form["data"]["custom_id"],
+            {"tool_description": "   ", "update_nudge": " Update {category_labels} now, {user}. "},
+        )
+    )
+    # Then the description is back to our default and the reminder is saved
+    stm = store.get_server_config(GUILD).stm
+    assert stm.tool_description_override is None
+    assert stm.update_nudge_override == "Update {category_labels} now, {user}."
+    assert body["data"]["flags"] == 64
+    embed = body["data"]["embeds"][0]
+    for placeholder in ("{category_labels}", "{user}", "{bot}"):
+        assert placeholder in embed["description"]
+    assert fields(body)["Tool description"] == "our default"
+
+
+def test_an_overlong_prompt_is_refused(invoke, store):
+    body = invoke(modal_submit("server:prompt-edit:0", {"tool_description": "x" * 2001, "update_nudge": ""}))
+    assert_ephemeral_error(body, "limit is 2000")
+    assert store.get_server_config(GUILD).version == 0
+
+
+def test_a_form_submitted_after_someone_else_saved_is_stale(invoke, store):
+    # Given the form is opened, then someone else changes the prompts
+    form = invoke(command("server", "stm", "prompt-edit"))
+    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(update_nudge_override="theirs")))
+    # When the form is submitted
+    body = invoke(modal_submit(form["data"]["custom_id"], {"tool_description": "", "update_nudge": "mine"}))
+    # Then it is refused and their text stays
+    assert_ephemeral_error(body, "changed meanwhile")
+    assert store.get_server_config(GUILD).stm.update_nudge_override == "theirs"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"custom_id": "server:prompt-edit:0", "components": "nope"},
+        {
+            "custom_id": "server:prompt-edit:0",
+            "components": [{"components": [{"custom_id": 5, "value": "x"}]}],
+        },
+        {
+            "custom_id": "server:prompt-edit:0",
+            "components": [{"components": [{"custom_id": "update_nudge"}]}],
+        },
+        {"custom_id": "server:prompt-edit", "components": []},
+        {"custom_id": "server:wipe-everything:0", "components": []},
+    ],
+    ids=["rows-not-a-list", "non-string-id", "field-missing", "no-version", "unknown-form"],
+)
+def test_malformed_form_submits_are_refused(invoke, table, data):
+    payload = modal_submit("unused", {})
+    payload["data"] = data
+    body = invoke(payload)
+    assert_ephemeral_error(body, "Nothing was saved")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+# -- /server stm categories-edit -------------------------------------------------------------------
+
+
+def test_categories_edit_round_trip(invoke, store):
+    # Given two stored categories
+    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS, MOOD)))
+    # When the form is opened
+    form = invoke(command("server", "stm", "categories-edit"))
+    # Then it has one short input per allowed category, the stored ones prefilled
+    assert form["type"] == 9 and form["data"]["custom_id"] == "server:categories-edit:1"
+    inputs = text_inputs(form)
+    assert [i["custom_id"] for i in inputs] == [f"category_{n}" for n in range(1, 6)]
+    assert all(i["style"] == SHORT for i in inputs)
+    assert [i.get("value", "") for i in inputs] == ["Plans: what people mean to do", "Mood", "", "", ""]
+    # When Mood moves first, Plans is dropped and a new one is added
+    body = invoke(
+        modal_submit(
+            form["data"]["custom_id"],
+            {
+                "category_1": "Mood: how it feels",
+                "category_2": "",
+                "category_3": "Open questions: unanswered",
+            },
+        )
+    )
+    # Then the categories are saved in form order, Mood keeping its slug
+    assert store.get_server_config(GUILD).categories == (
+        StmCategory(slug="mood", label="Mood", description="how it feels", position=0),
+        StmCategory(slug="open_questions", label="Open questions", description="unanswered", position=1),
+    )
+    assert "**Open questions** (`open_questions`)" in body["data"]["embeds"][0]["description"]
+
+
+def test_an_empty_categories_form_returns_to_single_summary_mode(invoke, store):
+    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    body = invoke(modal_submit("server:categories-edit:1", {f"category_{n}": "" for n in range(1, 6)}))
+    assert store.get_server_config(GUILD).categories == ()
+    assert "one running summary" in body["data"]["embeds"][0]["description"]
+
+
+def test_the_form_offers_no_more_inputs_than_the_limit(invoke, monkeypatch):
+    monkeypatch.setenv("STM_MAX_CATEGORIES", "3")
+    assert len(text_inputs(invoke(command("server", "stm", "categories-edit")))) == 3
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"category_1": "Plans: a", "category_2": "PLANS: b"}, "repeats category 1"),
+        # more inputs than a Discord modal can hold: a forged submit, refused as malformed
+        ({f"category_{n}": f"Topic {n}" for n in range(1, 8)}, "the form came back"),
+        ({"category_1": "x" * 51}, "longer than 50 characters"),
+        ({"category_1": "Plans: " + "d" * 301}, "longer than 300 characters"),
+    ],
+    ids=["duplicate", "too-many", "long-label", "long-description"],
+)
+def test_bad_categories_are_refused_and_nothing_is_saved(invoke, store, values, complaint):
+    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    body = invoke(modal_submit("server:categories-edit:1", values))
+    assert_ephemeral_error(body, "Nothing was saved", complaint)
+    saved = store.get_server_config(GUILD)
+    assert saved.categories == (PLANS,) and saved.version == 1
+
+
+# -- /capabilities manage --------------------------------------------------------------------------
+
+
+def test_capabilities_without_options_show_the_current_state(invoke, store):
+    store.save_server_config(
+        ServerConfig(server_id=GUILD, capabilities=Capabilities(self_teaching_enabled=False))
+    )
+    body = invoke(command("capabilities", "manage"))
+    assert fields(body) == {"short_term_memory": "on", "self_teaching": "off", "personal_memories": "on"}
+    assert store.get_server_config(GUILD).version == 1
+
+
+def test_capabilities_are_saved(invoke, store):
+    body = invoke(command("capabilities", "manage", short_term_memory=False, personal_memories=True))
+    assert store.get_server_config(GUILD).capabilities == Capabilities(short_term_memory_enabled=False)
+    assert fields(body)["short_term_memory"] == "off"
+
+
+def test_a_capability_that_is_not_a_boolean_is_refused(invoke, table):
+    body = invoke(command("capabilities", "manage", short_term_memory="no"))
+    assert_ephemeral_error(body, "`short_term_memory` must be true or false")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+# -- who may -----------------------------------------------------------------------------------------
+
+
+def _attempts(permissions: str, guild_id: str | None = GUILD) -> list[dict]:
+    submit = modal_submit("server:categories-edit:0", {"category_1": "Plans"}, permissions=permissions)
+    if guild_id is None:
+        submit.pop("guild_id")
+        submit["user"] = submit.pop("member")["user"]
+    return [
+        command("server", "stm", "parameters", refresh_cadence=2, permissions=permissions, guild_id=guild_id),
+        command("server", "stm", "parameters", permissions=permissions, guild_id=guild_id),
+        command("server", "stm", "prompt-edit", permissions=permissions, guild_id=guild_id),
+        command("capabilities", "manage", self_teaching=False, permissions=permissions, guild_id=guild_id),
+        submit,
+    ]
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_members_without_manage_server_are_refused_and_nothing_changes(invoke, table, attempt):
+    body = invoke(_attempts(NOT_MANAGER)[attempt])
+    assert_ephemeral_error(body, "Manage Server")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+@pytest.mark.parametrize("attempt", range(5))
+def test_direct_messages_are_refused(invoke, table, attempt):
+    body = invoke(_attempts(MANAGER, guild_id=None)[attempt])
+    assert_ephemeral_error(body, "direct messages")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
