@@ -101,3 +101,23 @@ def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
     assert 'Alice (alice) said: "hi in private"' in out
     assert 'Alice (alice) said: "how are you?"' in out
     assert "turns since refresh: 2" in out
+
+
+def test_make_run_drives_the_settings_commands_and_their_forms(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "/server stm parameters refresh_cadence=3",
+            "/server stm prompt-edit",
+            ':submit update_nudge="Refresh your notes on {category_labels}"',
+            "/persona stm view",
+            ":as bob",
+            "/server stm parameters refresh_cadence=2",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "3 turns" in out
+    assert "form: Short-term memory prompts" in out and "custom (" in out
+    assert "No short-term memory here yet" in out
+    assert "Manage Server" in out  # bob is no manager: refused, nothing saved

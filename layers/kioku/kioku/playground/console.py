@@ -18,9 +18,11 @@ from typing import Any, TextIO
 import httpx
 
 from kioku.playground import world
-from kioku.playground.events import slash_command
+from kioku.playground.events import modal_submit, slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.signatures import sign_request
+
+RESPONSE_MODAL = 9
 
 BANNER = """\
 kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
@@ -30,7 +32,10 @@ Slash commands work as in Discord (/help stm, /chat message="hi"). :help lists c
 CONSOLE_HELP = """\
 text                                    say something as the current user in the current channel
 @kioku … / kioku, …                     address the bot (in a guild channel it only answers when addressed)
-/name [subcommand] [option=value ...]   a signed slash command, e.g. /help stm or /chat message="hello"
+/name [group] [sub] [option=value ...]  a signed slash command, e.g. /help stm, /chat message="hello",
+                                        /server stm parameters refresh_cadence=3, /persona stm view
+:submit [field=value ...]               fill in and send the form (modal) the last command opened
+                                        (fields you leave out keep their prefilled text)
 :as alice|bob|carol                     speak as another member
 :in general|random|secret|plans|dm      move to a channel (#secret is private, plans is a thread, dm is yours)
 :where                                  who and where you are
@@ -48,6 +53,7 @@ class Playground:
         self.failures = 0
         self.member = world.MEMBERS[0]
         self.channel = world.CHANNELS[0]
+        self.open_form: tuple[dict, dict] | None = None  # (the command that opened it, the modal)
         self._set_up_world()
 
     def _set_up_world(self) -> None:
@@ -109,6 +115,8 @@ class Playground:
             self.show_context()
         elif name == "memory":
             self.show_memory()
+        elif name == "submit":
+            self.submit_form(argument)
         elif name == "discord":
             for message in self.stack.discord.channel_messages(self.channel.channel_id)[-20:]:
                 self.print(f"  [{message['id']}] {message['author']['username']}: {message['content']}")
@@ -199,13 +207,12 @@ class Playground:
             self.fail("type a command name after the slash")
             return
         name, rest = words[0], words[1:]
-        subcommand = rest[0] if rest and "=" not in rest[0] else None
-        options = dict(word.split("=", 1) for word in rest[1 if subcommand else 0 :] if "=" in word)
-        token = uuid.uuid4().hex
+        path = [word for word in rest[:2] if "=" not in word]
+        options = dict(_option(word) for word in rest[len(path) :] if "=" in word)
         payload = slash_command(
             self.stack.application_id,
             name,
-            subcommand,
+            " ".join(path) or None,
             options,
             guild_id=self.channel.guild_id,
             channel_id=self.channel.channel_id,
@@ -213,8 +220,33 @@ class Playground:
             username=self.member.username,
             global_name=self.member.global_name,
             interaction_id=self.stack.discord.new_id(),
-            token=token,
+            token=uuid.uuid4().hex,
+            permissions=self.member.permissions,
         )
+        self.send_interaction(payload)
+
+    def submit_form(self, argument: str) -> None:
+        if self.open_form is None:
+            self.fail("no form is open: run a command that opens one first (e.g. /server stm prompt-edit)")
+            return
+        command, form = self.open_form
+        fields = {
+            row["components"][0]["custom_id"]: row["components"][0].get("value", "")
+            for row in form["data"]["components"]
+        }
+        try:
+            changes = dict(word.split("=", 1) for word in shlex.split(argument) if "=" in word)
+        except ValueError as exc:
+            self.fail(f"could not read those fields: {exc}")
+            return
+        unknown = set(changes) - set(fields)
+        if unknown:
+            self.fail(f"the form has no field {', '.join(sorted(unknown))}; it has {', '.join(fields)}")
+            return
+        self.open_form = None
+        self.send_interaction(modal_submit(command, form["data"]["custom_id"], {**fields, **changes}))
+
+    def send_interaction(self, payload: dict) -> None:
         body = json.dumps(payload).encode()
         response = self.http.post(
             self.stack.urls["interactions"],
@@ -225,8 +257,13 @@ class Playground:
             self.fail(f"HTTP {response.status_code}: {response.text}")
             return
         answer = response.json()
+        if answer.get("type") == RESPONSE_MODAL:
+            self.open_form = (payload, answer)
+            self.print(render_form(answer))
+            return
         self.print(render_interaction_response(answer))
         if answer.get("type") == 5:
+            token = payload["token"]
             before = len(self.stack.discord.channel_messages(self.channel.channel_id))
             self.deliver()
             edited = self.stack.discord.interaction_response(token)
@@ -243,6 +280,26 @@ class Playground:
 
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+
+def render_form(modal: dict) -> str:
+    """A modal as text: its title and each field with what it is prefilled with."""
+    data = modal.get("data") or {}
+    lines = [f'┌ form: {data.get("title", "")}   (fill in with :submit field="text" …)']
+    for row in data.get("components") or []:
+        field = row["components"][0]
+        lines.append(f"│ {field['custom_id']} — {field.get('label', '')}: {field.get('value', '')!r}")
+    return "\n".join(lines)
+
+
+def _option(word: str) -> tuple[str, Any]:
+    """``name=value`` typed as Discord would send it: booleans, integers, or text."""
+    name, value = word.split("=", 1)
+    if value.lower() in {"true", "false"}:
+        return name, value.lower() == "true"
+    if value.lstrip("-").isdigit():
+        return name, int(value)
+    return name, value
 
 
 def render_message(message: dict[str, Any]) -> str:

@@ -11,7 +11,11 @@ from kioku.signatures import sign_request
 
 INTERACTION_PING = 1
 INTERACTION_APPLICATION_COMMAND = 2
+INTERACTION_MODAL_SUBMIT = 5
 SUB_COMMAND = 1
+SUB_COMMAND_GROUP = 2
+OPTION_STRING, OPTION_INTEGER, OPTION_BOOLEAN = 3, 4, 5
+ACTION_ROW, TEXT_INPUT = 1, 4
 
 
 def function_url_event(
@@ -74,10 +78,16 @@ def slash_command(
     global_name: str | None = None,
     interaction_id: str = "500000000000000001",
     token: str = "interaction-token",
+    permissions: str = "0",
 ) -> dict[str, Any]:
-    """An APPLICATION_COMMAND interaction as Discord sends it for ``/name [subcommand] [options]``."""
-    leaf = [{"name": k, "value": v, "type": 3} for k, v in (options or {}).items()]
-    data_options = [{"name": subcommand, "type": SUB_COMMAND, "options": leaf}] if subcommand else leaf
+    """An APPLICATION_COMMAND interaction as Discord sends it for ``/name [group] [subcommand]
+    [options]``; ``subcommand`` may be a path such as ``"stm parameters"``."""
+    data_options = [{"name": k, "value": v, "type": _option_type(v)} for k, v in (options or {}).items()]
+    path = subcommand.split() if subcommand else []
+    if path:
+        data_options = [{"name": path[-1], "type": SUB_COMMAND, "options": data_options}]
+    if len(path) == 2:
+        data_options = [{"name": path[0], "type": SUB_COMMAND_GROUP, "options": data_options}]
     user = {"id": user_id, "username": username, "global_name": global_name}
     payload: dict[str, Any] = {
         "id": interaction_id,
@@ -90,7 +100,30 @@ def slash_command(
     }
     if guild_id:
         payload["guild_id"] = guild_id
-        payload["member"] = {"user": user, "nick": None, "permissions": "0", "roles": []}
+        payload["member"] = {"user": user, "nick": None, "permissions": permissions, "roles": []}
     else:
         payload["user"] = user
     return payload
+
+
+def modal_submit(command: dict[str, Any], custom_id: str, values: dict[str, str]) -> dict[str, Any]:
+    """The MODAL_SUBMIT Discord sends when a person fills in the form a command answered with."""
+    return {
+        **command,
+        "type": INTERACTION_MODAL_SUBMIT,
+        "data": {
+            "custom_id": custom_id,
+            "components": [
+                {"type": ACTION_ROW, "components": [{"type": TEXT_INPUT, "custom_id": key, "value": value}]}
+                for key, value in values.items()
+            ],
+        },
+    }
+
+
+def _option_type(value: Any) -> int:
+    if isinstance(value, bool):
+        return OPTION_BOOLEAN
+    if isinstance(value, int):
+        return OPTION_INTEGER
+    return OPTION_STRING

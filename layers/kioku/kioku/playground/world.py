@@ -27,6 +27,9 @@ class Channel:
         return f"{prefix}{self.name}{' (private)' if self.private else ''}"
 
 
+MANAGE_SERVER_PERMISSION: Final = str(1 << 5)
+
+
 @dataclass(frozen=True)
 class Member:
     key: str
@@ -34,6 +37,7 @@ class Member:
     username: str
     global_name: str | None
     dm_channel_id: str
+    permissions: str = "0"
 
     def user(self) -> dict:
         return {"id": self.user_id, "username": self.username, "global_name": self.global_name, "bot": False}
@@ -46,7 +50,7 @@ CHANNELS: Final = (
     Channel("plans", "300000000000000004", parent_id="300000000000000001"),
 )
 MEMBERS: Final = (
-    Member("alice", "400000000000000001", "alice", "Alice", "310000000000000001"),
+    Member("alice", "400000000000000001", "alice", "Alice", "310000000000000001", MANAGE_SERVER_PERMISSION),
     Member("bob", "400000000000000002", "bob", "Bobby", "310000000000000002"),
     Member("carol", "400000000000000003", "carol", None, "310000000000000003"),
 )
