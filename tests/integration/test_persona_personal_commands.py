@@ -289,7 +289,7 @@ def test_members_without_manage_server_are_refused_and_nothing_changes(invoke, s
 @pytest.mark.parametrize(
     ("custom_id", "values", "reason"),
     [
-        ("persona:stm-edit:00000000", {"summary": "x"}, "persona"),
+        ("persona:stm-edit:00000000:0", {"summary": "x"}, "persona"),
         (None, {"plans": "x"}, "categories"),
         (None, {"summary": "x", "extra": "y"}, "categories"),
         ("persona:other-form", {"summary": "x"}, "form"),
@@ -311,7 +311,7 @@ def test_stale_or_foreign_forms_save_nothing(invoke, stm, custom_id, values, rea
 )
 def test_malformed_modal_submits_are_refused(invoke, stm, components):
     write_summary(stm, guild_row(), "Kept.")
-    payload = modal_submit("persona:stm-edit:x", {}, permissions=MANAGE_GUILD)
+    payload = modal_submit("persona:stm-edit:x:0", {}, permissions=MANAGE_GUILD)
     payload["data"]["components"] = components
     body = invoke(payload)
     assert "Nothing was saved" in embed_of(body)["description"]
@@ -408,3 +408,16 @@ def test_a_hand_edit_that_creates_a_threads_row_records_its_parent(invoke, stm):
     # Then the new row knows its parent, so privacy filtering sees it as part of that channel
     row = stm.get(guild_row())
     assert (row.parent_channel_id, row.channel_name) == ("300000000000000999", "trip-thread")
+
+
+def test_an_edit_form_opened_before_a_newer_save_saves_nothing(invoke, stm):
+    # Given a manager who opened the editor on summary "A"
+    write_summary(stm, guild_row(), "A")
+    form_id = invoke(persona_command("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
+    # And the bot refreshed the summary to "B" while the form was open
+    write_summary(stm, guild_row(), "B")
+    # When the manager submits their edit of "A"
+    body = invoke(modal_submit(form_id, {"summary": "A, edited"}, permissions=MANAGE_GUILD))
+    # Then "B" is kept and the manager is told to reopen the form
+    assert "changed while you were editing" in embed_of(body)["description"]
+    assert stm.get(guild_row()).summary == "B"

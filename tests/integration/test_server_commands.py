@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import replace
 
 import pytest
@@ -60,7 +61,11 @@ def command(
 
 
 def modal_submit(custom_id: str, values: dict[str, str], *, permissions: str = MANAGER) -> dict:
-    """The MODAL_SUBMIT interaction Discord sends when a form of text inputs is submitted."""
+    """The MODAL_SUBMIT interaction Discord sends when a form of text inputs is submitted: every
+    input of the categories form comes back (Discord sends them all), blank unless given."""
+    if custom_id.startswith("server:categories-edit"):
+        capacity = min(int(os.environ.get("STM_MAX_CATEGORIES", "5")), 5)
+        values = {f"category_{n}": "" for n in range(1, capacity + 1)} | values
     payload = slash_command(APPLICATION_ID, "unused", guild_id=GUILD)
     payload["type"] = MODAL_SUBMIT
     payload["member"]["permissions"] = permissions
@@ -394,3 +399,11 @@ def test_direct_messages_are_refused(invoke, table, attempt):
     body = invoke(_attempts(MANAGER, guild_id=None)[attempt])
     assert_ephemeral_error(body, "direct messages")
     assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_a_categories_form_that_comes_back_without_its_fields_changes_nothing(invoke, store):
+    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    submit = modal_submit("server:categories-edit:1", {})
+    submit["data"]["components"] = []
+    assert_ephemeral_error(invoke(submit), "Nothing was saved")
+    assert store.get_server_config(GUILD).categories == (PLANS,)

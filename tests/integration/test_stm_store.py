@@ -293,3 +293,39 @@ def test_the_service_runs_a_whole_turn(table):
     assert entry.channel_name == "general"
     assert entry.turns_since_refresh == 1
     assert [m.message_id for m in entry.crude] == ["10", "11"]
+
+
+def test_a_write_that_expects_the_text_it_saw_is_refused_once_it_changed(table):
+    store = StmStore(table)
+    store.write_memory(identity(), StmUpdate(summary="seen"), (), NOW - MINUTE, LIMITS.retention)
+    seen_at = store.get(identity().address).summary_updated_at
+    store.write_memory(identity(), StmUpdate(summary="newer"), (), NOW, LIMITS.retention)
+    with pytest.raises(NewerMemoryExists):
+        store.write_memory(
+            identity(),
+            StmUpdate(summary="edit of seen"),
+            (),
+            NOW + MINUTE,
+            LIMITS.retention,
+            expect_written_at=seen_at,
+        )
+    with pytest.raises(NewerMemoryExists):
+        store.write_memory(
+            identity(),
+            StmUpdate(summary="as if new"),
+            (),
+            NOW + MINUTE,
+            LIMITS.retention,
+            expect_written_at=None,
+        )
+    assert store.get(identity().address).summary == "newer"
+    current = store.get(identity().address).summary_updated_at
+    store.write_memory(
+        identity(),
+        StmUpdate(summary="edit of newer"),
+        (),
+        NOW + MINUTE,
+        LIMITS.retention,
+        expect_written_at=current,
+    )
+    assert store.get(identity().address).summary == "edit of newer"

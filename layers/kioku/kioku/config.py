@@ -28,7 +28,7 @@ class Settings(BaseModel):
 
     TABLE_NAME: str = Field(min_length=3)
     TURN_QUEUE_URL: str = Field(min_length=1)
-    DISCORD_APPLICATION_ID: str = Field(pattern=r"^\d{1,20}$")
+    DISCORD_APPLICATION_ID: str = Field(pattern=r"^[0-9]{1,20}$")
     DISCORD_PUBLIC_KEY: str
     RELAY_PUBLIC_KEY: str
     DISCORD_BOT_TOKEN: SecretStr | None = None

@@ -47,6 +47,7 @@ logger = logging.getLogger(__name__)
 
 RECENCY_INDEX: Final = "Recency"
 AGE_SHARDS: Final = 8
+ANY_TIME: Final = object()  # write_memory's default: any earlier write may be replaced
 JANITOR_INDEX: Final = "JanitorAge"
 MAX_ITEM_BYTES: Final = 400 * 1024
 MAX_CHANNEL_NAME_CHARS: Final = 100
@@ -259,10 +260,12 @@ class StmStore:
         retention: timedelta,
         *,
         reset_counter: bool = True,
+        expect_written_at: datetime | object | None = ANY_TIME,
     ) -> None:
         """The tool's write: the summary or the categories map (never both), the counter back to 0
         (not for a person's hand edit: the cadence measures whether the bot keeps up). Refuses to
-        overwrite a memory written later than ``now`` (``NewerMemoryExists``)."""
+        overwrite a memory written later than ``now``, or, with ``expect_written_at``, one written at
+        any other time than the text the writer saw (None: never written) (``NewerMemoryExists``)."""
         expression = _Update()
         _set_identity(expression, identity, now, retention)
         if update.summary is not None:
@@ -282,12 +285,20 @@ class StmStore:
         else:
             expression.set("turns_since_refresh", 0, if_missing=True)
         expression.set("version", 0, if_missing=True)
+        if expect_written_at is ANY_TIME:
+            condition = (
+                f"attribute_not_exists({expression.name(written_at)}) OR "
+                f"{expression.name(written_at)} <= {expression.value(_iso(now))}"
+            )
+        elif expect_written_at is None:
+            condition = f"attribute_not_exists({expression.name(written_at)})"
+        else:
+            condition = f"{expression.name(written_at)} = {expression.value(_iso(expect_written_at))}"
         try:
             self._table.update(
                 stm_row_key(identity.address),
                 expression.text(),
-                condition=f"attribute_not_exists({expression.name(written_at)}) OR "
-                f"{expression.name(written_at)} <= {expression.value(_iso(now))}",
+                condition=condition,
                 names=expression.names,
                 values=expression.values,
             )

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from kioku.services.commands.discord import CommandType, InteractionType, OptionType
 
-SNOWFLAKE = r"^\d{1,20}$"
+SNOWFLAKE = r"^[0-9]{1,20}$"  # ASCII digits only: \d would take any script's digits
 
 
 class User(BaseModel):
@@ -25,7 +25,7 @@ class Member(BaseModel):
     model_config = ConfigDict(extra="ignore")
     user: User
     nick: str | None = Field(default=None, max_length=64)
-    permissions: str = Field(default="0", pattern=r"^\d{1,40}$")
+    permissions: str = Field(default="0", pattern=r"^[0-9]{1,40}$")
 
 
 class PartialChannel(BaseModel):
@@ -65,19 +65,23 @@ class Interaction(BaseModel):
 
     def subcommand_path(self) -> tuple[str, ...]:
         """``("stm",)`` for ``/help stm``; ``("stm", "view")`` for ``/persona stm view``."""
-        path: list[str] = []
-        options = self.data.get("options") or []
-        while options and options[0].get("type") in (OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP):
-            path.append(str(options[0].get("name", "")))
-            options = options[0].get("options") or []
-        return tuple(path)
+        return self._walk()[0]
 
     def option_values(self) -> dict[str, Any]:
-        """The leaf options of the invoked (sub)command, by name."""
-        options = self.data.get("options") or []
+        """The leaf options of the invoked (sub)command, by name; malformed entries are skipped."""
+        return {str(o.get("name")): o.get("value") for o in self._walk()[1]}
+
+    def _walk(self) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
+        path: list[str] = []
+        options = _dicts(self.data.get("options"))
         while options and options[0].get("type") in (OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP):
-            options = options[0].get("options") or []
-        return {str(o.get("name")): o.get("value") for o in options if isinstance(o, dict)}
+            path.append(str(options[0].get("name", "")))
+            options = _dicts(options[0].get("options"))
+        return tuple(path), options
+
+
+def _dicts(value: Any) -> list[dict[str, Any]]:
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
 Handler = Callable[[Interaction], dict]

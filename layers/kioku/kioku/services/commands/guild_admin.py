@@ -33,7 +33,7 @@ def manager_refusal(interaction: Interaction) -> dict | None:
     """The ephemeral refusal for anyone but a Manage Server member of a guild; None for them."""
     if interaction.guild_id is None or interaction.member is None:
         return error_message(DM_REFUSAL)
-    if not int(interaction.member.permissions) & Permission.MANAGE_GUILD:
+    if not int(interaction.member.permissions) & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR):
         return error_message(PERMISSION_REFUSAL)
     return None
 

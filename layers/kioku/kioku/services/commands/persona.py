@@ -198,7 +198,18 @@ def _edit_refusal(interaction: Interaction) -> str | None:
 
 def _persona_tag(persona: Persona) -> str:
     """A short, fixed-length mark of the persona the form was opened for (custom_ids hold 100 chars)."""
-    return f"{zlib.crc32(persona.persona_id.encode()):08x}"
+    return f"{zlib.crc32(f'{persona.persona_id}#{persona.lineage_id}'.encode()):08x}"
+
+
+def _written_at(here: _Here) -> datetime | None:
+    """When the text the form shows was written (None: never), so a save can insist it still is."""
+    if here.entry is None:
+        return None
+    return here.entry.categories_updated_at if here.categories else here.entry.summary_updated_at
+
+
+def _stamp(moment: datetime | None) -> str:
+    return "0" if moment is None else f"{int(moment.timestamp() * 1_000_000):x}"
 
 
 def _edited_inputs(here: _Here) -> tuple[str, ...]:
@@ -241,7 +252,7 @@ def on_edit(interaction: Interaction) -> dict:
             for category in here.categories[:MAX_MODAL_INPUTS]
         ]
     return modal(
-        f"{EDIT_MODAL_ID}:{_persona_tag(here.persona)}",
+        f"{EDIT_MODAL_ID}:{_persona_tag(here.persona)}:{_stamp(_written_at(here))}",
         f"{here.persona.name}: short-term memory",
         inputs,
     )
@@ -252,7 +263,7 @@ def on_modal(interaction: Interaction) -> dict:
     from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
 
-    form, _, tag = interaction.custom_id.rpartition(":")
+    form, tag, seen_stamp = [*interaction.custom_id.rsplit(":", 2), "", ""][:3]
     if form != EDIT_MODAL_ID:
         return error_message("I do not know that form. It may be from an older version of me.")
     refusal = _edit_refusal(interaction)
@@ -268,6 +279,8 @@ def on_modal(interaction: Interaction) -> dict:
         return error_message("I cannot tell which channel this is.")
     if tag != _persona_tag(here.persona):
         return error_message(STALE_FORM.format(what="The persona"))
+    if seen_stamp != _stamp(_written_at(here)):
+        return error_message(STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
         return error_message(STALE_FORM.format(what="The memory's categories"))
 

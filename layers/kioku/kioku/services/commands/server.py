@@ -112,11 +112,11 @@ def open_categories_form(interaction: Interaction) -> dict:
 
 
 def save_categories(interaction: Interaction, config: ServerConfig) -> dict:
-    lines = [
-        value
-        for key, value in submitted_values(interaction.data).items()
-        if key.startswith(CATEGORY_INPUT_PREFIX)
-    ]
+    values = submitted_values(interaction.data)
+    expected = [f"{CATEGORY_INPUT_PREFIX}{number}" for number in range(1, _category_capacity() + 1)]
+    if sorted(values) != sorted(expected):
+        raise InvalidModalSubmit("the form came back without its fields")
+    lines = [values[key] for key in expected]
     categories = parse_categories(lines, config.categories, _category_capacity())
     saved = config_store().save_server_config(replace(config, categories=categories))
     return message(embeds=[categories_embed(saved)])
