@@ -119,3 +119,27 @@ def _fresh_settings() -> Iterator[None]:
     get_settings.cache_clear()
     yield
     get_settings.cache_clear()
+
+
+@pytest.fixture
+def interact(env, discord_keys):
+    """Send a signed interaction payload through InteractionsFunction; the decoded response body.
+
+    Each test starts with cold command stores, as a fresh container would.
+    """
+    import json
+
+    from kioku.playground.events import signed_event
+    from kioku.playground.functions import LambdaContext, load_handler
+    from kioku.services.commands import stores
+
+    stores.forget()
+    handler = load_handler("interactions")
+
+    def send(payload: dict) -> dict:
+        response = handler(signed_event(payload, discord_keys.signing_hex), LambdaContext())
+        assert response["statusCode"] == 200, response["body"]
+        return json.loads(response["body"])
+
+    yield send
+    stores.forget()

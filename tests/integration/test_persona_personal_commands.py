@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -12,9 +11,8 @@ from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
-from kioku.playground.events import signed_event, slash_command
-from kioku.playground.functions import LambdaContext, load_handler
-from kioku.services.commands import persona, personal, stores
+from kioku.playground.events import slash_command
+from kioku.services.commands import persona, personal
 from kioku.services.commands.discord import Permission
 from tests.conftest import APPLICATION_ID
 
@@ -42,17 +40,8 @@ EPHEMERAL = 64
 
 
 @pytest.fixture
-def invoke(env, monkeypatch, discord_keys):
-    stores.forget()
-    handler = load_handler("interactions")
-
-    def send(payload: dict) -> dict:
-        response = handler(signed_event(payload, discord_keys.signing_hex), LambdaContext())
-        assert response["statusCode"] == 200
-        return json.loads(response["body"])
-
-    yield send
-    stores.forget()
+def invoke(interact):
+    return interact
 
 
 @pytest.fixture

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 
@@ -10,9 +9,8 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
-from kioku.playground.events import signed_event, slash_command
-from kioku.playground.functions import LambdaContext, load_handler
-from kioku.services.commands import capabilities, server, stores
+from kioku.playground.events import slash_command
+from kioku.services.commands import capabilities, server
 from kioku.services.commands.discord import OptionType, Permission
 from tests.conftest import APPLICATION_ID
 
@@ -26,18 +24,8 @@ MOOD = StmCategory(slug="mood", label="Mood", description="", position=1)
 
 
 @pytest.fixture
-def invoke(env, discord_keys, monkeypatch):
-    """Sends a signed interaction payload and returns the decoded interaction response."""
-    stores.forget()
-    handler = load_handler("interactions")
-
-    def send(payload: dict) -> dict:
-        response = handler(signed_event(payload, discord_keys.signing_hex), LambdaContext())
-        assert response["statusCode"] == 200
-        return json.loads(response["body"])
-
-    yield send
-    stores.forget()
+def invoke(interact):
+    return interact
 
 
 @pytest.fixture
