@@ -113,27 +113,25 @@ def moto_server() -> Iterator[RemoteAws]:
 
 @pytest.fixture(autouse=True)
 def _fresh_settings() -> Iterator[None]:
-    """Each test reads the environment it set up, as a cold start would."""
+    """Each test reads the environment it set up and makes its own clients, as a cold start would."""
     from kioku.config import get_settings
+    from kioku.services import warm
 
     get_settings.cache_clear()
+    warm.forget()
     yield
     get_settings.cache_clear()
+    warm.forget()
 
 
 @pytest.fixture
 def interact(env, discord_keys):
-    """Send a signed interaction payload through InteractionsFunction; the decoded response body.
-
-    Each test starts with cold command stores, as a fresh container would.
-    """
+    """Send a signed interaction payload through InteractionsFunction; the decoded response body."""
     import json
 
     from kioku.playground.events import signed_event
     from kioku.playground.functions import LambdaContext, load_handler
-    from kioku.services.commands import stores
 
-    stores.forget()
     handler = load_handler("interactions")
 
     def send(payload: dict) -> dict:
@@ -141,5 +139,4 @@ def interact(env, discord_keys):
         assert response["statusCode"] == 200, response["body"]
         return json.loads(response["body"])
 
-    yield send
-    stores.forget()
+    return send

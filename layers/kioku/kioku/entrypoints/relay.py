@@ -19,11 +19,11 @@ from kioku.domain.addressing import (
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
+from kioku.services import warm
 
 logger = logging.getLogger(__name__)
 
 _NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}
-_services: dict[str, Any] = {}
 
 
 def handle(event: dict[str, Any]) -> dict[str, Any]:
@@ -43,7 +43,7 @@ def _answer(body: bytes) -> dict[str, Any]:
     bot_user_id = settings.DISCORD_APPLICATION_ID
     decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
-        config = _config_store().get_server_config(message.guild_id)
+        config = warm.config_store().get_server_config(message.guild_id)
         decision = decide_turn(message, bot_user_id=bot_user_id, config=config)
     if not decision.answer:
         return empty_response(204)
@@ -52,25 +52,8 @@ def _answer(body: bytes) -> dict[str, Any]:
     from kioku.domain.turn_jobs import TurnJob
 
     try:
-        _turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)))
+        warm.turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)))
     except QueueUnavailable:
         logger.exception("could not queue message %s", message.message_id)
         return error_response(503, "could not queue the turn; retry")
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
-
-
-def _config_store():
-    if "config" not in _services:
-        from kioku.adapters.dynamodb.config_store import ConfigStore
-        from kioku.adapters.dynamodb.table import KiokuTable
-
-        _services["config"] = ConfigStore(KiokuTable(get_settings().TABLE_NAME))
-    return _services["config"]
-
-
-def _turn_queue():
-    if "queue" not in _services:
-        from kioku.adapters.turn_queue import TurnQueue
-
-        _services["queue"] = TurnQueue(get_settings().TURN_QUEUE_URL)
-    return _services["queue"]

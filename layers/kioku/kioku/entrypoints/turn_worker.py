@@ -20,6 +20,7 @@ from pydantic import SecretStr
 
 from kioku.config import Settings, get_settings
 from kioku.domain.turn_jobs import TurnJob
+from kioku.services import warm
 from kioku.services.turn import TurnRecord, TurnService
 
 logger = logging.getLogger(__name__)
@@ -66,18 +67,11 @@ def record_handler(record: SQSRecord) -> dict[str, Any]:
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
 
 
-@lru_cache(maxsize=1)
-def turn_queue(queue_url: str):
-    from kioku.adapters.turn_queue import TurnQueue
-
-    return TurnQueue(queue_url)
-
-
 def _retry_soon(receipt_handle: str) -> None:
     from kioku.adapters.turn_queue import QueueUnavailable
 
     try:
-        turn_queue(get_settings().TURN_QUEUE_URL).retry_soon(receipt_handle, RETRY_DELAY_SECONDS)
+        warm.turn_queue().retry_soon(receipt_handle, RETRY_DELAY_SECONDS)
     except QueueUnavailable:
         logger.warning("a failed turn waits for the queue's visibility timeout instead")
 

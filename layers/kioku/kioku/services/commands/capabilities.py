@@ -14,7 +14,7 @@ from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
-from kioku.services.commands.stores import config_store
+from kioku.services.warm import config_store
 
 MANAGE: Final = "manage"
 CAPABILITY_DESCRIPTIONS: Final = {

@@ -4,8 +4,8 @@ allows three seconds), queues the turn, and the turn worker edits the answer in.
 from __future__ import annotations
 
 import logging
-from functools import lru_cache
 
+from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import OptionType, ResponseType, error_message
 
@@ -14,16 +14,8 @@ logger = logging.getLogger(__name__)
 MAX_CHAT_MESSAGE_LENGTH = 2000
 
 
-@lru_cache(maxsize=1)
-def _turn_queue(queue_url: str):
-    from kioku.adapters.turn_queue import TurnQueue
-
-    return TurnQueue(queue_url)
-
-
 def on_chat(interaction: Interaction) -> dict:
     from kioku.adapters.turn_queue import QueueUnavailable
-    from kioku.config import get_settings
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     text = str(interaction.option_values().get("message") or "").strip()
@@ -44,7 +36,7 @@ def on_chat(interaction: Interaction) -> dict:
         application_id=interaction.application_id,
     )
     try:
-        _turn_queue(get_settings().TURN_QUEUE_URL).enqueue(job)
+        warm.turn_queue().enqueue(job)
     except QueueUnavailable:
         logger.exception("could not queue /chat interaction %s", interaction.id)
         return error_message("I could not take that message right now. Please try again in a moment.")

@@ -13,7 +13,7 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Handler, Interaction
 from kioku.services.commands.components import InvalidModalSubmit
 from kioku.services.commands.discord import Permission, error_message
-from kioku.services.commands.stores import config_store
+from kioku.services.warm import config_store
 
 if TYPE_CHECKING:
     from kioku.domain.models import ServerConfig

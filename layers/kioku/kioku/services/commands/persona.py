@@ -44,7 +44,7 @@ from kioku.services.commands.discord import (
     error_message,
     message,
 )
-from kioku.services.commands.stores import config_store, stm_store
+from kioku.services.warm import config_store, stm_store
 
 EDIT_MODAL_ID: Final = "persona:stm-edit"
 SUMMARY_INPUT: Final = "summary"

@@ -14,7 +14,7 @@ from typing import Any, Final
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
-from kioku.services.commands.stores import config_store
+from kioku.services.warm import config_store
 
 CROSS_SERVER_OPTION: Final = "cross_server"
 PRIVACY_OPTION: Final = "privacy"

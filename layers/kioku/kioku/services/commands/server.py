@@ -32,7 +32,7 @@ from kioku.services.commands.components import (
 )
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
-from kioku.services.commands.stores import config_store
+from kioku.services.warm import config_store
 
 NAME: Final = "server"
 GROUP: Final = "stm"

@@ -1,5 +1,5 @@
-"""The stores commands use, one of each per warm container. AWS adapters are imported on first use,
-so loading the command registry (on the first non-PING interaction) does not import boto3."""
+"""The clients a warm container keeps: one of each per configured table or queue. Adapters (and
+with them boto3) are imported on first use, so a PING or a rejected request never pays for them."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from kioku.config import get_settings
 if TYPE_CHECKING:
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.stm_store import StmStore
+    from kioku.adapters.turn_queue import TurnQueue
 
 
 def config_store() -> ConfigStore:
@@ -21,9 +22,14 @@ def stm_store() -> StmStore:
     return _stores(get_settings().TABLE_NAME)[1]
 
 
+def turn_queue() -> TurnQueue:
+    return _turn_queue(get_settings().TURN_QUEUE_URL)
+
+
 def forget() -> None:
     """Drop the warm clients (a new local stack, a new test)."""
     _stores.cache_clear()
+    _turn_queue.cache_clear()
 
 
 @lru_cache(maxsize=1)
@@ -34,3 +40,10 @@ def _stores(table_name: str) -> tuple[ConfigStore, StmStore]:
 
     table = KiokuTable(table_name)
     return ConfigStore(table), StmStore(table)
+
+
+@lru_cache(maxsize=1)
+def _turn_queue(queue_url: str) -> TurnQueue:
+    from kioku.adapters.turn_queue import TurnQueue
+
+    return TurnQueue(queue_url)
