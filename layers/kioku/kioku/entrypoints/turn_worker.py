@@ -55,11 +55,16 @@ def turn_service(settings: Settings) -> TurnService:
     )
 
 
-def record_handler(record: SQSRecord) -> dict[str, Any]:
+def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
+    """One turn; Powertools hands in the Lambda context, whose remaining time bounds the model."""
     try:
         job = TurnJob.from_json(record.body)
         redelivered = int(record.attributes.approximate_receive_count or 1) > 1
-        turn = turn_service(get_settings()).run(job, redelivered=redelivered)
+        turn = turn_service(get_settings()).run(
+            job,
+            redelivered=redelivered,
+            time_left=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
+        )
     except Exception:
         _retry_soon(record.receipt_handle)
         raise
@@ -77,7 +82,6 @@ def _retry_soon(receipt_handle: str) -> None:
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
-    turn_service(get_settings()).time_left = lambda: context.get_remaining_time_in_millis() / 1000
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
     # A batch whose every turn failed is still answered with its failures, not an exception: the
     # same records go back to the queue, and the invocation itself is not reported as an error.

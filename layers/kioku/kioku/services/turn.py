@@ -73,13 +73,19 @@ class TurnService:
     ltm_store: DynamoMemoryStore
     ledger: TurnLedger
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS
-    """Seconds until this turn must be done (Lambda's remaining time); model calls stop short of it."""
     _channels: dict[str, dict[str, Any]] = field(default_factory=dict)
 
-    def run(self, job: TurnJob, *, redelivered: bool = False) -> TurnRecord:
+    def run(
+        self,
+        job: TurnJob,
+        *,
+        redelivered: bool = False,
+        time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS,
+    ) -> TurnRecord:
         """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt may
-        have replied and died before recording the turn; Discord is asked before answering again."""
+        have replied and died before recording the turn; Discord is asked before answering again.
+        ``time_left``: seconds until the turn must be done (Lambda's remaining time); model calls
+        stop short of it, so a slow model still ends in an apology."""
         record = TurnRecord()
         now = self.clock()
         if redelivered and self._answered_before(job):
@@ -139,7 +145,7 @@ class TurnService:
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
         try:
-            reply = self._converse(turn, stm, messages, tools, record)
+            reply = self._converse(turn, stm, messages, tools, record, time_left)
         except LlmUnavailable as exc:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
             record.apologised = True
@@ -219,10 +225,11 @@ class TurnService:
         messages: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         record: TurnRecord,
+        time_left: Callable[[], float],
     ) -> str:
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offered = tools if round_number < MAX_TOOL_ROUNDS else []
-            budget = self.time_left() - RESERVED_SECONDS
+            budget = time_left() - RESERVED_SECONDS
             if budget <= 0:
                 raise LlmUnavailable("no time left in this turn for the model")
             request = ChatRequest(messages=list(messages), tools=offered, time_budget_seconds=budget)
