@@ -11,6 +11,7 @@ from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import persona, personal
 from kioku.services.commands.discord import Permission
@@ -27,7 +28,6 @@ MANAGE_GUILD = str(int(Permission.MANAGE_GUILD))
 ADMINISTRATOR = str(1 << 3)
 NOTHING = "0"
 
-MODAL_SUBMIT = 5
 RESPONSE_MESSAGE = 4
 RESPONSE_MODAL = 9
 ACTION_ROW = 1
@@ -102,28 +102,19 @@ def persona_command(
     user_id: str = USER,
     permissions: str = NOTHING,
 ) -> dict:
-    payload = slash_command(
-        APPLICATION_ID, "persona", guild_id=guild_id, channel_id=channel_id, user_id=user_id
+    return slash_command(
+        APPLICATION_ID,
+        "persona",
+        f"stm {subcommand}",
+        guild_id=guild_id,
+        channel_id=channel_id,
+        user_id=user_id,
+        permissions=permissions,
     )
-    payload["data"]["options"] = [
-        {"type": SUB_COMMAND_GROUP, "name": "stm", "options": [{"type": SUB_COMMAND, "name": subcommand}]}
-    ]
-    if guild_id:
-        payload["member"]["permissions"] = permissions
-    return payload
 
 
 def modal_submit(custom_id: str, values: dict[str, str], **where) -> dict:
-    payload = persona_command("edit", **where)
-    payload["type"] = MODAL_SUBMIT
-    payload["data"] = {
-        "custom_id": custom_id,
-        "components": [
-            {"type": ACTION_ROW, "components": [{"type": TEXT_INPUT, "custom_id": key, "value": value}]}
-            for key, value in values.items()
-        ],
-    }
-    return payload
+    return submit_form(persona_command("edit", **where), custom_id, values)
 
 
 def prefilled(modal: dict) -> dict[str, str]:

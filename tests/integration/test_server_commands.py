@@ -9,16 +9,17 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
+from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import capabilities, server
-from kioku.services.commands.discord import OptionType, Permission
+from kioku.services.commands.discord import Permission
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"
 MANAGER = str(Permission.MANAGE_GUILD | 1 << 11)
 NOT_MANAGER = str(1 << 11 | 1 << 10)
 MODAL_SUBMIT = 5
-ACTION_ROW, TEXT_INPUT, SHORT, PARAGRAPH = 1, 4, 1, 2
+ACTION_ROW, SHORT, PARAGRAPH = 1, 1, 2
 PLANS = StmCategory(slug="plans", label="Plans", description="what people mean to do", position=0)
 MOOD = StmCategory(slug="mood", label="Mood", description="", position=1)
 
@@ -37,15 +38,9 @@ def command(
     name: str, *path: str, permissions: str = MANAGER, guild_id: str | None = GUILD, **options
 ) -> dict:
     """``/name group sub option:value…`` as Discord sends it, with typed options and member permissions."""
-    payload = slash_command(APPLICATION_ID, name, guild_id=guild_id)
-    nested = [{"name": k, "value": v, "type": _option_type(v)} for k, v in options.items()]
-    for depth, part in reversed(list(enumerate(path))):
-        kind = OptionType.SUB_COMMAND if depth == len(path) - 1 else OptionType.SUB_COMMAND_GROUP
-        nested = [{"name": part, "type": kind, "options": nested}]
-    payload["data"]["options"] = nested
-    if guild_id:
-        payload["member"]["permissions"] = permissions
-    return payload
+    return slash_command(
+        APPLICATION_ID, name, " ".join(path) or None, options, guild_id=guild_id, permissions=permissions
+    )
 
 
 def modal_submit(custom_id: str, values: dict[str, str], *, permissions: str = MANAGER) -> dict:
@@ -54,23 +49,7 @@ def modal_submit(custom_id: str, values: dict[str, str], *, permissions: str = M
     if custom_id.startswith("server:categories-edit"):
         capacity = min(int(os.environ.get("STM_MAX_CATEGORIES", "5")), 5)
         values = {f"category_{n}": "" for n in range(1, capacity + 1)} | values
-    payload = slash_command(APPLICATION_ID, "unused", guild_id=GUILD)
-    payload["type"] = MODAL_SUBMIT
-    payload["member"]["permissions"] = permissions
-    payload["data"] = {
-        "custom_id": custom_id,
-        "components": [
-            {"type": ACTION_ROW, "components": [{"type": TEXT_INPUT, "custom_id": key, "value": value}]}
-            for key, value in values.items()
-        ],
-    }
-    return payload
-
-
-def _option_type(value) -> OptionType:
-    if isinstance(value, bool):
-        return OptionType.BOOLEAN
-    return OptionType.INTEGER if isinstance(value, int) else OptionType.STRING
+    return submit_form(command("unused", permissions=permissions), custom_id, values)
 
 
 def text_inputs(modal: dict) -> list[dict]:
