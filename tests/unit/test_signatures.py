@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from kioku.signatures import RequestVerifier, SignatureRejected, new_key_pair, sign_request
+from kioku.signatures import RequestVerifier, SignatureRejected, new_key_pair, public_key_of, sign_request
 
 NOW = 1_800_000_000
 BODY = b'{"type":1}'
@@ -91,3 +91,10 @@ def test_a_timestamp_from_the_future_is_rejected(keys, verifier):
     signature, timestamp = signed(keys, timestamp=str(NOW + 120))
     with pytest.raises(SignatureRejected, match="future"):
         verifier.verify(BODY, signature, timestamp)
+
+
+def test_the_public_key_of_a_seed_verifies_what_the_seed_signs():
+    seed, public = new_key_pair()
+    assert public_key_of(seed) == public
+    signature, timestamp = signed((seed, public))
+    RequestVerifier(public_key_of(seed), clock=lambda: NOW).verify(BODY, signature, timestamp)

@@ -66,5 +66,10 @@ def sign_request(signing_key_hex: str, body: bytes, timestamp: str | None = None
 
 def new_key_pair() -> tuple[str, str]:
     """A fresh (signing seed hex, public key hex) pair."""
-    key = SigningKey.generate()
-    return bytes(key).hex(), bytes(key.verify_key).hex()
+    seed = bytes(SigningKey.generate()).hex()
+    return seed, public_key_of(seed)
+
+
+def public_key_of(signing_key_hex: str) -> str:
+    """The hex public key that verifies what ``signing_key_hex`` signs."""
+    return bytes(SigningKey(bytes.fromhex(signing_key_hex)).verify_key).hex()

@@ -11,14 +11,13 @@ import hashlib
 import json
 from pathlib import Path
 
-from nacl.signing import SigningKey
-
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.events import ping, signed_event, slash_command
+from kioku.signatures import public_key_of
 
 THROWAWAY_PHRASE = b"kioku throw-away test key - never use for a real application"
 THROWAWAY_SIGNING_KEY = hashlib.sha256(THROWAWAY_PHRASE).hexdigest()
-THROWAWAY_PUBLIC_KEY = bytes(SigningKey(bytes.fromhex(THROWAWAY_SIGNING_KEY)).verify_key).hex()
+THROWAWAY_PUBLIC_KEY = public_key_of(THROWAWAY_SIGNING_KEY)
 APPLICATION_ID = "100000000000000001"
 EVENTS_DIR = Path(__file__).resolve().parents[4] / "events"
 

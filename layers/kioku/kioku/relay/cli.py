@@ -11,11 +11,10 @@ from dataclasses import dataclass, field
 from typing import Final
 
 import httpx
-from nacl.signing import SigningKey
 
 from kioku.config import ConfigurationError
 from kioku.relay.forwarder import Forwarder
-from kioku.signatures import new_key_pair
+from kioku.signatures import new_key_pair, public_key_of
 
 TOKEN_VARIABLE: Final = "DISCORD_BOT_TOKEN"
 SIGNING_KEY_VARIABLE: Final = "RELAY_SIGNING_KEY"
@@ -43,7 +42,7 @@ class RelaySettings:
 
     @property
     def public_key_hex(self) -> str:
-        return bytes(SigningKey(bytes.fromhex(self.signing_key_hex)).verify_key).hex()
+        return public_key_of(self.signing_key_hex)
 
 
 def read_settings(environ: Mapping[str, str]) -> RelaySettings:
