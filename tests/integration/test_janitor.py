@@ -8,7 +8,7 @@ from datetime import timedelta
 from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.functions import LambdaContext, load_handler
-from tests.integration.test_stm_store import identity
+from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW
 
 DAY = timedelta(days=1)

@@ -11,7 +11,6 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.stm_store import (
     MAX_ITEM_BYTES,
     NewerMemoryExists,
-    StmRowIdentity,
     StmStore,
     item_size_bytes,
     stm_row_key,
@@ -19,10 +18,11 @@ from kioku.adapters.dynamodb.stm_store import (
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.context import build_short_term_memory_context
-from kioku.domain.stm.entries import StmAddress, StmLimits
+from kioku.domain.stm.entries import StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.services import stm as stm_service
 from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
+from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
 MINUTE = timedelta(minutes=1)
@@ -32,10 +32,6 @@ MINUTE = timedelta(minutes=1)
 def _fresh_container(monkeypatch):
     """Each test is a cold container: no persona guesses carried over from another test."""
     monkeypatch.setattr(stm_service, "_persona_hints", {})
-
-
-def identity(channel_id: str = CHANNEL, *, server_id: str | None = SERVER, persona: str = "kioku", lineage=1):
-    return StmRowIdentity(address=StmAddress.of(server_id, USER, channel_id, persona), lineage_id=lineage)
 
 
 def load(store: StmStore, *, server_id=SERVER, channel_id=CHANNEL, limits=LIMITS, now=NOW):
@@ -232,8 +228,9 @@ def test_without_the_opt_in_the_dm_row_stays_out_even_though_it_was_read(table):
     store.write_memory(
         identity("dm-1", server_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
     )
+    store.write_memory(identity("200"), StmUpdate(summary="from #200"), (), NOW, LIMITS.retention)
     loaded = load(store)
-    assert all(entry.server_id == SERVER for entry in loaded.state.others)
+    assert [entry.address for entry in loaded.state.others] == [identity("200").address]
     context = build_short_term_memory_context(turn(loaded.config), loaded.state, LIMITS)
     assert not any("from DMs" in item.content for item in context.memory_items)
 

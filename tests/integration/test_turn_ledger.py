@@ -9,7 +9,7 @@ import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
-from tests.integration.test_stm_store import identity
+from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW, message
 
 

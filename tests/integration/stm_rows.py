@@ -1,0 +1,11 @@
+"""Short-term memory row identities for the store-level tests."""
+
+from __future__ import annotations
+
+from kioku.adapters.dynamodb.stm_store import StmRowIdentity
+from kioku.domain.stm.entries import StmAddress
+from tests.unit.stm_builders import CHANNEL, SERVER, USER
+
+
+def identity(channel_id: str = CHANNEL, *, server_id: str | None = SERVER, persona: str = "kioku", lineage=1):
+    return StmRowIdentity(address=StmAddress.of(server_id, USER, channel_id, persona), lineage_id=lineage)
