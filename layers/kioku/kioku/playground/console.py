@@ -20,9 +20,10 @@ import httpx
 from kioku.playground import world
 from kioku.playground.events import modal_submit, slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.signatures import sign_request
 
-RESPONSE_MODAL = 9
+PROMPT = "kioku> "
 
 BANNER = """\
 kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
@@ -257,12 +258,12 @@ class Playground:
             self.fail(f"HTTP {response.status_code}: {response.text}")
             return
         answer = response.json()
-        if answer.get("type") == RESPONSE_MODAL:
+        if answer.get("type") == ResponseType.MODAL:
             self.open_form = (payload, answer)
             self.print(render_form(answer))
             return
         self.print(render_interaction_response(answer))
-        if answer.get("type") == 5:
+        if answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
             token = payload["token"]
             before = len(self.stack.discord.channel_messages(self.channel.channel_id))
             self.deliver()
@@ -312,9 +313,9 @@ def render_interaction_response(response: dict) -> str:
     """What Discord would show for an interaction response, as plain text."""
     data = response.get("data") or {}
     lines: list[str] = []
-    if response.get("type") == 5:
+    if response.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
         lines.append("kioku is thinking…")
-    if data.get("flags", 0) & 64:
+    if data.get("flags", 0) & EPHEMERAL_FLAG:
         lines.append("(only you can see this)")
     if data.get("content"):
         lines.append(data["content"])
@@ -377,10 +378,6 @@ def _lines(source: TextIO, interactive: bool):
         return
     while True:
         try:
-            yield input(f"{_prompt()}")
+            yield input(PROMPT)
         except EOFError:
             return
-
-
-def _prompt() -> str:
-    return "kioku> "
