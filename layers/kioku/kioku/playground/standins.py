@@ -19,11 +19,11 @@ from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kioku.playground.http_server import LoopbackHTTPServer
+from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
 DISCORD_PUBLIC_THREAD_TYPE: Final = 11
-MESSAGE_FLAG_LOADING: Final = 1 << 7
 DISCORD_MESSAGE_LIMIT: Final = 2000
 DISCORD_REPLY_TYPE: Final = 19
 DISCORD_DEFAULT_TYPE: Final = 0

@@ -39,13 +39,13 @@ from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
+from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS: Final = 3
 MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its answer is looked for
-MESSAGE_FLAG_LOADING: Final = 1 << 7  # an interaction response still "thinking…"
 DEFAULT_TURN_SECONDS: Final = 120.0
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."

@@ -44,6 +44,7 @@ class Permission(IntEnum):
 
 
 EPHEMERAL_FLAG: Final = 1 << 6
+MESSAGE_FLAG_LOADING: Final = 1 << 7  # an interaction response still "thinking…"
 EMBED_COLOR_INFO: Final = 0x5865F2
 EMBED_COLOR_ERROR: Final = 0xED4245
 NO_MENTIONS: Final = {"parse": []}
