@@ -73,7 +73,9 @@ def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
 
 
 def seed_alice(discord: DiscordStandIn) -> dict[str, Any]:
-    return discord.seed_user("alice", global_name="Alice")
+    alice = discord.seed_user("alice", global_name="Alice")
+    discord.seed_member(GUILD, alice)
+    return alice
 
 
 def relay(stack: LocalStack, message: dict[str, Any]) -> httpx.Response:

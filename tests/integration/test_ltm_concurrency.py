@@ -24,8 +24,11 @@ from kioku.domain.ltm.memory import (
     SaveOutcome,
     ScopeKind,
 )
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 from tests.integration.test_ltm_store import assert_books_match_memories
 
+HERE = Origin("500", "700", private=False)
+SEEN_HERE = {"place": Place("500", "700"), "policy": PrivacyPolicy("500")}
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 SERVER, BOB = "500", "102"
 LIMIT = 10
@@ -33,7 +36,7 @@ WORKERS = 32
 
 
 def draft(scope: MemoryScope, content: str) -> MemoryDraft:
-    return MemoryDraft(scope=scope, content=content, author_id="101", created_at=NOW)
+    return MemoryDraft(scope=scope, content=content, author_id="101", created_at=NOW, origin=HERE)
 
 
 def run_together(moto_server, jobs: list[Callable[[DynamoMemoryStore], Any]]) -> list[Any]:

@@ -20,6 +20,7 @@ from kioku.adapters.dynamodb.ltm_store import (
 )
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
+    Memory,
     MemoryDraft,
     MemoryLimitReached,
     MemoryNotFound,
@@ -29,7 +30,10 @@ from kioku.domain.ltm.memory import (
     TargetPrivacyRestricted,
 )
 from kioku.domain.models import PrivacyLevel, UserProfile
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
+HERE = Origin("500", "700", private=False)
+SEEN_HERE = {"place": Place("500", "700"), "policy": PrivacyPolicy("500")}
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
 SERVER, ALICE, BOB = "500", "101", "102"
 MAX_MEMORIES, MAX_LENGTH = 1000, 4000  # the highest settings allow
@@ -39,7 +43,7 @@ LATEST = datetime(2025, 5, 1, 12, 0, 0, 123456, tzinfo=UTC)  # the longest ISO t
 
 
 def draft(scope: MemoryScope, content: str) -> MemoryDraft:
-    return MemoryDraft(scope=scope, content=content, author_id=ALICE, created_at=NOW)
+    return MemoryDraft(scope=scope, content=content, author_id=ALICE, created_at=NOW, origin=HERE)
 
 
 def stored_items(table, kind: ScopeKind, owner_id: str, prefix: str | None = None) -> list[dict]:
@@ -64,7 +68,7 @@ def assert_books_match_memories(table, kind: ScopeKind, owner_id: str, limit: in
     for item in items:
         if item["sk"].startswith("M#"):
             memory = memory_from_item(item)
-            entry = book_entry(memory.content, memory.author_id, memory.updated_at, limit)
+            entry = book_entry(memory, limit)
             expected.setdefault(book_key(memory.scope)["sk"], {})[entry_attribute(memory.memory_id)] = entry
     books = {
         item["sk"]: {name: value for name, value in item.items() if name not in ("pk", "sk")}
@@ -81,12 +85,25 @@ def count_requests(table) -> list[str]:
     return calls
 
 
-def full_book(scope: MemoryScope, limit: int, chars: int) -> dict:
-    """A book of ``limit`` entries, each the longest an entry can be: ``chars`` 4-byte characters."""
-    entries = {
-        entry_attribute(str(10000 + index)): {"c": WIDE * chars, "u": LATEST.isoformat(), "a": LONGEST_AUTHOR}
-        for index in range(limit)
-    }
+LONGEST_ORIGIN = Origin(LONGEST_AUTHOR, "2" * 20, "3" * 20, private=True, private_thread=True)
+
+
+def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origin = LONGEST_ORIGIN) -> Memory:
+    """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte characters."""
+    return Memory(
+        scope, memory_id, WIDE * chars, LONGEST_AUTHOR, LATEST, LATEST, origin=origin, subject_id="4" * 20
+    )
+
+
+def full_book(
+    scope: MemoryScope, limit: int, chars: int, *, cut: bool = True, origin: Origin = LONGEST_ORIGIN
+) -> dict:
+    """A book of ``limit`` entries, each the longest an entry can be: ``chars`` 4-byte characters, cut
+    as the store cuts them unless ``cut`` is False."""
+    entries = {}
+    for index in range(limit):
+        entry = book_entry(longest_memory(scope, str(10000 + index), chars, origin), limit)
+        entries[entry_attribute(str(10000 + index))] = entry if cut else {**entry, "c": WIDE * chars}
     return {**book_key(scope), **entries}
 
 
@@ -229,7 +246,12 @@ def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
         assert {name: entry["c"] for name, entry in book.items() if name.startswith("m")} == {
             entry_attribute(memory_id): f"fact {n}" for n, memory_id in enumerate(ids)
         }
-        assert book[entry_attribute(ids[0])] == {"c": "fact 0", "u": NOW.isoformat(), "a": ALICE}
+        assert book[entry_attribute(ids[0])] == {
+            "c": "fact 0",
+            "u": NOW.isoformat(),
+            "a": ALICE,
+            "o": "500/700//",
+        }
         # When one is reworded, one rewritten and one deleted
         later = NOW + timedelta(hours=1)
         store.replace_content(store.find(kind, owner, ids[0]), "Fact 0", later, limit=5)
@@ -237,7 +259,12 @@ def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
         store.delete(store.find(kind, owner, ids[2]))
         # Then the book says what the memories say
         book = table.get(book_key(scope))
-        assert book[entry_attribute(ids[1])] == {"c": "fact one", "u": later.isoformat(), "a": ALICE}
+        assert book[entry_attribute(ids[1])] == {
+            "c": "fact one",
+            "u": later.isoformat(),
+            "a": ALICE,
+            "o": "500/700//",
+        }
         assert entry_attribute(ids[2]) not in book
         assert_books_match_memories(table, kind, owner, 5)
 
@@ -254,7 +281,7 @@ def test_recall_is_one_request_for_the_server_and_every_person(table):
     ConfigStore(table).save_user_profile(UserProfile(BOB, privacy_level=PrivacyLevel.PARTIAL))
     requests = count_requests(table)
     # When
-    recalled = store.recall(SERVER, 1, [ALICE, BOB, "103"])
+    recalled = store.recall(SERVER, 1, [ALICE, BOB, "103"], **SEEN_HERE)
     # Then one BatchGetItem answered, with the privacy level read in the same batch
     assert requests == ["BatchGetItem"]
     assert [m.content for m in recalled.server] == ["server one"]
@@ -284,16 +311,24 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
     ]
     assert DynamoMemoryStore.recall_keys(None, 2, []) == []
     # When the items found come back, by key, Bob's profile forbidding personal memories
-    entry = {"c": "{user} likes tea", "u": NOW.isoformat(), "a": BOB}
-    later = {"c": "newer", "u": (NOW + timedelta(days=1)).isoformat(), "a": ALICE}
+    entry = {"c": "{user} likes tea", "u": NOW.isoformat(), "a": BOB, "o": "500/700//"}
+    later = {"c": "newer", "u": (NOW + timedelta(days=1)).isoformat(), "a": ALICE, "o": "500/700//"}
+    from_before_origins = {"c": "no origin kept", "u": NOW.isoformat(), "a": ALICE}
+    from_private_channel = {"c": "said in #secret", "u": NOW.isoformat(), "a": ALICE, "o": "500/701//p"}
+    server_book = {
+        "m11111": entry,
+        "m22222": later,
+        "m55555": from_before_origins,
+        "m66666": from_private_channel,
+    }
     items = {
-        ("LTM#S#500", "BOOK#L2"): {"pk": "LTM#S#500", "sk": "BOOK#L2", "m11111": entry, "m22222": later},
+        ("LTM#S#500", "BOOK#L2"): {"pk": "LTM#S#500", "sk": "BOOK#L2", **server_book},
         (f"USER#{ALICE}", "LTM#BOOK#L0"): {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0", "m33333": entry},
         (f"USER#{BOB}", "PROFILE"): {"pk": f"USER#{BOB}", "sk": "PROFILE", "privacy_level": "full"},
         (f"USER#{BOB}", "LTM#BOOK#L2"): {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2", "m44444": entry},
     }
-    recalled = DynamoMemoryStore.recall_from_items(items, SERVER, 2, [ALICE, BOB])
-    # Then the memories are those of the books, newest first, without Bob's
+    recalled = DynamoMemoryStore.recall_from_items(items, SERVER, 2, [ALICE, BOB], **SEEN_HERE)
+    # Then the memories are those of the books this channel may see, newest first, without Bob's
     assert [(m.memory_id, m.content, m.author_id) for m in recalled.server] == [
         ("22222", "newer", ALICE),
         ("11111", "{user} likes tea", BOB),
@@ -313,11 +348,11 @@ def test_a_long_memory_is_cut_in_its_book_only(table):
     content = "{user} " + "x" * (MAX_LENGTH - 7)
     memory_id = store.create(draft(MemoryScope.server(SERVER, 1), content), limit=MAX_MEMORIES).memory_id
     # When it is recalled
-    (recalled,) = store.recall(SERVER, 1, []).server
+    (recalled,) = store.recall(SERVER, 1, [], **SEEN_HERE).server
     # Then recall shows its beginning and marks the cut, while the memory keeps every character
     assert recalled.content == content[: room - 1] + "…" and len(recalled.content) == room
     assert store.find(ScopeKind.SERVER, SERVER, memory_id).content == content
-    assert book_entry_chars(100) == 750  # the defaults: 100 memories of up to 1,000 characters
+    assert book_entry_chars(100) == 900  # the defaults: 100 memories of up to 1,000 characters
 
 
 @pytest.mark.parametrize("limit", [1, 7, 100, 333, MAX_MEMORIES])
@@ -325,7 +360,9 @@ def test_a_full_book_of_the_longest_entries_fits_one_item(table, limit):
     # Given every entry at its longest: the content in 4-byte characters, cut for the limit if longer than
     # the longest memory, and the longest author and time
     chars = min(MAX_LENGTH, book_entry_chars(limit))
-    assert len(book_entry(WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST, limit)["c"]) == chars
+    assert (
+        len(book_entry(longest_memory(MemoryScope.server(SERVER, 1), "1", MAX_LENGTH), limit)["c"]) == chars
+    )
     # When the full book is written, Then DynamoDB (moto enforces the 400 KB item limit) accepts it
     table.put(full_book(MemoryScope.server(SERVER, 1), limit, chars))
 
@@ -333,16 +370,17 @@ def test_a_full_book_of_the_longest_entries_fits_one_item(table, limit):
 @pytest.mark.parametrize("limit", [100, MAX_MEMORIES])
 def test_without_the_cut_a_full_book_would_not_fit(table, limit):
     with pytest.raises(StoreUnavailable):
-        table.put(full_book(MemoryScope.server(SERVER, 1), limit, MAX_LENGTH))
+        table.put(full_book(MemoryScope.server(SERVER, 1), limit, MAX_LENGTH, cut=False))
 
 
 def test_the_last_save_and_an_update_fit_a_book_at_the_highest_settings(table):
     # Given a scope one memory short of the highest limit, its book full of the longest entries
     store = DynamoMemoryStore(table, new_id=lambda: "99999")  # not among the book's ids
     scope = MemoryScope.server(SERVER, 1)
-    table.put(full_book(scope, MAX_MEMORIES - 1, book_entry_chars(MAX_MEMORIES)))
+    recallable_here = Origin(SERVER, "2" * 20, "3" * 20, private=False)
+    table.put(full_book(scope, MAX_MEMORIES - 1, book_entry_chars(MAX_MEMORIES), origin=recallable_here))
     table.put({**counter_key(ScopeKind.SERVER, SERVER), "n_1": MAX_MEMORIES - 1})
-    longest = MemoryDraft(scope, WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST)
+    longest = MemoryDraft(scope, WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST, origin=HERE)
     # When the last memory is saved at full length, then rewritten
     memory_id = store.create(longest, limit=MAX_MEMORIES).memory_id
     memory = store.find(ScopeKind.SERVER, SERVER, memory_id)
@@ -350,7 +388,7 @@ def test_the_last_save_and_an_update_fit_a_book_at_the_highest_settings(table):
     store.replace_content(memory, "\N{GRINNING FACE}" * MAX_LENGTH, later, limit=MAX_MEMORIES)
     # Then both writes were accepted, and recall reads every entry in one request
     requests = count_requests(table)
-    recalled = store.recall(SERVER, 1, [])
+    recalled = store.recall(SERVER, 1, [], **SEEN_HERE)
     assert requests == ["BatchGetItem"]
     assert len(recalled.server) == MAX_MEMORIES
     assert (recalled.server[0].memory_id, recalled.server[0].updated_at) == (memory_id, later)
@@ -362,4 +400,4 @@ def test_an_unreachable_table_is_a_store_failure(table):
     with pytest.raises(MemoryStoreFailed):
         store.create(draft(MemoryScope.server(SERVER, 1), "fact"), limit=5)
     with pytest.raises(MemoryStoreFailed):
-        store.recall(SERVER, 1, [ALICE])
+        store.recall(SERVER, 1, [ALICE], **SEEN_HERE)

@@ -25,6 +25,7 @@ from kioku.domain.ltm.memory import (
 )
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.models import Capabilities, Participant, Persona, PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 from kioku.domain.turn import BotIdentity, TurnContext
 
 SERVER = "500"
@@ -38,6 +39,19 @@ OTHER_BOT = Participant("105", "dicebot", is_bot=True)
 SAM_ONE = Participant("106", "sam1", nickname="Sam")
 SAM_TWO = Participant("107", "sam2", global_name="Sam")
 DEFAULT_CAPABILITIES = Capabilities()
+CHANNEL = "700"
+HERE = Origin(guild_id=SERVER, channel_id=CHANNEL, private=False)
+"""Where ``make_turn``'s turns happen: a public channel of the test server."""
+MEMBERS = {person.user_id: person for person in (ALICE, BOB, MARY, OTHER_BOT, SAM_ONE, SAM_TWO)}
+
+
+def member_lookup(guild_id: str, user_id: str) -> dict | None:
+    """Everyone above but the bridged user is a member of the test server."""
+    person = MEMBERS.get(user_id) if guild_id == SERVER else None
+    if person is None:
+        return None
+    user = {"id": person.user_id, "username": person.username, "global_name": person.global_name}
+    return {"user": {**user, "bot": person.is_bot}, "nick": person.nickname}
 
 
 def settings(**overrides) -> Settings:
@@ -61,13 +75,16 @@ def make_turn(
     capabilities: Capabilities = DEFAULT_CAPABILITIES,
     llm_has_tools: bool = True,
     privacy: PrivacyLevel = PrivacyLevel.NONE,
+    channel_id: str = CHANNEL,
+    channel_private: bool = False,
+    author_ids: Sequence[str] | None = None,
 ) -> TurnContext:
     config = ServerConfig(
         server_id=server_id, persona=Persona(lineage_id=lineage, name="Kioku"), capabilities=capabilities
     )
     return TurnContext(
         server_id=server_id,
-        channel_id="700",
+        channel_id=channel_id,
         user=user,
         bot=BOT,
         config=config,
@@ -75,6 +92,10 @@ def make_turn(
         now=NOW,
         participants=tuple(participants),
         llm_has_tools=llm_has_tools,
+        channel_private=channel_private,
+        author_ids=frozenset(p.user_id for p in participants)
+        if author_ids is None
+        else frozenset(author_ids),
     )
 
 
@@ -121,10 +142,7 @@ class FakeMemoryStore:
         if used >= limit:
             raise MemoryLimitReached(limit)
         self._next_id += 1
-        memory = Memory(
-            scope, str(self._next_id), draft.content, draft.author_id, draft.created_at, draft.created_at
-        )
-        self.add(memory)
+        memory = self.add(draft.saved_as(str(self._next_id)))
         return SaveOutcome(memory.memory_id, created=True)
 
     def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
@@ -148,12 +166,24 @@ class FakeMemoryStore:
         if self.memories.pop((memory.scope.kind, memory.scope.owner_id, memory.memory_id), None) is None:
             raise MemoryNotFound("gone")
 
-    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+    def recall(
+        self,
+        server_id: str | None,
+        lineage: int,
+        user_ids: Sequence[str],
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+    ) -> RecallSet:
         self._check()
         self.recall_calls.append((server_id, lineage, tuple(user_ids)))
-        server = tuple(self.in_scope(ScopeKind.SERVER, server_id, {lineage})) if server_id else ()
+
+        def shown(memories: list[Memory]) -> tuple[Memory, ...]:
+            return tuple(memory for memory in memories if memory.recallable_at(place, policy))
+
+        server = shown(self.in_scope(ScopeKind.SERVER, server_id, {lineage})) if server_id else ()
         personal = {
-            user_id: tuple(self.in_scope(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE}))
+            user_id: shown(self.in_scope(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE}))
             for user_id in user_ids
             if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
         }

@@ -94,6 +94,8 @@ def row(
     channel_name: str | None = None,
     turns: int = 0,
     content_age: timedelta | None = None,
+    private: bool | None = False,
+    private_thread: bool = False,
 ) -> StmEntry:
     written = NOW - (content_age if content_age is not None else age)
     return StmEntry(
@@ -110,4 +112,6 @@ def row(
         categories_updated_at=written if categories else None,
         crude=crude,
         turns_since_refresh=turns,
+        private=private,
+        private_thread=private_thread,
     )

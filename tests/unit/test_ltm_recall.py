@@ -14,12 +14,12 @@ from kioku.domain.ltm.recall import (
 )
 from kioku.domain.models import Capabilities, ContextTag, PrivacyLevel
 from kioku.services.ltm import recall
-from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, MARY, NOW, SERVER, FakeMemoryStore, make_turn
+from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, HERE, MARY, NOW, SERVER, FakeMemoryStore, make_turn
 
 
 def memory(scope: MemoryScope, memory_id: str, content: str, age_minutes: int = 0) -> Memory:
     when = NOW - timedelta(minutes=age_minutes)
-    return Memory(scope, memory_id, content, ALICE.user_id, when, when)
+    return Memory(scope, memory_id, content, ALICE.user_id, when, when, origin=HERE)
 
 
 def stocked_store(**privacy: PrivacyLevel) -> FakeMemoryStore:

@@ -5,7 +5,17 @@ from __future__ import annotations
 import pytest
 
 from kioku.domain.ltm.targets import TargetKind, resolve_target
-from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, MARY, SAM_ONE, SAM_TWO, SERVER, make_turn
+from tests.unit.ltm_fakes import (
+    ALICE,
+    BOB,
+    BRIDGED,
+    MARY,
+    SAM_ONE,
+    SAM_TWO,
+    SERVER,
+    make_turn,
+    member_lookup,
+)
 
 
 def member(user_id: str, username: str, *, nick=None, global_name=None, bot=False) -> dict:
@@ -27,17 +37,51 @@ class Search:
 
 @pytest.mark.parametrize("target", ["<@102>", "<@!102>", " <@102> "])
 def test_a_mention_of_a_participant_finds_them(target):
-    resolution = resolve_target(target, make_turn(), Search([]))
+    resolution = resolve_target(target, make_turn(), Search([]), member_lookup)
     assert resolution.kind is TargetKind.USER
     assert resolution.user.user_id == BOB.user_id
     assert resolution.user.display_name == "Bob"
 
 
-def test_an_id_outside_the_conversation_is_taken_as_given():
+def test_an_id_outside_the_conversation_is_a_target_only_if_a_member_of_the_guild():
+    # Given Sam, a member who is not in the conversation, and an id nobody in the guild has
     search = Search([])
-    resolution = resolve_target("123456789012345678", make_turn(), search)
-    assert resolution.kind is TargetKind.USER
-    assert resolution.user.user_id == "123456789012345678"
+    # When each is named by id
+    member_found = resolve_target(f"<@{SAM_ONE.user_id}>", make_turn(), search, member_lookup)
+    stranger = resolve_target("123456789012345678", make_turn(), search, member_lookup)
+    mention = resolve_target("<@123456789012345678>", make_turn(), search, member_lookup)
+    # Then the member is found under their guild name, the stranger is not, and nobody was searched
+    assert member_found.kind is TargetKind.USER
+    assert (member_found.user.user_id, member_found.user.display_name) == (SAM_ONE.user_id, "Sam")
+    assert stranger.kind is mention.kind is TargetKind.NOT_FOUND
+    assert search.queries == []
+
+
+def test_without_a_member_lookup_nobody_is_a_target():
+    assert resolve_target("<@102>", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+    assert resolve_target("Bob", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+
+
+def test_someone_who_left_the_guild_is_not_a_target_even_by_name():
+    def only_alice(guild_id: str, user_id: str):
+        return member_lookup(guild_id, user_id) if user_id == ALICE.user_id else None
+
+    assert resolve_target("Bob", make_turn(), Search([]), only_alice).kind is TargetKind.NOT_FOUND
+    assert resolve_target("Alice", make_turn(), Search([]), only_alice).kind is TargetKind.USER
+
+
+@pytest.mark.parametrize("target", ["Alice", "alice", "<@101>", "101"])
+def test_in_a_direct_message_the_partner_is_the_only_person(target):
+    turn = make_turn(server_id=None)
+    resolution = resolve_target(target, turn, Search([]), member_lookup)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, ALICE.user_id)
+
+
+@pytest.mark.parametrize("target", ["Bob", "<@102>", "102", "123456789012345678"])
+def test_in_a_direct_message_nobody_else_is_a_target(target):
+    search = Search([member("102", "bob")])
+    turn = make_turn(server_id=None)
+    assert resolve_target(target, turn, search, member_lookup).kind is TargetKind.NOT_FOUND
     assert search.queries == []
 
 
@@ -56,7 +100,7 @@ def test_an_id_outside_the_conversation_is_taken_as_given():
 )
 def test_participants_match_on_any_known_name(target, user_id):
     search = Search([member("999", "someone")])
-    resolution = resolve_target(target, make_turn(), search)
+    resolution = resolve_target(target, make_turn(), search, member_lookup)
     assert resolution.kind is TargetKind.USER
     assert resolution.user.user_id == user_id
     assert search.queries == []
@@ -66,7 +110,7 @@ def test_participants_match_on_any_known_name(target, user_id):
     "target", ["Kioku", "kioku", "@Kiki", "Kioku Bot", "kioku_bot", "900", "<@900>", "<@!900>"]
 )
 def test_naming_the_bot_itself_is_reported(target):
-    assert resolve_target(target, make_turn(), Search([])).kind is TargetKind.BOT_SELF
+    assert resolve_target(target, make_turn(), Search([]), member_lookup).kind is TargetKind.BOT_SELF
 
 
 def test_a_bridged_participant_is_reported_as_a_bridge():
@@ -75,9 +119,9 @@ def test_a_bridged_participant_is_reported_as_a_bridge():
     assert resolution.user.user_id == BRIDGED.user_id
 
 
-def test_another_bot_is_not_a_target():
-    assert resolve_target("<@105>", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
-    assert resolve_target("dicebot", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+def test_another_bot_falls_back_to_the_server():
+    assert resolve_target("<@105>", make_turn(), Search([]), member_lookup).kind is TargetKind.OTHER_BOT
+    assert resolve_target("dicebot", make_turn(), Search([]), member_lookup).kind is TargetKind.OTHER_BOT
 
 
 def test_two_participants_with_the_name_are_ambiguous_with_labels():

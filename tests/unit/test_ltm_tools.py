@@ -18,7 +18,17 @@ from kioku.services.ltm import (
     long_term_memory_tools,
     update_long_term_memory,
 )
-from tests.unit.ltm_fakes import ALICE, BOB, NOW, SERVER, FakeMemoryStore, make_turn, settings
+from tests.unit.ltm_fakes import (
+    ALICE,
+    BOB,
+    HERE,
+    NOW,
+    SERVER,
+    FakeMemoryStore,
+    make_turn,
+    member_lookup,
+    settings,
+)
 
 SETTINGS = settings(MAX_SERVER_MEMORIES=3, MAX_PERSONAL_MEMORIES=3)
 
@@ -27,28 +37,37 @@ def no_search(guild_id: str, query: str) -> list[dict]:
     return []
 
 
-def create(arguments, turn=None, store=None, search=no_search):
+def create(arguments, turn=None, store=None, search=no_search, lookup=member_lookup):
     return create_long_term_memory(
         arguments,
         turn or make_turn(),
         store=store or FakeMemoryStore(),
         search_members=search,
+        lookup_member=lookup,
         settings=SETTINGS,
     )
 
 
-def update(arguments, store, turn=None, search=no_search):
+def update(arguments, store, turn=None, search=no_search, lookup=member_lookup):
     return update_long_term_memory(
-        arguments, turn or make_turn(), store=store, search_members=search, settings=SETTINGS
+        arguments,
+        turn or make_turn(),
+        store=store,
+        search_members=search,
+        lookup_member=lookup,
+        settings=SETTINGS,
     )
 
 
-def server_memory(memory_id: str, content: str, lineage: int = 1) -> Memory:
-    return Memory(MemoryScope.server(SERVER, lineage), memory_id, content, ALICE.user_id, NOW, NOW)
+def server_memory(memory_id: str, content: str, lineage: int = 1, *, author: str = ALICE.user_id) -> Memory:
+    scope = MemoryScope.server(SERVER, lineage)
+    return Memory(scope, memory_id, content, author, NOW, NOW, origin=HERE, subject_id=author)
 
 
-def personal_memory(user_id: str, memory_id: str, content: str, lineage: int = 1) -> Memory:
-    return Memory(MemoryScope.personal(user_id, lineage), memory_id, content, ALICE.user_id, NOW, NOW)
+def personal_memory(
+    user_id: str, memory_id: str, content: str, lineage: int = 1, *, author: str = ALICE.user_id
+) -> Memory:
+    return Memory(MemoryScope.personal(user_id, lineage), memory_id, content, author, NOW, NOW, origin=HERE)
 
 
 # -- create: success -----------------------------------------------------------------------------

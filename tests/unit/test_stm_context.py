@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from kioku.config import Settings
 from kioku.domain.models import ANCHORED_TOP_DEPTH, ContextTag, RenderMode
+from kioku.domain.privacy import PrivacyMode
 from kioku.domain.stm import context as stage
 from kioku.domain.stm.context import (
     StmContext,
@@ -175,50 +176,79 @@ def test_mentions_and_tokens_are_resolved_to_names():
 
 # -- privacy --------------------------------------------------------------------------------------
 
+PUBLIC, PRIVATE = PrivacyMode.PUBLIC, PrivacyMode.PRIVATE
 PRIVACY = [
-    # (private ids, bypass, current channel, current parent, other channel, other parent, shown)
-    (frozenset({"200"}), False, CHANNEL, None, "200", None, False),
-    (frozenset({"250"}), False, CHANNEL, None, "200", "250", False),  # a thread of a private channel
-    (frozenset({"200"}), True, CHANNEL, None, "200", None, True),  # bypass
-    (frozenset({"200", CHANNEL}), False, CHANNEL, None, "200", None, True),  # current channel private
-    (frozenset({"200", "150"}), False, CHANNEL, "150", "200", None, True),  # current thread's parent private
-    (frozenset({"999"}), False, CHANNEL, None, "200", None, True),
+    # (the other row's stamped privacy, overrides, bypass, current parent, other channel, other parent, shown)
+    (True, {}, False, None, "200", None, False),
+    (True, {}, False, None, "250", "200", False),  # a thread of a private channel
+    (True, {}, True, None, "200", None, True),  # bypass
+    (
+        True,
+        {CHANNEL: PRIVATE},
+        False,
+        None,
+        "200",
+        None,
+        False,
+    ),  # a private channel sees no other private one
+    (True, {}, False, "200", "200", None, True),  # the private channel's own thread
+    (True, {}, False, "200", "250", "200", False),  # a sibling thread is another channel
+    (None, {}, False, None, "200", None, False),  # never described: private
+    (False, {}, False, None, "200", None, True),
+    (True, {"200": PUBLIC}, False, None, "200", None, True),  # an admin made it public
+    (True, {"200": PUBLIC}, False, None, "250", "200", True),  # its threads follow
+    (False, {"200": PRIVATE}, False, None, "200", None, False),  # an admin made it private
+    (False, {"200": PRIVATE}, False, None, "250", "200", False),
+    (False, {"250": PRIVATE}, False, None, "250", "200", False),
 ]
 
 
 @pytest.mark.parametrize(
-    ("private", "bypass", "here", "here_parent", "there", "there_parent", "shown"), PRIVACY
+    ("stamped", "overrides", "bypass", "here_parent", "there", "there_parent", "shown"), PRIVACY
 )
-def test_private_channel_filtering(private, bypass, here, here_parent, there, there_parent, shown):
-    server = config(private_channel_ids=private, stm_privacy_bypass=bypass)
-    other = row(there, summary="SECRET", parent_channel_id=there_parent)
-    result = build(turn(server, channel_id=here, parent_channel_id=here_parent), others=[other])
+def test_private_channel_filtering(stamped, overrides, bypass, here_parent, there, there_parent, shown):
+    server = config(channel_privacy=overrides, stm_privacy_bypass=bypass)
+    other = row(there, summary="SECRET", parent_channel_id=there_parent, private=stamped)
+    result = build(turn(server, channel_id=CHANNEL, parent_channel_id=here_parent), others=[other])
     assert any("SECRET" in t for t in texts(result)) is shown
+
+
+def test_a_private_thread_ignores_its_parents_public_override():
+    server = config(channel_privacy={"200": PUBLIC})
+    other = row("250", summary="SECRET", parent_channel_id="200", private=True, private_thread=True)
+    assert not any("SECRET" in t for t in texts(build(turn(server), others=[other])))
 
 
 channel_ids = st.sampled_from(["c1", "c2", "c3", "c4", "c5", "c6"])
 
 
 @given(
-    private=st.frozensets(channel_ids, max_size=4),
-    rows=st.lists(st.tuples(channel_ids, st.none() | channel_ids, st.integers(1, 600)), max_size=8),
+    rows=st.lists(
+        st.tuples(channel_ids, st.none() | channel_ids, st.none() | st.booleans(), st.integers(1, 600)),
+        max_size=8,
+    ),
     current=channel_ids,
     current_parent=st.none() | channel_ids,
 )
-def test_a_private_channels_memory_never_appears_in_a_non_private_channel_without_the_bypass(
-    private, rows, current, current_parent
-):
-    server = config(private_channel_ids=private, stm_privacy_bypass=False)
-    here = turn(server, channel_id=current, parent_channel_id=current_parent)
+def test_private_memory_appears_only_in_its_own_channel_and_threads(rows, current, current_parent):
+    # Given rows stamped private, public or never described, and no override or bypass
+    here = turn(config(), channel_id=current, parent_channel_id=current_parent)
     others = [
-        row(channel, parent_channel_id=parent, summary=f"MEMORY-OF-{channel}-{parent}", age=minutes * MINUTE)
-        for channel, parent, minutes in rows
+        row(
+            channel,
+            parent_channel_id=parent,
+            private=stamped,
+            summary=f"MEMORY-OF-{channel}-{parent}-{stamped}",
+            age=minutes * MINUTE,
+        )
+        for channel, parent, stamped, minutes in rows
     ]
+    # When the stage renders them
     rendered = "\n".join(texts(build(here, others=others, limits=replace(LIMITS, max_other_channels=20))))
-    if not server.is_private_channel(current, current_parent):
-        for channel, parent, _ in rows:
-            if server.is_private_channel(channel, parent):
-                assert f"MEMORY-OF-{channel}-{parent}" not in rendered
+    # Then a row not known to be public shows only in a thread of its channel
+    for channel, parent, stamped, _ in rows:
+        if stamped is not False and current_parent != channel:
+            assert f"MEMORY-OF-{channel}-{parent}-{stamped}" not in rendered
 
 
 # -- cross-server folding -------------------------------------------------------------------------

@@ -19,6 +19,9 @@ logging.getLogger("httpx").setLevel(logging.WARNING)
 HTTP_NO_CONTENT: Final = 204
 HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_CLIENT_ERROR: Final = 400
+HTTP_NOT_FOUND: Final = 404
+ERROR_UNKNOWN_MEMBER: Final = 10007
+ERROR_UNKNOWN_USER: Final = 10013
 MAX_MESSAGES_PER_FETCH: Final = 100
 MAX_MEMBER_SEARCH_RESULTS: Final = 1000
 USER_AGENT: Final = f"DiscordBot (kioku, {__version__})"
@@ -150,6 +153,25 @@ class DiscordRest:
         if not isinstance(members, list):
             raise DiscordError(200, None, "member search results were not a list")
         return members
+
+    def get_guild_roles(self, guild_id: str) -> list[dict[str, Any]]:
+        """Every role of the guild; the @everyone role's id is the guild's."""
+        roles = self._request("GET", f"/guilds/{_id(guild_id)}/roles")
+        if not isinstance(roles, list):
+            raise DiscordError(200, None, "guild roles were not a list")
+        return roles
+
+    def get_guild_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        """The guild member, or None when the user is not (or no longer) a member of the guild."""
+        try:
+            member = self._request("GET", f"/guilds/{_id(guild_id)}/members/{_id(user_id)}")
+        except DiscordError as exc:
+            if exc.status == HTTP_NOT_FOUND and exc.code in (ERROR_UNKNOWN_MEMBER, ERROR_UNKNOWN_USER):
+                return None
+            raise
+        if not isinstance(member, dict):
+            raise DiscordError(200, None, "the guild member was not an object")
+        return member
 
     def bulk_overwrite_commands(
         self, application_id: str, commands: list[dict[str, Any]], guild_id: str | None = None

@@ -15,6 +15,12 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Final
 
+from kioku.domain.channel_events import (
+    ChannelEvent,
+    ChannelEventType,
+    InvalidChannelEvent,
+    parse_channel_event,
+)
 from kioku.domain.models import ServerConfig
 from kioku.domain.text import USER_MENTION
 
@@ -80,7 +86,7 @@ class TurnDecision:
     reason: TurnReason
 
 
-def parse_relay_body(body: bytes) -> GatewayMessage:
+def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent:
     """Validate the raw body of a relay request (size, UTF-8, JSON, shape)."""
     if len(body) > MAX_RELAY_BODY_BYTES:
         raise InvalidRelayEvent(f"body is larger than {MAX_RELAY_BODY_BYTES} bytes")
@@ -93,13 +99,20 @@ def parse_relay_body(body: bytes) -> GatewayMessage:
     return parse_gateway_message(payload)
 
 
-def parse_gateway_message(payload: Any) -> GatewayMessage:
-    """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}``; raises InvalidRelayEvent with the reason."""
+def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent:
+    """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}`` or a channel event (``CHANNEL_UPDATE``,
+    ``CHANNEL_DELETE``, ``THREAD_UPDATE``, ``THREAD_DELETE``); raises InvalidRelayEvent with the reason."""
     if not isinstance(payload, Mapping):
         raise InvalidRelayEvent("payload is not a JSON object")
-    if payload.get("t") != MESSAGE_CREATE:
-        raise InvalidRelayEvent(f"event type must be {MESSAGE_CREATE}")
-    return parse_message_object(payload.get("d"))
+    event_type = payload.get("t")
+    if event_type == MESSAGE_CREATE:
+        return parse_message_object(payload.get("d"))
+    if isinstance(event_type, str) and event_type in ChannelEventType.__members__:
+        try:
+            return parse_channel_event(ChannelEventType(event_type), payload.get("d"))
+        except InvalidChannelEvent as exc:
+            raise InvalidRelayEvent(exc.reason) from None
+    raise InvalidRelayEvent(f"event type must be {MESSAGE_CREATE} or one of {', '.join(ChannelEventType)}")
 
 
 def parse_message_object(data: Any) -> GatewayMessage:

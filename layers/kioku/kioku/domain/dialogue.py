@@ -23,9 +23,8 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.domain.models import ContextItem, ContextTag, Participant
+from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE, neutralise_markers, one_line_name
 
-START_OF_MESSAGE: Final = "<som>"
-END_OF_MESSAGE: Final = "<eom>"
 BOT_LABEL: Final = "BOT"
 
 MAX_CONTENT_CHARS: Final = 4000  # Discord's own ceiling (Nitro); anything longer is not a real message
@@ -112,6 +111,18 @@ def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> lis
                 continue
             seen.setdefault((participant.user_id, participant.username), participant)
     return list(seen.values())
+
+
+def authors_of(messages: Iterable[Any], bot_user_id: str, *, limit: int) -> list[str]:
+    """The user ids of who wrote the newest ``limit`` messages (given newest first), the bot left out:
+    the people taking part, as opposed to those merely mentioned or replied to."""
+    authors: dict[str, None] = {}
+    for message in list(messages)[: max(limit, 0)]:
+        author = _mapping(_mapping(message).get("author"))
+        author_id = _snowflake(author.get("id"))
+        if author_id is not None and author_id != bot_user_id:
+            authors.setdefault(author_id)
+    return list(authors)
 
 
 def openai_name(display_name: str, user_id: str, *, fallback: str = "user") -> str:
@@ -277,7 +288,7 @@ def _embeds(embeds: Any) -> list[str]:
         embed = _mapping(embed)
         parts = [_clean_text(embed.get(key)) for key in ("title", "description")]
         summary = _WHITESPACE.sub(" ", " — ".join(part for part in parts if part))
-        summary = _neutralise_markers(summary).replace("[", "(").replace("]", ")")
+        summary = neutralise_markers(summary).replace("[", "(").replace("]", ")")
         if summary:
             lines.append(f"[Embed: {_truncate_words(summary, MAX_EMBED_SUMMARY_CHARS)}]")
     return lines
@@ -303,7 +314,7 @@ def _participant(user: Any, member: Any, *, is_bridge: bool) -> Participant | No
 def _username(author: Mapping[str, Any], author_id: str) -> str:
     username = author.get("username")
     if isinstance(username, str) and username.strip():
-        return _one_line(username)
+        return one_line_name(username)
     return f"user-{author_id}"
 
 
@@ -311,31 +322,20 @@ def _display_name(author: Mapping[str, Any], member: Any, username: str) -> str:
     """Member nickname → global display name → username, the order Discord shows them in."""
     for candidate in (_mapping(member).get("nick"), author.get("global_name")):
         if isinstance(candidate, str) and candidate.strip():
-            return _one_line(candidate)
+            return one_line_name(candidate)
     return username
-
-
-def _one_line(name: str) -> str:
-    # Names end up inside the header; brackets and pipes would let a name forge header fields.
-    cleaned = _WHITESPACE.sub(" ", name).strip()
-    return cleaned.replace("[", "(").replace("]", ")").replace("|", "/")[:MAX_NAME_CHARS]
 
 
 def _filename(name: Any) -> str:
     if not isinstance(name, str) or not name.strip():
         return "unnamed"
-    return _truncate(_one_line(name), MAX_FILENAME_CHARS)
+    return _truncate(one_line_name(name), MAX_FILENAME_CHARS)
 
 
 def _clean_text(content: Any) -> str:
     if not isinstance(content, str):
         return ""
-    return _truncate(_neutralise_markers(content.strip()), MAX_CONTENT_CHARS)
-
-
-def _neutralise_markers(text: str) -> str:
-    """Users cannot close the message early and forge a header by typing the markers themselves."""
-    return text.replace(START_OF_MESSAGE, "(som)").replace(END_OF_MESSAGE, "(eom)")
+    return _truncate(neutralise_markers(content.strip()), MAX_CONTENT_CHARS)
 
 
 def _sanitize_name(name: str) -> str:

@@ -6,9 +6,12 @@ must stay cheap to import and to copy.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
+
+from kioku.domain.privacy import PrivacyMode, PrivacyPolicy
 
 
 class PrivacyLevel(StrEnum):
@@ -73,7 +76,7 @@ class ServerConfig:
     server_id: str | None = None
     persona: Persona = field(default_factory=Persona)
     capabilities: Capabilities = field(default_factory=Capabilities)
-    private_channel_ids: frozenset[str] = frozenset()
+    channel_privacy: Mapping[str, PrivacyMode] = field(default_factory=dict)
     stm_privacy_bypass: bool = False
     stm: StmConfig = field(default_factory=StmConfig)
     categories: tuple[StmCategory, ...] = ()
@@ -81,11 +84,10 @@ class ServerConfig:
     answer_other_bots: bool = False
     version: int = 0
 
-    def is_private_channel(self, channel_id: str | None, parent_channel_id: str | None = None) -> bool:
-        ids = self.private_channel_ids
-        return (channel_id is not None and channel_id in ids) or (
-            parent_channel_id is not None and parent_channel_id in ids
-        )
+    @property
+    def privacy(self) -> PrivacyPolicy:
+        """The channel overrides and the bypass, as the privacy rules take them."""
+        return PrivacyPolicy(self.server_id, self.channel_privacy, self.stm_privacy_bypass)
 
 
 @dataclass(frozen=True, slots=True)

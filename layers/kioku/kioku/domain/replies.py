@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
-from kioku.domain.dialogue import END_OF_MESSAGE, START_OF_MESSAGE
+from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE
 
 DISCORD_MESSAGE_LIMIT: Final = 2000
 MIN_SPLIT_LIMIT: Final = 100  # room for a reopened fence line, its closing fence and some text

@@ -5,12 +5,59 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
+from typing import Final
 
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
 _WHITESPACE = re.compile(r"\s+")
 USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
 """A Discord user mention, ``<@id>`` or the legacy nickname form ``<@!id>``; group 1 is the id."""
+
+START_OF_MESSAGE: Final = "<som>"
+END_OF_MESSAGE: Final = "<eom>"
+MAX_LABEL_CHARS: Final = 64
+
+
+MARKER_OPENERS: Final = "<\ufe64\uff1c"
+"""Every character NFKD folds to ``<`` (a unit test computes the set again)."""
+MARKER_CLOSERS: Final = ">\ufe65\uff1e"
+_OPENERS = re.escape(MARKER_OPENERS)
+_CLOSERS = re.escape(MARKER_CLOSERS)
+_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]{{1,48}}[{_CLOSERS}]")
+_MARKER_NAMES: Final = {"<som>": "(som)", "<eom>": "(eom)"}
+_INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Cc"})
+
+
+def marker_shape(text: str) -> str:
+    """``text`` as a reader sees it: compatibility forms folded, case folded, and zero-width,
+    combining and space characters gone."""
+    folded = unicodedata.normalize("NFKD", text).casefold()
+    return "".join(c for c in folded if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
+
+
+def neutralise_markers(text: str) -> str:
+    """``text`` with everything that reads as ``<som>`` or ``<eom>`` (any case, full-width, with
+    zero-width characters or spaces inside) written as ``(som)``/``(eom)``: nobody can close a
+    message early and forge what follows."""
+
+    def replace(match: re.Match[str]) -> str:
+        return _MARKER_NAMES.get(marker_shape(match.group(0)), match.group(0))
+
+    return _MARKER_CANDIDATE.sub(replace, text)
+
+
+def one_line_name(name: str) -> str:
+    """A name fit for a header: one line, no brackets or pipes that could forge header fields."""
+    cleaned = _WHITESPACE.sub(" ", neutralise_markers(name)).strip()
+    return cleaned.replace("[", "(").replace("]", ")").replace("|", "/")[:MAX_LABEL_CHARS]
+
+
+def person_label(display_name: str, username: str | None = None) -> str:
+    """``Display Name (username)`` when the two differ, as the dialogue headers write people."""
+    display, user = one_line_name(display_name), one_line_name(username or "")
+    if user and display and user != display:
+        return f"{display} ({user})"
+    return display or user or "unknown"
 
 
 def expand_macros(text: str, macros: Mapping[str, str]) -> str:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from kioku.domain.models import Participant, ServerConfig, UserProfile
+from kioku.domain.privacy import Origin, Place
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +37,32 @@ class TurnContext:
     llm_provider: str = "openai"
     llm_has_tools: bool = True
     explicit_ltm_intent: bool = False
+    channel_private: bool = True
+    """Discord's privacy of this channel (see ``kioku.domain.privacy``); unknown is private."""
+    private_thread: bool = False
+    author_ids: frozenset[str] = frozenset()
+    """Who wrote in the dialogue the model is shown: the people taking part, not those merely named."""
 
     @property
     def is_dm(self) -> bool:
         return self.server_id is None
+
+    @property
+    def place(self) -> Place:
+        return Place(self.server_id, self.channel_id, self.parent_channel_id)
+
+    @property
+    def origin(self) -> Origin:
+        """What this turn writes is stamped with this."""
+        if self.server_id is None:
+            return Origin.direct_message(self.channel_id)
+        return Origin(
+            guild_id=self.server_id,
+            channel_id=self.channel_id,
+            parent_channel_id=self.parent_channel_id,
+            private=self.channel_private,
+            private_thread=self.private_thread,
+        )
 
     @property
     def bot_name(self) -> str:

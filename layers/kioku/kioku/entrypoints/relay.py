@@ -1,6 +1,8 @@
-"""RelayFunction: messages forwarded by the gateway relay, verified, addressed, queued.
+"""RelayFunction: messages forwarded by the gateway relay, verified, addressed, queued; channel
+events applied to stored memory.
 
-202 queued, 204 not for the bot, 400 malformed, 401 not signed by the relay.
+202 queued, 204 not for the bot (or a channel event applied), 400 malformed, 401 not signed by the
+relay, 503 when the queue or the table cannot be reached (the relay retries).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from kioku.domain.addressing import (
     decide_turn,
     parse_relay_body,
 )
+from kioku.domain.channel_events import ChannelEvent
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
@@ -39,6 +42,8 @@ def _answer(body: bytes) -> dict[str, Any]:
         message = parse_relay_body(body)
     except InvalidRelayEvent as exc:
         return error_response(400, f"invalid relay event: {exc.reason}")
+    if isinstance(message, ChannelEvent):
+        return _apply_channel_event(message)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
     decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
@@ -57,3 +62,15 @@ def _answer(body: bytes) -> dict[str, Any]:
         logger.exception("could not queue message %s", message.message_id)
         return error_response(503, "could not queue the turn; retry")
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
+
+
+def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
+    from kioku.adapters.dynamodb.errors import StoreError
+    from kioku.services.channel_events import apply_channel_event
+
+    try:
+        apply_channel_event(event, warm.stm_store())
+    except StoreError:
+        logger.exception("could not apply %s for channel %s", event.kind, event.channel_id)
+        return error_response(503, "could not apply the channel event; retry")
+    return empty_response(204)

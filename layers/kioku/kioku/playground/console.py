@@ -65,7 +65,11 @@ class Playground:
         discord = self.stack.discord
         for channel in world.CHANNELS:
             discord.seed_channel(
-                channel.channel_id, name=channel.name, guild_id=channel.guild_id, parent_id=channel.parent_id
+                channel.channel_id,
+                name=channel.name,
+                guild_id=channel.guild_id,
+                parent_id=channel.parent_id,
+                permission_overwrites=list(channel.permission_overwrites),
             )
         for member in world.MEMBERS:
             discord.seed_user(member.username, user_id=member.user_id, global_name=member.global_name)

@@ -24,6 +24,12 @@ from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
 DISCORD_PUBLIC_THREAD_TYPE: Final = 11
+DISCORD_PRIVATE_THREAD_TYPE: Final = 12
+ERROR_UNKNOWN_MEMBER: Final = 10007
+VIEW_CHANNEL: Final = 1 << 10
+DEFAULT_EVERYONE_PERMISSIONS: Final = VIEW_CHANNEL | (1 << 11) | (1 << 16) | (1 << 6)
+"""@everyone's permissions in a new Discord server include View Channel (and Send Messages, Read
+Message History, Add Reactions); the stand-in's guilds start with them."""
 DISCORD_MESSAGE_LIMIT: Final = 2000
 DISCORD_REPLY_TYPE: Final = 19
 DISCORD_DEFAULT_TYPE: Final = 0
@@ -190,12 +196,15 @@ class DiscordStandIn(_StandInServer):
         self._failures: deque[CannedResponse] = deque()
         self._nonces: dict[tuple[str, str], dict[str, Any]] = {}
         self._channel_info: dict[str, dict[str, Any]] = {}
+        self._roles: dict[str, list[dict[str, Any]]] = {}
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
             ("POST", re.compile(r"/channels/(\d+)/messages"), self._post_message),
             ("POST", re.compile(r"/channels/(\d+)/typing"), self._typing),
             ("GET", re.compile(r"/guilds/(\d+)/members/search"), self._search_members),
+            ("GET", re.compile(r"/guilds/(\d+)/members/(\d+)"), self._get_member),
+            ("GET", re.compile(r"/guilds/(\d+)/roles"), self._get_roles),
             ("PUT", re.compile(r"/applications/(\d+)/commands"), self._put_commands),
             ("PUT", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._put_commands),
         )
@@ -232,6 +241,8 @@ class DiscordStandIn(_StandInServer):
         name: str | None = None,
         guild_id: str | None = None,
         parent_id: str | None = None,
+        permission_overwrites: list[dict[str, Any]] | None = None,
+        private_thread: bool = False,
     ) -> None:
         """A channel (a thread when ``parent_id`` is given); ``GET /channels/{id}`` describes it."""
         with self._lock:
@@ -239,14 +250,45 @@ class DiscordStandIn(_StandInServer):
             described = self._channel_info.setdefault(channel_id, {"id": channel_id, "type": 0})
             if guild_id is None and name is None and parent_id is None:
                 return
+            thread_type = DISCORD_PRIVATE_THREAD_TYPE if private_thread else DISCORD_PUBLIC_THREAD_TYPE
             described.update(
                 {
                     "name": name or described.get("name") or f"channel-{channel_id[-4:]}",
                     "guild_id": guild_id,
                     "parent_id": parent_id,
-                    "type": DISCORD_PUBLIC_THREAD_TYPE if parent_id else 0,
+                    "type": thread_type if parent_id else 0,
+                    "permission_overwrites": list(permission_overwrites or []),
                 }
             )
+
+    def set_permission_overwrites(self, channel_id: str, overwrites: list[dict[str, Any]]) -> dict[str, Any]:
+        """Change a channel's overwrites as a server admin would; returns the channel object now."""
+        with self._lock:
+            described = self._channel_info[channel_id]
+            described["permission_overwrites"] = list(overwrites)
+            return json.loads(json.dumps(described))
+
+    def seed_role(self, guild_id: str, role_id: str, *, permissions: int, name: str = "role") -> None:
+        """A role; the @everyone role's id is the guild's (every guild has it with the default permissions)."""
+        with self._lock:
+            roles = self._roles.setdefault(guild_id, [self._everyone(guild_id)])
+            roles[:] = [role for role in roles if role["id"] != role_id]
+            roles.append(
+                {"id": role_id, "name": name, "permissions": str(permissions), "position": len(roles)}
+            )
+
+    def channel_info(self, channel_id: str) -> dict[str, Any]:
+        with self._lock:
+            return json.loads(json.dumps(self._channel_info[channel_id]))
+
+    @staticmethod
+    def _everyone(guild_id: str) -> dict[str, Any]:
+        return {
+            "id": guild_id,
+            "name": "@everyone",
+            "permissions": str(DEFAULT_EVERYONE_PERMISSIONS),
+            "position": 0,
+        }
 
     def seed_message(
         self,
@@ -408,6 +450,15 @@ class DiscordStandIn(_StandInServer):
             )
         ]
         return CannedResponse(200, found[:limit])
+
+    def _get_member(self, request: RecordedRequest, guild_id: str, user_id: str) -> CannedResponse:
+        member = self._members.get(guild_id, {}).get(user_id)
+        if member is None:
+            return _discord_error(404, ERROR_UNKNOWN_MEMBER, "Unknown Member")
+        return CannedResponse(200, member)
+
+    def _get_roles(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
+        return CannedResponse(200, list(self._roles.get(guild_id) or [self._everyone(guild_id)]))
 
     def _put_commands(
         self, request: RecordedRequest, application_id: str, guild_id: str | None = None

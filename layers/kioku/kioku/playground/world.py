@@ -1,5 +1,10 @@
 """The simulated Discord the playground talks in: one guild, a few channels (one private, one
-thread), three members, and a DM channel each."""
+thread), three members, and a DM channel each.
+
+Privacy is Discord's, as on a real server: #secret's permission overwrites deny View Channel to
+@everyone (the role whose id is the guild's), and kioku works that out from ``GET /channels/{id}``
+and ``GET /guilds/{id}/roles`` like it would in production.
+"""
 
 from __future__ import annotations
 
@@ -11,13 +16,26 @@ from kioku.domain.models import ServerConfig
 GUILD_ID: Final = "200000000000000001"
 
 
+VIEW_CHANNEL: Final = 1 << 10
+ROLE_OVERWRITE: Final = 0
+
+
+def everyone_denied_view() -> list[dict]:
+    """The overwrites Discord writes when a channel is made private: @everyone may not view it."""
+    return [{"id": GUILD_ID, "type": ROLE_OVERWRITE, "allow": "0", "deny": str(VIEW_CHANNEL)}]
+
+
 @dataclass(frozen=True)
 class Channel:
     name: str
     channel_id: str
     guild_id: str | None = GUILD_ID
     parent_id: str | None = None
-    private: bool = False
+    permission_overwrites: tuple[dict, ...] = ()
+
+    @property
+    def private(self) -> bool:
+        return any(int(o["deny"]) & VIEW_CHANNEL for o in self.permission_overwrites if o["id"] == GUILD_ID)
 
     @property
     def label(self) -> str:
@@ -46,7 +64,7 @@ class Member:
 CHANNELS: Final = (
     Channel("general", "300000000000000001"),
     Channel("random", "300000000000000002"),
-    Channel("secret", "300000000000000003", private=True),
+    Channel("secret", "300000000000000003", permission_overwrites=tuple(everyone_denied_view())),
     Channel("plans", "300000000000000004", parent_id="300000000000000001"),
 )
 MEMBERS: Final = (
@@ -58,9 +76,8 @@ TRIGGER_WORDS: Final = ("kioku",)
 
 
 def server_config() -> ServerConfig:
-    """The playground guild: #secret is private, and saying "kioku" addresses the bot."""
-    private = frozenset(channel.channel_id for channel in CHANNELS if channel.private)
-    return replace(ServerConfig(server_id=GUILD_ID), private_channel_ids=private, trigger_words=TRIGGER_WORDS)
+    """The playground guild: saying "kioku" addresses the bot."""
+    return replace(ServerConfig(server_id=GUILD_ID), trigger_words=TRIGGER_WORDS)
 
 
 def dm_channel(member: Member) -> Channel:

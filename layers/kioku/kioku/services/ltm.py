@@ -34,7 +34,7 @@ from kioku.domain.ltm.memory import (
     allows_personal_memories,
 )
 from kioku.domain.ltm.notification import memory_forgotten_embed, memory_saved_embed, memory_updated_embed
-from kioku.domain.ltm.ports import MemberSearchFailed, MemoryStore, SearchMembers
+from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, SearchMembers
 from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
@@ -132,6 +132,7 @@ _PRIVACY_MESSAGE: Final = (
 
 _SERVER_FALLBACK: Final = {
     TargetKind.BOT_SELF: "saved as a server memory: you keep no personal memories about yourself",
+    TargetKind.OTHER_BOT: "saved as a server memory: bots have no personal memories",
     TargetKind.BRIDGE: "saved as a server memory: bridged users have no personal memories",
 }
 
@@ -150,12 +151,13 @@ def create_long_term_memory(
     store: MemoryStore,
     search_members: SearchMembers | None,
     settings: Settings,
+    lookup_member: LookupMember | None = None,
 ) -> ToolResult:
     """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(SaveStatus.DISABLED, "self-teaching is turned off on this server")
     try:
-        return _create(arguments, turn, store, search_members, settings)
+        return _create(arguments, turn, store, search_members, lookup_member, settings)
     except InvalidArguments as exc:
         return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -178,13 +180,14 @@ def update_long_term_memory(
     store: MemoryStore,
     search_members: SearchMembers | None,
     settings: Settings,
+    lookup_member: LookupMember | None = None,
 ) -> ToolResult:
     """Replace a memory's content, or delete it (blank content), giving its slot back."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, settings)
+        return _update(request, turn, store, search_members, lookup_member, settings)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -207,7 +210,13 @@ def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
     Raises ``MemoryStoreFailed`` when the store cannot answer.
     """
     subjects = recall_subjects(turn)
-    memories = store.recall(turn.server_id, turn.config.persona.lineage_id, [s.user_id for s in subjects])
+    memories = store.recall(
+        turn.server_id,
+        turn.config.persona.lineage_id,
+        [s.user_id for s in subjects],
+        place=turn.place,
+        policy=turn.config.privacy,
+    )
     return render_recall(turn, memories.server, memories.personal, subjects)
 
 
@@ -219,6 +228,7 @@ def _create(
     turn: TurnContext,
     store: MemoryStore,
     search_members: SearchMembers | None,
+    lookup_member: LookupMember | None,
     settings: Settings,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
@@ -226,7 +236,7 @@ def _create(
     target: PersonalTarget | None = None
     note = None
     if request.scope is RequestedScope.TARGET_USER:
-        resolution = resolve_target(request.target_user or "", turn, search_members)
+        resolution = resolve_target(request.target_user or "", turn, search_members, lookup_member)
         if resolution.kind in _SERVER_FALLBACK:
             note = _SERVER_FALLBACK[resolution.kind]
             if resolution.kind is TargetKind.BRIDGE and resolution.user is not None:
@@ -249,7 +259,14 @@ def _create(
         scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
-    draft = MemoryDraft(scope=scope, content=content, author_id=turn.user.user_id, created_at=turn.now)
+    draft = MemoryDraft(
+        scope=scope,
+        content=content,
+        author_id=turn.user.user_id,
+        created_at=turn.now,
+        origin=turn.origin,
+        subject_id=subject.user_id,
+    )
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
 
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
@@ -259,7 +276,7 @@ def _create(
     if note:
         data["message"] = note
     embed = memory_saved_embed(
-        content,
+        content if _shown_here(draft.saved_as(outcome.memory_id), turn) else None,
         outcome.memory_id,
         scope=scope.kind,
         subject_name=subject.display_name,
@@ -274,6 +291,7 @@ def _update(
     turn: TurnContext,
     store: MemoryStore,
     search_members: SearchMembers | None,
+    lookup_member: LookupMember | None,
     settings: Settings,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
@@ -286,7 +304,7 @@ def _update(
             owners.append((ScopeKind.SERVER, speaker))
         owners.append((ScopeKind.PERSONAL, speaker))
     else:
-        resolution = resolve_target(request.target_user, turn, search_members)
+        resolution = resolve_target(request.target_user, turn, search_members, lookup_member)
         if resolution.kind in _SERVER_FALLBACK and turn.server_id is not None:
             owners.append((ScopeKind.SERVER, speaker))
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
@@ -303,9 +321,10 @@ def _update(
         )
     memory, subject = found
     names = {"subject_name": subject.display_name, "bot_name": turn.bot_name}
+    shown = _shown_here(memory, turn)
     if request.deletes:
         store.delete(memory)
-        embed = memory_forgotten_embed(memory.content, memory.memory_id, **names)
+        embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
         return ToolResult(UpdateStatus.DELETED, {"memory_id": memory.memory_id}, notification=embed)
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
@@ -316,7 +335,7 @@ def _update(
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
         limit = settings.MAX_PERSONAL_MEMORIES
     updated = store.replace_content(memory, content, turn.now, limit=limit)
-    embed = memory_updated_embed(updated.content, updated.memory_id, **names)
+    embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
 
 
@@ -333,14 +352,28 @@ def _find(
     memory_id: str,
     lineage: int,
 ) -> tuple[Memory, TargetUser] | None:
-    """The memory among ``owners`` that this persona can see: its lineage, or a user's global ones."""
+    """The memory among ``owners`` that this turn may change: one this persona sees (its lineage, or
+    a user's global ones) that may be recalled here, about or by the speaker. Anything else is
+    reported as not found, so nobody learns that it exists."""
     for kind, subject in owners:
         owner_id = turn.server_id if kind is ScopeKind.SERVER else subject.user_id
         memory = store.find(kind, owner_id or "", memory_id)
         visible = {lineage} if kind is ScopeKind.SERVER else {lineage, GLOBAL_LINEAGE}
-        if memory is not None and memory.scope.lineage in visible:
+        if (
+            memory is not None
+            and memory.scope.lineage in visible
+            and memory.recallable_at(turn.place, turn.config.privacy)
+            and turn.user.user_id in (memory.author_id, memory.about)
+        ):
             return memory, subject
     return None
+
+
+def _shown_here(memory: Memory, turn: TurnContext) -> bool:
+    """A notification shows a memory's text only where the memory itself could be recalled."""
+    if memory.scope.kind is ScopeKind.PERSONAL and not turn.config.capabilities.personal_memories_enabled:
+        return False
+    return memory.recallable_at(turn.place, turn.config.privacy)
 
 
 def _speaker(turn: TurnContext) -> TargetUser:

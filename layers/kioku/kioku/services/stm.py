@@ -85,6 +85,8 @@ class ShortTermMemoryTurn:
         state: StmState,
         limits: StmLimits,
         channel_name: str | None = None,
+        *,
+        described_at: datetime | None = None,
     ) -> None:
         self._store = store
         self._turn = turn
@@ -97,6 +99,9 @@ class ShortTermMemoryTurn:
             lineage_id=turn.config.persona.lineage_id,
             parent_channel_id=turn.parent_channel_id,
             channel_name=channel_name,
+            private=turn.channel_private and not turn.is_dm,
+            private_thread=turn.private_thread,
+            described_at=described_at,
         )
         self._tool_used = False
 

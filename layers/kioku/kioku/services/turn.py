@@ -25,21 +25,29 @@ from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
-from kioku.domain.dialogue import DIALOGUE_CONVENTIONS, build_dialogue, participants_from_messages
+from kioku.domain.dialogue import (
+    DIALOGUE_CONVENTIONS,
+    authors_of,
+    build_dialogue,
+    participants_from_messages,
+)
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
+from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
+from kioku.domain.text import person_label
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
+from kioku.services.guild_directory import GuildDirectory
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
 
 logger = logging.getLogger(__name__)
@@ -73,7 +81,11 @@ class TurnService:
     ltm_store: DynamoMemoryStore
     ledger: TurnLedger
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
-    _channels: dict[str, dict[str, Any]] = field(default_factory=dict)
+    directory: GuildDirectory | None = None
+
+    def __post_init__(self) -> None:
+        if self.directory is None:
+            self.directory = GuildDirectory(self.discord)
 
     def run(
         self,
@@ -94,7 +106,7 @@ class TurnService:
             self._record_alone(job, record, now)
             return record
         self._typing(job.channel_id)
-        channel = self._channel(job.channel_id, required=job.guild_id is not None)
+        channel = self._describe_channel(job)
         history = self._history(job, now)
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
@@ -108,11 +120,16 @@ class TurnService:
             config=ServerConfig(server_id=job.guild_id),
             profile=UserProfile(user_id=str(job.author["id"])),
             now=now,
-            parent_channel_id=channel.get("parent_id"),
+            parent_channel_id=channel.parent_channel_id,
             participants=participants,
             llm_provider=self.settings.LLM_PROVIDER,
             llm_has_tools=self.settings.LLM_SUPPORTS_TOOLS,
             explicit_ltm_intent=has_explicit_long_term_intent(job.content),
+            channel_private=channel.private,
+            private_thread=channel.private_thread,
+            author_ids=frozenset(
+                authors_of(history, bot.user_id, limit=self.settings.DIALOGUE_HISTORY_LIMIT)
+            ),
         )
 
         # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
@@ -140,7 +157,7 @@ class TurnService:
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
         recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
 
-        stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.get("name"))
+        stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
         messages = self._context(turn, stm, history, recalled)
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
@@ -178,10 +195,13 @@ class TurnService:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
         lineage = turn.config.persona.lineage_id
         try:
+            where = {"place": turn.place, "policy": turn.config.privacy}
             if lineage == guessed_lineage:
-                memories = self.ltm_store.recall_from_items(items, turn.server_id, lineage, subject_ids)
+                memories = self.ltm_store.recall_from_items(
+                    items, turn.server_id, lineage, subject_ids, **where
+                )
             else:
-                memories = self.ltm_store.recall(turn.server_id, lineage, subject_ids)
+                memories = self.ltm_store.recall(turn.server_id, lineage, subject_ids, **where)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
             return None
@@ -247,7 +267,12 @@ class TurnService:
         raise AssertionError("unreachable: the last round offers no tools")
 
     def _run_tool(self, call: ToolCall, turn: TurnContext, stm: ShortTermMemoryTurn) -> ToolResult:
-        common = {"store": self.ltm_store, "search_members": self._search_members, "settings": self.settings}
+        common = {
+            "store": self.ltm_store,
+            "search_members": self._search_members,
+            "lookup_member": self._lookup_member,
+            "settings": self.settings,
+        }
         try:
             if call.name == STM_TOOL_NAME:
                 return stm.run_update_tool(call.arguments)
@@ -266,6 +291,13 @@ class TurnService:
         except DiscordError as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
+    def _lookup_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        assert self.directory is not None
+        try:
+            return self.directory.member(guild_id, user_id)
+        except (DiscordError, ValueError) as exc:
+            raise MemberSearchFailed(str(exc)) from exc
+
     # -- Discord --------------------------------------------------------------------------------
 
     def _typing(self, channel_id: str) -> None:
@@ -274,21 +306,14 @@ class TurnService:
         except DiscordError as exc:
             logger.info("typing indicator failed: %s", exc)
 
-    def _channel(self, channel_id: str, *, required: bool) -> dict[str, Any]:
-        """The channel's name and thread parent; they do not change, so each container asks once.
-
-        In a guild the lookup is required: without the parent, a thread of a private channel would
-        be remembered as public. The turn fails and is retried instead.
-        """
-        if channel_id not in self._channels:
-            try:
-                self._channels[channel_id] = self.discord.get_channel(channel_id)
-            except DiscordError as exc:
-                if required:
-                    raise
-                logger.info("channel lookup failed: %s", exc)
-                return {}
-        return self._channels[channel_id]
+    def _describe_channel(self, job: TurnJob) -> ChannelDescription:
+        """The channel's name, thread parent and privacy, asked of Discord on every guild turn: a
+        channel can turn private at any moment. A guild turn whose channel cannot be described fails
+        and is retried (without the parent, a thread of a private channel would pass for public)."""
+        if job.guild_id is None:
+            return ChannelDescription(job.channel_id, private=False)
+        assert self.directory is not None
+        return self.directory.describe_channel(job.guild_id, self.discord.get_channel(job.channel_id))
 
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
         """The conversation as it stood when the turn's message was sent, newest first as Discord
@@ -348,7 +373,7 @@ class TurnService:
         self, job: TurnJob, turn: TurnContext, reply: str, record: TurnRecord, now: datetime
     ) -> list[CrudeMessage]:
         said = CrudeMessage(
-            speaker=turn.user.display_name,
+            speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
             role=CrudeRole.USER,
             text=job.content,

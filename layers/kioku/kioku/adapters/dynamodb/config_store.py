@@ -17,6 +17,7 @@ from kioku.domain.models import (
     StmConfig,
     UserProfile,
 )
+from kioku.domain.privacy import PrivacyMode, parse_overrides
 
 
 class StaleConfiguration(Exception):
@@ -101,7 +102,7 @@ def server_config_from_item(item: Item | None, server_id: str | None) -> ServerC
             system_prompt=str(persona.get("system_prompt", "")),
         ),
         capabilities=Capabilities(**{k: bool(v) for k, v in capabilities.items() if k in _CAPABILITY_FLAGS}),
-        private_channel_ids=frozenset(item.get("private_channel_ids", ())),
+        channel_privacy=_channel_privacy(item),
         stm_privacy_bypass=bool(item.get("stm_privacy_bypass", False)),
         stm=StmConfig(
             render_mode=RenderMode(stm.get("render_mode", defaults.render_mode)),
@@ -146,7 +147,7 @@ def server_config_to_item(config: ServerConfig) -> Item:
             "system_prompt": config.persona.system_prompt,
         },
         "capabilities": {flag: getattr(config.capabilities, flag) for flag in sorted(_CAPABILITY_FLAGS)},
-        "private_channel_ids": sorted(config.private_channel_ids),
+        "channel_privacy": {channel: mode.value for channel, mode in sorted(config.channel_privacy.items())},
         "stm_privacy_bypass": config.stm_privacy_bypass,
         "stm": _without_none(
             {
@@ -187,6 +188,12 @@ def user_profile_to_item(profile: UserProfile) -> Item:
         "cross_server_opt_in": profile.cross_server_opt_in,
         "version": profile.version,
     }
+
+
+def _channel_privacy(item: Item) -> dict[str, PrivacyMode]:
+    """The overrides; an older item's ``private_channel_ids`` list reads as private overrides."""
+    legacy = {str(channel): PrivacyMode.PRIVATE.value for channel in item.get("private_channel_ids", ())}
+    return parse_overrides({**legacy, **(item.get("channel_privacy") or {})})
 
 
 def _optional_int(value: Any) -> int | None:

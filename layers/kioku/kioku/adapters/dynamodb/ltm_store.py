@@ -8,7 +8,9 @@ partition, beside their profile. An owner's partition holds:
 - ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
 - ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
 - the recall book of each scope (``BOOK#L{lineage}`` on a server, ``LTM#BOOK#L{lineage}`` on a person):
-  one top-level attribute ``m{memory_id}`` per memory, ``{c: content, u: updated_at, a: author_id}``.
+  one top-level attribute ``m{memory_id}`` per memory, ``{c: content, u: updated_at, a: author_id,
+  o: origin, s: subject_id}``; the origin (``guild/channel/parent/flags``) is what recall's privacy
+  rules read, so a book entry without one (written before origins were kept) is never recalled.
   Recall reads books, which have fixed keys, so a turn fetches them in the BatchGetItem it already
   makes. Every write to a memory sets or removes its entry in the same transaction, so a book never
   drifts from its memories. An entry keeps at most ``book_entry_chars(limit)`` characters of the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -52,6 +55,7 @@ from kioku.domain.ltm.memory import (
 )
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.models import PrivacyLevel
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
@@ -62,9 +66,13 @@ _OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
 _BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
 _ENTRY_PREFIX: Final = "m"
 _CUT_MARK: Final = "…"
-BOOK_CONTENT_BYTES: Final = 300_000
-"""What a book's contents may take together; entry names, times and authors add at most ~70 KB."""
+BOOK_ITEM_BYTES: Final = 380_000
+"""What a book may take, under DynamoDB's 400 KB item limit."""
+BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
+"""An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes)."""
 _MAX_UTF8_BYTES: Final = 4
+_ORIGIN_PRIVATE: Final = "p"
+_ORIGIN_PRIVATE_THREAD: Final = "t"
 _NAMES: Final = {
     "#version": "version",
     "#fingerprint": "fingerprint",
@@ -107,17 +115,49 @@ def book_entry_chars(limit: int) -> int:
     """How much of a memory its book keeps: ``limit`` entries of 4-byte characters fit one item.
 
     Contents are at most ``MAX_MEMORY_LENGTH`` characters, so only longer ones than this are cut;
-    with the default limit of 100 an entry keeps 750 characters.
+    with the default limit of 100 an entry keeps 900 characters.
     """
-    return BOOK_CONTENT_BYTES // (_MAX_UTF8_BYTES * limit)
+    return (BOOK_ITEM_BYTES - BOOK_ENTRY_OVERHEAD_BYTES * limit) // (_MAX_UTF8_BYTES * limit)
 
 
-def book_entry(content: str, author_id: str, updated_at: datetime, limit: int) -> Item:
+def book_entry(memory: Memory, limit: int) -> Item:
     """A memory as its book holds it, the content cut (ending with "…") to ``book_entry_chars(limit)``."""
     room = book_entry_chars(limit)
+    content = memory.content
     if len(content) > room:
         content = content[: room - 1] + _CUT_MARK
-    return {"c": content, "u": updated_at.isoformat(), "a": author_id}
+    entry: Item = {
+        "c": content,
+        "u": memory.updated_at.isoformat(),
+        "a": memory.author_id,
+        "o": origin_text(memory.origin),
+    }
+    if memory.subject_id:
+        entry["s"] = memory.subject_id
+    return entry
+
+
+def origin_text(origin: Origin) -> str:
+    """``guild/channel/parent/flags``: compact, since every book entry carries one."""
+    flags = (_ORIGIN_PRIVATE if origin.private else "") + (
+        _ORIGIN_PRIVATE_THREAD if origin.private_thread else ""
+    )
+    return "/".join((origin.guild_id or "", origin.channel_id or "", origin.parent_channel_id or "", flags))
+
+
+def origin_from_text(text: Any) -> Origin:
+    """The origin written by ``origin_text``; anything else (no origin kept) is ``Origin.unknown()``."""
+    parts = text.split("/") if isinstance(text, str) else []
+    if len(parts) != 4 or not parts[1]:
+        return Origin.unknown()
+    guild, channel, parent, flags = parts
+    return Origin(
+        guild_id=guild or None,
+        channel_id=channel,
+        parent_channel_id=parent or None,
+        private=_ORIGIN_PRIVATE in flags,
+        private_thread=_ORIGIN_PRIVATE_THREAD in flags,
+    )
 
 
 def index_by_key(items: Iterable[Item]) -> dict[tuple[str, str], Item]:
@@ -186,7 +226,7 @@ class DynamoMemoryStore:
         return memory_from_item(item) if item else None
 
     def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
-        updated = Memory(memory.scope, memory.memory_id, content, memory.author_id, memory.created_at, now)
+        updated = replace(memory, content=content, updated_at=now)
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
@@ -243,11 +283,19 @@ class DynamoMemoryStore:
         except TransactionCancelled as exc:
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
 
-    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+    def recall(
+        self,
+        server_id: str | None,
+        lineage: int,
+        user_ids: Sequence[str],
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+    ) -> RecallSet:
         """One BatchGetItem of ``recall_keys``, read by ``recall_from_items``."""
         keys = self.recall_keys(server_id, lineage, user_ids)
         items = index_by_key(self._guarded(self._table.batch_get, keys))
-        return self.recall_from_items(items, server_id, lineage, user_ids)
+        return self.recall_from_items(items, server_id, lineage, user_ids, place=place, policy=policy)
 
     @staticmethod
     def recall_keys(server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[Key]:
@@ -265,13 +313,18 @@ class DynamoMemoryStore:
         server_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
     ) -> RecallSet:
-        """The memories in the items of ``recall_keys`` (by ``(pk, sk)``, missing ones left out), without
-        the people whose privacy level forbids personal memories. Contents are the books' (maybe cut),
-        and a recalled memory's ``created_at`` is its ``updated_at``: books keep only what recall shows."""
+        """The memories in the items of ``recall_keys`` (by ``(pk, sk)``, missing ones left out) that a
+        turn at ``place`` may be shown (``Memory.recallable_at``), without the people whose privacy
+        level forbids personal memories. Contents are the books' (maybe cut), and a recalled memory's
+        ``created_at`` is its ``updated_at``: books keep only what recall shows."""
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
-            return memories_from_book(items_by_key.get(_pair(book_key(scope))), scope)
+            book = memories_from_book(items_by_key.get(_pair(book_key(scope))), scope)
+            return tuple(memory for memory in book if memory.recallable_at(place, policy))
 
         server = read(MemoryScope.server(server_id, lineage)) if server_id else ()
         personal: dict[str, tuple[Memory, ...]] = {}
@@ -324,10 +377,7 @@ class DynamoMemoryStore:
         operations["memory"] = table.op_put(
             memory_to_item(draft, memory_id, fingerprint), condition="attribute_not_exists(pk)"
         )
-        operations["book"] = self._write_entry(
-            Memory(scope, memory_id, draft.content, draft.author_id, draft.created_at, draft.created_at),
-            limit,
-        )
+        operations["book"] = self._write_entry(draft.saved_as(memory_id), limit)
         return operations
 
     def _existing_or_limit(self, scope: MemoryScope, fingerprint: str, limit: int) -> SaveOutcome:
@@ -343,7 +393,7 @@ class DynamoMemoryStore:
             book_key(memory.scope),
             "SET #entry = :entry",
             names={"#entry": entry_attribute(memory.memory_id)},
-            values={":entry": book_entry(memory.content, memory.author_id, memory.updated_at, limit)},
+            values={":entry": book_entry(memory, limit)},
         )
 
     def _release_guard(self, memory: Memory) -> dict[str, Any]:
@@ -397,6 +447,7 @@ def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, .
     for name, entry in (item or {}).items():
         if name.startswith(_ENTRY_PREFIX):
             updated_at = datetime.fromisoformat(entry["u"])
+            origin = origin_from_text(entry.get("o"))
             memories.append(
                 Memory(
                     scope,
@@ -405,6 +456,8 @@ def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, .
                     str(entry["a"]),
                     updated_at,
                     updated_at,
+                    origin=origin,
+                    subject_id=_optional_str(entry.get("s")),
                 )
             )
     return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
@@ -430,6 +483,8 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str) -> Item
         "author_id": draft.author_id,
         "created_at": draft.created_at.isoformat(),
         "updated_at": draft.created_at.isoformat(),
+        "origin": origin_text(draft.origin),
+        **({"subject_id": draft.subject_id} if draft.subject_id else {}),
     }
 
 
@@ -441,4 +496,10 @@ def memory_from_item(item: Item) -> Memory:
         author_id=str(item["author_id"]),
         created_at=datetime.fromisoformat(item["created_at"]),
         updated_at=datetime.fromisoformat(item["updated_at"]),
+        origin=origin_from_text(item.get("origin")),
+        subject_id=_optional_str(item.get("subject_id")),
     )
+
+
+def _optional_str(value: Any) -> str | None:
+    return str(value) if value else None

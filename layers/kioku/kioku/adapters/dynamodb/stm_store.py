@@ -2,13 +2,17 @@
 
     guild row  pk = STM#S#{server_id}   sk = C#{channel_id}#P#{persona_id}
     DM row     pk = STM#U#{user_id}     sk = DM#P#{persona_id}   (one DM channel per user and bot)
-    Recency    gsi1pk = {pk}#L#{lineage_id}   gsi1sk = last_updated (ISO UTC)
+    Recency    gsi1pk = {pk}#L#{lineage_id}, + "#PRIVATE" for a private channel's row
+               gsi1sk = last_updated (ISO UTC)
     JanitorAge gsi2pk = STMAGE#{0..7}         gsi2sk = last_updated
     TTL        expires_at = last_updated + STM_JANITOR_RETENTION_DAYS (a backstop for the janitor)
 
 A turn loads its state in two requests: one BatchGetItem (server config, user profile, the current
-row and, in a guild, the user's DM row for cross-server folding) and one Query on ``Recency`` for
-the scope's other rows, newest first.
+row, in a thread its parent's row, and in a guild the user's DM row for cross-server folding) and one
+Query on ``Recency`` for the scope's other public rows, newest first. Private channels' rows sit in a
+partition of their own, so that Query never returns them; it is read only where a server's settings
+may show them (the bypass, or a channel overridden to public). Every row read is filtered again by
+``may_recall_row``: a row never described (written before privacy was recorded) counts as private.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from kioku.adapters.dynamodb.config_store import (
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
+from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
 from kioku.domain.stm.context import StmState
 from kioku.domain.stm.entries import (
@@ -39,6 +44,7 @@ from kioku.domain.stm.entries import (
     StmAddress,
     StmEntry,
     StmLimits,
+    may_recall_row,
     merge_crude,
 )
 from kioku.domain.stm.update_tool import StmUpdate
@@ -56,6 +62,7 @@ MAX_RECENT_PAGES: Final = 4
 _PAGE_SLACK: Final = 2
 _MAX_PRIVATE_SLACK: Final = 10
 _BACKOFF_STEP_SECONDS: Final = 0.002
+_PRIVATE_SUFFIX: Final = "#PRIVATE"
 
 
 class NewerMemoryExists(StoreError):
@@ -79,12 +86,16 @@ class CaptureConflict(StoreError):
 
 @dataclass(frozen=True, slots=True)
 class StmRowIdentity:
-    """Everything a write needs to create the row if it is missing."""
+    """Everything a write needs to create the row if it is missing, and the channel's privacy as
+    Discord described it at ``described_at`` (a capture re-stamps the row unless it was described later)."""
 
     address: StmAddress
     lineage_id: int
     parent_channel_id: str | None = None
     channel_name: str | None = None
+    private: bool = True
+    private_thread: bool = False
+    described_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,9 +116,11 @@ def stm_row_key(address: StmAddress) -> Key:
     return {"pk": _scope_pk(address), "sk": f"DM#P#{address.persona_id}"}
 
 
-def recency_partition(address: StmAddress, lineage_id: int) -> str:
-    """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage."""
-    return f"{_scope_pk(address)}#L#{lineage_id}"
+def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
+    """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage; a
+    server's private channels have their own."""
+    partition = f"{_scope_pk(address)}#L#{lineage_id}"
+    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.server_id else partition
 
 
 def _scope_pk(address: StmAddress) -> str:
@@ -142,15 +155,22 @@ class StmStore:
         ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
         guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
+        parent_guess = (
+            StmAddress.of(server_id, user_id, parent_channel_id, persona_hint)
+            if server_id and parent_channel_id
+            else None
+        )
         keys = [user_profile_key(user_id), stm_row_key(guess), *extra_keys]
         if server_id:
             keys += [server_config_key(server_id), stm_row_key(dm_guess)]
+        if parent_guess is not None:
+            keys.append(stm_row_key(parent_guess))
         found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
         config_item = found.get(tuple(server_config_key(server_id).values())) if server_id else None
         config = server_config_from_item(config_item, server_id)
         profile = user_profile_from_item(found.get(tuple(user_profile_key(user_id).values())), user_id)
 
-        def row(address: StmAddress, guessed: StmAddress) -> StmEntry | None:
+        def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
             if address == guessed:
                 return entry_from_item(found.get(tuple(stm_row_key(address).values())))
             return entry_from_item(self._table.get(stm_row_key(address)))
@@ -159,27 +179,38 @@ class StmStore:
         address = StmAddress.of(server_id, user_id, channel_id, persona_id)
         current = row(address, guess)
 
-        others: list[StmEntry] = []
-        if other_limit > 0:
-            hide_private = not (
-                config.stm_privacy_bypass or config.is_private_channel(channel_id, parent_channel_id)
+        place = Place(server_id, channel_id, parent_channel_id)
+        policy = config.privacy
+
+        def eligible(entry: StmEntry) -> bool:
+            return entry.channel_id != channel_id and may_recall_row(
+                entry, place, policy, user_id=user_id, cross_server_opt_in=profile.cross_server_opt_in
             )
 
-            def eligible(entry: StmEntry) -> bool:
-                return entry.channel_id != channel_id and not (
-                    hide_private and config.is_private_channel(entry.channel_id, entry.parent_channel_id)
-                )
-
+        others: list[StmEntry] = []
+        if other_limit > 0:
             lineage = config.persona.lineage_id
-            slack = _PAGE_SLACK + min(len(config.private_channel_ids), _MAX_PRIVATE_SLACK)
+            private_overrides = sum(mode is PrivacyMode.PRIVATE for mode in policy.overrides.values())
+            slack = _PAGE_SLACK + min(private_overrides, _MAX_PRIVATE_SLACK)
             others = self.recent_rows(
                 recency_partition(address, lineage), active_since, other_limit, eligible, slack
             )
+            if server_id and policy.reads_private_rows:
+                others += self.recent_rows(
+                    recency_partition(address, lineage, private=True), active_since, other_limit, eligible
+                )
+            if parent_guess is not None:
+                parent = row(
+                    StmAddress.of(server_id, user_id, parent_channel_id or "", persona_id), parent_guess
+                )
+                if parent is not None and parent.last_updated and parent.last_updated >= active_since:
+                    others.append(parent)
             if server_id and profile.cross_server_opt_in:
                 own_dm = row(StmAddress.of(None, user_id, channel_id, persona_id), dm_guess)
                 if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
                     others.append(own_dm)
-            others = [entry for entry in others if eligible(entry)]
+            unique = {tuple(stm_row_key(entry.address).values()): entry for entry in others}
+            others = [entry for entry in unique.values() if eligible(entry)]
         return TurnMemoryLoad(
             config=config, profile=profile, state=StmState(current, tuple(others)), extra=found
         )
@@ -248,6 +279,70 @@ class StmStore:
 
     def get(self, address: StmAddress) -> StmEntry | None:
         return entry_from_item(self._table.get(stm_row_key(address)))
+
+    # -- channel events ------------------------------------------------------------------------------
+
+    def restamp_channel(
+        self, server_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
+    ) -> int:
+        """A channel changed: its rows (every persona) and its threads' rows take its new privacy (a
+        private thread keeps its own); with ``private`` None only the name changes. Each write is
+        conditional on the row still existing, and bumps its version, so a capture that looked at the
+        channel before this cannot stamp the old privacy back. Returns the rows changed."""
+        changed = 0
+        for entry in self._channel_rows(server_id, channel_id):
+            expression = _Update()
+            own = entry.channel_id == channel_id
+            if own and name:
+                expression.set("channel_name", name[:MAX_CHANNEL_NAME_CHARS])
+            if private is not None and not entry.private_thread:
+                expression.set("private", private)
+                expression.set("described_at", _iso(now))
+                expression.set("gsi1pk", recency_partition(entry.address, entry.lineage_id, private=private))
+                expression.add("version", 1)
+            if not expression.has_changes():
+                continue
+            try:
+                self._table.update(
+                    stm_row_key(entry.address),
+                    expression.text(),
+                    condition="attribute_exists(pk)",
+                    names=expression.names,
+                    values=expression.values,
+                )
+                changed += 1
+            except ConditionFailed:
+                continue
+        return changed
+
+    def delete_channel(self, server_id: str, channel_id: str) -> int:
+        """A channel or thread is gone: delete its rows and its threads' rows. Returns how many."""
+        deleted = 0
+        for entry in self._channel_rows(server_id, channel_id):
+            self._table.delete(stm_row_key(entry.address))
+            deleted += 1
+        return deleted
+
+    def _channel_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+        """The rows of ``channel_id`` and of its threads, every persona: one query of the server's rows
+        (a server holds a row per active channel and persona, so this stays small)."""
+        rows: list[StmEntry] = []
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._table.query(
+                "#pk = :pk",
+                names={"#pk": "pk", "#channel": "channel_id", "#parent": "parent_channel_id"},
+                values={
+                    ":pk": _scope_pk(StmAddress.of(server_id, "", channel_id, "")),
+                    ":channel": channel_id,
+                },
+                filter_expression="#channel = :channel OR #parent = :channel",
+                consistent=True,
+                start_key=start_key,
+            )
+            rows.extend(entry for entry in map(entry_from_item, items) if entry is not None)
+            if start_key is None:
+                return rows
 
     # -- writes ------------------------------------------------------------------------------------
 
@@ -330,7 +425,9 @@ class StmStore:
                 self._commit_also(also)
                 return read
             expression = _Update()
-            _set_identity(expression, identity, now, retention=limits.retention)
+            _set_identity(
+                expression, identity, now, retention=limits.retention, describe=_describes(identity, read)
+            )
             expression.set(
                 "crude", [_crude_to_item(m) for m in merge_crude(_crude(read), messages, now, limits)]
             )
@@ -460,6 +557,9 @@ def entry_from_item(item: Item | None) -> StmEntry | None:
             crude=tuple(_crude_messages(item.get("crude") or ())),
             turns_since_refresh=int(item.get("turns_since_refresh", 0)),
             version=int(item.get("version", 0)),
+            private=item["private"] if isinstance(item.get("private"), bool) else None,
+            private_thread=item.get("private_thread") is True,
+            described_at=_parse_time(item.get("described_at")),
         )
     except (KeyError, TypeError, ValueError):
         logger.warning("skipping a damaged STM item %s/%s", item.get("pk"), item.get("sk"))
@@ -518,15 +618,28 @@ def _crude(entry: StmEntry | None) -> tuple[CrudeMessage, ...]:
 
 
 def _set_identity(
-    expression: _Update, identity: StmRowIdentity, now: datetime, retention: timedelta, refresh: bool = True
+    expression: _Update,
+    identity: StmRowIdentity,
+    now: datetime,
+    retention: timedelta,
+    refresh: bool = True,
+    describe: bool = False,
 ) -> None:
+    """The row's identity; its privacy only when ``describe`` (else only on a new row)."""
     address = identity.address
     key = stm_row_key(address)
     expression.set("persona_id", address.persona_id)
     expression.set("channel_id", address.channel_id)
     expression.set("server_id" if address.server_id else "user_id", address.server_id or address.user_id)
     expression.set("lineage_id", identity.lineage_id)
-    expression.set("gsi1pk", recency_partition(address, identity.lineage_id))
+    private = bool(identity.private and address.server_id)
+    expression.set(
+        "gsi1pk", recency_partition(address, identity.lineage_id, private=private), if_missing=not describe
+    )
+    expression.set("private", private, if_missing=not describe)
+    expression.set("private_thread", identity.private_thread, if_missing=not describe)
+    if identity.described_at is not None:
+        expression.set("described_at", _iso(identity.described_at), if_missing=not describe)
     expression.set("gsi2pk", _age_shard(key))
     if identity.parent_channel_id:
         expression.set("parent_channel_id", identity.parent_channel_id)
@@ -536,6 +649,13 @@ def _set_identity(
     for name in ("last_updated", "gsi1sk", "gsi2sk"):
         expression.set(name, stamp, if_missing=not refresh)
     expression.set("expires_at", int((now + retention).timestamp()), if_missing=not refresh)
+
+
+def _describes(identity: StmRowIdentity, read: StmEntry | None) -> bool:
+    """Whether a capture re-stamps the row's privacy: unless it was described after this turn's look."""
+    if read is None or read.described_at is None or read.private is None:
+        return True
+    return identity.described_at is not None and identity.described_at >= read.described_at
 
 
 class _Update:
@@ -563,6 +683,9 @@ class _Update:
 
     def add(self, attribute: str, amount: int) -> None:
         self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
+
+    def has_changes(self) -> bool:
+        return bool(self._sets or self._adds)
 
     def text(self) -> str:
         clauses = []

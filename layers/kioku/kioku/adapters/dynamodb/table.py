@@ -103,6 +103,7 @@ class KiokuTable:
         limit: int | None = None,
         consistent: bool = False,
         start_key: Key | None = None,
+        filter_expression: str | None = None,
     ) -> tuple[list[Item], Key | None]:
         """One page of a query: the items and the key to continue from (None at the end)."""
         params: dict[str, Any] = {
@@ -110,6 +111,8 @@ class KiokuTable:
             "KeyConditionExpression": key_condition,
             "ScanIndexForward": not newest_first,
         }
+        if filter_expression:
+            params["FilterExpression"] = filter_expression
         if names:
             params["ExpressionAttributeNames"] = dict(names)
         if values:

@@ -18,7 +18,7 @@ from typing import Any, Final
 
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
 from kioku.config import Settings
-from kioku.domain.dialogue import END_OF_MESSAGE, START_OF_MESSAGE
+from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE
 
 SCRIPTED_MODEL_NAME: Final = "scripted"
 STM_TOOL: Final = "update_short_term_memory"

@@ -11,6 +11,7 @@ from enum import StrEnum
 from typing import Final
 
 from kioku.domain.models import PrivacyLevel
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy, may_recall, may_recall_personal
 from kioku.domain.text import normalize_for_comparison
 
 GLOBAL_LINEAGE: Final = 0
@@ -45,12 +46,31 @@ class MemoryScope:
 
 @dataclass(frozen=True, slots=True)
 class MemoryDraft:
-    """A memory about to be saved; the store gives it its id."""
+    """A memory about to be saved; the store gives it its id.
+
+    ``author_id`` is the speaker whose turn saved it, ``origin`` where that turn was, ``subject_id``
+    the person the fact is about (a personal memory's owner; for a server memory, the speaker or the
+    bridged user it names).
+    """
 
     scope: MemoryScope
     content: str
     author_id: str
     created_at: datetime
+    origin: Origin = field(default_factory=Origin.unknown)
+    subject_id: str | None = None
+
+    def saved_as(self, memory_id: str) -> Memory:
+        return Memory(
+            self.scope,
+            memory_id,
+            self.content,
+            self.author_id,
+            self.created_at,
+            self.created_at,
+            origin=self.origin,
+            subject_id=self.subject_id,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,10 +81,25 @@ class Memory:
     author_id: str
     created_at: datetime
     updated_at: datetime
+    origin: Origin = field(default_factory=Origin.unknown)
+    subject_id: str | None = None
 
     @property
     def fingerprint(self) -> str:
         return content_fingerprint(self.content)
+
+    @property
+    def about(self) -> str | None:
+        """Whom the memory is about: a personal memory's owner, or the person a server memory names."""
+        return self.scope.owner_id if self.scope.kind is ScopeKind.PERSONAL else self.subject_id
+
+    def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:
+        """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules)."""
+        if self.scope.kind is ScopeKind.SERVER:
+            return self.scope.owner_id == place.guild_id and may_recall(self.origin, place, policy)
+        return may_recall_personal(
+            self.origin, subject_id=self.scope.owner_id, author_id=self.author_id, place=place, policy=policy
+        )
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,6 +11,7 @@ MEMORY_SAVED_COLOUR: Final = 0x57F287
 MEMORY_UPDATED_COLOUR: Final = 0x5865F2
 MEMORY_FORGOTTEN_COLOUR: Final = 0x99AAB5
 NOTIFICATION_CONTENT_LIMIT: Final = 300
+NOT_SHOWN_HERE: Final = "*(Not shown here: this memory is not recalled in this channel.)*"
 
 
 def show_names(content: str, *, user_name: str, bot_name: str) -> str:
@@ -19,7 +20,7 @@ def show_names(content: str, *, user_name: str, bot_name: str) -> str:
 
 
 def memory_saved_embed(
-    content: str,
+    content: str | None,
     memory_id: str,
     *,
     scope: ScopeKind,
@@ -40,18 +41,26 @@ def memory_saved_embed(
     return _embed("Memory saved", content, subject_name, bot_name, footer, MEMORY_SAVED_COLOUR)
 
 
-def memory_updated_embed(content: str, memory_id: str, *, subject_name: str, bot_name: str) -> dict[str, Any]:
+def memory_updated_embed(
+    content: str | None, memory_id: str, *, subject_name: str, bot_name: str
+) -> dict[str, Any]:
     footer = f"Memory #{memory_id} updated"
     return _embed("Memory updated", content, subject_name, bot_name, footer, MEMORY_UPDATED_COLOUR)
 
 
 def memory_forgotten_embed(
-    content: str, memory_id: str, *, subject_name: str, bot_name: str
+    content: str | None, memory_id: str, *, subject_name: str, bot_name: str
 ) -> dict[str, Any]:
     footer = f"Memory #{memory_id} deleted"
     return _embed("Memory forgotten", content, subject_name, bot_name, footer, MEMORY_FORGOTTEN_COLOUR)
 
 
-def _embed(title: str, content: str, subject: str, bot: str, footer: str, colour: int) -> dict[str, Any]:
-    shown = shorten(show_names(content, user_name=subject, bot_name=bot), NOTIFICATION_CONTENT_LIMIT)
+def _embed(
+    title: str, content: str | None, subject: str, bot: str, footer: str, colour: int
+) -> dict[str, Any]:
+    """``content`` None: the memory may not be recalled where the embed is posted, so its text is not shown."""
+    if content is None:
+        shown = NOT_SHOWN_HERE
+    else:
+        shown = shorten(show_names(content, user_name=subject, bot_name=bot), NOTIFICATION_CONTENT_LIMIT)
     return {"title": title, "description": shown, "color": colour, "footer": {"text": footer}}

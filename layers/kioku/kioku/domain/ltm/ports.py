@@ -15,9 +15,14 @@ from kioku.domain.ltm.memory import (
     SaveOutcome,
     ScopeKind,
 )
+from kioku.domain.privacy import Place, PrivacyPolicy
 
 SearchMembers = Callable[[str, str], list[dict[str, Any]]]
 """``search_members(guild_id, query)``: guild members as Discord REST returns them (``user``, ``nick``)."""
+
+LookupMember = Callable[[str, str], dict[str, Any] | None]
+"""``lookup_member(guild_id, user_id)``: the guild member, or None for someone not in the guild.
+Raises ``MemberSearchFailed`` when Discord cannot answer."""
 
 
 class MemberSearchFailed(Exception):
@@ -58,7 +63,15 @@ class MemoryStore(Protocol):
         """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed."""
         ...
 
-    def recall(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> RecallSet:
+    def recall(
+        self,
+        server_id: str | None,
+        lineage: int,
+        user_ids: Sequence[str],
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+    ) -> RecallSet:
         """The server's memories of ``lineage``, and the personal ones (``lineage`` and global) of the
-        users in ``user_ids`` whose privacy level allows them."""
+        users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see them."""
         ...

@@ -26,14 +26,18 @@ _HEADER = (
 
 
 def recall_subjects(turn: TurnContext) -> tuple[Participant, ...]:
-    """Whose personal memories a turn shows: the speaker first, then other people in the conversation.
+    """Whose personal memories a turn shows: the speaker first, then the others who wrote in the
+    conversation shown, never someone merely mentioned or replied to; in a DM, the partner alone.
 
     Bots and bridged users have none; nobody is shown when personal memories are off.
     """
     if not turn.config.capabilities.personal_memories_enabled:
         return ()
+    taking_part = (turn.user,) if turn.is_dm else (turn.user, *turn.participants)
     subjects: dict[str, Participant] = {}
-    for person in (turn.user, *turn.participants):
+    for person in taking_part:
+        if person.user_id != turn.user.user_id and person.user_id not in turn.author_ids:
+            continue
         if person.user_id != turn.bot.user_id and not person.is_bot and not person.is_bridge:
             subjects.setdefault(person.user_id, person)
     return tuple(subjects.values())[:RECALL_MAX_USERS]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final
 
-from kioku.domain.ltm.ports import SearchMembers
+from kioku.domain.ltm.ports import LookupMember, SearchMembers
 from kioku.domain.models import Participant
 from kioku.domain.text import USER_MENTION, normalize_for_comparison
 from kioku.domain.turn import TurnContext
@@ -20,6 +20,7 @@ _SNOWFLAKE = re.compile(r"^\d{17,20}$")
 class TargetKind(StrEnum):
     USER = "user"
     BOT_SELF = "bot_self"
+    OTHER_BOT = "other_bot"
     BRIDGE = "bridge"
     AMBIGUOUS = "ambiguous"
     NOT_FOUND = "not_found"
@@ -50,17 +51,26 @@ def comparable_name(name: str) -> str:
     return normalize_for_comparison(name.strip().removeprefix("@"))
 
 
-def resolve_target(target: str, turn: TurnContext, search_members: SearchMembers | None) -> TargetResolution:
+def resolve_target(
+    target: str,
+    turn: TurnContext,
+    search_members: SearchMembers | None,
+    lookup_member: LookupMember | None = None,
+) -> TargetResolution:
     """Find the user ``target`` names: an id or mention; a conversation participant; a guild member.
 
-    Naming the bot itself or a bridged user is reported as such: their memories belong to the server.
-    Raises ``MemberSearchFailed`` when the guild search was needed and failed.
+    A person must be a current member of the turn's guild (``lookup_member``); in a DM the only
+    person is the DM partner. Naming the bot itself, another bot or a bridged user is reported as
+    such: their memories belong to the server. Raises ``MemberSearchFailed`` when Discord was needed
+    and failed.
     """
     raw = target.strip()
+    if turn.is_dm:
+        return _resolve_in_dm(raw, turn)
     people = _people_in_conversation(turn)
     user_id = _mentioned_id(raw, known_ids={turn.bot.user_id, *people})
     if user_id is not None:
-        return _resolve_id(user_id, turn, people)
+        return _resolve_id(user_id, turn, people, lookup_member)
     wanted = comparable_name(raw)
     if not wanted:
         return TargetResolution(TargetKind.NOT_FOUND)
@@ -68,12 +78,27 @@ def resolve_target(target: str, turn: TurnContext, search_members: SearchMembers
         return TargetResolution(TargetKind.BOT_SELF)
     in_conversation = [p for p in people.values() if wanted in {comparable_name(n) for n in p.known_names()}]
     if in_conversation:
-        return _from_participants(in_conversation)
+        return _member_checked(_from_participants(in_conversation), turn, lookup_member)
+    if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
+        return TargetResolution(TargetKind.OTHER_BOT)
     if turn.server_id is None or search_members is None:
         return TargetResolution(TargetKind.NOT_FOUND)
     query = " ".join(raw.removeprefix("@").split())
     members = _matching_members(search_members(turn.server_id, query), wanted, turn.bot.user_id)
     return _decide(members)
+
+
+def _resolve_in_dm(raw: str, turn: TurnContext) -> TargetResolution:
+    partner = turn.user
+    if raw in {partner.user_id, f"<@{partner.user_id}>", f"<@!{partner.user_id}>"} or comparable_name(
+        raw
+    ) in {comparable_name(name) for name in partner.known_names()}:
+        return TargetResolution(TargetKind.USER, _as_target(partner))
+    if comparable_name(raw) in {comparable_name(name) for name in turn.bot.names(turn.bot_name)}:
+        return TargetResolution(TargetKind.BOT_SELF)
+    if raw in {turn.bot.user_id, f"<@{turn.bot.user_id}>", f"<@!{turn.bot.user_id}>"}:
+        return TargetResolution(TargetKind.BOT_SELF)
+    return TargetResolution(TargetKind.NOT_FOUND)
 
 
 def _mentioned_id(raw: str, known_ids: set[str]) -> str | None:
@@ -92,15 +117,47 @@ def _people_in_conversation(turn: TurnContext) -> dict[str, Participant]:
     return people
 
 
-def _resolve_id(user_id: str, turn: TurnContext, people: Mapping[str, Participant]) -> TargetResolution:
+def _resolve_id(
+    user_id: str,
+    turn: TurnContext,
+    people: Mapping[str, Participant],
+    lookup_member: LookupMember | None,
+) -> TargetResolution:
     if user_id == turn.bot.user_id:
         return TargetResolution(TargetKind.BOT_SELF)
     person = people.get(user_id)
-    if person is not None:
+    if person is not None and person.is_bridge:
         return _from_participants([person])
-    if any(p.user_id == user_id for p in turn.participants):
-        return TargetResolution(TargetKind.NOT_FOUND)  # another bot: it has no personal memories
-    return TargetResolution(TargetKind.USER, TargetUser(user_id=user_id, display_name=f"user {user_id}"))
+    member = lookup_member(turn.server_id or "", user_id) if lookup_member and turn.server_id else None
+    if member is None:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    user = member.get("user") if isinstance(member.get("user"), dict) else {}
+    if user.get("bot"):
+        return TargetResolution(TargetKind.OTHER_BOT)
+    if person is not None:
+        return TargetResolution(TargetKind.USER, _as_target(person))
+    username = _text(user.get("username"))
+    display = _text(member.get("nick")) or _text(user.get("global_name")) or username or f"user {user_id}"
+    return TargetResolution(
+        TargetKind.USER, TargetUser(user_id=user_id, display_name=display, username=username)
+    )
+
+
+def _member_checked(
+    resolution: TargetResolution, turn: TurnContext, lookup_member: LookupMember | None
+) -> TargetResolution:
+    """A person found by name in the conversation may have left the guild since they spoke."""
+    if resolution.kind is not TargetKind.USER or resolution.user is None:
+        return resolution
+    if lookup_member is None or turn.server_id is None:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    if lookup_member(turn.server_id, resolution.user.user_id) is None:
+        return TargetResolution(TargetKind.NOT_FOUND)
+    return resolution
+
+
+def _other_bots(turn: TurnContext) -> list[Participant]:
+    return [p for p in turn.participants if p.is_bot and not p.is_bridge and p.user_id != turn.bot.user_id]
 
 
 def _from_participants(people: list[Participant]) -> TargetResolution:

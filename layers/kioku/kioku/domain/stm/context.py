@@ -21,10 +21,17 @@ from kioku.domain.stm.entries import (
     live_categories,
     live_crude,
     live_summary,
+    may_recall_row,
 )
 from kioku.domain.stm.nudge import build_nudge, nudge_due
 from kioku.domain.stm.update_tool import TOOL_NAME
-from kioku.domain.text import USER_MENTION
+from kioku.domain.text import (
+    END_OF_MESSAGE,
+    START_OF_MESSAGE,
+    USER_MENTION,
+    neutralise_markers,
+    one_line_name,
+)
 from kioku.domain.turn import TurnContext
 
 logger = logging.getLogger(__name__)
@@ -104,19 +111,23 @@ def resolve_memory_depth(configured: int, newest: datetime | None, now: datetime
 
 def other_channel_entries(turn: TurnContext, candidates: Iterable[StmEntry]) -> list[StmEntry]:
     """Candidates allowed into this turn, newest first: another channel, the same persona lineage,
-    this scope (or the user's own DM rows if they opted in, in a guild), private channels filtered."""
+    and recallable here (``may_recall_row``: the channel privacy rules, or the user's own DM rows
+    when they opted in to cross-server memory)."""
     config = turn.config
-    hide_private = not (
-        config.stm_privacy_bypass or config.is_private_channel(turn.channel_id, turn.parent_channel_id)
-    )
+    policy = config.privacy
     allowed: dict[tuple[str | None, str | None, str, str], StmEntry] = {}
     for entry in candidates:
         address = entry.address
         if (
             entry.channel_id == turn.channel_id
             or entry.lineage_id != config.persona.lineage_id
-            or not _in_reach(turn, entry)
-            or (hide_private and config.is_private_channel(entry.channel_id, entry.parent_channel_id))
+            or not may_recall_row(
+                entry,
+                turn.place,
+                policy,
+                user_id=turn.user.user_id,
+                cross_server_opt_in=turn.profile.cross_server_opt_in,
+            )
         ):
             continue
         allowed[(address.server_id, address.user_id, address.channel_id, address.persona_id)] = entry
@@ -160,7 +171,10 @@ def _other_channel_item(
     if block:
         parts.append(block)
     if crude:
-        parts.append("Recent messages there (oldest first):\n" + "\n".join(_crude_line(m) for m in crude))
+        parts.append(
+            "Recent messages there (oldest first; each between <som> and <eom>, line breaks shown as ⏎):\n"
+            + "\n".join(_crude_line(m) for m in crude)
+        )
     return _memory_item(_resolve("\n".join(parts), turn, names))
 
 
@@ -205,8 +219,13 @@ def _category_block(texts: Mapping[str, str], labels: Sequence[tuple[str, str]])
 
 
 def _crude_line(message: CrudeMessage) -> str:
-    speaker = f"{message.speaker} (you)" if message.role is CrudeRole.ASSISTANT else message.speaker
-    return f"{speaker}: {message.text}"
+    """One recalled message on one line, its speaker in a header as the dialogue writes it, so no
+    message can add a line that reads as another speaker."""
+    speaker = one_line_name(message.speaker) or "unknown"
+    if message.role is CrudeRole.ASSISTANT:
+        speaker = f"{speaker} (you)"
+    text = neutralise_markers(message.text).replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ⏎ ")
+    return f"[{speaker} | UserID:{message.user_id}] {START_OF_MESSAGE}{text}{END_OF_MESSAGE}"
 
 
 def _memory_item(text: str) -> ContextItem:
@@ -226,18 +245,6 @@ def _same_scope(turn: TurnContext, entry: StmEntry) -> bool:
     if turn.is_dm:
         return entry.address.user_id == turn.user.user_id
     return entry.address.server_id == turn.server_id
-
-
-def _in_reach(turn: TurnContext, entry: StmEntry) -> bool:
-    """Same scope, or (cross-server folding) the user's own DM rows when they opted in, in a guild."""
-    if _same_scope(turn, entry):
-        return True
-    return (
-        not turn.is_dm
-        and turn.profile.cross_server_opt_in
-        and entry.address.user_id is not None
-        and entry.address.user_id == turn.user.user_id
-    )
 
 
 def _recency(entry: StmEntry) -> datetime:

@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Any, Final
 
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy, may_recall
 from kioku.domain.text import shorten
 
 MAX_CRUDE_TEXT_CHARS: Final = 2000
@@ -94,10 +95,37 @@ class StmEntry:
     crude: tuple[CrudeMessage, ...] = ()
     turns_since_refresh: int = 0
     version: int = 0
+    private: bool | None = None
+    """Discord's privacy of the channel when it was last described; None (never described) is private."""
+    private_thread: bool = False
+    described_at: datetime | None = None
 
     @property
     def channel_id(self) -> str:
         return self.address.channel_id
+
+    @property
+    def origin(self) -> Origin:
+        if self.address.is_dm:
+            return Origin.direct_message(self.channel_id)
+        return Origin(
+            guild_id=self.address.server_id,
+            channel_id=self.channel_id,
+            parent_channel_id=self.parent_channel_id,
+            private=self.private is not False,
+            private_thread=self.private_thread,
+        )
+
+
+def may_recall_row(
+    entry: StmEntry, place: Place, policy: PrivacyPolicy, *, user_id: str, cross_server_opt_in: bool
+) -> bool:
+    """Whether a turn of ``user_id`` at ``place`` may be shown ``entry``: a server's row under the
+    channel rules of ``kioku.domain.privacy``; a user's DM row only to that user, in their DMs or,
+    when they opted in to cross-server memory, in a server."""
+    if entry.address.is_dm:
+        return entry.address.user_id == user_id and (place.guild_id is None or cross_server_opt_in)
+    return may_recall(entry.origin, place, policy)
 
 
 @dataclass(frozen=True, slots=True)

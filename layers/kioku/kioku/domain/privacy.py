@@ -1,0 +1,252 @@
+"""Where memory may be recalled: the privacy rules every read of memory goes through.
+
+Privacy is Discord's: a guild channel is private when @everyone (the role whose id is the guild id)
+cannot view it after the channel's permission overwrites; a private thread is private; other
+threads are as private as their parent. What is written is stamped with where it was written (an
+``Origin``); what a turn may see is decided by ``may_recall`` from that stamp and the turn's
+``Place``. The rule is stricter than seed 000: memory written in a private channel or private
+thread is recalled only in that channel and its threads, never in another channel.
+
+Whatever cannot be told for sure counts as private: a leak is worse than a missing memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from enum import IntEnum, StrEnum
+from typing import Any, Final
+
+VIEW_CHANNEL: Final = 1 << 10
+ADMINISTRATOR: Final = 1 << 3
+OVERWRITE_TYPE_ROLE: Final = 0
+MAX_PRIVACY_OVERRIDES: Final = 500
+"""Channel overrides a server may hold: enough for any real server, small enough for its config item."""
+
+
+class ChannelType(IntEnum):
+    GUILD_TEXT = 0
+    DM = 1
+    GUILD_VOICE = 2
+    GROUP_DM = 3
+    GUILD_CATEGORY = 4
+    GUILD_ANNOUNCEMENT = 5
+    ANNOUNCEMENT_THREAD = 10
+    PUBLIC_THREAD = 11
+    PRIVATE_THREAD = 12
+    GUILD_STAGE_VOICE = 13
+    GUILD_FORUM = 15
+    GUILD_MEDIA = 16
+
+
+THREAD_TYPES: Final = frozenset(
+    {ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD}
+)
+
+
+class PrivacyMode(StrEnum):
+    """An admin's override of a channel's privacy (``/server privacy channel``)."""
+
+    AUTO = "auto"
+    PRIVATE = "private"
+    PUBLIC = "public"
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Where a turn happens: a guild channel (maybe a thread, with its parent) or a DM (no guild)."""
+
+    guild_id: str | None
+    channel_id: str
+    parent_channel_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Origin:
+    """Where something was written, and whether Discord made that place private then.
+
+    ``private_thread``: a private thread never follows its parent's privacy or overrides.
+    """
+
+    guild_id: str | None
+    channel_id: str | None
+    parent_channel_id: str | None = None
+    private: bool = True
+    private_thread: bool = False
+
+    @property
+    def is_dm(self) -> bool:
+        return self.guild_id is None and self.channel_id is not None
+
+    @classmethod
+    def unknown(cls, guild_id: str | None = None) -> Origin:
+        """Something stored before origins were recorded: private, with no channel to be recalled in."""
+        return cls(guild_id=guild_id, channel_id=None, private=True)
+
+    @classmethod
+    def direct_message(cls, channel_id: str) -> Origin:
+        return cls(guild_id=None, channel_id=channel_id, private=False)
+
+
+@dataclass(frozen=True, slots=True)
+class PrivacyPolicy:
+    """A server's privacy settings: per-channel overrides and seed 000's bypass."""
+
+    guild_id: str | None = None
+    overrides: Mapping[str, PrivacyMode] = field(default_factory=dict)
+    bypass: bool = False
+
+    @property
+    def reads_private_rows(self) -> bool:
+        """Whether a turn may be shown private memory of other channels of this server at all."""
+        return self.bypass or PrivacyMode.PUBLIC in self.overrides.values()
+
+
+@dataclass(frozen=True, slots=True)
+class ChannelDescription:
+    """What a turn knows of its channel: its name, thread parent, and Discord's privacy."""
+
+    channel_id: str
+    name: str | None = None
+    parent_channel_id: str | None = None
+    private: bool = True
+    private_thread: bool = False
+
+
+def everyone_can_view(
+    guild_id: str, roles: Iterable[Mapping[str, Any]] | None, overwrites: Iterable[Any] | None
+) -> bool | None:
+    """Whether @everyone may view a channel, computed as Discord does; None when it cannot be told
+    (the @everyone role unknown and no overwrite of it deciding)."""
+    everyone_role = next(
+        (role for role in roles or () if isinstance(role, Mapping) and str(role.get("id")) == guild_id), None
+    )
+    base = _bits(everyone_role.get("permissions")) if everyone_role is not None else None
+    if base is not None and base & ADMINISTRATOR:
+        return True
+    allow, deny = everyone_overwrite(guild_id, overwrites)
+    if deny & VIEW_CHANNEL:
+        return False
+    if allow & VIEW_CHANNEL:
+        return True
+    return None if base is None else bool(base & VIEW_CHANNEL)
+
+
+def everyone_overwrite(guild_id: str, overwrites: Iterable[Any] | None) -> tuple[int, int]:
+    """The (allow, deny) bits of the channel's overwrite for the @everyone role; (0, 0) if none."""
+    for overwrite in overwrites or ():
+        if (
+            isinstance(overwrite, Mapping)
+            and str(overwrite.get("id")) == guild_id
+            and overwrite.get("type", OVERWRITE_TYPE_ROLE) in (OVERWRITE_TYPE_ROLE, str(OVERWRITE_TYPE_ROLE))
+        ):
+            return _bits(overwrite.get("allow")) or 0, _bits(overwrite.get("deny")) or 0
+    return 0, 0
+
+
+def describe_channel(
+    guild_id: str,
+    channel: Mapping[str, Any],
+    roles: Iterable[Mapping[str, Any]] | None,
+    parent: Mapping[str, Any] | None = None,
+) -> ChannelDescription:
+    """The privacy of ``channel`` (a thread: with its ``parent`` channel object); unknown is private."""
+    channel_id = str(channel.get("id"))
+    kind = channel.get("type")
+    parent_id = _optional_id(channel.get("parent_id"))
+    name = channel.get("name") if isinstance(channel.get("name"), str) else None
+    if kind == ChannelType.PRIVATE_THREAD:
+        return ChannelDescription(channel_id, name, parent_id, private=True, private_thread=True)
+    if kind in THREAD_TYPES:
+        if parent is None or str(parent.get("id")) != parent_id:
+            return ChannelDescription(channel_id, name, parent_id, private=True)
+        viewable = everyone_can_view(guild_id, roles, parent.get("permission_overwrites"))
+    else:
+        # A channel in a category has a parent_id too, but its own overwrites already decide.
+        viewable = everyone_can_view(guild_id, roles, channel.get("permission_overwrites"))
+        parent_id = None
+    return ChannelDescription(channel_id, name, parent_id, private=viewable is not True)
+
+
+def is_thread(channel: Mapping[str, Any]) -> bool:
+    return channel.get("type") in THREAD_TYPES
+
+
+def effective_private(origin: Origin, policy: PrivacyPolicy) -> bool:
+    """``origin``'s privacy after the admin overrides of its own server (a thread follows its parent's
+    override, a private thread does not)."""
+    if origin.channel_id is None:
+        return True
+    if origin.guild_id is None or origin.guild_id != policy.guild_id:
+        return origin.private
+    mode = policy.overrides.get(origin.channel_id)
+    if mode is None and origin.parent_channel_id and not origin.private_thread:
+        mode = policy.overrides.get(origin.parent_channel_id)
+    if mode is PrivacyMode.PRIVATE:
+        return True
+    if mode is PrivacyMode.PUBLIC:
+        return False
+    return origin.private
+
+
+def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
+    """Whether memory written at ``origin`` may be shown in a turn at ``place`` of ``policy``'s server.
+
+    Only within the server it was written in; there, public memory anywhere, private memory only in
+    its own channel and that channel's threads (or anywhere, with the server's bypass on).
+    """
+    if origin.guild_id is None or origin.guild_id != place.guild_id or origin.channel_id is None:
+        return False
+    if place.guild_id != policy.guild_id:
+        return False
+    if not effective_private(origin, policy) or policy.bypass:
+        return True
+    return origin.channel_id in (place.channel_id, place.parent_channel_id)
+
+
+def may_recall_personal(
+    origin: Origin, *, subject_id: str, author_id: str, place: Place, policy: PrivacyPolicy
+) -> bool:
+    """A personal memory about ``subject_id``, shown in a turn where the subject takes part.
+
+    What the subject said about themself follows them (every server, their DM), except what they said
+    in a private channel: that stays in that channel, its threads and the subject's own DM. What
+    someone else said about them stays in the server where it was said, under the channel rule.
+    """
+    if author_id == subject_id:
+        if place.guild_id is None:
+            return True  # the subject's own DM: only they are there
+        if origin.guild_id is None:
+            return origin.channel_id is not None and not origin.private
+        if not effective_private(origin, policy):
+            return True
+        return may_recall(origin, place, policy)
+    return may_recall(origin, place, policy)
+
+
+def parse_overrides(raw: Any) -> dict[str, PrivacyMode]:
+    """Stored overrides, damaged entries skipped; ``auto`` is the absence of an override."""
+    overrides: dict[str, PrivacyMode] = {}
+    if isinstance(raw, Mapping):
+        for channel_id, mode in raw.items():
+            try:
+                parsed = PrivacyMode(str(mode))
+            except ValueError:
+                continue
+            if parsed is not PrivacyMode.AUTO and str(channel_id).isascii() and str(channel_id).isdigit():
+                overrides[str(channel_id)] = parsed
+    return overrides
+
+
+def _bits(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value if value >= 0 else None
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 40:
+        return int(value)
+    return None
+
+
+def _optional_id(value: Any) -> str | None:
+    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) and str(value) else None

@@ -1,0 +1,77 @@
+"""What a turn asks Discord about its guild: how private its channel is, and who is a member.
+
+The channel is asked every turn (its permission overwrites decide what may be recalled elsewhere,
+and a channel can turn private at any moment); the @everyone role and member lookups change
+rarely and are kept for a short while per container.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.domain.privacy import ChannelDescription, describe_channel, is_thread
+
+logger = logging.getLogger(__name__)
+
+CACHE_SECONDS: Final = 60.0
+MAX_CACHED: Final = 1000
+
+
+@dataclass
+class _TtlCache:
+    seconds: float
+    clock: Callable[[], float]
+    _entries: dict[tuple[str, ...], tuple[float, Any]] = field(default_factory=dict)
+
+    def get(self, key: tuple[str, ...], load: Callable[[], Any]) -> Any:
+        now = self.clock()
+        hit = self._entries.get(key)
+        if hit is not None and now - hit[0] < self.seconds:
+            return hit[1]
+        value = load()
+        if len(self._entries) >= MAX_CACHED:
+            self._entries.clear()
+        self._entries[key] = (now, value)
+        return value
+
+
+class GuildDirectory:
+    def __init__(
+        self,
+        discord: DiscordRest,
+        *,
+        cache_seconds: float = CACHE_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._discord = discord
+        self._roles = _TtlCache(cache_seconds, clock)
+        self._members = _TtlCache(cache_seconds, clock)
+
+    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
+        """``channel``'s privacy (the object of ``GET /channels/{id}``); whatever Discord will not
+        tell (the roles, a thread's parent) makes it private."""
+        parent = None
+        if is_thread(channel) and channel.get("parent_id"):
+            try:
+                parent = self._discord.get_channel(str(channel["parent_id"]))
+            except (DiscordError, ValueError) as exc:
+                logger.warning("the thread's parent channel could not be read (%s); treated as private", exc)
+        return describe_channel(guild_id, channel, self.roles(guild_id), parent)
+
+    def roles(self, guild_id: str) -> list[dict[str, Any]] | None:
+        try:
+            return self._roles.get(("roles", guild_id), lambda: self._discord.get_guild_roles(guild_id))
+        except DiscordError as exc:
+            logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
+            return None
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        """The member, None for someone not in the guild; raises ``DiscordError`` when Discord fails."""
+        return self._members.get(
+            ("member", guild_id, user_id), lambda: self._discord.get_guild_member(guild_id, user_id)
+        )
