@@ -47,10 +47,12 @@ STM_GUIDE_FIELDS = (
     ),
     (
         "Privacy",
-        "Private channels never leak: their memory is only recalled inside private channels "
-        "(threads inherit their parent), unless an admin turns on the privacy bypass. "
-        "Members with privacy level **full** are not captured at all. Recall from your DMs and "
-        "other servers is off unless you opt in with `/personal stm`.",
+        "A channel is private when @everyone cannot view it; private threads are private, other "
+        "threads follow their channel. What is said in a private channel is recalled only in that "
+        "channel and its threads, never in another channel of the server (managers can override a "
+        "channel, or turn on the bypass, with `/server privacy`). Nothing is recalled in another "
+        "server. Messages of members with privacy level **full** are not stored; recall of our DMs "
+        "in a server is off unless you opt in with `/personal stm`. More: `docs/privacy.md`.",
     ),
     (
         "Turning it off, looking at it",

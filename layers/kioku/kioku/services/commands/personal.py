@@ -20,9 +20,19 @@ CROSS_SERVER_OPTION: Final = "cross_server"
 PRIVACY_OPTION: Final = "privacy"
 
 PRIVACY_EXPLAINED: Final = {
-    PrivacyLevel.NONE: "I may keep personal long-term memories about you and your messages in short-term memory.",
-    PrivacyLevel.PARTIAL: "No personal long-term memories about you; your messages still go into short-term memory.",
-    PrivacyLevel.FULL: "No personal long-term memories about you, and your messages stay out of short-term memory.",
+    PrivacyLevel.NONE: (
+        "I may save personal long-term memories about you, and your messages to me go into the "
+        "channel's short-term memory."
+    ),
+    PrivacyLevel.PARTIAL: (
+        "No personal long-term memories about you are saved or recalled (server-wide memories may "
+        "still mention you); your messages to me still go into short-term memory."
+    ),
+    PrivacyLevel.FULL: (
+        "No personal long-term memories about you, and your messages to me are not stored in "
+        "short-term memory. A channel's summary is written from the whole conversation there, so "
+        "it may still reflect what you said in it."
+    ),
 }
 PRIVACY_CHOICE_NAMES: Final = {
     PrivacyLevel.NONE: "none: I may remember things about you",
@@ -33,7 +43,8 @@ PRIVACY_CHOICE_NAMES: Final = {
 
 def settings_embed(profile: UserProfile, title: str) -> dict[str, Any]:
     cross_server = (
-        "**On**: our recent DM conversation can be recalled when you talk to me in a server."
+        "**On**: our recent DM conversation can be recalled when you talk to me in a server, "
+        "where others in the channel may see what I make of it."
         if profile.cross_server_opt_in
         else "**Off**: what we say in DMs stays in DMs."
     )

@@ -21,6 +21,7 @@ from kioku.domain.settings_edit import (
     category_line,
     parse_categories,
 )
+from kioku.services.commands import server_privacy
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.components import (
     MAX_MODAL_INPUTS,
@@ -126,6 +127,7 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     (GROUP, PARAMETERS): show_or_set_parameters,
     (GROUP, PROMPT_EDIT): open_prompt_form,
     (GROUP, CATEGORIES_EDIT): open_categories_form,
+    **server_privacy.HANDLERS,
 }
 FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
@@ -134,7 +136,9 @@ FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 def on_server(interaction: Interaction) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return error_message("Try `/server stm parameters`, `prompt-edit` or `categories-edit`.")
+        return error_message(
+            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, or `/server privacy view`."
+        )
     return handler(interaction)
 
 
@@ -267,7 +271,8 @@ COMMAND = Command(
                     "description": "Define the sections of short-term memory",
                 },
             ],
-        }
+        },
+        server_privacy.OPTIONS,
     ],
     on_command=on_server,
     on_modal=on_form_submit,
