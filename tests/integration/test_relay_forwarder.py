@@ -157,6 +157,34 @@ def test_delivers_signed_message_create_bodies_that_verify(endpoint, key_pair):
     assert (forwarder.counters.forwarded, forwarder.counters.dropped, forwarder.counters.failed) == (2, 0, 0)
 
 
+def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint, key_pair):
+    # Given the four channel events RelayFunction applies to memory, and two it does not take
+    channel = {"id": "500000000000000005", "guild_id": "400000000000000004", "type": 0, "name": "general"}
+    thread_delete = {
+        "id": "510000000000000005",
+        "guild_id": "400000000000000004",
+        "parent_id": "1",
+        "type": 11,
+    }
+    forwarded = [
+        ("CHANNEL_UPDATE", channel),
+        ("CHANNEL_DELETE", channel),
+        ("THREAD_UPDATE", {**thread_delete, "name": "plans"}),
+        ("THREAD_DELETE", thread_delete),
+    ]
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+
+    # When they are submitted with a CHANNEL_CREATE and a GUILD_CREATE among them
+    taken = [forwarder.submit(name, data) for name, data in forwarded]
+    ignored = [forwarder.submit("CHANNEL_CREATE", channel), forwarder.submit("GUILD_CREATE", {"id": "1"})]
+    asyncio.run(deliver_all(forwarder))
+
+    # Then exactly the four arrived, each in the envelope of its own event name
+    assert taken == [True] * 4
+    assert ignored == [False, False]
+    assert [json.loads(r.body) for r in endpoint.received] == [{"t": n, "d": d} for n, d in forwarded]
+
+
 def test_a_request_signed_with_another_key_is_refused_by_the_endpoint(endpoint):
     # Given a forwarder holding a seed that does not match the endpoint's public key
     forwarder = Forwarder(endpoint.url, new_key_pair()[0], base_delay=QUICK)
@@ -335,3 +363,4 @@ def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint,
     ]
     assert forwarder.counters.forwarded == 1
     assert RELAY_INTENTS & hikari.Intents.MESSAGE_CONTENT
+    assert RELAY_INTENTS & hikari.Intents.GUILDS

@@ -1,8 +1,9 @@
-"""Delivery of gateway dispatches to RelayFunction: buffer, sign, POST, retry.
+"""Delivery of gateway dispatches to RelayFunction: select, buffer, sign, POST, retry.
 
-No Discord code here: the gateway adapter hands over ``(event_name, data)`` and this module does the
-rest. One worker delivers in arrival order; a full buffer sheds its oldest message, because a stale
-chat message is worth less than a fresh one.
+No hikari here: the gateway adapter hands over every ``(event_name, data)`` and this module does the
+rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``).
+One worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
+message is worth less than a fresh one.
 """
 
 from __future__ import annotations
@@ -21,7 +22,10 @@ import httpx
 from kioku import __version__
 from kioku.signatures import sign_request
 
-FORWARDED_EVENT: Final = "MESSAGE_CREATE"
+MESSAGE_CREATE: Final = "MESSAGE_CREATE"
+FORWARDED_EVENTS: Final = frozenset(
+    {MESSAGE_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
+)
 HTTP_REQUEST_TIMEOUT: Final = 408
 HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_SERVER_ERROR_FLOOR: Final = 500
@@ -41,7 +45,11 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ForwarderCounters:
-    """What happened to the messages handed to the forwarder so far."""
+    """What happened to the dispatches handed to the forwarder so far.
+
+    ``dropped``: shed by a full buffer or arriving while stopping. ``failed``: refused or out of
+    attempts.
+    """
 
     forwarded: int = 0
     dropped: int = 0
@@ -49,7 +57,7 @@ class ForwarderCounters:
 
 
 class Forwarder:
-    """Forwards ``MESSAGE_CREATE`` dispatches to ``relay_url``, signed with the relay's Ed25519 seed.
+    """Forwards the ``FORWARDED_EVENTS`` dispatches to ``relay_url``, signed with the relay's Ed25519 seed.
 
     ``submit`` never blocks (it is called from the gateway's event loop); ``run`` delivers until
     ``stop`` is awaited, which drains what is buffered for at most ``drain_timeout`` seconds.
@@ -85,18 +93,18 @@ class Forwarder:
         self.counters = ForwarderCounters()
 
     def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
-        """Buffer one gateway dispatch; True if it was taken (only ``MESSAGE_CREATE`` is)."""
-        if event_name != FORWARDED_EVENT:
+        """Buffer one gateway dispatch; True if it was taken (only ``FORWARDED_EVENTS`` are)."""
+        if event_name not in FORWARDED_EVENTS:
             return False
         if self._stop_requested.is_set():
             self.counters.dropped += 1
-            logger.warning("relay is stopping; dropped message %s", data.get("id"))
+            logger.warning("relay is stopping; dropped %s %s", event_name, data.get("id"))
             return False
         try:
-            body = encode_dispatch(data)
+            body = encode_dispatch(event_name, data)
         except (TypeError, ValueError):
             self.counters.failed += 1
-            logger.error("message %s cannot be encoded as JSON; dropped", data.get("id"))
+            logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
             return False
         if self._buffer.full():
             self._buffer.get_nowait()
@@ -192,14 +200,13 @@ class Forwarder:
         return random.uniform(ceiling / 2, ceiling)
 
 
-def encode_dispatch(data: Mapping[str, Any]) -> bytes:
-    """The request body for one message: compact UTF-8 JSON (non-ASCII unescaped, half the bytes).
+def encode_dispatch(event_name: str, data: Mapping[str, Any]) -> bytes:
+    """The request body for one dispatch: ``{"t": event_name, "d": data}`` as compact UTF-8 JSON
+    (non-ASCII unescaped, half the bytes).
 
     ``dict()`` because hikari hands payloads over as read-only mapping proxies, which json rejects.
     """
-    return json.dumps(
-        {"t": FORWARDED_EVENT, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False
-    ).encode()
+    return json.dumps({"t": event_name, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _is_retryable(status: int) -> bool:

@@ -15,7 +15,10 @@ import hikari
 from kioku.relay.forwarder import Forwarder
 
 RELAY_INTENTS: Final = (
-    hikari.Intents.GUILD_MESSAGES | hikari.Intents.DM_MESSAGES | hikari.Intents.MESSAGE_CONTENT
+    hikari.Intents.GUILDS  # CHANNEL_* and THREAD_* dispatches
+    | hikari.Intents.GUILD_MESSAGES
+    | hikari.Intents.DM_MESSAGES
+    | hikari.Intents.MESSAGE_CONTENT
 )
 
 
