@@ -185,6 +185,22 @@ def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint,
     assert [json.loads(r.body) for r in endpoint.received] == [{"t": n, "d": d} for n, d in forwarded]
 
 
+def test_the_bots_own_messages_are_skipped_once_ready_names_the_bot(endpoint, key_pair):
+    # Given a forwarder that has seen READY for bot user 100000000000000001
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    assert forwarder.submit("READY", {"user": {"id": "100000000000000001"}, "session_id": "s"}) is False
+    own = {**message(2, "Happy to help."), "author": {"id": "100000000000000001", "bot": True}}
+
+    # When a person's message and the bot's own reply are submitted
+    taken = [forwarder.submit("MESSAGE_CREATE", message(1)), forwarder.submit("MESSAGE_CREATE", own)]
+    asyncio.run(deliver_all(forwarder))
+
+    # Then only the person's message went out, and the reply was counted as skipped
+    assert taken == [True, False]
+    assert [json.loads(r.body)["d"]["id"] for r in endpoint.received] == [message(1)["id"]]
+    assert (forwarder.counters.forwarded, forwarder.counters.skipped_own) == (1, 1)
+
+
 def test_a_request_signed_with_another_key_is_refused_by_the_endpoint(endpoint):
     # Given a forwarder holding a seed that does not match the endpoint's public key
     forwarder = Forwarder(endpoint.url, new_key_pair()[0], base_delay=QUICK)

@@ -1,8 +1,9 @@
 """Delivery of gateway dispatches to RelayFunction: select, buffer, sign, POST, retry.
 
 No hikari here: the gateway adapter hands over every ``(event_name, data)`` and this module does the
-rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``).
-One worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
+rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``) and
+the bot's own user id, read from ``READY``, so that its own messages are not sent back to it. One
+worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
 message is worth less than a fresh one.
 """
 
@@ -23,6 +24,7 @@ from kioku import __version__
 from kioku.signatures import sign_request
 
 MESSAGE_CREATE: Final = "MESSAGE_CREATE"
+READY: Final = "READY"
 FORWARDED_EVENTS: Final = frozenset(
     {MESSAGE_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
 )
@@ -45,13 +47,14 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ForwarderCounters:
-    """What happened to the dispatches handed to the forwarder so far.
+    """What happened to the dispatches the forwarder took or skipped so far.
 
-    ``dropped``: shed by a full buffer or arriving while stopping. ``failed``: refused or out of
-    attempts.
+    ``skipped_own``: the bot's own messages, never sent. ``dropped``: shed by a full buffer or
+    arriving while stopping. ``failed``: refused or out of attempts.
     """
 
     forwarded: int = 0
+    skipped_own: int = 0
     dropped: int = 0
     failed: int = 0
 
@@ -90,11 +93,18 @@ class Forwarder:
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
         self._running = False
+        self.own_user_id: str | None = None
         self.counters = ForwarderCounters()
 
     def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
         """Buffer one gateway dispatch; True if it was taken (only ``FORWARDED_EVENTS`` are)."""
+        if event_name == READY:
+            self._learn_own_user_id(data)
+            return False
         if event_name not in FORWARDED_EVENTS:
+            return False
+        if event_name == MESSAGE_CREATE and self._is_own_message(data):
+            self.counters.skipped_own += 1
             return False
         if self._stop_requested.is_set():
             self.counters.dropped += 1
@@ -142,6 +152,18 @@ class Forwarder:
         self._stop_requested.set()
         if self._running:
             await self._stopped.wait()
+
+    def _learn_own_user_id(self, ready: Mapping[str, Any]) -> None:
+        user = ready.get("user")
+        self.own_user_id = str(user["id"]) if isinstance(user, Mapping) and "id" in user else None
+
+    def _is_own_message(self, message: Mapping[str, Any]) -> bool:
+        author = message.get("author")
+        return (
+            self.own_user_id is not None
+            and isinstance(author, Mapping)
+            and str(author.get("id")) == self.own_user_id
+        )
 
     async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
         while True:
