@@ -321,14 +321,17 @@ def test_stop_drains_what_is_buffered(endpoint, key_pair):
     assert (forwarder.counters.forwarded, forwarder.counters.dropped) == (3, 1)
 
 
-def test_stop_gives_up_draining_after_the_drain_timeout(endpoint, key_pair):
+def test_stop_gives_up_draining_after_the_drain_timeout_and_counts_what_it_abandoned(
+    endpoint, key_pair, caplog
+):
     async def scenario() -> tuple[Forwarder, float]:
-        # Given an endpoint that keeps failing and a long backoff
+        # Given an endpoint that keeps failing, a long backoff, one message retrying and two buffered
         endpoint.script = [500] * 10
         forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=30.0, drain_timeout=0.2)
         runner = asyncio.create_task(forwarder.run())
-        forwarder.submit("MESSAGE_CREATE", message(1))
-        await asyncio.sleep(0.05)
+        for number in range(1, 4):
+            forwarder.submit("MESSAGE_CREATE", message(number))
+        await asyncio.wait_for(_first_request(endpoint), 5)
         # When it stops
         started = time.monotonic()
         await asyncio.wait_for(forwarder.stop(), 5)
@@ -337,9 +340,16 @@ def test_stop_gives_up_draining_after_the_drain_timeout(endpoint, key_pair):
 
     forwarder, stopping_took = asyncio.run(scenario())
 
-    # Then it stopped within the drain timeout's reach instead of waiting out the backoff
+    # Then it stopped within the drain timeout's reach instead of waiting out the backoff,
+    # and every message it abandoned (the one in flight and the two buffered) counts as failed
     assert stopping_took < 5
-    assert forwarder.counters.forwarded == 0
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (0, 3)
+    assert "3 undelivered dispatch(es) (1 in flight, 2 buffered)" in caplog.text
+
+
+async def _first_request(endpoint: RelayEndpoint) -> None:
+    while not endpoint.received:
+        await asyncio.sleep(0.01)
 
 
 def test_endpoint_fixture_rejects_a_tampered_body(endpoint, key_pair):

@@ -10,6 +10,7 @@ message is worth less than a fresh one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -50,7 +51,8 @@ class ForwarderCounters:
     """What happened to the dispatches the forwarder took or skipped so far.
 
     ``skipped_own``: the bot's own messages, never sent. ``dropped``: shed by a full buffer or
-    arriving while stopping. ``failed``: refused or out of attempts.
+    arriving while stopping. ``failed``: refused, out of attempts, or still undelivered when the
+    drain timeout ended.
     """
 
     forwarded: int = 0
@@ -93,6 +95,7 @@ class Forwarder:
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
         self._running = False
+        self._in_flight = False
         self.own_user_id: str | None = None
         self.counters = ForwarderCounters()
 
@@ -135,13 +138,12 @@ class Forwarder:
         worker = asyncio.create_task(self._deliver_forever(client), name="kioku-relay-delivery")
         try:
             await self._stop_requested.wait()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._buffer.join(), self._drain_timeout)
-            except TimeoutError:
-                logger.warning("relay stopped with %d undelivered message(s)", self._buffer.qsize())
         finally:
             worker.cancel()
             await asyncio.gather(worker, return_exceptions=True)
+            self._count_abandoned()
             if self._http_client is None:
                 await client.aclose()
             self._stopped.set()
@@ -165,9 +167,23 @@ class Forwarder:
             and str(author.get("id")) == self.own_user_id
         )
 
+    def _count_abandoned(self) -> None:
+        """After the worker is cancelled: what it was sending and what is still buffered are lost."""
+        in_flight = int(self._in_flight)
+        buffered = self._buffer.qsize()
+        if in_flight + buffered:
+            self.counters.failed += in_flight + buffered
+            logger.warning(
+                "relay stopped with %d undelivered dispatch(es) (%d in flight, %d buffered); counted as failed",
+                in_flight + buffered,
+                in_flight,
+                buffered,
+            )
+
     async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
         while True:
             body = await self._buffer.get()
+            self._in_flight = True
             try:
                 await self._deliver(client, body)
             except Exception:
@@ -176,6 +192,8 @@ class Forwarder:
                 logger.exception("unexpected error while forwarding; message dropped")
             finally:
                 self._buffer.task_done()
+            # Not reached when cancelled mid-delivery: _count_abandoned then counts this one.
+            self._in_flight = False
 
     async def _deliver(self, client: httpx.AsyncClient, body: bytes) -> None:
         for attempt in range(1, self._max_attempts + 1):
