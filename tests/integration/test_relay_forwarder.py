@@ -365,12 +365,13 @@ def test_endpoint_fixture_rejects_a_tampered_body(endpoint, key_pair):
 
 def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint, key_pair):
     hikari = pytest.importorskip("hikari")
+    from kioku.relay.cli import DEFAULT_API_BASE_URL
     from kioku.relay.gateway import RELAY_INTENTS, build_bot
 
     async def scenario() -> Forwarder:
         # Given the relay's hikari bot (never connected) wired to a forwarder
         forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
-        bot = build_bot(FAKE_BOT_TOKEN, forwarder)
+        bot = build_bot(FAKE_BOT_TOKEN, forwarder, rest_url=DEFAULT_API_BASE_URL)
         runner = asyncio.create_task(forwarder.run())
         # When the shard hands hikari two raw dispatches, as it does for every gateway event
         shard = object()

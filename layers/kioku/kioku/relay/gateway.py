@@ -38,11 +38,15 @@ PERMANENT_CLOSE_CODES: Final[dict[int, str]] = {
 """Gateway close codes after which reconnecting with the same settings cannot succeed."""
 
 
-def build_bot(token: str, forwarder: Forwarder) -> hikari.GatewayBot:
-    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown."""
+def build_bot(token: str, forwarder: Forwarder, *, rest_url: str) -> hikari.GatewayBot:
+    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown.
+
+    ``rest_url`` is Discord's REST base; hikari takes the gateway URL from its ``GET /gateway/bot``.
+    """
     bot = hikari.GatewayBot(
         token,
         intents=RELAY_INTENTS,
+        rest_url=rest_url,
         cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.NONE),
         auto_chunk_members=False,
         banner=None,
@@ -79,10 +83,10 @@ class GatewayUnavailable(RuntimeError):
         self.permanent = permanent
 
 
-def run_gateway(token: str, forwarder: Forwarder) -> None:
+def run_gateway(token: str, forwarder: Forwarder, *, rest_url: str) -> None:
     """Connect and relay until SIGINT/SIGTERM; the forwarder drains after the gateway closes."""
     try:
-        bot = build_bot(token, forwarder)
+        bot = build_bot(token, forwarder, rest_url=rest_url)
     except ValueError:
         raise GatewayUnavailable(
             "DISCORD_BOT_TOKEN is not shaped like a Discord bot token", permanent=True
