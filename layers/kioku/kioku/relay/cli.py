@@ -185,6 +185,8 @@ def _print_new_key_pair() -> None:
 
 def _configure_logging() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request at INFO: one line per forwarded message says nothing the counters do not.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _read_number(
