@@ -157,6 +157,50 @@ def test_delivers_signed_message_create_bodies_that_verify(endpoint, key_pair):
     assert (forwarder.counters.forwarded, forwarder.counters.dropped, forwarder.counters.failed) == (2, 0, 0)
 
 
+def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint, key_pair):
+    # Given the four channel events RelayFunction applies to memory, and two it does not take
+    channel = {"id": "500000000000000005", "guild_id": "400000000000000004", "type": 0, "name": "general"}
+    thread_delete = {
+        "id": "510000000000000005",
+        "guild_id": "400000000000000004",
+        "parent_id": "1",
+        "type": 11,
+    }
+    forwarded = [
+        ("CHANNEL_UPDATE", channel),
+        ("CHANNEL_DELETE", channel),
+        ("THREAD_UPDATE", {**thread_delete, "name": "plans"}),
+        ("THREAD_DELETE", thread_delete),
+    ]
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+
+    # When they are submitted with a CHANNEL_CREATE and a GUILD_CREATE among them
+    taken = [forwarder.submit(name, data) for name, data in forwarded]
+    ignored = [forwarder.submit("CHANNEL_CREATE", channel), forwarder.submit("GUILD_CREATE", {"id": "1"})]
+    asyncio.run(deliver_all(forwarder))
+
+    # Then exactly the four arrived, each in the envelope of its own event name
+    assert taken == [True] * 4
+    assert ignored == [False, False]
+    assert [json.loads(r.body) for r in endpoint.received] == [{"t": n, "d": d} for n, d in forwarded]
+
+
+def test_the_bots_own_messages_are_skipped_once_ready_names_the_bot(endpoint, key_pair):
+    # Given a forwarder that has seen READY for bot user 100000000000000001
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    assert forwarder.submit("READY", {"user": {"id": "100000000000000001"}, "session_id": "s"}) is False
+    own = {**message(2, "Happy to help."), "author": {"id": "100000000000000001", "bot": True}}
+
+    # When a person's message and the bot's own reply are submitted
+    taken = [forwarder.submit("MESSAGE_CREATE", message(1)), forwarder.submit("MESSAGE_CREATE", own)]
+    asyncio.run(deliver_all(forwarder))
+
+    # Then only the person's message went out, and the reply was counted as skipped
+    assert taken == [True, False]
+    assert [json.loads(r.body)["d"]["id"] for r in endpoint.received] == [message(1)["id"]]
+    assert (forwarder.counters.forwarded, forwarder.counters.skipped_own) == (1, 1)
+
+
 def test_a_request_signed_with_another_key_is_refused_by_the_endpoint(endpoint):
     # Given a forwarder holding a seed that does not match the endpoint's public key
     forwarder = Forwarder(endpoint.url, new_key_pair()[0], base_delay=QUICK)
@@ -277,14 +321,17 @@ def test_stop_drains_what_is_buffered(endpoint, key_pair):
     assert (forwarder.counters.forwarded, forwarder.counters.dropped) == (3, 1)
 
 
-def test_stop_gives_up_draining_after_the_drain_timeout(endpoint, key_pair):
+def test_stop_gives_up_draining_after_the_drain_timeout_and_counts_what_it_abandoned(
+    endpoint, key_pair, caplog
+):
     async def scenario() -> tuple[Forwarder, float]:
-        # Given an endpoint that keeps failing and a long backoff
+        # Given an endpoint that keeps failing, a long backoff, one message retrying and two buffered
         endpoint.script = [500] * 10
         forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=30.0, drain_timeout=0.2)
         runner = asyncio.create_task(forwarder.run())
-        forwarder.submit("MESSAGE_CREATE", message(1))
-        await asyncio.sleep(0.05)
+        for number in range(1, 4):
+            forwarder.submit("MESSAGE_CREATE", message(number))
+        await asyncio.wait_for(_first_request(endpoint), 5)
         # When it stops
         started = time.monotonic()
         await asyncio.wait_for(forwarder.stop(), 5)
@@ -293,9 +340,16 @@ def test_stop_gives_up_draining_after_the_drain_timeout(endpoint, key_pair):
 
     forwarder, stopping_took = asyncio.run(scenario())
 
-    # Then it stopped within the drain timeout's reach instead of waiting out the backoff
+    # Then it stopped within the drain timeout's reach instead of waiting out the backoff,
+    # and every message it abandoned (the one in flight and the two buffered) counts as failed
     assert stopping_took < 5
-    assert forwarder.counters.forwarded == 0
+    assert (forwarder.counters.forwarded, forwarder.counters.failed) == (0, 3)
+    assert "3 undelivered dispatch(es) (1 in flight, 2 buffered)" in caplog.text
+
+
+async def _first_request(endpoint: RelayEndpoint) -> None:
+    while not endpoint.received:
+        await asyncio.sleep(0.01)
 
 
 def test_endpoint_fixture_rejects_a_tampered_body(endpoint, key_pair):
@@ -311,12 +365,13 @@ def test_endpoint_fixture_rejects_a_tampered_body(endpoint, key_pair):
 
 def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint, key_pair):
     hikari = pytest.importorskip("hikari")
+    from kioku.relay.cli import DEFAULT_API_BASE_URL
     from kioku.relay.gateway import RELAY_INTENTS, build_bot
 
     async def scenario() -> Forwarder:
         # Given the relay's hikari bot (never connected) wired to a forwarder
         forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
-        bot = build_bot(FAKE_BOT_TOKEN, forwarder)
+        bot = build_bot(FAKE_BOT_TOKEN, forwarder, rest_url=DEFAULT_API_BASE_URL)
         runner = asyncio.create_task(forwarder.run())
         # When the shard hands hikari two raw dispatches, as it does for every gateway event
         shard = object()
@@ -335,3 +390,4 @@ def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint,
     ]
     assert forwarder.counters.forwarded == 1
     assert RELAY_INTENTS & hikari.Intents.MESSAGE_CONTENT
+    assert RELAY_INTENTS & hikari.Intents.GUILDS

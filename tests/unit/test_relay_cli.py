@@ -14,6 +14,7 @@ SECRET_TOKEN = "MTAwMDAwMDAwMDAwMDAwMDAx.GabCdE.secret-token-value"
 SEED = "11" * 32
 RELAY_URL = "https://abcdefghij.lambda-url.eu-west-1.on.aws/"
 RELAY_VARIABLES = ("DISCORD_BOT_TOKEN", "RELAY_SIGNING_KEY", "RELAY_URL")
+REQUIRED = {"DISCORD_BOT_TOKEN": SECRET_TOKEN, "RELAY_SIGNING_KEY": SEED, "RELAY_URL": RELAY_URL}
 
 
 def printed_pair(output: str) -> dict[str, str]:
@@ -79,6 +80,15 @@ def test_missing_variables_are_all_named(capsys, monkeypatch):
         ("RELAY_URL", "not a url"),
         ("RELAY_URL", "https://"),
         ("DISCORD_BOT_TOKEN", f"Bot {SECRET_TOKEN}"),
+        ("DISCORD_API_BASE_URL", "discord.com/api/v10"),
+        ("RELAY_MAX_ATTEMPTS", "0"),
+        ("RELAY_MAX_ATTEMPTS", "three"),
+        ("RELAY_MAX_ATTEMPTS", "2.5"),
+        ("RELAY_MAX_DELAY_SECONDS", "-1"),
+        ("RELAY_MAX_DELAY_SECONDS", "inf"),
+        ("RELAY_DRAIN_TIMEOUT_SECONDS", "nan"),
+        ("RELAY_DRAIN_TIMEOUT_SECONDS", "86400"),
+        ("RELAY_BUFFER_SIZE", "0"),
     ],
 )
 def test_an_invalid_variable_is_named_and_no_secret_is_echoed(capsys, monkeypatch, variable, value):
@@ -112,6 +122,40 @@ def test_read_settings_accepts_a_valid_environment_and_hides_secrets_from_repr()
     assert settings.public_key_hex == bytes(SigningKey(bytes.fromhex(SEED)).verify_key).hex()
     assert SECRET_TOKEN not in repr(settings)
     assert SEED not in repr(settings)
+
+
+def test_optional_settings_default_to_discord_and_the_documented_delivery_values():
+    settings = read_settings(REQUIRED)
+
+    assert settings.discord_api_base_url == "https://discord.com/api/v10"
+    assert (
+        settings.max_attempts,
+        settings.max_delay_seconds,
+        settings.drain_timeout_seconds,
+        settings.buffer_size,
+    ) == (5, 30.0, 10.0, 1000)
+
+
+def test_optional_settings_are_read_from_the_environment():
+    settings = read_settings(
+        {
+            **REQUIRED,
+            "DISCORD_API_BASE_URL": "http://127.0.0.1:8080/api/v10/",
+            "RELAY_MAX_ATTEMPTS": "2",
+            "RELAY_MAX_DELAY_SECONDS": "0.25",
+            "RELAY_DRAIN_TIMEOUT_SECONDS": "0",
+            "RELAY_BUFFER_SIZE": " 50 ",
+        }
+    )
+
+    # The trailing slash goes: hikari appends each route (which starts with "/") to the base
+    assert settings.discord_api_base_url == "http://127.0.0.1:8080/api/v10"
+    assert (
+        settings.max_attempts,
+        settings.max_delay_seconds,
+        settings.drain_timeout_seconds,
+        settings.buffer_size,
+    ) == (2, 0.25, 0.0, 50)
 
 
 def test_read_settings_raises_a_configuration_error():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import math
 import os
 import sys
 from collections.abc import Mapping
@@ -13,12 +14,27 @@ from typing import Final
 import httpx
 
 from kioku.config import ConfigurationError
-from kioku.relay.forwarder import Forwarder
+from kioku.relay.forwarder import (
+    DEFAULT_BUFFER_SIZE,
+    DEFAULT_DRAIN_TIMEOUT_SECONDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_DELAY_SECONDS,
+    Forwarder,
+)
 from kioku.signatures import new_key_pair, public_key_of
 
 TOKEN_VARIABLE: Final = "DISCORD_BOT_TOKEN"
 SIGNING_KEY_VARIABLE: Final = "RELAY_SIGNING_KEY"
 URL_VARIABLE: Final = "RELAY_URL"
+API_BASE_URL_VARIABLE: Final = "DISCORD_API_BASE_URL"
+MAX_ATTEMPTS_VARIABLE: Final = "RELAY_MAX_ATTEMPTS"
+MAX_DELAY_VARIABLE: Final = "RELAY_MAX_DELAY_SECONDS"
+DRAIN_TIMEOUT_VARIABLE: Final = "RELAY_DRAIN_TIMEOUT_SECONDS"
+BUFFER_SIZE_VARIABLE: Final = "RELAY_BUFFER_SIZE"
+DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
+MAX_ATTEMPTS_LIMIT: Final = 100
+MAX_SECONDS_LIMIT: Final = 3600.0
+BUFFER_SIZE_LIMIT: Final = 1_000_000
 SIGNING_SEED_HEX_LENGTH: Final = 64
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -27,7 +43,7 @@ EXIT_GATEWAY_UNAVAILABLE: Final = 1
 """Discord could not be reached: worth restarting later."""
 EXIT_CONFIGURATION: Final = 2
 EXIT_GATEWAY_REFUSED: Final = 3
-"""Discord refused the token or the intents: restarting cannot help until the operator acts."""
+"""Discord refused the token, the intents or the sharding: restarting cannot help until the operator acts."""
 
 logger = logging.getLogger("kioku.relay")
 
@@ -39,6 +55,11 @@ class RelaySettings:
     bot_token: str = field(repr=False)
     signing_key_hex: str = field(repr=False)
     relay_url: str
+    discord_api_base_url: str = DEFAULT_API_BASE_URL
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    max_delay_seconds: float = DEFAULT_MAX_DELAY_SECONDS
+    drain_timeout_seconds: float = DEFAULT_DRAIN_TIMEOUT_SECONDS
+    buffer_size: int = DEFAULT_BUFFER_SIZE
 
     @property
     def public_key_hex(self) -> str:
@@ -63,9 +84,33 @@ def read_settings(environ: Mapping[str, str]) -> RelaySettings:
         problems.append(f"{URL_VARIABLE} is required but not set (the RelayFunction URL of the stack)")
     elif not _is_http_url(url):
         problems.append(f"{URL_VARIABLE} must be an http(s) URL with a host")
+    api_base_url = environ.get(API_BASE_URL_VARIABLE, "").strip().rstrip("/") or DEFAULT_API_BASE_URL
+    if not _is_http_url(api_base_url):
+        problems.append(f"{API_BASE_URL_VARIABLE} must be an http(s) URL with a host")
+    max_attempts = _read_number(
+        environ, MAX_ATTEMPTS_VARIABLE, DEFAULT_MAX_ATTEMPTS, int, 1, MAX_ATTEMPTS_LIMIT, problems
+    )
+    max_delay = _read_number(
+        environ, MAX_DELAY_VARIABLE, DEFAULT_MAX_DELAY_SECONDS, float, 0, MAX_SECONDS_LIMIT, problems
+    )
+    drain_timeout = _read_number(
+        environ, DRAIN_TIMEOUT_VARIABLE, DEFAULT_DRAIN_TIMEOUT_SECONDS, float, 0, MAX_SECONDS_LIMIT, problems
+    )
+    buffer_size = _read_number(
+        environ, BUFFER_SIZE_VARIABLE, DEFAULT_BUFFER_SIZE, int, 1, BUFFER_SIZE_LIMIT, problems
+    )
     if problems:
         raise ConfigurationError("invalid configuration: " + "; ".join(problems))
-    return RelaySettings(bot_token=token, signing_key_hex=seed, relay_url=url)
+    return RelaySettings(
+        bot_token=token,
+        signing_key_hex=seed,
+        relay_url=url,
+        discord_api_base_url=api_base_url,
+        max_attempts=int(max_attempts),
+        max_delay_seconds=float(max_delay),
+        drain_timeout_seconds=float(drain_timeout),
+        buffer_size=int(buffer_size),
+    )
 
 
 def run(argv: list[str]) -> int:
@@ -73,7 +118,9 @@ def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(
         prog="kioku relay",
         description=f"Forward Discord gateway messages to RelayFunction. Reads {TOKEN_VARIABLE}, "
-        f"{SIGNING_KEY_VARIABLE} and {URL_VARIABLE} from the environment.",
+        f"{SIGNING_KEY_VARIABLE} and {URL_VARIABLE} from the environment (optional settings: "
+        "docs/relay.md). Exits 0 when stopped, 1 on a transient failure (worth restarting), "
+        "2 on bad configuration, 3 when Discord refuses the token, intents or sharding.",
     )
     parser.add_argument(
         "--new-key", action="store_true", help="print a fresh signing key pair and exit (connects nowhere)"
@@ -94,17 +141,34 @@ def run(argv: list[str]) -> int:
         print("kioku relay: hikari is missing; run: pip install 'kioku[relay]'", file=sys.stderr)
         return EXIT_CONFIGURATION
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    url = httpx.URL(settings.relay_url)
-    if url.scheme == "http" and url.host not in LOOPBACK_HOSTS:
+    _configure_logging()
+    if _is_remote_plain_http(settings.relay_url):
         logger.warning("%s is plain http: messages travel unencrypted (signed, but readable)", URL_VARIABLE)
+    if _is_remote_plain_http(settings.discord_api_base_url):
+        logger.warning("%s is plain http: the bot token travels unencrypted", API_BASE_URL_VARIABLE)
     logger.info(
         "relaying to %s, signing as %s (must equal the stack's RelayPublicKey)",
         settings.relay_url,
         settings.public_key_hex,
     )
+    logger.info(
+        "Discord REST at %s; delivery: %d attempt(s), backoff capped at %gs, drain %gs, buffer %d",
+        settings.discord_api_base_url,
+        settings.max_attempts,
+        settings.max_delay_seconds,
+        settings.drain_timeout_seconds,
+        settings.buffer_size,
+    )
+    forwarder = Forwarder(
+        settings.relay_url,
+        settings.signing_key_hex,
+        buffer_size=settings.buffer_size,
+        max_attempts=settings.max_attempts,
+        max_delay=settings.max_delay_seconds,
+        drain_timeout=settings.drain_timeout_seconds,
+    )
     try:
-        gateway.run_gateway(settings.bot_token, Forwarder(settings.relay_url, settings.signing_key_hex))
+        gateway.run_gateway(settings.bot_token, forwarder, rest_url=settings.discord_api_base_url)
     except gateway.GatewayUnavailable as exc:
         print(f"kioku relay: {exc}", file=sys.stderr)
         return EXIT_GATEWAY_REFUSED if exc.permanent else EXIT_GATEWAY_UNAVAILABLE
@@ -117,6 +181,41 @@ def _print_new_key_pair() -> None:
     print(f"{SIGNING_KEY_VARIABLE}={seed_hex}")
     print("# The stack's RelayPublicKey parameter (RELAY_PUBLIC_KEY of RelayFunction); not a secret.")
     print(f"RELAY_PUBLIC_KEY={public_key_hex}")
+
+
+def _configure_logging() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request at INFO: one line per forwarded message says nothing the counters do not.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+
+
+def _read_number(
+    environ: Mapping[str, str],
+    variable: str,
+    default: float,
+    kind: type[int] | type[float],
+    minimum: float,
+    maximum: float,
+    problems: list[str],
+) -> float:
+    """An optional numeric variable within bounds; a problem names the variable, never its value."""
+    raw = environ.get(variable, "").strip()
+    if not raw:
+        return default
+    try:
+        value = kind(raw)
+    except ValueError:
+        value = math.nan
+    if not minimum <= value <= maximum:  # NaN and infinities fail this too
+        noun = "a whole number" if kind is int else "a number of seconds"
+        problems.append(f"{variable} must be {noun} from {minimum:g} to {maximum:g}")
+        return default
+    return value
+
+
+def _is_remote_plain_http(value: str) -> bool:
+    url = httpx.URL(value)
+    return url.scheme == "http" and url.host not in LOOPBACK_HOSTS
 
 
 def _is_http_url(value: str) -> bool:

@@ -1,13 +1,16 @@
-"""Delivery of gateway dispatches to RelayFunction: buffer, sign, POST, retry.
+"""Delivery of gateway dispatches to RelayFunction: select, buffer, sign, POST, retry.
 
-No Discord code here: the gateway adapter hands over ``(event_name, data)`` and this module does the
-rest. One worker delivers in arrival order; a full buffer sheds its oldest message, because a stale
-chat message is worth less than a fresh one.
+No hikari here: the gateway adapter hands over every ``(event_name, data)`` and this module does the
+rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``) and
+the bot's own user id, read from ``READY``, so that its own messages are not sent back to it. One
+worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
+message is worth less than a fresh one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -21,7 +24,11 @@ import httpx
 from kioku import __version__
 from kioku.signatures import sign_request
 
-FORWARDED_EVENT: Final = "MESSAGE_CREATE"
+MESSAGE_CREATE: Final = "MESSAGE_CREATE"
+READY: Final = "READY"
+FORWARDED_EVENTS: Final = frozenset(
+    {MESSAGE_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
+)
 HTTP_REQUEST_TIMEOUT: Final = 408
 HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_SERVER_ERROR_FLOOR: Final = 500
@@ -41,15 +48,21 @@ logger = logging.getLogger(__name__)
 
 @dataclass(slots=True)
 class ForwarderCounters:
-    """What happened to the messages handed to the forwarder so far."""
+    """What happened to the dispatches the forwarder took or skipped so far.
+
+    ``skipped_own``: the bot's own messages, never sent. ``dropped``: shed by a full buffer or
+    arriving while stopping. ``failed``: refused, out of attempts, or still undelivered when the
+    drain timeout ended.
+    """
 
     forwarded: int = 0
+    skipped_own: int = 0
     dropped: int = 0
     failed: int = 0
 
 
 class Forwarder:
-    """Forwards ``MESSAGE_CREATE`` dispatches to ``relay_url``, signed with the relay's Ed25519 seed.
+    """Forwards the ``FORWARDED_EVENTS`` dispatches to ``relay_url``, signed with the relay's Ed25519 seed.
 
     ``submit`` never blocks (it is called from the gateway's event loop); ``run`` delivers until
     ``stop`` is awaited, which drains what is buffered for at most ``drain_timeout`` seconds.
@@ -82,21 +95,29 @@ class Forwarder:
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
         self._running = False
+        self._in_flight = False
+        self.own_user_id: str | None = None
         self.counters = ForwarderCounters()
 
     def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
-        """Buffer one gateway dispatch; True if it was taken (only ``MESSAGE_CREATE`` is)."""
-        if event_name != FORWARDED_EVENT:
+        """Buffer one gateway dispatch; True if it was taken (only ``FORWARDED_EVENTS`` are)."""
+        if event_name == READY:
+            self._learn_own_user_id(data)
+            return False
+        if event_name not in FORWARDED_EVENTS:
+            return False
+        if event_name == MESSAGE_CREATE and self._is_own_message(data):
+            self.counters.skipped_own += 1
             return False
         if self._stop_requested.is_set():
             self.counters.dropped += 1
-            logger.warning("relay is stopping; dropped message %s", data.get("id"))
+            logger.warning("relay is stopping; dropped %s %s", event_name, data.get("id"))
             return False
         try:
-            body = encode_dispatch(data)
+            body = encode_dispatch(event_name, data)
         except (TypeError, ValueError):
             self.counters.failed += 1
-            logger.error("message %s cannot be encoded as JSON; dropped", data.get("id"))
+            logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
             return False
         if self._buffer.full():
             self._buffer.get_nowait()
@@ -117,13 +138,12 @@ class Forwarder:
         worker = asyncio.create_task(self._deliver_forever(client), name="kioku-relay-delivery")
         try:
             await self._stop_requested.wait()
-            try:
+            with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._buffer.join(), self._drain_timeout)
-            except TimeoutError:
-                logger.warning("relay stopped with %d undelivered message(s)", self._buffer.qsize())
         finally:
             worker.cancel()
             await asyncio.gather(worker, return_exceptions=True)
+            self._count_abandoned()
             if self._http_client is None:
                 await client.aclose()
             self._stopped.set()
@@ -135,9 +155,35 @@ class Forwarder:
         if self._running:
             await self._stopped.wait()
 
+    def _learn_own_user_id(self, ready: Mapping[str, Any]) -> None:
+        user = ready.get("user")
+        self.own_user_id = str(user["id"]) if isinstance(user, Mapping) and "id" in user else None
+
+    def _is_own_message(self, message: Mapping[str, Any]) -> bool:
+        author = message.get("author")
+        return (
+            self.own_user_id is not None
+            and isinstance(author, Mapping)
+            and str(author.get("id")) == self.own_user_id
+        )
+
+    def _count_abandoned(self) -> None:
+        """After the worker is cancelled: what it was sending and what is still buffered are lost."""
+        in_flight = int(self._in_flight)
+        buffered = self._buffer.qsize()
+        if in_flight + buffered:
+            self.counters.failed += in_flight + buffered
+            logger.warning(
+                "relay stopped with %d undelivered dispatch(es) (%d in flight, %d buffered); counted as failed",
+                in_flight + buffered,
+                in_flight,
+                buffered,
+            )
+
     async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
         while True:
             body = await self._buffer.get()
+            self._in_flight = True
             try:
                 await self._deliver(client, body)
             except Exception:
@@ -146,6 +192,8 @@ class Forwarder:
                 logger.exception("unexpected error while forwarding; message dropped")
             finally:
                 self._buffer.task_done()
+            # Not reached when cancelled mid-delivery: _count_abandoned then counts this one.
+            self._in_flight = False
 
     async def _deliver(self, client: httpx.AsyncClient, body: bytes) -> None:
         for attempt in range(1, self._max_attempts + 1):
@@ -192,14 +240,13 @@ class Forwarder:
         return random.uniform(ceiling / 2, ceiling)
 
 
-def encode_dispatch(data: Mapping[str, Any]) -> bytes:
-    """The request body for one message: compact UTF-8 JSON (non-ASCII unescaped, half the bytes).
+def encode_dispatch(event_name: str, data: Mapping[str, Any]) -> bytes:
+    """The request body for one dispatch: ``{"t": event_name, "d": data}`` as compact UTF-8 JSON
+    (non-ASCII unescaped, half the bytes).
 
     ``dict()`` because hikari hands payloads over as read-only mapping proxies, which json rejects.
     """
-    return json.dumps(
-        {"t": FORWARDED_EVENT, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False
-    ).encode()
+    return json.dumps({"t": event_name, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _is_retryable(status: int) -> bool:

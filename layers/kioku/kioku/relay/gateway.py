@@ -15,15 +15,38 @@ import hikari
 from kioku.relay.forwarder import Forwarder
 
 RELAY_INTENTS: Final = (
-    hikari.Intents.GUILD_MESSAGES | hikari.Intents.DM_MESSAGES | hikari.Intents.MESSAGE_CONTENT
+    hikari.Intents.GUILDS  # CHANNEL_* and THREAD_* dispatches
+    | hikari.Intents.GUILD_MESSAGES
+    | hikari.Intents.DM_MESSAGES
+    | hikari.Intents.MESSAGE_CONTENT
 )
 
+_CloseCode = hikari.errors.ShardCloseCode
+PERMANENT_CLOSE_CODES: Final[dict[int, str]] = {
+    _CloseCode.AUTHENTICATION_FAILED: "Discord rejected DISCORD_BOT_TOKEN (gateway close 4004: authentication failed)",
+    _CloseCode.INVALID_SHARD: "Discord refused the shard (gateway close 4010: invalid shard)",
+    _CloseCode.SHARDING_REQUIRED: (
+        "Discord requires more shards than the relay opened (gateway close 4011: sharding required)"
+    ),
+    _CloseCode.INVALID_VERSION: "Discord refused the gateway version (gateway close 4012: invalid API version)",
+    _CloseCode.INVALID_INTENT: "Discord refused the relay's intents (gateway close 4013: invalid intents)",
+    _CloseCode.DISALLOWED_INTENT: (
+        "Discord refused the Message Content intent (gateway close 4014: disallowed intents): "
+        "enable it for the bot in the Developer Portal"
+    ),
+}
+"""Gateway close codes after which reconnecting with the same settings cannot succeed."""
 
-def build_bot(token: str, forwarder: Forwarder) -> hikari.GatewayBot:
-    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown."""
+
+def build_bot(token: str, forwarder: Forwarder, *, rest_url: str) -> hikari.GatewayBot:
+    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown.
+
+    ``rest_url`` is Discord's REST base; hikari takes the gateway URL from its ``GET /gateway/bot``.
+    """
     bot = hikari.GatewayBot(
         token,
         intents=RELAY_INTENTS,
+        rest_url=rest_url,
         cache_settings=hikari.impl.CacheSettings(components=hikari.api.CacheComponents.NONE),
         auto_chunk_members=False,
         banner=None,
@@ -60,10 +83,10 @@ class GatewayUnavailable(RuntimeError):
         self.permanent = permanent
 
 
-def run_gateway(token: str, forwarder: Forwarder) -> None:
+def run_gateway(token: str, forwarder: Forwarder, *, rest_url: str) -> None:
     """Connect and relay until SIGINT/SIGTERM; the forwarder drains after the gateway closes."""
     try:
-        bot = build_bot(token, forwarder)
+        bot = build_bot(token, forwarder, rest_url=rest_url)
     except ValueError:
         raise GatewayUnavailable(
             "DISCORD_BOT_TOKEN is not shaped like a Discord bot token", permanent=True
@@ -75,11 +98,8 @@ def run_gateway(token: str, forwarder: Forwarder) -> None:
             "Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)", permanent=True
         ) from None
     except hikari.errors.GatewayServerClosedConnectionError as exc:
-        if exc.code == hikari.errors.ShardCloseCode.DISALLOWED_INTENT:
-            raise GatewayUnavailable(
-                "Discord refused the Message Content intent: enable it for the bot in the Developer Portal",
-                permanent=True,
-            ) from None
+        if exc.code in PERMANENT_CLOSE_CODES:
+            raise GatewayUnavailable(PERMANENT_CLOSE_CODES[exc.code], permanent=True) from None
         raise GatewayUnavailable(f"the gateway closed the connection: {exc}", permanent=False) from None
     except hikari.errors.HTTPError as exc:
         raise GatewayUnavailable(f"cannot reach Discord: {exc}", permanent=False) from None

@@ -1,0 +1,340 @@
+"""A simulated Discord for the relay, on 127.0.0.1: REST under ``/api/v10`` and a v10 gateway.
+
+The gateway speaks what hikari speaks: JSON over a websocket with ``compress=zlib-stream`` (one
+zlib stream per connection, each payload flushed with Z_SYNC_FLUSH), HELLO → IDENTIFY → READY,
+heartbeats, dispatches with sequence numbers, RESUME with replay of what the session missed, and
+close codes. A test drives it from its own thread: ``dispatch`` (optionally one payload cut across
+several websocket messages), ``close_connection``, ``close_on_identify`` and ``rest_script``
+(canned REST answers, e.g. a 429, before the real one).
+
+``RelayReceiver`` (in ``relay_receiver.py``) stands in for RelayFunction; both run on
+``LoopbackLoop``, an asyncio loop in a daemon thread.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+import time
+import zlib
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Final, Self, TypeVar
+
+from aiohttp import WSMsgType, web
+
+LOOPBACK: Final = "127.0.0.1"
+API_PREFIX: Final = "/api/v10"
+GATEWAY_PATH: Final = "/gateway"
+RESUME_GATEWAY_PATH: Final = "/resume-gateway"
+GATEWAY_VERSION: Final = "10"
+ZLIB_SUFFIX: Final = b"\x00\x00\xff\xff"
+
+OP_DISPATCH: Final = 0
+OP_HEARTBEAT: Final = 1
+OP_IDENTIFY: Final = 2
+OP_RESUME: Final = 6
+OP_HELLO: Final = 10
+OP_HEARTBEAT_ACK: Final = 11
+
+CLOSE_UNKNOWN_ERROR: Final = 4000
+CLOSE_DECODE_ERROR: Final = 4002
+CLOSE_NOT_AUTHENTICATED: Final = 4003
+CLOSE_AUTHENTICATION_FAILED: Final = 4004
+CLOSE_INVALID_SEQ: Final = 4007
+
+DEFAULT_HEARTBEAT_INTERVAL_MS: Final = 1000
+CONTROL_TIMEOUT_SECONDS: Final = 10.0
+
+T = TypeVar("T")
+
+
+def wait_until(condition: Callable[[], bool], what: str, *, timeout: float = 10.0) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout:g}s waiting for {what}")
+        time.sleep(0.01)
+
+
+class LoopbackLoop:
+    """An asyncio event loop in a daemon thread, for aiohttp servers a synchronous test talks to."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name="loopback-loop", daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(CONTROL_TIMEOUT_SECONDS)
+        self.loop.close()
+
+    def call(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Run ``coroutine`` on the loop and wait (bounded) for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(CONTROL_TIMEOUT_SECONDS)
+
+    def serve(self, app: web.Application) -> tuple[web.AppRunner, int]:
+        """Serve ``app`` on an ephemeral loopback port; returns the runner (for cleanup) and the port."""
+
+        async def start() -> tuple[web.AppRunner, int]:
+            runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1)
+            await runner.setup()
+            site = web.TCPSite(runner, LOOPBACK, 0)
+            await site.start()
+            return runner, runner.addresses[0][1]
+
+        return self.call(start())
+
+
+@dataclass(frozen=True, slots=True)
+class CannedAnswer:
+    """One scripted REST answer: a JSON body, a status and headers."""
+
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class RestRequest:
+    method: str
+    path: str
+    authorization: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayConnection:
+    """How the relay connected: the path (gateway or resume URL) and the query it asked for."""
+
+    path: str
+    query: dict[str, str]
+
+
+class _Session:
+    """A gateway session: the numbered dispatches Discord keeps for a RESUME."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.sent: list[dict[str, Any]] = []
+
+    def next_payload(self, event_name: str, data: dict[str, Any]) -> dict[str, Any]:
+        payload = {"op": OP_DISPATCH, "s": len(self.sent) + 1, "t": event_name, "d": data}
+        self.sent.append(payload)
+        return payload
+
+    def after(self, sequence: int) -> list[dict[str, Any]]:
+        return [payload for payload in self.sent if payload["s"] > sequence]
+
+
+class _Socket:
+    """One websocket with its zlib stream: every payload continues the same compression context."""
+
+    def __init__(self, ws: web.WebSocketResponse) -> None:
+        self.ws = ws
+        self._deflate = zlib.compressobj()
+        self._lock = asyncio.Lock()
+
+    async def send(self, payload: dict[str, Any], *, parts: int = 1) -> None:
+        async with self._lock:
+            # Compressed under the lock: the stream's frames must go out in the order they were made.
+            data = json.dumps(payload).encode()
+            frame = self._deflate.compress(data) + self._deflate.flush(zlib.Z_SYNC_FLUSH)
+            for chunk in _split(frame, parts):
+                await self.ws.send_bytes(chunk)
+
+
+def _split(frame: bytes, parts: int) -> list[bytes]:
+    """``frame`` in ``parts`` pieces; only the last ends with the zlib flush marker, as on the wire."""
+    if parts == 1:
+        return [frame]
+    body, suffix = frame[: -len(ZLIB_SUFFIX)], frame[-len(ZLIB_SUFFIX) :]
+    if len(body) < parts:
+        raise ValueError("frame too short to split that many times")
+    size = len(body) // parts
+    pieces = [body[i * size : (i + 1) * size] for i in range(parts - 1)]
+    pieces.append(body[(parts - 1) * size :] + suffix)
+    return pieces
+
+
+class FakeDiscord:
+    """Discord's REST ``GET /gateway/bot`` and a v10 gateway, for one bot token."""
+
+    def __init__(
+        self,
+        loop: LoopbackLoop,
+        *,
+        token: str,
+        bot_user_id: str,
+        heartbeat_interval_ms: int = DEFAULT_HEARTBEAT_INTERVAL_MS,
+    ) -> None:
+        self._loop = loop
+        self.token = token
+        self.bot_user_id = bot_user_id
+        self._heartbeat_interval_ms = heartbeat_interval_ms
+        self.rest_script: list[CannedAnswer] = []
+        self.close_on_identify: int | None = None
+        self.rest_requests: list[RestRequest] = []
+        self.connections: list[GatewayConnection] = []
+        self.unsupported: list[GatewayConnection] = []
+        self.identifies: list[dict[str, Any]] = []
+        self.resumes: list[dict[str, Any]] = []
+        self.heartbeats = 0
+        self._session: _Session | None = None
+        self._socket: _Socket | None = None
+        self._sessions_started = 0
+        app = web.Application()
+        app.router.add_get(f"{API_PREFIX}/gateway/bot", self._gateway_bot)
+        app.router.add_get(GATEWAY_PATH, self._gateway)
+        app.router.add_get(RESUME_GATEWAY_PATH, self._gateway)
+        self._runner, self.port = loop.serve(app)
+
+    def close(self) -> None:
+        self._loop.call(self._runner.cleanup())
+
+    @property
+    def api_base_url(self) -> str:
+        """What ``DISCORD_API_BASE_URL`` should be set to."""
+        return f"http://{LOOPBACK}:{self.port}{API_PREFIX}"
+
+    @property
+    def connected(self) -> bool:
+        """A session is live: READY or RESUMED was sent on an open websocket."""
+        return self._socket is not None
+
+    # -- what a test does ----------------------------------------------------------------------------
+
+    def dispatch(self, event_name: str, data: dict[str, Any], *, parts: int = 1) -> int:
+        """Send one dispatch on the session (kept for replay if nobody is connected); its sequence.
+
+        ``parts`` > 1 cuts its compressed frame across that many websocket messages.
+        """
+
+        async def send() -> int:
+            if self._session is None:
+                raise AssertionError("no gateway session: the relay never identified")
+            payload = self._session.next_payload(event_name, data)
+            if self._socket is not None:
+                await self._socket.send(payload, parts=parts)
+            return payload["s"]
+
+        return self._loop.call(send())
+
+    def close_connection(self, code: int) -> None:
+        """Close the live websocket with ``code``; the session stays resumable (as Discord's does)."""
+
+        async def close() -> None:
+            socket, self._socket = self._socket, None
+            if socket is None:
+                raise AssertionError("no live gateway connection to close")
+            await socket.ws.close(code=code, message=b"closed by the test")
+
+        self._loop.call(close())
+
+    # -- REST ----------------------------------------------------------------------------------------
+
+    async def _gateway_bot(self, request: web.Request) -> web.Response:
+        authorization = request.headers.get("Authorization")
+        self.rest_requests.append(RestRequest(request.method, request.path, authorization))
+        if self.rest_script:
+            answer = self.rest_script.pop(0)
+            return web.json_response(answer.body, status=answer.status, headers=answer.headers)
+        if authorization != f"Bot {self.token}":
+            return web.json_response({"message": "401: Unauthorized", "code": 0}, status=401)
+        return web.json_response(
+            {
+                "url": f"ws://{LOOPBACK}:{self.port}{GATEWAY_PATH}",
+                "shards": 1,
+                "session_start_limit": {
+                    "total": 1000,
+                    "remaining": 999,
+                    "reset_after": 14_400_000,
+                    "max_concurrency": 1,
+                },
+            }
+        )
+
+    # -- the gateway ---------------------------------------------------------------------------------
+
+    async def _gateway(self, request: web.Request) -> web.StreamResponse:
+        connection = GatewayConnection(request.path, dict(request.query))
+        self.connections.append(connection)
+        if (request.query.get("v"), request.query.get("encoding"), request.query.get("compress")) != (
+            GATEWAY_VERSION,
+            "json",
+            "zlib-stream",
+        ):
+            # e.g. hikari asks for zstd-stream where zstd is available (Python 3.14, backports.zstd)
+            self.unsupported.append(connection)
+            return web.Response(status=400, text="this fake speaks v=10, encoding=json, compress=zlib-stream")
+        ws = web.WebSocketResponse(compress=False, max_msg_size=0, timeout=2)
+        await ws.prepare(request)
+        socket = _Socket(ws)
+        await socket.send({"op": OP_HELLO, "d": {"heartbeat_interval": self._heartbeat_interval_ms}})
+        async for message in ws:
+            if message.type not in {WSMsgType.BINARY, WSMsgType.TEXT}:
+                break
+            payload = json.loads(message.data)
+            if payload["op"] == OP_HEARTBEAT:
+                self.heartbeats += 1
+                await socket.send({"op": OP_HEARTBEAT_ACK})
+            elif payload["op"] == OP_IDENTIFY:
+                await self._identify(socket, payload["d"])
+            elif payload["op"] == OP_RESUME:
+                await self._resume(socket, payload["d"])
+            else:
+                await ws.close(code=CLOSE_DECODE_ERROR, message=b"unexpected opcode")
+        if self._socket is socket:
+            self._socket = None
+        return ws
+
+    async def _identify(self, socket: _Socket, identify: dict[str, Any]) -> None:
+        self.identifies.append(identify)
+        if identify.get("token") != self.token:
+            await socket.ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
+            return
+        if self.close_on_identify is not None:
+            await socket.ws.close(code=self.close_on_identify, message=b"refused by the test")
+            return
+        self._sessions_started += 1
+        self._session = _Session(f"fake-session-{self._sessions_started}")
+        ready = {
+            "v": int(GATEWAY_VERSION),
+            "user": {
+                "id": self.bot_user_id,
+                "username": "kioku",
+                "discriminator": "0",
+                "global_name": None,
+                "avatar": None,
+                "bot": True,
+            },
+            "guilds": [],
+            "session_id": self._session.session_id,
+            "resume_gateway_url": f"ws://{LOOPBACK}:{self.port}{RESUME_GATEWAY_PATH}",
+            "shard": identify.get("shard", [0, 1]),
+            "application": {"id": self.bot_user_id, "flags": 0},
+        }
+        await socket.send(self._session.next_payload("READY", ready))
+        self._socket = socket
+
+    async def _resume(self, socket: _Socket, resume: dict[str, Any]) -> None:
+        self.resumes.append(resume)
+        if resume.get("token") != self.token:
+            await socket.ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
+            return
+        session = self._session
+        if session is None or resume.get("session_id") != session.session_id:
+            await socket.ws.close(code=CLOSE_NOT_AUTHENTICATED, message=b"unknown session")
+            return
+        if not isinstance(resume.get("seq"), int) or resume["seq"] > len(session.sent):
+            await socket.ws.close(code=CLOSE_INVALID_SEQ, message=b"invalid seq")
+            return
+        for payload in session.after(resume["seq"]):
+            await socket.send(payload)
+        await socket.send(session.next_payload("RESUMED", {}))
+        self._socket = socket

@@ -1,0 +1,504 @@
+"""The real relay (``kioku relay`` in a subprocess, on hikari) against a simulated Discord.
+
+``FakeDiscord`` answers REST and speaks the v10 gateway (JSON, zlib-stream) on 127.0.0.1;
+``RelayReceiver`` stands in for RelayFunction and verifies every signature. The relay finds both
+through its environment (``DISCORD_API_BASE_URL``, ``RELAY_URL``), as an operator would set it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import pytest
+
+from tests.conftest import KeyPair
+from tests.e2e.fake_gateway import (
+    CLOSE_UNKNOWN_ERROR,
+    GATEWAY_PATH,
+    RESUME_GATEWAY_PATH,
+    CannedAnswer,
+    FakeDiscord,
+    LoopbackLoop,
+    wait_until,
+)
+from tests.e2e.relay_receiver import Answer, RelayReceiver
+
+pytestmark = pytest.mark.e2e
+
+BOT_TOKEN: Final = "MTAwMDAwMDAwMDAwMDAwMDAx.GabCdE.not-a-real-token-just-the-right-shape"
+OTHER_TOKEN: Final = "MTAwMDAwMDAwMDAwMDAwMDAy.HijKlM.a-token-this-fake-discord-never-issued"
+BOT_USER_ID: Final = "100000000000000001"  # the user id the token's first part encodes
+ALICE: Final = "200000000000000002"
+GUILD: Final = "400000000000000004"
+CHANNEL: Final = "500000000000000005"
+THREAD: Final = "510000000000000005"
+FIRST_MESSAGE_ID: Final = 600000000000000000
+
+# Discord's gateway intent bits, spelled out here so the test checks the wire, not hikari's names.
+INTENT_GUILDS: Final = 1 << 0
+INTENT_GUILD_MESSAGES: Final = 1 << 9
+INTENT_DM_MESSAGES: Final = 1 << 12
+INTENT_MESSAGE_CONTENT: Final = 1 << 15
+
+EXIT_OK: Final = 0
+EXIT_TRANSIENT: Final = 1
+EXIT_REFUSED: Final = 3
+
+READY_TIMEOUT: Final = 20.0
+DELIVERY_TIMEOUT: Final = 10.0
+EXIT_TIMEOUT: Final = 20.0
+
+
+# -- the relay process -----------------------------------------------------------------------------
+
+
+@dataclass
+class RelayProcess:
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    def log(self) -> str:
+        return self.log_path.read_text()
+
+    def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
+        return self.process.wait(timeout)
+
+    def terminate(self) -> int:
+        """SIGTERM, as systemd and container runtimes stop it; the exit code."""
+        self.process.send_signal(signal.SIGTERM)
+        return self.wait()
+
+
+@pytest.fixture
+def loop() -> Iterator[LoopbackLoop]:
+    with LoopbackLoop() as running:
+        yield running
+
+
+@pytest.fixture
+def discord(loop: LoopbackLoop) -> Iterator[FakeDiscord]:
+    fake = FakeDiscord(loop, token=BOT_TOKEN, bot_user_id=BOT_USER_ID)
+    yield fake
+    fake.close()
+
+
+@pytest.fixture
+def receiver(loop: LoopbackLoop, relay_keys: KeyPair) -> Iterator[RelayReceiver]:
+    stand_in = RelayReceiver(loop, relay_keys.public_hex)
+    yield stand_in
+    stand_in.close()
+
+
+@pytest.fixture
+def start_relay(
+    tmp_path: Path, discord: FakeDiscord, receiver: RelayReceiver, relay_keys: KeyPair
+) -> Iterator[Callable[..., RelayProcess]]:
+    """Start ``python -m kioku.cli relay`` pointed at the fakes; extra variables override the defaults."""
+    started: list[subprocess.Popen[bytes]] = []
+
+    def start(**variables: str) -> RelayProcess:
+        env = {
+            name: value
+            for name, value in os.environ.items()
+            if not name.lower().endswith("_proxy") and not name.startswith(("RELAY_", "DISCORD_"))
+        }
+        env |= {
+            "DISCORD_BOT_TOKEN": BOT_TOKEN,
+            "RELAY_SIGNING_KEY": relay_keys.signing_hex,
+            "RELAY_URL": receiver.url,
+            "DISCORD_API_BASE_URL": discord.api_base_url,
+            **variables,
+        }
+        log_path = tmp_path / f"relay-{len(started)}.log"
+        with log_path.open("wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "kioku.cli", "relay"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        started.append(process)
+        return RelayProcess(process, log_path)
+
+    yield start
+    for process in started:
+        if process.poll() is None:
+            process.kill()
+            process.wait(EXIT_TIMEOUT)
+
+
+@pytest.fixture
+def relay(start_relay: Callable[..., RelayProcess], discord: FakeDiscord) -> Callable[..., RelayProcess]:
+    """Start the relay and wait until its gateway session is READY."""
+
+    def start_connected(**variables: str) -> RelayProcess:
+        running = start_relay(**variables)
+        wait_until(
+            lambda: discord.connected or discord.unsupported or running.process.poll() is not None,
+            "the relay's gateway session",
+            timeout=READY_TIMEOUT,
+        )
+        assert not discord.unsupported, f"the fake gateway cannot speak {discord.unsupported[0].query}"
+        assert discord.connected, running.log()
+        return running
+
+    return start_connected
+
+
+# -- gateway payloads ------------------------------------------------------------------------------
+
+
+def message(number: int, content: str = "hello", *, author_id: str = ALICE) -> dict[str, Any]:
+    return {
+        "id": str(FIRST_MESSAGE_ID + number),
+        "channel_id": CHANNEL,
+        "guild_id": GUILD,
+        "type": 0,
+        "content": content,
+        "author": {"id": author_id, "username": "alice", "global_name": "Alice", "bot": False},
+        "member": {"nick": "Ali", "roles": []},
+        "mentions": [],
+        "timestamp": "2026-11-30T12:00:00.000000+00:00",
+    }
+
+
+def channel(channel_id: str, name: str) -> dict[str, Any]:
+    return {
+        "id": channel_id,
+        "type": 0,
+        "guild_id": GUILD,
+        "name": name,
+        "position": 1,
+        "parent_id": None,
+        "permission_overwrites": [{"id": GUILD, "type": 0, "allow": "0", "deny": "1024"}],
+    }
+
+
+def envelope(event_name: str, data: dict[str, Any]) -> dict[str, Any]:
+    return {"t": event_name, "d": data}
+
+
+def exact_body(event_name: str, data: dict[str, Any]) -> bytes:
+    """The bytes RelayFunction receives: compact UTF-8 JSON, non-ASCII unescaped."""
+    return json.dumps(envelope(event_name, data), separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def message_ids(receiver: RelayReceiver) -> list[str]:
+    return [delivery.envelope["d"]["id"] for delivery in receiver.deliveries]
+
+
+def wait_for_accepted(receiver: RelayReceiver, count: int, timeout: float = DELIVERY_TIMEOUT) -> None:
+    wait_until(lambda: len(receiver.accepted) >= count, f"{count} accepted deliveries", timeout=timeout)
+
+
+# -- delivery ----------------------------------------------------------------------------------------
+
+
+def test_messages_arrive_once_in_order_as_the_signed_envelope_of_the_gateway_object(relay, discord, receiver):
+    # Given a relay connected to the gateway
+    running = relay()
+    messages = [message(1, "記憶さん、おはよう"), message(2, "<@100000000000000001> hi"), message(3)]
+
+    # When the gateway dispatches three messages
+    for item in messages:
+        discord.dispatch("MESSAGE_CREATE", item)
+    wait_for_accepted(receiver, 3)
+    exit_code = running.terminate()
+
+    # Then each arrived once, in order, byte for byte the envelope of what the gateway sent, signed
+    assert [d.body for d in receiver.deliveries] == [exact_body("MESSAGE_CREATE", m) for m in messages]
+    assert all(d.verified for d in receiver.deliveries)
+    assert {d.content_type for d in receiver.deliveries} == {"application/json"}
+    # ...the relay found the gateway through DISCORD_API_BASE_URL, with its token, as v10 JSON zlib-stream
+    assert [(r.path, r.authorization) for r in discord.rest_requests] == [
+        ("/api/v10/gateway/bot", f"Bot {BOT_TOKEN}")
+    ]
+    assert discord.connections[0].path == GATEWAY_PATH
+    assert discord.connections[0].query == {"v": "10", "encoding": "json", "compress": "zlib-stream"}
+    assert discord.heartbeats >= 1
+    # ...and it stopped cleanly, its log free of per-request lines
+    assert exit_code == EXIT_OK
+    assert "HTTP Request" not in running.log()
+    assert "forwarded=3" in running.log()
+
+
+def test_channel_and_thread_events_arrive_under_their_own_names(relay, discord, receiver):
+    # Given a relay connected to the gateway
+    relay()
+    thread_update = {
+        "id": THREAD,
+        "type": 11,
+        "guild_id": GUILD,
+        "parent_id": CHANNEL,
+        "name": "plans",
+        "thread_metadata": {"archived": True, "locked": False},
+    }
+    thread_delete = {"id": THREAD, "guild_id": GUILD, "parent_id": CHANNEL, "type": 11}
+    forwarded = [
+        ("CHANNEL_UPDATE", channel(CHANNEL, "general")),
+        ("CHANNEL_DELETE", channel("500000000000000006", "old")),
+        ("THREAD_UPDATE", thread_update),
+        ("THREAD_DELETE", thread_delete),
+    ]
+    not_forwarded = [
+        ("TYPING_START", {"channel_id": CHANNEL, "user_id": ALICE, "timestamp": 1}),
+        ("MESSAGE_UPDATE", message(1, "edited")),
+        ("MESSAGE_DELETE", {"id": message(1)["id"], "channel_id": CHANNEL, "guild_id": GUILD}),
+        ("CHANNEL_CREATE", channel("500000000000000007", "new")),
+        ("THREAD_CREATE", {**thread_update, "id": "510000000000000006"}),
+    ]
+
+    # When the gateway dispatches channel events, events the relay ignores, then a message
+    for event_name, data in forwarded + not_forwarded:
+        discord.dispatch(event_name, data)
+    discord.dispatch("MESSAGE_CREATE", message(2))
+    wait_for_accepted(receiver, len(forwarded) + 1)
+
+    # Then the relay identified with the GUILDS intent channel events need
+    assert discord.identifies[0]["intents"] == (
+        INTENT_GUILDS | INTENT_GUILD_MESSAGES | INTENT_DM_MESSAGES | INTENT_MESSAGE_CONTENT
+    )
+    # ...and exactly the channel events and the message arrived, each under its own event name
+    assert [d.body for d in receiver.deliveries] == [exact_body(name, data) for name, data in forwarded] + [
+        exact_body("MESSAGE_CREATE", message(2))
+    ]
+    assert all(d.verified for d in receiver.deliveries)
+
+
+def test_the_bots_own_messages_are_not_forwarded(relay, discord, receiver):
+    # Given a relay whose READY named the bot's user id
+    running = relay()
+
+    # When the gateway dispatches a message, the bot's own reply, and another message
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", message(2, "Happy to help.", author_id=BOT_USER_ID))
+    discord.dispatch("MESSAGE_CREATE", message(3))
+    wait_for_accepted(receiver, 2)
+    exit_code = running.terminate()
+
+    # Then the reply never reached RelayFunction, and the relay counted it as skipped
+    assert message_ids(receiver) == [message(1)["id"], message(3)["id"]]
+    assert exit_code == EXIT_OK
+    assert "forwarded=2, skipped_own=1" in running.log()
+
+
+def test_a_dispatch_split_across_websocket_messages_arrives_whole(relay, discord, receiver):
+    # Given a relay connected to the gateway, and a long message
+    relay()
+    long_message = message(2, "長い話です。" * 400)
+
+    # When its compressed frame arrives in five websocket messages, between two ordinary ones
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", long_message, parts=5)
+    discord.dispatch("MESSAGE_CREATE", message(3))
+    wait_for_accepted(receiver, 3)
+
+    # Then it is forwarded intact, in its place
+    assert [d.body for d in receiver.deliveries] == [
+        exact_body("MESSAGE_CREATE", m) for m in (message(1), long_message, message(3))
+    ]
+
+
+def test_a_resumed_session_replays_what_was_missed_once_and_in_order(relay, discord, receiver):
+    # Given a relay that has forwarded two messages
+    relay()
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    last_seen = discord.dispatch("MESSAGE_CREATE", message(2))
+    wait_for_accepted(receiver, 2)
+
+    # When the gateway drops the connection (4000, resumable) and two messages come while it is down
+    discord.close_connection(CLOSE_UNKNOWN_ERROR)
+    discord.dispatch("MESSAGE_CREATE", message(3))
+    discord.dispatch("MESSAGE_CREATE", message(4))
+    wait_until(lambda: discord.connected, "the resumed session", timeout=READY_TIMEOUT)
+    discord.dispatch("MESSAGE_CREATE", message(5))
+    wait_for_accepted(receiver, 5)
+
+    # Then the relay resumed the same session at the resume URL from READY, with no new IDENTIFY
+    assert len(discord.identifies) == 1
+    assert [(r["session_id"], r["seq"]) for r in discord.resumes] == [("fake-session-1", last_seen)]
+    assert discord.connections[-1].path == RESUME_GATEWAY_PATH
+    # ...and every message arrived exactly once, in order
+    assert message_ids(receiver) == [message(n)["id"] for n in range(1, 6)]
+
+
+def test_a_rate_limited_gateway_lookup_is_retried(relay, discord, receiver):
+    # Given Discord's REST answering the first GET /gateway/bot with 429
+    discord.rest_script = [
+        CannedAnswer(
+            429,
+            {"message": "You are being rate limited.", "retry_after": 0.3, "global": False},
+            {"Retry-After": "1"},
+        )
+    ]
+
+    # When the relay starts
+    relay()
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    wait_for_accepted(receiver, 1)
+
+    # Then it waited, asked again, connected and forwarded
+    assert len(discord.rest_requests) == 2
+    assert message_ids(receiver) == [message(1)["id"]]
+
+
+def test_relay_function_answering_500_is_retried_until_it_accepts(relay, discord, receiver):
+    # Given RelayFunction failing once
+    receiver.script = [Answer(500)]
+    relay()
+
+    # When two messages are dispatched
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", message(2))
+    wait_for_accepted(receiver, 2)
+
+    # Then the first went twice (500, then 202), both signed, and the second followed it
+    assert message_ids(receiver) == [message(1)["id"], message(1)["id"], message(2)["id"]]
+    assert [d.status for d in receiver.deliveries] == [500, 202, 202]
+    assert all(d.verified for d in receiver.deliveries)
+
+
+def test_relay_function_answering_429_is_retried_after_its_retry_after(relay, discord, receiver):
+    # Given RelayFunction answering 429 with Retry-After: 1 (longer than the first backoff, 0.5 s at most)
+    receiver.script = [Answer(429, {"Retry-After": "1"})]
+    relay()
+
+    # When a message is dispatched
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    wait_for_accepted(receiver, 1)
+
+    # Then it was sent again, no sooner than Retry-After said
+    first, second = receiver.deliveries
+    assert first.body == second.body
+    assert [first.status, second.status] == [429, 202]
+    assert second.arrived_at - first.arrived_at >= 0.95
+
+
+def test_delivery_settings_come_from_the_environment(relay, discord, receiver):
+    # Given a relay allowed two attempts per message, and RelayFunction failing twice
+    receiver.script = [Answer(500), Answer(500)]
+    running = relay(RELAY_MAX_ATTEMPTS="2", RELAY_MAX_DELAY_SECONDS="0.05")
+
+    # When two messages are dispatched
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", message(2))
+    wait_for_accepted(receiver, 1)
+    exit_code = running.terminate()
+
+    # Then the first was given up after two attempts and the second delivered
+    assert message_ids(receiver) == [message(1)["id"], message(1)["id"], message(2)["id"]]
+    assert exit_code == EXIT_OK
+    assert "forwarded=1, skipped_own=0, dropped=0, failed=1" in running.log()
+
+
+def test_a_burst_of_500_messages_arrives_complete_and_in_order(relay, discord, receiver):
+    # Given a relay connected to the gateway
+    relay()
+    burst = [message(number, f"message {number}") for number in range(1, 501)]
+
+    # When 500 messages are dispatched back to back
+    for item in burst:
+        discord.dispatch("MESSAGE_CREATE", item)
+    wait_for_accepted(receiver, len(burst), timeout=30)
+
+    # Then all of them arrived, once each, in order, signed
+    assert message_ids(receiver) == [item["id"] for item in burst]
+    assert all(d.verified for d in receiver.deliveries)
+
+
+# -- stopping ----------------------------------------------------------------------------------------
+
+
+def test_sigterm_drains_the_buffer_before_exiting(relay, discord, receiver):
+    # Given a slow RelayFunction (0.2 s a message) and five messages on their way
+    receiver.default = Answer(delay=0.2)
+    running = relay()
+    for number in range(1, 6):
+        discord.dispatch("MESSAGE_CREATE", message(number))
+    wait_until(lambda: len(receiver.deliveries) >= 1, "the first delivery")
+
+    # When the relay is asked to stop while most are still buffered
+    exit_code = running.terminate()
+
+    # Then it delivered every one of them before exiting 0
+    assert exit_code == EXIT_OK
+    assert message_ids(receiver) == [message(n)["id"] for n in range(1, 6)]
+    assert "forwarded=5, skipped_own=0, dropped=0, failed=0" in running.log()
+
+
+def test_when_the_drain_gives_up_every_abandoned_message_is_counted(relay, discord, receiver):
+    # Given RelayFunction failing for good, a 0.5 s drain, one message retrying and one buffered
+    receiver.default = Answer(500)
+    running = relay(RELAY_DRAIN_TIMEOUT_SECONDS="0.5")
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", message(2))
+    wait_until(lambda: len(receiver.deliveries) >= 2, "the first message's retry")
+
+    # When the relay is asked to stop
+    started = time.monotonic()
+    exit_code = running.terminate()
+    stopping_took = time.monotonic() - started
+
+    # Then it gave up after the configured drain (not the default 10 s) and counted both as failed
+    assert exit_code == EXIT_OK
+    assert stopping_took < 8
+    assert set(message_ids(receiver)) == {message(1)["id"]}
+    log = running.log()
+    assert "2 undelivered dispatch(es) (1 in flight, 1 buffered)" in log
+    assert "forwarded=0, skipped_own=0, dropped=0, failed=2" in log
+
+
+# -- refusals ----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("close_code", "cause", "exit_code"),
+    [
+        (4004, "authentication failed", EXIT_REFUSED),
+        (4010, "invalid shard", EXIT_REFUSED),
+        (4011, "sharding required", EXIT_REFUSED),
+        (4012, "invalid API version", EXIT_REFUSED),
+        (4013, "invalid intents", EXIT_REFUSED),
+        (4014, "disallowed intents", EXIT_REFUSED),
+        (4005, "Server closed connection with code 4005", EXIT_TRANSIENT),
+    ],
+)
+def test_a_gateway_refusal_exits_with_the_code_a_supervisor_acts_on(
+    start_relay, discord, close_code, cause, exit_code
+):
+    # Given a gateway that closes the connection with ``close_code`` on IDENTIFY
+    discord.close_on_identify = close_code
+
+    # When the relay starts
+    running = start_relay()
+
+    # Then it exits at once (3: permanent, do not restart; 1: worth restarting), naming the cause
+    assert running.wait() == exit_code, running.log()
+    assert len(discord.identifies) == 1
+    error = [line for line in running.log().splitlines() if line.startswith("kioku relay: ")]
+    assert len(error) == 1
+    assert cause in error[0]
+    assert BOT_TOKEN not in running.log()
+
+
+def test_a_token_discord_rejects_exits_3(start_relay, discord):
+    # Given a token this Discord does not know
+    # When the relay starts with it
+    running = start_relay(DISCORD_BOT_TOKEN=OTHER_TOKEN)
+
+    # Then REST refused it (401), the relay never opened the gateway, and it exits 3 saying why
+    assert running.wait() == EXIT_REFUSED, running.log()
+    assert [r.authorization for r in discord.rest_requests] == [f"Bot {OTHER_TOKEN}"]
+    assert discord.connections == []
+    assert "kioku relay: Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)" in running.log()
+    assert OTHER_TOKEN not in running.log()
