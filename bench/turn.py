@@ -28,6 +28,8 @@ GUILD = "200000000000000001"
 CHANNEL = "300000000000000001"
 WARM_UP_TURNS = 3
 COUNTED_TURNS = 5
+SECRET, THREAD = "300000000000000003", "300000000000000004"
+PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @everyone may not view
 TIMED_TURNS = 40
 
 
@@ -37,22 +39,33 @@ def main() -> None:
         LocalStack(llm_base_url=llm.base_url) as stack,
     ):
         stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        stack.discord.seed_channel(SECRET, name="secret", guild_id=GUILD, permission_overwrites=PRIVATE)
+        stack.discord.seed_channel(THREAD, name="plans", guild_id=GUILD, parent_id=SECRET)
         people = [stack.discord.seed_user(f"member{n}", global_name=f"Member {n}") for n in range(3)]
         turn = _Turns(stack)
-        for _ in range(WARM_UP_TURNS):
-            turn.take(people[0])
+        for channel in (CHANNEL, SECRET, THREAD):
+            for _ in range(WARM_UP_TURNS):
+                turn.take(people[0], channel)
         dynamodb = _DynamoDbCalls()
 
-        for label, speakers in (("", people[:1]), ("_3_participants", people)):
-            _fill_channel(stack, speakers)
-            per_turn = []
+        scenarios = (
+            ("", people[:1], CHANNEL),
+            ("_3_participants", people, CHANNEL),
+            ("_in_a_thread_of_a_private_channel", people[:1], THREAD),
+        )
+        for label, speakers, channel in scenarios:
+            _fill_channel(stack, speakers, channel)
+            per_turn, discord_calls = [], []
             for n in range(COUNTED_TURNS):
                 dynamodb.clear()
-                turn.take(speakers[n % len(speakers)])
+                before = len(stack.discord.requests)
+                turn.take(speakers[n % len(speakers)], channel)
                 per_turn.append(Counter(dynamodb.names))
+                discord_calls.append(len(stack.discord.requests) - before)
             most = max(per_turn, key=lambda counted: sum(counted.values()))
             breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
             print(f"turn.dynamodb_requests_per_turn{label}={sum(most.values())} ({breakdown})")
+            print(f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)")
 
         timings, own = [], []
         for n in range(TIMED_TURNS):
@@ -75,10 +88,10 @@ class _Turns:
     def __init__(self, stack: LocalStack) -> None:
         self._stack = stack
 
-    def take(self, author: dict[str, Any]) -> float:
+    def take(self, author: dict[str, Any], channel: str = CHANNEL) -> float:
         """One turn for a message by ``author``; returns the handler's milliseconds."""
         stack = self._stack
-        message = stack.discord.seed_message(CHANNEL, author, f"<@{stack.application_id}> what now?")
+        message = stack.discord.seed_message(channel, author, f"<@{stack.application_id}> what now?")
         body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
         headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
         httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).raise_for_status()
@@ -124,10 +137,10 @@ class _DynamoDbCalls:
         self.seconds += time.perf_counter() - self._started
 
 
-def _fill_channel(stack: LocalStack, speakers: list[dict[str, Any]]) -> None:
+def _fill_channel(stack: LocalStack, speakers: list[dict[str, Any]], channel: str) -> None:
     """Recent messages from each speaker, so each is a participant of the next turns' dialogue."""
     for speaker in speakers:
-        stack.discord.seed_message(CHANNEL, speaker, "just catching up")
+        stack.discord.seed_message(channel, speaker, "just catching up")
 
 
 if __name__ == "__main__":

@@ -121,3 +121,35 @@ def test_make_run_drives_the_settings_commands_and_their_forms(tmp_path):
     assert "form: Short-term memory prompts" in out and "custom (" in out
     assert "No short-term memory here yet" in out
     assert "Manage Server" in out  # bob is no manager: refused, nothing saved
+
+
+def test_make_run_keeps_a_private_channel_private_until_it_is_made_public(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            ":in secret",
+            "kioku, the vault code is 4711",
+            ":in general",
+            "kioku, what is new?",
+            ":context",
+            ":public #secret",
+            ":in secret",
+            "kioku, it is public now",
+            ":in general",
+            "kioku, anything else?",
+            ":context",
+            ":private #secret",
+            "kioku, and now?",
+            ":context",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    while_private, after_public = out.split("> :public #secret", 1)
+    after_public, private_again = after_public.split("> :private #secret", 1)
+    # private: #general's model request holds nothing of #secret; public (once a turn there has
+    # described it): it does; private again: the CHANNEL_UPDATE alone hides it at once
+    assert "4711" not in while_private.split("> :context", 1)[1]
+    assert "4711" in after_public.split("> :context", 1)[1]
+    assert "4711" not in private_again.split("> :context", 1)[1]
+    assert "#secret: CHANNEL_UPDATE relayed" in out and "#secret (private): CHANNEL_UPDATE relayed" in out

@@ -8,13 +8,9 @@ through its environment (``DISCORD_API_BASE_URL``, ``RELAY_URL``), as an operato
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,6 +26,7 @@ from tests.e2e.fake_gateway import (
     LoopbackLoop,
     wait_until,
 )
+from tests.e2e.relay_process import EXIT_TIMEOUT, RelayProcess, start_relay_process
 from tests.e2e.relay_receiver import Answer, RelayReceiver
 
 pytestmark = pytest.mark.e2e
@@ -55,27 +52,9 @@ EXIT_REFUSED: Final = 3
 
 READY_TIMEOUT: Final = 20.0
 DELIVERY_TIMEOUT: Final = 10.0
-EXIT_TIMEOUT: Final = 20.0
 
 
 # -- the relay process -----------------------------------------------------------------------------
-
-
-@dataclass
-class RelayProcess:
-    process: subprocess.Popen[bytes]
-    log_path: Path
-
-    def log(self) -> str:
-        return self.log_path.read_text()
-
-    def wait(self, timeout: float = EXIT_TIMEOUT) -> int:
-        return self.process.wait(timeout)
-
-    def terminate(self) -> int:
-        """SIGTERM, as systemd and container runtimes stop it; the exit code."""
-        self.process.send_signal(signal.SIGTERM)
-        return self.wait()
 
 
 @pytest.fixture
@@ -106,29 +85,15 @@ def start_relay(
     started: list[subprocess.Popen[bytes]] = []
 
     def start(**variables: str) -> RelayProcess:
-        env = {
-            name: value
-            for name, value in os.environ.items()
-            if not name.lower().endswith("_proxy") and not name.startswith(("RELAY_", "DISCORD_"))
-        }
-        env |= {
+        defaults = {
             "DISCORD_BOT_TOKEN": BOT_TOKEN,
             "RELAY_SIGNING_KEY": relay_keys.signing_hex,
             "RELAY_URL": receiver.url,
             "DISCORD_API_BASE_URL": discord.api_base_url,
-            **variables,
         }
-        log_path = tmp_path / f"relay-{len(started)}.log"
-        with log_path.open("wb") as log:
-            process = subprocess.Popen(
-                [sys.executable, "-m", "kioku.cli", "relay"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
-        started.append(process)
-        return RelayProcess(process, log_path)
+        process = start_relay_process(tmp_path / f"relay-{len(started)}.log", **(defaults | variables))
+        started.append(process.process)
+        return process
 
     yield start
     for process in started:

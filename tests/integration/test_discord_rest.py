@@ -246,3 +246,29 @@ def test_interaction_tokens_never_reach_the_logs(caplog):
         rest.edit_original_response(discord.application_id, "SECRETINTERACTIONTOKEN", "done")
     assert "SECRETINTERACTIONTOKEN" not in caplog.text
     assert discord.token not in caplog.text
+
+
+def test_guild_roles_and_members(discord, rest):
+    # Given a guild whose @everyone role lost View Channel, and one member
+    discord.seed_role(GUILD, GUILD, permissions=1 << 11, name="@everyone")
+    alice = discord.seed_user("alice")
+    discord.seed_member(GUILD, alice, nick="Ally")
+    # When the roles and two members are asked for
+    roles = rest.get_guild_roles(GUILD)
+    found = rest.get_guild_member(GUILD, alice["id"])
+    stranger = rest.get_guild_member(GUILD, "123456789012345678")
+    # Then the @everyone role carries the guild's id, a member comes back whole, a stranger is None
+    assert [role["permissions"] for role in roles if role["id"] == GUILD] == [str(1 << 11)]
+    assert (found["user"]["id"], found["nick"]) == (alice["id"], "Ally")
+    assert stranger is None
+    assert [r.path for r in discord.requests] == [
+        f"/api/v10/guilds/{GUILD}/roles",
+        f"/api/v10/guilds/{GUILD}/members/{alice['id']}",
+        "/api/v10/guilds/7000/members/123456789012345678",
+    ]
+
+
+def test_a_member_lookup_that_discord_refuses_is_an_error_not_a_stranger(discord, rest):
+    discord.fail_next(403, {"code": 50001, "message": "Missing Access"})
+    with pytest.raises(DiscordError):
+        rest.get_guild_member(GUILD, "123456789012345678")

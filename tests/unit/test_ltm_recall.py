@@ -13,6 +13,7 @@ from kioku.domain.ltm.recall import (
     render_recall,
 )
 from kioku.domain.models import Capabilities, ContextTag, PrivacyLevel
+from kioku.domain.privacy import Origin
 from kioku.services.ltm import recall
 from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, HERE, MARY, NOW, SERVER, FakeMemoryStore, make_turn
 
@@ -106,3 +107,66 @@ def test_the_character_cap_holds_with_long_memories():
     item = render_recall(make_turn(), memories, {}, ())
     assert len(item.content) <= RECALL_MAX_CHARS
     assert "more memories are not shown" in item.content
+
+
+def test_only_people_taking_part_have_their_personal_memories_loaded():
+    # Given Bob and Mary in the conversation, but only Bob wrote in it (Mary was merely mentioned)
+    store = stocked_store()
+    turn = make_turn(author_ids=[ALICE.user_id, BOB.user_id])
+    # When
+    recall(turn, store=store)
+    # Then Mary's memories are not even read
+    assert store.recall_calls == [(SERVER, 1, (ALICE.user_id, BOB.user_id))]
+
+
+def test_in_a_direct_message_only_the_partners_memories_are_loaded():
+    store = stocked_store()
+    recall(make_turn(server_id=None), store=store)
+    assert store.recall_calls == [(None, 1, (ALICE.user_id,))]
+
+
+def test_memories_are_recalled_only_where_their_origin_allows():
+    # Given a server memory saved in a private channel, and one Bob wrote about Alice in another server
+    store = FakeMemoryStore()
+    secret = Origin(SERVER, "701", private=True)
+    elsewhere = Origin("501", "801", private=False)
+    store.add(
+        Memory(
+            MemoryScope.server(SERVER, 1),
+            "10001",
+            "the vault code is 4711",
+            ALICE.user_id,
+            NOW,
+            NOW,
+            origin=secret,
+        )
+    )
+    store.add(
+        Memory(
+            MemoryScope.personal(ALICE.user_id, 1),
+            "20001",
+            "{user} owes Bob",
+            BOB.user_id,
+            NOW,
+            NOW,
+            origin=elsewhere,
+        )
+    )
+    store.add(
+        Memory(
+            MemoryScope.personal(ALICE.user_id, 1),
+            "20002",
+            "{user} likes tea",
+            ALICE.user_id,
+            NOW,
+            NOW,
+            origin=elsewhere,
+        )
+    )
+    # When Alice speaks in this server's public channel
+    text = recall(make_turn(), store=store).content
+    # Then only what she said about herself follows her here
+    assert "4711" not in text and "owes Bob" not in text
+    assert "likes tea" in text
+    # and in the private channel itself the server memory is back
+    assert "4711" in recall(make_turn(channel_id="701"), store=store).content

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -11,6 +12,7 @@ from kioku.domain.ltm.notification import MEMORY_SAVED_COLOUR
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.models import Capabilities, PrivacyLevel
+from kioku.domain.privacy import Origin
 from kioku.services.ltm import (
     CREATE_TOOL,
     UPDATE_TOOL,
@@ -436,3 +438,110 @@ def test_the_schemas_are_openai_functions_that_teach_the_tokens():
     assert "{user}" in create_function["description"] and "{bot}" in create_function["description"]
     assert UPDATE_TOOL["function"]["parameters"]["required"] == ["memory_id", "memory_content"]
     json.dumps([CREATE_TOOL, UPDATE_TOOL])
+
+
+# -- consent and provenance -------------------------------------------------------------------------
+
+
+def test_a_saved_memory_records_its_author_subject_and_origin():
+    store = FakeMemoryStore()
+    turn = make_turn(channel_id="701", channel_private=True)
+    result = create(
+        {"memory_content": "{user} plays go", "memory_scope": "target_user", "target_user": "Bob"},
+        turn=turn,
+        store=store,
+    )
+    saved = store.memories[(ScopeKind.PERSONAL, BOB.user_id, result.data["memory_id"])]
+    assert (saved.author_id, saved.subject_id) == (ALICE.user_id, BOB.user_id)
+    assert saved.origin == Origin(SERVER, "701", private=True)
+
+
+@pytest.mark.parametrize("target", ["<@123456789012345678>", "123456789012345678"])
+def test_nobody_outside_the_guild_gets_a_memory_planted(target):
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "{user} is evil", "memory_scope": "target_user", "target_user": target},
+        store=store,
+    )
+    assert result.status == SaveStatus.USER_NOT_FOUND
+    assert store.memories == {}
+
+
+def test_another_bot_gets_a_server_memory_instead():
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "{user} rolls dice", "memory_scope": "target_user", "target_user": "<@105>"},
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED and result.data["memory_scope"] == "server_wide"
+    assert "bots have no personal memories" in result.data["message"]
+
+
+def test_in_a_direct_message_only_the_partner_is_a_target():
+    store = FakeMemoryStore()
+    dm = make_turn(server_id=None)
+    refused = create(
+        {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": "<@102>"},
+        turn=dm,
+        store=store,
+    )
+    saved = create(
+        {"memory_content": "{user} y", "memory_scope": "target_user", "target_user": "Alice"},
+        turn=dm,
+        store=store,
+    )
+    assert refused.status == SaveStatus.USER_NOT_FOUND
+    assert saved.status == SaveStatus.SAVED
+    assert [key[1] for key in store.memories] == [ALICE.user_id]
+
+
+@pytest.mark.parametrize(
+    ("memory", "why"),
+    [
+        (personal_memory(BOB.user_id, "44444", "{user} hates Mondays", author=BOB.user_id), "Bob's own"),
+        (server_memory("44444", "Bob is the owner", author=BOB.user_id), "written by Bob about Bob"),
+    ],
+)
+def test_nobody_rewrites_or_deletes_what_is_neither_by_nor_about_them(memory, why):
+    store = FakeMemoryStore()
+    store.add(memory)
+    for content in ("{user} loves Mondays", ""):
+        result = update({"memory_id": 44444, "memory_content": content, "target_user": "Bob"}, store)
+        assert result.status == UpdateStatus.NOT_FOUND, why
+        result = update({"memory_id": 44444, "memory_content": content}, store)
+        assert result.status == UpdateStatus.NOT_FOUND, why
+    assert list(store.memories.values()) == [memory]
+
+
+def test_a_memory_this_channel_may_not_see_cannot_be_changed_from_it():
+    store = FakeMemoryStore()
+    secret = replace(
+        server_memory("55555", "the vault code is 4711"), origin=Origin(SERVER, "701", private=True)
+    )
+    store.add(secret)
+    assert update({"memory_id": 55555, "memory_content": ""}, store).status == UpdateStatus.NOT_FOUND
+    in_secret = make_turn(channel_id="701", channel_private=True)
+    assert (
+        update({"memory_id": 55555, "memory_content": ""}, store, turn=in_secret).status
+        == UpdateStatus.DELETED
+    )
+
+
+def test_the_author_may_correct_what_they_said_about_someone_else():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "66666", "{user} plays go", author=ALICE.user_id))
+    result = update({"memory_id": 66666, "memory_content": "{user} plays chess", "target_user": "Bob"}, store)
+    assert result.status == UpdateStatus.UPDATED
+
+
+def test_a_notification_never_shows_a_personal_memory_where_it_is_not_recalled():
+    store = FakeMemoryStore()
+    turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
+    result = create(
+        {"memory_content": "{user} is pregnant", "memory_scope": "target_user", "target_user": "Bob"},
+        turn=turn,
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED
+    assert "pregnant" not in json.dumps(result.notification)
+    assert "Not shown here" in result.notification["description"]

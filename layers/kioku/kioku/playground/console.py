@@ -13,6 +13,7 @@ import shlex
 import sys
 import textwrap
 import uuid
+from dataclasses import replace
 from typing import Any, TextIO
 
 import httpx
@@ -39,6 +40,8 @@ text                                    say something as the current user in the
                                         (fields you leave out keep their prefilled text)
 :as alice|bob|carol                     speak as another member
 :in general|random|secret|plans|dm      move to a channel (#secret is private, plans is a thread, dm is yours)
+:private #channel / :public #channel    change who may view a channel, as a server admin would: Discord
+                                        changes its permission overwrites and sends CHANNEL_UPDATE
 :where                                  who and where you are
 :context                                the exact model request of the last turn (where memory and the nudge landed)
 :memory                                 the short-term memory row of this channel
@@ -55,6 +58,7 @@ class Playground:
         self.member = world.MEMBERS[0]
         self.channel = world.CHANNELS[0]
         self.open_form: tuple[dict, dict] | None = None  # (the command that opened it, the modal)
+        self.overwrites: dict[str, tuple[dict, ...]] = {}  # channels whose privacy :private/:public changed
         self._set_up_world()
 
     def _set_up_world(self) -> None:
@@ -122,6 +126,8 @@ class Playground:
             self.show_memory()
         elif name == "submit":
             self.submit_form(argument)
+        elif name in {"private", "public"}:
+            self.set_privacy(argument, private=name == "private")
         elif name == "discord":
             for message in self.stack.discord.channel_messages(self.channel.channel_id)[-20:]:
                 self.print(f"  [{message['id']}] {message['author']['username']}: {message['content']}")
@@ -129,7 +135,39 @@ class Playground:
             self.fail(f"unknown console command :{name} (:help lists them)")
 
     def where(self) -> None:
-        self.print(f"(you are {self.member.global_name or self.member.username} in {self.channel.label})")
+        self.print(
+            f"(you are {self.member.global_name or self.member.username} in {self._label(self.channel)})"
+        )
+
+    def set_privacy(self, argument: str, *, private: bool) -> None:
+        """What Discord does when an admin toggles "Private Channel": the @everyone overwrite changes
+        and the gateway sends CHANNEL_UPDATE, which the relay forwards to RelayFunction."""
+        channel = world.find_channel(argument, self.member)
+        if channel is None or channel.guild_id is None:
+            self.fail(f"no server channel called {argument!r}: try general, random or secret")
+            return
+        if channel.parent_id:
+            self.fail("a thread is as private as its channel: change its channel instead")
+            return
+        overwrites = world.everyone_denied_view() if private else []
+        updated = self.stack.discord.set_permission_overwrites(channel.channel_id, overwrites)
+        self.overwrites[channel.channel_id] = tuple(overwrites)
+        body = json.dumps({"t": "CHANNEL_UPDATE", "d": updated}, separators=(",", ":")).encode()
+        headers = {"content-type": "application/json", **sign_request(self.stack.relay_signing_key, body)}
+        response = self.http.post(self.stack.urls["relay"], content=body, headers=headers)
+        if response.status_code >= 300:
+            self.fail(f"relay answered HTTP {response.status_code}: {response.text}")
+            return
+        effect = (
+            "its memory is re-stamped private"
+            if private
+            else "its memory turns public once a turn there describes it (the event alone cannot tell)"
+        )
+        self.print(f"({self._label(channel)}: CHANNEL_UPDATE relayed; {effect})")
+
+    def _label(self, channel: world.Channel) -> str:
+        overwrites = self.overwrites.get(channel.channel_id, channel.permission_overwrites)
+        return replace(channel, permission_overwrites=overwrites).label
 
     def show_context(self) -> None:
         from kioku.entrypoints.turn_worker import recent_turns
@@ -367,7 +405,7 @@ def run(argv: list[str]) -> int:
     with LocalStack() as stack:
         playground = Playground(stack, sys.stdout)
         if interactive:
-            playground.print(BANNER.format(user="Alice", channel=playground.channel.label))
+            playground.print(BANNER.format(user="Alice", channel=playground._label(playground.channel)))
         for line in _lines(source, interactive):
             if not interactive and line.strip():
                 playground.print(f"> {line.rstrip()}")

@@ -1,0 +1,95 @@
+"""What a turn asks Discord about its guild: channel privacy every turn, roles and members cached."""
+
+from __future__ import annotations
+
+import pytest
+
+from kioku.adapters.discord_rest import DiscordError
+from kioku.services.guild_directory import GuildDirectory
+
+GUILD, CHANNEL, THREAD = "900", "100", "150"
+VIEW = 1 << 10
+
+
+class FakeDiscord:
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, ...]] = []
+        self.everyone = VIEW
+        self.fail_roles = False
+        self.channels = {
+            CHANNEL: {"id": CHANNEL, "type": 0, "permission_overwrites": []},
+            THREAD: {"id": THREAD, "type": 11, "parent_id": CHANNEL},
+        }
+        self.members = {"7": {"user": {"id": "7", "username": "alice"}}}
+
+    def get_guild_roles(self, guild_id: str) -> list[dict]:
+        self.calls.append(("roles", guild_id))
+        if self.fail_roles:
+            raise DiscordError(500, None, "down")
+        return [{"id": guild_id, "permissions": str(self.everyone)}]
+
+    def get_channel(self, channel_id: str) -> dict:
+        self.calls.append(("channel", channel_id))
+        if channel_id not in self.channels:
+            raise DiscordError(404, 10003, "Unknown Channel")
+        return self.channels[channel_id]
+
+    def get_guild_member(self, guild_id: str, user_id: str) -> dict | None:
+        self.calls.append(("member", user_id))
+        return self.members.get(user_id)
+
+
+@pytest.fixture
+def clock() -> list[float]:
+    return [0.0]
+
+
+@pytest.fixture
+def discord() -> FakeDiscord:
+    return FakeDiscord()
+
+
+@pytest.fixture
+def directory(discord: FakeDiscord, clock: list[float]) -> GuildDirectory:
+    return GuildDirectory(discord, cache_seconds=60, clock=lambda: clock[0])
+
+
+def test_roles_are_cached_for_a_while_and_then_read_again(directory, discord, clock):
+    channel = discord.channels[CHANNEL]
+    assert directory.describe_channel(GUILD, channel).private is False
+    discord.everyone = 0  # the server hides every channel from @everyone
+    assert directory.describe_channel(GUILD, channel).private is False  # within the minute: cached
+    clock[0] = 61
+    assert directory.describe_channel(GUILD, channel).private is True
+    assert discord.calls.count(("roles", GUILD)) == 2
+
+
+def test_a_threads_parent_is_read_every_time(directory, discord):
+    thread = discord.channels[THREAD]
+    assert directory.describe_channel(GUILD, thread).private is False
+    discord.channels[CHANNEL] = {
+        "id": CHANNEL,
+        "type": 0,
+        "permission_overwrites": [{"id": GUILD, "type": 0, "allow": "0", "deny": str(VIEW)}],
+    }
+    described = directory.describe_channel(GUILD, thread)
+    assert (described.private, described.parent_channel_id) == (True, CHANNEL)
+    assert discord.calls.count(("channel", CHANNEL)) == 2
+
+
+def test_what_discord_will_not_tell_makes_the_channel_private(directory, discord):
+    discord.fail_roles = True
+    assert directory.describe_channel(GUILD, discord.channels[CHANNEL]).private is True
+    del discord.channels[CHANNEL]
+    discord.fail_roles = False
+    assert directory.describe_channel(GUILD, discord.channels[THREAD]).private is True
+
+
+def test_members_and_strangers_are_cached(directory, discord, clock):
+    assert directory.member(GUILD, "7")["user"]["username"] == "alice"
+    assert directory.member(GUILD, "8") is None
+    assert directory.member(GUILD, "7") is not None and directory.member(GUILD, "8") is None
+    assert discord.calls == [("member", "7"), ("member", "8")]
+    clock[0] = 61
+    directory.member(GUILD, "8")
+    assert discord.calls[-1] == ("member", "8")
