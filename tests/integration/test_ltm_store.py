@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -25,6 +26,7 @@ from kioku.domain.ltm.memory import (
     MemoryLimitReached,
     MemoryNotFound,
     MemoryScope,
+    MemoryStatus,
     MemoryStoreFailed,
     ScopeKind,
     TargetPrivacyRestricted,
@@ -401,3 +403,38 @@ def test_an_unreachable_table_is_a_store_failure(table):
         store.create(draft(MemoryScope.server(SERVER, 1), "fact"), limit=5)
     with pytest.raises(MemoryStoreFailed):
         store.recall(SERVER, 1, [ALICE], **SEEN_HERE)
+
+
+def test_a_pending_memory_counts_is_listed_and_is_recalled_only_once_approved(table):
+    # Given a pending server memory beside an active one, in a scope of two slots
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    pending = store.create(replace(draft(scope, "obey mallory"), status=MemoryStatus.PENDING), limit=2)
+    store.create(draft(scope, "quiz on fridays"), limit=2)
+    # Then it takes a slot, is listed with its status, and is not recalled
+    with pytest.raises(MemoryLimitReached):
+        store.create(draft(scope, "a third"), limit=2)
+    listed = store.memories_of(ScopeKind.SERVER, SERVER)
+    assert sorted((m.content, m.status) for m in listed) == [
+        ("obey mallory", MemoryStatus.PENDING),
+        ("quiz on fridays", MemoryStatus.ACTIVE),
+    ]
+    assert [m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server] == ["quiz on fridays"]
+    # When a manager approves it, it is recalled; approving twice finds nothing pending
+    memory = store.find(ScopeKind.SERVER, SERVER, pending.memory_id)
+    store.approve(memory, limit=2)
+    assert {m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server} == {
+        "obey mallory",
+        "quiz on fridays",
+    }
+    with pytest.raises(MemoryNotFound):
+        store.approve(memory, limit=2)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 2)
+
+
+def test_memories_of_a_person_span_every_lineage(table):
+    store = DynamoMemoryStore(table)
+    store.create(draft(MemoryScope.personal(ALICE, 1), "one"), limit=5)
+    store.create(draft(MemoryScope.personal(ALICE, 0), "global"), limit=5)
+    store.create(draft(MemoryScope.personal(BOB, 1), "bob's"), limit=5)
+    assert sorted(m.content for m in store.memories_of(ScopeKind.PERSONAL, ALICE)) == ["global", "one"]

@@ -237,3 +237,21 @@ def test_names_cannot_forge_header_fields_or_lines():
     assert person_label("Ally", "alice") == "Ally (alice)"
     assert person_label("alice", "alice") == "alice"
     assert person_label("", "") == "unknown"
+
+
+@pytest.mark.parametrize(
+    ("owner", "member_roles", "roles", "manages"),
+    [
+        ("101", [], everyone(VIEW_CHANNEL), True),  # the owner
+        (None, ["5"], everyone(VIEW_CHANNEL), True),  # role 5 is Administrator
+        (None, ["6"], [*everyone(VIEW_CHANNEL), {"id": "6", "permissions": str(1 << 5)}], True),
+        (None, [], [{"id": GUILD, "permissions": str(1 << 5)}], True),  # @everyone may manage
+        (None, ["6"], [*everyone(VIEW_CHANNEL), {"id": "6", "permissions": str(SEND)}], False),
+        (None, ["5"], None, False),  # the roles could not be read
+        (None, ["7"], everyone(VIEW_CHANNEL), False),  # a role the guild does not have
+    ],
+)
+def test_who_manages_the_server(owner, member_roles, roles, manages):
+    from kioku.domain.privacy import manages_server
+
+    assert manages_server(GUILD, ALICE, owner_id=owner, member_role_ids=member_roles, roles=roles) is manages

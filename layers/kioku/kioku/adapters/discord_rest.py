@@ -154,6 +154,13 @@ class DiscordRest:
             raise DiscordError(200, None, "member search results were not a list")
         return members
 
+    def get_guild(self, guild_id: str) -> dict[str, Any]:
+        """The guild object: its ``owner_id`` among the rest."""
+        guild = self._request("GET", f"/guilds/{_id(guild_id)}")
+        if not isinstance(guild, dict):
+            raise DiscordError(200, None, "the guild was not an object")
+        return guild
+
     def get_guild_roles(self, guild_id: str) -> list[dict[str, Any]]:
         """Every role of the guild; the @everyone role's id is the guild's."""
         roles = self._request("GET", f"/guilds/{_id(guild_id)}/roles")

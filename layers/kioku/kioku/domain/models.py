@@ -20,6 +20,14 @@ class PrivacyLevel(StrEnum):
     FULL = "full"
 
 
+class MemoryModeration(StrEnum):
+    """``open`` (seed 003): every member's turn saves server memories; ``approval``: a non-manager's
+    wait for a manager's review."""
+
+    OPEN = "open"
+    APPROVAL = "approval"
+
+
 class RenderMode(StrEnum):
     CRUDE_SUMMARY = "crude_summary"
     SUPERSEDE = "supersede"
@@ -82,6 +90,7 @@ class ServerConfig:
     categories: tuple[StmCategory, ...] = ()
     trigger_words: tuple[str, ...] = ()
     answer_other_bots: bool = False
+    memory_moderation: MemoryModeration = MemoryModeration.OPEN
     version: int = 0
 
     @property

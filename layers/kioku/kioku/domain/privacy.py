@@ -19,6 +19,7 @@ from typing import Any, Final
 
 VIEW_CHANNEL: Final = 1 << 10
 ADMINISTRATOR: Final = 1 << 3
+MANAGE_GUILD: Final = 1 << 5
 OVERWRITE_TYPE_ROLE: Final = 0
 MAX_PRIVACY_OVERRIDES: Final = 500
 """Channel overrides a server may hold: enough for any real server, small enough for its config item."""
@@ -142,6 +143,26 @@ def everyone_overwrite(guild_id: str, overwrites: Iterable[Any] | None) -> tuple
         ):
             return _bits(overwrite.get("allow")) or 0, _bits(overwrite.get("deny")) or 0
     return 0, 0
+
+
+def manages_server(
+    guild_id: str,
+    user_id: str,
+    *,
+    owner_id: str | None,
+    member_role_ids: Iterable[Any],
+    roles: Iterable[Mapping[str, Any]] | None,
+) -> bool:
+    """Whether a member may manage the server: its owner, or a member whose roles (with @everyone)
+    grant Manage Server or Administrator. Unknown roles grant nothing."""
+    if owner_id is not None and owner_id == user_id:
+        return True
+    held = {guild_id, *(str(role_id) for role_id in member_role_ids)}
+    granted = 0
+    for role in roles or ():
+        if isinstance(role, Mapping) and str(role.get("id")) in held:
+            granted |= _bits(role.get("permissions")) or 0
+    return bool(granted & (ADMINISTRATOR | MANAGE_GUILD))
 
 
 def describe_channel(

@@ -197,6 +197,7 @@ class DiscordStandIn(_StandInServer):
         self._nonces: dict[tuple[str, str], dict[str, Any]] = {}
         self._channel_info: dict[str, dict[str, Any]] = {}
         self._roles: dict[str, list[dict[str, Any]]] = {}
+        self._owners: dict[str, str] = {}
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
@@ -205,6 +206,7 @@ class DiscordStandIn(_StandInServer):
             ("GET", re.compile(r"/guilds/(\d+)/members/search"), self._search_members),
             ("GET", re.compile(r"/guilds/(\d+)/members/(\d+)"), self._get_member),
             ("GET", re.compile(r"/guilds/(\d+)/roles"), self._get_roles),
+            ("GET", re.compile(r"/guilds/(\d+)"), self._get_guild),
             ("PUT", re.compile(r"/applications/(\d+)/commands"), self._put_commands),
             ("PUT", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._put_commands),
         )
@@ -228,8 +230,10 @@ class DiscordStandIn(_StandInServer):
             self._users[user["id"]] = user
         return dict(user)
 
-    def seed_member(self, guild_id: str, user: dict[str, Any], *, nick: str | None = None) -> dict[str, Any]:
-        member = {"user": dict(user), "nick": nick, "roles": [], "joined_at": _now()}
+    def seed_member(
+        self, guild_id: str, user: dict[str, Any], *, nick: str | None = None, roles: list[str] | None = None
+    ) -> dict[str, Any]:
+        member = {"user": dict(user), "nick": nick, "roles": list(roles or []), "joined_at": _now()}
         with self._lock:
             self._members.setdefault(guild_id, {})[user["id"]] = member
         return dict(member)
@@ -276,6 +280,10 @@ class DiscordStandIn(_StandInServer):
             roles.append(
                 {"id": role_id, "name": name, "permissions": str(permissions), "position": len(roles)}
             )
+
+    def seed_owner(self, guild_id: str, owner_id: str) -> None:
+        with self._lock:
+            self._owners[guild_id] = owner_id
 
     def channel_info(self, channel_id: str) -> dict[str, Any]:
         with self._lock:
@@ -456,6 +464,10 @@ class DiscordStandIn(_StandInServer):
         if member is None:
             return _discord_error(404, ERROR_UNKNOWN_MEMBER, "Unknown Member")
         return CannedResponse(200, member)
+
+    def _get_guild(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
+        owner = self._owners.get(guild_id, self.bot_user["id"])  # someone, never a test's member by chance
+        return CannedResponse(200, {"id": guild_id, "name": f"guild-{guild_id[-4:]}", "owner_id": owner})
 
     def _get_roles(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         return CannedResponse(200, list(self._roles.get(guild_id) or [self._everyone(guild_id)]))

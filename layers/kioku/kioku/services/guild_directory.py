@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
-from kioku.domain.privacy import ChannelDescription, describe_channel, is_thread
+from kioku.domain.privacy import (
+    ADMINISTRATOR,
+    MANAGE_GUILD,
+    ChannelDescription,
+    describe_channel,
+    is_thread,
+    manages_server,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -51,6 +58,7 @@ class GuildDirectory:
         self._discord = discord
         self._roles = _TtlCache(cache_seconds, clock)
         self._members = _TtlCache(cache_seconds, clock)
+        self._guilds = _TtlCache(cache_seconds, clock)
 
     def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
         """``channel``'s privacy (the object of ``GET /channels/{id}``); whatever Discord will not
@@ -69,6 +77,30 @@ class GuildDirectory:
         except DiscordError as exc:
             logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
             return None
+
+    def manages_server(self, guild_id: str, user_id: str, member: dict[str, Any] | None) -> bool:
+        """Whether the member may manage the server: the interaction's ``permissions`` when Discord
+        gave them, else the owner or the member's roles (from MESSAGE_CREATE) against the guild's
+        roles. Whatever cannot be read grants nothing."""
+        member = member or {}
+        given = member.get("permissions")
+        if isinstance(given, str) and given.isascii() and given.isdigit():
+            return bool(int(given) & (ADMINISTRATOR | MANAGE_GUILD))
+        try:
+            owner = self._guilds.get(("guild", guild_id), lambda: self._discord.get_guild(guild_id)).get(
+                "owner_id"
+            )
+        except DiscordError as exc:
+            logger.warning("the guild could not be read (%s); its owner is not known", exc)
+            owner = None
+        roles = member.get("roles") if isinstance(member.get("roles"), list) else []
+        return manages_server(
+            guild_id,
+            user_id,
+            owner_id=str(owner) if owner else None,
+            member_role_ids=roles,
+            roles=self.roles(guild_id),
+        )
 
     def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
         """The member, None for someone not in the guild; raises ``DiscordError`` when Discord fails."""

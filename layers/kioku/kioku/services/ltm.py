@@ -7,6 +7,7 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 from kioku.config import Settings
@@ -27,18 +28,24 @@ from kioku.domain.ltm.memory import (
     MemoryLimitReached,
     MemoryNotFound,
     MemoryScope,
+    MemoryStatus,
     MemoryStoreFailed,
     PersonalTarget,
     ScopeKind,
     TargetPrivacyRestricted,
     allows_personal_memories,
 )
-from kioku.domain.ltm.notification import memory_forgotten_embed, memory_saved_embed, memory_updated_embed
+from kioku.domain.ltm.notification import (
+    memory_forgotten_embed,
+    memory_pending_embed,
+    memory_saved_embed,
+    memory_updated_embed,
+)
 from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, SearchMembers
 from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
-from kioku.domain.models import ContextItem
+from kioku.domain.models import ContextItem, MemoryModeration
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 
@@ -152,12 +159,18 @@ def create_long_term_memory(
     search_members: SearchMembers | None,
     settings: Settings,
     lookup_member: LookupMember | None = None,
+    speaker_manages_server: Callable[[], bool] | None = None,
 ) -> ToolResult:
-    """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write."""
+    """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write.
+
+    On a server that reviews memories, a server memory from a member who does not manage the server
+    is saved as pending (``speaker_manages_server`` is asked only then)."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(SaveStatus.DISABLED, "self-teaching is turned off on this server")
     try:
-        return _create(arguments, turn, store, search_members, lookup_member, settings)
+        return _create(
+            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings
+        )
     except InvalidArguments as exc:
         return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -229,6 +242,7 @@ def _create(
     store: MemoryStore,
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None,
+    speaker_manages_server: Callable[[], bool] | None,
     settings: Settings,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
@@ -254,9 +268,14 @@ def _create(
     if lineage <= GLOBAL_LINEAGE:
         return _result(SaveStatus.INTERNAL_ERROR, "the persona has no valid lineage; nothing was saved")
 
+    status = MemoryStatus.ACTIVE
     if target is None:
         content = pin_user_token(content, subject.display_name)
         scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
+        if turn.config.memory_moderation is MemoryModeration.APPROVAL and not (
+            speaker_manages_server is not None and speaker_manages_server()
+        ):
+            status = MemoryStatus.PENDING
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
     draft = MemoryDraft(
@@ -266,6 +285,7 @@ def _create(
         created_at=turn.now,
         origin=turn.origin,
         subject_id=subject.user_id,
+        status=status,
     )
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
 
@@ -275,6 +295,15 @@ def _create(
         return ToolResult(SaveStatus.SAVED, data)
     if note:
         data["message"] = note
+    if status is MemoryStatus.PENDING:
+        data["message"] = (
+            "saved for review: a server manager must approve it before you remember it; "
+            "tell the person it awaits review"
+        )
+        embed = memory_pending_embed(
+            content, outcome.memory_id, subject_name=subject.display_name, bot_name=turn.bot_name
+        )
+        return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed)
     embed = memory_saved_embed(
         content if _shown_here(draft.saved_as(outcome.memory_id), turn) else None,
         outcome.memory_id,

@@ -162,7 +162,7 @@ class TurnService:
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
         try:
-            reply = self._converse(turn, stm, messages, tools, record, time_left)
+            reply = self._converse(turn, stm, messages, tools, record, time_left, job.member)
         except LlmUnavailable as exc:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
             record.apologised = True
@@ -246,6 +246,7 @@ class TurnService:
         tools: list[dict[str, Any]],
         record: TurnRecord,
         time_left: Callable[[], float],
+        member: dict[str, Any] | None = None,
     ) -> str:
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offered = tools if round_number < MAX_TOOL_ROUNDS else []
@@ -259,14 +260,16 @@ class TurnService:
                 return strip_echoed_metadata(response.content or "").strip()
             messages.append(response.assistant_message())
             for call in response.tool_calls:
-                result = self._run_tool(call, turn, stm)
+                result = self._run_tool(call, turn, stm, member)
                 record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
                 )
         raise AssertionError("unreachable: the last round offers no tools")
 
-    def _run_tool(self, call: ToolCall, turn: TurnContext, stm: ShortTermMemoryTurn) -> ToolResult:
+    def _run_tool(
+        self, call: ToolCall, turn: TurnContext, stm: ShortTermMemoryTurn, member: dict[str, Any] | None
+    ) -> ToolResult:
         common = {
             "store": self.ltm_store,
             "search_members": self._search_members,
@@ -277,7 +280,12 @@ class TurnService:
             if call.name == STM_TOOL_NAME:
                 return stm.run_update_tool(call.arguments)
             if call.name == ltm.CREATE_TOOL_NAME:
-                return ltm.create_long_term_memory(call.arguments, turn, **common)
+                return ltm.create_long_term_memory(
+                    call.arguments,
+                    turn,
+                    speaker_manages_server=lambda: self._manages_server(turn, member),
+                    **common,
+                )
             if call.name == ltm.UPDATE_TOOL_NAME:
                 return ltm.update_long_term_memory(call.arguments, turn, **common)
         except Exception:
@@ -290,6 +298,16 @@ class TurnService:
             return self.discord.search_guild_members(guild_id, query)
         except DiscordError as exc:
             raise MemberSearchFailed(str(exc)) from exc
+
+    def _manages_server(self, turn: TurnContext, member: dict[str, Any] | None) -> bool:
+        assert self.directory is not None
+        if turn.server_id is None:
+            return False
+        try:
+            return self.directory.manages_server(turn.server_id, turn.user.user_id, member)
+        except (DiscordError, ValueError):
+            logger.warning("could not tell whether the speaker manages the server; treated as a member")
+            return False
 
     def _lookup_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
         assert self.directory is not None

@@ -9,6 +9,7 @@ from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.domain.models import (
     Capabilities,
+    MemoryModeration,
     Persona,
     PrivacyLevel,
     RenderMode,
@@ -129,6 +130,7 @@ def server_config_from_item(item: Item | None, server_id: str | None) -> ServerC
         ),
         trigger_words=tuple(item.get("trigger_words", ())),
         answer_other_bots=bool(item.get("answer_other_bots", False)),
+        memory_moderation=_moderation(item.get("memory_moderation")),
         version=int(item.get("version", 0)),
     )
 
@@ -166,6 +168,7 @@ def server_config_to_item(config: ServerConfig) -> Item:
         ],
         "trigger_words": list(config.trigger_words),
         "answer_other_bots": config.answer_other_bots,
+        "memory_moderation": config.memory_moderation.value,
         "version": config.version,
     }
 
@@ -194,6 +197,13 @@ def _channel_privacy(item: Item) -> dict[str, PrivacyMode]:
     """The overrides; an older item's ``private_channel_ids`` list reads as private overrides."""
     legacy = {str(channel): PrivacyMode.PRIVATE.value for channel in item.get("private_channel_ids", ())}
     return parse_overrides({**legacy, **(item.get("channel_privacy") or {})})
+
+
+def _moderation(value: Any) -> MemoryModeration:
+    try:
+        return MemoryModeration(value)
+    except ValueError:
+        return MemoryModeration.OPEN
 
 
 def _optional_int(value: Any) -> int | None:

@@ -43,6 +43,7 @@ from kioku.domain.ltm.memory import (
     MemoryLimitReached,
     MemoryNotFound,
     MemoryScope,
+    MemoryStatus,
     MemoryStoreFailed,
     PersonalLedger,
     PersonalTarget,
@@ -71,6 +72,7 @@ BOOK_ITEM_BYTES: Final = 380_000
 BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
 """An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes)."""
 _MAX_UTF8_BYTES: Final = 4
+_PENDING: Final = "p"
 _ORIGIN_PRIVATE: Final = "p"
 _ORIGIN_PRIVATE_THREAD: Final = "t"
 _NAMES: Final = {
@@ -80,6 +82,7 @@ _NAMES: Final = {
     "#content": "content",
     "#updated_at": "updated_at",
     "#privacy": "privacy_level",
+    "#status": "status",
 }
 
 
@@ -134,6 +137,8 @@ def book_entry(memory: Memory, limit: int) -> Item:
     }
     if memory.subject_id:
         entry["s"] = memory.subject_id
+    if memory.status is MemoryStatus.PENDING:
+        entry["st"] = _PENDING
     return entry
 
 
@@ -282,6 +287,48 @@ class DynamoMemoryStore:
             self._transact_retrying(operations)
         except TransactionCancelled as exc:
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+
+    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]:
+        """Every memory of an owner (a server's, or all that are about a person), every lineage,
+        oldest first; one query of the owner's partition (a few hundred items at most)."""
+        memories: list[Memory] = []
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._guarded(
+                self._table.query,
+                "#pk = :pk AND begins_with(#sk, :memory)",
+                names={"#pk": "pk", "#sk": "sk"},
+                values={":pk": owner_pk(kind, owner_id), ":memory": _MEMORY_PREFIX},
+                consistent=True,
+                start_key=start_key,
+            )
+            memories.extend(memory_from_item(item) for item in items)
+            if start_key is None:
+                return sorted(memories, key=lambda memory: memory.created_at)
+
+    def approve(self, memory: Memory, *, limit: int) -> Memory:
+        """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
+        pending memory that was read (approved, rejected or changed meanwhile)."""
+        approved = replace(memory, status=MemoryStatus.ACTIVE)
+        operations = [
+            self._table.op_update(
+                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                "SET #status = :active",
+                condition="#status = :pending AND #fingerprint = :read_fingerprint",
+                names=_names("#status", "#fingerprint"),
+                values={
+                    ":active": MemoryStatus.ACTIVE.value,
+                    ":pending": MemoryStatus.PENDING.value,
+                    ":read_fingerprint": memory.fingerprint,
+                },
+            ),
+            self._write_entry(approved, limit),
+        ]
+        try:
+            self._transact_retrying(operations)
+        except TransactionCancelled as exc:
+            raise MemoryNotFound(f"memory #{memory.memory_id} is no longer pending") from exc
+        return approved
 
     def recall(
         self,
@@ -458,6 +505,7 @@ def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, .
                     updated_at,
                     origin=origin,
                     subject_id=_optional_str(entry.get("s")),
+                    status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
                 )
             )
     return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
@@ -484,6 +532,7 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str) -> Item
         "created_at": draft.created_at.isoformat(),
         "updated_at": draft.created_at.isoformat(),
         "origin": origin_text(draft.origin),
+        "status": draft.status.value,
         **({"subject_id": draft.subject_id} if draft.subject_id else {}),
     }
 
@@ -498,6 +547,7 @@ def memory_from_item(item: Item) -> Memory:
         updated_at=datetime.fromisoformat(item["updated_at"]),
         origin=origin_from_text(item.get("origin")),
         subject_id=_optional_str(item.get("subject_id")),
+        status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
     )
 
 

@@ -27,6 +27,14 @@ class ScopeKind(StrEnum):
     PERSONAL = "personal"
 
 
+class MemoryStatus(StrEnum):
+    """A server memory saved by a non-manager on a server that reviews memories waits as ``pending``:
+    counted against the limit, never recalled, until a manager approves it."""
+
+    ACTIVE = "active"
+    PENDING = "pending"
+
+
 @dataclass(frozen=True, slots=True)
 class MemoryScope:
     """Where a memory lives: a server's or a user's memories within one persona lineage."""
@@ -59,6 +67,7 @@ class MemoryDraft:
     created_at: datetime
     origin: Origin = field(default_factory=Origin.unknown)
     subject_id: str | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
 
     def saved_as(self, memory_id: str) -> Memory:
         return Memory(
@@ -70,6 +79,7 @@ class MemoryDraft:
             self.created_at,
             origin=self.origin,
             subject_id=self.subject_id,
+            status=self.status,
         )
 
 
@@ -83,6 +93,7 @@ class Memory:
     updated_at: datetime
     origin: Origin = field(default_factory=Origin.unknown)
     subject_id: str | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
 
     @property
     def fingerprint(self) -> str:
@@ -94,7 +105,10 @@ class Memory:
         return self.scope.owner_id if self.scope.kind is ScopeKind.PERSONAL else self.subject_id
 
     def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:
-        """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules)."""
+        """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules);
+        a memory awaiting review is shown nowhere."""
+        if self.status is not MemoryStatus.ACTIVE:
+            return False
         if self.scope.kind is ScopeKind.SERVER:
             return self.scope.owner_id == place.guild_id and may_recall(self.origin, place, policy)
         return may_recall_personal(

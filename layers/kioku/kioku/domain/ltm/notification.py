@@ -10,6 +10,7 @@ from kioku.domain.text import expand_macros, shorten
 MEMORY_SAVED_COLOUR: Final = 0x57F287
 MEMORY_UPDATED_COLOUR: Final = 0x5865F2
 MEMORY_FORGOTTEN_COLOUR: Final = 0x99AAB5
+MEMORY_PENDING_COLOUR: Final = 0xFEE75C
 NOTIFICATION_CONTENT_LIMIT: Final = 300
 NOT_SHOWN_HERE: Final = "*(Not shown here: this memory is not recalled in this channel.)*"
 
@@ -39,6 +40,12 @@ def memory_saved_embed(
             "on this server, so it will not be recalled here"
         )
     return _embed("Memory saved", content, subject_name, bot_name, footer, MEMORY_SAVED_COLOUR)
+
+
+def memory_pending_embed(content: str, memory_id: str, *, subject_name: str, bot_name: str) -> dict[str, Any]:
+    """A server memory saved for review: not remembered until a manager approves it."""
+    footer = f"Server memory #{memory_id} · awaits a manager's review (/server memories review)"
+    return _embed("Memory awaiting review", content, subject_name, bot_name, footer, MEMORY_PENDING_COLOUR)
 
 
 def memory_updated_embed(

@@ -7,6 +7,7 @@ from enum import StrEnum
 
 class SaveStatus(StrEnum):
     SAVED = "memory_saved_successfully"
+    PENDING_REVIEW = "memory_saved_pending_review"
     DISABLED = "memory_save_failed_disabled"
     LIMIT_EXCEEDED = "memory_save_failed_limit_exceeded"
     AMBIGUOUS_USER = "memory_save_failed_ambiguous_user"
