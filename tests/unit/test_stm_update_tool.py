@@ -11,7 +11,7 @@ from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.domain.stm.context import StmState
 from kioku.domain.stm.update_tool import TOOL_NAME, StmUpdate
 from kioku.services.stm import ShortTermMemoryTurn
-from tests.unit.stm_builders import ALICE, CATEGORIES, LIMITS, config, message, turn
+from tests.unit.stm_builders import ALICE, CATEGORIES, CHANNEL, LIMITS, config, message, turn
 
 
 @dataclass
@@ -27,6 +27,10 @@ class RecordingStore:
 
     def capture(self, identity, read, messages, now, limits, *, also=()):
         self.captures.append(tuple(messages))
+        self.also = list(also)
+
+    def op_note_lines(self, user_id, address, now, retention):
+        return {"note": (user_id, address.channel_id)}
 
     def count_turn(self, identity, now, limits, *, also=()):
         self.counted += 1
@@ -183,10 +187,11 @@ def test_the_tool_runs_at_most_once_per_turn_but_a_rejected_call_does_not_count(
 # -- capture --------------------------------------------------------------------------------------
 
 
-def test_capture_stores_the_turns_messages():
+def test_capture_stores_the_turns_messages_and_notes_where_the_speakers_lines_are():
     memory, store = stm_turn()
-    memory.capture([message("hello"), message("hi!", role="assistant")])
+    memory.capture([message("hello"), message("hi!", role="assistant")], also=[{"done": 1}])
     assert [m.text for m in store.captures[0]] == ["hello", "hi!"]
+    assert store.also == [{"done": 1}, {"note": ("7", CHANNEL)}]
 
 
 def test_capture_stores_nothing_for_a_user_with_full_privacy_but_still_counts_the_turn():

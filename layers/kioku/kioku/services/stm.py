@@ -151,6 +151,15 @@ class ShortTermMemoryTurn:
             if self._turn.profile.privacy_level is PrivacyLevel.FULL:
                 self._store.count_turn(self._identity, self._turn.now, self._limits, also=also)
             else:
+                if self._identity.address.server_id:
+                    # a shared row: note where the speaker's lines are, so they can have them forgotten
+                    note = self._store.op_note_lines(
+                        self._turn.user.user_id,
+                        self._identity.address,
+                        self._turn.now,
+                        self._limits.retention,
+                    )
+                    also = [*also, note]
                 self._store.capture(
                     self._identity, self._state.current, messages, self._turn.now, self._limits, also=also
                 )

@@ -63,6 +63,8 @@ _PAGE_SLACK: Final = 2
 _MAX_PRIVATE_SLACK: Final = 10
 _BACKOFF_STEP_SECONDS: Final = 0.002
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
+_LINES_PREFIX: Final = "STMLINES#"
+MAX_FORGET_ATTEMPTS: Final = 16
 
 
 class NewerMemoryExists(StoreError):
@@ -114,6 +116,12 @@ def stm_row_key(address: StmAddress) -> Key:
     if address.server_id:
         return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
     return {"pk": _scope_pk(address), "sk": f"DM#P#{address.persona_id}"}
+
+
+def lines_key(user_id: str, row: Key) -> Key:
+    """A note, in the user's partition, that they have raw lines in ``row``: how forget-all and export
+    find them without a scan. It expires with the row's retention."""
+    return {"pk": f"USER#{user_id}", "sk": f"{_LINES_PREFIX}{row['pk']}|{row['sk']}"}
 
 
 def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
@@ -279,6 +287,89 @@ class StmStore:
 
     def get(self, address: StmAddress) -> StmEntry | None:
         return entry_from_item(self._table.get(stm_row_key(address)))
+
+    # -- a person's own data ---------------------------------------------------------------------------
+
+    def op_note_lines(self, user_id: str, address: StmAddress, now: datetime, retention: timedelta) -> dict:
+        """The transaction operation that notes ``user_id``'s raw lines in ``address``'s row."""
+        note = lines_key(user_id, stm_row_key(address))
+        return self._table.op_put({**note, "expires_at": int((now + retention).timestamp())})
+
+    def rows_with_lines_of(self, user_id: str) -> list[StmEntry]:
+        """The rows noted as holding ``user_id``'s raw lines (rows gone since are left out)."""
+        rows = []
+        for note in self._notes_of(user_id):
+            pk, _, sk = note["sk"][len(_LINES_PREFIX) :].partition("|")
+            entry = entry_from_item(self._table.get({"pk": pk, "sk": sk}))
+            if entry is not None:
+                rows.append(entry)
+        return rows
+
+    def dm_rows_of(self, user_id: str) -> list[StmEntry]:
+        """Every DM row of ``user_id`` (one per persona)."""
+        items = self._all(
+            {"#pk": "pk"}, "#pk = :pk", {":pk": _scope_pk(StmAddress.of(None, user_id, "", ""))}
+        )
+        return [entry for entry in map(entry_from_item, items) if entry is not None]
+
+    def forget_lines_of(self, user_id: str) -> int:
+        """Remove every raw line ``user_id`` wrote from every row that holds one, each row rewritten on
+        the condition that it did not change since it was read (a turn appending meanwhile makes it
+        read again). Returns the lines removed."""
+        removed = 0
+        for note in self._notes_of(user_id):
+            pk, _, sk = note["sk"][len(_LINES_PREFIX) :].partition("|")
+            removed += self._strip_lines({"pk": pk, "sk": sk}, user_id)
+            self._table.delete({"pk": note["pk"], "sk": note["sk"]})
+        return removed
+
+    def delete_dm_rows_of(self, user_id: str) -> int:
+        rows = self.dm_rows_of(user_id)
+        for entry in rows:
+            self._table.delete(stm_row_key(entry.address))
+        return len(rows)
+
+    def _strip_lines(self, key: Key, user_id: str) -> int:
+        for attempt in range(MAX_FORGET_ATTEMPTS):
+            entry = entry_from_item(self._table.get(key))
+            if entry is None:
+                return 0
+            kept = [message for message in entry.crude if message.user_id != user_id]
+            if len(kept) == len(entry.crude):
+                return 0
+            expression = _Update()
+            expression.set("crude", [_crude_to_item(message) for message in kept])
+            expression.set("version", entry.version + 1)
+            try:
+                self._table.update(
+                    key,
+                    expression.text(),
+                    condition=f"{expression.name('version')} = {expression.value(entry.version)}",
+                    names=expression.names,
+                    values=expression.values,
+                )
+                return len(entry.crude) - len(kept)
+            except ConditionFailed:
+                _backoff(attempt)
+        raise CaptureConflict(f"a row kept changing while forgetting lines ({MAX_FORGET_ATTEMPTS} attempts)")
+
+    def _notes_of(self, user_id: str) -> list[Item]:
+        return self._all(
+            {"#pk": "pk", "#sk": "sk"},
+            "#pk = :pk AND begins_with(#sk, :notes)",
+            {":pk": f"USER#{user_id}", ":notes": _LINES_PREFIX},
+        )
+
+    def _all(self, names: dict[str, str], condition: str, values: dict[str, Any]) -> list[Item]:
+        items: list[Item] = []
+        start_key: Key | None = None
+        while True:
+            page, start_key = self._table.query(
+                condition, names=names, values=values, consistent=True, start_key=start_key
+            )
+            items.extend(page)
+            if start_key is None:
+                return items
 
     # -- channel events ------------------------------------------------------------------------------
 
