@@ -50,7 +50,14 @@ def store(table) -> StmStore:
 def remember(
     store: StmStore, channel_id: str, text: str, *, parent=None, private=False, private_thread=False
 ):
-    row = identity(channel_id, server_id=GUILD, parent=parent, private=private, private_thread=private_thread)
+    row = identity(
+        channel_id,
+        server_id=GUILD,
+        parent=parent,
+        private=private,
+        private_thread=private_thread,
+        described_at=NOW - timedelta(seconds=1),
+    )
     said = CrudeMessage("Alice", USER, CrudeRole.USER, text, NOW - timedelta(minutes=1), f"{channel_id}1")
     store.capture(row, None, [said], NOW, LIMITS)
 

@@ -177,3 +177,44 @@ def test_chat_answers_ephemerally_when_the_queue_is_gone(invoke, discord_keys, r
     payload = slash_command(APPLICATION_ID, "chat", options={"message": "hi"})
     body = json.loads(invoke(signed_event(payload, discord_keys.signing_hex))["body"])
     assert body["type"] == 4 and "try again" in body["data"]["embeds"][0]["description"]
+
+
+GROUP_DM, OTHER_DM = 3, 1
+
+
+@pytest.mark.parametrize(
+    ("context", "channel_type", "queued"),
+    [
+        (1, OTHER_DM, True),  # the bot's own DM
+        (2, GROUP_DM, False),  # a group DM, through a user install
+        (2, OTHER_DM, False),  # someone else's DM
+        (None, GROUP_DM, False),  # no context given: the channel type decides
+        (None, None, False),  # nothing to tell: not a DM with the bot
+    ],
+)
+def test_chat_outside_a_server_works_only_in_the_bots_own_dm(
+    invoke, discord_keys, resources, context, channel_type, queued
+):
+    import boto3
+
+    # Given /chat invoked outside any server, where Discord says it was
+    payload = slash_command(
+        APPLICATION_ID, "chat", options={"message": "what do you know about me?"}, guild_id=None
+    )
+    payload["context"] = context
+    payload["channel"] = {"id": payload["channel_id"], "type": channel_type} if channel_type else None
+    # When
+    body = json.loads(invoke(signed_event(payload, discord_keys.signing_hex))["body"])
+    # Then only the bot's own DM gets a turn; elsewhere an ephemeral refusal and nothing queued
+    sent = boto3.client("sqs").receive_message(QueueUrl=resources.turn_queue_url)
+    assert ("Messages" in sent) is queued
+    assert body["type"] == (5 if queued else 4)
+
+
+def test_every_command_is_installed_to_servers_and_usable_only_in_servers_or_the_bots_dm():
+    from kioku.services.commands.registry import definitions
+
+    for definition in definitions():
+        assert definition["integration_types"] == [0]
+        expected = [0, 1] if definition["dm_permission"] else [0]
+        assert definition["contexts"] == expected, definition["name"]

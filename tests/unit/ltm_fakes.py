@@ -131,7 +131,8 @@ class FakeMemoryStore:
         self._check()
         scope = draft.scope
         for memory in self.in_scope(scope.kind, scope.owner_id, {scope.lineage}):
-            if memory.fingerprint == content_fingerprint(draft.content):
+            same_domain = memory.duplicate_domain == draft.duplicate_domain
+            if same_domain and memory.fingerprint == content_fingerprint(draft.content):
                 return SaveOutcome(memory.memory_id, created=False)
         if scope.kind is ScopeKind.PERSONAL:
             if not allows_personal_memories(self.privacy.get(scope.owner_id, PrivacyLevel.NONE)):
@@ -155,7 +156,11 @@ class FakeMemoryStore:
         if self.memories.get(key) != memory:
             raise MemoryNotFound("changed")
         for other in self.in_scope(memory.scope.kind, memory.scope.owner_id, {memory.scope.lineage}):
-            if other.memory_id != memory.memory_id and other.fingerprint == content_fingerprint(content):
+            if (
+                other.memory_id != memory.memory_id
+                and other.duplicate_domain == memory.duplicate_domain
+                and other.fingerprint == content_fingerprint(content)
+            ):
                 raise DuplicateMemory(other.memory_id)
         updated = replace(memory, content=content, updated_at=now)
         self.memories[key] = updated

@@ -114,12 +114,18 @@ def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> lis
 
 
 def authors_of(messages: Iterable[Any], bot_user_id: str, *, limit: int) -> list[str]:
-    """The user ids of who wrote the newest ``limit`` messages (given newest first), the bot left out:
-    the people taking part, as opposed to those merely mentioned or replied to."""
+    """Who wrote the messages ``build_dialogue`` shows (the newest ``limit`` it keeps, given newest
+    first), the bot left out: the people taking part, as opposed to those merely mentioned, replied
+    to, or announced by a join or a pin."""
     authors: dict[str, None] = {}
-    for message in list(messages)[: max(limit, 0)]:
-        author = _mapping(_mapping(message).get("author"))
-        author_id = _snowflake(author.get("id"))
+    shown = 0
+    for message in messages:
+        if shown >= limit:
+            break
+        if _to_context_item(message, bot_user_id=bot_user_id, supports_vision=False) is None:
+            continue
+        shown += 1
+        author_id = _snowflake(_mapping(message.get("author")).get("id"))
         if author_id is not None and author_id != bot_user_id:
             authors.setdefault(author_id)
     return list(authors)

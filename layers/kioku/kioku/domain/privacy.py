@@ -200,8 +200,10 @@ def effective_private(origin: Origin, policy: PrivacyPolicy) -> bool:
         return True
     if origin.guild_id is None or origin.guild_id != policy.guild_id:
         return origin.private
+    if origin.private_thread:
+        return True  # a private thread is private whatever an override says
     mode = policy.overrides.get(origin.channel_id)
-    if mode is None and origin.parent_channel_id and not origin.private_thread:
+    if mode is None and origin.parent_channel_id:
         mode = policy.overrides.get(origin.parent_channel_id)
     if mode is PrivacyMode.PRIVATE:
         return True

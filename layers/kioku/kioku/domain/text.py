@@ -23,16 +23,20 @@ MARKER_OPENERS: Final = "<\ufe64\uff1c"
 MARKER_CLOSERS: Final = ">\ufe65\uff1e"
 _OPENERS = re.escape(MARKER_OPENERS)
 _CLOSERS = re.escape(MARKER_CLOSERS)
-_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]{{1,48}}[{_CLOSERS}]")
+_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]+[{_CLOSERS}]")
 _MARKER_NAMES: Final = {"<som>": "(som)", "<eom>": "(eom)"}
-_INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Cc"})
+_INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"})
+_BLANK_LETTERS: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+"""Letters and symbols that render as nothing (Hangul fillers, the blank Braille pattern)."""
 
 
 def marker_shape(text: str) -> str:
     """``text`` as a reader sees it: compatibility forms folded, case folded, and zero-width,
     combining and space characters gone."""
     folded = unicodedata.normalize("NFKD", text).casefold()
-    return "".join(c for c in folded if unicodedata.category(c) not in _INVISIBLE_CATEGORIES)
+    return "".join(
+        c for c in folded if unicodedata.category(c) not in _INVISIBLE_CATEGORIES and c not in _BLANK_LETTERS
+    )
 
 
 def neutralise_markers(text: str) -> str:

@@ -11,6 +11,8 @@ from kioku.signatures import sign_request
 
 INTERACTION_PING = 1
 INTERACTION_APPLICATION_COMMAND = 2
+CONTEXT_GUILD, CONTEXT_BOT_DM = 0, 1
+GUILD_TEXT, DM_CHANNEL = 0, 1
 INTERACTION_MODAL_SUBMIT = 5
 SUB_COMMAND = 1
 SUB_COMMAND_GROUP = 2
@@ -101,8 +103,12 @@ def slash_command(
     if guild_id:
         payload["guild_id"] = guild_id
         payload["member"] = {"user": user, "nick": None, "permissions": permissions, "roles": []}
+        payload["context"] = CONTEXT_GUILD
+        payload["channel"] = {"id": channel_id, "type": GUILD_TEXT}
     else:
         payload["user"] = user
+        payload["context"] = CONTEXT_BOT_DM
+        payload["channel"] = {"id": channel_id, "type": DM_CHANNEL}
     return payload
 
 

@@ -8,6 +8,7 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any, Final
 
 from kioku.config import Settings
@@ -46,6 +47,7 @@ from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.models import ContextItem, MemoryModeration
+from kioku.domain.privacy import Origin, effective_private
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 
@@ -283,7 +285,7 @@ def _create(
         content=content,
         author_id=turn.user.user_id,
         created_at=turn.now,
-        origin=turn.origin,
+        origin=_saving_origin(turn),
         subject_id=subject.user_id,
         status=status,
     )
@@ -396,6 +398,15 @@ def _find(
         ):
             return memory, subject
     return None
+
+
+def _saving_origin(turn: TurnContext) -> Origin:
+    """Where a memory is said, as private as the server's overrides made that channel: what was said
+    in a channel a manager made private must not follow its subject to another server."""
+    origin = turn.origin
+    if origin.guild_id is None:
+        return origin
+    return replace(origin, private=effective_private(origin, turn.config.privacy))
 
 
 def _shown_here(memory: Memory, turn: TurnContext) -> bool:

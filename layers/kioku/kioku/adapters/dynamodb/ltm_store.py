@@ -94,8 +94,9 @@ def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> Key:
     return {"pk": owner_pk(kind, owner_id), "sk": f"{_MEMORY_PREFIX}{memory_id}"}
 
 
-def guard_key(scope: MemoryScope, fingerprint: str) -> Key:
-    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"H#{scope.lineage}#{fingerprint}"}
+def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> Key:
+    """The duplicate guard of a fact within a scope and duplicate domain (see ``duplicate_domain``)."""
+    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"H#{scope.lineage}#{domain}#{fingerprint}"}
 
 
 def counter_key(kind: ScopeKind, owner_id: str) -> Key:
@@ -201,7 +202,7 @@ class DynamoMemoryStore:
         fingerprint = content_fingerprint(draft.content)
         for attempt in range(MAX_ATTEMPTS):
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
-                return self._existing_or_limit(draft.scope, fingerprint, limit)
+                return self._existing_or_limit(draft.scope, fingerprint, draft.duplicate_domain, limit)
             memory_id = self._new_id()
             operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger)
             try:
@@ -250,7 +251,10 @@ class DynamoMemoryStore:
         if updated.fingerprint != memory.fingerprint:
             operations["old_guard"] = self._release_guard(memory)
             operations["new_guard"] = self._table.op_put(
-                {**guard_key(memory.scope, updated.fingerprint), "memory_id": memory.memory_id},
+                {
+                    **guard_key(memory.scope, updated.fingerprint, memory.duplicate_domain),
+                    "memory_id": memory.memory_id,
+                },
                 condition="attribute_not_exists(pk)",
             )
         try:
@@ -418,7 +422,8 @@ class DynamoMemoryStore:
                 values={":one": 1, **({":read_version": ledger.version} if ledger.version else {})},
             )
         operations["guard"] = table.op_put(
-            {**guard_key(scope, fingerprint), "memory_id": memory_id}, condition="attribute_not_exists(pk)"
+            {**guard_key(scope, fingerprint, draft.duplicate_domain), "memory_id": memory_id},
+            condition="attribute_not_exists(pk)",
         )
         operations["counter"] = counter
         operations["memory"] = table.op_put(
@@ -427,9 +432,11 @@ class DynamoMemoryStore:
         operations["book"] = self._write_entry(draft.saved_as(memory_id), limit)
         return operations
 
-    def _existing_or_limit(self, scope: MemoryScope, fingerprint: str, limit: int) -> SaveOutcome:
+    def _existing_or_limit(
+        self, scope: MemoryScope, fingerprint: str, domain: str, limit: int
+    ) -> SaveOutcome:
         """A full scope still answers a repeated fact with the memory that holds it."""
-        guard = self._guarded(self._table.get, guard_key(scope, fingerprint))
+        guard = self._guarded(self._table.get, guard_key(scope, fingerprint, domain))
         if guard:
             return SaveOutcome(str(guard["memory_id"]), created=False)
         raise MemoryLimitReached(limit)
@@ -445,7 +452,7 @@ class DynamoMemoryStore:
 
     def _release_guard(self, memory: Memory) -> dict[str, Any]:
         return self._table.op_delete(
-            guard_key(memory.scope, memory.fingerprint),
+            guard_key(memory.scope, memory.fingerprint, memory.duplicate_domain),
             condition="#memory_id = :memory_id",
             names=_names("#memory_id"),
             values={":memory_id": memory.memory_id},

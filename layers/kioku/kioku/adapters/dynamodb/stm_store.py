@@ -5,6 +5,7 @@
     Recency    gsi1pk = {pk}#L#{lineage_id}, + "#PRIVATE" for a private channel's row
                gsi1sk = last_updated (ISO UTC)
     JanitorAge gsi2pk = STMAGE#{0..7}         gsi2sk = last_updated
+    ThreadParent gsi3pk = {pk}#PARENT#{parent channel}, on a thread's row once a turn described it
     TTL        expires_at = last_updated + STM_JANITOR_RETENTION_DAYS (a backstop for the janitor)
 
 A turn loads its state in two requests: one BatchGetItem (server config, user profile, the current
@@ -55,6 +56,7 @@ RECENCY_INDEX: Final = "Recency"
 AGE_SHARDS: Final = 8
 ANY_TIME: Final = object()  # write_memory's default: any earlier write may be replaced
 JANITOR_INDEX: Final = "JanitorAge"
+THREAD_PARENT_INDEX: Final = "ThreadParent"
 MAX_ITEM_BYTES: Final = 400 * 1024
 MAX_CHANNEL_NAME_CHARS: Final = 100
 MAX_CAPTURE_ATTEMPTS: Final = 48
@@ -122,6 +124,11 @@ def lines_key(user_id: str, row: Key) -> Key:
     """A note, in the user's partition, that they have raw lines in ``row``: how forget-all and export
     find them without a scan. It expires with the row's retention."""
     return {"pk": f"USER#{user_id}", "sk": f"{_LINES_PREFIX}{row['pk']}|{row['sk']}"}
+
+
+def thread_parent_partition(server_id: str, parent_channel_id: str) -> str:
+    """The ``ThreadParent`` partition of a channel's threads."""
+    return f"{_scope_pk(StmAddress.of(server_id, '', parent_channel_id, ''))}#PARENT#{parent_channel_id}"
 
 
 def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
@@ -376,17 +383,19 @@ class StmStore:
     def restamp_channel(
         self, server_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
     ) -> int:
-        """A channel changed: its rows (every persona) and its threads' rows take its new privacy (a
-        private thread keeps its own); with ``private`` None only the name changes. Each write is
-        conditional on the row still existing, and bumps its version, so a capture that looked at the
+        """A channel changed: its rows (every persona) take its new privacy, and so do the rows of its
+        threads that a turn has described as its threads (a private thread keeps its own; a row never
+        described stays private); with ``private`` None only the name changes. Each write is
+        conditional on the row still existing and bumps its version, so a capture that looked at the
         channel before this cannot stamp the old privacy back. Returns the rows changed."""
         changed = 0
-        for entry in self._channel_rows(server_id, channel_id):
-            expression = _Update()
+        for entry in [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]:
             own = entry.channel_id == channel_id
-            if own and name:
+            expression = _Update()
+            if own and name and name[:MAX_CHANNEL_NAME_CHARS] != entry.channel_name:
                 expression.set("channel_name", name[:MAX_CHANNEL_NAME_CHARS])
-            if private is not None and not entry.private_thread:
+            follows = own or not (entry.private_thread or entry.described_at is None)
+            if private is not None and follows and entry.private is not private:
                 expression.set("private", private)
                 expression.set("described_at", _iso(now))
                 expression.set("gsi1pk", recency_partition(entry.address, entry.lineage_id, private=private))
@@ -408,27 +417,34 @@ class StmStore:
 
     def delete_channel(self, server_id: str, channel_id: str) -> int:
         """A channel or thread is gone: delete its rows and its threads' rows. Returns how many."""
-        deleted = 0
-        for entry in self._channel_rows(server_id, channel_id):
+        rows = [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]
+        for entry in rows:
             self._table.delete(stm_row_key(entry.address))
-            deleted += 1
-        return deleted
+        return len(rows)
 
-    def _channel_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
-        """The rows of ``channel_id`` and of its threads, every persona: one query of the server's rows
-        (a server holds a row per active channel and persona, so this stays small)."""
+    def _own_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+        """The rows of ``channel_id``, one per persona: a key-range query."""
+        items = self._all(
+            {"#pk": "pk", "#sk": "sk"},
+            "#pk = :pk AND begins_with(#sk, :channel)",
+            {
+                ":pk": _scope_pk(StmAddress.of(server_id, "", channel_id, "")),
+                ":channel": f"C#{channel_id}#P#",
+            },
+        )
+        return [entry for entry in map(entry_from_item, items) if entry is not None]
+
+    def _thread_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+        """The rows of the channel's threads, through the sparse ``ThreadParent`` index (its projection
+        holds what a re-stamp needs)."""
         rows: list[StmEntry] = []
         start_key: Key | None = None
         while True:
             items, start_key = self._table.query(
                 "#pk = :pk",
-                names={"#pk": "pk", "#channel": "channel_id", "#parent": "parent_channel_id"},
-                values={
-                    ":pk": _scope_pk(StmAddress.of(server_id, "", channel_id, "")),
-                    ":channel": channel_id,
-                },
-                filter_expression="#channel = :channel OR #parent = :channel",
-                consistent=True,
+                names={"#pk": "gsi3pk"},
+                values={":pk": thread_parent_partition(server_id, channel_id)},
+                index=THREAD_PARENT_INDEX,
                 start_key=start_key,
             )
             rows.extend(entry for entry in map(entry_from_item, items) if entry is not None)
@@ -732,8 +748,15 @@ def _set_identity(
     if identity.described_at is not None:
         expression.set("described_at", _iso(identity.described_at), if_missing=not describe)
     expression.set("gsi2pk", _age_shard(key))
-    if identity.parent_channel_id:
-        expression.set("parent_channel_id", identity.parent_channel_id)
+    parent = identity.parent_channel_id
+    if describe and address.server_id and parent:
+        expression.set("gsi3pk", thread_parent_partition(address.server_id, parent))
+    elif describe and address.server_id:
+        # a channel in a category is not a thread; an older row may hold the category as its parent
+        expression.remove("parent_channel_id")
+        expression.remove("gsi3pk")
+    if parent:
+        expression.set("parent_channel_id", parent)
     if identity.channel_name:
         expression.set("channel_name", identity.channel_name[:MAX_CHANNEL_NAME_CHARS])
     stamp = _iso(now)
@@ -757,6 +780,7 @@ class _Update:
         self.values: dict[str, Any] = {}
         self._sets: list[str] = []
         self._adds: list[str] = []
+        self._removes: list[str] = []
 
     def name(self, attribute: str) -> str:
         alias = f"#{attribute}"
@@ -775,8 +799,11 @@ class _Update:
     def add(self, attribute: str, amount: int) -> None:
         self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
 
+    def remove(self, attribute: str) -> None:
+        self._removes.append(self.name(attribute))
+
     def has_changes(self) -> bool:
-        return bool(self._sets or self._adds)
+        return bool(self._sets or self._adds or self._removes)
 
     def text(self) -> str:
         clauses = []
@@ -784,6 +811,8 @@ class _Update:
             clauses.append("SET " + ", ".join(self._sets))
         if self._adds:
             clauses.append("ADD " + ", ".join(self._adds))
+        if self._removes:
+            clauses.append("REMOVE " + ", ".join(self._removes))
         return " ".join(clauses)
 
 

@@ -69,6 +69,10 @@ class MemoryDraft:
     subject_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
 
+    @property
+    def duplicate_domain(self) -> str:
+        return duplicate_domain(self.scope, self.author_id, self.origin)
+
     def saved_as(self, memory_id: str) -> Memory:
         return Memory(
             self.scope,
@@ -98,6 +102,10 @@ class Memory:
     @property
     def fingerprint(self) -> str:
         return content_fingerprint(self.content)
+
+    @property
+    def duplicate_domain(self) -> str:
+        return duplicate_domain(self.scope, self.author_id, self.origin)
 
     @property
     def about(self) -> str | None:
@@ -153,6 +161,21 @@ class PersonalTarget:
     user_id: str
     privacy_level: PrivacyLevel
     ledger: PersonalLedger
+
+
+def duplicate_domain(scope: MemoryScope, author_id: str, origin: Origin) -> str:
+    """Which memories of its scope a new one may duplicate: those recalled wherever it would be.
+
+    A fact said in a private channel is another memory than the same fact said in public, and what
+    one person said about someone is another memory than what someone else said: so "already
+    remembered as #id" never confirms a memory the saving turn could not see.
+    """
+    where = f"c{origin.channel_id}" if origin.private or origin.channel_id is None else None
+    if scope.kind is ScopeKind.SERVER:
+        return where or "s"
+    if author_id == scope.owner_id:
+        return where or "self"
+    return f"a{author_id}:" + (where or f"g{origin.guild_id}")
 
 
 def allows_personal_memories(level: PrivacyLevel) -> bool:

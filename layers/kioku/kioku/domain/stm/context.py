@@ -184,7 +184,7 @@ def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
     elif entry.address.server_id != turn.server_id:
         where = "a channel in another server"
     elif entry.channel_name:
-        where = f"#{entry.channel_name}"
+        where = f"#{one_line_name(entry.channel_name)}"
     else:
         where = f"another channel (id {entry.channel_id})"
     age = f", last active {relative_age(entry.last_updated, turn.now)}" if entry.last_updated else ""

@@ -113,7 +113,8 @@ class StmEntry:
             channel_id=self.channel_id,
             parent_channel_id=self.parent_channel_id,
             private=self.private is not False,
-            private_thread=self.private_thread,
+            # a row never described does not follow its parent's overrides either
+            private_thread=self.private_thread or self.private is None,
         )
 
 

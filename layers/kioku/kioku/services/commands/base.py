@@ -8,7 +8,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kioku.services.commands.discord import CommandType, InteractionType, OptionType
+from kioku.services.commands.discord import (
+    DM_CHANNEL_TYPE,
+    INTEGRATION_GUILD_INSTALL,
+    CommandType,
+    InteractionContext,
+    InteractionType,
+    OptionType,
+)
 
 SNOWFLAKE = r"^[0-9]{1,20}$"  # ASCII digits only: \d would take any script's digits
 
@@ -31,6 +38,7 @@ class Member(BaseModel):
 class PartialChannel(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str = Field(pattern=SNOWFLAKE)
+    type: int | None = None
     name: str | None = Field(default=None, max_length=100)
     parent_id: str | None = Field(default=None, pattern=SNOWFLAKE)
 
@@ -50,6 +58,17 @@ class Interaction(BaseModel):
     member: Member | None = None
     user: User | None = None
     locale: str | None = None
+    context: int | None = None
+    """Where it was invoked: 0 a server, 1 the bot's DM, 2 another private channel (a group DM)."""
+
+    @property
+    def in_bot_dm(self) -> bool:
+        """A DM with the bot itself (not a group DM, not someone else's DM through a user install)."""
+        if self.guild_id is not None:
+            return False
+        if self.context is not None:
+            return self.context == InteractionContext.BOT_DM
+        return self.channel is not None and self.channel.type == DM_CHANNEL_TYPE
 
     @property
     def invoker(self) -> User | None:
@@ -116,4 +135,10 @@ class Command:
         }
         if self.default_member_permissions is not None:
             body["default_member_permissions"] = self.default_member_permissions
+        # Installed to servers only, and usable only in a server or the bot's own DM: never in a group
+        # DM, where what the bot recalls for one person would be shown to everyone there.
+        body["integration_types"] = [INTEGRATION_GUILD_INSTALL]
+        body["contexts"] = [InteractionContext.GUILD] + (
+            [InteractionContext.BOT_DM] if self.dm_permission else []
+        )
         return body

@@ -22,6 +22,10 @@ def on_chat(interaction: Interaction) -> dict:
     invoker = interaction.invoker
     if not text or invoker is None or interaction.channel_id is None:
         return error_message("Tell me something: `/chat message:hello`.")
+    if interaction.guild_id is None and not interaction.in_bot_dm:
+        return error_message(
+            "I only talk in servers and in my own DMs, where what I remember stays with you."
+        )
     if len(text) > MAX_CHAT_MESSAGE_LENGTH:
         return error_message(f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.")
     job = TurnJob(

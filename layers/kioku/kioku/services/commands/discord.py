@@ -38,6 +38,16 @@ class CommandType(IntEnum):
     CHAT_INPUT = 1
 
 
+class InteractionContext(IntEnum):
+    GUILD = 0
+    BOT_DM = 1
+    PRIVATE_CHANNEL = 2
+
+
+INTEGRATION_GUILD_INSTALL: Final = 0
+DM_CHANNEL_TYPE: Final = 1
+
+
 class Permission(IntEnum):
     ADMINISTRATOR = 1 << 3
     MANAGE_GUILD = 1 << 5

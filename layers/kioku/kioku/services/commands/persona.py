@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.domain.models import Persona, ServerConfig, StmCategory
+from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
     StmAddress,
@@ -294,12 +295,17 @@ def on_modal(interaction: Interaction) -> dict:
         texts.update({slug: _clean(value, limits, macros) for slug, value in submitted.items()})
         update = StmUpdate(categories=texts)
     entry, channel = here.entry, interaction.channel
+    thread = channel is not None and channel.type in THREAD_TYPES
     identity = StmRowIdentity(
         address=here.address,
         lineage_id=here.persona.lineage_id,
-        # a new row must know its thread parent, or a private channel's thread would read as public
-        parent_channel_id=entry.parent_channel_id if entry else (channel.parent_id if channel else None),
+        # a new row is stamped private until a turn describes it; it must know its thread parent
+        # (a category is not one), and a private thread must never follow its parent's overrides
+        parent_channel_id=entry.parent_channel_id if entry else (channel.parent_id if thread else None),
         channel_name=entry.channel_name if entry else (channel.name if channel else None),
+        private_thread=entry.private_thread
+        if entry
+        else (channel is not None and channel.type == ChannelType.PRIVATE_THREAD),
     )
     try:
         stm_store().write_memory(

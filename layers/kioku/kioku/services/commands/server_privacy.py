@@ -24,8 +24,9 @@ BYPASS: Final = "bypass"
 VIEW: Final = "view"
 MODE_OPTION: Final = "mode"
 ENABLED_OPTION: Final = "enabled"
-TEXT_CHANNEL_TYPES: Final = (0, 5, 10, 11, 12, 15, 16)
-"""Channels people talk in: text, announcement, their threads, forum and media channels."""
+TEXT_CHANNEL_TYPES: Final = (0, 2, 5, 10, 11, 13, 15, 16)
+"""Channels people talk in: text, voice and stage chat, announcement, public threads, forum and media
+channels. Not private threads: they are private whatever an override says."""
 
 MODE_MEANING: Final = {
     PrivacyMode.AUTO: "follows Discord: private when @everyone cannot view it",

@@ -1,0 +1,179 @@
+"""Leaks a review found, each kept out by a test: category parents, never-described private threads,
+the duplicate guard as an oracle, overrides crossing servers, joins counted as taking part."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
+from kioku.domain.dialogue import authors_of
+from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
+from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
+from kioku.playground.events import signed_event
+from kioku.playground.functions import LambdaContext, load_handler
+from kioku.services import ltm
+from tests.integration.stm_rows import identity
+from tests.unit.ltm_fakes import BOB, FakeMemoryStore, make_turn, member_lookup, settings
+from tests.unit.stm_builders import USER
+
+GUILD = "900"
+CATEGORY, SECRET, OTHER, PUBLIC, PRIVATE_THREAD = "50", "200", "300", "400", "410"
+VIEW = 1 << 10
+NOW = datetime.now(UTC)
+LIMITS = StmLimits()
+EVERYONE_MAY_VIEW = [{"id": GUILD, "type": 0, "allow": str(VIEW), "deny": "0"}]
+
+
+@pytest.fixture
+def send(env, relay_keys):
+    handler = load_handler("relay")
+    return lambda kind, data: handler(
+        signed_event({"t": kind, "d": data}, relay_keys.signing_hex), LambdaContext()
+    )["statusCode"]
+
+
+def remember(store: StmStore, channel_id: str, text: str, **identity_fields) -> None:
+    said = CrudeMessage("Alice", USER, CrudeRole.USER, text, NOW - timedelta(minutes=1), f"{channel_id}1")
+    store.capture(identity(channel_id, server_id=GUILD, **identity_fields), None, [said], NOW, LIMITS)
+
+
+def seen_from(store: StmStore, channel_id: str) -> str:
+    loaded = store.load_turn(
+        server_id=GUILD,
+        channel_id=channel_id,
+        user_id=USER,
+        parent_channel_id=None,
+        persona_hint="kioku",
+        active_since=NOW - timedelta(days=1),
+        other_limit=10,
+    )
+    return " ".join(message.text for entry in loaded.state.others for message in entry.crude)
+
+
+def make_legacy(table, channel_id: str) -> None:
+    """The row as written before privacy was recorded: no stamp at all."""
+    key = stm_row_key(StmAddress.of(GUILD, USER, channel_id, "kioku"))
+    table.update(
+        key, "REMOVE #p, #pt, #d", names={"#p": "private", "#pt": "private_thread", "#d": "described_at"}
+    )
+
+
+def test_a_category_update_never_opens_a_private_channel_it_holds(send, table):
+    # Given a row written before the change with its category stored as parent, then described
+    # private by a turn that knows a category is no thread parent
+    store = StmStore(table)
+    remember(store, SECRET, "old line", parent=CATEGORY)
+    make_legacy(table, SECRET)
+    read = store.get(StmAddress.of(GUILD, USER, SECRET, "kioku"))
+    said = CrudeMessage("Alice", USER, CrudeRole.USER, "the vault code is 4711", NOW, "x2")
+    store.capture(
+        identity(SECRET, server_id=GUILD, private=True, described_at=NOW), read, [said], NOW, LIMITS
+    )
+    assert store.get(StmAddress.of(GUILD, USER, SECRET, "kioku")).parent_channel_id is None
+    # When the category is renamed, with @everyone allowed to view it
+    category = {
+        "id": CATEGORY,
+        "guild_id": GUILD,
+        "type": 4,
+        "name": "renamed",
+        "permission_overwrites": EVERYONE_MAY_VIEW,
+    }
+    assert send("CHANNEL_UPDATE", category) == 204
+    # Then #secret stays private
+    assert "4711" not in seen_from(store, OTHER)
+
+
+def test_a_never_described_thread_row_does_not_follow_its_parent_to_public(send, table):
+    store = StmStore(table)
+    remember(store, PRIVATE_THREAD, "thread secret", parent=PUBLIC, described_at=NOW)
+    make_legacy(table, PRIVATE_THREAD)
+    assert "thread secret" not in seen_from(store, OTHER)
+    public = {
+        "id": PUBLIC,
+        "guild_id": GUILD,
+        "type": 0,
+        "name": "general",
+        "permission_overwrites": EVERYONE_MAY_VIEW,
+    }
+    assert send("CHANNEL_UPDATE", public) == 204
+    assert "thread secret" not in seen_from(store, OTHER)
+
+
+def test_a_never_described_thread_row_ignores_its_parents_public_override(table):
+    store = StmStore(table)
+    remember(store, PRIVATE_THREAD, "thread secret", parent=PUBLIC, described_at=NOW)
+    make_legacy(table, PRIVATE_THREAD)
+    from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.domain.models import ServerConfig
+
+    ConfigStore(table).save_server_config(
+        ServerConfig(server_id=GUILD, channel_privacy={PUBLIC: PrivacyMode.PUBLIC})
+    )
+    assert "thread secret" not in seen_from(store, OTHER)
+
+
+@pytest.fixture
+def store() -> FakeMemoryStore:
+    return FakeMemoryStore()
+
+
+def create(store: FakeMemoryStore, turn, content: str, **arguments):
+    return ltm.create_long_term_memory(
+        {"memory_content": content, **arguments},
+        turn,
+        store=store,
+        search_members=None,
+        lookup_member=member_lookup,
+        settings=settings(),
+    )
+
+
+def test_saving_a_fact_hidden_here_neither_confirms_it_nor_is_refused(store):
+    in_secret = make_turn(channel_id=SECRET, channel_private=True)
+    saved = create(store, in_secret, "The launch is on March 3", memory_scope="server_wide")
+    probe = create(
+        store, make_turn(user=BOB, channel_id=OTHER), "the launch is on  march 3", memory_scope="server_wide"
+    )
+    assert "already remembered" not in str(probe.data)
+    assert probe.data["memory_id"] != saved.data["memory_id"]
+    # the same fact said in public again is a duplicate of the public one only
+    again = create(store, make_turn(channel_id=OTHER), "The launch is on March 3", memory_scope="server_wide")
+    assert (
+        again.data["memory_id"] == probe.data["memory_id"] and "already remembered" in again.data["message"]
+    )
+
+
+def test_what_someone_else_said_is_not_confirmed_by_saying_it_again(store):
+    bob_says = create(
+        store, make_turn(user=BOB), "{user} owes money", memory_scope="target_user", target_user="Alice"
+    )
+    alice_says = create(
+        store, make_turn(), "{user} owes money", memory_scope="target_user", target_user="Alice"
+    )
+    assert "already remembered" not in str(alice_says.data)
+    assert alice_says.data["memory_id"] != bob_says.data["memory_id"]
+
+
+def test_a_self_memory_said_in_a_channel_made_private_by_override_stays_in_its_server(store):
+    base = make_turn(channel_id=SECRET, channel_private=False)  # Discord: public; the manager: private
+    turn = replace(base, config=replace(base.config, channel_privacy={SECRET: PrivacyMode.PRIVATE}))
+    create(store, turn, "{user} is job hunting", memory_scope="target_user", target_user="Alice")
+    (memory,) = store.memories.values()
+    assert not memory.recallable_at(Place(turn.server_id, OTHER), turn.config.privacy)
+    assert not memory.recallable_at(Place("777", "1"), PrivacyPolicy("777"))
+
+
+def test_a_join_or_a_pin_is_not_taking_part():
+    def message(author: str, kind: int, content: str) -> dict:
+        return {
+            "id": str(100 + int(author)),
+            "type": kind,
+            "content": content,
+            "author": {"id": author, "username": author},
+        }
+
+    history = [message("11", 0, "hello"), message("22", 7, ""), message("33", 6, "")]
+    assert authors_of(history, "1", limit=10) == ["11"]
