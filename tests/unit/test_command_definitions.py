@@ -53,3 +53,24 @@ def test_command_names_are_unique_and_the_tree_fits_one_overwrite():
     names = [body["name"] for body in definitions()]
     assert len(names) == len(set(names))
     assert len(names) <= 100
+
+
+def test_the_memories_guide_names_every_memory_command_within_discords_limits():
+    import json
+
+    from kioku.services.commands.help import memories_guide_embed, stm_guide_embed
+    from kioku.services.commands.registry import by_name
+
+    guide = json.dumps(memories_guide_embed())
+    for command in ("personal", "server"):
+        group = next(o for o in by_name()[command].definition()["options"] if o["name"] == "memories")
+        for sub in group["options"]:
+            assert f"/{command} memories {sub['name']}" in guide
+    for embed in (memories_guide_embed(), stm_guide_embed()):
+        assert all(len(field["value"]) <= 1024 for field in embed["fields"])
+        assert (
+            len(embed["title"])
+            + len(embed["description"])
+            + sum(len(f["name"]) + len(f["value"]) for f in embed["fields"])
+            <= 6000
+        )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json as json_module
 import logging
 import re
 import time
@@ -127,15 +128,28 @@ class DiscordRest:
         interaction_token: str,
         content: str,
         embeds: list[dict[str, Any]] | None = None,
+        *,
+        file: tuple[str, bytes, str] | None = None,
     ) -> dict[str, Any]:
-        """Fill in a deferred interaction response. The token in the path is the credential."""
+        """Fill in a deferred interaction response, with ``file`` (name, bytes, media type) attached
+        when given. The token in the path is the credential."""
         if not _INTERACTION_TOKEN.fullmatch(interaction_token):
             raise ValueError("interaction token has unexpected characters")
         body: dict[str, Any] = {"content": content, "allowed_mentions": {"parse": []}}
         if embeds is not None:
             body["embeds"] = embeds
         path = f"/webhooks/{_id(application_id)}/{interaction_token}/messages/@original"
-        return self._request("PATCH", path, json=body, authorize=False)
+        if file is None:
+            return self._request("PATCH", path, json=body, authorize=False)
+        name, data, media_type = file
+        body["attachments"] = [{"id": 0, "filename": name}]
+        return self._request(
+            "PATCH",
+            path,
+            data={"payload_json": json_text(body)},
+            files={"files[0]": (name, data, media_type)},
+            authorize=False,
+        )
 
     def get_original_response(self, application_id: str, interaction_token: str) -> dict[str, Any]:
         """The interaction's response message (still "thinking…" until it is edited)."""
@@ -195,13 +209,17 @@ class DiscordRest:
         *,
         params: dict[str, Any] | None = None,
         json: Any = None,
+        data: dict[str, str] | None = None,
+        files: dict[str, tuple[str, bytes, str]] | None = None,
         authorize: bool = True,
     ) -> Any:
         headers = self._auth if authorize else None
         retries = 0
         while True:
             try:
-                response = self._client.request(method, path, params=params, json=json, headers=headers)
+                response = self._client.request(
+                    method, path, params=params, json=json, data=data, files=files, headers=headers
+                )
             except httpx.TransportError as exc:
                 raise DiscordError(0, None, f"could not reach Discord ({type(exc).__name__})") from exc
             if response.status_code != HTTP_TOO_MANY_REQUESTS:
@@ -213,6 +231,10 @@ class DiscordRest:
             # Only the method is logged: paths can hold interaction tokens.
             logger.warning("Discord rate limited a %s; waiting %.2fs", method, wait)
             self._sleep(wait)
+
+
+def json_text(value: Any) -> str:
+    return json_module.dumps(value, separators=(",", ":"))
 
 
 def _result(response: httpx.Response) -> Any:

@@ -13,6 +13,12 @@ MAX_JOB_BYTES = 200 * 1024
 class TurnSource(StrEnum):
     MESSAGE = "message"
     SLASH_COMMAND = "slash_command"
+    EXPORT = "export"
+    """``/personal memories export``: not a chat turn; the worker attaches the person's data."""
+
+    @property
+    def answers_an_interaction(self) -> bool:
+        return self is not TurnSource.MESSAGE
 
 
 class InvalidTurnJob(ValueError):
@@ -50,7 +56,7 @@ class TurnJob:
             raise InvalidTurnJob(f"not a turn job: {exc.__class__.__name__}") from None
         if not job.turn_id.isdigit() or not job.channel_id.isdigit() or not isinstance(job.author, dict):
             raise InvalidTurnJob("turn job ids must be snowflakes")
-        if job.source is TurnSource.SLASH_COMMAND and not (job.interaction_token and job.application_id):
+        if job.source.answers_an_interaction and not (job.interaction_token and job.application_id):
             raise InvalidTurnJob("a slash-command turn needs its interaction token")
         return job
 

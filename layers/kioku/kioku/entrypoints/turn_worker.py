@@ -19,7 +19,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import SecretStr
 
 from kioku.config import Settings, get_settings
-from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import warm
 from kioku.services.turn import TurnRecord, TurnService
 
@@ -59,6 +59,8 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     """One turn; Powertools hands in the Lambda context, whose remaining time bounds the model."""
     try:
         job = TurnJob.from_json(record.body)
+        if job.source is TurnSource.EXPORT:
+            return _export(job)
         redelivered = int(record.attributes.approximate_receive_count or 1) > 1
         turn = turn_service(get_settings()).run(
             job,
@@ -70,6 +72,16 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         raise
     recent_turns.append(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
+
+
+def _export(job: TurnJob) -> dict[str, Any]:
+    from datetime import UTC, datetime
+
+    from kioku.services.personal_memories import send_export
+
+    service = turn_service(get_settings())
+    send_export(job, service.discord, service.ltm_store, service.stm_store, datetime.now(UTC))
+    return {"exported": True}
 
 
 def _retry_soon(receipt_handle: str) -> None:

@@ -13,6 +13,8 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from email import policy as email_policy
+from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
 from itertools import count
 from typing import Any, Final, Self
@@ -167,6 +169,26 @@ def _handler_class(stand_in: _StandInServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def _multipart(request: RecordedRequest) -> tuple[dict[str, Any] | None, dict[str, tuple[str, bytes]]]:
+    """A multipart/form-data body as Discord reads it: ``payload_json`` and ``files[n]`` parts."""
+    parsed = BytesParser(policy=email_policy.HTTP).parsebytes(
+        b"Content-Type: " + request.headers["content-type"].encode() + b"\r\n\r\n" + request.raw_body
+    )
+    payload: dict[str, Any] | None = None
+    files: dict[str, tuple[str, bytes]] = {}
+    for part in parsed.iter_parts():
+        name = part.get_param("name", header="content-disposition")
+        data = part.get_payload(decode=True) or b""
+        if name == "payload_json":
+            try:
+                payload = json.loads(data)
+            except ValueError:
+                return None, {}
+        elif isinstance(name, str) and name.startswith("files["):
+            files[name] = (str(part.get_filename() or name), data)
+    return payload, files
+
+
 def _discord_error(status: int, code: int, message: str) -> CannedResponse:
     return CannedResponse(status, {"code": code, "message": message})
 
@@ -198,6 +220,7 @@ class DiscordStandIn(_StandInServer):
         self._channel_info: dict[str, dict[str, Any]] = {}
         self._roles: dict[str, list[dict[str, Any]]] = {}
         self._owners: dict[str, str] = {}
+        self._attachments: dict[str, dict[str, bytes]] = {}
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
@@ -335,6 +358,11 @@ class DiscordStandIn(_StandInServer):
         with self._lock:
             return self._interaction_responses.get(interaction_token)
 
+    def interaction_attachments(self, interaction_token: str) -> dict[str, bytes]:
+        """The files attached to an interaction's response, by file name."""
+        with self._lock:
+            return dict(self._attachments.get(interaction_token, {}))
+
     def commands(self, guild_id: str | None = None) -> list[dict[str, Any]]:
         with self._lock:
             return list(self._commands.get((self.application_id, guild_id), []))
@@ -422,14 +450,24 @@ class DiscordStandIn(_StandInServer):
         if application_id != self.application_id:
             return _discord_error(404, ERROR_UNKNOWN_WEBHOOK, "Unknown Webhook")
         body = request.body if isinstance(request.body, dict) else {}
+        files: dict[str, tuple[str, bytes]] = {}
+        if request.headers.get("content-type", "").startswith("multipart/form-data"):
+            body, files = _multipart(request)
+            if body is None:
+                return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
         message = {
             "id": self._interaction_responses.get(token, {}).get("id") or self.new_id(),
             "content": body.get("content") or "",
             "embeds": body.get("embeds") or [],
+            "attachments": [
+                {"id": str(index), "filename": name, "size": len(data)}
+                for index, (name, data) in enumerate(files.values())
+            ],
             "author": self.bot_user,
             "timestamp": _now(),
         }
         self._interaction_responses[token] = message
+        self._attachments[token] = {name: data for name, data in files.values()}
         return CannedResponse(200, message)
 
     def _get_original(self, application_id: str, token: str) -> CannedResponse:

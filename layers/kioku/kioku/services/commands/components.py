@@ -13,7 +13,14 @@ from kioku.services.commands.discord import ResponseType
 
 class ComponentType(IntEnum):
     ACTION_ROW = 1
+    BUTTON = 2
     TEXT_INPUT = 4
+
+
+class ButtonStyle(IntEnum):
+    PRIMARY = 1
+    SECONDARY = 2
+    DANGER = 4
 
 
 class TextInputStyle(IntEnum):
@@ -73,6 +80,24 @@ def modal(custom_id: str, title: str, inputs: Sequence[TextInput]) -> dict[str, 
             "components": [text_input.component() for text_input in inputs],
         },
     }
+
+
+def button(
+    label: str, custom_id: str, *, style: ButtonStyle = ButtonStyle.SECONDARY, disabled: bool = False
+) -> dict:
+    if len(custom_id) > MAX_CUSTOM_ID_CHARS:
+        raise ValueError("a custom_id is at most 100 characters")
+    return {
+        "type": ComponentType.BUTTON,
+        "style": style,
+        "label": label,
+        "custom_id": custom_id,
+        "disabled": disabled,
+    }
+
+
+def action_row(*components: dict) -> dict:
+    return {"type": ComponentType.ACTION_ROW, "components": list(components)}
 
 
 def submitted_values(data: Mapping[str, Any]) -> dict[str, str]:

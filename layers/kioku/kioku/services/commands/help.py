@@ -62,7 +62,37 @@ STM_GUIDE_FIELDS = (
     ),
 )
 
-GUIDES = {"stm": "Short-term memory"}
+MEMORIES_GUIDE_DESCRIPTION = (
+    "Long-term memories are facts I keep across conversations: about this server, or about one "
+    "person. You decide what I keep about you; the server's managers decide what I keep about the server."
+)
+
+MEMORIES_GUIDE_FIELDS = (
+    (
+        "Your memories (everyone, also in DMs)",
+        "`/personal memories list`: what I remember about you, with who saved it, where and when.\n"
+        "`/personal memories forget memory_id:<id>`: forget one, whoever saved it.\n"
+        "`/personal memories forget-all`: forget everything about you (I ask first): memories, our "
+        "DM's short-term memory and your messages in any channel's short-term memory.\n"
+        "`/personal memories export`: all of it as a JSON file.\n"
+        "`/personal stm`: your privacy level and cross-server memory.",
+    ),
+    (
+        "Server memories (Manage Server)",
+        "`/server memories list`: the server's memories with author and channel.\n"
+        "`/server memories forget memory_id:<id>`: forget one.\n"
+        "`/server memories moderation mode:approval`: members' server memories wait for review; "
+        "`/server memories review` shows them with Approve and Reject buttons.",
+    ),
+    (
+        "Where memories are recalled",
+        "What is said in a private channel stays in that channel and its threads; nothing crosses "
+        "servers; what someone says about you is recalled only in the server where it was said. "
+        "`/server privacy view` shows a server's channel overrides.",
+    ),
+)
+
+GUIDES = {"stm": "Short-term memory", "memories": "Long-term memories and your data"}
 
 
 def stm_guide_embed() -> dict:
@@ -74,11 +104,22 @@ def stm_guide_embed() -> dict:
     }
 
 
+def memories_guide_embed() -> dict:
+    return {
+        "title": "Long-term memories: what I keep, and your control over it",
+        "description": MEMORIES_GUIDE_DESCRIPTION,
+        "color": EMBED_COLOR_INFO,
+        "fields": [{"name": name, "value": value, "inline": False} for name, value in MEMORIES_GUIDE_FIELDS],
+    }
+
+
 def on_help(interaction: Interaction) -> dict:
     topic = interaction.subcommand_path()[:1]
     if topic == ("stm",):
         return message(embeds=[stm_guide_embed()])
-    return error_message("I have no guide on that yet. Try `/help stm`.")
+    if topic == ("memories",):
+        return message(embeds=[memories_guide_embed()])
+    return error_message("I have no guide on that yet. Try `/help stm` or `/help memories`.")
 
 
 COMMAND = Command(

@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from kioku.domain.models import PrivacyLevel, UserProfile
+from kioku.services.commands import personal_memories
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
 from kioku.services.warm import config_store
@@ -84,8 +85,11 @@ def on_personal(interaction: Interaction) -> dict:
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
     invoker = interaction.invoker
+    memories_command = personal_memories.SUBCOMMANDS.get(interaction.subcommand_path())
+    if memories_command is not None and invoker is not None:
+        return memories_command(interaction)
     if interaction.subcommand_path() != ("stm",) or invoker is None:
-        return error_message("Try `/personal stm`.")
+        return error_message("Try `/personal stm` or `/personal memories list`.")
     change = _requested_change(interaction.option_values())
     if isinstance(change, str):
         return error_message(change + " Nothing was changed.")
@@ -131,8 +135,10 @@ COMMAND = Command(
                     ],
                 },
             ],
-        }
+        },
+        personal_memories.OPTIONS,
     ],
     on_command=on_personal,
+    on_component=personal_memories.on_component,
     dm_permission=True,
 )

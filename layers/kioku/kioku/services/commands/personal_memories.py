@@ -1,0 +1,249 @@
+"""``/personal memories list|forget|forget-all|export``: what kioku keeps about you, under your control.
+
+Every answer is ephemeral: only the person who asked sees it. Buttons name the person they belong to
+in their custom_id and are refused to anyone else, so a copied button cannot act for someone else.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+from typing import Any, Final
+
+from kioku.domain.ltm.memory import Memory
+from kioku.domain.privacy import THREAD_TYPES, Place, PrivacyPolicy
+from kioku.domain.text import shorten
+from kioku.services import warm
+from kioku.services.commands.base import Interaction
+from kioku.services.commands.components import ButtonStyle, action_row, button
+from kioku.services.commands.discord import (
+    EMBED_COLOR_ERROR,
+    EMBED_COLOR_INFO,
+    EPHEMERAL_FLAG,
+    NO_MENTIONS,
+    OptionType,
+    ResponseType,
+    error_message,
+    message,
+)
+
+GROUP: Final = "memories"
+LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
+MEMORY_ID_OPTION: Final = "memory_id"
+PAGE_SIZE: Final = 5
+MAX_SHOWN_CHARS: Final = 900
+"""Five memories of this length, with their headers, stay under Discord's 6,000-character embed total."""
+MAX_MEMORY_ID: Final = 10**12
+
+_LIST_PAGE = re.compile(r"personal:list:(?P<user>[0-9]{1,20}):(?P<page>[0-9]{1,4})", re.ASCII)
+_FORGET_ALL = re.compile(r"personal:forget-all:(?P<choice>confirm|cancel):(?P<user>[0-9]{1,20})", re.ASCII)
+
+NOT_YOURS: Final = "These buttons belong to someone else's request."
+NO_SUCH_MEMORY: Final = "I keep no memory #{id} about you."
+
+
+def list_memories(interaction: Interaction, page: int = 0) -> dict:
+    user_id = _invoker_id(interaction)
+    memories = _visible_memories(interaction, user_id)
+    pages = max(1, -(-len(memories) // PAGE_SIZE))
+    page = min(max(page, 0), pages - 1)
+    shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+    embed = {
+        "title": "What I remember about you",
+        "color": EMBED_COLOR_INFO,
+        "description": (
+            "Nothing here."
+            if not memories
+            else f"{len(memories)} memories · page {page + 1} of {pages}. "
+            "`/personal memories forget memory_id:<id>` forgets one."
+        ),
+        "fields": [_memory_field(memory, user_id) for memory in shown],
+    }
+    buttons = []
+    if pages > 1:
+        buttons = [
+            action_row(
+                button("Previous", f"personal:list:{user_id}:{page - 1}", disabled=page == 0),
+                button("Next", f"personal:list:{user_id}:{page + 1}", disabled=page >= pages - 1),
+            )
+        ]
+    return _ephemeral([embed], buttons)
+
+
+def forget(interaction: Interaction) -> dict:
+    user_id = _invoker_id(interaction)
+    raw = interaction.option_values().get(MEMORY_ID_OPTION)
+    if isinstance(raw, bool) or not isinstance(raw, int) or not 0 < raw < MAX_MEMORY_ID:
+        return error_message("`memory_id` is the number shown as #12345 in `/personal memories list`.")
+    from kioku.services.personal_memories import forget_one
+
+    forgotten = forget_one(user_id, str(raw), warm.ltm_store())
+    if forgotten is None:
+        return error_message(NO_SUCH_MEMORY.format(id=raw))
+    return message(f"Forgotten: memory #{forgotten.memory_id}.")
+
+
+def ask_to_forget_everything(interaction: Interaction) -> dict:
+    user_id = _invoker_id(interaction)
+    embed = {
+        "title": "Forget everything about you?",
+        "color": EMBED_COLOR_ERROR,
+        "description": (
+            "This deletes every long-term memory about you (whoever saved it, in every server and "
+            "persona), our DM's short-term memory, and every message of yours I keep in any channel's "
+            "short-term memory. It cannot be undone. Summaries I wrote of whole conversations stay; "
+            "a server's managers can rewrite them with `/persona stm edit`."
+        ),
+    }
+    buttons = action_row(
+        button("Forget everything", f"personal:forget-all:confirm:{user_id}", style=ButtonStyle.DANGER),
+        button("Cancel", f"personal:forget-all:cancel:{user_id}"),
+    )
+    return _ephemeral([embed], [buttons])
+
+
+def export(interaction: Interaction) -> dict:
+    """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
+    from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.domain.turn_jobs import TurnJob, TurnSource
+
+    invoker = interaction.invoker
+    if invoker is None or interaction.channel_id is None:
+        return error_message("I could not tell who is asking.")
+    job = TurnJob(
+        source=TurnSource.EXPORT,
+        turn_id=interaction.id,
+        channel_id=interaction.channel_id,
+        guild_id=interaction.guild_id,
+        author=invoker.model_dump(),
+        content="",
+        interaction_token=interaction.token,
+        application_id=interaction.application_id,
+    )
+    try:
+        warm.turn_queue().enqueue(job)
+    except QueueUnavailable:
+        return error_message("I could not start the export right now. Please try again in a moment.")
+    return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
+
+
+SUBCOMMANDS: Final = {
+    (GROUP, LIST): list_memories,
+    (GROUP, FORGET): forget,
+    (GROUP, FORGET_ALL): ask_to_forget_everything,
+    (GROUP, EXPORT): export,
+}
+
+
+def on_component(interaction: Interaction) -> dict:
+    """Page buttons of the list, and the forget-all confirmation."""
+    custom_id = interaction.custom_id
+    clicker = _invoker_id(interaction)
+    if page := _LIST_PAGE.fullmatch(custom_id):
+        if page["user"] != clicker:
+            return error_message(NOT_YOURS)
+        return _update(list_memories(interaction, int(page["page"])))
+    if choice := _FORGET_ALL.fullmatch(custom_id):
+        if choice["user"] != clicker:
+            return error_message(NOT_YOURS)
+        if choice["choice"] == "cancel":
+            return _update(_ephemeral([{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}], []))
+        return _update(_forget_everything(clicker))
+    return error_message("This button is from an older version of me. Run the command again.")
+
+
+def _forget_everything(user_id: str) -> dict:
+    from kioku.services.personal_memories import forget_everything
+
+    report = forget_everything(user_id, warm.ltm_store(), warm.stm_store())
+    if report.nothing:
+        description = "There was nothing left to forget."
+    else:
+        description = (
+            f"Forgotten: {report.memories} long-term memories about you, {report.dm_rows} DM short-term "
+            f"memories, and {report.lines} of your messages in channels' short-term memory."
+        )
+    return _ephemeral([{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}], [])
+
+
+def _visible_memories(interaction: Interaction, user_id: str) -> list[Memory]:
+    from kioku.services.personal_memories import memories_about
+
+    channel = interaction.channel
+    thread_parent = channel.parent_id if channel is not None and channel.type in THREAD_TYPES else None
+    place = Place(interaction.guild_id, interaction.channel_id or "", thread_parent)
+    guild = interaction.guild_id
+    policy = warm.config_store().get_server_config(guild).privacy if guild else PrivacyPolicy()
+    return memories_about(user_id, warm.ltm_store(), place=place, policy=policy)
+
+
+def _memory_field(memory: Memory, user_id: str) -> dict[str, Any]:
+    origin = memory.origin
+    if origin.guild_id is None and origin.channel_id:
+        where = "in our DM"
+    elif origin.channel_id:
+        where = f"in <#{origin.channel_id}>"
+    else:
+        where = "somewhere I did not record"
+    who = "you" if memory.author_id == user_id else f"<@{memory.author_id}>"
+    text = shorten(memory.content.replace("{user}", "you").replace("{bot}", "me"), MAX_SHOWN_CHARS)
+    return {
+        "name": f"#{memory.memory_id} · saved by {who} {where}, {_when(memory.created_at)}",
+        "value": text,
+    }
+
+
+def _when(moment: datetime) -> str:
+    return f"<t:{int(moment.timestamp())}:f>"
+
+
+def _invoker_id(interaction: Interaction) -> str:
+    invoker = interaction.invoker
+    return invoker.id if invoker is not None else ""
+
+
+def _ephemeral(embeds: list[dict], components: list[dict]) -> dict:
+    return {
+        "type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE,
+        "data": {
+            "embeds": embeds,
+            "components": components,
+            "flags": EPHEMERAL_FLAG,
+            "allowed_mentions": NO_MENTIONS,
+        },
+    }
+
+
+def _update(response: dict) -> dict:
+    """The same answer as an edit of the message whose button was clicked."""
+    return {**response, "type": ResponseType.UPDATE_MESSAGE}
+
+
+OPTIONS: Final = {
+    "type": OptionType.SUB_COMMAND_GROUP,
+    "name": GROUP,
+    "description": "What I remember about you: see it, export it, forget it",
+    "options": [
+        {"type": OptionType.SUB_COMMAND, "name": LIST, "description": "The long-term memories about you"},
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": FORGET,
+            "description": "Forget one memory about you, whoever saved it",
+            "options": [
+                {
+                    "type": OptionType.INTEGER,
+                    "name": MEMORY_ID_OPTION,
+                    "description": "The number shown as #12345 in /personal memories list",
+                    "required": True,
+                    "min_value": 1,
+                }
+            ],
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": FORGET_ALL,
+            "description": "Forget everything about you (asks first)",
+        },
+        {"type": OptionType.SUB_COMMAND, "name": EXPORT, "description": "Your memories as a JSON file"},
+    ],
+}

@@ -1,0 +1,85 @@
+"""A person's data over the real path: /personal memories export from the interactions endpoint,
+through the queue and the worker, to a JSON file attached to the interaction's answer."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from kioku.playground.events import slash_command
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import OpenAIStandIn, completion_body
+from kioku.signatures import sign_request
+
+pytestmark = pytest.mark.e2e
+
+GUILD, CHANNEL = "200000000000000001", "300000000000000001"
+
+
+@pytest.fixture
+def llm() -> Iterator[OpenAIStandIn]:
+    with OpenAIStandIn(api_key="stand-in-key", responder=lambda body: completion_body("Noted.")) as server:
+        yield server
+
+
+@pytest.fixture
+def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
+    with LocalStack(llm_base_url=llm.base_url, extra_env={"LLM_API_KEY": "stand-in-key"}) as running:
+        running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        yield running
+
+
+def post(stack: LocalStack, url_name: str, body: bytes, key: str) -> httpx.Response:
+    headers = {"content-type": "application/json", **sign_request(key, body)}
+    return httpx.post(stack.urls[url_name], content=body, headers=headers, timeout=10)
+
+
+def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):
+    # Given Alice told kioku something it saved, in a channel turn
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    llm.enqueue(
+        completion_body(
+            tool_calls=[
+                (
+                    "create_long_term_memory",
+                    {
+                        "memory_content": "{user} likes tea",
+                        "memory_scope": "target_user",
+                        "target_user": "Alice",
+                    },
+                )
+            ]
+        ),
+        completion_body("Noted."),
+    )
+    message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> remember I like tea")
+    assert (
+        post(stack, "relay", gateway_dispatch(message, GUILD, None), stack.relay_signing_key).status_code
+        == 202
+    )
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # When she asks for her export
+    command = slash_command(
+        stack.application_id,
+        "personal",
+        "memories export",
+        guild_id=GUILD,
+        user_id=alice["id"],
+        token="export-token",
+    )
+    answer = post(stack, "interactions", json.dumps(command).encode(), stack.signing_key)
+    assert answer.json() == {"type": 5, "data": {"flags": 64}}
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Then the answer carries a JSON file with her memory and her line, and the model was not asked
+    files = stack.discord.interaction_attachments("export-token")
+    (name,) = files
+    document = json.loads(files[name])
+    assert name == f"kioku-export-{alice['id']}.json"
+    assert [m["text"] for m in document["long_term_memories"]] == ["{user} likes tea"]
+    lines = [m["text"] for row in document["your_lines_in_server_short_term_memory"] for m in row["messages"]]
+    assert lines == [f"<@{stack.application_id}> remember I like tea"]
+    assert len(llm.bodies) == 2  # the chat turn's two rounds only
