@@ -65,7 +65,9 @@ def main() -> None:
             most = max(per_turn, key=lambda counted: sum(counted.values()))
             breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
             print(f"turn.dynamodb_requests_per_turn{label}={sum(most.values())} ({breakdown})")
-            print(f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)")
+            print(
+                f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)"
+            )
 
         timings, own = [], []
         for n in range(TIMED_TURNS):
