@@ -1,5 +1,5 @@
-"""Discord message components for modals: protocol numbers, limits, the modal response, and reading
-what a modal submit sent back (never trusted: every field is checked)."""
+"""Discord message components: protocol numbers, limits, buttons in action rows, the modal response,
+and reading what a modal submit sent back (never trusted: every field is checked)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,15 @@ from kioku.services.commands.discord import ResponseType
 
 class ComponentType(IntEnum):
     ACTION_ROW = 1
+    BUTTON = 2
     TEXT_INPUT = 4
+
+
+class ButtonStyle(IntEnum):
+    PRIMARY = 1
+    SECONDARY = 2
+    SUCCESS = 3
+    DANGER = 4
 
 
 class TextInputStyle(IntEnum):
@@ -27,10 +35,52 @@ MAX_INPUT_LABEL_CHARS: Final = 45
 MAX_INPUT_PLACEHOLDER_CHARS: Final = 100
 MAX_TEXT_INPUT_CHARS: Final = 4000
 MAX_CUSTOM_ID_CHARS: Final = 100
+MAX_ACTION_ROWS: Final = 5
+MAX_BUTTONS_PER_ROW: Final = 5
+MAX_BUTTON_LABEL_CHARS: Final = 80
 
 
 class InvalidModalSubmit(ValueError):
     """A modal submit whose components are not the text inputs kioku sent."""
+
+
+class UnknownComponent(ValueError):
+    """A component interaction whose custom_id is not one kioku writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    custom_id: str
+    label: str
+    style: ButtonStyle = ButtonStyle.SECONDARY
+    disabled: bool = False
+
+    def component(self) -> dict[str, Any]:
+        if not 1 <= len(self.custom_id) <= MAX_CUSTOM_ID_CHARS:
+            raise ValueError(f"a custom_id holds 1 to {MAX_CUSTOM_ID_CHARS} characters: {self.custom_id!r}")
+        return {
+            "type": ComponentType.BUTTON,
+            "custom_id": self.custom_id,
+            "label": _fit(self.label, MAX_BUTTON_LABEL_CHARS),
+            "style": self.style,
+            "disabled": self.disabled,
+        }
+
+
+def action_rows(rows: Sequence[Sequence[Button]]) -> list[dict[str, Any]]:
+    """Buttons in action rows, as a message holds them: at most five rows of five, every custom_id
+    distinct (Discord rejects a message that repeats one)."""
+    if len(rows) > MAX_ACTION_ROWS or any(not 1 <= len(row) <= MAX_BUTTONS_PER_ROW for row in rows):
+        raise ValueError(
+            f"a message holds up to {MAX_ACTION_ROWS} rows of 1 to {MAX_BUTTONS_PER_ROW} buttons"
+        )
+    custom_ids = [button.custom_id for row in rows for button in row]
+    if len(custom_ids) != len(set(custom_ids)):
+        raise ValueError(f"custom_ids repeat in {custom_ids}")
+    return [
+        {"type": ComponentType.ACTION_ROW, "components": [button.component() for button in row]}
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
