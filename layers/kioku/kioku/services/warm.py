@@ -10,6 +10,7 @@ from kioku.config import get_settings
 
 if TYPE_CHECKING:
     from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.turn_queue import TurnQueue
 
@@ -20,6 +21,10 @@ def config_store() -> ConfigStore:
 
 def stm_store() -> StmStore:
     return _stores(get_settings().TABLE_NAME)[1]
+
+
+def ltm_store() -> DynamoMemoryStore:
+    return _stores(get_settings().TABLE_NAME)[2]
 
 
 def turn_queue() -> TurnQueue:
@@ -33,13 +38,14 @@ def forget() -> None:
 
 
 @lru_cache(maxsize=1)
-def _stores(table_name: str) -> tuple[ConfigStore, StmStore]:
+def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore]:
     from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
 
     table = KiokuTable(table_name)
-    return ConfigStore(table), StmStore(table)
+    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table)
 
 
 @lru_cache(maxsize=1)
