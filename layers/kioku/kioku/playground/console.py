@@ -390,7 +390,7 @@ def pick_button(rows: list[dict], choice: str) -> dict | str:
         matches = [button for button in buttons if button.get("label", "").casefold() == wanted] or [
             button for button in buttons if button.get("label", "").casefold().startswith(wanted)
         ]
-    labels = ", ".join(f"[{n}] {button.get('label')}" for n, button in enumerate(buttons, 1))
+    labels = " ".join(f"[{n}: {button.get('label')}]" for n, button in enumerate(buttons, 1))
     if not wanted or not matches:
         return f"no button {choice!r}: the buttons are {labels}"
     if len(matches) > 1:
