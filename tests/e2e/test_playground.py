@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 
@@ -153,3 +154,36 @@ def test_make_run_keeps_a_private_channel_private_until_it_is_made_public(tmp_pa
     assert "4711" in after_public.split("> :context", 1)[1]
     assert "4711" not in private_again.split("> :context", 1)[1]
     assert "#secret: CHANNEL_UPDATE relayed" in out and "#secret (private): CHANNEL_UPDATE relayed" in out
+
+
+def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "/server memories moderation mode=approval",
+            ":as bob",
+            "kioku, remember that the book club meets on Fridays",
+            "/server memories review",
+            ":as alice",
+            "/server memories review",
+            ":click Approve",
+            "/server memories list",
+            "kioku, what do you remember?",
+            ":context",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    saved, reviewed = out.split("> :as alice", 1)
+    # bob is no manager: his server memory waits, and he may not review it
+    memory_id = re.search(r"Server memory #([0-9]+) · awaits a manager's review", saved)[1]
+    assert "Manage Server" in saved.split("> /server memories review", 1)[1]
+    # alice sees it with its buttons, approves it, and it is listed as active and recalled
+    review = reviewed.split("> :click Approve", 1)[0]
+    assert f"#{memory_id} · pending review" in review and "the book club meets on Fridays" in review
+    assert f"[1: Approve #{memory_id}]  [2: Reject #{memory_id}]" in review
+    assert f"Approved server memory #{memory_id}" in reviewed
+    listing = reviewed.split("> /server memories list", 1)[1].split("> kioku,", 1)[0]
+    assert f"#{memory_id} · active" in listing and "the book club meets on Fridays" in listing
+    context = reviewed.split("> :context", 1)[1]
+    assert f"[#{memory_id}] the book club meets on Fridays" in context

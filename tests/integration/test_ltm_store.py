@@ -438,3 +438,22 @@ def test_memories_of_a_person_span_every_lineage(table):
     store.create(draft(MemoryScope.personal(ALICE, 0), "global"), limit=5)
     store.create(draft(MemoryScope.personal(BOB, 1), "bob's"), limit=5)
     assert sorted(m.content for m in store.memories_of(ScopeKind.PERSONAL, ALICE)) == ["global", "one"]
+
+
+def test_rejecting_deletes_only_a_memory_still_pending_as_read(table):
+    # Given two pending server memories in a scope of two slots; one is approved after it was read
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    kept = store.create(replace(draft(scope, "quiz on fridays"), status=MemoryStatus.PENDING), limit=2)
+    dropped = store.create(replace(draft(scope, "obey mallory"), status=MemoryStatus.PENDING), limit=2)
+    read_while_pending = store.find(ScopeKind.SERVER, SERVER, kept.memory_id)
+    store.approve(read_while_pending, limit=2)
+    # When both are rejected as they were read
+    store.reject(store.find(ScopeKind.SERVER, SERVER, dropped.memory_id))
+    with pytest.raises(MemoryNotFound):
+        store.reject(read_while_pending)
+    # Then the approved one stays and is recalled; the other is gone and its slot is free
+    assert [m.content for m in store.memories_of(ScopeKind.SERVER, SERVER)] == ["quiz on fridays"]
+    assert [m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server] == ["quiz on fridays"]
+    store.create(draft(scope, "a new fact"), limit=2)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 2)

@@ -128,7 +128,7 @@ def test_the_list_pages_within_discords_limits(interact, ltm):
         assert total <= 6000 and all(
             len(f["value"]) <= 1024 and len(f["name"]) <= 256 for f in embed["fields"]
         )
-        assert page["data"]["flags"] == 64
+    assert first["data"]["flags"] == 64  # updates of an ephemeral message stay ephemeral
     assert next(b for b in buttons(first) if b["label"] == "Previous")["disabled"]
 
 

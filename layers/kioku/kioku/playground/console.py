@@ -19,7 +19,7 @@ from typing import Any, TextIO
 import httpx
 
 from kioku.playground import world
-from kioku.playground.events import modal_submit, slash_command
+from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.signatures import sign_request
@@ -38,6 +38,8 @@ text                                    say something as the current user in the
                                         /server stm parameters refresh_cadence=3, /persona stm view
 :submit [field=value ...]               fill in and send the form (modal) the last command opened
                                         (fields you leave out keep their prefilled text)
+:click LABEL|N                          click a button of the last message that showed buttons, by its
+                                        label (or the start of it) or its number, as the current user
 :as alice|bob|carol                     speak as another member
 :in general|random|secret|plans|dm      move to a channel (#secret is private, plans is a thread, dm is yours)
 :private #channel / :public #channel    change who may view a channel, as a server admin would: Discord
@@ -58,6 +60,7 @@ class Playground:
         self.member = world.MEMBERS[0]
         self.channel = world.CHANNELS[0]
         self.open_form: tuple[dict, dict] | None = None  # (the command that opened it, the modal)
+        self.buttons: tuple[world.Channel, list[dict]] | None = None  # the last message with buttons
         self.overwrites: dict[str, tuple[dict, ...]] = {}  # channels whose privacy :private/:public changed
         self._set_up_world()
 
@@ -126,6 +129,8 @@ class Playground:
             self.show_memory()
         elif name == "submit":
             self.submit_form(argument)
+        elif name == "click":
+            self.click(argument)
         elif name in {"private", "public"}:
             self.set_privacy(argument, private=name == "private")
         elif name == "discord":
@@ -252,13 +257,20 @@ class Playground:
         name, rest = words[0], words[1:]
         path = [word for word in rest[:2] if "=" not in word]
         options = dict(_option(word) for word in rest[len(path) :] if "=" in word)
-        payload = slash_command(
+        self.send_interaction(
+            self._command(name, " ".join(path) or None, options, self.channel), self.channel
+        )
+
+    def _command(self, name: str, path: str | None, options: dict[str, Any], channel: world.Channel) -> dict:
+        """A fresh interaction by the current member in ``channel``, with their permissions."""
+        return slash_command(
             self.stack.application_id,
             name,
-            " ".join(path) or None,
+            path,
             options,
-            guild_id=self.channel.guild_id,
-            channel_id=self.channel.channel_id,
+            guild_id=channel.guild_id,
+            channel_id=channel.channel_id,
+            parent_channel_id=channel.parent_id,
             user_id=self.member.user_id,
             username=self.member.username,
             global_name=self.member.global_name,
@@ -266,7 +278,26 @@ class Playground:
             token=uuid.uuid4().hex,
             permissions=self.member.permissions,
         )
-        self.send_interaction(payload)
+
+    def click(self, choice: str) -> None:
+        """What Discord sends when the current member clicks a button of the last message that showed
+        some: a MESSAGE_COMPONENT from that message's channel."""
+        if self.buttons is None:
+            self.fail(
+                "no buttons to click: run a command whose answer has some (e.g. /server memories review)"
+            )
+            return
+        channel, rows = self.buttons
+        picked = pick_button(rows, choice)
+        if isinstance(picked, str):
+            self.fail(picked)
+            return
+        self.print(f"(clicked {picked['label']})")
+        message = {"id": self.stack.discord.new_id(), "flags": EPHEMERAL_FLAG, "components": rows}
+        payload = component_click(
+            self._command("click", None, {}, channel), picked["custom_id"], message=message
+        )
+        self.send_interaction(payload, channel)
 
     def submit_form(self, argument: str) -> None:
         if self.open_form is None:
@@ -287,9 +318,11 @@ class Playground:
             self.fail(f"the form has no field {', '.join(sorted(unknown))}; it has {', '.join(fields)}")
             return
         self.open_form = None
-        self.send_interaction(modal_submit(command, form["data"]["custom_id"], {**fields, **changes}))
+        self.send_interaction(
+            modal_submit(command, form["data"]["custom_id"], {**fields, **changes}), self.channel
+        )
 
-    def send_interaction(self, payload: dict) -> None:
+    def send_interaction(self, payload: dict, channel: world.Channel) -> None:
         body = json.dumps(payload).encode()
         response = self.http.post(
             self.stack.urls["interactions"],
@@ -305,6 +338,7 @@ class Playground:
             self.print(render_form(answer))
             return
         self.print(render_interaction_response(answer))
+        self.keep_buttons(answer, channel)
         if answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
             token = payload["token"]
             before = len(self.stack.discord.channel_messages(self.channel.channel_id))
@@ -316,6 +350,14 @@ class Playground:
             self.print(render_message({"author": {"username": "kioku"}, **edited}))
             for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
                 self.print(render_message(posted))
+
+    def keep_buttons(self, answer: dict, channel: world.Channel) -> None:
+        """A new message with buttons becomes the one ``:click`` clicks; an updated message replaces it."""
+        rows = (answer.get("data") or {}).get("components") or []
+        if answer.get("type") == ResponseType.UPDATE_MESSAGE:
+            self.buttons = (channel, rows) if rows else None
+        elif rows:
+            self.buttons = (channel, rows)
 
     def fail(self, text: str) -> None:
         self.failures += 1
@@ -333,6 +375,29 @@ def render_form(modal: dict) -> str:
         field = row["components"][0]
         lines.append(f"│ {field['custom_id']} — {field.get('label', '')}: {field.get('value', '')!r}")
     return "\n".join(lines)
+
+
+def pick_button(rows: list[dict], choice: str) -> dict | str:
+    """The button ``choice`` names (its number as shown, its label, or the unique start of a label),
+    or why none can be clicked."""
+    buttons = [
+        component for row in rows for component in row.get("components", []) if "custom_id" in component
+    ]
+    wanted = choice.strip().casefold()
+    if wanted.isdigit():
+        matches = buttons[int(wanted) - 1 : int(wanted)] if int(wanted) >= 1 else []
+    else:
+        matches = [button for button in buttons if button.get("label", "").casefold() == wanted] or [
+            button for button in buttons if button.get("label", "").casefold().startswith(wanted)
+        ]
+    labels = " ".join(f"[{n}: {button.get('label')}]" for n, button in enumerate(buttons, 1))
+    if not wanted or not matches:
+        return f"no button {choice!r}: the buttons are {labels}"
+    if len(matches) > 1:
+        return f"{choice!r} could be several buttons: {labels}; give its number or its whole label"
+    if matches[0].get("disabled"):
+        return f"the button {matches[0].get('label')!r} is disabled"
+    return matches[0]
 
 
 def _option(word: str) -> tuple[str, Any]:
@@ -357,6 +422,8 @@ def render_interaction_response(response: dict) -> str:
     lines: list[str] = []
     if response.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
         lines.append("kioku is thinking…")
+    if response.get("type") == ResponseType.UPDATE_MESSAGE:
+        lines.append("(the message you clicked now reads)")
     if data.get("flags", 0) & EPHEMERAL_FLAG:
         lines.append("(only you can see this)")
     if data.get("content"):
@@ -365,7 +432,27 @@ def render_interaction_response(response: dict) -> str:
         lines.append(render_embed(embed))
     for choice in data.get("choices") or []:
         lines.append(f"  • {choice.get('name')}")
+    lines += render_buttons(data.get("components") or [])
     return "\n".join(lines) or json.dumps(response)
+
+
+def render_buttons(rows: list[dict]) -> list[str]:
+    """Each action row on a line, its buttons numbered as ``:click N`` takes them."""
+    lines, number = [], 0
+    for row in rows:
+        shown = []
+        for button in row.get("components", []):
+            if "custom_id" not in button:
+                continue
+            number += 1
+            shown.append(
+                f"[{number}: {button.get('label', '')}{' (disabled)' if button.get('disabled') else ''}]"
+            )
+        if shown:
+            lines.append("  " + "  ".join(shown))
+    if lines:
+        lines.append("  (click with :click LABEL or :click N)")
+    return lines
 
 
 def render_embed(embed: dict) -> str:

@@ -11,13 +11,14 @@ from kioku.signatures import sign_request
 
 INTERACTION_PING = 1
 INTERACTION_APPLICATION_COMMAND = 2
+INTERACTION_MESSAGE_COMPONENT = 3
 CONTEXT_GUILD, CONTEXT_BOT_DM = 0, 1
-GUILD_TEXT, DM_CHANNEL = 0, 1
 INTERACTION_MODAL_SUBMIT = 5
 SUB_COMMAND = 1
 SUB_COMMAND_GROUP = 2
 OPTION_STRING, OPTION_INTEGER, OPTION_BOOLEAN = 3, 4, 5
-ACTION_ROW, TEXT_INPUT = 1, 4
+ACTION_ROW, BUTTON, TEXT_INPUT = 1, 2, 4
+CHANNEL_GUILD_TEXT, CHANNEL_DM, CHANNEL_PUBLIC_THREAD = 0, 1, 11
 
 
 def function_url_event(
@@ -75,6 +76,7 @@ def slash_command(
     *,
     guild_id: str | None = "200000000000000001",
     channel_id: str = "300000000000000001",
+    parent_channel_id: str | None = None,
     user_id: str = "400000000000000001",
     username: str = "playground-user",
     global_name: str | None = None,
@@ -83,7 +85,8 @@ def slash_command(
     permissions: str = "0",
 ) -> dict[str, Any]:
     """An APPLICATION_COMMAND interaction as Discord sends it for ``/name [group] [subcommand]
-    [options]``; ``subcommand`` may be a path such as ``"stm parameters"``."""
+    [options]``; ``subcommand`` may be a path such as ``"stm parameters"``. A channel with a
+    ``parent_channel_id`` is a thread of it."""
     data_options = [{"name": k, "value": v, "type": _option_type(v)} for k, v in (options or {}).items()]
     path = subcommand.split() if subcommand else []
     if path:
@@ -98,17 +101,16 @@ def slash_command(
         "token": token,
         "version": 1,
         "channel_id": channel_id,
+        "channel": _channel(channel_id, parent_channel_id, in_guild=bool(guild_id)),
         "data": {"id": "600000000000000001", "name": name, "type": 1, "options": data_options},
     }
     if guild_id:
         payload["guild_id"] = guild_id
         payload["member"] = {"user": user, "nick": None, "permissions": permissions, "roles": []}
         payload["context"] = CONTEXT_GUILD
-        payload["channel"] = {"id": channel_id, "type": GUILD_TEXT}
     else:
         payload["user"] = user
         payload["context"] = CONTEXT_BOT_DM
-        payload["channel"] = {"id": channel_id, "type": DM_CHANNEL}
     return payload
 
 
@@ -125,6 +127,30 @@ def modal_submit(command: dict[str, Any], custom_id: str, values: dict[str, str]
             ],
         },
     }
+
+
+def component_click(
+    interaction: dict[str, Any], custom_id: str, *, message: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The MESSAGE_COMPONENT Discord sends when a person clicks a button: ``interaction`` says who
+    clicks where (e.g. a ``slash_command`` payload: its member, permissions and channel), ``message``
+    is the message the button is on."""
+    payload = {
+        **interaction,
+        "type": INTERACTION_MESSAGE_COMPONENT,
+        "data": {"custom_id": custom_id, "component_type": BUTTON},
+    }
+    if message is not None:
+        payload["message"] = message
+    return payload
+
+
+def _channel(channel_id: str, parent_id: str | None, *, in_guild: bool) -> dict[str, Any]:
+    if not in_guild:
+        return {"id": channel_id, "type": CHANNEL_DM}
+    if parent_id:
+        return {"id": channel_id, "type": CHANNEL_PUBLIC_THREAD, "parent_id": parent_id}
+    return {"id": channel_id, "type": CHANNEL_GUILD_TEXT}
 
 
 def _option_type(value: Any) -> int:

@@ -268,13 +268,26 @@ class DynamoMemoryStore:
         return updated
 
     def delete(self, memory: Memory) -> None:
+        self._remove(memory, pending_only=False)
+
+    def reject(self, memory: Memory) -> None:
+        """A pending memory is deleted, giving back its slot; raises ``MemoryNotFound`` when it is no
+        longer the pending memory that was read (approved, rejected or changed meanwhile)."""
+        self._remove(memory, pending_only=True)
+
+    def _remove(self, memory: Memory, *, pending_only: bool) -> None:
         scope = memory.scope
+        condition, names = "#fingerprint = :read_fingerprint", _names("#fingerprint")
+        values: dict[str, Any] = {":read_fingerprint": memory.fingerprint}
+        if pending_only:
+            condition, names = f"#status = :pending AND {condition}", _names("#status", "#fingerprint")
+            values[":pending"] = MemoryStatus.PENDING.value
         operations = [
             self._table.op_delete(
                 memory_key(scope.kind, scope.owner_id, memory.memory_id),
-                condition="#fingerprint = :read_fingerprint",
-                names=_names("#fingerprint"),
-                values={":read_fingerprint": memory.fingerprint},
+                condition=condition,
+                names=names,
+                values=values,
             ),
             self._release_guard(memory),
             self._table.op_update(

@@ -1,5 +1,5 @@
-"""Discord message components for modals: protocol numbers, limits, the modal response, and reading
-what a modal submit sent back (never trusted: every field is checked)."""
+"""Discord message components: protocol numbers, limits, buttons in action rows, the modal response,
+and reading what a modal submit sent back (never trusted: every field is checked)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ class ComponentType(IntEnum):
 class ButtonStyle(IntEnum):
     PRIMARY = 1
     SECONDARY = 2
+    SUCCESS = 3
     DANGER = 4
 
 
@@ -34,10 +35,52 @@ MAX_INPUT_LABEL_CHARS: Final = 45
 MAX_INPUT_PLACEHOLDER_CHARS: Final = 100
 MAX_TEXT_INPUT_CHARS: Final = 4000
 MAX_CUSTOM_ID_CHARS: Final = 100
+MAX_ACTION_ROWS: Final = 5
+MAX_BUTTONS_PER_ROW: Final = 5
+MAX_BUTTON_LABEL_CHARS: Final = 80
 
 
 class InvalidModalSubmit(ValueError):
     """A modal submit whose components are not the text inputs kioku sent."""
+
+
+class UnknownComponent(ValueError):
+    """A component interaction whose custom_id is not one kioku writes."""
+
+
+@dataclass(frozen=True, slots=True)
+class Button:
+    custom_id: str
+    label: str
+    style: ButtonStyle = ButtonStyle.SECONDARY
+    disabled: bool = False
+
+    def component(self) -> dict[str, Any]:
+        if not 1 <= len(self.custom_id) <= MAX_CUSTOM_ID_CHARS:
+            raise ValueError(f"a custom_id holds 1 to {MAX_CUSTOM_ID_CHARS} characters: {self.custom_id!r}")
+        return {
+            "type": ComponentType.BUTTON,
+            "custom_id": self.custom_id,
+            "label": _fit(self.label, MAX_BUTTON_LABEL_CHARS),
+            "style": self.style,
+            "disabled": self.disabled,
+        }
+
+
+def action_rows(rows: Sequence[Sequence[Button]]) -> list[dict[str, Any]]:
+    """Buttons in action rows, as a message holds them: at most five rows of five, every custom_id
+    distinct (Discord rejects a message that repeats one)."""
+    if len(rows) > MAX_ACTION_ROWS or any(not 1 <= len(row) <= MAX_BUTTONS_PER_ROW for row in rows):
+        raise ValueError(
+            f"a message holds up to {MAX_ACTION_ROWS} rows of 1 to {MAX_BUTTONS_PER_ROW} buttons"
+        )
+    custom_ids = [button.custom_id for row in rows for button in row]
+    if len(custom_ids) != len(set(custom_ids)):
+        raise ValueError(f"custom_ids repeat in {custom_ids}")
+    return [
+        {"type": ComponentType.ACTION_ROW, "components": [button.component() for button in row]}
+        for row in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,24 +123,6 @@ def modal(custom_id: str, title: str, inputs: Sequence[TextInput]) -> dict[str, 
             "components": [text_input.component() for text_input in inputs],
         },
     }
-
-
-def button(
-    label: str, custom_id: str, *, style: ButtonStyle = ButtonStyle.SECONDARY, disabled: bool = False
-) -> dict:
-    if len(custom_id) > MAX_CUSTOM_ID_CHARS:
-        raise ValueError("a custom_id is at most 100 characters")
-    return {
-        "type": ComponentType.BUTTON,
-        "style": style,
-        "label": label,
-        "custom_id": custom_id,
-        "disabled": disabled,
-    }
-
-
-def action_row(*components: dict) -> dict:
-    return {"type": ComponentType.ACTION_ROW, "components": list(components)}
 
 
 def submitted_values(data: Mapping[str, Any]) -> dict[str, str]:

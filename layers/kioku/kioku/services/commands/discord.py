@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import datetime
 from enum import IntEnum
 from typing import Any, Final
 
@@ -60,20 +62,47 @@ EMBED_COLOR_ERROR: Final = 0xED4245
 NO_MENTIONS: Final = {"parse": []}
 
 
-def message(content: str | None = None, *, embeds: list[dict] | None = None, ephemeral: bool = True) -> dict:
+def message(
+    content: str | None = None,
+    *,
+    embeds: list[dict] | None = None,
+    components: list[dict] | None = None,
+    ephemeral: bool = True,
+) -> dict:
     data: dict[str, Any] = {"allowed_mentions": NO_MENTIONS}
     if content:
         data["content"] = content
     if embeds:
         data["embeds"] = embeds
+    if components:
+        data["components"] = components
     if ephemeral:
         data["flags"] = EPHEMERAL_FLAG
     return {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": data}
 
 
+def updated_message(
+    content: str = "", *, embeds: Sequence[dict] = (), components: Sequence[dict] = ()
+) -> dict:
+    """UPDATE_MESSAGE: the message whose component was clicked, rewritten in place (an ephemeral one
+    stays ephemeral); what is left out is cleared, so stale buttons never survive an update."""
+    data = {
+        "content": content,
+        "embeds": list(embeds),
+        "components": list(components),
+        "allowed_mentions": NO_MENTIONS,
+    }
+    return {"type": ResponseType.UPDATE_MESSAGE, "data": data}
+
+
 def error_message(text: str) -> dict:
     embed = {"title": "Something went wrong", "description": text, "color": EMBED_COLOR_ERROR}
     return message(embeds=[embed])
+
+
+def relative_time(moment: datetime | None) -> str:
+    """Discord's timestamp markup ("3 days ago", in each reader's language); "never" for None."""
+    return f"<t:{int(moment.timestamp())}:R>" if moment else "never"
 
 
 def autocomplete(choices: list[dict]) -> dict:

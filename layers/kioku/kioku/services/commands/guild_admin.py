@@ -9,9 +9,10 @@ from __future__ import annotations
 from functools import wraps
 from typing import TYPE_CHECKING, Final
 
+from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Handler, Interaction
-from kioku.services.commands.components import InvalidModalSubmit
+from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
 from kioku.services.commands.discord import Permission, error_message
 from kioku.services.warm import config_store
 
@@ -27,6 +28,9 @@ STALE_CONFIGURATION: Final = (
     "The server settings were changed meanwhile (someone else saved first), so nothing was saved. "
     "Please try again."
 )
+MEMORIES_UNREACHABLE: Final = (
+    "I could not reach the server's memories just now, so nothing was changed. Please try again."
+)
 
 
 def manager_refusal(interaction: Interaction) -> dict | None:
@@ -39,7 +43,8 @@ def manager_refusal(interaction: Interaction) -> dict | None:
 
 
 def managed(handler: Handler) -> Handler:
-    """``handler`` behind the manager check, its bad-input and stale-save errors answered ephemerally."""
+    """``handler`` behind the manager check, its bad-input, stale-save and memory errors answered
+    ephemerally: the one place these domain errors become replies."""
 
     @wraps(handler)
     def guarded(interaction: Interaction) -> dict:
@@ -54,6 +59,10 @@ def managed(handler: Handler) -> Handler:
             return error_message(f"Nothing was saved:\n{exc}")
         except StaleConfiguration:
             return error_message(STALE_CONFIGURATION)
+        except (MemoryNotFound, UnknownComponent) as exc:
+            return error_message(f"Nothing was changed: {exc}.")
+        except MemoryStoreFailed:
+            return error_message(MEMORIES_UNREACHABLE)
 
     return guarded
 

@@ -79,10 +79,15 @@ MEMORIES_GUIDE_FIELDS = (
     ),
     (
         "Server memories (Manage Server)",
-        "`/server memories list`: the server's memories with author and channel.\n"
-        "`/server memories forget memory_id:<id>`: forget one.\n"
-        "`/server memories moderation mode:approval`: members' server memories wait for review; "
-        "`/server memories review` shows them with Approve and Reject buttons.",
+        "`/server memories list`: every memory kept for the whole server, with its id, status (active or "
+        "pending review), author, channel and date; one said in a private channel shows its text only "
+        "when the list is opened there or in one of its threads.\n"
+        "`/server memories forget memory_id:<id>`: delete one server memory.\n"
+        "`/server memories moderation mode:open|approval`: **open** (the default) saves server memories at "
+        "once; **approval** makes those saved in conversations with someone who does not manage the server "
+        "wait for review: not recalled, but counted toward the limit.\n"
+        "`/server memories review`: the memories awaiting review, oldest first, with **Approve** and "
+        "**Reject** buttons.",
     ),
     (
         "Where memories are recalled",

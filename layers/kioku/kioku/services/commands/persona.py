@@ -44,6 +44,7 @@ from kioku.services.commands.discord import (
     Permission,
     error_message,
     message,
+    relative_time,
 )
 from kioku.services.warm import config_store, stm_store
 
@@ -120,7 +121,7 @@ def memory_embed(here: _Here, now: datetime, limits: StmLimits, title: str | Non
             "value": f"{entry.turns_since_refresh} (reminder at {cadence})",
             "inline": True,
         },
-        {"name": "Last updated", "value": _timestamp(entry.last_updated), "inline": True},
+        {"name": "Last updated", "value": relative_time(entry.last_updated), "inline": True},
     ]
     return embed
 
@@ -147,7 +148,9 @@ def _memory_text(entry: StmEntry, categories: Sequence[StmCategory], now: dateti
     ]
     if written:
         expired_at = max(written) + limits.summary_ttl
-        return f"*The last summary expired {_timestamp(expired_at)}; it is no longer given to the persona.*"
+        return (
+            f"*The last summary expired {relative_time(expired_at)}; it is no longer given to the persona.*"
+        )
     return "*No summary written yet.*"
 
 
@@ -170,10 +173,6 @@ def _mode(categories: Sequence[StmCategory]) -> str:
     if not categories:
         return "Single summary"
     return "Categories: " + ", ".join(category.label for category in categories)
-
-
-def _timestamp(moment: datetime | None) -> str:
-    return f"<t:{int(moment.timestamp())}:R>" if moment else "never"
 
 
 def on_view(interaction: Interaction) -> dict:

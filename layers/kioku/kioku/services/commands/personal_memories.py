@@ -15,7 +15,7 @@ from kioku.domain.privacy import THREAD_TYPES, Place, PrivacyPolicy
 from kioku.domain.text import shorten
 from kioku.services import warm
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import ButtonStyle, action_row, button
+from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
     EMBED_COLOR_INFO,
@@ -25,6 +25,7 @@ from kioku.services.commands.discord import (
     ResponseType,
     error_message,
     message,
+    updated_message,
 )
 
 GROUP: Final = "memories"
@@ -61,12 +62,14 @@ def list_memories(interaction: Interaction, page: int = 0) -> dict:
     }
     buttons = []
     if pages > 1:
-        buttons = [
-            action_row(
-                button("Previous", f"personal:list:{user_id}:{page - 1}", disabled=page == 0),
-                button("Next", f"personal:list:{user_id}:{page + 1}", disabled=page >= pages - 1),
-            )
-        ]
+        buttons = action_rows(
+            [
+                [
+                    Button(f"personal:list:{user_id}:{page - 1}", "Previous", disabled=page == 0),
+                    Button(f"personal:list:{user_id}:{page + 1}", "Next", disabled=page >= pages - 1),
+                ]
+            ]
+        )
     return _ephemeral([embed], buttons)
 
 
@@ -95,11 +98,17 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
             "a server's managers can rewrite them with `/persona stm edit`."
         ),
     }
-    buttons = action_row(
-        button("Forget everything", f"personal:forget-all:confirm:{user_id}", style=ButtonStyle.DANGER),
-        button("Cancel", f"personal:forget-all:cancel:{user_id}"),
+    buttons = action_rows(
+        [
+            [
+                Button(
+                    f"personal:forget-all:confirm:{user_id}", "Forget everything", style=ButtonStyle.DANGER
+                ),
+                Button(f"personal:forget-all:cancel:{user_id}", "Cancel"),
+            ]
+        ]
     )
-    return _ephemeral([embed], [buttons])
+    return _ephemeral([embed], buttons)
 
 
 def export(interaction: Interaction) -> dict:
@@ -216,7 +225,8 @@ def _ephemeral(embeds: list[dict], components: list[dict]) -> dict:
 
 def _update(response: dict) -> dict:
     """The same answer as an edit of the message whose button was clicked."""
-    return {**response, "type": ResponseType.UPDATE_MESSAGE}
+    data = response["data"]
+    return updated_message(embeds=data["embeds"], components=data["components"])
 
 
 OPTIONS: Final = {

@@ -1,7 +1,9 @@
-"""``/server stm …``: a server's short-term memory settings: parameters, prompt texts, categories.
+"""``/server …``: a manager's settings. ``stm``: short-term memory parameters, prompt texts,
+categories; ``privacy`` (``server_privacy``) and ``memories`` (``server_memories``) live beside.
 
 The two edit commands answer with a form (a modal). Its custom_id carries the configuration
 version the form was filled from, so a submit never overwrites a change saved in the meantime.
+Buttons (``server:memories:…``) are checked like the commands: Manage Server, on every click.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from kioku.domain.settings_edit import (
     category_line,
     parse_categories,
 )
-from kioku.services.commands import server_privacy
+from kioku.services.commands import server_memories, server_privacy
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.components import (
     MAX_MODAL_INPUTS,
@@ -128,6 +130,7 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     (GROUP, PROMPT_EDIT): open_prompt_form,
     (GROUP, CATEGORIES_EDIT): open_categories_form,
     **server_privacy.HANDLERS,
+    **server_memories.HANDLERS,
 }
 FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
@@ -137,7 +140,8 @@ def on_server(interaction: Interaction) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
         return error_message(
-            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, or `/server privacy view`."
+            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view` "
+            "or `/server memories list`."
         )
     return handler(interaction)
 
@@ -155,6 +159,12 @@ def on_form_submit(interaction: Interaction) -> dict:
     if config.version != int(match["version"]):
         raise StaleConfiguration(config)
     return save(interaction, config)
+
+
+@managed
+def on_button(interaction: Interaction) -> dict:
+    """A click on a button of a ``/server`` answer: only a manager's click does anything."""
+    return server_memories.on_button(interaction)
 
 
 def parameters_embed(stm: StmConfig, title: str) -> dict:
@@ -273,8 +283,10 @@ COMMAND = Command(
             ],
         },
         server_privacy.OPTIONS,
+        server_memories.OPTIONS,
     ],
     on_command=on_server,
+    on_component=on_button,
     on_modal=on_form_submit,
     dm_permission=False,
     default_member_permissions=MANAGE_SERVER,

@@ -1,0 +1,373 @@
+"""``/server memories …``: a manager's curation of the memories kioku keeps for the whole server.
+
+``list`` pages through every server memory of this server (every persona lineage), ``forget``
+deletes one by id, ``moderation`` chooses whether members' new server memories wait for a manager's
+review, and ``review`` shows the waiting ones, oldest first, with Approve and Reject buttons.
+
+A memory's text is shown only where ``kioku.domain.ltm.curation`` allows it; elsewhere its id,
+author, channel and status still are. Every button carries what it acts on in its custom_id (a
+review button also the start of the memory's fingerprint), so a stale or repeated click changes
+nothing: the store's writes are conditional on the memory still being what was shown.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from kioku.domain.ltm.curation import text_shown_to_manager
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.models import MemoryModeration, ServerConfig
+from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.settings_edit import InvalidSettingsEdit
+from kioku.domain.text import expand_macros, shorten
+from kioku.services.commands.base import Interaction
+from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
+from kioku.services.commands.discord import (
+    EMBED_COLOR_INFO,
+    OptionType,
+    Permission,
+    message,
+    relative_time,
+    updated_message,
+)
+from kioku.services.commands.guild_admin import load_server_config
+from kioku.services.warm import config_store, ltm_store
+
+GROUP: Final = "memories"
+LIST: Final = "list"
+FORGET: Final = "forget"
+MODERATION: Final = "moderation"
+REVIEW: Final = "review"
+MEMORY_ID_OPTION: Final = "memory_id"
+MODE_OPTION: Final = "mode"
+APPROVE: Final = "approve"
+REJECT: Final = "reject"
+
+PAGE_SIZE: Final = 5
+"""Memories per list page or review message: five fields of at most ~1,050 characters stay under
+Discord's 6,000 characters of embeds per message, and a message holds at most five action rows."""
+MAX_SHOWN_CHARS: Final = 900
+"""What a field shows of a memory's text; with the provenance line it stays under 1,024 characters."""
+TAG_CHARS: Final = 12
+MAX_MEMORY_ID_DIGITS: Final = 20
+
+_PAGE_ID = re.compile(rf"server:{GROUP}:page:(?P<page>[0-9]{{1,6}})", re.ASCII)
+_REVIEW_ID = re.compile(
+    rf"server:{GROUP}:(?P<verdict>{APPROVE}|{REJECT}):(?P<memory_id>[0-9]{{1,{MAX_MEMORY_ID_DIGITS}}})"
+    rf":(?P<tag>[0-9a-f]{{{TAG_CHARS}}})",
+    re.ASCII,
+)
+
+STATUS_NAMES: Final = {MemoryStatus.ACTIVE: "active", MemoryStatus.PENDING: "pending review"}
+HIDDEN_PRIVATE: Final = "*Said in a private channel: open {what} there to read it.*"
+HIDDEN_LEGACY: Final = (
+    "*Saved before kioku recorded where memories were said, so only an Administrator can read it.*"
+)
+BAD_MEMORY_ID: Final = "`memory_id` must be a memory's number, as `/server memories list` shows it"
+MODERATION_MEANING: Final = {
+    MemoryModeration.OPEN: (
+        "**Open**: server memories are saved as soon as a conversation asks for them (the default). "
+        "Memories already awaiting review still wait for `/server memories review`."
+    ),
+    MemoryModeration.APPROVAL: (
+        "**Approval**: a server memory saved in a conversation with someone who does not manage the "
+        "server waits for a manager's review (`/server memories review`); until then kioku does not "
+        "recall it. It counts toward the server's memory limit meanwhile."
+    ),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class _Viewer:
+    """Where a manager looks at the memories from, and what decides which texts they may read."""
+
+    place: Place
+    policy: PrivacyPolicy
+    sees_every_channel: bool
+    config: ServerConfig
+
+
+def _viewer(interaction: Interaction) -> _Viewer:
+    config = load_server_config(interaction)
+    channel = interaction.channel
+    parent = channel.parent_id if channel is not None and channel.id == interaction.channel_id else None
+    permissions = int(interaction.member.permissions) if interaction.member else 0
+    return _Viewer(
+        place=Place(interaction.guild_id, interaction.channel_id or "", parent),
+        policy=config.privacy,
+        sees_every_channel=bool(permissions & Permission.ADMINISTRATOR),
+        config=config,
+    )
+
+
+def _server_memories(interaction: Interaction) -> list[Memory]:
+    return ltm_store().memories_of(ScopeKind.SERVER, str(interaction.guild_id))
+
+
+# -- showing memories --------------------------------------------------------------------------------
+
+
+def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str) -> dict[str, Any]:
+    name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}"
+    if memory.scope.lineage != viewer.config.persona.lineage_id:
+        name += " · an earlier persona's"
+    value = f"{_text(memory, viewer, opened_with)}\n-# {_provenance(memory)}"
+    return {"name": name, "value": value, "inline": False}
+
+
+def _text(memory: Memory, viewer: _Viewer, opened_with: str) -> str:
+    if text_shown_to_manager(
+        memory, viewer.place, viewer.policy, sees_every_channel=viewer.sees_every_channel
+    ):
+        return shorten(expand_macros(memory.content, {"bot": viewer.config.persona.name}), MAX_SHOWN_CHARS)
+    if memory.origin.channel_id is None:
+        return HIDDEN_LEGACY
+    return HIDDEN_PRIVATE.format(what=opened_with)
+
+
+def _provenance(memory: Memory) -> str:
+    channel = f"<#{memory.origin.channel_id}>" if memory.origin.channel_id else "an unknown channel"
+    return f"by <@{memory.author_id}> in {channel} · saved {relative_time(memory.created_at)}"
+
+
+# -- /server memories list ---------------------------------------------------------------------------
+
+
+def list_memories(interaction: Interaction) -> dict:
+    embed, buttons = _list_page(interaction, 0)
+    return message(embeds=[embed], components=buttons)
+
+
+def _show_page(interaction: Interaction, page: int) -> dict:
+    embed, buttons = _list_page(interaction, page)
+    return updated_message(embeds=[embed], components=buttons)
+
+
+def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+    """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
+    viewer = _viewer(interaction)
+    memories = _server_memories(interaction)
+    pages = max(1, -(-len(memories) // PAGE_SIZE))
+    page = min(page, pages - 1)
+    shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+    pending = sum(memory.status is MemoryStatus.PENDING for memory in memories)
+    embed: dict[str, Any] = {"title": "Server memories", "color": EMBED_COLOR_INFO}
+    if not memories:
+        embed["description"] = "No server memories yet."
+        return embed, []
+    embed["description"] = (
+        f"{len(memories)} kept for this server ({pending} awaiting review), oldest first. "
+        "Forget one with `/server memories forget`."
+    )
+    embed["fields"] = [_memory_field(memory, viewer, "the list") for memory in shown]
+    embed["footer"] = {"text": f"Page {page + 1} of {pages}"}
+    return embed, _page_buttons(page, pages)
+
+
+def _page_buttons(page: int, pages: int) -> list[dict]:
+    if pages == 1:
+        return []
+    return action_rows(
+        [
+            [
+                Button(_page_id(max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(_page_id(page + 1), "Next", disabled=page == pages - 1),
+            ]
+        ]
+    )
+
+
+def _page_id(page: int) -> str:
+    return f"server:{GROUP}:page:{page}"
+
+
+# -- /server memories forget -------------------------------------------------------------------------
+
+
+def forget(interaction: Interaction) -> dict:
+    memory_id = _memory_id(interaction.option_values().get(MEMORY_ID_OPTION))
+    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
+    if memory is None:
+        raise MemoryNotFound(f"there is no server memory #{memory_id} here")
+    ltm_store().delete(memory)
+    embed = {
+        "title": f"Forgot server memory #{memory_id}",
+        "color": EMBED_COLOR_INFO,
+        "fields": [_memory_field(memory, _viewer(interaction), "the list")],
+    }
+    return message(embeds=[embed])
+
+
+def _memory_id(value: Any) -> str:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 < value < 10**MAX_MEMORY_ID_DIGITS:
+        raise MemoryNotFound(BAD_MEMORY_ID)
+    return str(value)
+
+
+# -- /server memories moderation ---------------------------------------------------------------------
+
+
+def set_moderation(interaction: Interaction) -> dict:
+    try:
+        mode = MemoryModeration(str(interaction.option_values().get(MODE_OPTION)))
+    except ValueError:
+        raise InvalidSettingsEdit(["mode must be open or approval"]) from None
+    config = load_server_config(interaction)
+    saved = config_store().save_server_config(replace(config, memory_moderation=mode))
+    embed = {
+        "title": f"Saved: memory moderation is {saved.memory_moderation.value}",
+        "description": MODERATION_MEANING[saved.memory_moderation],
+        "color": EMBED_COLOR_INFO,
+    }
+    return message(embeds=[embed])
+
+
+# -- /server memories review -------------------------------------------------------------------------
+
+
+def review(interaction: Interaction) -> dict:
+    embed, buttons = _review_list(interaction)
+    return message(embeds=[embed], components=buttons)
+
+
+def _judge(interaction: Interaction, verdict: str, memory_id: str, tag: str) -> dict:
+    """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
+    from kioku.config import get_settings
+
+    memory = _awaiting_review(interaction, memory_id, tag)
+    if verdict == APPROVE:
+        ltm_store().approve(memory, limit=get_settings().MAX_SERVER_MEMORIES)
+        note = f"Approved server memory #{memory_id}: kioku may recall it from now on."
+    else:
+        ltm_store().reject(memory)
+        note = f"Rejected server memory #{memory_id}: it is deleted."
+    embed, buttons = _review_list(interaction)
+    return updated_message(note, embeds=[embed], components=buttons)
+
+
+def _awaiting_review(interaction: Interaction, memory_id: str, tag: str) -> Memory:
+    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
+    if memory is None:
+        raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
+    if memory.status is not MemoryStatus.PENDING:
+        raise MemoryNotFound(f"server memory #{memory_id} was already approved")
+    if _tag(memory) != tag:
+        raise MemoryNotFound(
+            f"server memory #{memory_id} changed since this list was shown; run `/server memories review` again"
+        )
+    return memory
+
+
+def _review_list(interaction: Interaction) -> tuple[dict, list[dict]]:
+    """The oldest memories awaiting review, each with its Approve and Reject buttons."""
+    viewer = _viewer(interaction)
+    pending = [memory for memory in _server_memories(interaction) if memory.status is MemoryStatus.PENDING]
+    shown = pending[:PAGE_SIZE]
+    embed: dict[str, Any] = {"title": "Server memories awaiting review", "color": EMBED_COLOR_INFO}
+    if not pending:
+        embed["description"] = "Nothing awaits review." + (
+            " Memory moderation is open: new server memories are saved without review."
+            if viewer.config.memory_moderation is MemoryModeration.OPEN
+            else ""
+        )
+        return embed, []
+    embed["description"] = (
+        f"{len(pending)} awaiting review, oldest first. **Approve** lets kioku recall a memory; "
+        "**Reject** deletes it."
+    )
+    embed["fields"] = [_memory_field(memory, viewer, "the review") for memory in shown]
+    if len(pending) > len(shown):
+        embed["footer"] = {"text": f"Showing the oldest {len(shown)} of {len(pending)}"}
+    return embed, action_rows([_review_buttons(memory) for memory in shown])
+
+
+def _review_buttons(memory: Memory) -> list[Button]:
+    return [
+        Button(_review_id(APPROVE, memory), f"Approve #{memory.memory_id}", ButtonStyle.SUCCESS),
+        Button(_review_id(REJECT, memory), f"Reject #{memory.memory_id}", ButtonStyle.DANGER),
+    ]
+
+
+def _review_id(verdict: str, memory: Memory) -> str:
+    return f"server:{GROUP}:{verdict}:{memory.memory_id}:{_tag(memory)}"
+
+
+def _tag(memory: Memory) -> str:
+    return memory.fingerprint[:TAG_CHARS]
+
+
+# -- the buttons -------------------------------------------------------------------------------------
+
+
+def on_button(interaction: Interaction) -> dict:
+    """A click on a list page or review button (the manager check is the caller's)."""
+    custom_id = interaction.custom_id
+    page = _PAGE_ID.fullmatch(custom_id)
+    if page:
+        return _show_page(interaction, int(page["page"]))
+    verdict = _REVIEW_ID.fullmatch(custom_id)
+    if verdict:
+        return _judge(interaction, verdict["verdict"], verdict["memory_id"], verdict["tag"])
+    raise UnknownComponent("this button is not one I know; run the command again")
+
+
+HANDLERS: Final = {
+    (GROUP, LIST): list_memories,
+    (GROUP, FORGET): forget,
+    (GROUP, MODERATION): set_moderation,
+    (GROUP, REVIEW): review,
+}
+
+OPTIONS: Final = {
+    "type": OptionType.SUB_COMMAND_GROUP,
+    "name": GROUP,
+    "description": "Long-term memories kept for the whole server",
+    "options": [
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": LIST,
+            "description": "Every server memory with its id, status, author and channel",
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": FORGET,
+            "description": "Delete one server memory",
+            "options": [
+                {
+                    "type": OptionType.INTEGER,
+                    "name": MEMORY_ID_OPTION,
+                    "description": "The memory's number, as /server memories list shows it",
+                    "required": True,
+                    "min_value": 1,
+                }
+            ],
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": MODERATION,
+            "description": "Whether members' new server memories wait for a manager's review",
+            "options": [
+                {
+                    "type": OptionType.STRING,
+                    "name": MODE_OPTION,
+                    "description": "open: saved at once; approval: members' memories wait for review",
+                    "required": True,
+                    "choices": [
+                        {"name": "open: saved at once", "value": MemoryModeration.OPEN.value},
+                        {
+                            "name": "approval: a manager approves members' memories",
+                            "value": MemoryModeration.APPROVAL.value,
+                        },
+                    ],
+                }
+            ],
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": REVIEW,
+            "description": "Approve or reject the server memories awaiting review",
+        },
+    ],
+}
