@@ -187,3 +187,34 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     assert f"#{memory_id} · active" in listing and "the book club meets on Fridays" in listing
     context = reviewed.split("> :context", 1)[1]
     assert f"[#{memory_id}] the book club meets on Fridays" in context
+
+
+def test_make_run_shows_exports_and_forgets_a_person_with_a_confirmation(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "kioku, my favourite colour is teal",
+            ":memory",
+            "/personal memories list",
+            "/personal memories export",
+            "/personal memories forget-all",
+            ":click Forget everything",
+            ":memory",
+            "/personal memories forget-all",
+            ":click Forget everything",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Nothing here." in out.split("> /personal memories list", 1)[1]
+    export = out.split("> /personal memories export", 1)[1].split("> /personal memories forget-all", 1)[0]
+    assert "attached file: kioku-export-400000000000000001.json" in export
+    first, second = (
+        " ".join(part.replace("┃", " ").split()) for part in out.split("> :click Forget everything")[1:3]
+    )
+    assert "and 1 of your messages in channels' short-term memory" in first
+    memory = first.split("> :memory", 1)[1]
+    assert (
+        "Alice:" not in memory and "Kioku:" in memory
+    )  # her line is gone from #general's row, kioku's stays
+    assert "nothing left to forget" in second

@@ -413,6 +413,10 @@ def _option(word: str) -> tuple[str, Any]:
 def render_message(message: dict[str, Any]) -> str:
     lines = [f"{message.get('author', {}).get('username', '?')}: {message.get('content') or ''}".rstrip()]
     lines += [render_embed(embed) for embed in message.get("embeds") or []]
+    lines += [
+        f"  [attached file: {attachment.get('filename')}, {attachment.get('size', 0)} bytes]"
+        for attachment in message.get("attachments") or []
+    ]
     return "\n".join(lines)
 
 
