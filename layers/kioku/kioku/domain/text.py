@@ -23,7 +23,9 @@ MARKER_OPENERS: Final = "<\ufe64\uff1c"
 MARKER_CLOSERS: Final = ">\ufe65\uff1e"
 _OPENERS = re.escape(MARKER_OPENERS)
 _CLOSERS = re.escape(MARKER_CLOSERS)
-_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]{{1,48}}[{_CLOSERS}]")
+# No length cap: any number of invisible characters may hide inside a marker. Each scan stops at the
+# next opener, so the whole text is still read once.
+_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]+[{_CLOSERS}]")
 _MARKER_NAMES: Final = {"<som>": "(som)", "<eom>": "(eom)"}
 _INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Cc"})
 
