@@ -1,0 +1,387 @@
+"""Property tests of the privacy model: random Discord worlds, real turns, an independent oracle.
+
+Each example builds a world (guilds, channels with @everyone overwrites, threads, members, DMs), then
+plays a random sequence of messages to the bot through the real ``TurnService``, ``StmStore``,
+``DynamoMemoryStore`` and ``TurnLedger`` on in-process moto, with a fresh table. Every message holds
+a secret token, and the model writes more tokens into short-term summaries and long-term memories.
+After each turn, every token in the model's requests must be one the rules let this turn see (or
+one of this channel's own dialogue), and every token the rules say it must see must be there.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from typing import Final
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable, make_client
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.config import Settings
+from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.privacy import PrivacyMode
+from kioku.domain.stm.update_tool import SUMMARY_FIELD
+from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
+from kioku.domain.turn_jobs import TurnJob
+from kioku.playground.aws import create_table, load_template
+from kioku.services.ltm import CREATE_TOOL_NAME
+from kioku.services.turn import TurnService
+from tests.integration.privacy_world import (
+    BOT_ID,
+    VIEW_CHANNEL_BIT,
+    Channel,
+    FakeDiscord,
+    Guild,
+    Kind,
+    Oracle,
+    Probe,
+    Scenario,
+    TokenWritingModel,
+    TurnPlan,
+    User,
+    Where,
+    World,
+    Written,
+    scenarios,
+    tokens_in,
+)
+
+TABLE_NAME: Final = "kioku-privacy-properties"
+TEMPLATE: Final = load_template()
+START: Final = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
+HISTORY_LIMIT: Final = 4
+"""Short, so that some people who wrote in a channel are no longer taking part in it."""
+SETTINGS: Final = Settings.model_validate(
+    {
+        "TABLE_NAME": TABLE_NAME,
+        "TURN_QUEUE_URL": "https://sqs.local/queue.fifo",
+        "DISCORD_APPLICATION_ID": BOT_ID,
+        "DISCORD_PUBLIC_KEY": "0" * 64,
+        "RELAY_PUBLIC_KEY": "1" * 64,
+        "LLM_PROVIDER": "scripted",
+        "DIALOGUE_HISTORY_LIMIT": HISTORY_LIMIT,
+        # Room for everything the rules allow, so that whatever is missing was held back by privacy.
+        "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS": 20,
+        "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT": 50,
+        "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL": 50,
+    }
+)
+PROPERTY_SETTINGS: Final = settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,  # the same examples on every run: CI cannot flake
+    database=None,
+    # The moto mock and its client (function-scoped fixtures) serve every example; each example
+    # makes its own table.
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+
+
+@PROPERTY_SETTINGS
+@given(scenario=scenarios())
+def test_every_turn_sees_exactly_the_memory_discords_privacy_allows(dynamodb, scenario: Scenario):
+    # Given a random world with Discord's privacy only (no admin overrides, no bypass)
+    # When its people talk to the bot, saving summaries and memories on the way
+    problems = play(scenario, dynamodb)
+
+    # Then no turn was shown anything the rules keep from it, nor denied anything they allow
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@settings(PROPERTY_SETTINGS, max_examples=15)
+@given(scenario=scenarios(admin_settings=True))
+def test_admin_overrides_and_the_bypass_decide_privacy_within_their_guild(dynamodb, scenario: Scenario):
+    # Given a random world whose admins override channels' privacy and may turn the bypass on
+    # When its people talk to the bot
+    problems = play(scenario, dynamodb, Oracle(scenario.world, home_overrides_only=True))
+
+    # Then every turn sees what the overrides and the bypass allow, and nothing more
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+# -- the known gap: a guild's overrides do not travel -----------------------------------------------
+# kioku stamps a memory with Discord's privacy of its channel and applies a guild's overrides only in
+# turns of that guild. A memory someone saved about themself follows them to other guilds and their
+# DM when its channel was public, and there the overrides of the guild it was saved in are unknown.
+
+
+KNOWN_GAP = pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="a guild's privacy overrides are not applied to its memories recalled elsewhere",
+)
+
+
+@KNOWN_GAP
+def test_what_someone_said_about_themself_in_a_channel_made_private_by_its_admin_stays_there(dynamodb):
+    # Given a channel everyone may view, made private by its guild's admin
+    scenario = _said_about_herself_then_elsewhere(PrivacyMode.PRIVATE)
+
+    # When ann saves a memory about herself in it, then talks in another guild and in her DM
+    problems = play(scenario, dynamodb)
+
+    # Then neither of those turns is shown it
+    assert problems == []
+
+
+@KNOWN_GAP
+def test_what_someone_said_about_themself_in_a_channel_made_public_by_its_admin_follows_them(dynamodb):
+    # Given a channel @everyone may not view, made public by its guild's admin
+    scenario = _said_about_herself_then_elsewhere(PrivacyMode.PUBLIC)
+
+    # When ann saves a memory about herself in it, then talks in another guild and in her DM
+    problems = play(scenario, dynamodb)
+
+    # Then both of those turns are shown it
+    assert problems == []
+
+
+def _said_about_herself_then_elsewhere(mode: PrivacyMode) -> Scenario:
+    home, away = "200000000000000000", "200000000000000001"
+    channel, elsewhere = "300000000000000000", "300000000000000010"
+    discord_view = VIEW_CHANNEL_BIT if mode is PrivacyMode.PRIVATE else 0
+    ann = User("400000000000000000", "ann", "500000000000000000", frozenset({home, away}))
+    world = World(
+        guilds=(Guild(home, discord_view, {channel: mode}), Guild(away, VIEW_CHANNEL_BIT)),
+        channels=(Channel(channel, home), Channel(elsewhere, away)),
+        users=(ann,),
+    )
+    return Scenario(
+        world,
+        (
+            TurnPlan(ann.user_id, Where(home, channel), personal_about=ann.user_id),
+            TurnPlan(ann.user_id, Where(away, elsewhere)),
+            TurnPlan(ann.user_id, Where(None, ann.dm_channel_id)),
+        ),
+    )
+
+
+# -- playing a scenario ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def dynamodb(aws):
+    """One client for every example of a test: a client per example would load botocore's models again."""
+    return make_client()
+
+
+def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
+    """Run every turn of ``scenario`` on a fresh table (moto already running); what any turn saw that
+    it should not have (LEAK) or did not see that it should have (MISSING)."""
+    world = scenario.world
+    oracle = oracle or Oracle(world)
+    problems: list[str] = []
+    written: list[Written] = []
+    with fresh_table(client) as table:
+        _configure(ConfigStore(table), world)
+        discord, model = FakeDiscord(world), TokenWritingModel()
+        clock = _Clock()
+        service = TurnService(
+            settings=SETTINGS,
+            discord=discord,  # type: ignore[arg-type]
+            model=model,
+            stm_store=StmStore(table),
+            ltm_store=DynamoMemoryStore(table),
+            ledger=TurnLedger(table),
+            clock=clock,
+        )
+        new_token = _tokens()
+        for number, plan in enumerate(scenario.turns):
+            now = clock.tick()
+            speaker = world.user(plan.speaker)
+            said = new_token(Kind.MESSAGE)
+            mention = world.user(plan.mention) if plan.mention else None
+            content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
+            message = discord.user_says(speaker, plan.where, content, now, mention=mention)
+            planned = _tool_calls(plan, new_token)
+            model.plan([call for call, _ in planned])
+            discord.fetched.clear()
+            first_request = len(model.requests)
+
+            record = service.run(TurnJob.from_gateway_message(message))
+
+            assert not record.apologised and not record.duplicate, f"turn {number} did not complete"
+            shown = [message, *discord.fetched][:HISTORY_LIMIT]
+            probe = Probe(plan.where, speaker.user_id, _taking_part(plan, shown))
+            seen = tokens_in([request.messages for request in model.requests[first_request:]])
+            problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world)
+
+            results = zip(model.made, record.tool_results, strict=True)
+            saved = {
+                token
+                for (_, arguments), (_, result) in results
+                if result.ok
+                for token in tokens_in(arguments)
+            }
+            written.append(Written(said, Kind.MESSAGE, plan.where, speaker.user_id))
+            written += [
+                Written(token, kind, plan.where, speaker.user_id, subject, stored=token in saved)
+                for _, (token, kind, subject) in planned
+            ]
+    return problems
+
+
+@contextmanager
+def fresh_table(client) -> Iterator[KiokuTable]:
+    """An empty table for one example, dropped after it (moto copies every table in each transaction)."""
+    create_table(client, TEMPLATE, TABLE_NAME)
+    try:
+        yield KiokuTable(TABLE_NAME, client=client)
+    finally:
+        client.delete_table(TableName=TABLE_NAME)
+
+
+def _check(
+    oracle: Oracle,
+    probe: Probe,
+    number: int,
+    seen: set[str],
+    dialogue: set[str],
+    written: list[Written],
+    world: World,
+) -> list[str]:
+    problems = []
+    newest_summaries = {w.row: w.token for w in written if w.kind is Kind.SUMMARY and w.stored}
+    where = f"turn {number}: {_person(world, probe.speaker)} in {_place(oracle, probe.where)}"
+    for w in written:
+        if w.token in seen and w.token not in dialogue and not oracle.may_show(w, probe):
+            problems.append(f"LEAK at {where} saw {_origin(oracle, w)}")
+        newest = newest_summaries.get(w.row) == w.token
+        if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
+            problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
+    return problems
+
+
+def _tool_calls(
+    plan: TurnPlan, new_token: Callable[[Kind], str]
+) -> list[tuple[tuple[str, dict[str, str]], tuple[str, Kind, str | None]]]:
+    """The model's calls for ``plan``, each with the token it writes, its kind and its subject."""
+    calls = []
+    if plan.summary:
+        token = new_token(Kind.SUMMARY)
+        calls.append(((STM_TOOL, {SUMMARY_FIELD: f"Notes {token}"}), (token, Kind.SUMMARY, None)))
+    if plan.server_memory:
+        token = new_token(Kind.SERVER_MEMORY)
+        arguments = {"memory_content": f"Fact {token}", "memory_scope": "server_wide"}
+        calls.append(((CREATE_TOOL_NAME, arguments), (token, Kind.SERVER_MEMORY, plan.speaker)))
+    if plan.personal_about:
+        token = new_token(Kind.PERSONAL_MEMORY)
+        arguments = {
+            "memory_content": f"Fact {token}",
+            "memory_scope": "target_user",
+            "target_user": f"<@{plan.personal_about}>",
+        }
+        calls.append(((CREATE_TOOL_NAME, arguments), (token, Kind.PERSONAL_MEMORY, plan.personal_about)))
+    return calls
+
+
+def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
+    if plan.where.guild_id is None:
+        return frozenset({plan.speaker})
+    authors = {str(message["author"]["id"]) for message in shown} - {BOT_ID}
+    return frozenset({plan.speaker, *authors})
+
+
+def _configure(store: ConfigStore, world: World) -> None:
+    for guild in world.guilds:
+        if guild.overrides or guild.bypass:
+            config = ServerConfig(
+                server_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
+            )
+            store.save_server_config(config)
+    for user in world.users:
+        if user.cross_server:
+            store.save_user_profile(UserProfile(user_id=user.user_id, cross_server_opt_in=True))
+
+
+class _Clock:
+    """A minute between turns, from ``START``."""
+
+    def __init__(self) -> None:
+        self.now = START - timedelta(minutes=1)
+
+    def tick(self) -> datetime:
+        self.now += timedelta(minutes=1)
+        return self.now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def _tokens() -> Callable[[Kind], str]:
+    numbers = itertools.count(1)
+    return lambda kind: f"TOK{kind.value}{next(numbers):04d}"
+
+
+# -- telling what happened ----------------------------------------------------------------------------
+
+
+def _person(world: World, user_id: str | None) -> str:
+    return world.user(user_id).name if user_id else "nobody"
+
+
+def _place(oracle: Oracle, where: Where) -> str:
+    world = oracle.world
+    if where.guild_id is None:
+        owner = next(user for user in world.users if user.dm_channel_id == where.channel_id)
+        return f"{owner.name}'s DM"
+    channel = world.channel(where.channel_id)
+    assert channel is not None
+    guild = f"guild{where.guild_id[-1]}"
+    privacy = "private" if oracle.private(where) else "public"
+    if channel.is_thread:
+        return f"{guild} thread {channel.channel_id[-2:]} ({privacy}, type {channel.kind}, of #{channel.parent_id[-2:]})"  # type: ignore[index]
+    return f"{guild} #{channel.channel_id[-2:]} ({privacy})"
+
+
+def _origin(oracle: Oracle, written: Written) -> str:
+    world = oracle.world
+    about = f" about {_person(world, written.subject_id)}" if written.kind is Kind.PERSONAL_MEMORY else ""
+    return (
+        f"{written.token} ({written.kind.name.lower()} by {_person(world, written.author_id)}{about}, "
+        f"written in {_place(oracle, written.where)})"
+    )
+
+
+def story(scenario: Scenario) -> str:
+    """The world and the turns in a few lines, for a failing example."""
+    world = scenario.world
+    oracle = Oracle(world)
+    lines = ["World:"]
+    for guild in world.guilds:
+        settings_text = (
+            f" overrides={dict(guild.overrides)} bypass={guild.bypass}"
+            if guild.overrides or guild.bypass
+            else ""
+        )
+        lines.append(f"  guild{guild.guild_id[-1]} @everyone={guild.everyone_permissions}{settings_text}")
+    for channel in world.channels:
+        where = Where(channel.guild_id, channel.channel_id, channel.parent_id if channel.is_thread else None)
+        lines.append(f"  {_place(oracle, where)} overwrite={channel.overwrite.value}")
+    for user in world.users:
+        guilds = ",".join(f"guild{g[-1]}" for g in sorted(user.guild_ids))
+        lines.append(f"  {user.name}: member of {guilds}; cross-server={user.cross_server}")
+    lines.append("Turns:")
+    for number, plan in enumerate(scenario.turns):
+        does = [
+            *(["summary"] if plan.summary else []),
+            *(["server memory"] if plan.server_memory else []),
+            *(
+                [f"personal memory about {_person(world, plan.personal_about)}"]
+                if plan.personal_about
+                else []
+            ),
+        ]
+        mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
+        lines.append(
+            f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "
+            + (", ".join(does) or "just talks")
+        )
+    return "\n".join(lines)
