@@ -15,7 +15,7 @@ import itertools
 import json
 import re
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
@@ -142,6 +142,10 @@ class TurnPlan:
     summary: bool = False
     server_memory: bool = False
     personal_about: str | None = None
+    revise: int | None = None
+    """An earlier memory the model rewrites (or forgets, with ``forget``): its index, modulo how many
+    are kept, among the memories saved so far."""
+    forget: bool = False
 
 
 @dataclass(frozen=True)
@@ -220,6 +224,8 @@ def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
         personal_about=draw(st.none() | st.just(speaker.user_id) | st.sampled_from(others)),
+        revise=draw(st.none() | st.integers(0, 15)),
+        forget=draw(st.booleans()),
     )
 
 
@@ -372,11 +378,11 @@ class TokenWritingModel:
 
     def __init__(self) -> None:
         self.requests: list[ChatRequest] = []
-        self.made: list[tuple[str, dict[str, str]]] = []
+        self.made: list[tuple[str, dict[str, Any]]] = []
         """The calls made since the last ``plan``, in order."""
-        self._planned: list[tuple[str, dict[str, str]]] = []
+        self._planned: list[tuple[str, dict[str, Any]]] = []
 
-    def plan(self, calls: Sequence[tuple[str, dict[str, str]]]) -> None:
+    def plan(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> None:
         self._planned = list(calls)
         self.made = []
 
@@ -413,7 +419,10 @@ class Kind(StrEnum):
 
 @dataclass(frozen=True)
 class Written:
-    """A token and everything about where it came from. ``stored``: kioku said it saved it."""
+    """A token and everything about where it came from. ``stored``: kioku said it saved it; ``gone``:
+    it was stored, then forgotten or rewritten. A rewritten memory is a new token written where the
+    rewriting turn was, with ``kept_where`` and ``kept_author``: where and by whom kioku keeps it
+    written (the memory's first origin and author)."""
 
     token: str
     kind: Kind
@@ -421,6 +430,10 @@ class Written:
     author_id: str
     subject_id: str | None = None
     stored: bool = True
+    memory_id: str | None = None
+    gone: bool = False
+    kept_where: Where | None = None
+    kept_author: str | None = None
 
     @property
     def row(self) -> tuple[str | None, str]:
@@ -441,15 +454,28 @@ class Probe:
 class Oracle:
     """The privacy rules, written from the world: what may be shown, what must be.
 
-    ``home_overrides_only``: kioku's known gap (see ``test_privacy_properties``): outside the guild a
-    self-authored personal memory was saved in (another guild, the DM), its privacy is Discord's as
-    described when it was saved, not what that guild's admin overrode it to. With this set, the
-    oracle accepts that instead of the rules, so the property still guards everything else.
+    Two known gaps of kioku (see ``test_privacy_properties``) can be accepted instead of the rules,
+    so that the properties still guard everything else:
+
+    - ``home_overrides_only``: outside the guild a self-authored personal memory was saved in
+      (another guild, the DM), its privacy is Discord's as described when it was saved, not what that
+      guild's admin overrode it to;
+    - ``rewrites_keep_first_origin``: a rewritten memory keeps the origin and author of the memory it
+      rewrote, not those of the turn that wrote its new text.
     """
 
-    def __init__(self, world: World, *, home_overrides_only: bool = False) -> None:
+    def __init__(
+        self, world: World, *, home_overrides_only: bool = False, rewrites_keep_first_origin: bool = False
+    ) -> None:
         self.world = world
         self.home_overrides_only = home_overrides_only
+        self.rewrites_keep_first_origin = rewrites_keep_first_origin
+
+    def as_kept(self, written: Written) -> Written:
+        """``written`` with the origin and author the oracle judges it by."""
+        if self.rewrites_keep_first_origin and written.kept_where and written.kept_author:
+            return replace(written, where=written.kept_where, author_id=written.kept_author)
+        return written
 
     def discord_private(self, channel: Channel) -> bool:
         """@everyone cannot view the channel (administrator views everything; the channel's
@@ -493,7 +519,7 @@ class Oracle:
         return written.channel_id in (at.channel_id, at.parent_id)
 
     def may_show(self, written: Written, probe: Probe) -> bool:
-        at = probe.where
+        written, at = self.as_kept(written), probe.where
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)
             return probe.speaker == owner.user_id and (at.guild_id is None or owner.cross_server)
@@ -513,11 +539,19 @@ class Oracle:
             return not private or self.guild_rule(written.where, at)  # public: it follows them
         return self.guild_rule(written.where, at)
 
+    def may_change(self, written: Written, probe: Probe) -> bool:
+        """A memory may be rewritten or forgotten by its author or subject, where it could be shown
+        (were its subject taking part)."""
+        kept = self.as_kept(written)
+        if probe.speaker not in (kept.author_id, kept.subject_id):
+            return False
+        return self.may_show(written, replace(probe, taking_part=probe.taking_part | {kept.subject_id}))
+
     def must_show(self, written: Written, probe: Probe, newest_summary: bool) -> bool:
         """What a turn must be shown: every stored memory it may see, the newest summary of each row
         it may see, and the raw lines of every other channel's row it may see (this channel's own
         lines are its dialogue)."""
-        if not written.stored or not self.may_show(written, probe):
+        if not written.stored or written.gone or not self.may_show(written, probe):
             return False
         if written.kind is Kind.SUMMARY:
             return newest_summary
