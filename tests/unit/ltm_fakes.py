@@ -150,19 +150,28 @@ class FakeMemoryStore:
         self._check()
         return self.memories.get((kind, owner_id, memory_id))
 
-    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
+    def replace_content(
+        self, memory: Memory, content: str, now: datetime, *, limit: int, origin=None, author_id=None
+    ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
         if self.memories.get(key) != memory:
             raise MemoryNotFound("changed")
+        rewritten = replace(memory, origin=origin or memory.origin, author_id=author_id or memory.author_id)
         for other in self.in_scope(memory.scope.kind, memory.scope.owner_id, {memory.scope.lineage}):
             if (
                 other.memory_id != memory.memory_id
-                and other.duplicate_domain == memory.duplicate_domain
+                and other.duplicate_domain == rewritten.duplicate_domain
                 and other.fingerprint == content_fingerprint(content)
             ):
                 raise DuplicateMemory(other.memory_id)
-        updated = replace(memory, content=content, updated_at=now)
+        updated = replace(
+            memory,
+            content=content,
+            updated_at=now,
+            origin=origin or memory.origin,
+            author_id=author_id or memory.author_id,
+        )
         self.memories[key] = updated
         return updated
 

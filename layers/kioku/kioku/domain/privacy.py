@@ -233,12 +233,11 @@ def may_recall_personal(
     """A personal memory about ``subject_id``, shown in a turn where the subject takes part.
 
     What the subject said about themself follows them (every server, their DM), except what they said
-    in a private channel: that stays in that channel, its threads and the subject's own DM. What
-    someone else said about them stays in the server where it was said, under the channel rule.
+    in a private channel: that stays in that channel and its threads, like all private memory (not
+    even the subject's DM shows it). What someone else said about them stays in the server where it
+    was said, under the channel rule.
     """
     if author_id == subject_id:
-        if place.guild_id is None:
-            return True  # the subject's own DM: only they are there
         if origin.guild_id is None:
             return origin.channel_id is not None and not origin.private
         if not effective_private(origin, policy):

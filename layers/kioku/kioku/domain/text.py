@@ -18,11 +18,14 @@ END_OF_MESSAGE: Final = "<eom>"
 MAX_LABEL_CHARS: Final = 64
 
 
-MARKER_OPENERS: Final = "<\ufe64\uff1c"
-"""Every character NFKD folds to ``<`` (a unit test computes the set again)."""
-MARKER_CLOSERS: Final = ">\ufe65\uff1e"
+MARKER_OPENERS: Final = "<\u226e\ufe64\uff1c"
+"""Every character whose NFKD begins with ``<`` (``≮`` is ``<`` with a mark a reader drops);
+a unit test computes the set again."""
+MARKER_CLOSERS: Final = ">\u226f\ufe65\uff1e"
 _OPENERS = re.escape(MARKER_OPENERS)
 _CLOSERS = re.escape(MARKER_CLOSERS)
+# No length cap: any number of invisible characters may hide inside a marker. Each scan stops at the
+# next opener, so the whole text is still read once.
 _MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]+[{_CLOSERS}]")
 _MARKER_NAMES: Final = {"<som>": "(som)", "<eom>": "(eom)"}
 _INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"})

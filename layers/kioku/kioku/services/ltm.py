@@ -365,7 +365,9 @@ def _update(
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
         limit = settings.MAX_PERSONAL_MEMORIES
-    updated = store.replace_content(memory, content, turn.now, limit=limit)
+    updated = store.replace_content(
+        memory, content, turn.now, limit=limit, origin=_saving_origin(turn), author_id=turn.user.user_id
+    )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
 

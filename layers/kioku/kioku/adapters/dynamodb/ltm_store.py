@@ -83,6 +83,8 @@ _NAMES: Final = {
     "#updated_at": "updated_at",
     "#privacy": "privacy_level",
     "#status": "status",
+    "#origin": "origin",
+    "#author_id": "author_id",
 }
 
 
@@ -231,28 +233,48 @@ class DynamoMemoryStore:
         item = self._guarded(self._table.get, memory_key(kind, owner_id, memory_id))
         return memory_from_item(item) if item else None
 
-    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
-        updated = replace(memory, content=content, updated_at=now)
+    def replace_content(
+        self,
+        memory: Memory,
+        content: str,
+        now: datetime,
+        *,
+        limit: int,
+        origin: Origin | None = None,
+        author_id: str | None = None,
+    ) -> Memory:
+        """``memory`` with new content; given ``origin`` and ``author_id`` (where and by whom the new
+        text was written), it belongs there from now on, as new text would."""
+        updated = replace(
+            memory,
+            content=content,
+            updated_at=now,
+            origin=origin or memory.origin,
+            author_id=author_id or memory.author_id,
+        )
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
-                "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at",
+                "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
+                "#origin = :origin, #author_id = :author_id",
                 condition="#fingerprint = :read_fingerprint",
-                names=_names("#content", "#fingerprint", "#updated_at"),
+                names=_names("#content", "#fingerprint", "#updated_at", "#origin", "#author_id"),
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
                     ":updated_at": now.isoformat(),
+                    ":origin": origin_text(updated.origin),
+                    ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
                 },
             ),
             "book": self._write_entry(updated, limit),
         }
-        if updated.fingerprint != memory.fingerprint:
+        if (updated.fingerprint, updated.duplicate_domain) != (memory.fingerprint, memory.duplicate_domain):
             operations["old_guard"] = self._release_guard(memory)
             operations["new_guard"] = self._table.op_put(
                 {
-                    **guard_key(memory.scope, updated.fingerprint, memory.duplicate_domain),
+                    **guard_key(memory.scope, updated.fingerprint, updated.duplicate_domain),
                     "memory_id": memory.memory_id,
                 },
                 condition="attribute_not_exists(pk)",

@@ -15,7 +15,7 @@ from kioku.domain.ltm.memory import (
     SaveOutcome,
     ScopeKind,
 )
-from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
 SearchMembers = Callable[[str, str], list[dict[str, Any]]]
 """``search_members(guild_id, query)``: guild members as Discord REST returns them (``user``, ``nick``)."""
@@ -54,9 +54,19 @@ class MemoryStore(Protocol):
 
     def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
 
-    def replace_content(self, memory: Memory, content: str, now: datetime, *, limit: int) -> Memory:
-        """``memory`` with new content; raises ``DuplicateMemory`` or ``MemoryNotFound`` (changed).
-        ``limit`` is the memory limit of its scope, which bounds what recall keeps of each memory."""
+    def replace_content(
+        self,
+        memory: Memory,
+        content: str,
+        now: datetime,
+        *,
+        limit: int,
+        origin: Origin | None = None,
+        author_id: str | None = None,
+    ) -> Memory:
+        """``memory`` with new content, written at ``origin`` by ``author_id`` when given; raises
+        ``DuplicateMemory`` or ``MemoryNotFound`` (changed). ``limit`` is the memory limit of its
+        scope, which bounds what recall keeps of each memory."""
         ...
 
     def delete(self, memory: Memory) -> None:

@@ -1,0 +1,540 @@
+"""Random Discord worlds for the privacy properties, and the oracle that says what each turn may see.
+
+A world holds guilds (each with its @everyone permissions and, optionally, an admin's overrides and
+bypass), text channels with an @everyone overwrite, threads, members and their DMs. ``FakeDiscord``
+answers the REST calls a turn makes from it; ``TokenWritingModel`` is a model that, when told to,
+writes the turn's secret tokens into memory through the real tools. Every token's origin is kept in
+a ``Written`` record, and ``Oracle`` decides from the world alone, in a few plain lines written
+straight from the privacy rules (never kioku's own functions), where a token may or must be shown.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any, Final
+
+from hypothesis import strategies as st
+
+from kioku.adapters.discord_rest import DiscordError
+from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
+from kioku.domain.privacy import PrivacyMode
+
+BOT_ID: Final = "100000000000000001"
+BOT_NAME: Final = "kioku"
+VIEW_CHANNEL_BIT: Final = 1 << 10
+ADMINISTRATOR_BIT: Final = 1 << 3
+ROLE_OVERWRITE: Final = 0
+MEMBER_OVERWRITE: Final = 1
+GUILD_TEXT: Final = 0
+ANNOUNCEMENT_THREAD: Final = 10
+PUBLIC_THREAD: Final = 11
+PRIVATE_THREAD: Final = 12
+THREAD_KINDS: Final = (ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
+HTTP_NOT_FOUND: Final = 404
+UNKNOWN_CHANNEL: Final = 10003
+MODERATOR_ROLE: Final = "800000000000000001"
+CATEGORY: Final = "810000000000000001"
+
+_GUILD_BASE: Final = 200_000_000_000_000_000
+_CHANNEL_BASE: Final = 300_000_000_000_000_000
+_USER_BASE: Final = 400_000_000_000_000_000
+_DM_BASE: Final = 500_000_000_000_000_000
+_MESSAGE_BASE: Final = 600_000_000_000_000_000
+TOKEN: Final = re.compile(r"TOK[MSGP]\d{4}")
+
+
+# -- the world ---------------------------------------------------------------------------------------
+
+
+class Overwrite(StrEnum):
+    """The channel's permission overwrite for the @everyone role."""
+
+    NONE = "none"
+    DENY_VIEW = "deny view"
+    ALLOW_VIEW = "allow view"
+
+
+@dataclass(frozen=True)
+class Channel:
+    """A text channel (``parent_id``: maybe its category) or a thread (``parent_id``: its channel)."""
+
+    channel_id: str
+    guild_id: str
+    kind: int = GUILD_TEXT
+    parent_id: str | None = None
+    overwrite: Overwrite = Overwrite.NONE
+
+    @property
+    def is_thread(self) -> bool:
+        return self.kind in THREAD_KINDS
+
+
+@dataclass(frozen=True)
+class Guild:
+    guild_id: str
+    everyone_permissions: int
+    overrides: Mapping[str, PrivacyMode] = field(default_factory=dict)
+    bypass: bool = False
+
+
+@dataclass(frozen=True)
+class User:
+    user_id: str
+    name: str
+    dm_channel_id: str
+    guild_ids: frozenset[str]
+    cross_server: bool = False
+
+    def as_discord(self) -> dict[str, Any]:
+        return {"id": self.user_id, "username": self.name, "global_name": self.name.title()}
+
+
+@dataclass(frozen=True)
+class Where:
+    """Where a turn happens or a token was written: a guild channel or thread, or a DM (no guild)."""
+
+    guild_id: str | None
+    channel_id: str
+    parent_id: str | None = None
+    """A thread's channel."""
+
+
+@dataclass(frozen=True)
+class World:
+    guilds: tuple[Guild, ...]
+    channels: tuple[Channel, ...]
+    users: tuple[User, ...]
+
+    def guild(self, guild_id: str) -> Guild:
+        return next(guild for guild in self.guilds if guild.guild_id == guild_id)
+
+    def channel(self, channel_id: str) -> Channel | None:
+        return next((channel for channel in self.channels if channel.channel_id == channel_id), None)
+
+    def user(self, user_id: str) -> User:
+        return next(user for user in self.users if user.user_id == user_id)
+
+    def places_of(self, user: User) -> tuple[Where, ...]:
+        """Where ``user`` can talk to the bot: their DM and every channel and thread of their guilds."""
+        guild_places = tuple(
+            Where(channel.guild_id, channel.channel_id, channel.parent_id if channel.is_thread else None)
+            for channel in self.channels
+            if channel.guild_id in user.guild_ids
+        )
+        return (Where(None, user.dm_channel_id), *guild_places)
+
+
+@dataclass(frozen=True)
+class TurnPlan:
+    """One message to the bot, and what the model does with it."""
+
+    speaker: str
+    where: Where
+    mention: str | None = None
+    """Someone the message names without taking part (``<@id>``)."""
+    summary: bool = False
+    server_memory: bool = False
+    personal_about: str | None = None
+    revise: int | None = None
+    """An earlier memory the model rewrites (or forgets, with ``forget``): its index, modulo how many
+    are kept, among the memories saved so far."""
+    forget: bool = False
+    forget_all: bool = False
+    """Before the message, the speaker runs ``/personal memories forget-all``."""
+
+
+@dataclass(frozen=True)
+class Scenario:
+    world: World
+    turns: tuple[TurnPlan, ...]
+
+
+def _snowflake(base: int, index: int) -> str:
+    return str(base + index)
+
+
+@st.composite
+def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
+    """One to three guilds of one to three channels and up to three threads; two to four people."""
+    guilds: list[Guild] = []
+    channels: list[Channel] = []
+    for g in range(draw(st.integers(1, 3))):
+        guild_id = _snowflake(_GUILD_BASE, g)
+        everyone = draw(
+            st.sampled_from([VIEW_CHANNEL_BIT, 0, ADMINISTRATOR_BIT, VIEW_CHANNEL_BIT | ADMINISTRATOR_BIT])
+        )
+        texts = [
+            Channel(
+                _snowflake(_CHANNEL_BASE, 10 * g + c),
+                guild_id,
+                parent_id=draw(st.sampled_from([None, CATEGORY])),
+                overwrite=draw(st.sampled_from(Overwrite)),
+            )
+            for c in range(draw(st.integers(1, 3)))
+        ]
+        threads = [
+            Channel(
+                _snowflake(_CHANNEL_BASE, 10 * g + 5 + t),
+                guild_id,
+                kind=draw(st.sampled_from(THREAD_KINDS)),
+                parent_id=draw(st.sampled_from(texts)).channel_id,
+            )
+            for t in range(draw(st.integers(0, 3)))
+        ]
+        overrides: dict[str, PrivacyMode] = {}
+        bypass = False
+        if admin_settings:
+            overrides = draw(
+                st.dictionaries(
+                    st.sampled_from([text.channel_id for text in texts]),
+                    st.sampled_from([PrivacyMode.PRIVATE, PrivacyMode.PUBLIC]),
+                )
+            )
+            bypass = draw(st.booleans())
+        guilds.append(Guild(guild_id, everyone, overrides, bypass))
+        channels += texts + threads
+    guild_ids = [guild.guild_id for guild in guilds]
+    users = tuple(
+        User(
+            _snowflake(_USER_BASE, u),
+            name,
+            _snowflake(_DM_BASE, u),
+            frozenset(draw(st.lists(st.sampled_from(guild_ids), min_size=1, unique=True))),
+            cross_server=draw(st.booleans()),
+        )
+        for u, name in enumerate(("ann", "bo", "cy", "di")[: draw(st.integers(2, 4))])
+    )
+    return World(tuple(guilds), tuple(channels), users)
+
+
+@st.composite
+def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
+    speaker = draw(st.sampled_from(world.users))
+    others = [user.user_id for user in world.users if user != speaker]
+    where = draw(st.sampled_from(world.places_of(speaker)))
+    return TurnPlan(
+        speaker=speaker.user_id,
+        where=where,
+        mention=draw(st.none() | st.sampled_from(others)),
+        summary=draw(st.booleans()),
+        server_memory=draw(st.booleans()),
+        personal_about=draw(st.none() | st.just(speaker.user_id) | st.sampled_from(others)),
+        revise=draw(st.none() | st.integers(0, 15)),
+        forget=draw(st.booleans()),
+        forget_all=draw(st.integers(0, 7)) == 0,
+    )
+
+
+@st.composite
+def scenarios(draw: st.DrawFn, *, admin_settings: bool = False, turns: tuple[int, int] = (6, 16)) -> Scenario:
+    world = draw(worlds(admin_settings=admin_settings))
+    plans = draw(st.lists(turn_plans(world), min_size=turns[0], max_size=turns[1]))
+    return Scenario(world, tuple(plans))
+
+
+# -- Discord ----------------------------------------------------------------------------------------
+
+
+class FakeDiscord:
+    """The slice of ``DiscordRest`` a turn calls, answered from the world; messages kept per channel."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.messages: dict[str, list[dict[str, Any]]] = {}
+        self.fetched: list[dict[str, Any]] = []
+        """Every message ``get_channel_messages`` returned since the test last emptied this."""
+        self._ids: Iterator[int] = itertools.count(_MESSAGE_BASE)
+
+    def user_says(
+        self, user: User, where: Where, content: str, at: datetime, mention: User | None = None
+    ) -> dict[str, Any]:
+        """A person's message in ``where``, as the gateway hands it to the relay."""
+        message: dict[str, Any] = {
+            "id": str(next(self._ids)),
+            "channel_id": where.channel_id,
+            "author": user.as_discord(),
+            "content": content,
+            "timestamp": at.isoformat(),
+            "type": 0,
+            "mentions": [mention.as_discord()] if mention else [],
+            "attachments": [],
+            "embeds": [],
+        }
+        if where.guild_id:
+            message["guild_id"] = where.guild_id
+            message["member"] = {"nick": None, "roles": []}
+        self.messages.setdefault(where.channel_id, []).append(message)
+        return copy.deepcopy(message)
+
+    # -- what TurnService and GuildDirectory call ------------------------------------------------
+
+    def get_channel(self, channel_id: str) -> dict[str, Any]:
+        channel = self.world.channel(channel_id)
+        if channel is None:
+            raise DiscordError(HTTP_NOT_FOUND, UNKNOWN_CHANNEL, "Unknown Channel")
+        found: dict[str, Any] = {
+            "id": channel.channel_id,
+            "type": channel.kind,
+            "guild_id": channel.guild_id,
+            "name": f"room-{channel.channel_id[-2:]}",
+        }
+        if channel.parent_id:
+            found["parent_id"] = channel.parent_id
+        if not channel.is_thread:
+            found["permission_overwrites"] = self._overwrites(channel)
+        return found
+
+    def get_guild_roles(self, guild_id: str) -> list[dict[str, Any]]:
+        everyone = self.world.guild(guild_id).everyone_permissions
+        moderators = VIEW_CHANNEL_BIT | ADMINISTRATOR_BIT
+        return [
+            {"id": MODERATOR_ROLE, "name": "mods", "permissions": str(moderators)},
+            {"id": guild_id, "name": "@everyone", "permissions": str(everyone)},
+        ]
+
+    def get_guild_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        user = next((u for u in self.world.users if u.user_id == user_id), None)
+        if user is None or guild_id not in user.guild_ids:
+            return None
+        return {"user": user.as_discord(), "nick": None, "roles": []}
+
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        found = [self.get_guild_member(guild_id, user.user_id) for user in self.world.users]
+        return [member for member in found if member and member["user"]["username"].startswith(query)][:limit]
+
+    def get_channel_messages(
+        self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
+    ) -> list[dict[str, Any]]:
+        kept = [
+            message
+            for message in self.messages.get(channel_id, [])
+            if (before is None or int(message["id"]) < int(before))
+            and (after is None or int(message["id"]) > int(after))
+        ]
+        newest_first = copy.deepcopy(kept[::-1][:limit])
+        self.fetched.extend(newest_first)
+        return newest_first
+
+    def trigger_typing(self, channel_id: str) -> None:
+        return None
+
+    def create_message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        reply_to: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        nonce: str | None = None,
+    ) -> dict[str, Any]:
+        history = self.messages.setdefault(channel_id, [])
+        message: dict[str, Any] = {
+            "id": str(next(self._ids)),
+            "channel_id": channel_id,
+            "author": {"id": BOT_ID, "username": BOT_NAME, "bot": True},
+            "content": content,
+            "timestamp": history[-1]["timestamp"] if history else None,
+            "type": 19 if reply_to else 0,
+            "embeds": embeds or [],
+        }
+        if reply_to is not None:
+            message["message_reference"] = {"message_id": reply_to}
+            replied = next((m for m in history if m["id"] == reply_to), None)
+            if replied is not None:
+                message["referenced_message"] = copy.deepcopy(replied)
+        history.append(message)
+        return copy.deepcopy(message)
+
+    def edit_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise AssertionError("the privacy properties run message turns only")
+
+    def get_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
+        raise AssertionError("the privacy properties run message turns only")
+
+    def _overwrites(self, channel: Channel) -> list[dict[str, Any]]:
+        """The @everyone overwrite, among others that must not count: a role's and a member's."""
+        view = str(VIEW_CHANNEL_BIT)
+        overwrites = [
+            {"id": MODERATOR_ROLE, "type": ROLE_OVERWRITE, "allow": view, "deny": "0"},
+            {"id": self.world.users[0].user_id, "type": MEMBER_OVERWRITE, "allow": view, "deny": "0"},
+        ]
+        if channel.overwrite is Overwrite.DENY_VIEW:
+            overwrites.append({"id": channel.guild_id, "type": ROLE_OVERWRITE, "allow": "0", "deny": view})
+        elif channel.overwrite is Overwrite.ALLOW_VIEW:
+            overwrites.append({"id": channel.guild_id, "type": ROLE_OVERWRITE, "allow": view, "deny": "0"})
+        return overwrites
+
+
+# -- the model --------------------------------------------------------------------------------------
+
+
+class TokenWritingModel:
+    """A chat model that, when the test plans tool calls for a turn, makes them all in its first
+    answer (only those offered), then answers in plain text holding no token. Keeps every request."""
+
+    def __init__(self) -> None:
+        self.requests: list[ChatRequest] = []
+        self.made: list[tuple[str, dict[str, Any]]] = []
+        """The calls made since the last ``plan``, in order."""
+        self._planned: list[tuple[str, dict[str, Any]]] = []
+
+    def plan(self, calls: Sequence[tuple[str, dict[str, Any]]]) -> None:
+        self._planned = list(calls)
+        self.made = []
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        offered = {tool["function"]["name"] for tool in request.tools}
+        calls = [(name, arguments) for name, arguments in self._planned if name in offered]
+        self._planned = []
+        self.made += calls
+        if not calls:
+            return ChatResponse("Noted, thank you.")
+        return ChatResponse(
+            None,
+            tuple(
+                ToolCall(f"call_{index}", name, json.dumps(arguments))
+                for index, (name, arguments) in enumerate(calls)
+            ),
+        )
+
+
+def tokens_in(value: Any) -> set[str]:
+    return set(TOKEN.findall(json.dumps(value, ensure_ascii=False, default=str)))
+
+
+# -- what was written, and the oracle ----------------------------------------------------------------
+
+
+class Kind(StrEnum):
+    MESSAGE = "M"
+    SUMMARY = "S"
+    SERVER_MEMORY = "G"
+    PERSONAL_MEMORY = "P"
+
+
+@dataclass(frozen=True)
+class Written:
+    """A token and everything about where it came from. ``stored``: kioku said it saved it; ``gone``:
+    it was stored, then forgotten or rewritten. A rewritten memory is a new token written where, and
+    by whom, the rewriting turn was."""
+
+    token: str
+    kind: Kind
+    where: Where
+    author_id: str
+    subject_id: str | None = None
+    stored: bool = True
+    memory_id: str | None = None
+    gone: bool = False
+
+    @property
+    def row(self) -> tuple[str | None, str]:
+        """The short-term memory row a message or summary lives in: a guild channel's, or a user's DMs."""
+        return (self.where.guild_id, self.where.channel_id if self.where.guild_id else self.author_id)
+
+
+@dataclass(frozen=True)
+class Probe:
+    """A turn as the oracle sees it: where, who speaks, and who takes part (the speaker and the
+    authors of the dialogue shown; in a DM, the speaker alone)."""
+
+    where: Where
+    speaker: str
+    taking_part: frozenset[str]
+
+
+class Oracle:
+    """The privacy rules, written from the world: what may be shown, what must be.
+
+    A rewritten memory is judged by where and by whom its new text was written.
+    """
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+
+    def discord_private(self, channel: Channel) -> bool:
+        """@everyone cannot view the channel (administrator views everything; the channel's
+        @everyone overwrite denies, then allows); a private thread; a thread as its channel."""
+        if channel.kind == PRIVATE_THREAD:
+            return True
+        if channel.is_thread:
+            parent = self.world.channel(channel.parent_id or "")
+            return parent is None or self.discord_private(parent)
+        everyone = self.world.guild(channel.guild_id).everyone_permissions
+        if everyone & ADMINISTRATOR_BIT:
+            return False
+        viewable = bool(everyone & VIEW_CHANNEL_BIT)
+        if channel.overwrite is Overwrite.DENY_VIEW:
+            viewable = False
+        if channel.overwrite is Overwrite.ALLOW_VIEW:
+            viewable = True
+        return not viewable
+
+    def private(self, where: Where) -> bool:
+        """Discord's privacy after the guild admin's override of the channel (a thread other than a
+        private thread follows its channel's)."""
+        channel = self.world.channel(where.channel_id)
+        assert channel is not None and where.guild_id is not None
+        overrides = self.world.guild(where.guild_id).overrides
+        if channel.kind != PRIVATE_THREAD:
+            mode = overrides.get(channel.channel_id) or overrides.get(channel.parent_id or "")
+            if mode is PrivacyMode.PRIVATE:
+                return True
+            if mode is PrivacyMode.PUBLIC:
+                return False
+        return self.discord_private(channel)
+
+    def guild_rule(self, written: Where, at: Where) -> bool:
+        """Rules 2 and 3: only in the guild it was written in; there, anywhere when public (or with
+        the bypass), else only in its own channel and that channel's threads."""
+        if written.guild_id is None or at.guild_id != written.guild_id:
+            return False
+        if self.world.guild(written.guild_id).bypass or not self.private(written):
+            return True
+        return written.channel_id in (at.channel_id, at.parent_id)
+
+    def may_show(self, written: Written, probe: Probe) -> bool:
+        at = probe.where
+        if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
+            owner = self.world.user(written.author_id)
+            return probe.speaker == owner.user_id and (at.guild_id is None or owner.cross_server)
+        if written.kind is not Kind.PERSONAL_MEMORY:
+            return self.guild_rule(written.where, at)
+        if written.subject_id not in probe.taking_part:
+            return False
+        if written.author_id == written.subject_id:
+            if written.where.guild_id is None:
+                return True  # said by the subject in their DM: it follows them
+            return not self.private(written.where) or self.guild_rule(written.where, at)  # public: follows
+        return self.guild_rule(written.where, at)
+
+    def may_change(self, written: Written, probe: Probe) -> bool:
+        """A memory may be rewritten or forgotten by its author or subject, where it could be shown
+        (were its subject taking part)."""
+        if probe.speaker not in (written.author_id, written.subject_id):
+            return False
+        return self.may_show(written, replace(probe, taking_part=probe.taking_part | {written.subject_id}))
+
+    def must_show(self, written: Written, probe: Probe, newest_summary: bool) -> bool:
+        """What a turn must be shown: every stored memory it may see, the newest summary of each row
+        it may see, and the raw lines of every other channel's row it may see (this channel's own
+        lines are its dialogue)."""
+        if not written.stored or written.gone or not self.may_show(written, probe):
+            return False
+        if written.kind is Kind.SUMMARY:
+            return newest_summary
+        if written.kind is Kind.MESSAGE:
+            own_row = (
+                probe.where.guild_id,
+                probe.where.channel_id if probe.where.guild_id else probe.speaker,
+            )
+            return written.row != own_row
+        return True
