@@ -300,6 +300,26 @@ def test_a_full_buffer_drops_the_oldest_messages(endpoint, key_pair):
     assert (forwarder.counters.forwarded, forwarder.counters.dropped) == (3, 2)
 
 
+def test_a_full_buffer_sheds_chat_messages_before_channel_events(endpoint, key_pair):
+    # Given a buffer of three: a channel event, then chat messages, then another channel event
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    private = {"id": "500000000000000005", "guild_id": "400000000000000004", "type": 0}
+    forwarder.submit("CHANNEL_UPDATE", private)
+    for number in range(1, 4):
+        forwarder.submit("MESSAGE_CREATE", message(number))
+    forwarder.submit("CHANNEL_DELETE", {**private, "id": "500000000000000006"})
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+    # Then the two oldest chat messages were shed, and both channel events delivered in order
+    delivered = [(json.loads(r.body)["t"], json.loads(r.body)["d"]["id"]) for r in endpoint.received]
+    assert delivered == [
+        ("CHANNEL_UPDATE", private["id"]),
+        ("MESSAGE_CREATE", message(3)["id"]),
+        ("CHANNEL_DELETE", "500000000000000006"),
+    ]
+    assert forwarder.counters.dropped == 2
+
+
 def test_stop_drains_what_is_buffered(endpoint, key_pair):
     async def scenario() -> Forwarder:
         # Given a running forwarder with messages still buffered when the relay is asked to stop

@@ -91,7 +91,7 @@ class Forwarder:
         self._drain_timeout = drain_timeout
         self._http_client = http_client
         self._clock = clock
-        self._buffer: asyncio.Queue[bytes] = asyncio.Queue(maxsize=buffer_size)
+        self._buffer = _DispatchBuffer(maxsize=buffer_size)
         self._stop_requested = asyncio.Event()
         self._stopped = asyncio.Event()
         self._running = False
@@ -120,15 +120,15 @@ class Forwarder:
             logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
             return False
         if self._buffer.full():
-            self._buffer.get_nowait()
-            self._buffer.task_done()
+            shed = self._buffer.shed_oldest()
             self.counters.dropped += 1
             logger.warning(
-                "relay buffer full (%d); dropped the oldest message (%d dropped so far)",
+                "relay buffer full (%d); dropped the oldest %s (%d dropped so far)",
                 self._buffer.maxsize,
+                shed,
                 self.counters.dropped,
             )
-        self._buffer.put_nowait(body)
+        self._buffer.put_nowait((event_name, body))
         return True
 
     async def run(self) -> None:
@@ -182,7 +182,7 @@ class Forwarder:
 
     async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
         while True:
-            body = await self._buffer.get()
+            _, body = await self._buffer.get()
             self._in_flight = True
             try:
                 await self._deliver(client, body)
@@ -238,6 +238,20 @@ class Forwarder:
     def _backoff(self, attempt: int) -> float:
         ceiling = min(self._max_delay, self._base_delay * 2 ** (attempt - 1))
         return random.uniform(ceiling / 2, ceiling)
+
+
+class _DispatchBuffer(asyncio.Queue[tuple[str, bytes]]):
+    """The bounded buffer; when full, a chat message goes before a channel event: a stale message is
+    worth little, a lost channel event leaves a channel that turned private stamped public."""
+
+    def shed_oldest(self) -> str:
+        """Drop the oldest chat message (the oldest dispatch when there is none); its event name."""
+        queued = self._queue  # asyncio.Queue's own deque, there for subclasses
+        index = next((i for i, (name, _) in enumerate(queued) if name == MESSAGE_CREATE), 0)
+        name, _ = queued[index]
+        del queued[index]
+        self.task_done()
+        return name
 
 
 def encode_dispatch(event_name: str, data: Mapping[str, Any]) -> bytes:
