@@ -140,3 +140,19 @@ def interact(env, discord_keys):
         return json.loads(response["body"])
 
     return send
+
+
+@pytest.fixture
+def relay_event(env, relay_keys):
+    """Send ``{"t": kind, "d": data}`` to RelayFunction, signed by the relay; the HTTP status."""
+    from kioku.playground.events import signed_event
+    from kioku.playground.functions import LambdaContext, load_handler
+
+    handler = load_handler("relay")
+
+    def send(kind: str, data) -> int:
+        return handler(signed_event({"t": kind, "d": data}, relay_keys.signing_hex), LambdaContext())[
+            "statusCode"
+        ]
+
+    return send

@@ -27,3 +27,29 @@ def identity(
         private_thread=private_thread,
         described_at=described_at,
     )
+
+
+def remember(store, guild_id: str, channel_id: str, text: str, now, **identity_fields) -> None:
+    """Alice said ``text`` in ``channel_id`` a minute before ``now``, captured as a turn would."""
+    from datetime import timedelta
+
+    from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
+
+    said = CrudeMessage("Alice", USER, CrudeRole.USER, text, now - timedelta(minutes=1), f"{channel_id}1")
+    store.capture(identity(channel_id, server_id=guild_id, **identity_fields), None, [said], now, StmLimits())
+
+
+def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = None) -> str:
+    """Every raw line a turn in ``channel_id`` is given from other channels' rows."""
+    from datetime import timedelta
+
+    loaded = store.load_turn(
+        server_id=guild_id,
+        channel_id=channel_id,
+        user_id=USER,
+        parent_channel_id=parent,
+        persona_hint="kioku",
+        active_since=now - timedelta(days=1),
+        other_limit=10,
+    )
+    return " ".join(message.text for entry in loaded.state.others for message in entry.crude)

@@ -10,8 +10,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.models import ServerConfig
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
-from kioku.playground.events import signed_event
-from kioku.playground.functions import LambdaContext, load_handler
+from tests.integration import stm_rows
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import USER
 
@@ -31,61 +30,31 @@ def channel(channel_id: str, *, deny: int = 0, allow: int = 0, kind: int = 0, pa
 
 
 @pytest.fixture
-def send(env, relay_keys):
-    handler = load_handler("relay")
-
-    def send(kind: str, data: dict) -> int:
-        return handler(signed_event({"t": kind, "d": data}, relay_keys.signing_hex), LambdaContext())[
-            "statusCode"
-        ]
-
-    return send
-
-
-@pytest.fixture
 def store(table) -> StmStore:
     return StmStore(table)
 
 
-def remember(
-    store: StmStore, channel_id: str, text: str, *, parent=None, private=False, private_thread=False
-):
-    row = identity(
-        channel_id,
-        server_id=GUILD,
-        parent=parent,
-        private=private,
-        private_thread=private_thread,
-        described_at=NOW - timedelta(seconds=1),
+def remember(store: StmStore, channel_id: str, text: str, **identity_fields) -> None:
+    stm_rows.remember(
+        store, GUILD, channel_id, text, NOW, described_at=NOW - timedelta(seconds=1), **identity_fields
     )
-    said = CrudeMessage("Alice", USER, CrudeRole.USER, text, NOW - timedelta(minutes=1), f"{channel_id}1")
-    store.capture(row, None, [said], NOW, LIMITS)
 
 
 def seen_from(store: StmStore, channel_id: str, parent: str | None = None) -> str:
-    loaded = store.load_turn(
-        server_id=GUILD,
-        channel_id=channel_id,
-        user_id=USER,
-        parent_channel_id=parent,
-        persona_hint="kioku",
-        active_since=NOW - timedelta(days=1),
-        other_limit=10,
-    )
-    return " ".join(message.text for entry in loaded.state.others for message in entry.crude)
+    return stm_rows.seen_from(store, GUILD, channel_id, NOW, parent)
 
 
 def row(store: StmStore, channel_id: str):
     return store.get(StmAddress.of(GUILD, USER, channel_id, "kioku"))
 
 
-def test_a_channel_made_private_is_recalled_nowhere_else_at_once(send, store):
+def test_a_channel_made_private_is_recalled_nowhere_else_at_once(relay_event, store):
     # Given a public channel and its thread with memory that #other recalls
     remember(store, SECRET, "the vault code is 4711")
     remember(store, THREAD, "the thread agrees", parent=SECRET)
     assert "4711" in seen_from(store, OTHER) and "thread agrees" in seen_from(store, OTHER)
     # When an admin makes the channel private (Discord sends CHANNEL_UPDATE with @everyone denied)
-    status = send("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
+    status = relay_event("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
     # Then the channel and its thread are re-stamped private, and #other sees neither
     assert status == 204
     assert row(store, SECRET).private is True and row(store, THREAD).private is True
@@ -94,46 +63,49 @@ def test_a_channel_made_private_is_recalled_nowhere_else_at_once(send, store):
     assert "4711" in seen_from(store, THREAD, parent=SECRET)
 
 
-def test_a_channel_made_public_again_is_recalled_again(send, store):
+def test_a_channel_made_public_again_is_recalled_again(relay_event, store):
     remember(store, SECRET, "plans for the party", private=True)
     assert seen_from(store, OTHER) == ""
-    assert send("CHANNEL_UPDATE", channel(SECRET, allow=VIEW_CHANNEL)) == 204
+    assert relay_event("CHANNEL_UPDATE", channel(SECRET, allow=VIEW_CHANNEL)) == 204
     assert "party" in seen_from(store, OTHER)
 
 
-def test_an_update_that_cannot_tell_the_privacy_changes_only_the_name(send, store):
+def test_an_update_that_cannot_tell_the_privacy_changes_only_the_name(relay_event, store):
     # Given a private channel's memory
     remember(store, SECRET, "still secret", private=True)
     # When it is renamed and its @everyone overwrite no longer decides (the role's permissions would)
-    assert send("CHANNEL_UPDATE", channel(SECRET)) == 204
+    assert relay_event("CHANNEL_UPDATE", channel(SECRET)) == 204
     # Then it stays private until a turn there describes it in full
     assert row(store, SECRET).private is True
     assert row(store, SECRET).channel_name == f"chan-{SECRET}"
     assert seen_from(store, OTHER) == ""
 
 
-def test_a_private_thread_stays_private_whatever_its_parent_becomes(send, store):
+def test_a_private_thread_stays_private_whatever_its_parent_becomes(relay_event, store):
     remember(store, PRIVATE_THREAD, "just us two", parent=GENERAL, private=True, private_thread=True)
-    assert send("CHANNEL_UPDATE", channel(GENERAL, allow=VIEW_CHANNEL)) == 204
+    assert relay_event("CHANNEL_UPDATE", channel(GENERAL, allow=VIEW_CHANNEL)) == 204
     assert row(store, PRIVATE_THREAD).private is True
-    assert send("THREAD_UPDATE", channel(PRIVATE_THREAD, kind=12, parent=GENERAL)) == 204
+    assert relay_event("THREAD_UPDATE", channel(PRIVATE_THREAD, kind=12, parent=GENERAL)) == 204
     assert "just us two" not in seen_from(store, OTHER)
 
 
-def test_deleting_a_channel_deletes_its_and_its_threads_memory_only(send, store):
+def test_deleting_a_channel_deletes_its_and_its_threads_memory_only(relay_event, store):
     remember(store, SECRET, "in secret")
     remember(store, THREAD, "in its thread", parent=SECRET)
     remember(store, GENERAL, "in general")
-    assert send("CHANNEL_DELETE", channel(SECRET)) == 204
+    assert relay_event("CHANNEL_DELETE", channel(SECRET)) == 204
     assert row(store, SECRET) is None and row(store, THREAD) is None
     assert row(store, GENERAL) is not None
 
 
-def test_deleting_a_thread_deletes_only_the_thread(send, store):
+def test_deleting_a_thread_deletes_only_the_thread(relay_event, store):
     remember(store, SECRET, "in secret")
     remember(store, THREAD, "in its thread", parent=SECRET)
     # THREAD_DELETE's d carries only id, guild_id, parent_id and type
-    assert send("THREAD_DELETE", {"id": THREAD, "guild_id": GUILD, "parent_id": SECRET, "type": 11}) == 204
+    assert (
+        relay_event("THREAD_DELETE", {"id": THREAD, "guild_id": GUILD, "parent_id": SECRET, "type": 11})
+        == 204
+    )
     assert row(store, THREAD) is None and row(store, SECRET) is not None
 
 
@@ -148,24 +120,26 @@ def test_deleting_a_thread_deletes_only_the_thread(send, store):
         "CHANNEL",
     ],
 )
-def test_a_malformed_channel_event_is_400_and_changes_nothing(send, store, data):
+def test_a_malformed_channel_event_is_400_and_changes_nothing(relay_event, store, data):
     remember(store, SECRET, "kept")
     before = row(store, SECRET)
-    assert send("CHANNEL_DELETE", data) == 400
+    assert relay_event("CHANNEL_DELETE", data) == 400
     assert row(store, SECRET) == before
 
 
-def test_an_event_of_a_channel_outside_any_guild_changes_nothing(send, store):
+def test_an_event_of_a_channel_outside_any_guild_changes_nothing(relay_event, store):
     remember(store, SECRET, "kept")
-    assert send("CHANNEL_DELETE", {"id": SECRET, "type": 1}) == 204
+    assert relay_event("CHANNEL_DELETE", {"id": SECRET, "type": 1}) == 204
     assert row(store, SECRET) is not None
 
 
-def test_a_capture_that_looked_before_the_channel_turned_private_cannot_make_it_public_again(send, store):
+def test_a_capture_that_looked_before_the_channel_turned_private_cannot_make_it_public_again(
+    relay_event, store
+):
     # Given a turn that described the channel as public, then the channel turned private
     remember(store, SECRET, "first")
     looked = datetime.now(UTC)
-    send("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
+    relay_event("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
     # When the turn's capture lands afterwards with its public description
     stale = identity(SECRET, server_id=GUILD, private=False, described_at=looked - timedelta(seconds=1))
     said = CrudeMessage("Alice", USER, CrudeRole.USER, "second", NOW, "x2")

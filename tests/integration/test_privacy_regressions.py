@@ -4,7 +4,7 @@ the duplicate guard as an oracle, overrides crossing servers, joins counted as t
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
@@ -12,9 +12,8 @@ from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
 from kioku.domain.dialogue import authors_of
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
-from kioku.playground.events import signed_event
-from kioku.playground.functions import LambdaContext, load_handler
 from kioku.services import ltm
+from tests.integration import stm_rows
 from tests.integration.stm_rows import identity
 from tests.unit.ltm_fakes import BOB, FakeMemoryStore, make_turn, member_lookup, settings
 from tests.unit.stm_builders import USER
@@ -27,30 +26,12 @@ LIMITS = StmLimits()
 EVERYONE_MAY_VIEW = [{"id": GUILD, "type": 0, "allow": str(VIEW), "deny": "0"}]
 
 
-@pytest.fixture
-def send(env, relay_keys):
-    handler = load_handler("relay")
-    return lambda kind, data: handler(
-        signed_event({"t": kind, "d": data}, relay_keys.signing_hex), LambdaContext()
-    )["statusCode"]
-
-
 def remember(store: StmStore, channel_id: str, text: str, **identity_fields) -> None:
-    said = CrudeMessage("Alice", USER, CrudeRole.USER, text, NOW - timedelta(minutes=1), f"{channel_id}1")
-    store.capture(identity(channel_id, server_id=GUILD, **identity_fields), None, [said], NOW, LIMITS)
+    stm_rows.remember(store, GUILD, channel_id, text, NOW, **identity_fields)
 
 
 def seen_from(store: StmStore, channel_id: str) -> str:
-    loaded = store.load_turn(
-        server_id=GUILD,
-        channel_id=channel_id,
-        user_id=USER,
-        parent_channel_id=None,
-        persona_hint="kioku",
-        active_since=NOW - timedelta(days=1),
-        other_limit=10,
-    )
-    return " ".join(message.text for entry in loaded.state.others for message in entry.crude)
+    return stm_rows.seen_from(store, GUILD, channel_id, NOW)
 
 
 def make_legacy(table, channel_id: str) -> None:
@@ -61,7 +42,7 @@ def make_legacy(table, channel_id: str) -> None:
     )
 
 
-def test_a_category_update_never_opens_a_private_channel_it_holds(send, table):
+def test_a_category_update_never_opens_a_private_channel_it_holds(relay_event, table):
     # Given a row written before the change with its category stored as parent, then described
     # private by a turn that knows a category is no thread parent
     store = StmStore(table)
@@ -81,12 +62,12 @@ def test_a_category_update_never_opens_a_private_channel_it_holds(send, table):
         "name": "renamed",
         "permission_overwrites": EVERYONE_MAY_VIEW,
     }
-    assert send("CHANNEL_UPDATE", category) == 204
+    assert relay_event("CHANNEL_UPDATE", category) == 204
     # Then #secret stays private
     assert "4711" not in seen_from(store, OTHER)
 
 
-def test_a_never_described_thread_row_does_not_follow_its_parent_to_public(send, table):
+def test_a_never_described_thread_row_does_not_follow_its_parent_to_public(relay_event, table):
     store = StmStore(table)
     remember(store, PRIVATE_THREAD, "thread secret", parent=PUBLIC, described_at=NOW)
     make_legacy(table, PRIVATE_THREAD)
@@ -98,7 +79,7 @@ def test_a_never_described_thread_row_does_not_follow_its_parent_to_public(send,
         "name": "general",
         "permission_overwrites": EVERYONE_MAY_VIEW,
     }
-    assert send("CHANNEL_UPDATE", public) == 204
+    assert relay_event("CHANNEL_UPDATE", public) == 204
     assert "thread secret" not in seen_from(store, OTHER)
 
 
