@@ -110,3 +110,11 @@ def test_chunks_are_never_empty_and_never_too_long(text, limit):
 )
 def test_strip_echoed_metadata(echoed, clean):
     assert strip_echoed_metadata(echoed) == clean
+
+
+def test_at_most_keeps_the_first_chunks_and_marks_the_cut():
+    from kioku.domain.replies import at_most
+
+    assert at_most(["a", "b"], 3) == ["a", "b"]
+    kept = at_most(["one", "two", "x" * 2000, "four"], 3)
+    assert kept[:2] == ["one", "two"] and kept[2].endswith(" …") and len(kept[2]) <= 2000

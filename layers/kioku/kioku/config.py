@@ -42,6 +42,9 @@ class Settings(BaseModel):
     LLM_SUPPORTS_TOOLS: bool = True
     LLM_SUPPORTS_VISION: bool = True
     LLM_TIMEOUT_SECONDS: float = Field(default=60.0, gt=0, le=600)
+    LLM_MAX_TOKENS: int = Field(default=1500, ge=16, le=32_000)
+    MAX_REPLY_MESSAGES: int = Field(default=3, ge=1, le=10)
+    MAX_TOOL_CALLS_PER_TURN: int = Field(default=6, ge=0, le=50)
 
     DIALOGUE_HISTORY_LIMIT: int = Field(default=10, ge=1, le=100)
 

@@ -39,6 +39,18 @@ class _Fence:
     opener: str  # the opening line to repeat in the next chunk, e.g. "```python"
 
 
+CUT_MARK: Final = " …"
+
+
+def at_most(chunks: list[str], count: int, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
+    """The first ``count`` chunks; when some are left out, the last one shown ends with a visible "…"."""
+    if len(chunks) <= count:
+        return chunks
+    kept = chunks[:count]
+    kept[-1] = kept[-1][: limit - len(CUT_MARK)].rstrip() + CUT_MARK
+    return kept
+
+
 def split_reply(text: str, limit: int = DISCORD_MESSAGE_LIMIT) -> list[str]:
     """Split ``text`` into non-empty chunks of at most ``limit`` characters.
 

@@ -37,7 +37,7 @@ from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
-from kioku.domain.replies import split_reply, strip_echoed_metadata
+from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
@@ -58,6 +58,7 @@ DEFAULT_TURN_SECONDS: Final = 120.0
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
 EMPTY_REPLY: Final = "…"
+TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NOTIFICATION_NONCE_MARK: Final = "n"
 
 
@@ -171,7 +172,8 @@ class TurnService:
             self._record_alone(job, record, now)
             return record
 
-        self._post(job, split_reply(reply) or [EMPTY_REPLY], record)
+        chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES)
+        self._post(job, chunks or [EMPTY_REPLY], record)
         self._notify(job, record)
         completion = self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)
         try:
@@ -253,15 +255,23 @@ class TurnService:
             budget = time_left() - RESERVED_SECONDS
             if budget <= 0:
                 raise LlmUnavailable("no time left in this turn for the model")
-            request = ChatRequest(messages=list(messages), tools=offered, time_budget_seconds=budget)
+            request = ChatRequest(
+                messages=list(messages),
+                tools=offered,
+                time_budget_seconds=budget,
+                max_tokens=self.settings.LLM_MAX_TOKENS,
+            )
             record.requests.append({"messages": request.messages, "tools": request.tools})
             response = self.model.complete(request)
             if not response.tool_calls or not offered:
                 return strip_echoed_metadata(response.content or "").strip()
             messages.append(response.assistant_message())
             for call in response.tool_calls:
-                result = self._run_tool(call, turn, stm, member)
-                record.tool_results.append((call.name, result))
+                if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
+                    result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
+                else:
+                    result = self._run_tool(call, turn, stm, member)
+                    record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
                 )

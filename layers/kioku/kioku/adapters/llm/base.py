@@ -39,6 +39,8 @@ class ChatRequest:
     tools: list[dict[str, Any]] = field(default_factory=list)
     time_budget_seconds: float | None = None
     """The most this call may take, retries included (what is left of the turn's own deadline)."""
+    max_tokens: int | None = None
+    """The longest answer the model may give."""
 
 
 @dataclass(frozen=True, slots=True)

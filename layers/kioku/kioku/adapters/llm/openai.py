@@ -101,6 +101,8 @@ class OpenAIChatModel:
         body: dict[str, Any] = {"model": self._model, "messages": request.messages}
         if request.tools:
             body["tools"] = request.tools
+        if request.max_tokens is not None:
+            body["max_tokens"] = request.max_tokens
         started = self._clock()
         policy = self._retry
         budget = policy.total_budget_seconds

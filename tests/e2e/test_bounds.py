@@ -1,0 +1,81 @@
+"""What one message may cost at most: model tokens, Discord messages, tool calls (INTERFACES' bounds)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.ltm.memory import ScopeKind
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import OpenAIStandIn, completion_body
+from kioku.signatures import sign_request
+
+pytestmark = pytest.mark.e2e
+
+GUILD, CHANNEL = "200000000000000001", "300000000000000001"
+
+
+@pytest.fixture
+def llm() -> Iterator[OpenAIStandIn]:
+    with OpenAIStandIn(api_key="stand-in-key", responder=lambda body: completion_body("Sure.")) as server:
+        yield server
+
+
+@pytest.fixture
+def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
+    env = {"LLM_API_KEY": "stand-in-key", "LLM_MAX_TOKENS": "321"}
+    with LocalStack(llm_base_url=llm.base_url, extra_env=env) as running:
+        running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        yield running
+
+
+def turn(stack: LocalStack, text: str) -> dict:
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> {text}")
+    body = gateway_dispatch(message, GUILD, None)
+    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    return message
+
+
+def bot_messages(stack: LocalStack) -> list[dict]:
+    return [m for m in stack.discord.channel_messages(CHANNEL) if m["author"]["id"] == stack.application_id]
+
+
+def test_forty_tool_calls_run_six_and_tell_the_model_about_the_rest(stack, llm):
+    # Given a model answering one message with 40 memory saves
+    calls = [
+        ("create_long_term_memory", {"memory_content": f"fact {n}", "memory_scope": "server_wide"})
+        for n in range(40)
+    ]
+    llm.enqueue(completion_body(tool_calls=calls), completion_body("Done."))
+    # When the turn runs
+    turn(stack, "remember all of this")
+    # Then six are saved and announced, and the other 34 come back to the model as not run
+    saved = DynamoMemoryStore(KiokuTable(stack.resources.table_name)).memories_of(ScopeKind.SERVER, GUILD)
+    assert len(saved) == 6
+    assert sum(1 for m in bot_messages(stack) if m.get("embeds")) == 6
+    results = [json.loads(m["content"]) for m in llm.bodies[1]["messages"] if m["role"] == "tool"]
+    assert len(results) == 40
+    assert sum("not run" in r["message"] for r in results if r["status"] == "error") == 34
+
+
+def test_a_very_long_answer_is_cut_to_three_messages_with_a_visible_mark(stack, llm):
+    llm.enqueue(completion_body("word " * 3000))
+    trigger = turn(stack, "tell me everything")
+    replies = bot_messages(stack)
+    assert len(replies) == 3 and all(len(m["content"]) <= 2000 for m in replies)
+    assert replies[-1]["content"].endswith("…")
+    assert replies[0]["message_reference"]["message_id"] == trigger["id"]
+
+
+def test_every_model_request_is_bounded_in_tokens(stack, llm):
+    turn(stack, "hello")
+    assert [body["max_tokens"] for body in llm.bodies] == [321]
