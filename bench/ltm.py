@@ -25,11 +25,13 @@ from kioku.config import Settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
 from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.models import Participant, ServerConfig, UserProfile
+from kioku.domain.privacy import Origin
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground.aws import create_local_resources
 from kioku.services.ltm import create_long_term_memory, recall
 
 SERVER = "500"
+HERE = Origin(SERVER, "700", private=False)
 MEMORIES_PER_SCOPE = 100
 RECALL_RUNS = 20
 RENDER_RUNS = 200
@@ -70,7 +72,9 @@ def main() -> None:
             "memories=100+3x100 (store on in-process moto + render)"
         )
         subjects = recall_subjects(turn)
-        loaded = store.recall(SERVER, 1, [s.user_id for s in subjects])
+        loaded = store.recall(
+            SERVER, 1, [s.user_id for s in subjects], place=turn.place, policy=turn.config.privacy
+        )
         item = render_recall(turn, loaded.server, loaded.personal, subjects)
         median, p95 = _time(
             lambda: render_recall(turn, loaded.server, loaded.personal, subjects), RENDER_RUNS
@@ -93,9 +97,20 @@ def _time(action, runs: int) -> tuple[float, float]:
 
 def _save(turn: TurnContext, store: DynamoMemoryStore, settings: Settings, scope: dict[str, str]) -> None:
     arguments = {"memory_content": f"{{user}} benchmarked at {time.perf_counter_ns()}", **scope}
-    result = create_long_term_memory(arguments, turn, store=store, search_members=None, settings=settings)
+    result = create_long_term_memory(
+        arguments,
+        turn,
+        store=store,
+        search_members=None,
+        lookup_member=_every_person_is_a_member,
+        settings=settings,
+    )
     if not result.ok:
         raise SystemExit(f"bench save failed: {result.status}")
+
+
+def _every_person_is_a_member(guild_id: str, user_id: str) -> dict:
+    return {"user": {"id": user_id, "username": user_id}}
 
 
 def _fill(dynamodb, table_name: str) -> None:
@@ -107,10 +122,12 @@ def _fill(dynamodb, table_name: str) -> None:
     for scope in scopes:
         book = book_key(scope)
         for i in range(MEMORIES_PER_SCOPE):
-            draft = MemoryDraft(scope, f"{{user}} fact number {i}: " + "detail " * 12, "101", now)
+            draft = MemoryDraft(
+                scope, f"{{user}} fact number {i}: " + "detail " * 12, "101", now, origin=HERE
+            )
             memory_id = str(10000 + i)
             items.append(memory_to_item(draft, memory_id, ""))
-            book[entry_attribute(memory_id)] = book_entry(draft.content, "101", now, MEMORIES_PER_SCOPE)
+            book[entry_attribute(memory_id)] = book_entry(draft.saved_as(memory_id), MEMORIES_PER_SCOPE)
         items.append(book)
     for start in range(0, len(items), BATCH_WRITE_LIMIT):
         chunk = items[start : start + BATCH_WRITE_LIMIT]
@@ -151,6 +168,8 @@ def _turn() -> TurnContext:
         profile=UserProfile(PEOPLE[0].user_id),
         now=datetime.now(UTC),
         participants=PEOPLE,
+        channel_private=False,
+        author_ids=frozenset(person.user_id for person in PEOPLE),
     )
 
 

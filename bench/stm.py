@@ -84,7 +84,9 @@ def _fill(store: StmStore, categories: tuple[StmCategory, ...], now: datetime, l
     rows = [(SERVER, None, channel) for channel in (CHANNEL, *OTHER_CHANNELS)] + [(None, USER, "dm-1")]
     for age, (server_id, user_id, channel) in enumerate(rows):
         address = StmAddress(channel_id=channel, persona_id="kioku", server_id=server_id, user_id=user_id)
-        identity = StmRowIdentity(address=address, lineage_id=1, channel_name=f"channel-{channel}")
+        identity = StmRowIdentity(
+            address=address, lineage_id=1, channel_name=f"channel-{channel}", private=False, described_at=now
+        )
         written = now - timedelta(minutes=age + 1)
         lines = [
             CrudeMessage(
