@@ -75,10 +75,6 @@ class Origin:
     private: bool = True
     private_thread: bool = False
 
-    @property
-    def is_dm(self) -> bool:
-        return self.guild_id is None and self.channel_id is not None
-
     @classmethod
     def unknown(cls, guild_id: str | None = None) -> Origin:
         """Something stored before origins were recorded: private, with no channel to be recalled in."""
