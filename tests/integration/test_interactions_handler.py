@@ -218,3 +218,17 @@ def test_every_command_is_installed_to_servers_and_usable_only_in_servers_or_the
         assert definition["integration_types"] == [0]
         expected = [0, 1] if definition["dm_permission"] else [0]
         assert definition["contexts"] == expected, definition["name"]
+
+
+@pytest.mark.parametrize(
+    ("depth", "answer"), [(900, "not a valid Discord interaction"), (100_000, "not JSON")]
+)
+def test_deeply_nested_json_is_a_400_not_a_crash(invoke, discord_keys, depth, answer):
+    # Given a signed body nested deep (within the size limit), or deeper than the parser goes
+    nested = "[" * depth + "]" * depth
+    body = f'{{"type":2,"id":"1","application_id":"{APPLICATION_ID}","token":"t","data":{nested}}}'.encode()
+    # When
+    response = invoke(signed_event(body, discord_keys.signing_hex))
+    # Then a clear 400
+    assert response["statusCode"] == 400
+    assert answer in response["body"]

@@ -131,3 +131,20 @@ def test_an_oversized_signed_event_is_malformed_400(invoke, relay_keys, resource
     response = invoke(signed_event(payload, relay_keys.signing_hex))
     assert response["statusCode"] == 400
     assert queued(resources) == []
+
+
+def test_a_message_whose_job_would_outgrow_the_queue_is_trimmed_not_failed(invoke, relay_keys, resources):
+    # Given a message under the relay's 64 KiB whose escaped job is over SQS's limit: emoji content
+    # (three times larger escaped) and emoji-laden embeds
+    emoji = "\N{GRINNING FACE}"
+    event = gateway_message(f"<@{APPLICATION_ID}> " + emoji * 3900)
+    event["d"]["embeds"] = [{"description": emoji * 1100} for _ in range(10)]
+    body = json.dumps(event, ensure_ascii=False).encode()
+    assert len(body) < 64 * 1024
+    # When it is relayed
+    response = invoke(signed_event(body, relay_keys.signing_hex))
+    # Then the turn is queued whole but for the embeds
+    assert response["statusCode"] == 202
+    [message] = queued(resources)
+    job = TurnJob.from_json(message["Body"])
+    assert job.content.endswith(emoji * 10) and job.message["embeds"] == []

@@ -98,3 +98,22 @@ def test_the_public_key_of_a_seed_verifies_what_the_seed_signs():
     assert public_key_of(seed) == public
     signature, timestamp = signed((seed, public))
     RequestVerifier(public_key_of(seed), clock=lambda: NOW).verify(BODY, signature, timestamp)
+
+
+@pytest.mark.parametrize(
+    ("signature", "timestamp"),
+    [
+        (" ".join(["ab"] * 43)[:128], None),  # 128 characters of hex pairs and spaces
+        (None, "9" * 309),  # more digits than a float holds
+        (None, "1" * 13),
+    ],
+)
+def test_odd_signatures_and_timestamps_are_rejected_not_crashes(signature, timestamp):
+    # Given a genuinely signed request whose signature or timestamp header is then replaced
+    signing_hex, public_hex = new_key_pair()
+    headers = sign_request(signing_hex, b"{}")
+    # When it is verified
+    with pytest.raises(SignatureRejected):
+        RequestVerifier(public_hex).verify(
+            b"{}", signature or headers["x-signature-ed25519"], timestamp or headers["x-signature-timestamp"]
+        )

@@ -48,3 +48,25 @@ def test_code_points_sqs_refuses_travel_escaped():
     body = TurnJob.from_gateway_message({**MESSAGE, "content": "odd \ufffe\uffff text"}).to_json()
     assert body.isascii()
     assert TurnJob.from_json(body).content == "odd \ufffe\uffff text"
+
+
+def test_a_job_too_large_for_the_queue_sheds_what_the_turn_needs_least_then_cuts_its_content():
+    from kioku.domain.turn_jobs import MAX_JOB_BYTES, TRIMMED_MARK, TurnJob, TurnSource
+
+    wide = "\N{GRINNING FACE}"
+    message = {
+        "content": wide * 20_000,
+        "embeds": [{"description": wide * 1000}],
+        "referenced_message": {"id": "5", "content": wide * 1000, "author": {"id": "6"}},
+        "attachments": [{"filename": f"{n}.png"} for n in range(10)],
+    }
+    job = TurnJob(TurnSource.MESSAGE, "1", "2", "3", {"id": "4"}, message["content"], message=message)
+    fitted = job.fitted()
+    assert len(fitted.to_json().encode()) <= MAX_JOB_BYTES
+    assert fitted.message["embeds"] == [] and fitted.message["referenced_message"]["content"] == ""
+    assert len(fitted.message["attachments"]) == 4
+    assert fitted.content.endswith(TRIMMED_MARK) and fitted.message["content"] == fitted.content
+    small = TurnJob(
+        TurnSource.MESSAGE, "1", "2", "3", {"id": "4"}, "hi", message={"content": "hi", "embeds": [{}]}
+    )
+    assert small.fitted() == small

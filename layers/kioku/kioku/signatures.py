@@ -16,6 +16,9 @@ from nacl.signing import SigningKey, VerifyKey
 SIGNATURE_HEADER: Final = "x-signature-ed25519"
 TIMESTAMP_HEADER: Final = "x-signature-timestamp"
 SIGNATURE_HEX_LENGTH: Final = 128
+HEX_DIGITS: Final = frozenset("0123456789abcdefABCDEF")
+MAX_TIMESTAMP_DIGITS: Final = 12
+"""Unix seconds until the year 33658; a longer number cannot be a timestamp (and overflows a float)."""
 MAX_TIMESTAMP_AGE_SECONDS: Final = 300
 MAX_TIMESTAMP_SKEW_SECONDS: Final = 60
 
@@ -40,11 +43,11 @@ class RequestVerifier:
             raise SignatureRejected("missing signature headers")
         if len(signature_hex) != SIGNATURE_HEX_LENGTH:
             raise SignatureRejected("signature has the wrong length")
-        try:
-            signature = bytes.fromhex(signature_hex)
-        except ValueError:
-            raise SignatureRejected("signature is not hex") from None
-        if not timestamp.isascii() or not timestamp.isdigit():
+        if not all(character in HEX_DIGITS for character in signature_hex):
+            # bytes.fromhex would skip spaces and hand PyNaCl a short signature
+            raise SignatureRejected("signature is not hex")
+        signature = bytes.fromhex(signature_hex)
+        if not timestamp.isascii() or not timestamp.isdigit() or len(timestamp) > MAX_TIMESTAMP_DIGITS:
             raise SignatureRejected("timestamp is not Unix seconds")
         age = self._clock() - int(timestamp)
         if age > MAX_TIMESTAMP_AGE_SECONDS:

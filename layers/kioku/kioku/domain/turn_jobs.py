@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
 MAX_JOB_BYTES = 200 * 1024
+MAX_ATTACHMENTS_KEPT = 4
+TRIMMED_MARK = " …[trimmed]"
 
 
 class TurnSource(StrEnum):
@@ -47,6 +49,24 @@ class TurnJob:
             raise InvalidTurnJob("turn job is larger than an SQS message may be")
         return body
 
+    def fitted(self) -> TurnJob:
+        """This job within what a queued message may hold: a message of up to 4,000 characters in
+        escaped non-Latin script, with embeds and a quoted reply, can outgrow it. What the turn needs
+        least goes first (embeds, the quoted message's body, attachments past the first few), then the
+        content is cut, with a mark the model can see."""
+        job = self
+        for trim in (_without_embeds, _without_quoted_body, _fewer_attachments):
+            if job._size() <= MAX_JOB_BYTES:
+                return job
+            job = trim(job)
+        while job._size() > MAX_JOB_BYTES and len(job.content) > 1:
+            cut = job.content[: len(job.content) * 3 // 4].rstrip() + TRIMMED_MARK
+            job = replace(job, content=cut, message={**job.message, "content": cut})
+        return job
+
+    def _size(self) -> int:
+        return len(json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=True))
+
     @classmethod
     def from_json(cls, body: str) -> TurnJob:
         try:
@@ -72,3 +92,22 @@ class TurnJob:
             content=str(message.get("content") or ""),
             message=dict(message),
         )
+
+
+def _without_embeds(job: TurnJob) -> TurnJob:
+    return replace(job, message={**job.message, "embeds": []})
+
+
+def _without_quoted_body(job: TurnJob) -> TurnJob:
+    quoted = job.message.get("referenced_message")
+    if not isinstance(quoted, dict):
+        return job
+    kept = {key: quoted[key] for key in ("id", "author", "member", "timestamp") if key in quoted}
+    return replace(job, message={**job.message, "referenced_message": {**kept, "content": ""}})
+
+
+def _fewer_attachments(job: TurnJob) -> TurnJob:
+    attachments = job.message.get("attachments")
+    if not isinstance(attachments, list):
+        return job
+    return replace(job, message={**job.message, "attachments": attachments[:MAX_ATTACHMENTS_KEPT]})

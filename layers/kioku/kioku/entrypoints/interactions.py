@@ -29,7 +29,7 @@ def handle(event: dict[str, Any]) -> dict[str, Any]:
 def _answer(body: bytes) -> dict[str, Any]:
     try:
         payload = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
         return error_response(400, "body is not JSON")
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), int):
         return error_response(400, "body is not a Discord interaction")

@@ -54,10 +54,12 @@ def _answer(body: bytes) -> dict[str, Any]:
         return empty_response(204)
 
     from kioku.adapters.turn_queue import QueueUnavailable
-    from kioku.domain.turn_jobs import TurnJob
+    from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob
 
     try:
-        warm.turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)))
+        warm.turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)).fitted())
+    except InvalidTurnJob as exc:
+        return error_response(400, f"invalid relay event: {exc}")
     except QueueUnavailable:
         logger.exception("could not queue message %s", message.message_id)
         return error_response(503, "could not queue the turn; retry")
