@@ -740,3 +740,18 @@ def test_a_queued_turn_keeps_its_earlier_context_however_busy_the_channel_became
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     sent = json.dumps(llm.bodies[0]["messages"])
     assert "my dog is called Rex" in sent and "later chatter" not in sent
+
+
+@pytest.mark.parametrize("status", [403, 404])
+def test_a_channel_discord_refuses_for_good_ends_the_turn_without_retries(stack, llm, status):
+    # Given Discord refusing the channel lookup for good (the bot lost access, or the channel is gone)
+    alice = seed_alice(stack.discord)
+    message = say_to_bot(stack, alice, "hi")
+    stack.discord.fail_next(204)  # the typing indicator
+    stack.discord.fail_next(status, {"message": "Missing Access", "code": 50001})
+    # When the worker takes the turn
+    response = stack.deliver_turns(max_batches=1)[0]
+    # Then the turn ends, recorded as done, without a retry, a model call or a reply
+    assert response == {"batchItemFailures": []}
+    assert llm.bodies == [] and replies_to(stack, message) == []
+    assert stack.deliver_turns() == []  # nothing comes back to the queue

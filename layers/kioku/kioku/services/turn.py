@@ -58,6 +58,7 @@ DEFAULT_TURN_SECONDS: Final = 120.0
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
 EMPTY_REPLY: Final = "…"
+PERMANENT_REFUSALS: Final = frozenset({403, 404})
 TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NOTIFICATION_NONCE_MARK: Final = "n"
 
@@ -107,8 +108,16 @@ class TurnService:
             self._record_alone(job, record, now)
             return record
         self._typing(job.channel_id)
-        channel = self._describe_channel(job)
-        history = self._history(job, now)
+        try:
+            channel = self._describe_channel(job)
+            history = self._history(job, now)
+        except DiscordError as exc:
+            if exc.status not in PERMANENT_REFUSALS:
+                raise
+            # The bot lost access to the channel, or it is gone: no retry can answer it.
+            logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
+            self._record_alone(job, record, now)
+            return record
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
