@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -34,9 +35,10 @@ def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
         yield running
 
 
-def turn(stack: LocalStack, text: str) -> dict:
-    alice = stack.discord.seed_user("alice", global_name="Alice")
-    stack.discord.seed_member(GUILD, alice)
+def turn(stack: LocalStack, text: str, alice: dict | None = None) -> dict:
+    if alice is None:
+        alice = stack.discord.seed_user("alice", global_name="Alice")
+        stack.discord.seed_member(GUILD, alice)
     message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> {text}")
     body = gateway_dispatch(message, GUILD, None)
     headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
@@ -79,3 +81,22 @@ def test_a_very_long_answer_is_cut_to_three_messages_with_a_visible_mark(stack, 
 def test_every_model_request_is_bounded_in_tokens(stack, llm):
     turn(stack, "hello")
     assert [body["max_tokens"] for body in llm.bodies] == [321]
+
+
+def test_over_the_rate_one_notice_then_silence(llm):
+    # Given a limit of two turns a minute
+    env = {"LLM_API_KEY": "stand-in-key", "TURN_RATE_LIMIT_PER_MINUTE": "2"}
+    with LocalStack(llm_base_url=llm.base_url, extra_env=env) as stack:
+        stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        # When one person sends five messages within a minute (not across the turn of a minute)
+        if time.time() % 60 > 50:
+            time.sleep(61 - time.time() % 60)
+        alice = stack.discord.seed_user("alice", global_name="Alice")
+        for n in range(5):
+            turn(stack, f"message {n}", alice)
+        # Then two are answered, the third gets one short notice, the last two nothing, and the model
+        # was asked twice
+        texts = [m["content"] for m in bot_messages(stack)]
+        assert texts[:2] == ["Sure.", "Sure."]
+        assert len(texts) == 3 and "faster than I can keep up" in texts[2]
+        assert len(llm.bodies) == 2

@@ -36,7 +36,7 @@ def turn_service(settings: Settings) -> TurnService:
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
-    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnLedger
     from kioku.adapters.llm.registry import make_chat_model
     from kioku.adapters.secrets import load_secrets
 
@@ -52,6 +52,7 @@ def turn_service(settings: Settings) -> TurnService:
         stm_store=StmStore(table),
         ltm_store=DynamoMemoryStore(table),
         ledger=TurnLedger(table),
+        rates=RateLedger(table),
     )
 
 

@@ -22,7 +22,13 @@ from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
+from kioku.adapters.dynamodb.turn_ledger import (
+    RateLedger,
+    TurnLedger,
+    TurnOutcome,
+    outcome_from_item,
+    turn_record_key,
+)
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
 from kioku.domain.dialogue import (
@@ -59,6 +65,7 @@ RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
 EMPTY_REPLY: Final = "…"
 PERMANENT_REFUSALS: Final = frozenset({403, 404})
+RATE_NOTICE: Final = "You're talking to me faster than I can keep up. Give me a minute, then try again."
 TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NOTIFICATION_NONCE_MARK: Final = "n"
 
@@ -84,6 +91,8 @@ class TurnService:
     ledger: TurnLedger
     clock: Callable[[], datetime] = lambda: datetime.now(UTC)
     directory: GuildDirectory | None = None
+    rates: RateLedger | None = None
+    """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
 
     def __post_init__(self) -> None:
         if self.directory is None:
@@ -106,6 +115,8 @@ class TurnService:
             logger.info("turn %s was answered by an earlier attempt", job.turn_id)
             record.duplicate = True
             self._record_alone(job, record, now)
+            return record
+        if not self._within_rate(job, record, now):
             return record
         self._typing(job.channel_id)
         try:
@@ -239,6 +250,26 @@ class TurnService:
             memory.nudge_injection_depth,
         )
         return [item.to_openai() for item in items]
+
+    def _within_rate(self, job: TurnJob, record: TurnRecord, now: datetime) -> bool:
+        """Count the turn against its author's minute. The first turn over the limit gets one short
+        notice; later ones are dropped in silence (a ``/chat`` still gets the notice: its answer
+        would otherwise stay "thinking…")."""
+        if self.rates is None:
+            return True
+        limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
+        try:
+            taken = self.rates.take(str(job.author["id"]), now, limit)
+        except StoreError:
+            logger.warning("the turn rate could not be counted; the turn goes on")
+            return True
+        if taken is not None and taken <= limit:
+            return True
+        logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
+        if taken is not None or job.source is TurnSource.SLASH_COMMAND:
+            self._post(job, [RATE_NOTICE], record)
+        self._record_alone(job, record, now)
+        return False
 
     def _record_alone(self, job: TurnJob, record: TurnRecord, now: datetime) -> None:
         """Mark the turn done when no capture carried the record (an apology, a failed capture)."""

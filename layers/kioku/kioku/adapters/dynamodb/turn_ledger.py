@@ -3,6 +3,7 @@ a redelivered or duplicated turn is recognised (and never replies or counts twic
 request of its own: the record is read in the turn's first BatchGetItem.
 
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
+    pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
 """
 
 from __future__ import annotations
@@ -50,6 +51,37 @@ class TurnLedger:
         except ConditionFailed:
             return False
         return True
+
+
+RATE_WINDOW_SECONDS = 60
+
+
+class RateLedger:
+    """Turns per person per minute, counted with a conditional write: the count never passes
+    ``limit + 1``, so the turn that goes over is told (once) and the ones after it are refused."""
+
+    def __init__(self, table: KiokuTable) -> None:
+        self._table = table
+
+    def take(self, user_id: str, now: datetime, limit: int) -> int | None:
+        """Count a turn of ``user_id``; its number within the minute, or None once past ``limit + 1``."""
+        minute = int(now.timestamp()) // RATE_WINDOW_SECONDS
+        try:
+            item = self._table.update(
+                {"pk": f"USER#{user_id}", "sk": f"RATE#{minute}"},
+                "ADD #turns :one SET #expires_at = :expires_at",
+                condition="attribute_not_exists(#turns) OR #turns <= :limit",
+                names={"#turns": "turns", "#expires_at": "expires_at"},
+                values={
+                    ":one": 1,
+                    ":limit": limit,
+                    ":expires_at": (minute + 2) * RATE_WINDOW_SECONDS,
+                },
+                return_new=True,
+            )
+        except ConditionFailed:
+            return None
+        return int((item or {}).get("turns", 0))
 
 
 def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> Item:
