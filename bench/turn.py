@@ -36,7 +36,8 @@ TIMED_TURNS = 40
 def main() -> None:
     with (
         OpenAIStandIn(responder=lambda body: completion_body("Sounds good.")) as llm,
-        LocalStack(llm_base_url=llm.base_url) as stack,
+        # the bench times whole turns: no turn may stop at the per-person rate
+        LocalStack(llm_base_url=llm.base_url, extra_env={"TURN_RATE_LIMIT_PER_MINUTE": "1000"}) as stack,
     ):
         stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
         stack.discord.seed_channel(SECRET, name="secret", guild_id=GUILD, permission_overwrites=PRIVATE)
