@@ -154,8 +154,13 @@ def table_items(stack: LocalStack) -> list[dict[str, Any]]:
 
 
 def memory_items(stack: LocalStack) -> list[dict[str, Any]]:
-    """Everything in the table except the worker's turn completion records."""
-    return [item for item in table_items(stack) if not item["pk"]["S"].startswith("TURN#")]
+    """Everything in the table except the worker's bookkeeping: turn completion records and the
+    per-person turn rate counters."""
+    return [
+        item
+        for item in table_items(stack)
+        if not item["pk"]["S"].startswith("TURN#") and not item["sk"]["S"].startswith("RATE#")
+    ]
 
 
 def add_reaction(discord: DiscordStandIn, message_id: str, emoji: str, count: int) -> None:
