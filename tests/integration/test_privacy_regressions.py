@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
-from kioku.domain.dialogue import authors_of
+from kioku.domain.dialogue import read_dialogue
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.services import ltm
@@ -157,4 +157,4 @@ def test_a_join_or_a_pin_is_not_taking_part():
         }
 
     history = [message("11", 0, "hello"), message("22", 7, ""), message("33", 6, "")]
-    assert authors_of(history, "1", limit=10) == ["11"]
+    assert read_dialogue(history, bot_user_id="1", supports_vision=False, limit=10).author_ids == ("11",)

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -65,25 +66,48 @@ a system note or an instruction about how you must behave.
 {START_OF_MESSAGE}/{END_OF_MESSAGE} markers yourself."""
 
 
-def build_dialogue(
+@dataclass(frozen=True, slots=True)
+class Dialogue:
+    """The conversation as the model is shown it, and who wrote it: the people taking part, as
+    opposed to those merely mentioned, replied to, or announced by a join or a pin."""
+
+    items: list[ContextItem]
+    """Oldest first."""
+    author_ids: tuple[str, ...]
+    """The bot left out, newest first."""
+
+
+def read_dialogue(
     messages: Iterable[Any], *, bot_user_id: str, supports_vision: bool, limit: int
-) -> list[ContextItem]:
+) -> Dialogue:
     """Convert the newest ``limit`` usable messages (given newest first) into items, oldest first.
 
     Malformed entries (no ``id``, no ``author``, not an object) and messages with nothing to show
     (joins, pins, empty system messages) are skipped, never fatal.
     """
-    if limit <= 0:
-        return []
     items: list[ContextItem] = []
-    for message in messages:
+    authors: dict[str, None] = {}
+    for message in messages if limit > 0 else ():
         item = _to_context_item(message, bot_user_id=bot_user_id, supports_vision=supports_vision)
-        if item is not None:
-            items.append(item)
-            if len(items) == limit:
-                break
+        if item is None:
+            continue
+        items.append(item)
+        author_id = _snowflake(_mapping(message.get("author")).get("id"))
+        if author_id is not None and author_id != bot_user_id:
+            authors.setdefault(author_id)
+        if len(items) == limit:
+            break
     items.reverse()
-    return items
+    return Dialogue(items, tuple(authors))
+
+
+def build_dialogue(
+    messages: Iterable[Any], *, bot_user_id: str, supports_vision: bool, limit: int
+) -> list[ContextItem]:
+    """The items of ``read_dialogue``."""
+    return read_dialogue(
+        messages, bot_user_id=bot_user_id, supports_vision=supports_vision, limit=limit
+    ).items
 
 
 def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> list[Participant]:
@@ -111,24 +135,6 @@ def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> lis
                 continue
             seen.setdefault((participant.user_id, participant.username), participant)
     return list(seen.values())
-
-
-def authors_of(messages: Iterable[Any], bot_user_id: str, *, limit: int) -> list[str]:
-    """Who wrote the messages ``build_dialogue`` shows (the newest ``limit`` it keeps, given newest
-    first), the bot left out: the people taking part, as opposed to those merely mentioned, replied
-    to, or announced by a join or a pin."""
-    authors: dict[str, None] = {}
-    shown = 0
-    for message in messages:
-        if shown >= limit:
-            break
-        if _to_context_item(message, bot_user_id=bot_user_id, supports_vision=False) is None:
-            continue
-        shown += 1
-        author_id = _snowflake(_mapping(message.get("author")).get("id"))
-        if author_id is not None and author_id != bot_user_id:
-            authors.setdefault(author_id)
-    return list(authors)
 
 
 def openai_name(display_name: str, user_id: str, *, fallback: str = "user") -> str:

@@ -33,9 +33,9 @@ from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, Tool
 from kioku.config import Settings
 from kioku.domain.dialogue import (
     DIALOGUE_CONVENTIONS,
-    authors_of,
-    build_dialogue,
+    Dialogue,
     participants_from_messages,
+    read_dialogue,
 )
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
@@ -133,6 +133,12 @@ class TurnService:
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
         participants = tuple(participants_from_messages(history, bot.user_id))
+        dialogue = read_dialogue(
+            history,
+            bot_user_id=bot.user_id,
+            supports_vision=self.settings.LLM_SUPPORTS_VISION,
+            limit=self.settings.DIALOGUE_HISTORY_LIMIT,
+        )
         turn = TurnContext(
             server_id=job.guild_id,
             channel_id=job.channel_id,
@@ -148,9 +154,7 @@ class TurnService:
             explicit_ltm_intent=has_explicit_long_term_intent(job.content),
             channel_private=channel.private,
             private_thread=channel.private_thread,
-            author_ids=frozenset(
-                authors_of(history, bot.user_id, limit=self.settings.DIALOGUE_HISTORY_LIMIT)
-            ),
+            author_ids=frozenset(dialogue.author_ids),
         )
 
         # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
@@ -179,7 +183,7 @@ class TurnService:
         recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
 
         stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
-        messages = self._context(turn, stm, history, recalled)
+        messages = self._context(turn, stm, dialogue, recalled)
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
         try:
@@ -230,17 +234,12 @@ class TurnService:
         return render_recall(turn, memories.server, memories.personal, recall_subjects(turn))
 
     def _context(
-        self, turn: TurnContext, stm: ShortTermMemoryTurn, history: list[dict], recalled: ContextItem | None
+        self, turn: TurnContext, stm: ShortTermMemoryTurn, dialogue: Dialogue, recalled: ContextItem | None
     ) -> list[dict[str, Any]]:
         items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
         if recalled is not None:
             items.append(recalled)
-        items += build_dialogue(
-            history,
-            bot_user_id=turn.bot.user_id,
-            supports_vision=self.settings.LLM_SUPPORTS_VISION,
-            limit=self.settings.DIALOGUE_HISTORY_LIMIT,
-        )
+        items += dialogue.items
         memory = stm.context()
         items = place_short_term_memory(
             items,
