@@ -6,15 +6,14 @@ import json
 import time
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.ltm.memory import ScopeKind
-from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
-from kioku.signatures import sign_request
+from tests.e2e.conftest import relay_post, running_stack
 
 pytestmark = pytest.mark.e2e
 
@@ -22,15 +21,8 @@ GUILD, CHANNEL = "200000000000000001", "300000000000000001"
 
 
 @pytest.fixture
-def llm() -> Iterator[OpenAIStandIn]:
-    with OpenAIStandIn(api_key="stand-in-key", responder=lambda body: completion_body("Sure.")) as server:
-        yield server
-
-
-@pytest.fixture
 def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
-    env = {"LLM_API_KEY": "stand-in-key", "LLM_MAX_TOKENS": "321"}
-    with LocalStack(llm_base_url=llm.base_url, extra_env=env) as running:
+    with running_stack(llm, LLM_MAX_TOKENS="321") as running:
         running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
         yield running
 
@@ -40,9 +32,7 @@ def turn(stack: LocalStack, text: str, alice: dict | None = None) -> dict:
         alice = stack.discord.seed_user("alice", global_name="Alice")
         stack.discord.seed_member(GUILD, alice)
     message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> {text}")
-    body = gateway_dispatch(message, GUILD, None)
-    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
-    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    assert relay_post(stack, message, GUILD).status_code == 202
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     return message
 
@@ -85,8 +75,7 @@ def test_every_model_request_is_bounded_in_tokens(stack, llm):
 
 def test_over_the_rate_one_notice_then_silence(llm):
     # Given a limit of two turns a minute
-    env = {"LLM_API_KEY": "stand-in-key", "TURN_RATE_LIMIT_PER_MINUTE": "2"}
-    with LocalStack(llm_base_url=llm.base_url, extra_env=env) as stack:
+    with running_stack(llm, TURN_RATE_LIMIT_PER_MINUTE="2") as stack:
         stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
         # When one person sends five messages within a minute (not across the turn of a minute)
         if time.time() % 60 > 50:

@@ -6,13 +6,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 
-import httpx
 import pytest
 
 from kioku.playground.events import slash_command
-from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
-from kioku.signatures import sign_request
+from tests.e2e.conftest import relay_post, running_stack, signed_post
 
 pytestmark = pytest.mark.e2e
 
@@ -20,21 +19,10 @@ GUILD, CHANNEL = "200000000000000001", "300000000000000001"
 
 
 @pytest.fixture
-def llm() -> Iterator[OpenAIStandIn]:
-    with OpenAIStandIn(api_key="stand-in-key", responder=lambda body: completion_body("Noted.")) as server:
-        yield server
-
-
-@pytest.fixture
 def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
-    with LocalStack(llm_base_url=llm.base_url, extra_env={"LLM_API_KEY": "stand-in-key"}) as running:
+    with running_stack(llm) as running:
         running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
         yield running
-
-
-def post(stack: LocalStack, url_name: str, body: bytes, key: str) -> httpx.Response:
-    headers = {"content-type": "application/json", **sign_request(key, body)}
-    return httpx.post(stack.urls[url_name], content=body, headers=headers, timeout=10)
 
 
 def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):
@@ -57,10 +45,7 @@ def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):
         completion_body("Noted."),
     )
     message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> remember I like tea")
-    assert (
-        post(stack, "relay", gateway_dispatch(message, GUILD, None), stack.relay_signing_key).status_code
-        == 202
-    )
+    assert relay_post(stack, message, GUILD).status_code == 202
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     # When she asks for her export
     command = slash_command(
@@ -71,7 +56,7 @@ def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):
         user_id=alice["id"],
         token="export-token",
     )
-    answer = post(stack, "interactions", json.dumps(command).encode(), stack.signing_key)
+    answer = signed_post(stack, "interactions", json.dumps(command).encode(), stack.signing_key)
     assert answer.json() == {"type": 5, "data": {"flags": 64}}
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     # Then the answer carries a JSON file with her memory and her line, and the model was not asked

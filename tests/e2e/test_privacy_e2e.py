@@ -12,15 +12,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final
 
-import httpx
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.stm.entries import StmAddress
-from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
-from kioku.signatures import sign_request
+from tests.e2e.conftest import relay_post, running_stack
 from tests.e2e.fake_gateway import FakeDiscord, LoopbackLoop, wait_until
 from tests.e2e.relay_process import RelayProcess, start_relay_process
 
@@ -36,14 +35,8 @@ TIMEOUT: Final = 20.0
 
 
 @pytest.fixture
-def llm() -> Iterator[OpenAIStandIn]:
-    with OpenAIStandIn(api_key="stand-in-key", responder=lambda body: completion_body("Sure.")) as server:
-        yield server
-
-
-@pytest.fixture
 def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
-    with LocalStack(llm_base_url=llm.base_url, extra_env={"LLM_API_KEY": "stand-in-key"}) as running:
+    with running_stack(llm) as running:
         discord = running.discord
         discord.seed_channel(GENERAL, name="general", guild_id=GUILD)
         discord.seed_channel(RANDOM, name="random", guild_id=GUILD)
@@ -164,9 +157,7 @@ def turn(
     """``author`` says ``text`` to the bot (and mentions ``mentions``, as Discord lists them)."""
     message = stack.discord.seed_message(channel_id, author, f"<@{stack.application_id}> {text}")
     message["mentions"] = [dict(user) for user in mentions]
-    body = gateway_dispatch(message, guild, {"nick": None, "roles": []})
-    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
-    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    assert relay_post(stack, message, guild).status_code == 202
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     return message
 

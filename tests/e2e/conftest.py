@@ -1,0 +1,46 @@
+"""What the end-to-end tests share: a stand-in model and the local stack it answers for, and the
+signed POSTs Discord and the relay make."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any, Final
+
+import httpx
+import pytest
+
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import OpenAIStandIn, completion_body
+from kioku.signatures import sign_request
+
+STAND_IN_KEY: Final = "stand-in-key"
+STAND_IN_REPLY: Final = "Sure."
+
+
+@pytest.fixture
+def llm() -> Iterator[OpenAIStandIn]:
+    """An OpenAI-compatible model on 127.0.0.1 answering "Sure." unless told otherwise."""
+    with OpenAIStandIn(
+        api_key=STAND_IN_KEY, responder=lambda body: completion_body(STAND_IN_REPLY)
+    ) as server:
+        yield server
+
+
+@contextmanager
+def running_stack(llm: OpenAIStandIn, **env: str) -> Iterator[LocalStack]:
+    """The local stack talking to ``llm``, with ``env`` over its environment."""
+    with LocalStack(llm_base_url=llm.base_url, extra_env={"LLM_API_KEY": STAND_IN_KEY, **env}) as stack:
+        yield stack
+
+
+def signed_post(stack: LocalStack, endpoint: str, body: bytes, signing_key: str) -> httpx.Response:
+    """POST ``body`` to one of the stack's Function URLs, signed as Discord or the relay signs."""
+    headers = {"content-type": "application/json", **sign_request(signing_key, body)}
+    return httpx.post(stack.urls[endpoint], content=body, headers=headers, timeout=10)
+
+
+def relay_post(stack: LocalStack, message: dict[str, Any], guild_id: str | None) -> httpx.Response:
+    """What the gateway relay does with a MESSAGE_CREATE."""
+    body = gateway_dispatch(message, guild_id, {"nick": None, "roles": []})
+    return signed_post(stack, "relay", body, stack.relay_signing_key)
