@@ -7,7 +7,6 @@ in their custom_id and are refused to anyone else, so a copied button cannot act
 from __future__ import annotations
 
 import re
-from datetime import datetime
 from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory
@@ -20,11 +19,11 @@ from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
     EMBED_COLOR_INFO,
     EPHEMERAL_FLAG,
-    NO_MENTIONS,
     OptionType,
     ResponseType,
     error_message,
     message,
+    relative_time,
     updated_message,
 )
 
@@ -43,7 +42,13 @@ NOT_YOURS: Final = "These buttons belong to someone else's request."
 NO_SUCH_MEMORY: Final = "I keep no memory #{id} about you."
 
 
-def list_memories(interaction: Interaction, page: int = 0) -> dict:
+def list_memories(interaction: Interaction) -> dict:
+    embed, buttons = _list_page(interaction, 0)
+    return message(embeds=[embed], components=buttons)
+
+
+def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+    """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
     user_id = _invoker_id(interaction)
     memories = _visible_memories(interaction, user_id)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
@@ -70,7 +75,7 @@ def list_memories(interaction: Interaction, page: int = 0) -> dict:
                 ]
             ]
         )
-    return _ephemeral([embed], buttons)
+    return embed, buttons
 
 
 def forget(interaction: Interaction) -> dict:
@@ -108,7 +113,7 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
             ]
         ]
     )
-    return _ephemeral([embed], buttons)
+    return message(embeds=[embed], components=buttons)
 
 
 def export(interaction: Interaction) -> dict:
@@ -151,13 +156,14 @@ def on_component(interaction: Interaction) -> dict:
     if page := _LIST_PAGE.fullmatch(custom_id):
         if page["user"] != clicker:
             return error_message(NOT_YOURS)
-        return _update(list_memories(interaction, int(page["page"])))
+        embed, buttons = _list_page(interaction, int(page["page"]))
+        return updated_message(embeds=[embed], components=buttons)
     if choice := _FORGET_ALL.fullmatch(custom_id):
         if choice["user"] != clicker:
             return error_message(NOT_YOURS)
         if choice["choice"] == "cancel":
-            return _update(_ephemeral([{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}], []))
-        return _update(_forget_everything(clicker))
+            return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
+        return _forget_everything(clicker)
     return error_message("This button is from an older version of me. Run the command again.")
 
 
@@ -172,7 +178,7 @@ def _forget_everything(user_id: str) -> dict:
             f"Forgotten: {report.memories} long-term memories about you, {report.dm_rows} DM short-term "
             f"memories, and {report.lines} of your messages in channels' short-term memory."
         )
-    return _ephemeral([{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}], [])
+    return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
 
 def _visible_memories(interaction: Interaction, user_id: str) -> list[Memory]:
@@ -197,36 +203,14 @@ def _memory_field(memory: Memory, user_id: str) -> dict[str, Any]:
     who = "you" if memory.author_id == user_id else f"<@{memory.author_id}>"
     text = shorten(memory.content.replace("{user}", "you").replace("{bot}", "me"), MAX_SHOWN_CHARS)
     return {
-        "name": f"#{memory.memory_id} · saved by {who} {where}, {_when(memory.created_at)}",
+        "name": f"#{memory.memory_id} · saved by {who} {where}, {relative_time(memory.created_at)}",
         "value": text,
     }
-
-
-def _when(moment: datetime) -> str:
-    return f"<t:{int(moment.timestamp())}:f>"
 
 
 def _invoker_id(interaction: Interaction) -> str:
     invoker = interaction.invoker
     return invoker.id if invoker is not None else ""
-
-
-def _ephemeral(embeds: list[dict], components: list[dict]) -> dict:
-    return {
-        "type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE,
-        "data": {
-            "embeds": embeds,
-            "components": components,
-            "flags": EPHEMERAL_FLAG,
-            "allowed_mentions": NO_MENTIONS,
-        },
-    }
-
-
-def _update(response: dict) -> dict:
-    """The same answer as an edit of the message whose button was clicked."""
-    data = response["data"]
-    return updated_message(embeds=data["embeds"], components=data["components"])
 
 
 OPTIONS: Final = {
