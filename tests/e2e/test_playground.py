@@ -129,7 +129,7 @@ def test_make_run_keeps_a_private_channel_private_until_it_is_made_public(tmp_pa
         tmp_path,
         [
             ":in secret",
-            "kioku, the vault code is 4711",
+            "kioku, the vault code is okapi",
             ":in general",
             "kioku, what is new?",
             ":context",
@@ -150,9 +150,9 @@ def test_make_run_keeps_a_private_channel_private_until_it_is_made_public(tmp_pa
     after_public, private_again = after_public.split("> :private #secret", 1)
     # private: #general's model request holds nothing of #secret; public (once a turn there has
     # described it): it does; private again: the CHANNEL_UPDATE alone hides it at once
-    assert "4711" not in while_private.split("> :context", 1)[1]
-    assert "4711" in after_public.split("> :context", 1)[1]
-    assert "4711" not in private_again.split("> :context", 1)[1]
+    assert "okapi" not in while_private.split("> :context", 1)[1]
+    assert "okapi" in after_public.split("> :context", 1)[1]
+    assert "okapi" not in private_again.split("> :context", 1)[1]
     assert "#secret: CHANNEL_UPDATE relayed" in out and "#secret (private): CHANNEL_UPDATE relayed" in out
 
 

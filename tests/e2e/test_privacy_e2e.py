@@ -100,19 +100,19 @@ def test_a_channel_made_private_through_the_gateway_is_no_longer_recalled_elsewh
 ):
     alice, bob = member(stack, "alice"), member(stack, "bob")
     # Given Alice spoke in #secret while it was public, and #general recalled it
-    say(stack, gateway, SECRET, alice, "the vault code is 4711")
+    say(stack, gateway, SECRET, alice, "the vault code is okapi")
     say(stack, gateway, GENERAL, bob, "what is new?")
-    assert "4711" in last_request_text(llm)
+    assert "okapi" in last_request_text(llm)
     # When an admin makes #secret private: Discord changes its overwrites and sends CHANNEL_UPDATE
     updated = stack.discord.set_permission_overwrites(SECRET, PRIVATE)
     gateway.dispatch("CHANNEL_UPDATE", updated)
     wait_until(lambda: stm_row(stack, SECRET).private is True, "the row re-stamped private", timeout=TIMEOUT)
     say(stack, gateway, GENERAL, bob, "anything else?")
     # Then #general's next model request holds nothing of #secret
-    assert "4711" not in last_request_text(llm)
+    assert "okapi" not in last_request_text(llm)
     # while #secret's own thread still recalls it
     say(stack, gateway, PLANS, alice, "what was the code again?")
-    assert "4711" in last_request_text(llm)
+    assert "okapi" in last_request_text(llm)
 
 
 def test_a_private_channel_is_private_from_its_first_turn(stack, gateway, relay, llm):
@@ -180,14 +180,14 @@ def dm_channel(stack: LocalStack, user: dict) -> str:
 def test_a_server_memory_saved_in_a_private_channel_stays_there(servers, llm):
     alice = member(servers, "alice")
     saving(
-        llm, "create_long_term_memory", memory_content="the vault code is 4711", memory_scope="server_wide"
+        llm, "create_long_term_memory", memory_content="the vault code is okapi", memory_scope="server_wide"
     )
-    turn(servers, SECRET, alice, "remember the vault code 4711 for the server")
+    turn(servers, SECRET, alice, "remember the vault code okapi for the server")
     assert tool_result(llm)["status"] == "memory_saved_successfully"
     turn(servers, GENERAL, alice, "what do you know?")
-    assert "4711" not in last_request_text(llm)
+    assert "okapi" not in last_request_text(llm)
     turn(servers, PLANS, alice, "and here?")
-    assert "4711" in last_request_text(llm)
+    assert "okapi" in last_request_text(llm)
 
 
 def test_nobody_outside_the_server_gets_a_memory_planted(servers, llm):

@@ -50,9 +50,9 @@ def row(store: StmStore, channel_id: str):
 
 def test_a_channel_made_private_is_recalled_nowhere_else_at_once(relay_event, store):
     # Given a public channel and its thread with memory that #other recalls
-    remember(store, SECRET, "the vault code is 4711")
+    remember(store, SECRET, "the vault code is okapi")
     remember(store, THREAD, "the thread agrees", parent=SECRET)
-    assert "4711" in seen_from(store, OTHER) and "thread agrees" in seen_from(store, OTHER)
+    assert "okapi" in seen_from(store, OTHER) and "thread agrees" in seen_from(store, OTHER)
     # When an admin makes the channel private (Discord sends CHANNEL_UPDATE with @everyone denied)
     status = relay_event("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
     # Then the channel and its thread are re-stamped private, and #other sees neither
@@ -60,7 +60,7 @@ def test_a_channel_made_private_is_recalled_nowhere_else_at_once(relay_event, st
     assert row(store, SECRET).private is True and row(store, THREAD).private is True
     assert seen_from(store, OTHER) == ""
     # while the thread still recalls its own channel
-    assert "4711" in seen_from(store, THREAD, parent=SECRET)
+    assert "okapi" in seen_from(store, THREAD, parent=SECRET)
 
 
 def test_a_channel_made_public_again_is_recalled_again(relay_event, store):

@@ -49,7 +49,7 @@ def test_a_category_update_never_opens_a_private_channel_it_holds(relay_event, t
     remember(store, SECRET, "old line", parent=CATEGORY)
     make_legacy(table, SECRET)
     read = store.get(StmAddress.of(GUILD, USER, SECRET, "kioku"))
-    said = CrudeMessage("Alice", USER, CrudeRole.USER, "the vault code is 4711", NOW, "x2")
+    said = CrudeMessage("Alice", USER, CrudeRole.USER, "the vault code is okapi", NOW, "x2")
     store.capture(
         identity(SECRET, server_id=GUILD, private=True, described_at=NOW), read, [said], NOW, LIMITS
     )
@@ -64,7 +64,7 @@ def test_a_category_update_never_opens_a_private_channel_it_holds(relay_event, t
     }
     assert relay_event("CHANNEL_UPDATE", category) == 204
     # Then #secret stays private
-    assert "4711" not in seen_from(store, OTHER)
+    assert "okapi" not in seen_from(store, OTHER)
 
 
 def test_a_never_described_thread_row_does_not_follow_its_parent_to_public(relay_event, table):

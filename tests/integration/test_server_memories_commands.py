@@ -269,7 +269,7 @@ def test_the_longest_memories_and_ids_stay_within_discords_limits(interact, tabl
 
 def test_a_memory_said_in_a_private_channel_is_read_only_there_and_in_its_threads(interact, seed):
     # Given a memory said in the private #secret
-    vault = seed("the vault code is 4711", origin=SAID_IN_SECRET)
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
 
     # When a manager lists the memories in #general, in #secret, and in a thread of #secret
     elsewhere = field_of(interact(run("list", channel=GENERAL)), vault)["value"]
@@ -277,27 +277,27 @@ def test_a_memory_said_in_a_private_channel_is_read_only_there_and_in_its_thread
     in_thread = field_of(interact(run("list", channel=THREAD_OF_SECRET, parent=SECRET)), vault)["value"]
 
     # Then #general shows who said it where, but not what
-    assert "4711" not in elsewhere
+    assert "okapi" not in elsewhere
     assert "Said in a private channel: open the list there to read it." in elsewhere
     assert f"by <@{ALICE}> in <#{SECRET}>" in elsewhere
-    assert "4711" in there and "4711" in in_thread
+    assert "okapi" in there and "okapi" in in_thread
 
 
 def test_a_page_turned_elsewhere_still_hides_a_private_memory(interact, seed):
     for n in range(PAGE):
         seed(f"fact number {n}")
-    vault = seed("the vault code is 4711", origin=SAID_IN_SECRET)
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
 
     second = interact(click("server:memories:page:1", channel=GENERAL))
 
     assert listed(second) == [vault.memory_id]
-    assert "4711" not in field_of(second, vault)["value"]
+    assert "okapi" not in field_of(second, vault)["value"]
 
 
 def test_overrides_decide_privacy_and_the_bypass_reveals_nothing(interact, seed, configs):
     # Given a memory said in public in #general, and one in the private #secret
     quiz = seed("quiz night is on fridays")
-    vault = seed("the vault code is 4711", origin=SAID_IN_SECRET)
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
     # When #general is overridden private, #secret public... then only the bypass is on
     configs.save_server_config(
         ServerConfig(
@@ -312,8 +312,8 @@ def test_overrides_decide_privacy_and_the_bypass_reveals_nothing(interact, seed,
 
     # Then the overrides swap what is readable in a thread of #secret; the bypass changes nothing
     assert "Said in a private channel" in field_of(overridden, quiz)["value"]
-    assert "4711" in field_of(overridden, vault)["value"]
-    assert "4711" not in field_of(bypassed, vault)["value"]
+    assert "okapi" in field_of(overridden, vault)["value"]
+    assert "okapi" not in field_of(bypassed, vault)["value"]
 
 
 def test_a_memory_stored_before_origins_is_read_only_by_an_administrator(interact, seed):
@@ -348,11 +348,11 @@ def test_forget_deletes_the_memory_and_names_it(interact, table, seed, memories)
 
 
 def test_forgetting_a_private_memory_elsewhere_names_it_without_its_text(interact, seed, memories):
-    vault = seed("the vault code is 4711", origin=SAID_IN_SECRET)
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
 
     body = interact(run("forget", memory_id=int(vault.memory_id), channel=GENERAL))
 
-    assert "4711" not in str(body) and f"#{vault.memory_id}" in embed(body)["title"]
+    assert "okapi" not in str(body) and f"#{vault.memory_id}" in embed(body)["title"]
     assert stored(memories) == {}
 
 
@@ -491,14 +491,14 @@ def test_review_with_nothing_pending_says_whether_moderation_is_on(interact, con
 
 
 def test_a_pending_memory_said_in_private_is_reviewed_without_its_text_elsewhere(interact, seed):
-    vault = seed("the vault code is 4711", origin=SAID_IN_SECRET, status=MemoryStatus.PENDING)
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET, status=MemoryStatus.PENDING)
 
     elsewhere = interact(run("review", channel=GENERAL))
     there = interact(run("review", channel=SECRET))
 
-    assert "4711" not in str(elsewhere)
+    assert "okapi" not in str(elsewhere)
     assert "open the review there to read it" in field_of(elsewhere, vault)["value"]
-    assert "4711" in field_of(there, vault)["value"]
+    assert "okapi" in field_of(there, vault)["value"]
 
 
 # -- stale and repeated buttons ----------------------------------------------------------------------

@@ -20,7 +20,7 @@ NOW = datetime(2025, 5, 1, tzinfo=UTC)
 
 def memory(origin: Origin, status: MemoryStatus = MemoryStatus.ACTIVE) -> Memory:
     return Memory(
-        MemoryScope.server(GUILD, 1), "12345", "the vault code is 4711", "7", NOW, NOW, origin, status=status
+        MemoryScope.server(GUILD, 1), "12345", "the vault code is okapi", "7", NOW, NOW, origin, status=status
     )
 
 

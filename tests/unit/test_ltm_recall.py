@@ -134,7 +134,7 @@ def test_memories_are_recalled_only_where_their_origin_allows():
         Memory(
             MemoryScope.server(SERVER, 1),
             "10001",
-            "the vault code is 4711",
+            "the vault code is okapi",
             ALICE.user_id,
             NOW,
             NOW,
@@ -166,7 +166,7 @@ def test_memories_are_recalled_only_where_their_origin_allows():
     # When Alice speaks in this server's public channel
     text = recall(make_turn(), store=store).content
     # Then only what she said about herself follows her here
-    assert "4711" not in text and "owes Bob" not in text
+    assert "okapi" not in text and "owes Bob" not in text
     assert "likes tea" in text
     # and in the private channel itself the server memory is back
-    assert "4711" in recall(make_turn(channel_id="701"), store=store).content
+    assert "okapi" in recall(make_turn(channel_id="701"), store=store).content

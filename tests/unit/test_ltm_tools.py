@@ -517,7 +517,7 @@ def test_nobody_rewrites_or_deletes_what_is_neither_by_nor_about_them(memory, wh
 def test_a_memory_this_channel_may_not_see_cannot_be_changed_from_it():
     store = FakeMemoryStore()
     secret = replace(
-        server_memory("55555", "the vault code is 4711"), origin=Origin(SERVER, "701", private=True)
+        server_memory("55555", "the vault code is okapi"), origin=Origin(SERVER, "701", private=True)
     )
     store.add(secret)
     assert update({"memory_id": 55555, "memory_content": ""}, store).status == UpdateStatus.NOT_FOUND
