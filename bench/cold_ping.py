@@ -17,6 +17,8 @@ import sys  # noqa: E402
 from kioku.playground.events import ping, signed_event  # noqa: E402
 from kioku.playground.functions import LambdaContext, load_handler  # noqa: E402
 
+HEAVY = ("aws_lambda_powertools", "boto3", "botocore", "httpx", "moto", "pydantic")
+
 prepared = time.perf_counter()
 handler = load_handler("interactions")
 event = signed_event(ping(os.environ["DISCORD_APPLICATION_ID"]), os.environ["BENCH_SIGNING_KEY"])
@@ -30,7 +32,7 @@ print(
             "status": response["statusCode"],
             "body": response["body"],
             "seconds": finished - started,
-            "loaded": sorted(m for m in ("boto3", "httpx", "moto") if m in sys.modules),
+            "loaded": sorted(m for m in HEAVY if m in sys.modules),
         }
     )
 )

@@ -32,7 +32,7 @@ def run_cold(discord_keys, **extra_env) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
-def test_a_cold_ping_answers_pong_without_boto3_or_httpx(discord_keys):
+def test_a_cold_ping_imports_only_the_standard_library_and_pynacl(discord_keys):
     outcome = run_cold(discord_keys)
     assert outcome["status"] == 200 and json.loads(outcome["body"]) == {"type": 1}
     assert outcome["loaded"] == []

@@ -9,16 +9,9 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from kioku.keys import ConfigurationError, hex_public_key
 
-class ConfigurationError(RuntimeError):
-    """The environment is missing a variable or holds an invalid one."""
-
-
-def _hex_key(value: str) -> str:
-    value = value.strip().lower()
-    if len(value) != 64 or any(c not in "0123456789abcdef" for c in value):
-        raise ValueError("must be 64 hex characters (a 32-byte Ed25519 public key)")
-    return value
+__all__ = ["ConfigurationError", "Settings", "describe_validation_error", "get_settings"]
 
 
 class Settings(BaseModel):
@@ -63,7 +56,7 @@ class Settings(BaseModel):
     MAX_PERSONAL_MEMORIES: int = Field(default=100, ge=1, le=1000)
     MAX_MEMORY_LENGTH: int = Field(default=1000, ge=10, le=4000)
 
-    _check_discord_key = field_validator("DISCORD_PUBLIC_KEY", "RELAY_PUBLIC_KEY")(_hex_key)
+    _check_discord_key = field_validator("DISCORD_PUBLIC_KEY", "RELAY_PUBLIC_KEY")(hex_public_key)
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:

@@ -8,8 +8,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from kioku.config import ConfigurationError
 from kioku.entrypoints.function_url import UnreadableBody, error_response, header, raw_body
+from kioku.keys import ConfigurationError
 from kioku.signatures import SIGNATURE_HEADER, TIMESTAMP_HEADER, RequestVerifier, SignatureRejected
 
 logger = logging.getLogger(__name__)
