@@ -1,12 +1,11 @@
-"""InteractionsFunction: Discord's signed interactions, answered through kioku's command registry."""
+"""InteractionsFunction: Discord's signed interactions, answered through kioku's command registry.
 
-from aws_lambda_powertools import Logger
+No decorators here: a PING is answered with the standard library and PyNaCl alone; the logger and
+metrics are set up by the entry point once a real command arrives.
+"""
 
 from kioku.entrypoints.interactions import handle
 
-logger = Logger()
 
-
-@logger.inject_lambda_context(clear_state=True)
 def lambda_handler(event, context):
-    return handle(event)
+    return handle(event, context)

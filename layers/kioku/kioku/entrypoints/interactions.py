@@ -1,8 +1,8 @@
 """The Discord interactions endpoint: verify, then parse, then route.
 
-Only the standard library, PyNaCl and the settings are imported up front; the command router
-(and with it boto3 and httpx, when a command needs them) is imported on the first real command,
-so a PING or a rejected request never pays for them.
+Only the standard library and PyNaCl are imported up front; the logger and metrics (Powertools),
+the settings (pydantic) and the command router (boto3, httpx) are imported on the first real
+command, so a PING or a rejected request never pays for them.
 """
 
 from __future__ import annotations
@@ -10,23 +10,27 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from kioku.config import get_settings
 from kioku.entrypoints.function_url import error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
+from kioku.keys import public_key_from_env
 
 INTERACTION_PING: Final = 1
 RESPONSE_PONG: Final = 1
 MAX_BODY_BYTES: Final = 256 * 1024
+MAX_KEY_LENGTH: Final = 100
 
 
-def handle(event: dict[str, Any]) -> dict[str, Any]:
+def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Answer one Function URL event; never raises."""
     return handle_signed(
-        event, lambda: get_settings().DISCORD_PUBLIC_KEY, _answer, max_body_bytes=MAX_BODY_BYTES
+        event,
+        lambda: public_key_from_env("DISCORD_PUBLIC_KEY"),
+        lambda body: _answer(body, context),
+        max_body_bytes=MAX_BODY_BYTES,
     )
 
 
-def _answer(body: bytes) -> dict[str, Any]:
+def _answer(body: bytes, context: Any) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
@@ -36,9 +40,30 @@ def _answer(body: bytes) -> dict[str, Any]:
     if payload["type"] == INTERACTION_PING:
         return json_response(200, {"type": RESPONSE_PONG})
 
+    from kioku.observability import Metric, count, invocation
     from kioku.services.commands.router import InvalidInteraction, route_interaction
 
-    try:
-        return json_response(200, route_interaction(payload))
-    except InvalidInteraction as exc:
-        return error_response(400, str(exc))
+    with invocation(context, **_correlation_keys(payload)):
+        count(Metric.COMMANDS)
+        try:
+            return json_response(200, route_interaction(payload))
+        except InvalidInteraction as exc:
+            return error_response(400, str(exc))
+
+
+def _correlation_keys(payload: dict[str, Any]) -> dict[str, str | None]:
+    """The ids a log line of this interaction is found by; the body is verified, not yet validated."""
+    data = payload.get("data")
+    channel = payload.get("channel")
+    return {
+        "interaction_id": _key(payload.get("id")),
+        "guild_id": _key(payload.get("guild_id")),
+        "channel_id": _key(
+            payload.get("channel_id") or (channel.get("id") if isinstance(channel, dict) else None)
+        ),
+        "command": _key(data.get("name") or data.get("custom_id")) if isinstance(data, dict) else None,
+    }
+
+
+def _key(value: object) -> str | None:
+    return str(value)[:MAX_KEY_LENGTH] if isinstance(value, str | int) else None

@@ -3,22 +3,25 @@
 
 from __future__ import annotations
 
-import logging
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
+from kioku.observability import Metric, count, invocation, logger
 
-logger = logging.getLogger(__name__)
+
+def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
+    with invocation(context):
+        return _purge(now or datetime.now(UTC))
 
 
-def handle(event: dict[str, Any], *, now: datetime | None = None) -> dict[str, int]:
+def _purge(moment: datetime) -> dict[str, int]:
     settings = get_settings()
-    moment = now or datetime.now(UTC)
     idle_before = moment - timedelta(days=settings.STM_JANITOR_RETENTION_DAYS)
     report = StmStore(KiokuTable(settings.TABLE_NAME)).purge_idle(idle_before)
+    count(Metric.STM_ROWS_PURGED, report.deleted)
     logger.info(
         "short-term memory janitor: %d idle rows found, %d deleted, %d resumed meanwhile and kept",
         report.found,

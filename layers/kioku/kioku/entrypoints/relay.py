@@ -7,7 +7,6 @@ relay, 503 when the queue or the table cannot be reached (the relay retries).
 
 from __future__ import annotations
 
-import logging
 from typing import Any
 
 from kioku.config import get_settings
@@ -22,18 +21,25 @@ from kioku.domain.channel_events import ChannelEvent
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
+from kioku.keys import public_key_from_env
+from kioku.observability import Metric, correlate, count, invocation, logger
 from kioku.services import warm
-
-logger = logging.getLogger(__name__)
 
 _NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}
 
 
-def handle(event: dict[str, Any]) -> dict[str, Any]:
+def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     """Answer one Function URL event; never raises."""
-    return handle_signed(
-        event, lambda: get_settings().RELAY_PUBLIC_KEY, _answer, max_body_bytes=MAX_RELAY_BODY_BYTES
-    )
+    with invocation(context):
+        response = handle_signed(
+            event,
+            lambda: public_key_from_env("RELAY_PUBLIC_KEY"),
+            _answer,
+            max_body_bytes=MAX_RELAY_BODY_BYTES,
+        )
+        if response["statusCode"] in (400, 401):
+            count(Metric.RELAY_REJECTED)
+        return response
 
 
 def _answer(body: bytes) -> dict[str, Any]:
@@ -43,7 +49,10 @@ def _answer(body: bytes) -> dict[str, Any]:
     except InvalidRelayEvent as exc:
         return error_response(400, f"invalid relay event: {exc.reason}")
     if isinstance(message, ChannelEvent):
+        correlate(channel_id=message.channel_id, guild_id=message.guild_id)
+        count(Metric.RELAY_CHANNEL_EVENTS)
         return _apply_channel_event(message)
+    correlate(message_id=message.message_id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
     decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
@@ -51,6 +60,7 @@ def _answer(body: bytes) -> dict[str, Any]:
         config = warm.config_store().get_server_config(message.guild_id)
         decision = decide_turn(message, bot_user_id=bot_user_id, config=config)
     if not decision.answer:
+        count(Metric.RELAY_IGNORED)
         return empty_response(204)
 
     from kioku.adapters.turn_queue import QueueUnavailable
@@ -63,6 +73,7 @@ def _answer(body: bytes) -> dict[str, Any]:
     except QueueUnavailable:
         logger.exception("could not queue message %s", message.message_id)
         return error_response(503, "could not queue the turn; retry")
+    count(Metric.RELAY_QUEUED)
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
 
 

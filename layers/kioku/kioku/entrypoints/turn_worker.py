@@ -9,7 +9,6 @@ the turn's first BatchGetItem, so a redelivered or duplicated job neither replie
 
 from __future__ import annotations
 
-import logging
 from collections import deque
 from functools import lru_cache
 from typing import Any, Final
@@ -19,13 +18,16 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import SecretStr
 
 from kioku.config import Settings, get_settings
-from kioku.domain.turn_jobs import TurnJob, TurnSource
+from kioku.domain.ltm.statuses import SaveStatus
+from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
+from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
 from kioku.services import warm
+from kioku.services.ltm import CREATE_TOOL_NAME
 from kioku.services.turn import TurnRecord, TurnService
 
-logger = logging.getLogger(__name__)
-
 RETRY_DELAY_SECONDS: Final = 30
+CORRELATED: Final = ("turn_id", "channel_id", "guild_id", "source")
+SAVED_STATUSES: Final = frozenset({SaveStatus.SAVED, SaveStatus.PENDING_REVIEW})
 recent_turns: deque[TurnRecord] = deque(maxlen=5)
 """The last few turns of this container, for the playground's ``/context``."""
 
@@ -58,8 +60,12 @@ def turn_service(settings: Settings) -> TurnService:
 
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
     """One turn; Powertools hands in the Lambda context, whose remaining time bounds the model."""
+    logger.remove_keys(CORRELATED)
     try:
         job = TurnJob.from_json(record.body)
+        correlate(
+            turn_id=job.turn_id, channel_id=job.channel_id, guild_id=job.guild_id, source=job.source.value
+        )
         if job.source is TurnSource.EXPORT:
             return _export(job)
         redelivered = int(record.attributes.approximate_receive_count or 1) > 1
@@ -68,11 +74,35 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
             redelivered=redelivered,
             time_left=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
         )
-    except Exception:
+    except Exception as exc:
+        # Powertools' batch processor logs a record's exception only at DEBUG: say it here.
+        cause = "not a turn job" if isinstance(exc, InvalidTurnJob) else "retried, then dead-lettered"
+        logger.exception("turn failed (SQS message %s): %s", record.message_id, cause)
+        count(Metric.FAILED_TURNS)
         _retry_soon(record.receipt_handle)
         raise
     recent_turns.append(turn)
+    count_turn(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
+
+
+def count_turn(turn: TurnRecord) -> None:
+    """The metrics of one finished turn, read off what it did."""
+    count(Metric.TURNS)
+    count(Metric.APOLOGIES, turn.apologised)
+    count(Metric.DUPLICATE_TURNS, turn.duplicate)
+    count(Metric.RATE_LIMITED_TURNS, turn.rate_limited)
+    count(Metric.UNANSWERABLE_TURNS, turn.unanswerable)
+    count(Metric.REPLY_MESSAGES, len(turn.reply_ids))
+    count(Metric.MODEL_CALLS, len(turn.model_seconds))
+    for seconds in turn.model_seconds:
+        milliseconds(Metric.MODEL_LATENCY, seconds)
+    count(Metric.TOOL_CALLS, len(turn.tool_results))
+    count(Metric.TOOL_CALLS_NOT_RUN, turn.tool_calls_not_run)
+    statuses = [result.status for name, result in turn.tool_results if name == CREATE_TOOL_NAME]
+    count(Metric.MEMORIES_SAVED, statuses.count(SaveStatus.SAVED))
+    count(Metric.MEMORIES_PENDING, statuses.count(SaveStatus.PENDING_REVIEW))
+    count(Metric.MEMORIES_REFUSED, sum(status not in SAVED_STATUSES for status in statuses))
 
 
 def _export(job: TurnJob) -> dict[str, Any]:
@@ -95,6 +125,11 @@ def _retry_soon(receipt_handle: str) -> None:
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+    with invocation(context):
+        return _process(event, context)
+
+
+def _process(event: dict[str, Any], context: Any) -> dict[str, Any]:
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
     # A batch whose every turn failed is still answered with its failures, not an exception: the
     # same records go back to the queue, and the invocation itself is not reported as an error.

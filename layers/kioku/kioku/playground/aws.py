@@ -15,7 +15,7 @@ TEMPLATE_PATH = REPO_ROOT / "template.yaml"
 
 
 class _CloudFormationLoader(yaml.SafeLoader):
-    """Reads !Ref, !GetAtt, !Sub and friends as plain data instead of failing on them."""
+    """Reads !Ref, !GetAtt, !Sub and friends as the JSON form CloudFormation gives them."""
 
 
 def _intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
@@ -25,7 +25,9 @@ def _intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> dic
         value = loader.construct_sequence(node, deep=True)
     else:
         value = loader.construct_mapping(node, deep=True)
-    return {f"Fn::{tag_suffix}": value}
+    if tag_suffix == "GetAtt" and isinstance(value, str):
+        value = value.split(".", 1)
+    return {"Ref" if tag_suffix == "Ref" else f"Fn::{tag_suffix}": value}
 
 
 _CloudFormationLoader.add_multi_constructor("!", _intrinsic)

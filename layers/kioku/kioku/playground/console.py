@@ -493,7 +493,8 @@ def run(argv: list[str]) -> int:
     options = parser.parse_args(argv)
     source = options.script or sys.stdin
     interactive = options.script is None and sys.stdin.isatty()
-    with LocalStack() as stack:
+    # The functions' CloudWatch metrics (EMF lines on stdout) would drown the conversation.
+    with LocalStack(extra_env={"POWERTOOLS_METRICS_DISABLED": "true"}) as stack:
         playground = Playground(stack, sys.stdout)
         if interactive:
             playground.print(BANNER.format(user="Alice", channel=playground._label(playground.channel)))

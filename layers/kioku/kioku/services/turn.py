@@ -13,6 +13,7 @@ counter.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -79,6 +80,11 @@ class TurnRecord:
     tool_results: list[tuple[str, ToolResult]] = field(default_factory=list)
     apologised: bool = False
     duplicate: bool = False
+    rate_limited: bool = False
+    unanswerable: bool = False
+    """Discord refused the turn's channel for good (403/404): nothing could be posted."""
+    model_seconds: list[float] = field(default_factory=list)
+    tool_calls_not_run: int = 0
 
 
 @dataclass
@@ -127,6 +133,7 @@ class TurnService:
                 raise
             # The bot lost access to the channel, or it is gone: no retry can answer it.
             logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
+            record.unanswerable = True
             self._record_alone(job, record, now)
             return record
         bot = BotIdentity(
@@ -265,6 +272,7 @@ class TurnService:
         if taken is not None and taken <= limit:
             return True
         logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
+        record.rate_limited = True
         if taken is not None or job.source is TurnSource.SLASH_COMMAND:
             self._post(job, [RATE_NOTICE], record)
         self._record_alone(job, record, now)
@@ -301,13 +309,18 @@ class TurnService:
                 max_tokens=self.settings.LLM_MAX_TOKENS,
             )
             record.requests.append({"messages": request.messages, "tools": request.tools})
-            response = self.model.complete(request)
+            asked = time.perf_counter()
+            try:
+                response = self.model.complete(request)
+            finally:
+                record.model_seconds.append(time.perf_counter() - asked)
             if not response.tool_calls or not offered:
                 return strip_echoed_metadata(response.content or "").strip()
             messages.append(response.assistant_message())
             for call in response.tool_calls:
                 if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
+                    record.tool_calls_not_run += 1
                 else:
                     result = self._run_tool(call, turn, stm, member)
                     record.tool_results.append((call.name, result))

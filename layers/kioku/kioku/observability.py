@@ -1,0 +1,103 @@
+"""What the functions tell the operator: JSON log lines carrying the correlation keys of the request
+in hand, and CloudWatch metrics in the embedded metric format (EMF), flushed once per invocation.
+
+Every module logs through ``logging.getLogger(__name__)``. Those loggers are children of the
+``kioku`` logger that Powertools formats here, so each of their lines carries the keys set with
+:func:`correlate` (interaction id, message id, channel, guild) and the Lambda request id.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import StrEnum
+from typing import Any, Final
+
+from aws_lambda_powertools import Logger, Metrics
+from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
+from aws_lambda_powertools.metrics import MetricUnit
+
+SERVICE: Final = "kioku"
+DEFAULT_NAMESPACE: Final = "Kioku"
+CORRELATION_KEYS: Final = ("interaction_id", "message_id", "turn_id", "channel_id", "guild_id", "command")
+
+logger = Logger(service=SERVICE)
+metrics = Metrics(
+    namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=SERVICE
+)
+_cold = True
+
+
+class Metric(StrEnum):
+    """The metric names the dashboard and the alarms in template.yaml read."""
+
+    TURNS = "Turns"
+    APOLOGIES = "Apologies"
+    DUPLICATE_TURNS = "DuplicateTurns"
+    RATE_LIMITED_TURNS = "RateLimitedTurns"
+    UNANSWERABLE_TURNS = "UnanswerableTurns"
+    FAILED_TURNS = "FailedTurns"
+    MODEL_CALLS = "ModelCalls"
+    MODEL_LATENCY = "ModelLatency"
+    TOOL_CALLS = "ToolCalls"
+    TOOL_CALLS_NOT_RUN = "ToolCallsNotRun"
+    MEMORIES_SAVED = "MemoriesSaved"
+    MEMORIES_PENDING = "MemoriesPendingReview"
+    MEMORIES_REFUSED = "MemoriesRefused"
+    REPLY_MESSAGES = "ReplyMessages"
+    RELAY_QUEUED = "RelayQueued"
+    RELAY_IGNORED = "RelayIgnored"
+    RELAY_REJECTED = "RelayRejected"
+    RELAY_CHANNEL_EVENTS = "RelayChannelEvents"
+    COMMANDS = "Commands"
+    STM_ROWS_PURGED = "StmRowsPurged"
+
+
+def count(metric: Metric, value: int | bool = 1) -> None:
+    if value:
+        metrics.add_metric(name=metric.value, unit=MetricUnit.Count, value=value)
+
+
+def milliseconds(metric: Metric, seconds: float) -> None:
+    metrics.add_metric(name=metric.value, unit=MetricUnit.Milliseconds, value=round(seconds * 1000, 1))
+
+
+def correlate(**keys: str | None) -> None:
+    """Put ``keys`` on every later log line of this invocation; None values are left off."""
+    logger.append_keys(**{name: value for name, value in keys.items() if value is not None})
+
+
+@contextmanager
+def invocation(context: Any = None, **keys: str | None) -> Iterator[None]:
+    """One Lambda invocation: fresh log keys (the request id, cold start, ``keys``), and the
+    metrics it added flushed as one EMF line when it ends, whatever way it ends."""
+    global _cold
+    logger.clear_state()
+    if context is not None:
+        logger.append_keys(cold_start=_cold, **build_lambda_context_model(context).__dict__)
+    _cold = False
+    correlate(**keys)
+    try:
+        yield
+    finally:
+        flush_metrics()
+
+
+def flush_metrics() -> None:
+    """Print the invocation's metrics as EMF (nothing when it added none)."""
+    if metrics.metric_set:
+        metrics.flush_metrics()
+        metrics.clear_metrics()  # flush_metrics keeps them when POWERTOOLS_METRICS_DISABLED is set
+
+
+def observed(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    """The decorator of a Lambda handler: see :func:`invocation`."""
+
+    @functools.wraps(handler)
+    def run(event: Any, context: Any) -> Any:
+        with invocation(context):
+            return handler(event, context)
+
+    return run

@@ -1,0 +1,89 @@
+"""What template.yaml gives the operator to watch: log groups with a retention, alarms that reach the
+alarm topic, and a dashboard whose metrics are the ones the code emits."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+
+from kioku.observability import Metric
+from kioku.playground.aws import load_template
+
+TEMPLATE = load_template()
+RESOURCES = TEMPLATE["Resources"]
+FUNCTIONS = [name for name, resource in RESOURCES.items() if resource["Type"] == "AWS::Serverless::Function"]
+ALARMS = {name: r["Properties"] for name, r in RESOURCES.items() if r["Type"] == "AWS::CloudWatch::Alarm"}
+NAMESPACE = {"Fn::Sub": "Kioku/${AWS::StackName}"}
+
+
+def dashboard() -> dict:
+    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    return json.loads(re.sub(r"\$\{[^}]+\}", "X", body))
+
+
+def test_there_are_four_functions():
+    assert sorted(FUNCTIONS) == ["InteractionsFunction", "JanitorFunction", "RelayFunction", "TurnFunction"]
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+def test_each_function_logs_to_its_own_group_kept_for_the_configured_days(function):
+    group = RESOURCES[function]["Properties"]["LoggingConfig"]["LogGroup"]["Ref"]
+    assert RESOURCES[group]["Type"] == "AWS::Logs::LogGroup"
+    assert RESOURCES[group]["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}
+    # JSON lines at the configured level come from Globals, merged with the group by SAM
+    assert TEMPLATE["Globals"]["Function"]["LoggingConfig"]["LogFormat"] == "JSON"
+
+
+def test_log_group_names_are_unique_per_stack():
+    names = [
+        RESOURCES[f"{f.removesuffix('Function')}LogGroup"]["Properties"]["LogGroupName"] for f in FUNCTIONS
+    ]
+    assert all("${AWS::StackName}" in name["Fn::Sub"] for name in names)
+    assert len({name["Fn::Sub"] for name in names}) == len(FUNCTIONS)
+
+
+@pytest.mark.parametrize("function", FUNCTIONS)
+@pytest.mark.parametrize("metric", ["Errors", "Throttles"])
+def test_each_function_alarms_on_errors_and_throttles(function, metric):
+    (alarm,) = [
+        a
+        for a in ALARMS.values()
+        if a.get("MetricName") == metric and a["Dimensions"][0]["Value"] == {"Ref": function}
+    ]
+    assert alarm["Namespace"] == "AWS/Lambda" and alarm["AlarmActions"] == [{"Ref": "AlarmTopic"}]
+
+
+def test_a_dead_letter_alarms():
+    alarm = ALARMS["DeadLetterAlarm"]
+    assert alarm["Dimensions"][0]["Value"] == {"Fn::GetAtt": ["TurnDeadLetterQueue", "QueueName"]}
+    assert alarm["Threshold"] == 0 and alarm["ComparisonOperator"] == "GreaterThanThreshold"
+
+
+def test_the_apology_rate_alarm_reads_the_metrics_the_turn_worker_emits():
+    stats = [m["MetricStat"]["Metric"] for m in ALARMS["ApologyRateAlarm"]["Metrics"] if "MetricStat" in m]
+    assert {m["MetricName"] for m in stats} == {Metric.APOLOGIES, Metric.TURNS}
+    assert all(m["Namespace"] == NAMESPACE for m in stats)
+    assert all(m["Dimensions"] == [{"Name": "service", "Value": "kioku"}] for m in stats)
+
+
+def test_every_alarm_notifies_the_topic_and_the_email_is_optional():
+    assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in ALARMS.values())
+    assert RESOURCES["AlarmEmailSubscription"]["Condition"] == "HasAlarmEmail"
+    assert TEMPLATE["Parameters"]["AlarmEmail"]["Default"] == ""
+
+
+def test_the_metrics_go_to_a_namespace_of_their_own_stack():
+    env = TEMPLATE["Globals"]["Function"]["Environment"]["Variables"]
+    assert env["POWERTOOLS_METRICS_NAMESPACE"] == NAMESPACE
+
+
+def test_the_dashboard_shows_every_metric_the_code_emits_and_no_other():
+    shown = {
+        line[1]
+        for widget in dashboard()["widgets"]
+        for line in widget["properties"]["metrics"]
+        if line[0] == "Kioku/X"  # the stack's own namespace
+    }
+    assert shown == {metric.value for metric in Metric}
