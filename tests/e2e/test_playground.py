@@ -218,3 +218,29 @@ def test_make_run_shows_exports_and_forgets_a_person_with_a_confirmation(tmp_pat
         "Alice:" not in memory and "Kioku:" in memory
     )  # her line is gone from #general's row, kioku's stays
     assert "nothing left to forget" in second
+
+
+def test_make_run_moves_the_clock_and_runs_the_janitor(tmp_path):
+    # Given a conversation in #general, then a quarter of a year of silence
+    result = run_playground(
+        tmp_path,
+        [
+            "kioku, the picnic is on saturday",
+            ":memory",
+            ":janitor",
+            ":wait 91d",
+            ":janitor",
+            ":memory",
+            "kioku, hello again",
+            ":context",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    before_wait, after_wait = result.stdout.split("> :wait 91d", 1)
+    # Then the janitor keeps the fresh row, and purges it once it is idle past the 90-day retention
+    assert "picnic" in before_wait.split("> :janitor", 1)[0]
+    assert "0 deleted" in before_wait.split("> :janitor", 1)[1]
+    assert "1 deleted" in after_wait and "(no short-term memory in this channel yet)" in after_wait
+    # and the clock moved for the turn too: its model request is dated 91 days on
+    moved = re.search(r"it is now (\d{4}-\d{2}-\d{2}) ", after_wait)
+    assert moved is not None and f"Current time (UTC): {moved.group(1)}" in after_wait

@@ -1,10 +1,13 @@
-"""The playground console's reading of what to click: by number, by label, never a guess."""
+"""The playground console: what to click (by number, by label, never a guess), how long to wait,
+and embeds shown as Discord lays them out."""
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
-from kioku.playground.console import pick_button, render_buttons
+from kioku.playground.console import parse_duration, pick_button, readable, render_buttons, render_embed
 
 ROWS = [
     {
@@ -54,3 +57,48 @@ def test_buttons_are_shown_numbered_as_they_are_clicked():
         "  [1: Approve #11111]  [2: Reject #11111]",
         "  [3: Approve #22222]  [4: Next (disabled)]",
     ]
+
+
+@pytest.mark.parametrize(
+    ("text", "span"),
+    [
+        ("25h", timedelta(hours=25)),
+        ("90m", timedelta(minutes=90)),
+        ("2d", timedelta(days=2)),
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("45s", timedelta(seconds=45)),
+        (" 1D12H ", timedelta(days=1, hours=12)),
+    ],
+)
+def test_a_wait_reads_days_hours_minutes_and_seconds(text, span):
+    assert parse_duration(text) == span
+
+
+@pytest.mark.parametrize("text", ["", "soon", "25", "h", "-1h", "0m", "3651d", "1h 30m", "30m1h"])
+def test_a_wait_that_is_no_forward_duration_is_refused(text):
+    with pytest.raises(ValueError, match=r"duration|wait between"):
+        parse_duration(text)
+
+
+def test_an_embed_keeps_its_line_breaks_and_reads_without_markdown():
+    embed = {
+        "title": "**Memories** about you",
+        "description": "First line with *emphasis*.\nSecond line, saved <t:1796083200:R>.\n\n`#12345`",
+        "fields": [{"name": "__Where__", "value": "one\ntwo"}],
+        "footer": {"text": "page 1/2"},
+    }
+    assert render_embed(embed).splitlines() == [
+        "┃ Memories about you",
+        "┃ First line with emphasis.",
+        "┃ Second line, saved 2026-12-01 00:00 UTC.",
+        "┃ ",
+        "┃ #12345",
+        "┃ ▸ Where",
+        "┃   one",
+        "┃   two",
+        "┃ — page 1/2",
+    ]
+
+
+def test_readable_leaves_lone_stars_and_snake_case_alone():
+    assert readable("2 * 3 * 4 and some_snake_case") == "2 * 3 * 4 and some_snake_case"

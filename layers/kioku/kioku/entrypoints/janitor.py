@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
+from kioku import clock
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
@@ -14,7 +15,7 @@ from kioku.observability import Metric, count, invocation, logger
 
 def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
     with invocation(context):
-        return _purge(now or datetime.now(UTC))
+        return _purge(now or clock.now())
 
 
 def _purge(moment: datetime) -> dict[str, int]:

@@ -17,6 +17,7 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from pydantic import SecretStr
 
+from kioku import clock
 from kioku.config import Settings, get_settings
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
@@ -106,12 +107,11 @@ def count_turn(turn: TurnRecord) -> None:
 
 
 def _export(job: TurnJob) -> dict[str, Any]:
-    from datetime import UTC, datetime
 
     from kioku.services.personal_memories import send_export
 
     service = turn_service(get_settings())
-    send_export(job, service.discord, service.ltm_store, service.stm_store, datetime.now(UTC))
+    send_export(job, service.discord, service.ltm_store, service.stm_store, clock.now())
     return {"exported": True}
 
 

@@ -9,22 +9,37 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shlex
 import sys
 import textwrap
 import uuid
 from dataclasses import replace
+from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
 
 import httpx
 
+from kioku import clock
 from kioku.playground import world
 from kioku.playground.events import component_click, modal_submit, slash_command
+from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.signatures import sign_request
 
 PROMPT = "kioku> "
+DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
+MAX_WAIT = timedelta(days=3650)
+TIMESTAMP_MARKUP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
+HEADING_MARKUP = re.compile(r"^#{1,3} ", re.MULTILINE)
+EMPHASIS_MARKUP = (
+    re.compile(r"\*\*(.+?)\*\*"),
+    re.compile(r"__(.+?)__"),
+    re.compile(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])"),
+    re.compile(r"~~(.+?)~~"),
+    re.compile(r"`([^`]+)`"),
+)
 
 BANNER = """\
 kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
@@ -46,6 +61,9 @@ text                                    say something as the current user in the
                                         changes its permission overwrites and sends CHANNEL_UPDATE
 :where                                  who and where you are
 :context                                the exact model request of the last turn (where memory and the nudge landed)
+:wait DURATION                          move the whole stack's clock forward, e.g. :wait 25h, :wait 90m, :wait 91d
+                                        (freshness, expiry, rate windows and new messages' times follow it)
+:janitor                                run JanitorFunction now (it purges rows idle past the retention)
 :memory                                 the short-term memory row of this channel
 :discord                                what the Discord stand-in holds for this channel
 :help / :quit"""
@@ -131,6 +149,10 @@ class Playground:
             self.submit_form(argument)
         elif name == "click":
             self.click(argument)
+        elif name == "wait":
+            self.wait(argument)
+        elif name == "janitor":
+            self.run_janitor()
         elif name in {"private", "public"}:
             self.set_privacy(argument, private=name == "private")
         elif name == "discord":
@@ -142,6 +164,23 @@ class Playground:
     def where(self) -> None:
         self.print(
             f"(you are {self.member.global_name or self.member.username} in {self._label(self.channel)})"
+        )
+
+    def wait(self, argument: str) -> None:
+        try:
+            span = parse_duration(argument)
+        except ValueError as exc:
+            self.fail(str(exc))
+            return
+        clock.advance(span)
+        self.print(f"(time passes: it is now {clock.now():%Y-%m-%d %H:%M} UTC)")
+
+    def run_janitor(self) -> None:
+        """What the daily schedule does: invoke JanitorFunction with a scheduler event."""
+        report = load_handler("janitor")(scheduler_event(clock.now()), LambdaContext())
+        self.print(
+            f"(janitor: {report['found']} short-term memory rows idle past the retention, "
+            f"{report['deleted']} deleted, {report['kept']} resumed meanwhile and kept)"
         )
 
     def set_privacy(self, argument: str, *, private: bool) -> None:
@@ -367,6 +406,31 @@ class Playground:
         print(text, file=self.out, flush=True)
 
 
+def parse_duration(text: str) -> timedelta:
+    """``25h``, ``90m``, ``2d``, ``1h30m``, ``45s``: how far ``:wait`` moves the clock."""
+    match = DURATION.fullmatch(text.strip().lower())
+    if not text.strip() or match is None:
+        raise ValueError(f"not a duration: {text!r} (try 25h, 90m, 2d or 1h30m)")
+    days, hours, minutes, seconds = (int(part or 0) for part in match.groups())
+    span = timedelta(days=days, hours=hours, minutes=minutes, seconds=seconds)
+    if not timedelta(0) < span <= MAX_WAIT:
+        raise ValueError(f"wait between a second and {MAX_WAIT.days} days, not {text!r}")
+    return span
+
+
+def scheduler_event(moment: datetime) -> dict[str, Any]:
+    """The event EventBridge Scheduler sends a Lambda target."""
+    return {
+        "version": "0",
+        "id": str(uuid.uuid4()),
+        "detail-type": "Scheduled Event",
+        "source": "aws.scheduler",
+        "time": f"{moment:%Y-%m-%dT%H:%M:%SZ}",
+        "resources": ["arn:aws:scheduler:us-east-1:000000000000:schedule/default/kioku-janitor"],
+        "detail": {},
+    }
+
+
 def render_form(modal: dict) -> str:
     """A modal as text: its title and each field with what it is prefilled with."""
     data = modal.get("data") or {}
@@ -460,18 +524,39 @@ def render_buttons(rows: list[dict]) -> list[str]:
 
 
 def render_embed(embed: dict) -> str:
+    """An embed as Discord lays it out: title, the description's own lines, fields, footer."""
     parts = []
     if embed.get("title"):
-        parts.append(f"┃ {embed['title']}")
-    if embed.get("description"):
-        parts.extend("┃ " + line for line in textwrap.wrap(embed["description"], 96))
+        parts.append(f"┃ {readable(embed['title'])}")
+    parts += _wrapped(embed.get("description"), "┃ ", 96)
     for field in embed.get("fields") or []:
-        parts.append(f"┃ ▸ {field.get('name')}")
-        for paragraph in str(field.get("value", "")).splitlines():
-            parts.extend("┃   " + line for line in textwrap.wrap(paragraph, 94) or [""])
+        parts.append(f"┃ ▸ {readable(str(field.get('name', '')))}")
+        parts += _wrapped(field.get("value"), "┃   ", 94)
     if (embed.get("footer") or {}).get("text"):
-        parts.append(f"┃ — {embed['footer']['text']}")
+        parts.append(f"┃ — {readable(embed['footer']['text'])}")
     return "\n".join(parts)
+
+
+def _wrapped(text: Any, prefix: str, width: int) -> list[str]:
+    """``text`` made readable and wrapped, each of its own line breaks kept."""
+    if not text:
+        return []
+    return [
+        prefix + line
+        for paragraph in readable(str(text)).splitlines()
+        for line in textwrap.wrap(paragraph, width, replace_whitespace=False) or [""]
+    ]
+
+
+def readable(text: str) -> str:
+    """Discord markdown as a reader sees it: emphasis without its stars, timestamps as dates."""
+    text = TIMESTAMP_MARKUP.sub(
+        lambda m: f"{datetime.fromtimestamp(int(m[1]), UTC):%Y-%m-%d %H:%M} UTC", text
+    )
+    text = HEADING_MARKUP.sub("", text)
+    for pattern in EMPHASIS_MARKUP:
+        text = pattern.sub(r"\1", text)
+    return text
 
 
 def _content_text(content: Any) -> str:
@@ -493,8 +578,9 @@ def run(argv: list[str]) -> int:
     options = parser.parse_args(argv)
     source = options.script or sys.stdin
     interactive = options.script is None and sys.stdin.isatty()
-    # The functions' CloudWatch metrics (EMF lines on stdout) would drown the conversation.
-    with LocalStack(extra_env={"POWERTOOLS_METRICS_DISABLED": "true"}) as stack:
+    # The functions' CloudWatch metrics and INFO lines (JSON on stdout) would drown the conversation.
+    quiet = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"}
+    with LocalStack(extra_env=quiet) as stack:
         playground = Playground(stack, sys.stdout)
         if interactive:
             playground.print(BANNER.format(user="Alice", channel=playground._label(playground.channel)))

@@ -10,6 +10,7 @@ from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import Any
 
+from kioku import clock
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.playground.function_urls import FunctionUrlServer
 from kioku.playground.functions import LambdaContext, load_handler
@@ -92,6 +93,7 @@ class LocalStack:
 
     def __exit__(self, *exc_info: object) -> None:
         self._exit.close()
+        clock.reset()  # a :wait of this stack must not age the next one
         for name, value in self._saved_env.items():
             if value is None:
                 os.environ.pop(name, None)

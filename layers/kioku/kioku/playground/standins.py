@@ -12,7 +12,6 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from email import policy as email_policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
@@ -20,6 +19,7 @@ from itertools import count
 from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
+from kioku import clock
 from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 
@@ -640,4 +640,4 @@ def _int_param(request: RecordedRequest, name: str, *, default: int) -> int | No
 
 
 def _now() -> str:
-    return datetime.now(UTC).isoformat()
+    return clock.now().isoformat()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from datetime import UTC, datetime
+from datetime import datetime
 
+from kioku import clock as kioku_clock
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.channel_events import ChannelEvent
 
@@ -18,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 
 def apply_channel_event(
-    event: ChannelEvent, store: StmStore, clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    event: ChannelEvent, store: StmStore, clock: Callable[[], datetime] = kioku_clock.now
 ) -> int:
     """Apply ``event`` to the rows of its channel (and its threads); returns the rows changed."""
     if event.guild_id is None:

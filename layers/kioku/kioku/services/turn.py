@@ -16,9 +16,10 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
+from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
@@ -95,7 +96,7 @@ class TurnService:
     stm_store: StmStore
     ltm_store: DynamoMemoryStore
     ledger: TurnLedger
-    clock: Callable[[], datetime] = lambda: datetime.now(UTC)
+    clock: Callable[[], datetime] = kioku_clock.now
     directory: GuildDirectory | None = None
     rates: RateLedger | None = None
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""

@@ -15,9 +15,10 @@ from __future__ import annotations
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, Final
 
+from kioku import clock
 from kioku.domain.models import Persona, ServerConfig, StmCategory
 from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.stm.categories import active_categories
@@ -180,7 +181,7 @@ def on_view(interaction: Interaction) -> dict:
     here = _here(interaction, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
-    return message(embeds=[memory_embed(here, datetime.now(UTC), limits)])
+    return message(embeds=[memory_embed(here, clock.now(), limits)])
 
 
 # -- /persona stm edit -------------------------------------------------------------------------------
@@ -226,7 +227,7 @@ def on_edit(interaction: Interaction) -> dict:
     here = _here(interaction, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
-    now = datetime.now(UTC)
+    now = clock.now()
     entry = here.entry
     if not here.categories:
         summary = live_summary(entry, now, limits) if entry else None
@@ -284,7 +285,7 @@ def on_modal(interaction: Interaction) -> dict:
     if set(submitted) != set(_edited_inputs(here)):
         return error_message(STALE_FORM.format(what="The memory's categories"))
 
-    now = datetime.now(UTC)
+    now = clock.now()
     macros = _value_macros(interaction)
     if not here.categories:
         update = StmUpdate(summary=_clean(submitted[SUMMARY_INPUT], limits, macros))
