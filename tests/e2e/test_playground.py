@@ -94,7 +94,7 @@ def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "kioku is not addressed" in out
-    assert "Done: create_long_term_memory" in out
+    assert "I'll remember that." in out
     assert "Memory saved" in out
     # the saved memory is recalled, with its id, in the next turn's model request
     context = out.split("> :context", 1)[1].split("> :memory", 1)[0]

@@ -8,22 +8,26 @@ from kioku.adapters.llm import ChatRequest, make_chat_model
 from kioku.adapters.llm.scripted import ScriptedChatModel
 from kioku.config import Settings
 
-STM_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "update_short_term_memory",
-        "description": "Refresh the channel summary.",
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "summary": {"type": "string", "maxLength": 120},
-                "plans": {"type": "string"},
-                "mood": {"type": "string", "enum": ["calm", "busy"]},
-            },
-            "required": ["summary", "plans", "mood"],
+
+def stm_tool(properties: dict[str, dict]) -> dict:
+    return {
+        "type": "function",
+        "function": {
+            "name": "update_short_term_memory",
+            "description": "Refresh the channel summary.",
+            "parameters": {"type": "object", "properties": properties, "required": list(properties)},
         },
-    },
-}
+    }
+
+
+STM_TOOL = stm_tool({"summary": {"type": "string", "maxLength": 240}})
+CATEGORY_TOOL = stm_tool(
+    {
+        "events": {"type": "string", "description": "Upcoming events and their dates."},
+        "food": {"type": "string", "description": "Who brings which food."},
+        "weather": {"type": "string", "description": "Forecasts."},
+    }
+)
 LTM_TOOL = {
     "type": "function",
     "function": {
@@ -39,7 +43,14 @@ SYSTEM = {
     "role": "system",
     "content": "You are Kioku. Tools: update_short_term_memory, create_long_term_memory.",
 }
-NUDGE = {"role": "user", "content": "Please call update_short_term_memory to refresh your notes."}
+NUDGE = {
+    "role": "user",
+    "content": "[Short-term memory reminder] Call update_short_term_memory with a fresh summary.",
+}
+MEMORY_BLOCK = {
+    "role": "user",
+    "content": "[Short-term memory of this channel]\nYour notes, saved earlier with update_short_term_memory.",
+}
 
 
 def said(speaker: str, text: str, role: str = "user") -> dict:
@@ -50,11 +61,11 @@ def complete(messages: list[dict], tools: list[dict] | None = None):
     return ScriptedChatModel().complete(ChatRequest(messages=messages, tools=tools or []))
 
 
-def test_echoes_the_last_user_message():
+def test_it_answers_the_last_message_quoting_it():
     response = complete([SYSTEM, said("Alice (alice)", "how are you?")])
 
     assert response.tool_calls == ()
-    assert response.content == '[scripted] Alice (alice) said: "how are you?"'
+    assert response.content == '[scripted] Good question! Alice (alice) said: "how are you?"'
 
 
 def test_same_request_same_answer():
@@ -69,39 +80,63 @@ def test_the_tool_named_only_in_the_system_prompt_is_not_a_nudge():
     assert response.tool_calls == ()
 
 
-def test_a_nudge_makes_it_update_short_term_memory_filling_every_required_property():
-    # Given a dialogue and the nudge after it
-    messages = [SYSTEM, said("bob", "we ship friday"), said("kioku", "noted", "assistant"), NUDGE]
+def test_the_memory_block_naming_the_tool_is_not_a_nudge():
+    response = complete([SYSTEM, MEMORY_BLOCK, said("bob", "hello")], tools=[STM_TOOL])
 
+    assert response.tool_calls == ()
+    assert 'bob said: "hello"' in response.content
+
+
+def test_a_nudge_makes_it_write_a_short_summary_of_the_conversation():
+    # Given a conversation, the nudge placed inside it, and the memory block above it
+    messages = [
+        SYSTEM,
+        MEMORY_BLOCK,
+        said("Alice (alice)", "the picnic is on saturday"),
+        said("Bob (bob)", "who brings drinks to the picnic?"),
+        NUDGE,
+        said("Alice (alice)", "I bring sandwiches"),
+    ]
     # When the tool is offered
-    response = complete(messages, tools=[STM_TOOL, LTM_TOOL])
-
-    # Then it calls the tool once with a deterministic summary of the dialogue
-    (call,) = response.tool_calls
-    arguments = json.loads(call.arguments)
-    assert call.name == "update_short_term_memory"
-    assert set(arguments) == {"summary", "plans", "mood"}
-    assert arguments["mood"] == "calm"
-    assert len(arguments["summary"]) <= 120
-    assert "bob: we ship friday" in arguments["plans"]
-    assert "kioku: noted" in arguments["plans"]
+    (call,) = complete(messages, tools=[STM_TOOL, LTM_TOOL]).tool_calls
+    # Then it summarises: who, about what, the latest word, what is still open
+    summary = json.loads(call.arguments)["summary"]
+    assert call.name == "update_short_term_memory" and len(summary) <= 240
+    assert summary.startswith("Alice and Bob are talking about picnic")
+    assert "Latest: Alice said “I bring sandwiches”." in summary
+    assert "Still open: Bob asked “who brings drinks to the picnic?”." in summary
 
 
-def test_after_the_tool_result_it_confirms_instead_of_calling_again():
-    first = complete([SYSTEM, said("bob", "hi"), NUDGE], tools=[STM_TOOL])
+def test_in_category_mode_each_section_gets_what_was_said_about_it():
+    messages = [
+        SYSTEM,
+        said("alice", "the picnic event is on saturday"),
+        said("bob", "I bring the food: sandwiches"),
+        NUDGE,
+    ]
+    (call,) = complete(messages, tools=[CATEGORY_TOOL]).tool_calls
+    assert json.loads(call.arguments) == {
+        "events": "alice: the picnic event is on saturday",
+        "food": "bob: I bring the food: sandwiches",
+        "weather": "",
+    }
+
+
+def test_after_its_tool_call_it_answers_the_conversation_and_says_what_the_tool_did():
+    first = complete([SYSTEM, said("bob", "hi there"), NUDGE], tools=[STM_TOOL])
     (call,) = first.tool_calls
     messages = [
         SYSTEM,
-        said("bob", "hi"),
+        said("bob", "hi there"),
         NUDGE,
         first.assistant_message(),
-        {"role": "tool", "tool_call_id": call.id, "content": '{"status": "ok"}'},
+        {"role": "tool", "tool_call_id": call.id, "content": '{"status": "success"}'},
     ]
 
     second = complete(messages, tools=[STM_TOOL])
 
     assert second.tool_calls == ()
-    assert second.content == "[scripted] Done: update_short_term_memory."
+    assert second.content == '[scripted] Hello! (I refreshed my notes on this channel.) bob said: "hi there"'
 
 
 def test_remember_requests_create_a_server_wide_memory():

@@ -1,23 +1,28 @@
 """An offline, deterministic chat model for the playground and the tests.
 
-It follows a fixed script, so a whole turn (memory tools included) can run without a network:
+It follows a fixed script, so a whole turn (memory tools included) runs without a network, and
+reads the request the way a real model is asked to:
 
-1. When ``update_short_term_memory`` is offered, a nudge naming it appears after the system prompt,
-   and no result for it is in the request yet: call it once with a summary of the recent dialogue.
+1. When ``update_short_term_memory`` is offered and the cadence nudge is in the request (a message
+   outside the dialogue that names the tool and is not a memory block), and the tool has not been
+   answered yet: call it with a short summary of the conversation (or one text per category).
 2. Else, when the last user message asks to remember something and ``create_long_term_memory`` is
    offered and not yet called: call it with ``memory_scope: "server_wide"`` and the fact.
-3. Else, when tool results just came back: confirm them in a short text.
-4. Else: echo the last user message, so tests can assert on what the model saw.
+3. Else: answer the last user message in a sentence that quotes it (so tests can see what the
+   model saw), saying what its memory tools did this turn.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from typing import Any, Final
 
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
 from kioku.config import Settings
+from kioku.domain.stm.context import MEMORY_BLOCK_OPENERS
+from kioku.domain.stm.update_tool import CATEGORY_PARAMETER_SUFFIX, SUMMARY_FIELD
 from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE
 
 SCRIPTED_MODEL_NAME: Final = "scripted"
@@ -26,15 +31,84 @@ LTM_TOOL: Final = "create_long_term_memory"
 SERVER_WIDE_SCOPE: Final = "server_wide"
 ECHO_PREFIX: Final = "[scripted]"
 MAX_ECHO_CHARS: Final = 1500
+MAX_QUOTE_CHARS: Final = 80
 DEFAULT_SUMMARY_CHARS: Final = 500
-SUMMARY_MESSAGES: Final = 6
+SUMMARY_MESSAGES: Final = 8
+TOPIC_WORDS: Final = 3
 
 _MARKED = re.compile(re.escape(START_OF_MESSAGE) + r"(.*?)" + re.escape(END_OF_MESSAGE), re.DOTALL)
 _SPEAKER = re.compile(r"^\[([^|\]\n]+?)\s*\|")
+_WORD = re.compile(r"[^\W\d_][\w'-]{3,}")
+_GREETING = re.compile(r"\b(hi|hello|hey|good (morning|evening)|こんにちは)\b", re.IGNORECASE)
 _REMEMBER = (
     re.compile(r"\b(?:please\s+)?remember(?:\s+that)?[\s:,]+(?P<fact>.+)", re.IGNORECASE | re.DOTALL),
     re.compile(r"\b(?:don'?t|do\s+not)\s+forget(?:\s+that)?[\s:,]+(?P<fact>.+)", re.IGNORECASE | re.DOTALL),
     re.compile(r"(?P<fact>.+?)(?:ってこと|ことを|と|を|って)?覚えておいて", re.DOTALL),
+)
+_STOPWORDS: Final = frozenset(
+    [
+        "about",
+        "after",
+        "again",
+        "also",
+        "been",
+        "before",
+        "being",
+        "could",
+        "does",
+        "doing",
+        "done",
+        "from",
+        "have",
+        "having",
+        "here",
+        "just",
+        "know",
+        "like",
+        "make",
+        "many",
+        "more",
+        "most",
+        "much",
+        "need",
+        "only",
+        "other",
+        "over",
+        "please",
+        "really",
+        "said",
+        "same",
+        "should",
+        "some",
+        "such",
+        "sure",
+        "than",
+        "that",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "thing",
+        "think",
+        "this",
+        "those",
+        "very",
+        "want",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "while",
+        "will",
+        "with",
+        "would",
+        "your",
+        "yours",
+        "kioku",
+    ]
 )
 
 
@@ -54,23 +128,47 @@ class ScriptedChatModel:
             and _nudged(request.messages)
         ):
             schema = _tool_parameters(request.tools, STM_TOOL)
-            summary = _summary(request.messages)
-            return _tool_response(request, STM_TOOL, _fill_required(schema, summary))
+            return _tool_response(request, STM_TOOL, _memory_arguments(schema, _dialogue(request.messages)))
         fact = _fact_to_remember(_last_user_text(request.messages))
         if fact and LTM_TOOL in offered and LTM_TOOL not in called:
             return _tool_response(
                 request, LTM_TOOL, {"memory_scope": SERVER_WIDE_SCOPE, "memory_content": fact}
             )
-        if request.messages and request.messages[-1].get("role") == "tool":
-            return _text_response(f"{ECHO_PREFIX} Done: {', '.join(_latest_tool_results(request.messages))}.")
-        last = _last_user_message(request.messages)
-        if last is None:
-            return _text_response(f"{ECHO_PREFIX} Nothing to answer.")
-        text = _text_of(last)
-        speaker = _SPEAKER.match(text)
-        said = _spoken(text)
-        who = f"{speaker.group(1)} said" if speaker else "You said"
-        return _text_response(f'{ECHO_PREFIX} {who}: "{said[:MAX_ECHO_CHARS]}"')
+        return _text_response(_reply(request.messages))
+
+
+def _reply(messages: list[dict[str, Any]]) -> str:
+    last = _last_user_message(messages)
+    if last is None:
+        return f"{ECHO_PREFIX} Nothing to answer."
+    text = _text_of(last)
+    speaker = _SPEAKER.match(text)
+    said = _spoken(text)[:MAX_ECHO_CHARS]
+    who = f"{speaker.group(1)} said" if speaker else "You said"
+    if said.rstrip().endswith(("?", "？")):
+        opening = "Good question!"
+    elif _GREETING.search(said):
+        opening = "Hello!"
+    else:
+        opening = "I see."
+    done = " ".join(_tool_outcome(name, content) for name, content in _tool_results(messages))
+    return " ".join(part for part in (ECHO_PREFIX, opening, done, f'{who}: "{said}"') if part)
+
+
+def _tool_outcome(name: str, content: str) -> str:
+    try:
+        status = str(json.loads(content).get("status", ""))
+    except (ValueError, AttributeError):
+        status = ""
+    if name == STM_TOOL:
+        return "(I refreshed my notes on this channel.)" if "success" in status else f"(notes: {status})"
+    if name == LTM_TOOL:
+        return (
+            "I'll remember that."
+            if "saved" in status and "failed" not in status
+            else f"(not saved: {status})"
+        )
+    return f"({name}: {status})"
 
 
 def _tool_name(tool: dict[str, Any]) -> str:
@@ -109,40 +207,84 @@ def _answered_tools(messages: list[dict[str, Any]]) -> set[str]:
     }
 
 
-def _latest_tool_results(messages: list[dict[str, Any]]) -> list[str]:
-    """Names of the tools whose results end the request, in call order."""
+def _tool_results(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(tool name, result content) of every tool result in the request, in order."""
     names_by_id = _tool_names_by_call_id(messages)
-    results = []
-    for message in reversed(messages):
-        if message.get("role") != "tool":
-            break
-        results.append(names_by_id.get(message.get("tool_call_id")) or "tool")
-    return list(reversed(results))
+    return [
+        (names_by_id.get(message.get("tool_call_id")) or "tool", _text_of(message))
+        for message in messages
+        if message.get("role") == "tool"
+    ]
 
 
 def _nudged(messages: list[dict[str, Any]]) -> bool:
-    # The leading system prompt may describe the tool without asking for it; only later text nudges.
+    """The nudge names the tool outside the dialogue; the system prompt and the memory blocks (which
+    say the notes were saved with it) do not ask for it."""
     later = messages[1:] if messages and messages[0].get("role") == "system" else messages
-    return any(
-        message.get("role") in {"user", "system"} and STM_TOOL in _text_of(message) for message in later
-    )
-
-
-def _summary(messages: list[dict[str, Any]]) -> str:
-    lines = []
-    for message in messages:
-        if message.get("role") not in {"user", "assistant"}:
-            continue
+    for message in later:
         text = _text_of(message)
-        if START_OF_MESSAGE not in text:
-            continue  # nudges and hints, not dialogue
+        if message.get("role") not in {"user", "system"} or STM_TOOL not in text:
+            continue
+        if START_OF_MESSAGE in text or text.lstrip().startswith(MEMORY_BLOCK_OPENERS):
+            continue
+        return True
+    return False
+
+
+def _dialogue(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(speaker, what they said) of each dialogue message, oldest first."""
+    said = []
+    for message in messages:
+        text = _text_of(message)
+        if message.get("role") not in {"user", "assistant"} or START_OF_MESSAGE not in text:
+            continue
         speaker = _SPEAKER.match(text)
-        lines.append(f"{speaker.group(1) if speaker else message['role']}: {_spoken(text)}")
-    recent = lines[-SUMMARY_MESSAGES:]
-    return "Recent conversation: " + (" / ".join(recent) if recent else "nothing yet.")
+        name = speaker.group(1) if speaker else message["role"]
+        said.append((name.split(" (", 1)[0], _spoken(text)))
+    return said[-SUMMARY_MESSAGES:]
 
 
-def _fill_required(schema: dict[str, Any], summary: str) -> dict[str, str]:
+def summarise(dialogue: list[tuple[str, str]]) -> str:
+    """A few sentences a person would write: who, about what, the latest word, what is open."""
+    if not dialogue:
+        return "Nothing has been said here yet."
+    people = list(dict.fromkeys(name for name, _ in dialogue))
+    who = people[0] if len(people) == 1 else ", ".join(people[:-1]) + " and " + people[-1]
+    sentences = [f"{who} {'is' if len(people) == 1 else 'are'} talking"]
+    topics = _topics(text for _, text in dialogue)
+    if topics:
+        sentences[0] += " about " + ", ".join(topics)
+    sentences[0] += "."
+    name, text = dialogue[-1]
+    sentences.append(f"Latest: {name} said “{_quote(text)}”.")
+    open_questions = [(n, t) for n, t in dialogue if t.rstrip().endswith(("?", "？"))]
+    if open_questions and open_questions[-1] != dialogue[-1]:
+        asker, question = open_questions[-1]
+        sentences.append(f"Still open: {asker} asked “{_quote(question)}”.")
+    return " ".join(sentences)
+
+
+def _topics(texts: Any) -> list[str]:
+    counts: Counter[str] = Counter()
+    for text in texts:
+        counts.update(word for word in (w.lower() for w in _WORD.findall(text)) if word not in _STOPWORDS)
+    return [word for word, _ in counts.most_common(TOPIC_WORDS)]
+
+
+def _words(text: str) -> set[str]:
+    """The content words of ``text``, a plural read as its singular (``events`` is ``event``)."""
+    words = {word.lower() for word in _WORD.findall(text)} - _STOPWORDS
+    return {word[:-1] if len(word) > 4 and word.endswith("s") else word for word in words}
+
+
+def _quote(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= MAX_QUOTE_CHARS else text[: MAX_QUOTE_CHARS - 1].rstrip() + "…"
+
+
+def _memory_arguments(schema: dict[str, Any], dialogue: list[tuple[str, str]]) -> dict[str, str]:
+    """The summary for a ``summary`` field; for category fields, what was said about each category
+    (words of its name or description), else an empty string, as the nudge asks."""
     properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
     arguments = {}
     for name in schema.get("required") or ():
@@ -151,7 +293,13 @@ def _fill_required(schema: dict[str, Any], summary: str) -> dict[str, str]:
             arguments[name] = str(spec["enum"][0])
             continue
         limit = spec.get("maxLength") if isinstance(spec.get("maxLength"), int) else DEFAULT_SUMMARY_CHARS
-        arguments[name] = summary[:limit]
+        if name == SUMMARY_FIELD:
+            text = summarise(dialogue)
+        else:
+            about = _words(f"{name} {spec.get('description', '')}") - _words(CATEGORY_PARAMETER_SUFFIX)
+            said = [f"{who}: {_quote(t)}" for who, t in dialogue if about & _words(t)]
+            text = "; ".join(said)
+        arguments[name] = text[:limit]
     return arguments
 
 
@@ -168,7 +316,10 @@ def _fact_to_remember(text: str | None) -> str | None:
 
 
 def _last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((message for message in reversed(messages) if message.get("role") == "user"), None)
+    """The newest message someone wrote (not a nudge or a memory block placed after it)."""
+    users = [message for message in messages if message.get("role") == "user"]
+    spoken = [message for message in users if START_OF_MESSAGE in _text_of(message)]
+    return (spoken or users or [None])[-1]
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:

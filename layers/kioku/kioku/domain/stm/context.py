@@ -10,6 +10,7 @@ import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Final
 
 from kioku.domain.models import ANCHORED_TOP_DEPTH, ContextItem, ContextTag, RenderMode
 from kioku.domain.stm.categories import active_categories
@@ -148,8 +149,11 @@ def relative_age(then: datetime, now: datetime) -> str:
     return _ago(int(age / _DAY), "day")
 
 
+MEMORY_BLOCK_OPENERS: Final = ("[Short-term memory of this channel]", "[Short-term memory from ")
+"""How every memory block begins (the nudge, which is no memory, begins otherwise)."""
+
 _SAME_CHANNEL_HEADER = (
-    "[Short-term memory of this channel]\n"
+    f"{MEMORY_BLOCK_OPENERS[0]}\n"
     f"Your own running notes on the conversation here, saved earlier with {TOOL_NAME}. Where the "
     "conversation itself says otherwise, the conversation is newer."
 )
@@ -188,7 +192,7 @@ def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
     else:
         where = f"another channel (id {entry.channel_id})"
     age = f", last active {relative_age(entry.last_updated, turn.now)}" if entry.last_updated else ""
-    return f"[Short-term memory from {where}{age}]"
+    return f"{MEMORY_BLOCK_OPENERS[1]}{where}{age}]"
 
 
 def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits) -> str | None:
