@@ -6,6 +6,7 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import httpx
 import pytest
@@ -244,3 +245,23 @@ def test_make_run_moves_the_clock_and_runs_the_janitor(tmp_path):
     # and the clock moved for the turn too: its model request is dated 91 days on
     moved = re.search(r"it is now (\d{4}-\d{2}-\d{2}) ", after_wait)
     assert moved is not None and f"Current time (UTC): {moved.group(1)}" in after_wait
+
+
+def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
+    tour = Path(__file__).resolve().parents[2] / "docs" / "playground-tour.txt"
+    result = run_playground(tmp_path, tour.read_text().splitlines())
+    assert result.returncode == 0, result.stdout + result.stderr
+    sections = result.stdout.split("> :context")
+    # 1. Cadence: no summary after two turns; turn three carries the reminder and gets one written
+    assert "summary: (none yet)" in sections[0].split("> :memory", 1)[1]
+    third, fourth = sections[1], sections[2]
+    assert "[Short-term memory reminder]" in third
+    summary = re.search(r"^summary: (.*)$", third.split("> :memory", 1)[1], re.MULTILINE).group(1)
+    assert summary.startswith("Alice is talking about") and "picnic" in summary
+    assert "Latest: Alice said “I bring sandwiches”." in summary
+    # turn four: the summary is in the context, the reminder is not
+    assert "[Short-term memory of this channel]" in fourth and "[Short-term memory reminder]" not in fourth
+    # 3. Privacy: #secret's words reach #general only once #secret is public
+    private, public = sections[-2], sections[-1]
+    assert "okapi" not in private.split("> :public", 1)[0]
+    assert "okapi" in public

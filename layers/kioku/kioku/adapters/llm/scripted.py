@@ -39,6 +39,7 @@ TOPIC_WORDS: Final = 3
 _MARKED = re.compile(re.escape(START_OF_MESSAGE) + r"(.*?)" + re.escape(END_OF_MESSAGE), re.DOTALL)
 _SPEAKER = re.compile(r"^\[([^|\]\n]+?)\s*\|")
 _WORD = re.compile(r"[^\W\d_][\w'-]{3,}")
+_ADDRESS = re.compile(r"^\s*(?:<@!?\d+>|@?kioku\b)[\s,:!]*", re.IGNORECASE)
 _GREETING = re.compile(r"\b(hi|hello|hey|good (morning|evening)|こんにちは)\b", re.IGNORECASE)
 _REMEMBER = (
     re.compile(r"\b(?:please\s+)?remember(?:\s+that)?[\s:,]+(?P<fact>.+)", re.IGNORECASE | re.DOTALL),
@@ -232,16 +233,22 @@ def _nudged(messages: list[dict[str, Any]]) -> bool:
 
 
 def _dialogue(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:
-    """(speaker, what they said) of each dialogue message, oldest first."""
+    """(speaker, what they said) of what people said in the dialogue, oldest first; the model's
+    own turns are left out, as a person's notes would leave out their own replies."""
     said = []
     for message in messages:
         text = _text_of(message)
-        if message.get("role") not in {"user", "assistant"} or START_OF_MESSAGE not in text:
+        if message.get("role") != "user" or START_OF_MESSAGE not in text:
             continue
         speaker = _SPEAKER.match(text)
-        name = speaker.group(1) if speaker else message["role"]
-        said.append((name.split(" (", 1)[0], _spoken(text)))
+        name = speaker.group(1) if speaker else "someone"
+        said.append((name.split(" (", 1)[0], _unaddressed(_spoken(text))))
     return said[-SUMMARY_MESSAGES:]
+
+
+def _unaddressed(text: str) -> str:
+    """``kioku, the picnic…`` as ``the picnic…``: how someone called the bot is not what they said."""
+    return _ADDRESS.sub("", text, count=1) or text
 
 
 def summarise(dialogue: list[tuple[str, str]]) -> str:
@@ -251,7 +258,8 @@ def summarise(dialogue: list[tuple[str, str]]) -> str:
     people = list(dict.fromkeys(name for name, _ in dialogue))
     who = people[0] if len(people) == 1 else ", ".join(people[:-1]) + " and " + people[-1]
     sentences = [f"{who} {'is' if len(people) == 1 else 'are'} talking"]
-    topics = _topics(text for _, text in dialogue)
+    names = {word for person in people for word in _words(person)}
+    topics = _topics((text for _, text in dialogue), names)
     if topics:
         sentences[0] += " about " + ", ".join(topics)
     sentences[0] += "."
@@ -264,17 +272,22 @@ def summarise(dialogue: list[tuple[str, str]]) -> str:
     return " ".join(sentences)
 
 
-def _topics(texts: Any) -> list[str]:
+def _topics(texts: Any, names: set[str]) -> list[str]:
     counts: Counter[str] = Counter()
     for text in texts:
-        counts.update(word for word in (w.lower() for w in _WORD.findall(text)) if word not in _STOPWORDS)
+        counts.update(word for word in _words(text) if word not in names)
     return [word for word, _ in counts.most_common(TOPIC_WORDS)]
 
 
-def _words(text: str) -> set[str]:
-    """The content words of ``text``, a plural read as its singular (``events`` is ``event``)."""
-    words = {word.lower() for word in _WORD.findall(text)} - _STOPWORDS
-    return {word[:-1] if len(word) > 4 and word.endswith("s") else word for word in words}
+def _words(text: str) -> dict[str, None]:
+    """The content words of ``text`` in order, once each, a plural read as its singular (``events``
+    is ``event``); ordered, so that ties between topics fall the same way in every process."""
+    words = (word.lower() for word in _WORD.findall(text))
+    return dict.fromkeys(
+        word[:-1] if len(word) > 4 and word.endswith("s") else word
+        for word in words
+        if word not in _STOPWORDS
+    )
 
 
 def _quote(text: str) -> str:
@@ -296,8 +309,8 @@ def _memory_arguments(schema: dict[str, Any], dialogue: list[tuple[str, str]]) -
         if name == SUMMARY_FIELD:
             text = summarise(dialogue)
         else:
-            about = _words(f"{name} {spec.get('description', '')}") - _words(CATEGORY_PARAMETER_SUFFIX)
-            said = [f"{who}: {_quote(t)}" for who, t in dialogue if about & _words(t)]
+            about = _words(f"{name} {spec.get('description', '')}").keys() - _words(CATEGORY_PARAMETER_SUFFIX)
+            said = [f"{who}: {_quote(t)}" for who, t in dialogue if about & _words(t).keys()]
             text = "; ".join(said)
         arguments[name] = text[:limit]
     return arguments
