@@ -3,18 +3,26 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
+LOCK := layers/kioku/requirements.txt
+RELAY_LOCK := deploy/relay/requirements.txt
+# The Lambda instruction set to build for (template parameter Architecture); bench builds for this host.
+ARCH ?= arm64
+HOST_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x86_64)
 export SAM_CLI_TELEMETRY := 0
 
 # sam build needs the Lambda runtime's Python (3.13) on PATH: take it from PATH or from pyenv.
 PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | tail -1); \
 	if [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin"; else dirname "$$(command -v python3.13 || echo /nonexistent/python3.13)"; fi)
 
-.PHONY: run test lint bench build events venv clean
+.PHONY: run test lint bench build deploy-check lock events venv clean
 
-$(STAMP): pyproject.toml
+# The tests run against the layer's locked versions: what they pass with is what deploys. (pip
+# takes the pins as constraints without their hashes, which would demand hashes of every package.)
+$(STAMP): pyproject.toml $(LOCK)
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
-	$(BIN)/python -m pip install -q -e '.[dev,relay]'
+	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
+	$(BIN)/python -m pip install -q -e '.[dev,relay]' -c $(VENV)/layer-pins.txt
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -33,14 +41,32 @@ lint: venv
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --template template.yaml
 
-## make bench: cold start, warm PING, memory stages; prints numbers
+## make bench: cold start of the sam-built artifact (built here for this host), warm PING, memory stages
 bench: venv
-	$(BIN)/python -m bench
+	$(MAKE) --no-print-directory build ARCH=$(HOST_ARCH) BUILD_DIR=.aws-sam/bench-$(HOST_ARCH)
+	PATH="$(PY313_DIR):$$PATH" BENCH_BUILD_DIR=.aws-sam/bench-$(HOST_ARCH) $(BIN)/python -m bench
 
-## make build: sam build for arm64 with python3.13 (found on PATH or through pyenv)
+## make build [ARCH=x86_64]: sam build for ARCH (default arm64) with python3.13 (from PATH or pyenv)
+BUILD_DIR ?= .aws-sam/build
 build: venv
 	@test -x "$(PY313_DIR)/python3.13" || { echo "python3.13 not found: install it (pyenv install 3.13) or put it on PATH"; exit 1; }
-	PATH="$(PY313_DIR):$$PATH" $(BIN)/sam build --template template.yaml
+	PATH="$(PY313_DIR):$$PATH" KIOKU_ARCHITECTURE=$(ARCH) $(BIN)/sam build --template template.yaml \
+		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
+
+## make deploy-check: the README's deploy path up to the AWS account: build, check the artifacts, lint
+deploy-check: venv
+	$(MAKE) --no-print-directory build ARCH=$(ARCH) BUILD_DIR=.aws-sam/check-$(ARCH)
+	$(BIN)/python -m scripts.check_deploy .aws-sam/check-$(ARCH) $(ARCH)
+
+## make lock: re-resolve the layer's and the relay's pinned, hashed dependencies from pyproject.toml
+lock: venv
+	$(BIN)/python -m pip install -q uv
+	$(BIN)/python -m scripts.layer_requirements | $(BIN)/uv pip compile - --quiet --generate-hashes \
+		--python-version 3.13 --python-platform aarch64-manylinux_2_28 \
+		--custom-compile-command "make lock" -o $(LOCK)
+	$(BIN)/python -m scripts.layer_requirements relay | $(BIN)/uv pip compile - --quiet --generate-hashes \
+		--python-version 3.13 --python-platform linux \
+		--custom-compile-command "make lock" -o $(RELAY_LOCK)
 
 ## make events: re-sign events/ (signatures expire after five minutes) for sam local invoke
 events: venv

@@ -5,7 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 
-MODULES = ("bench.interactions", "bench.stm", "bench.ltm", "bench.turn")
+MODULES = ("bench.artifact", "bench.interactions", "bench.stm", "bench.ltm", "bench.turn")
 
 
 def main() -> None:

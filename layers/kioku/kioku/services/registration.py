@@ -6,15 +6,41 @@ The tree comes from the same registry the router uses, so what Discord shows is 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
+import operator
 import os
 import re
 import sys
+from enum import IntFlag
+from typing import Final
 
 from kioku.services.commands.registry import definitions
 
 SNOWFLAKE = re.compile(r"^\d{15,20}$")
 DEFAULT_API_BASE_URL = "https://discord.com/api/v10"
+
+
+class BotPermission(IntFlag):
+    """What the bot does in a channel: read it and its history, answer (with embeds for memory
+    notifications), in threads too. Files go through interaction webhooks, which need none."""
+
+    VIEW_CHANNEL = 1 << 10
+    SEND_MESSAGES = 1 << 11
+    EMBED_LINKS = 1 << 14
+    READ_MESSAGE_HISTORY = 1 << 16
+    SEND_MESSAGES_IN_THREADS = 1 << 38
+
+
+BOT_PERMISSIONS: Final = functools.reduce(operator.or_, BotPermission)
+
+
+def invite_url(application_id: str) -> str:
+    """The OAuth2 link that adds the bot to a server with exactly ``BOT_PERMISSIONS``."""
+    return (
+        "https://discord.com/oauth2/authorize"
+        f"?client_id={application_id}&scope=bot+applications.commands&permissions={int(BOT_PERMISSIONS)}"
+    )
 
 
 def register_commands(rest, application_id: str, guild_id: str | None = None) -> list[dict]:
@@ -56,4 +82,5 @@ def run(argv: list[str]) -> int:
     where = f"guild {options.guild}" if options.guild else "all servers (global commands take up to an hour)"
     names = ", ".join(f"/{command.get('name')}" for command in registered)
     print(f"registered {len(registered)} command(s) for {where}: {names}")
+    print(f"invite the bot: {invite_url(application_id)}")
     return 0

@@ -1,0 +1,98 @@
+"""``make deploy-check``: what `sam build` produced is what Lambda should get, and the template
+CloudFormation receives is clean. The README's deploy path up to the point an AWS account is needed.
+
+``python -m scripts.check_deploy BUILD_DIR ARCH`` after ``make build ARCH=… BUILD_DIR=…``.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from scripts.sam_template import TEMPLATE_PATH, transform
+
+FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction", "JanitorFunction")
+UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024  # Lambda: function and all its layers, unzipped
+ELF_MACHINES = {"arm64": 0xB7, "x86_64": 0x3E}
+PYC_UNCHECKED_HASH_FLAGS = 0b01  # PEP 552: hash-based, source not checked
+FORBIDDEN = ("tests", ".venv", ".git", "secret*.json", "*.pem", "*.key", ".env", ".env.*", "env.local.json")
+
+
+def size(path: Path) -> int:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+
+
+def pyc_problems(site: Path) -> list[str]:
+    """Every kioku module has bytecode for cpython-313, compiled with unchecked-hash."""
+    problems = []
+    for source in (site / "kioku").rglob("*.py"):
+        pyc = source.parent / "__pycache__" / f"{source.stem}.cpython-313.pyc"
+        if not pyc.is_file():
+            problems.append(f"no cpython-313 bytecode for {source.relative_to(site)}")
+        elif int.from_bytes(pyc.read_bytes()[4:8], "little") != PYC_UNCHECKED_HASH_FLAGS:
+            problems.append(f"{pyc.relative_to(site)} is not unchecked-hash bytecode")
+    return problems
+
+
+def elf_problems(site: Path, arch: str) -> list[str]:
+    problems = []
+    for library in site.rglob("*.so"):
+        header = library.read_bytes()[:20]
+        if int.from_bytes(header[18:20], "little") != ELF_MACHINES[arch]:
+            problems.append(f"{library.relative_to(site)} is not built for {arch}")
+    return problems
+
+
+def check_artifacts(build: Path, arch: str) -> list[str]:
+    site = build / "KiokuLayer" / "python"
+    problems = [] if (site / "kioku" / "__init__.py").is_file() else [f"{site}/kioku is missing"]
+    problems += pyc_problems(site) + elf_problems(site, arch)
+    for name in ("boto3", "botocore"):
+        if (site / name).exists():
+            problems.append(f"the layer bundles {name}, which the runtime provides")
+    layer_bytes = size(build / "KiokuLayer")
+    for function in FUNCTIONS:
+        if not (build / function / "app.py").is_file():
+            problems.append(f"{function}/app.py is missing")
+        total = size(build / function) + layer_bytes
+        if total >= UNZIPPED_LIMIT_BYTES:
+            problems.append(f"{function} with its layer is {total / 2**20:.0f} MB unzipped (limit 250 MB)")
+        print(f"deploy-check.{function}.unzipped_mb={total / 2**20:.1f}")
+    # ours, not the wheels' (certifi's cacert.pem belongs there)
+    ours = [
+        *site.iterdir(),
+        *(site / "kioku").rglob("*"),
+        *(p for f in FUNCTIONS for p in (build / f).rglob("*")),
+    ]
+    for path in ours:
+        if any(fnmatch.fnmatch(path.name, pattern) for pattern in FORBIDDEN):
+            problems.append(f"{path} must not be in the artifacts")
+    print(f"deploy-check.layer_mb={layer_bytes / 2**20:.1f}")
+    return problems
+
+
+def cfn_lint(*templates: Path) -> list[str]:
+    lint = Path(sys.executable).with_name("cfn-lint")
+    done = subprocess.run([str(lint), *map(str, templates)], capture_output=True, text=True, check=False)
+    return [done.stdout + done.stderr] if done.returncode else []
+
+
+def main(argv: list[str]) -> int:
+    build, arch = Path(argv[0]), argv[1]
+    problems = check_artifacts(build, arch)
+    with tempfile.TemporaryDirectory() as scratch:
+        transformed = Path(scratch) / "transformed.json"
+        transformed.write_text(json.dumps(transform(parameters={"Architecture": arch}), indent=1))
+        problems += cfn_lint(TEMPLATE_PATH, transformed)
+    for problem in problems:
+        print(f"deploy-check: {problem}")
+    print("deploy-check: ok" if not problems else f"deploy-check: {len(problems)} problem(s)")
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))
