@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 
 MODULES = ("bench.artifact", "bench.interactions", "bench.stm", "bench.ltm", "bench.turn")
 
 
 def main() -> None:
     logging.disable(logging.CRITICAL)
+    os.environ["POWERTOOLS_METRICS_DISABLED"] = "true"  # EMF lines would mix with the numbers
     for name in MODULES:
         try:
             module = importlib.import_module(name)
