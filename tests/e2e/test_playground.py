@@ -251,7 +251,7 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     tour = Path(__file__).resolve().parents[2] / "docs" / "playground-tour.txt"
     result = run_playground(tmp_path, tour.read_text().splitlines())
     assert result.returncode == 0, result.stdout + result.stderr
-    sections = result.stdout.split("> :context")
+    sections = re.split(r"^> :context(?: full)?\n", result.stdout, flags=re.MULTILINE)
     # 1. Cadence: no summary after two turns; turn three carries the reminder and gets one written
     assert "summary: (none yet)" in sections[0].split("> :memory", 1)[1]
     third, fourth = sections[1], sections[2]
@@ -259,8 +259,16 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     summary = re.search(r"^summary: (.*)$", third.split("> :memory", 1)[1], re.MULTILINE).group(1)
     assert summary.startswith("Alice is talking about") and "picnic" in summary
     assert "Latest: Alice said “I bring sandwiches”." in summary
-    # turn four: the summary is in the context, the reminder is not
+    # each message labelled with its kind and depth, every model round shown, the tools' schemas
+    assert re.search(r"^\[\d+\] nudge · depth 2 · user$", third, re.MULTILINE)
+    assert "── model request 2 of 2 of the last turn" in third
+    assert re.search(r"^\[\d+\] tool call · assistant\n    update_short_term_memory\(", third, re.MULTILINE)
+    assert '"name": "update_short_term_memory"' in third and "as in request 1" in third
+    assert " …" in third  # long lines shortened
+    # turn four (":context full"): the summary is in the context, the reminder is not, no line is cut
+    assert re.search(r"^\[\d+\] short-term memory · depth \d+ · user$", fourth, re.MULTILINE)
     assert "[Short-term memory of this channel]" in fourth and "[Short-term memory reminder]" not in fourth
+    assert " …\n" not in fourth.split("> :context", 1)[0]
     # 3. Privacy: #secret's words reach #general only once #secret is public
     private, public = sections[-2], sections[-1]
     assert "okapi" not in private.split("> :public", 1)[0]

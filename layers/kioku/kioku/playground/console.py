@@ -24,6 +24,7 @@ from kioku import clock
 from kioku.playground import world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
+from kioku.playground.inspect import rounds_of, tool_schema
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.signatures import sign_request
@@ -31,6 +32,7 @@ from kioku.signatures import sign_request
 PROMPT = "kioku> "
 DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 MAX_WAIT = timedelta(days=3650)
+CONTEXT_LINE_CHARS = 160
 TIMESTAMP_MARKUP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
 HEADING_MARKUP = re.compile(r"^#{1,3} ", re.MULTILINE)
 EMPHASIS_MARKUP = (
@@ -60,7 +62,9 @@ text                                    say something as the current user in the
 :private #channel / :public #channel    change who may view a channel, as a server admin would: Discord
                                         changes its permission overwrites and sends CHANNEL_UPDATE
 :where                                  who and where you are
-:context                                the exact model request of the last turn (where memory and the nudge landed)
+:context [full]                         every model request of the last turn, each message labelled (system,
+                                        long-term memory, short-term memory, nudge, dialogue) with its depth,
+                                        and the tools' schemas; "full" prints long lines whole
 :wait DURATION                          move the whole stack's clock forward, e.g. :wait 25h, :wait 90m, :wait 91d
                                         (freshness, expiry, rate windows and new messages' times follow it)
 :janitor                                run JanitorFunction now (it purges rows idle past the retention)
@@ -142,7 +146,7 @@ class Playground:
         elif name == "where":
             self.where()
         elif name == "context":
-            self.show_context()
+            self.show_context(argument)
         elif name == "memory":
             self.show_memory()
         elif name == "submit":
@@ -213,23 +217,48 @@ class Playground:
         overwrites = self.overwrites.get(channel.channel_id, channel.permission_overwrites)
         return replace(channel, permission_overwrites=overwrites).label
 
-    def show_context(self) -> None:
+    def show_context(self, argument: str = "") -> None:
+        """Every model round of the last turn: each message labelled with its kind and dialogue depth,
+        then the tools offered with their schemas; ``full`` prints every line whole."""
         from kioku.entrypoints.turn_worker import recent_turns
 
+        if argument not in {"", "full"}:
+            self.fail(f"unknown :context option {argument!r}: use :context or :context full")
+            return
         if not recent_turns or not recent_turns[-1].requests:
             self.print("(no turn yet: say something to kioku first)")
             return
-        request = recent_turns[-1].requests[0]
-        self.print(f"── model request of the last turn: {len(request['messages'])} messages ──")
-        for index, message in enumerate(request["messages"]):
-            who = message["role"] + (f" name={message['name']}" if message.get("name") else "")
-            self.print(f"[{index}] {who}")
-            for line in _content_text(message.get("content")).splitlines():
-                self.print(
-                    textwrap.indent(textwrap.shorten(line, 160, placeholder=" …") if line else "", "    ")
-                )
-        tools = [tool["function"]["name"] for tool in request.get("tools", [])]
-        self.print(f"── tools offered: {', '.join(tools) or 'none'} ──")
+        full = argument == "full"
+        rounds = rounds_of(recent_turns[-1])
+        for model_round in rounds:
+            self.print(
+                f"── model request {model_round.number} of {len(rounds)} of the last turn: "
+                f"{len(model_round.messages)} messages ──"
+            )
+            for message in model_round.messages:
+                depth = f" · depth {message.depth}" if message.depth is not None else ""
+                who = message.role + (f" name={message.name}" if message.name else "")
+                self.print(f"[{message.index}] {message.kind}{depth} · {who}")
+                for line in [*message.text.splitlines(), *message.tool_calls]:
+                    self.print(textwrap.indent(self._shown(line, full), "    "))
+            tools = model_round.tools
+            names = ", ".join(tool["function"]["name"] for tool in tools) or "none"
+            if model_round.number > 1 and tools == rounds[model_round.number - 2].tools:
+                self.print(f"── tools offered: {names}, as in request {model_round.number - 1} ──")
+                continue
+            self.print(f"── tools offered: {names} ──")
+            for tool in tools:
+                for line in tool_schema(tool).splitlines():
+                    self.print(textwrap.indent(self._shown(line, full), "    "))
+
+    @staticmethod
+    def _shown(line: str, full: bool) -> str:
+        if full or len(line) <= CONTEXT_LINE_CHARS:
+            return line
+        text = line.lstrip()
+        indent = line[: len(line) - len(text)]
+        width = max(CONTEXT_LINE_CHARS - len(indent), 20)
+        return indent + (textwrap.shorten(text, width, placeholder=" …") or text[:width] + " …")
 
     def show_memory(self) -> None:
         from kioku.adapters.dynamodb.stm_store import StmStore
@@ -557,17 +586,6 @@ def readable(text: str) -> str:
     for pattern in EMPHASIS_MARKUP:
         text = pattern.sub(r"\1", text)
     return text
-
-
-def _content_text(content: Any) -> str:
-    if isinstance(content, list):
-        return "\n".join(
-            part.get("text", "")
-            if part.get("type") == "text"
-            else f"[image_url {part.get('image_url', {}).get('url')}]"
-            for part in content
-        )
-    return str(content or "")
 
 
 def run(argv: list[str]) -> int:

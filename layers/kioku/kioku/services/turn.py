@@ -70,6 +70,15 @@ PERMANENT_REFUSALS: Final = frozenset({403, 404})
 RATE_NOTICE: Final = "You're talking to me faster than I can keep up. Give me a minute, then try again."
 TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NOTIFICATION_NONCE_MARK: Final = "n"
+NUDGE_KIND: Final = "nudge"
+CONTEXT_KINDS: Final = {
+    ContextTag.SYSTEM_PROMPT: "system",
+    ContextTag.KNOWLEDGE_LONG_TERM_MEMORY: "long-term memory",
+    ContextTag.KNOWLEDGE_SHORT_TERM_MEMORY: "short-term memory",
+    ContextTag.TOOL_HINT: "tool hint",
+    ContextTag.DIALOGUE_SAMPLE: "dialogue sample",
+    ContextTag.DIALOGUE_HISTORY: "dialogue",
+}
 
 
 @dataclass
@@ -85,6 +94,8 @@ class TurnRecord:
     unanswerable: bool = False
     """Discord refused the turn's channel for good (403/404): nothing could be posted."""
     model_seconds: list[float] = field(default_factory=list)
+    context_kinds: list[str] = field(default_factory=list)
+    """What each message of the first request is; later rounds add the tool calls and results."""
     tool_calls_not_run: int = 0
 
 
@@ -191,7 +202,7 @@ class TurnService:
         recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
 
         stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
-        messages = self._context(turn, stm, dialogue, recalled)
+        messages, record.context_kinds = self._context(turn, stm, dialogue, recalled)
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
 
         try:
@@ -243,7 +254,8 @@ class TurnService:
 
     def _context(
         self, turn: TurnContext, stm: ShortTermMemoryTurn, dialogue: Dialogue, recalled: ContextItem | None
-    ) -> list[dict[str, Any]]:
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The model's messages, and what each one is (see ``CONTEXT_KINDS``)."""
         items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
         if recalled is not None:
             items.append(recalled)
@@ -256,7 +268,8 @@ class TurnService:
             memory.nudge_item,
             memory.nudge_injection_depth,
         )
-        return [item.to_openai() for item in items]
+        kinds = [NUDGE_KIND if item is memory.nudge_item else CONTEXT_KINDS[item.tag] for item in items]
+        return [item.to_openai() for item in items], kinds
 
     def _within_rate(self, job: TurnJob, record: TurnRecord, now: datetime) -> bool:
         """Count the turn against its author's minute. The first turn over the limit gets one short
