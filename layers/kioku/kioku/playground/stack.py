@@ -45,15 +45,15 @@ class LocalStack:
         self._saved_env: dict[str, str | None] = {}
 
     def __enter__(self) -> LocalStack:
-        moto = self._exit.enter_context(MotoServer())
-        self.moto_url = moto.url
+        if not self.moto_url:  # else a moto server of the caller's (the load test runs its own process)
+            self.moto_url = self._exit.enter_context(MotoServer()).url
         self._set_env(
             {
                 "AWS_ACCESS_KEY_ID": "playground",
                 "AWS_SECRET_ACCESS_KEY": "playground",
                 "AWS_DEFAULT_REGION": "us-east-1",
-                "AWS_ENDPOINT_URL_DYNAMODB": moto.url,
-                "AWS_ENDPOINT_URL_SQS": moto.url,
+                "AWS_ENDPOINT_URL_DYNAMODB": self.moto_url,
+                "AWS_ENDPOINT_URL_SQS": self.moto_url,
             }
         )
         import boto3
@@ -132,7 +132,8 @@ class LocalStack:
                     )
         return responses
 
-    def sqs_event(self, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    @staticmethod
+    def sqs_event(messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The event Lambda builds for TurnFunction from received SQS messages."""
         return {
             "Records": [

@@ -1,0 +1,169 @@
+"""Load test of the local stack: many relayed messages, several TurnFunction workers at once.
+
+1,000 messages from 200 people over 50 channels go through the real path: a signed POST to the
+RelayFunction URL, the FIFO queue on one moto server, and TurnFunction handlers in separate worker
+processes that each poll the queue as Lambda's SQS poller does (one message at a time). The offline
+scripted model answers, so the cadence nudge and its summary writes happen as in real use.
+
+Prints the throughput, whether every message got exactly one reply (``load.replies=R/M`` with
+``load.doubled=0``) and the worker time per turn. Bounded: ``LOAD_MESSAGES`` (1000), ``LOAD_WORKERS``
+(4), ``LOAD_DEADLINE_SECONDS`` (600); everything is on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import logging
+import multiprocessing
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections import Counter
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import httpx
+
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.signatures import sign_request
+
+GUILD = "200000000000000001"
+CHANNELS = 50
+PEOPLE = 200
+POSTERS = 8
+IDLE_POLL_SECONDS = 0.05
+MOTO_SERVER = """
+import logging
+from moto.server import DomainDispatcherApplication, create_backend_app
+from werkzeug.serving import make_server
+logging.disable(logging.CRITICAL)
+server = make_server("127.0.0.1", 0, DomainDispatcherApplication(create_backend_app), threaded=False)
+print(server.server_port, flush=True)
+server.serve_forever()
+"""
+
+
+def main() -> None:
+    messages = int(os.environ.get("LOAD_MESSAGES", "1000"))
+    workers = int(os.environ.get("LOAD_WORKERS", "4"))
+    deadline = time.monotonic() + float(os.environ.get("LOAD_DEADLINE_SECONDS", "600"))
+    # moto in a process of its own (one request at a time, as the playground runs it), and the
+    # scripted model, so the parent's time goes to the relay and the Discord stand-in only.
+    quiet = {"LLM_PROVIDER": "scripted", "POWERTOOLS_METRICS_DISABLED": "true"}
+    with _moto_process() as moto_url, LocalStack(moto_url=moto_url, extra_env=quiet) as stack:
+        channels = [str(300000000000001000 + n) for n in range(CHANNELS)]
+        for n, channel in enumerate(channels):
+            stack.discord.seed_channel(channel, name=f"channel-{n}", guild_id=GUILD)
+        people = [stack.discord.seed_user(f"member{n}", global_name=f"Member {n}") for n in range(PEOPLE)]
+        for person in people:
+            stack.discord.seed_member(GUILD, person)
+
+        spawn = multiprocessing.get_context("spawn")
+        done = spawn.Event()
+        timings = spawn.Queue()
+        pool = [
+            spawn.Process(target=_work, args=(stack.resources.turn_queue_url, deadline, done, timings))
+            for _ in range(workers)
+        ]
+        started = time.perf_counter()
+        for process in pool:
+            process.start()
+        triggers = _relay(stack, channels, people, messages)
+        done.set()
+        worker_ms = [ms for _ in pool for ms in timings.get(timeout=max(deadline - time.monotonic(), 1) + 60)]
+        for process in pool:
+            process.join(timeout=30)
+        elapsed = time.perf_counter() - started
+
+        replies = Counter(
+            posted["message_reference"]["message_id"]
+            for channel in channels
+            for posted in stack.discord.channel_messages(channel)
+            if posted["author"]["id"] == stack.application_id and posted.get("message_reference")
+        )
+    answered = sum(1 for trigger in triggers if replies[trigger])
+    doubled = sum(1 for count in replies.values() if count > 1)
+    worker_ms.sort()
+    print(
+        f"load.messages={messages} channels={CHANNELS} people={PEOPLE} workers={workers} "
+        f"(one moto server, scripted model, loopback)"
+    )
+    print(f"load.turns_per_second={len(worker_ms) / elapsed:.1f} (wall {elapsed:.1f} s)")
+    print(f"load.replies={answered}/{messages}")
+    print(f"load.doubled={doubled}")
+    if worker_ms:
+        p95 = worker_ms[min(int(len(worker_ms) * 0.95), len(worker_ms) - 1)]
+        print(f"load.worker_ms p50={statistics.median(worker_ms):.1f} p95={p95:.1f} (n={len(worker_ms)})")
+
+
+@contextmanager
+def _moto_process() -> Iterator[str]:
+    server = subprocess.Popen(
+        [sys.executable, "-c", MOTO_SERVER], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
+    try:
+        assert server.stdout is not None
+        yield f"http://127.0.0.1:{int(server.stdout.readline())}"
+    finally:
+        server.terminate()
+        server.wait(timeout=10)
+
+
+def _relay(stack: LocalStack, channels: list[str], people: list[dict], count: int) -> list[str]:
+    """Post ``count`` messages as the gateway relay would, a few at a time; their ids."""
+    url, key = stack.urls["relay"], stack.relay_signing_key
+
+    def post(n: int) -> str:
+        message = stack.discord.seed_message(
+            channels[n % len(channels)], people[n % len(people)], f"<@{stack.application_id}> message {n}"
+        )
+        body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
+        headers = {"content-type": "application/json", **sign_request(key, body)}
+        httpx.post(url, content=body, headers=headers, timeout=30).raise_for_status()
+        return message["id"]
+
+    with ThreadPoolExecutor(POSTERS) as posters:
+        return list(posters.map(post, range(count)))
+
+
+def _work(queue_url: str, deadline: float, done: Any, timings: Any) -> None:
+    """One TurnFunction container: take a message, run the handler, delete it or let it come back."""
+    import boto3
+
+    from kioku.playground.functions import LambdaContext, load_handler
+    from kioku.playground.stack import LocalStack
+
+    logging.disable(logging.CRITICAL)
+    handler = load_handler("turn")
+    sqs = boto3.client("sqs")
+    spent: list[float] = []
+    while time.monotonic() < deadline:
+        # No long polling: the moto server answers one request at a time.
+        received = sqs.receive_message(
+            QueueUrl=queue_url, MaxNumberOfMessages=1, AttributeNames=["All"], VisibilityTimeout=120
+        ).get("Messages", [])
+        if not received:
+            if done.is_set():
+                break
+            time.sleep(IDLE_POLL_SECONDS)
+            continue
+        started = time.perf_counter()
+        response = handler(LocalStack.sqs_event(received), LambdaContext())
+        spent.append((time.perf_counter() - started) * 1000)
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        for message in received:
+            if message["MessageId"] in failed:
+                sqs.change_message_visibility(
+                    QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                )
+            else:
+                sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+    timings.put(spent)
+
+
+if __name__ == "__main__":
+    logging.disable(logging.CRITICAL)
+    main()
