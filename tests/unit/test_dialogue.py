@@ -90,6 +90,34 @@ def test_member_nickname_wins_over_global_name():
     assert items[0].name == "Ally_111"
 
 
+def test_one_person_has_one_label_and_one_name_in_the_whole_request():
+    # Given REST history without member objects, and a live message whose member has a nickname
+    alice = user("111", "alice", "Alice A")
+    bob = user("222", "bob", "Bobby")
+    newest_first = [
+        message("4", alice, "yes", member={"nick": "Ally"}, mentions=[{**bob, "member": {"nick": "Rob"}}]),
+        message("3", bob, "right?", referenced_message=message("2", alice, "chess at 5")),
+        message("2", alice, "chess at 5"),
+    ]
+
+    # When the history is converted
+    items = convert(newest_first)
+
+    # Then everyone is called by the nickname the turn knows, on every message and in every reply line
+    headers = [text_of(item).splitlines()[0] for item in items]
+    assert headers == [
+        "[Ally (alice) | UserID:111 | MessageID:2]",
+        "[Rob (bob) | UserID:222 | MessageID:3]",
+        "[Ally (alice) | UserID:111 | MessageID:4]",
+    ]
+    assert [item.name for item in items] == ["Ally_111", "Rob_222", "Ally_111"]
+    assert "Replying to @Ally: 'chess at 5'" in text_of(items[1])
+    assert {p.user_id: p.display_name for p in participants_from_messages(newest_first, BOT_ID)} == {
+        "111": "Ally",
+        "222": "Rob",
+    }
+
+
 def test_webhook_messages_are_people_not_bots():
     bridged = user("444", "Carol [IRC]", bot=True)
 

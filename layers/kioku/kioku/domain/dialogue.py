@@ -85,10 +85,14 @@ def read_dialogue(
     Malformed entries (no ``id``, no ``author``, not an object) and messages with nothing to show
     (joins, pins, empty system messages) are skipped, never fatal.
     """
+    messages = list(messages) if limit > 0 else []
+    nicknames = known_nicknames(messages)
     items: list[ContextItem] = []
     authors: dict[str, None] = {}
-    for message in messages if limit > 0 else ():
-        item = _to_context_item(message, bot_user_id=bot_user_id, supports_vision=supports_vision)
+    for message in messages:
+        item = _to_context_item(
+            message, bot_user_id=bot_user_id, supports_vision=supports_vision, nicknames=nicknames
+        )
         if item is None:
             continue
         items.append(item)
@@ -110,27 +114,54 @@ def build_dialogue(
     ).items
 
 
+def known_nicknames(messages: Iterable[Any]) -> dict[str, str]:
+    """Each user's guild nickname, wherever ``messages`` (newest first) carry a member object for
+    them: the live message's author, the people it mentions, the author of the message it answers.
+
+    REST history carries no member, so without this one person would read as "Ally (alice)" on the
+    live message and "Alice A (alice)" above it: two people to the model. The newest nickname wins.
+    """
+    nicknames: dict[str, str] = {}
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        referenced = _mapping(message.get("referenced_message"))
+        mentions = message.get("mentions") if isinstance(message.get("mentions"), list) else []
+        pairs = [(message.get("author"), message.get("member"))]
+        pairs.append((referenced.get("author"), referenced.get("member")))
+        pairs.extend((user, _mapping(user).get("member")) for user in mentions)
+        for user, member in pairs:
+            user_id = _snowflake(_mapping(user).get("id"))
+            nick = _mapping(member).get("nick")
+            if user_id is not None and isinstance(nick, str) and nick.strip():
+                nicknames.setdefault(user_id, nick.strip())
+    return nicknames
+
+
 def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> list[Participant]:
-    """Everyone seen in ``messages`` (authors, people replied to, people mentioned), most recent first.
+    """Everyone seen in ``messages`` (authors, people replied to, people mentioned), most recent first,
+    each with the one nickname ``known_nicknames`` finds for them.
 
     The bot itself is left out. Messages posted through a webhook (bridges, proxies such as
     PluralKit) are people speaking through a relay: they are marked ``is_bridge`` and, because one
     webhook speaks for many people, told apart by username as well as id.
     """
+    messages = list(messages)
+    nicknames = known_nicknames(messages)
     seen: dict[tuple[str, str], Participant] = {}
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         is_bridge = bool(message.get("webhook_id"))
-        candidates = [(message.get("author"), message.get("member"), is_bridge)]
+        candidates = [(message.get("author"), is_bridge)]
         referenced = message.get("referenced_message")
         if isinstance(referenced, Mapping):
-            candidates.append((referenced.get("author"), referenced.get("member"), False))
+            candidates.append((referenced.get("author"), False))
         mentions = message.get("mentions")
         if isinstance(mentions, list):
-            candidates.extend((user, _mapping(user).get("member"), False) for user in mentions)
-        for user, member, bridged in candidates:
-            participant = _participant(user, member, is_bridge=bridged)
+            candidates.extend((user, False) for user in mentions)
+        for user, bridged in candidates:
+            participant = _participant(user, nicknames, is_bridge=bridged)
             if participant is None or participant.user_id == bot_user_id:
                 continue
             seen.setdefault((participant.user_id, participant.username), participant)
@@ -149,7 +180,9 @@ def openai_name(display_name: str, user_id: str, *, fallback: str = "user") -> s
     return f"{base[:room].rstrip('_-') or 'user'}_{safe_id}"
 
 
-def _to_context_item(message: Any, *, bot_user_id: str, supports_vision: bool) -> ContextItem | None:
+def _to_context_item(
+    message: Any, *, bot_user_id: str, supports_vision: bool, nicknames: Mapping[str, str]
+) -> ContextItem | None:
     if not isinstance(message, Mapping):
         return None
     message_id = _snowflake(message.get("id"))
@@ -170,7 +203,7 @@ def _to_context_item(message: Any, *, bot_user_id: str, supports_vision: bool) -
         return None
 
     username = _username(author, author_id)
-    display_name = _display_name(author, message.get("member"), username)
+    display_name = _display_name(author, nicknames.get(author_id), username)
     speaker = username if is_self else _speaker_label(author, display_name, username, message)
 
     lines = [f"[{speaker} | UserID:{author_id} | MessageID:{message_id}]"]
@@ -178,7 +211,7 @@ def _to_context_item(message: Any, *, bot_user_id: str, supports_vision: bool) -
         line
         for line in (
             _sent_line(message.get("timestamp")),
-            _reply_line(message.get("referenced_message")),
+            _reply_line(message.get("referenced_message"), nicknames),
             _reactions_line(message.get("reactions")),
         )
         if line
@@ -219,13 +252,13 @@ def _sent_line(timestamp: Any) -> str | None:
     return f"Sent: {sent:%Y-%m-%d %H:%M:%S} UTC (unix {int(sent.timestamp())})"
 
 
-def _reply_line(referenced: Any) -> str | None:
+def _reply_line(referenced: Any, nicknames: Mapping[str, str]) -> str | None:
     if not isinstance(referenced, Mapping):
         return None
     author = _mapping(referenced.get("author"))
     author_id = _snowflake(author.get("id")) or "unknown"
     username = _username(author, author_id)
-    name = _display_name(author, referenced.get("member"), username)
+    name = _display_name(author, nicknames.get(author_id), username)
     excerpt = _truncate_words(
         _WHITESPACE.sub(" ", _clean_text(referenced.get("content"))), MAX_REPLY_SUMMARY_CHARS
     )
@@ -306,18 +339,17 @@ def _embeds(embeds: Any) -> list[str]:
     return lines
 
 
-def _participant(user: Any, member: Any, *, is_bridge: bool) -> Participant | None:
+def _participant(user: Any, nicknames: Mapping[str, str], *, is_bridge: bool) -> Participant | None:
     user = _mapping(user)
     user_id = _snowflake(user.get("id"))
     if user_id is None:
         return None
-    nick = _mapping(member).get("nick")
     global_name = user.get("global_name")
     return Participant(
         user_id=user_id,
         username=_username(user, user_id),
         global_name=global_name.strip() if isinstance(global_name, str) and global_name.strip() else None,
-        nickname=nick.strip() if isinstance(nick, str) and nick.strip() else None,
+        nickname=nicknames.get(user_id),
         is_bot=bool(user.get("bot")) and not is_bridge,
         is_bridge=is_bridge,
     )
@@ -330,9 +362,9 @@ def _username(author: Mapping[str, Any], author_id: str) -> str:
     return f"user-{author_id}"
 
 
-def _display_name(author: Mapping[str, Any], member: Any, username: str) -> str:
-    """Member nickname → global display name → username, the order Discord shows them in."""
-    for candidate in (_mapping(member).get("nick"), author.get("global_name")):
+def _display_name(author: Mapping[str, Any], nickname: str | None, username: str) -> str:
+    """Guild nickname → global display name → username, the order Discord shows them in."""
+    for candidate in (nickname, author.get("global_name")):
         if isinstance(candidate, str) and candidate.strip():
             return one_line_name(candidate)
     return username
