@@ -115,7 +115,8 @@ def test_other_channels_of_another_persona_lineage_are_left_out():
     assert "same" in texts(result)[0]
 
 
-def test_expired_content_is_never_rendered_even_while_still_stored():
+def test_raw_lines_expire_but_summaries_last_until_the_row_is_removed():
+    # Issue 11.2 changed this: summaries older than SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS used to vanish.
     stale_crude = message("OLD-LINE", age=LIMITS.crude_ttl + MINUTE)
     fresh_crude = message("NEW-LINE", age=MINUTE)
     other = row(
@@ -124,10 +125,23 @@ def test_expired_content_is_never_rendered_even_while_still_stored():
         content_age=LIMITS.summary_ttl + MINUTE,
         crude=(stale_crude, fresh_crude),
     )
-    current = row(CHANNEL, summary="OLD-CURRENT", content_age=LIMITS.summary_ttl + MINUTE)
-    (text,) = texts(build(turn(), current=current, others=[other]))
-    assert "NEW-LINE" in text
-    assert "OLD-LINE" not in text and "OLD-SUMMARY" not in text and "OLD-CURRENT" not in text
+    current = row(CHANNEL, summary="OLD-CURRENT", content_age=LIMITS.summary_ttl * 30)
+    other_text, current_text = texts(build(turn(), current=current, others=[other]))
+    assert "NEW-LINE" in other_text and "OLD-SUMMARY" in other_text
+    assert "OLD-LINE" not in other_text
+    assert "OLD-CURRENT" in current_text
+
+
+def test_an_old_summary_in_an_active_channel_sits_by_freshness_not_age():
+    # A summary written a month ago, in a channel where the bot spoke five minutes ago: fresh placement
+    current = row(CHANNEL, summary="Hand-written by an admin.", content_age=timedelta(days=30))
+    result = build(turn(), current=current)
+    assert "Hand-written by an admin." in texts(result)[0]
+    assert result.memory_injection_depth == LIMITS.fresh_injection_depth
+    # ...and once the channel went quiet, the same summary is still there, anchored at the top
+    quiet = build(turn(), current=row(CHANNEL, summary="Hand-written by an admin.", age=timedelta(days=3)))
+    assert "Hand-written by an admin." in texts(quiet)[0]
+    assert quiet.memory_injection_depth == ANCHORED_TOP_DEPTH
 
 
 @pytest.mark.parametrize(("configured", "shown"), [(None, 6), (2, 2), (0, 0)])

@@ -193,10 +193,9 @@ def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
 
 def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits) -> str | None:
     """The summary or the category sections of ``entry``: the server's current mode first, the
-    other kind when the current mode has nothing alive."""
-    now = turn.now
-    summary = live_summary(entry, now, limits)
-    categories = live_categories(entry, now, limits)
+    other kind when the current mode has nothing written."""
+    summary = live_summary(entry)
+    categories = live_categories(entry)
     configured = (
         active_categories(turn.config.categories, limits.max_categories) if _same_scope(turn, entry) else ()
     )
