@@ -110,3 +110,73 @@ def test_the_retention_sets_the_ttl_of_the_rows_a_turn_writes(llm):
         row = table(stack).get(stm_row_key(row_identity().address))
     expires = datetime.fromtimestamp(int(row["expires_at"]), UTC)
     assert abs(expires - (datetime.now(UTC) + timedelta(days=400))) < timedelta(minutes=5)
+
+
+def test_mentions_forwards_and_deleted_replies_read_as_a_person_sees_them(stack, llm):
+    # Given a channel where Bob mentions Alice, a role and the channel; Carol forwards a message; and
+    # Dan answers a message that was deleted since
+    discord = stack.discord
+    alice = discord.seed_user("alice", global_name="Alice")
+    bob, carol, dan = (discord.seed_user(name) for name in ("bob", "carol", "dan"))
+    discord.seed_role(GUILD, "800000000000000077", permissions=0, name="Chess Club")
+    discord.seed_message(CHANNEL, bob, f"<@{alice['id']}> <@&800000000000000077> see <#{CHANNEL}>")
+    original = discord.seed_message(CHANNEL, alice, "the tournament is on Friday")
+    discord.forward_message(CHANNEL, carol, original)
+    doomed = discord.seed_message(CHANNEL, alice, "oops, wrong channel")
+    discord.seed_message(CHANNEL, dan, "no worries", reply_to=doomed["id"])
+    discord.delete_message(CHANNEL, doomed["id"])
+
+    # When Bob addresses the bot, mentioning Alice again
+    turn(stack, bob, f"what did <@{alice['id']}> say?")
+
+    # Then the mentions read as names, the forward shows its original, the reply says it lost its message
+    texts = [text_of(t) for t in dialogue(llm.bodies[0])]
+    assert texts[0].endswith("<som>@Alice @Chess Club see #general<eom>")
+    assert "Forwarded message" in texts[2] and texts[2].endswith("<som>the tournament is on Friday<eom>")
+    assert "Replying to a message that has since been deleted" in texts[3]
+    assert texts[-1].endswith("<som>@kioku what did @Alice say?<eom>")
+    assert "<@" not in "".join(texts) and "<#" not in "".join(texts)
+
+    # ...and the next turn recalls the captured line with names, not ids
+    turn(stack, bob, "thanks")
+    stored = StmStore(table(stack)).get(row_identity().address)
+    assert stored is not None
+    assert any(line.text == "@kioku what did @Alice say?" for line in stored.crude)
+
+
+def picture(name: str, content_type: str) -> dict[str, Any]:
+    return {
+        "id": "700000000000000011",
+        "filename": name,
+        "content_type": content_type,
+        "size": 9,
+        "url": f"https://cdn.example.test/{name}",
+    }
+
+
+def test_a_request_carries_at_most_max_images_per_request_images_in_formats_a_model_takes(llm):
+    with running_stack(llm, MAX_IMAGES_PER_REQUEST="2") as stack:
+        stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        alice = stack.discord.seed_user("alice")
+        stack.discord.seed_message(CHANNEL, alice, "old", attachments=[picture("old.png", "image/png")])
+        newer = [
+            picture("new.jpg", "image/jpeg"),
+            picture("phone.heic", "image/heic"),
+            picture("logo.svg", "image/svg+xml"),
+        ]
+        stack.discord.seed_message(CHANNEL, alice, "new", attachments=newer)
+        stack.discord.seed_message(
+            CHANNEL, alice, "newest", attachments=[picture("newest.webp", "image/webp")]
+        )
+        turn(stack, alice, "what do you see?")
+
+    urls = [
+        part["image_url"]["url"].rsplit("/", 1)[1]
+        for message in llm.bodies[0]["messages"]
+        if isinstance(message["content"], list)
+        for part in message["content"][1:]
+    ]
+    assert urls == ["new.jpg", "newest.webp"]
+    text = "\n".join(text_of(m) for m in dialogue(llm.bodies[0]))
+    for placeholder in ("old.png", "phone.heic", "logo.svg"):
+        assert f"[Image Attachment: {placeholder}]" in text

@@ -152,6 +152,51 @@ def test_reply_carries_a_truncated_summary_of_the_referenced_message():
     assert len(reply_line) < 140
 
 
+def test_only_formats_a_vision_model_takes_go_as_images_the_rest_as_named_placeholders():
+    attachments = [
+        {"filename": f"pic.{ext}", "content_type": mime, "url": f"https://cdn.example/pic.{ext}"}
+        for ext, mime in [
+            ("png", "image/png"),
+            ("jpg", "image/jpeg"),
+            ("webp", "image/webp"),
+            ("gif", "image/gif"),
+            ("heic", "image/heic"),
+            ("svg", "image/svg+xml"),
+            ("tiff", "image/tiff"),
+        ]
+    ]
+    (item,) = convert([message("1", ALICE, "pics", attachments=attachments)])
+    shown = [part["image_url"]["url"].rsplit(".", 1)[1] for part in item.content[1:]]
+    assert shown == ["png", "jpg", "webp", "gif"]
+    for ext in ("heic", "svg", "tiff"):
+        assert f"[Image Attachment: pic.{ext}]" in text_of(item)
+
+
+def test_at_most_max_images_image_parts_per_request_the_newest_first():
+    def photos(message_id: str, count: int) -> dict:
+        files = [
+            {
+                "filename": f"{message_id}-{n}.png",
+                "content_type": "image/png",
+                "url": f"https://c/{message_id}-{n}.png",
+            }
+            for n in range(count)
+        ]
+        return message(message_id, ALICE, "photos", attachments=files)
+
+    items = build_dialogue(
+        [photos("3", 2), photos("2", 2), photos("1", 2)],
+        bot_user_id=BOT_ID,
+        supports_vision=True,
+        limit=10,
+        max_images=3,
+    )
+    parts = [len(item.content) - 1 if isinstance(item.content, list) else 0 for item in items]
+    assert parts == [0, 1, 2]
+    assert "[Image Attachment: 1-0.png]" in text_of(items[0])
+    assert "[Image Attachment: 2-1.png]" in text_of(items[1])
+
+
 def test_images_become_image_parts_with_vision_and_placeholders_without():
     attachments = [
         {"filename": "cat.png", "content_type": "image/png", "url": "https://cdn.example/cat.png"},

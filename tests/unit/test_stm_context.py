@@ -21,6 +21,7 @@ from kioku.domain.stm.context import (
     resolve_memory_depth,
 )
 from kioku.domain.stm.entries import StmLimits
+from kioku.domain.text import MentionNames
 from tests.unit.stm_builders import CATEGORIES, CHANNEL, LIMITS, NOW, SERVER, USER, config, message, row, turn
 
 HOUR = timedelta(hours=1)
@@ -191,8 +192,18 @@ def test_a_channel_name_cannot_forge_the_header():
 
 
 def test_mentions_and_tokens_are_resolved_to_names():
-    (text,) = texts(build(turn(), current=row(CHANNEL, summary="{user} asked <@1> and <@!7> about <@555>.")))
-    assert "Alice asked @Kioku and @Alice about <@555>." in text
+    # Issue 11.7: role and channel mentions read as names too, and an id nobody can name reads as such
+    names = MentionNames(roles={"42": "Mods"}, channels={"77": "chess-club"})
+    summary = "{user} asked <@1> and <@!7> about <@555>, <@&42> and <#77>."
+    (text,) = texts(build(replace(turn(), mention_names=names), current=row(CHANNEL, summary=summary)))
+    assert "Alice asked @Kioku and @Alice about @unknown-user, @Mods and #chess-club." in text
+
+
+def test_recalled_lines_name_the_channels_of_the_rows_the_turn_may_recall():
+    line = message("see <#200> and <#999>")
+    other = row("200", channel_name="garden", crude=(line,))
+    (text,) = texts(build(turn(), others=[other]))
+    assert "see #garden and #unknown-channel" in text
 
 
 # -- privacy --------------------------------------------------------------------------------------

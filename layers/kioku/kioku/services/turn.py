@@ -36,6 +36,7 @@ from kioku.domain.dialogue import (
     Dialogue,
     participants_from_messages,
     read_dialogue,
+    user_names,
 )
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
@@ -47,7 +48,7 @@ from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
-from kioku.domain.text import person_label
+from kioku.domain.text import MentionNames, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
@@ -133,11 +134,14 @@ class TurnService:
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
         participants = tuple(participants_from_messages(history, bot.user_id))
+        names = self._mention_names(job, channel, history)
         dialogue = read_dialogue(
             history,
             bot_user_id=bot.user_id,
             supports_vision=self.settings.LLM_SUPPORTS_VISION,
             limit=self.settings.DIALOGUE_HISTORY_LIMIT,
+            names=names,
+            max_images=self.settings.MAX_IMAGES_PER_REQUEST,
         )
         turn = TurnContext(
             server_id=job.guild_id,
@@ -155,6 +159,7 @@ class TurnService:
             channel_private=channel.private,
             private_thread=channel.private_thread,
             author_ids=frozenset(dialogue.author_ids),
+            mention_names=names,
         )
 
         # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
@@ -382,6 +387,18 @@ class TurnService:
         assert self.directory is not None
         return self.directory.describe_channel(job.guild_id, self.discord.get_channel(job.channel_id))
 
+    def _mention_names(
+        self, job: TurnJob, channel: ChannelDescription, history: list[dict[str, Any]]
+    ) -> MentionNames:
+        """Names for the mentions in the turn's text: the people the history carries, the guild's
+        roles (read for the channel's privacy already, so no extra request) and this channel."""
+        roles = (self.directory.roles(job.guild_id) if self.directory and job.guild_id else None) or []
+        return MentionNames(
+            users=user_names(history),
+            roles={str(role.get("id")): str(role.get("name") or "") for role in roles if role.get("name")},
+            channels={channel.channel_id: channel.name} if channel.name else {},
+        )
+
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
         """The conversation as it stood when the turn's message was sent, newest first as Discord
         returns it: a turn that waited in the queue must not answer what was said after it."""
@@ -443,7 +460,7 @@ class TurnService:
             speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
             role=CrudeRole.USER,
-            text=job.content,
+            text=readable_mentions(job.content, turn.mention_names),
             ts=_message_time(job, now),
             message_id=job.turn_id,
         )

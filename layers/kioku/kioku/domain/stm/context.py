@@ -28,9 +28,10 @@ from kioku.domain.stm.update_tool import TOOL_NAME
 from kioku.domain.text import (
     END_OF_MESSAGE,
     START_OF_MESSAGE,
-    USER_MENTION,
+    MentionNames,
     neutralise_markers,
     one_line_name,
+    readable_mentions,
 )
 from kioku.domain.turn import TurnContext
 
@@ -72,7 +73,7 @@ def build_short_term_memory_context(turn: TurnContext, state: StmState, limits: 
 
 def _build(turn: TurnContext, state: StmState, limits: StmLimits) -> StmContext:
     now = turn.now
-    names = _names_by_id(turn)
+    names = _mention_names(turn, state)
     injected: list[tuple[StmEntry, ContextItem]] = []
     for entry in other_channel_entries(turn, state.others):
         item = _other_channel_item(entry, turn, limits, names)
@@ -157,7 +158,7 @@ _OTHER_CHANNEL_NOTE = "Background from elsewhere, not the conversation you are r
 
 
 def _other_channel_item(
-    entry: StmEntry, turn: TurnContext, limits: StmLimits, names: Mapping[str, str]
+    entry: StmEntry, turn: TurnContext, limits: StmLimits, names: MentionNames
 ) -> ContextItem | None:
     block = _memory_block(entry, turn, limits)
     count = turn.config.stm.crude_message_count
@@ -250,17 +251,24 @@ def _recency(entry: StmEntry) -> datetime:
     return entry.last_updated or _NEVER
 
 
-def _names_by_id(turn: TurnContext) -> dict[str, str]:
-    names = {p.user_id: p.display_name for p in turn.participants}
-    names[turn.user.user_id] = turn.user.display_name
-    names[turn.bot.user_id] = turn.bot_name
-    return names
+def _mention_names(turn: TurnContext, state: StmState) -> MentionNames:
+    """The turn's names, with the people taking part and the channels whose rows it may recall."""
+    users = {p.user_id: p.display_name for p in turn.participants}
+    users[turn.user.user_id] = turn.user.display_name
+    users[turn.bot.user_id] = turn.bot_name
+    channels = {
+        entry.channel_id: entry.channel_name
+        for entry in other_channel_entries(turn, state.others)
+        if entry.channel_name
+    }
+    known = turn.mention_names
+    return MentionNames({**known.users, **users}, known.roles, {**channels, **known.channels})
 
 
-def _resolve(text: str, turn: TurnContext, names: Mapping[str, str]) -> str:
-    """Mention conversion: ``{user}``/``{bot}`` tokens and ``<@id>`` mentions become names."""
+def _resolve(text: str, turn: TurnContext, names: MentionNames) -> str:
+    """Mention conversion: ``{user}``/``{bot}`` tokens and Discord mentions become names."""
     text = text.replace("{user}", turn.user.display_name).replace("{bot}", turn.bot_name)
-    return USER_MENTION.sub(lambda m: f"@{names[m.group(1)]}" if m.group(1) in names else m.group(0), text)
+    return readable_mentions(text, names)
 
 
 def _ago(count: int, unit: str) -> str:
