@@ -394,7 +394,8 @@ def test_the_nudge_override_is_honoured_in_both_modes(categories):
     server = config(refresh_cadence=0, categories=categories, update_nudge_override=override)
     text = build(turn(server)).nudge_item.content
     labels = "Mood, Plans" if categories else ""
-    assert text == f"Refresh via update_short_term_memory for Kioku: {labels}!"
+    # issue 11.4: an unknown placeholder loses its braces only, as the original sanitiser does
+    assert text == f"Refresh via update_short_term_memory for Kioku: {labels}unknown_thing!"
 
 
 def test_the_default_nudge_depth_is_two():

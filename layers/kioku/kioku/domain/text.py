@@ -107,8 +107,9 @@ def expand_macros(text: str, macros: Mapping[str, str]) -> str:
 
 
 def sanitize_unknown_placeholders(text: str, keep: Collection[str] = MEMORY_TOKENS) -> str:
-    """Drop ``{tokens}`` other than ``keep`` (an LLM writing ``{obonya}`` for ``{user}``), tidy spaces."""
-    cleaned = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) in keep else "", text)
+    """Unwrap ``{tokens}`` other than ``keep``, as seed 003's original does: only the braces go
+    (``{Bob} plays chess`` is ``Bob plays chess``), so a model that braced a name loses no word."""
+    cleaned = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) in keep else m.group(1), text)
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
 
 
