@@ -134,14 +134,14 @@ def test_mentions_forwards_and_deleted_replies_read_as_a_person_sees_them(stack,
     assert texts[0].endswith("<som>@Alice @Chess Club see #general<eom>")
     assert "Forwarded message" in texts[2] and texts[2].endswith("<som>the tournament is on Friday<eom>")
     assert "Replying to a message that has since been deleted" in texts[3]
-    assert texts[-1].endswith("<som>@kioku what did @Alice say?<eom>")
+    assert texts[-1].endswith("<som>@Kioku what did @Alice say?<eom>")
     assert "<@" not in "".join(texts) and "<#" not in "".join(texts)
 
     # ...and the next turn recalls the captured line with names, not ids
     turn(stack, bob, "thanks")
     stored = StmStore(table(stack)).get(row_identity().address)
     assert stored is not None
-    assert any(line.text == "@kioku what did @Alice say?" for line in stored.crude)
+    assert any(line.text == "@Kioku what did @Alice say?" for line in stored.crude)
 
 
 def picture(name: str, content_type: str) -> dict[str, Any]:
@@ -180,3 +180,29 @@ def test_a_request_carries_at_most_max_images_per_request_images_in_formats_a_mo
     text = "\n".join(text_of(m) for m in dialogue(llm.bodies[0]))
     for placeholder in ("old.png", "phone.heic", "logo.svg"):
         assert f"[Image Attachment: {placeholder}]" in text
+
+
+def test_instructions_agree_with_each_other_and_with_what_is_offered(llm):
+    # Given a server where self-teaching is off, a persona named as the system prompt calls it, and
+    # a memory notification the bot posted earlier
+    with running_stack(llm) as stack:
+        stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
+        alice = stack.discord.seed_user("alice")
+        asked = stack.discord.seed_message(CHANNEL, alice, "do you remember my tea?")
+        stack.discord.seed_message(CHANNEL, stack.discord.bot_user, "You like green tea.")
+        with stack.discord._lock:
+            notice = stack.discord._new_message(CHANNEL, stack.discord.bot_user, "")
+            notice["embeds"] = [{"title": "Memory saved", "description": "alice likes green tea"}]
+            stack.discord._channels[CHANNEL].append(notice)
+        reply = stack.discord.seed_message(CHANNEL, alice, "yes!", reply_to=notice["id"])
+        turn(stack, alice, "thanks")
+
+    request = llm.bodies[0]
+    texts = [text_of(m) for m in dialogue(request)]
+    # Then the bot's turn is headed with the name the system prompt gives it
+    assert "You are Kioku" in request["messages"][0]["content"]
+    assert texts[1].startswith("[Kioku | UserID:")
+    # ...the notification is not an empty assistant turn
+    assert [m["role"] for m in dialogue(request)] == ["user", "assistant", "user", "user"]
+    assert not any("Memory saved" in text for text in texts)
+    assert asked["id"] in texts[0] and reply["id"] in texts[2]

@@ -14,6 +14,7 @@ from kioku.domain.dialogue import (
     build_dialogue,
     openai_name,
     participants_from_messages,
+    read_dialogue,
 )
 from kioku.domain.models import ContextTag
 
@@ -96,8 +97,9 @@ def test_one_person_has_one_label_and_one_name_in_the_whole_request():
     bob = user("222", "bob", "Bobby")
     newest_first = [
         message("4", alice, "yes", member={"nick": "Ally"}, mentions=[{**bob, "member": {"nick": "Rob"}}]),
-        message("3", bob, "right?", referenced_message=message("2", alice, "chess at 5")),
-        message("2", alice, "chess at 5"),
+        message("3", bob, "right?", referenced_message=message("1", alice, "chess at 5")),
+        message("2", bob, "hmm"),
+        message("1", alice, "chess at 5"),
     ]
 
     # When the history is converted
@@ -106,12 +108,13 @@ def test_one_person_has_one_label_and_one_name_in_the_whole_request():
     # Then everyone is called by the nickname the turn knows, on every message and in every reply line
     headers = [text_of(item).splitlines()[0] for item in items]
     assert headers == [
-        "[Ally (alice) | UserID:111 | MessageID:2]",
+        "[Ally (alice) | UserID:111 | MessageID:1]",
+        "[Rob (bob) | UserID:222 | MessageID:2]",
         "[Rob (bob) | UserID:222 | MessageID:3]",
         "[Ally (alice) | UserID:111 | MessageID:4]",
     ]
-    assert [item.name for item in items] == ["Ally_111", "Rob_222", "Ally_111"]
-    assert "Replying to @Ally: 'chess at 5'" in text_of(items[1])
+    assert [item.name for item in items] == ["Ally_111", "Rob_222", "Rob_222", "Ally_111"]
+    assert "Replying to @Ally: 'chess at 5'" in text_of(items[2])
     assert {p.user_id: p.display_name for p in participants_from_messages(newest_first, BOT_ID)} == {
         "111": "Ally",
         "222": "Rob",
@@ -352,3 +355,26 @@ def test_conventions_explain_every_marker_the_history_uses():
         "Attachment",
     ):
         assert needle in DIALOGUE_CONVENTIONS
+
+
+def test_the_bots_own_headers_use_its_persona_name_and_its_notifications_are_left_out():
+    notice = message("2", KIOKU, "", embeds=[{"title": "Memory saved", "description": "Alice likes tea"}])
+    items = build_dialogue(
+        [message("3", KIOKU, "Noted!"), notice, message("1", ALICE, "remember I like tea")],
+        bot_user_id=BOT_ID,
+        supports_vision=True,
+        limit=10,
+    )
+    assert len(items) == 2
+    named = read_dialogue(
+        [message("3", KIOKU, "Noted!")], bot_user_id=BOT_ID, supports_vision=True, limit=5, bot_name="Aoi"
+    )
+    assert text_of(named.items[0]).startswith("[Aoi | UserID:900 | MessageID:3]")
+
+
+def test_a_reply_to_the_message_right_above_needs_no_replying_to_line():
+    asked = message("1", ALICE, "tea or coffee?")
+    items = convert([message("3", BOB, "tea", referenced_message=asked), message("2", BOB, "hmm"), asked])
+    assert "Replying to @Alice" in text_of(items[2])
+    adjacent = convert([message("2", BOB, "tea", referenced_message=asked), asked])
+    assert "Replying to" not in text_of(adjacent[1])

@@ -101,11 +101,15 @@ def read_dialogue(
     limit: int,
     names: MentionNames | None = None,
     max_images: int = DEFAULT_MAX_IMAGES,
+    bot_name: str | None = None,
 ) -> Dialogue:
     """Convert the newest ``limit`` usable messages (given newest first) into items, oldest first.
 
     At most ``max_images`` image parts in all, the newest first; images past them, and images a
     vision model cannot take (only PNG, JPEG, WEBP and GIF), become placeholders naming the file.
+    The bot's own messages are headed ``bot_name`` (the persona's name, as the system prompt calls
+    it; by default its username); its embed-only posts (memory notifications) are left out. A reply
+    to the message right above it needs no "Replying to" line.
 
     Mentions in the text read as the names in ``names`` (by default, the users the messages carry:
     ``user_names``). Malformed entries (no ``id``, no ``author``, not an object)
@@ -117,7 +121,8 @@ def read_dialogue(
     items: list[ContextItem] = []
     authors: dict[str, None] = {}
     images_left = max_images
-    for message in messages:
+    for index, message in enumerate(messages):
+        above = _mapping(messages[index + 1]).get("id") if index + 1 < len(messages) else None
         item = _to_context_item(
             message,
             bot_user_id=bot_user_id,
@@ -125,6 +130,8 @@ def read_dialogue(
             nicknames=nicknames,
             names=names,
             max_images=images_left,
+            bot_name=bot_name,
+            above_id=_snowflake(above),
         )
         if item is None:
             continue
@@ -247,6 +254,8 @@ def _to_context_item(
     nicknames: Mapping[str, str],
     names: MentionNames,
     max_images: int = DEFAULT_MAX_IMAGES,
+    bot_name: str | None = None,
+    above_id: str | None = None,
 ) -> ContextItem | None:
     if not isinstance(message, Mapping):
         return None
@@ -272,21 +281,27 @@ def _to_context_item(
         lines, parts = _attachments(source.get("attachments"), show_images=show_images, room=room)
         attachment_lines += lines
         image_parts += parts
-        extras += _stickers(source.get("sticker_items")) + _embeds(source.get("embeds"))
+        # the bot's own embeds are its memory notifications: nothing it said
+        embeds = [] if is_self else _embeds(source.get("embeds"))
+        extras += _stickers(source.get("sticker_items")) + embeds
     extras = attachment_lines + extras
     if not text and not extras and not image_parts:
         return None
 
     username = _username(author, author_id)
     display_name = _display_name(author, nicknames.get(author_id), username)
-    speaker = username if is_self else _speaker_label(author, display_name, username, message)
+    speaker = (
+        one_line_name(bot_name or username)
+        if is_self
+        else _speaker_label(author, display_name, username, message)
+    )
 
     lines = [f"[{speaker} | UserID:{author_id} | MessageID:{message_id}]"]
     lines.extend(
         line
         for line in (
             _sent_line(message.get("timestamp")),
-            _reply_line(message, nicknames, names),
+            _reply_line(message, nicknames, names, above_id),
             _reactions_line(message.get("reactions")),
         )
         if line
@@ -336,8 +351,12 @@ def _forwarded(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
     return original or None
 
 
-def _reply_line(message: Mapping[str, Any], nicknames: Mapping[str, str], names: MentionNames) -> str | None:
+def _reply_line(
+    message: Mapping[str, Any], nicknames: Mapping[str, str], names: MentionNames, above_id: str | None
+) -> str | None:
     referenced = message.get("referenced_message")
+    if isinstance(referenced, Mapping) and above_id and _snowflake(referenced.get("id")) == above_id:
+        return None
     if not isinstance(referenced, Mapping):
         deleted = message.get("type") == MESSAGE_TYPE_REPLY and "referenced_message" in message
         return DELETED_REPLY_LINE if deleted else None
