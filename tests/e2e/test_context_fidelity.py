@@ -3,6 +3,7 @@ FIFO queue on moto and the turn worker, reading the one request the stand-in mod
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
@@ -17,7 +18,7 @@ from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn
-from tests.e2e.conftest import relay_post, running_stack
+from tests.e2e.conftest import relay_post, running_stack, signed_post
 
 pytestmark = pytest.mark.e2e
 
@@ -206,3 +207,20 @@ def test_instructions_agree_with_each_other_and_with_what_is_offered(llm):
     assert [m["role"] for m in dialogue(request)] == ["user", "assistant", "user", "user"]
     assert not any("Memory saved" in text for text in texts)
     assert asked["id"] in texts[0] and reply["id"] in texts[2]
+
+
+def test_a_mention_of_the_bots_managed_role_starts_a_turn(stack, llm):
+    # Given the relay knows the bot's managed role (from GUILD_CREATE) and Alice mentions it
+    role = "810000000000000002"
+    alice = stack.discord.seed_user("alice")
+    message = stack.discord.seed_message(CHANNEL, alice, f"<@&{role}> what's up?")
+    data = {**message, "guild_id": GUILD, "member": {"nick": None, "roles": []}, "mention_roles": [role]}
+    body = json.dumps({"t": "MESSAGE_CREATE", "d": data, "bot_role_ids": [role]}).encode()
+
+    # When the relay forwards it
+    response = signed_post(stack, "relay", body, stack.relay_signing_key)
+
+    # Then it is a turn like a mention of the bot
+    assert response.status_code == 202, response.text
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    assert len(llm.bodies) == 1
