@@ -40,7 +40,10 @@ def signed_post(stack: LocalStack, endpoint: str, body: bytes, signing_key: str)
     return httpx.post(stack.urls[endpoint], content=body, headers=headers, timeout=10)
 
 
-def relay_post(stack: LocalStack, message: dict[str, Any], guild_id: str | None) -> httpx.Response:
-    """What the gateway relay does with a MESSAGE_CREATE."""
-    body = gateway_dispatch(message, guild_id, {"nick": None, "roles": []})
+def relay_post(
+    stack: LocalStack, message: dict[str, Any], guild_id: str | None, member: dict[str, Any] | None = None
+) -> httpx.Response:
+    """What the gateway relay does with a MESSAGE_CREATE (``member``: the author's, as the gateway
+    attaches it)."""
+    body = gateway_dispatch(message, guild_id, member or {"nick": None, "roles": []})
     return signed_post(stack, "relay", body, stack.relay_signing_key)

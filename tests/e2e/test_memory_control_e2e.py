@@ -66,5 +66,5 @@ def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):
     assert name == f"kioku-export-{alice['id']}.json"
     assert [m["text"] for m in document["long_term_memories"]] == ["{user} likes tea"]
     lines = [m["text"] for row in document["your_lines_in_server_short_term_memory"] for m in row["messages"]]
-    assert lines == [f"<@{stack.application_id}> remember I like tea"]
+    assert lines == ["@Kioku remember I like tea"]  # issue 11.7: captured lines keep names, not ids
     assert len(llm.bodies) == 2  # the chat turn's two rounds only

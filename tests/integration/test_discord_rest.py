@@ -67,7 +67,9 @@ def test_fetched_history_converts_to_dialogue(discord, rest):
     )
 
     assert [item.role for item in items] == ["user", "assistant"]
-    assert "Replying to @Alice: 'are you there?'" in items[1].content
+    # issue 11.8: a reply to the message right above it needs no "Replying to" line
+    assert "Replying to" not in items[1].content
+    assert "<som>I am here.<eom>" in items[1].content
 
 
 def test_reply_references_the_trigger_and_never_mass_mentions(discord, rest):

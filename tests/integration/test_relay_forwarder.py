@@ -201,6 +201,35 @@ def test_the_bots_own_messages_are_skipped_once_ready_names_the_bot(endpoint, ke
     assert (forwarder.counters.forwarded, forwarder.counters.skipped_own) == (1, 1)
 
 
+def test_a_mention_of_the_bots_managed_role_is_forwarded_with_that_role_and_its_webhooks_are_not(
+    endpoint, key_pair
+):
+    # Given a forwarder that learned the bot's managed role of a guild from GUILD_CREATE
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    forwarder.submit("READY", {"user": {"id": "100000000000000001"}, "session_id": "s"})
+    roles = [
+        {"id": "810000000000000001", "name": "Mods"},
+        {"id": "810000000000000002", "name": "kioku", "tags": {"bot_id": "100000000000000001"}},
+    ]
+    assert forwarder.submit("GUILD_CREATE", {"id": "200000000000000001", "roles": roles}) is False
+    to_role = {**message(1), "guild_id": "200000000000000001", "mention_roles": ["810000000000000002"]}
+    to_mods = {**message(2), "guild_id": "200000000000000001", "mention_roles": ["810000000000000001"]}
+    own_webhook = {
+        **message(3),
+        "author": {"id": "900000000000000009"},
+        "application_id": "100000000000000001",
+    }
+
+    # When messages mentioning each role, and one of the bot's own webhook posts, are submitted
+    taken = [forwarder.submit("MESSAGE_CREATE", m) for m in (to_role, to_mods, own_webhook)]
+    asyncio.run(deliver_all(forwarder))
+
+    # Then the bot's role rides in the envelope, the other role does not, and its own post stays home
+    assert taken == [True, True, False]
+    bodies = [json.loads(r.body) for r in endpoint.received]
+    assert [body.get("bot_role_ids") for body in bodies] == [["810000000000000002"], None]
+
+
 def test_a_request_signed_with_another_key_is_refused_by_the_endpoint(endpoint):
     # Given a forwarder holding a seed that does not match the endpoint's public key
     forwarder = Forwarder(endpoint.url, new_key_pair()[0], base_delay=QUICK)

@@ -235,22 +235,36 @@ def test_without_the_opt_in_the_dm_row_stays_out_even_though_it_was_read(table):
     assert not any("from DMs" in item.content for item in context.memory_items)
 
 
-def test_a_dm_row_too_old_to_hold_anything_is_not_folded(table):
+def test_a_dm_row_idle_past_the_retention_is_not_folded(table):
     ConfigStore(table).save_user_profile(UserProfile(user_id=USER, cross_server_opt_in=True))
     store = StmStore(table)
-    stale = NOW - LIMITS.longest_ttl - MINUTE
+    stale = NOW - LIMITS.retention - MINUTE
     store.write_memory(
         identity("dm-1", server_id=None), StmUpdate(summary="old DMs"), (), stale, LIMITS.retention
     )
     assert load(store).state.others == ()
 
 
-def test_rows_too_old_to_hold_anything_alive_are_not_read(table):
+def test_rows_idle_past_the_retention_are_not_read(table):
     store = StmStore(table)
     store.write_memory(
-        identity("200"), StmUpdate(summary="ancient"), (), NOW - LIMITS.longest_ttl - MINUTE, LIMITS.retention
+        identity("200"), StmUpdate(summary="ancient"), (), NOW - LIMITS.retention - MINUTE, LIMITS.retention
     )
     assert load(store).state.others == ()
+
+
+def test_another_channels_summary_outlives_the_summary_ttl_and_raw_only_rows_do_not_crowd_it_out(table):
+    # Issue 11.2: a summary lasts until the janitor removes its row; rows whose raw lines all expired
+    # hold nothing to show and do not take its place
+    store = StmStore(table)
+    store.write_memory(
+        identity("200"), StmUpdate(summary="two days old"), (), NOW - 2 * LIMITS.summary_ttl, LIMITS.retention
+    )
+    for n in range(LIMITS.max_other_channels + 6):
+        line = message("said long ago", age=LIMITS.crude_ttl + 2 * MINUTE, message_id=f"9{n}")
+        store.capture(identity(f"3{n:02d}"), None, [line], NOW - LIMITS.crude_ttl - MINUTE, LIMITS)
+    others = load(store).state.others
+    assert [entry.summary for entry in others] == ["two days old"]
 
 
 def test_a_write_in_one_container_is_seen_by_the_next_read_in_another(table):

@@ -345,3 +345,27 @@ def test_rejects_malformed_bodies_with_a_reason(body, reason):
         parse_relay_body(body)
 
     assert reason in raised.value.reason
+
+
+def test_a_mention_of_the_bots_managed_role_addresses_it_and_another_role_does_not():
+    # Issue 11.9: the relay names the bot's managed role (tags.bot_id) in the envelope
+    role, other = "810000000000000002", "810000000000000001"
+    for mentioned, answered in ((role, True), (other, False)):
+        payload = {
+            "t": "MESSAGE_CREATE",
+            "d": guild_message(f"<@&{mentioned}> are you there?", mention_roles=[mentioned]),
+            "bot_role_ids": [role],
+        }
+        message = parse_relay_body(json.dumps(payload).encode())
+        decision = decide_turn(message, bot_user_id=BOT_ID, config=DEFAULTS)
+        assert (decision.answer, decision.reason) == (
+            answered,
+            TurnReason.MENTIONED if answered else TurnReason.NOT_ADDRESSED,
+        )
+
+
+@pytest.mark.parametrize("bad", [["not-a-snowflake"], "810000000000000002", [1]])
+def test_malformed_bot_role_ids_are_refused(bad):
+    payload = {"t": "MESSAGE_CREATE", "d": guild_message(), "bot_role_ids": bad}
+    with pytest.raises(InvalidRelayEvent):
+        parse_relay_body(json.dumps(payload).encode())

@@ -14,6 +14,7 @@ from kioku.domain.dialogue import (
     build_dialogue,
     openai_name,
     participants_from_messages,
+    read_dialogue,
 )
 from kioku.domain.models import ContextTag
 
@@ -90,6 +91,36 @@ def test_member_nickname_wins_over_global_name():
     assert items[0].name == "Ally_111"
 
 
+def test_one_person_has_one_label_and_one_name_in_the_whole_request():
+    # Given REST history without member objects, and a live message whose member has a nickname
+    alice = user("111", "alice", "Alice A")
+    bob = user("222", "bob", "Bobby")
+    newest_first = [
+        message("4", alice, "yes", member={"nick": "Ally"}, mentions=[{**bob, "member": {"nick": "Rob"}}]),
+        message("3", bob, "right?", referenced_message=message("1", alice, "chess at 5")),
+        message("2", bob, "hmm"),
+        message("1", alice, "chess at 5"),
+    ]
+
+    # When the history is converted
+    items = convert(newest_first)
+
+    # Then everyone is called by the nickname the turn knows, on every message and in every reply line
+    headers = [text_of(item).splitlines()[0] for item in items]
+    assert headers == [
+        "[Ally (alice) | UserID:111 | MessageID:1]",
+        "[Rob (bob) | UserID:222 | MessageID:2]",
+        "[Rob (bob) | UserID:222 | MessageID:3]",
+        "[Ally (alice) | UserID:111 | MessageID:4]",
+    ]
+    assert [item.name for item in items] == ["Ally_111", "Rob_222", "Rob_222", "Ally_111"]
+    assert "Replying to @Ally: 'chess at 5'" in text_of(items[2])
+    assert {p.user_id: p.display_name for p in participants_from_messages(newest_first, BOT_ID)} == {
+        "111": "Ally",
+        "222": "Rob",
+    }
+
+
 def test_webhook_messages_are_people_not_bots():
     bridged = user("444", "Carol [IRC]", bot=True)
 
@@ -122,6 +153,51 @@ def test_reply_carries_a_truncated_summary_of_the_referenced_message():
     assert reply_line.startswith("Replying to @bob: 'a very long question a very")
     assert reply_line.endswith("…'")
     assert len(reply_line) < 140
+
+
+def test_only_formats_a_vision_model_takes_go_as_images_the_rest_as_named_placeholders():
+    attachments = [
+        {"filename": f"pic.{ext}", "content_type": mime, "url": f"https://cdn.example/pic.{ext}"}
+        for ext, mime in [
+            ("png", "image/png"),
+            ("jpg", "image/jpeg"),
+            ("webp", "image/webp"),
+            ("gif", "image/gif"),
+            ("heic", "image/heic"),
+            ("svg", "image/svg+xml"),
+            ("tiff", "image/tiff"),
+        ]
+    ]
+    (item,) = convert([message("1", ALICE, "pics", attachments=attachments)])
+    shown = [part["image_url"]["url"].rsplit(".", 1)[1] for part in item.content[1:]]
+    assert shown == ["png", "jpg", "webp", "gif"]
+    for ext in ("heic", "svg", "tiff"):
+        assert f"[Image Attachment: pic.{ext}]" in text_of(item)
+
+
+def test_at_most_max_images_image_parts_per_request_the_newest_first():
+    def photos(message_id: str, count: int) -> dict:
+        files = [
+            {
+                "filename": f"{message_id}-{n}.png",
+                "content_type": "image/png",
+                "url": f"https://c/{message_id}-{n}.png",
+            }
+            for n in range(count)
+        ]
+        return message(message_id, ALICE, "photos", attachments=files)
+
+    items = build_dialogue(
+        [photos("3", 2), photos("2", 2), photos("1", 2)],
+        bot_user_id=BOT_ID,
+        supports_vision=True,
+        limit=10,
+        max_images=3,
+    )
+    parts = [len(item.content) - 1 if isinstance(item.content, list) else 0 for item in items]
+    assert parts == [0, 1, 2]
+    assert "[Image Attachment: 1-0.png]" in text_of(items[0])
+    assert "[Image Attachment: 2-1.png]" in text_of(items[1])
 
 
 def test_images_become_image_parts_with_vision_and_placeholders_without():
@@ -279,3 +355,26 @@ def test_conventions_explain_every_marker_the_history_uses():
         "Attachment",
     ):
         assert needle in DIALOGUE_CONVENTIONS
+
+
+def test_the_bots_own_headers_use_its_persona_name_and_its_notifications_are_left_out():
+    notice = message("2", KIOKU, "", embeds=[{"title": "Memory saved", "description": "Alice likes tea"}])
+    items = build_dialogue(
+        [message("3", KIOKU, "Noted!"), notice, message("1", ALICE, "remember I like tea")],
+        bot_user_id=BOT_ID,
+        supports_vision=True,
+        limit=10,
+    )
+    assert len(items) == 2
+    named = read_dialogue(
+        [message("3", KIOKU, "Noted!")], bot_user_id=BOT_ID, supports_vision=True, limit=5, bot_name="Aoi"
+    )
+    assert text_of(named.items[0]).startswith("[Aoi | UserID:900 | MessageID:3]")
+
+
+def test_a_reply_to_the_message_right_above_needs_no_replying_to_line():
+    asked = message("1", ALICE, "tea or coffee?")
+    items = convert([message("3", BOB, "tea", referenced_message=asked), message("2", BOB, "hmm"), asked])
+    assert "Replying to @Alice" in text_of(items[2])
+    adjacent = convert([message("2", BOB, "tea", referenced_message=asked), asked])
+    assert "Replying to" not in text_of(adjacent[1])

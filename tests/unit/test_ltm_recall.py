@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 from kioku.domain.ltm.memory import Memory, MemoryScope
@@ -50,6 +51,17 @@ def test_recall_shows_ids_names_and_the_right_lineages():
     assert "update_long_term_memory" in text
     # the speaker's memories first, then the server's, then the others'
     assert text.index("About Alice") < text.index("About this server") < text.index("About Bob (@bob)")
+
+
+def test_recall_explains_corrections_only_when_the_update_tool_is_offered():
+    # Issue 11.8: no instruction to call a tool the model was not given
+    store = stocked_store()
+    off = make_turn()
+    off = replace(off, config=replace(off.config, capabilities=Capabilities(self_teaching_enabled=False)))
+    no_tools = replace(make_turn(), llm_has_tools=False)
+    for turn in (off, no_tools):
+        text = recall(turn, store=store).content
+        assert "[#10001]" in text and "update_long_term_memory" not in text
 
 
 def test_recall_reads_once_for_the_people_in_the_conversation():

@@ -58,3 +58,12 @@ def test_the_sample_queue_event_carries_a_turn():
     event = json.loads((EVENTS / "turn-sqs.json").read_text())
     job = TurnJob.from_json(event["Records"][0]["body"])
     assert job.turn_id == "700000000000000001"
+
+
+def test_every_function_gets_the_retention_because_it_is_also_every_rows_ttl():
+    # Issue 11.3: the turn worker and the commands write rows whose TTL is the janitor's retention
+    from kioku.playground.aws import load_template
+
+    template = load_template()
+    variables = template["Globals"]["Function"]["Environment"]["Variables"]
+    assert "JanitorRetentionDays" in str(variables["STM_JANITOR_RETENTION_DAYS"])

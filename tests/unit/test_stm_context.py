@@ -21,6 +21,7 @@ from kioku.domain.stm.context import (
     resolve_memory_depth,
 )
 from kioku.domain.stm.entries import StmLimits
+from kioku.domain.text import MentionNames
 from tests.unit.stm_builders import CATEGORIES, CHANNEL, LIMITS, NOW, SERVER, USER, config, message, row, turn
 
 HOUR = timedelta(hours=1)
@@ -115,7 +116,8 @@ def test_other_channels_of_another_persona_lineage_are_left_out():
     assert "same" in texts(result)[0]
 
 
-def test_expired_content_is_never_rendered_even_while_still_stored():
+def test_raw_lines_expire_but_summaries_last_until_the_row_is_removed():
+    # Issue 11.2 changed this: summaries older than SHORT_TERM_MEMORY_SUMMARY_TTL_HOURS used to vanish.
     stale_crude = message("OLD-LINE", age=LIMITS.crude_ttl + MINUTE)
     fresh_crude = message("NEW-LINE", age=MINUTE)
     other = row(
@@ -124,10 +126,23 @@ def test_expired_content_is_never_rendered_even_while_still_stored():
         content_age=LIMITS.summary_ttl + MINUTE,
         crude=(stale_crude, fresh_crude),
     )
-    current = row(CHANNEL, summary="OLD-CURRENT", content_age=LIMITS.summary_ttl + MINUTE)
-    (text,) = texts(build(turn(), current=current, others=[other]))
-    assert "NEW-LINE" in text
-    assert "OLD-LINE" not in text and "OLD-SUMMARY" not in text and "OLD-CURRENT" not in text
+    current = row(CHANNEL, summary="OLD-CURRENT", content_age=LIMITS.summary_ttl * 30)
+    other_text, current_text = texts(build(turn(), current=current, others=[other]))
+    assert "NEW-LINE" in other_text and "OLD-SUMMARY" in other_text
+    assert "OLD-LINE" not in other_text
+    assert "OLD-CURRENT" in current_text
+
+
+def test_an_old_summary_in_an_active_channel_sits_by_freshness_not_age():
+    # A summary written a month ago, in a channel where the bot spoke five minutes ago: fresh placement
+    current = row(CHANNEL, summary="Hand-written by an admin.", content_age=timedelta(days=30))
+    result = build(turn(), current=current)
+    assert "Hand-written by an admin." in texts(result)[0]
+    assert result.memory_injection_depth == LIMITS.fresh_injection_depth
+    # ...and once the channel went quiet, the same summary is still there, anchored at the top
+    quiet = build(turn(), current=row(CHANNEL, summary="Hand-written by an admin.", age=timedelta(days=3)))
+    assert "Hand-written by an admin." in texts(quiet)[0]
+    assert quiet.memory_injection_depth == ANCHORED_TOP_DEPTH
 
 
 @pytest.mark.parametrize(("configured", "shown"), [(None, 6), (2, 2), (0, 0)])
@@ -177,8 +192,18 @@ def test_a_channel_name_cannot_forge_the_header():
 
 
 def test_mentions_and_tokens_are_resolved_to_names():
-    (text,) = texts(build(turn(), current=row(CHANNEL, summary="{user} asked <@1> and <@!7> about <@555>.")))
-    assert "Alice asked @Kioku and @Alice about <@555>." in text
+    # Issue 11.7: role and channel mentions read as names too, and an id nobody can name reads as such
+    names = MentionNames(roles={"42": "Mods"}, channels={"77": "chess-club"})
+    summary = "{user} asked <@1> and <@!7> about <@555>, <@&42> and <#77>."
+    (text,) = texts(build(replace(turn(), mention_names=names), current=row(CHANNEL, summary=summary)))
+    assert "Alice asked @Kioku and @Alice about @unknown-user, @Mods and #chess-club." in text
+
+
+def test_recalled_lines_name_the_channels_of_the_rows_the_turn_may_recall():
+    line = message("see <#200> and <#999>")
+    other = row("200", channel_name="garden", crude=(line,))
+    (text,) = texts(build(turn(), others=[other]))
+    assert "see #garden and #unknown-channel" in text
 
 
 # -- privacy --------------------------------------------------------------------------------------
@@ -369,7 +394,8 @@ def test_the_nudge_override_is_honoured_in_both_modes(categories):
     server = config(refresh_cadence=0, categories=categories, update_nudge_override=override)
     text = build(turn(server)).nudge_item.content
     labels = "Mood, Plans" if categories else ""
-    assert text == f"Refresh via update_short_term_memory for Kioku: {labels}!"
+    # issue 11.4: an unknown placeholder loses its braces only, as the original sanitiser does
+    assert text == f"Refresh via update_short_term_memory for Kioku: {labels}unknown_thing!"
 
 
 def test_the_default_nudge_depth_is_two():

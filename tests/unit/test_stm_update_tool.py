@@ -84,7 +84,8 @@ def test_the_description_override_is_honoured_in_both_modes(categories):
         0
     ].tool_definition()
     labels = "Mood, Plans" if categories else ""
-    expected = f"Keep notes with update_short_term_memory, Kioku. Sections: {labels}".strip()
+    # issue 11.4: an unknown placeholder loses its braces only, as the original sanitiser does
+    expected = f"Keep notes with update_short_term_memory, Kioku. nonsenseSections: {labels}".strip()
     assert tool["function"]["description"] == expected
 
 
@@ -118,7 +119,6 @@ BAD_SUMMARY_ARGUMENTS = [
     ({}, "'summary' is required"),
     ({"summary": 42}, "must be a string"),
     ({"summary": "   "}, "empty"),
-    ({"summary": "{obonya}"}, "empty"),
     ({"summary": "ok", "extra": 1}, "unknown argument(s) 'extra'"),
 ]
 
@@ -157,7 +157,9 @@ def test_values_are_trimmed_macro_expanded_sanitised_and_cut():
     assert result.ok
     (written,) = store.writes
     # in a guild the row is shared: {user} is pinned to the speaker, {bot} stays a token
-    assert written.summary.startswith(f"{ALICE.display_name} and {{bot}} met Kioku here. word")
+    assert written.summary.startswith(
+        f"{ALICE.display_name} and {{bot}} met Kioku made_up here. word"
+    )  # 11.4: only braces go
     assert len(written.summary) <= LIMITS.max_summary_length
     assert written.summary.endswith("…")
     assert status(result)["shortened"] == ["summary"]

@@ -10,7 +10,7 @@ import json
 import re
 import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Final
@@ -63,6 +63,10 @@ class GatewayMessage:
     mentioned_user_ids: frozenset[str]
     referenced_author_id: str | None
     raw: Mapping[str, Any]
+    mentioned_role_ids: frozenset[str] = frozenset()
+    bot_role_ids: frozenset[str] = frozenset()
+    """The bot's managed roles in this guild (``tags.bot_id`` is the bot), as the relay knows them from
+    the gateway's guild and role dispatches; the envelope's ``bot_role_ids``."""
 
     @property
     def is_direct_message(self) -> bool:
@@ -106,7 +110,13 @@ def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent:
         raise InvalidRelayEvent("payload is not a JSON object")
     event_type = payload.get("t")
     if event_type == MESSAGE_CREATE:
-        return parse_message_object(payload.get("d"))
+        message = parse_message_object(payload.get("d"))
+        bot_roles = payload.get("bot_role_ids", [])
+        if not isinstance(bot_roles, list) or len(bot_roles) > MAX_MENTIONS:
+            raise InvalidRelayEvent("bot_role_ids is not a short list")
+        if not all(_is_snowflake(role) for role in bot_roles):
+            raise InvalidRelayEvent("bot_role_ids[] is not a snowflake id string")
+        return replace(message, bot_role_ids=frozenset(bot_roles))
     if isinstance(event_type, str) and event_type in ChannelEventType.__members__:
         try:
             return parse_channel_event(ChannelEventType(event_type), payload.get("d"))
@@ -134,6 +144,9 @@ def parse_message_object(data: Any) -> GatewayMessage:
     _bounded_list(data, "attachments", MAX_ATTACHMENTS)
     _bounded_list(data, "embeds", MAX_EMBEDS)
     mentions = _bounded_list(data, "mentions", MAX_MENTIONS)
+    mentioned_roles = _bounded_list(data, "mention_roles", MAX_MENTIONS)
+    if not all(_is_snowflake(role) for role in mentioned_roles):
+        raise InvalidRelayEvent("mention_roles[] is not a snowflake id string")
     referenced = _optional_object(data, "referenced_message")
     return GatewayMessage(
         message_id=_snowflake(data, "id"),
@@ -148,6 +161,7 @@ def parse_message_object(data: Any) -> GatewayMessage:
         mentioned_user_ids=_mentioned_user_ids(mentions),
         referenced_author_id=_replied_to_author(data, referenced),
         raw=data,
+        mentioned_role_ids=frozenset(mentioned_roles),
     )
 
 
@@ -166,6 +180,8 @@ def decide_turn(
     if message.is_direct_message:
         return TurnDecision(True, TurnReason.DIRECT_MESSAGE)
     if bot_user_id in message.mentioned_user_ids or bot_user_id in USER_MENTION.findall(message.content):
+        return TurnDecision(True, TurnReason.MENTIONED)
+    if message.mentioned_role_ids & message.bot_role_ids:
         return TurnDecision(True, TurnReason.MENTIONED)
     if message.referenced_author_id == bot_user_id:
         return TurnDecision(True, TurnReason.REPLY_TO_BOT)

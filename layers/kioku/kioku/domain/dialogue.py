@@ -24,7 +24,14 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.domain.models import ContextItem, ContextTag, Participant
-from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE, neutralise_markers, one_line_name
+from kioku.domain.text import (
+    END_OF_MESSAGE,
+    START_OF_MESSAGE,
+    MentionNames,
+    neutralise_markers,
+    one_line_name,
+    readable_mentions,
+)
 
 BOT_LABEL: Final = "BOT"
 
@@ -32,11 +39,19 @@ MAX_CONTENT_CHARS: Final = 4000  # Discord's own ceiling (Nitro); anything longe
 MAX_REPLY_SUMMARY_CHARS: Final = 100
 MAX_EMBED_SUMMARY_CHARS: Final = 300
 MAX_FILENAME_CHARS: Final = 100
-MAX_IMAGES_PER_MESSAGE: Final = 4
+DEFAULT_MAX_IMAGES: Final = 4  # MAX_IMAGES_PER_REQUEST's default
 MAX_NAME_CHARS: Final = 64  # OpenAI's limit for the ``name`` field
+MESSAGE_TYPE_REPLY: Final = 19
+DELETED_REPLY_LINE: Final = "Replying to a message that has since been deleted"
+FORWARDED_LINE: Final = "Forwarded message (the original's content follows):"
 ELLIPSIS: Final = "…"
 
-IMAGE_EXTENSIONS: Final = frozenset({"png", "jpg", "jpeg", "gif", "webp", "bmp", "heic", "avif"})
+IMAGE_EXTENSIONS: Final = frozenset(
+    {"png", "jpg", "jpeg", "gif", "webp", "bmp", "heic", "heif", "avif", "svg", "tif", "tiff", "ico"}
+)
+VISION_MIME_TYPES: Final = frozenset({"image/png", "image/jpeg", "image/webp", "image/gif"})
+"""What OpenAI-compatible vision models take as ``image_url``; other images become placeholders."""
+VISION_EXTENSIONS: Final = frozenset({"png", "jpg", "jpeg", "webp", "gif"})
 VIDEO_EXTENSIONS: Final = frozenset({"mp4", "mov", "webm", "mkv", "avi", "m4v"})
 AUDIO_EXTENSIONS: Final = frozenset({"mp3", "wav", "ogg", "oga", "m4a", "flac", "aac", "opus"})
 
@@ -54,7 +69,8 @@ the UserID is what identifies a person for certain.
 are not yours: do not continue them, defend them or take credit for them.
 - Your own earlier messages are the assistant turns, headed with your own name.
 - After the header come details we add for you: when the message was sent (UTC, and as a Unix \
-timestamp), "Replying to @Name: '...'" with a short excerpt of the message it answers, \
+timestamp), "Replying to @Name: '...'" with a short excerpt of the message it answers (or \
+"{DELETED_REPLY_LINE}"), "{FORWARDED_LINE}" above a message someone forwarded, \
 "Reactions:" with each emoji and how many people used it, and placeholders for attachments you \
 cannot see directly, such as [Image Attachment: photo.png], [Video Attachment: clip.mp4], \
 [PDF Attachment: notes.pdf], [Audio Attachment: voice.ogg] or [File Attachment: data.zip]. \
@@ -78,19 +94,49 @@ class Dialogue:
 
 
 def read_dialogue(
-    messages: Iterable[Any], *, bot_user_id: str, supports_vision: bool, limit: int
+    messages: Iterable[Any],
+    *,
+    bot_user_id: str,
+    supports_vision: bool,
+    limit: int,
+    names: MentionNames | None = None,
+    max_images: int = DEFAULT_MAX_IMAGES,
+    bot_name: str | None = None,
 ) -> Dialogue:
     """Convert the newest ``limit`` usable messages (given newest first) into items, oldest first.
 
-    Malformed entries (no ``id``, no ``author``, not an object) and messages with nothing to show
-    (joins, pins, empty system messages) are skipped, never fatal.
+    At most ``max_images`` image parts in all, the newest first; images past them, and images a
+    vision model cannot take (only PNG, JPEG, WEBP and GIF), become placeholders naming the file.
+    The bot's own messages are headed ``bot_name`` (the persona's name, as the system prompt calls
+    it; by default its username); its embed-only posts (memory notifications) are left out. A reply
+    to the message right above it needs no "Replying to" line.
+
+    Mentions in the text read as the names in ``names`` (by default, the users the messages carry:
+    ``user_names``). Malformed entries (no ``id``, no ``author``, not an object)
+    and messages with nothing to show (joins, pins, empty system messages) are skipped, never fatal.
     """
+    messages = list(messages) if limit > 0 else []
+    nicknames = known_nicknames(messages)
+    names = names if names is not None else MentionNames(users=user_names(messages))
     items: list[ContextItem] = []
     authors: dict[str, None] = {}
-    for message in messages if limit > 0 else ():
-        item = _to_context_item(message, bot_user_id=bot_user_id, supports_vision=supports_vision)
+    images_left = max_images
+    for index, message in enumerate(messages):
+        above = _mapping(messages[index + 1]).get("id") if index + 1 < len(messages) else None
+        item = _to_context_item(
+            message,
+            bot_user_id=bot_user_id,
+            supports_vision=supports_vision,
+            nicknames=nicknames,
+            names=names,
+            max_images=images_left,
+            bot_name=bot_name,
+            above_id=_snowflake(above),
+        )
         if item is None:
             continue
+        if isinstance(item.content, list):
+            images_left -= len(item.content) - 1
         items.append(item)
         author_id = _snowflake(_mapping(message.get("author")).get("id"))
         if author_id is not None and author_id != bot_user_id:
@@ -102,35 +148,86 @@ def read_dialogue(
 
 
 def build_dialogue(
-    messages: Iterable[Any], *, bot_user_id: str, supports_vision: bool, limit: int
+    messages: Iterable[Any],
+    *,
+    bot_user_id: str,
+    supports_vision: bool,
+    limit: int,
+    max_images: int = DEFAULT_MAX_IMAGES,
 ) -> list[ContextItem]:
     """The items of ``read_dialogue``."""
     return read_dialogue(
-        messages, bot_user_id=bot_user_id, supports_vision=supports_vision, limit=limit
+        messages, bot_user_id=bot_user_id, supports_vision=supports_vision, limit=limit, max_images=max_images
     ).items
 
 
+def known_nicknames(messages: Iterable[Any]) -> dict[str, str]:
+    """Each user's guild nickname, wherever ``messages`` (newest first) carry a member object for
+    them: the live message's author, the people it mentions, the author of the message it answers.
+
+    REST history carries no member, so without this one person would read as "Ally (alice)" on the
+    live message and "Alice A (alice)" above it: two people to the model. The newest nickname wins.
+    """
+    nicknames: dict[str, str] = {}
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        referenced = _mapping(message.get("referenced_message"))
+        mentions = message.get("mentions") if isinstance(message.get("mentions"), list) else []
+        pairs = [(message.get("author"), message.get("member"))]
+        pairs.append((referenced.get("author"), referenced.get("member")))
+        pairs.extend((user, _mapping(user).get("member")) for user in mentions)
+        for user, member in pairs:
+            user_id = _snowflake(_mapping(user).get("id"))
+            nick = _mapping(member).get("nick")
+            if user_id is not None and isinstance(nick, str) and nick.strip():
+                nicknames.setdefault(user_id, nick.strip())
+    return nicknames
+
+
+def user_names(messages: Iterable[Any]) -> dict[str, str]:
+    """The display name of every user ``messages`` carry (authors, people mentioned, people replied
+    to), by id, as the dialogue headers call them."""
+    messages = list(messages)
+    nicknames = known_nicknames(messages)
+    names: dict[str, str] = {}
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        referenced = _mapping(message.get("referenced_message"))
+        mentions = message.get("mentions") if isinstance(message.get("mentions"), list) else []
+        for user in (message.get("author"), referenced.get("author"), *mentions):
+            user = _mapping(user)
+            user_id = _snowflake(user.get("id"))
+            if user_id is not None and user_id not in names:
+                names[user_id] = _display_name(user, nicknames.get(user_id), _username(user, user_id))
+    return names
+
+
 def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> list[Participant]:
-    """Everyone seen in ``messages`` (authors, people replied to, people mentioned), most recent first.
+    """Everyone seen in ``messages`` (authors, people replied to, people mentioned), most recent first,
+    each with the one nickname ``known_nicknames`` finds for them.
 
     The bot itself is left out. Messages posted through a webhook (bridges, proxies such as
     PluralKit) are people speaking through a relay: they are marked ``is_bridge`` and, because one
     webhook speaks for many people, told apart by username as well as id.
     """
+    messages = list(messages)
+    nicknames = known_nicknames(messages)
     seen: dict[tuple[str, str], Participant] = {}
     for message in messages:
         if not isinstance(message, Mapping):
             continue
         is_bridge = bool(message.get("webhook_id"))
-        candidates = [(message.get("author"), message.get("member"), is_bridge)]
+        candidates = [(message.get("author"), is_bridge)]
         referenced = message.get("referenced_message")
         if isinstance(referenced, Mapping):
-            candidates.append((referenced.get("author"), referenced.get("member"), False))
+            candidates.append((referenced.get("author"), False))
         mentions = message.get("mentions")
         if isinstance(mentions, list):
-            candidates.extend((user, _mapping(user).get("member"), False) for user in mentions)
-        for user, member, bridged in candidates:
-            participant = _participant(user, member, is_bridge=bridged)
+            candidates.extend((user, False) for user in mentions)
+        for user, bridged in candidates:
+            participant = _participant(user, nicknames, is_bridge=bridged)
             if participant is None or participant.user_id == bot_user_id:
                 continue
             seen.setdefault((participant.user_id, participant.username), participant)
@@ -149,7 +246,17 @@ def openai_name(display_name: str, user_id: str, *, fallback: str = "user") -> s
     return f"{base[:room].rstrip('_-') or 'user'}_{safe_id}"
 
 
-def _to_context_item(message: Any, *, bot_user_id: str, supports_vision: bool) -> ContextItem | None:
+def _to_context_item(
+    message: Any,
+    *,
+    bot_user_id: str,
+    supports_vision: bool,
+    nicknames: Mapping[str, str],
+    names: MentionNames,
+    max_images: int = DEFAULT_MAX_IMAGES,
+    bot_name: str | None = None,
+    above_id: str | None = None,
+) -> ContextItem | None:
     if not isinstance(message, Mapping):
         return None
     message_id = _snowflake(message.get("id"))
@@ -163,22 +270,38 @@ def _to_context_item(message: Any, *, bot_user_id: str, supports_vision: bool) -
     is_self = author_id == bot_user_id
     # Assistant turns may only hold text parts in the chat-completions format.
     show_images = supports_vision and not is_self
-    text = _clean_text(message.get("content"))
-    attachment_lines, image_parts = _attachments(message.get("attachments"), show_images=show_images)
-    extras = attachment_lines + _stickers(message.get("sticker_items")) + _embeds(message.get("embeds"))
+    text = _clean_text(message.get("content"), names)
+    forwarded = _forwarded(message)
+    if forwarded is not None:
+        text = "\n".join(part for part in (text, _clean_text(forwarded.get("content"), names)) if part)
+    attachment_lines, image_parts = [], []
+    extras = [FORWARDED_LINE] if forwarded is not None else []
+    for source in (message, forwarded or {}):
+        room = max_images - len(image_parts)
+        lines, parts = _attachments(source.get("attachments"), show_images=show_images, room=room)
+        attachment_lines += lines
+        image_parts += parts
+        # the bot's own embeds are its memory notifications: nothing it said
+        embeds = [] if is_self else _embeds(source.get("embeds"))
+        extras += _stickers(source.get("sticker_items")) + embeds
+    extras = attachment_lines + extras
     if not text and not extras and not image_parts:
         return None
 
     username = _username(author, author_id)
-    display_name = _display_name(author, message.get("member"), username)
-    speaker = username if is_self else _speaker_label(author, display_name, username, message)
+    display_name = _display_name(author, nicknames.get(author_id), username)
+    speaker = (
+        one_line_name(bot_name or username)
+        if is_self
+        else _speaker_label(author, display_name, username, message)
+    )
 
     lines = [f"[{speaker} | UserID:{author_id} | MessageID:{message_id}]"]
     lines.extend(
         line
         for line in (
             _sent_line(message.get("timestamp")),
-            _reply_line(message.get("referenced_message")),
+            _reply_line(message, nicknames, names, above_id),
             _reactions_line(message.get("reactions")),
         )
         if line
@@ -219,15 +342,30 @@ def _sent_line(timestamp: Any) -> str | None:
     return f"Sent: {sent:%Y-%m-%d %H:%M:%S} UTC (unix {int(sent.timestamp())})"
 
 
-def _reply_line(referenced: Any) -> str | None:
-    if not isinstance(referenced, Mapping):
+def _forwarded(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The original of a forwarded message (``message_snapshots``), whose own content is empty."""
+    snapshots = message.get("message_snapshots")
+    if not isinstance(snapshots, list) or not snapshots:
         return None
+    original = _mapping(_mapping(snapshots[0]).get("message"))
+    return original or None
+
+
+def _reply_line(
+    message: Mapping[str, Any], nicknames: Mapping[str, str], names: MentionNames, above_id: str | None
+) -> str | None:
+    referenced = message.get("referenced_message")
+    if isinstance(referenced, Mapping) and above_id and _snowflake(referenced.get("id")) == above_id:
+        return None
+    if not isinstance(referenced, Mapping):
+        deleted = message.get("type") == MESSAGE_TYPE_REPLY and "referenced_message" in message
+        return DELETED_REPLY_LINE if deleted else None
     author = _mapping(referenced.get("author"))
     author_id = _snowflake(author.get("id")) or "unknown"
     username = _username(author, author_id)
-    name = _display_name(author, referenced.get("member"), username)
+    name = _display_name(author, nicknames.get(author_id), username)
     excerpt = _truncate_words(
-        _WHITESPACE.sub(" ", _clean_text(referenced.get("content"))), MAX_REPLY_SUMMARY_CHARS
+        _WHITESPACE.sub(" ", _clean_text(referenced.get("content"), names)), MAX_REPLY_SUMMARY_CHARS
     )
     if not excerpt:
         attachments = referenced.get("attachments")
@@ -253,7 +391,7 @@ def _reactions_line(reactions: Any) -> str | None:
     return f"Reactions: {', '.join(shown)}" if shown else None
 
 
-def _attachments(attachments: Any, *, show_images: bool) -> tuple[list[str], list[dict[str, Any]]]:
+def _attachments(attachments: Any, *, show_images: bool, room: int) -> tuple[list[str], list[dict[str, Any]]]:
     lines: list[str] = []
     image_parts: list[dict[str, Any]] = []
     if not isinstance(attachments, list):
@@ -264,11 +402,19 @@ def _attachments(attachments: Any, *, show_images: bool) -> tuple[list[str], lis
         kind = _attachment_kind(attachment.get("content_type"), filename)
         url = attachment.get("url")
         can_show = show_images and isinstance(url, str) and url.startswith(("https://", "http://"))
-        if kind == "Image" and can_show and len(image_parts) < MAX_IMAGES_PER_MESSAGE:
+        visible = kind == "Image" and _vision_format(attachment.get("content_type"), filename)
+        if visible and can_show and len(image_parts) < room:
             image_parts.append({"type": "image_url", "image_url": {"url": url}})
         else:
             lines.append(f"[{kind} Attachment: {filename}]")
     return lines, image_parts
+
+
+def _vision_format(content_type: Any, filename: str) -> bool:
+    mime = content_type.split(";")[0].strip().lower() if isinstance(content_type, str) else ""
+    if mime:
+        return mime in VISION_MIME_TYPES
+    return filename.rsplit(".", 1)[-1].lower() in VISION_EXTENSIONS if "." in filename else False
 
 
 def _attachment_kind(content_type: Any, filename: str) -> str:
@@ -306,18 +452,17 @@ def _embeds(embeds: Any) -> list[str]:
     return lines
 
 
-def _participant(user: Any, member: Any, *, is_bridge: bool) -> Participant | None:
+def _participant(user: Any, nicknames: Mapping[str, str], *, is_bridge: bool) -> Participant | None:
     user = _mapping(user)
     user_id = _snowflake(user.get("id"))
     if user_id is None:
         return None
-    nick = _mapping(member).get("nick")
     global_name = user.get("global_name")
     return Participant(
         user_id=user_id,
         username=_username(user, user_id),
         global_name=global_name.strip() if isinstance(global_name, str) and global_name.strip() else None,
-        nickname=nick.strip() if isinstance(nick, str) and nick.strip() else None,
+        nickname=nicknames.get(user_id),
         is_bot=bool(user.get("bot")) and not is_bridge,
         is_bridge=is_bridge,
     )
@@ -330,9 +475,9 @@ def _username(author: Mapping[str, Any], author_id: str) -> str:
     return f"user-{author_id}"
 
 
-def _display_name(author: Mapping[str, Any], member: Any, username: str) -> str:
-    """Member nickname → global display name → username, the order Discord shows them in."""
-    for candidate in (_mapping(member).get("nick"), author.get("global_name")):
+def _display_name(author: Mapping[str, Any], nickname: str | None, username: str) -> str:
+    """Guild nickname → global display name → username, the order Discord shows them in."""
+    for candidate in (nickname, author.get("global_name")):
         if isinstance(candidate, str) and candidate.strip():
             return one_line_name(candidate)
     return username
@@ -344,9 +489,11 @@ def _filename(name: Any) -> str:
     return _truncate(one_line_name(name), MAX_FILENAME_CHARS)
 
 
-def _clean_text(content: Any) -> str:
+def _clean_text(content: Any, names: MentionNames | None = None) -> str:
     if not isinstance(content, str):
         return ""
+    if names is not None:
+        content = readable_mentions(content, names)
     return _truncate(neutralise_markers(content.strip()), MAX_CONTENT_CHARS)
 
 

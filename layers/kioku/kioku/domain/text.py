@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Final
 
 MEMORY_TOKENS = frozenset({"user", "bot"})
@@ -12,6 +13,7 @@ _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
 _WHITESPACE = re.compile(r"\s+")
 USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
 """A Discord user mention, ``<@id>`` or the legacy nickname form ``<@!id>``; group 1 is the id."""
+_ANY_MENTION = re.compile(r"<(@!?|@&|#)(\d{1,20})>")
 
 START_OF_MESSAGE: Final = "<som>"
 END_OF_MESSAGE: Final = "<eom>"
@@ -67,6 +69,34 @@ def person_label(display_name: str, username: str | None = None) -> str:
     return display or user or "unknown"
 
 
+@dataclass(frozen=True, slots=True)
+class MentionNames:
+    """The names a turn knows for the ids Discord writes into message text."""
+
+    users: Mapping[str, str] = field(default_factory=dict)
+    roles: Mapping[str, str] = field(default_factory=dict)
+    channels: Mapping[str, str] = field(default_factory=dict)
+
+    def with_users(self, users: Mapping[str, str]) -> MentionNames:
+        return MentionNames({**users, **self.users}, self.roles, self.channels)
+
+
+def readable_mentions(text: str, names: MentionNames) -> str:
+    """``text`` with ``<@id>``, ``<@!id>``, ``<@&role>`` and ``<#channel>`` written as the names a
+    person sees in Discord (``@Ally``, ``@Moderators``, ``#general``); an id the turn cannot name
+    reads as ``@unknown-user``, ``@unknown-role`` or ``#unknown-channel``."""
+
+    def replace(match: re.Match[str]) -> str:
+        kind, target = match.groups()
+        if kind == "#":
+            return f"#{one_line_name(names.channels.get(target) or 'unknown-channel')}"
+        if kind == "@&":
+            return f"@{one_line_name(names.roles.get(target) or 'unknown-role')}"
+        return f"@{one_line_name(names.users.get(target) or 'unknown-user')}"
+
+    return _ANY_MENTION.sub(replace, text)
+
+
 def expand_macros(text: str, macros: Mapping[str, str]) -> str:
     """Replace each ``{name}`` whose name is in ``macros``; leave every other brace alone."""
 
@@ -77,8 +107,9 @@ def expand_macros(text: str, macros: Mapping[str, str]) -> str:
 
 
 def sanitize_unknown_placeholders(text: str, keep: Collection[str] = MEMORY_TOKENS) -> str:
-    """Drop ``{tokens}`` other than ``keep`` (an LLM writing ``{obonya}`` for ``{user}``), tidy spaces."""
-    cleaned = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) in keep else "", text)
+    """Unwrap ``{tokens}`` other than ``keep``, as seed 003's original does: only the braces go
+    (``{Bob} plays chess`` is ``Bob plays chess``), so a model that braced a name loses no word."""
+    cleaned = _PLACEHOLDER.sub(lambda m: m.group(0) if m.group(1) in keep else m.group(1), text)
     return re.sub(r"[ \t]{2,}", " ", cleaned).strip()
 
 

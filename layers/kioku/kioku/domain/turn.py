@@ -7,6 +7,7 @@ from datetime import datetime
 
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin, Place
+from kioku.domain.text import MentionNames
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +43,8 @@ class TurnContext:
     private_thread: bool = False
     author_ids: frozenset[str] = frozenset()
     """Who wrote in the dialogue the model is shown: the people taking part, not those merely named."""
+    mention_names: MentionNames = field(default_factory=MentionNames)
+    """What ``<@id>``, ``<@&role>`` and ``<#channel>`` read as in this turn's dialogue and memory."""
 
     @property
     def is_dm(self) -> bool:

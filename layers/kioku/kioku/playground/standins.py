@@ -20,6 +20,7 @@ from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kioku import clock
+from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 
@@ -34,6 +35,7 @@ DEFAULT_EVERYONE_PERMISSIONS: Final = VIEW_CHANNEL | (1 << 11) | (1 << 16) | (1 
 Message History, Add Reactions); the stand-in's guilds start with them."""
 DISCORD_MESSAGE_LIMIT: Final = 2000
 DISCORD_REPLY_TYPE: Final = 19
+_MENTIONED_ROLE: Final = re.compile(r"<@&(\d{1,20})>")
 DISCORD_DEFAULT_TYPE: Final = 0
 ERROR_UNKNOWN_CHANNEL: Final = 10003
 ERROR_UNKNOWN_WEBHOOK: Final = 10015
@@ -342,6 +344,27 @@ class DiscordStandIn(_StandInServer):
             self._channels[channel_id].append(message)
             return json.loads(json.dumps(message))
 
+    def forward_message(
+        self, channel_id: str, author: dict[str, Any], original: dict[str, Any]
+    ) -> dict[str, Any]:
+        """``author`` forwards ``original``: an empty message carrying a snapshot of it."""
+        with self._lock:
+            message = self._new_message(channel_id, author, "")
+            message["message_reference"] = {"type": 1, "message_id": original["id"], "channel_id": channel_id}
+            kept = ("content", "attachments", "embeds", "timestamp", "type")
+            message["message_snapshots"] = [{"message": {k: original[k] for k in kept if k in original}}]
+            self._channels[channel_id].append(message)
+            return json.loads(json.dumps(message))
+
+    def delete_message(self, channel_id: str, message_id: str) -> None:
+        """Delete a message as its author would; replies to it keep a null ``referenced_message``."""
+        with self._lock:
+            messages = self._channels[channel_id]
+            messages[:] = [m for m in messages if m["id"] != message_id]
+            for message in messages:
+                if (message.get("message_reference") or {}).get("message_id") == message_id:
+                    message["referenced_message"] = None
+
     def fail_next(self, status: int, body: Any = None, headers: dict[str, str] | None = None) -> None:
         """Answer the next request (whatever it is) with this response instead."""
         with self._lock:
@@ -543,7 +566,10 @@ class DiscordStandIn(_StandInServer):
             "edited_timestamp": None,
             "attachments": [],
             "embeds": [],
-            "mentions": [],
+            "mentions": [
+                dict(self._users[i]) for i in dict.fromkeys(USER_MENTION.findall(content)) if i in self._users
+            ],
+            "mention_roles": list(dict.fromkeys(_MENTIONED_ROLE.findall(content))),
             "pinned": False,
             "tts": False,
         }

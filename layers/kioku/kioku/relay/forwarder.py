@@ -2,7 +2,8 @@
 
 No hikari here: the gateway adapter hands over every ``(event_name, data)`` and this module does the
 rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``) and
-the bot's own user id, read from ``READY``, so that its own messages are not sent back to it. One
+the bot's own user id, read from ``READY``, so that its own messages are not sent back to it, and
+its managed role in each guild (``ROLE_EVENTS``), so a mention of that role addresses it. One
 worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
 message is worth less than a fresh one.
 """
@@ -26,6 +27,9 @@ from kioku.signatures import sign_request
 
 MESSAGE_CREATE: Final = "MESSAGE_CREATE"
 READY: Final = "READY"
+ROLE_EVENTS: Final = frozenset({"GUILD_CREATE", "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE"})
+"""Where the relay learns each guild's managed role of the bot (``tags.bot_id``): mentioning that
+role addresses the bot, and only the gateway tells the relay which role it is without a request."""
 FORWARDED_EVENTS: Final = frozenset(
     {MESSAGE_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
 )
@@ -97,6 +101,7 @@ class Forwarder:
         self._running = False
         self._in_flight = False
         self.own_user_id: str | None = None
+        self._bot_roles: dict[str, set[str]] = {}
         self.counters = ForwarderCounters()
 
     def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
@@ -104,17 +109,27 @@ class Forwarder:
         if event_name == READY:
             self._learn_own_user_id(data)
             return False
+        if event_name in ROLE_EVENTS:
+            self._learn_bot_roles(data)
+            return False
         if event_name not in FORWARDED_EVENTS:
             return False
         if event_name == MESSAGE_CREATE and self._is_own_message(data):
             self.counters.skipped_own += 1
             return False
+        extra: dict[str, Any] = {}
+        if event_name == MESSAGE_CREATE:
+            mentioned = self._bot_roles.get(str(data.get("guild_id")), set()) & set(
+                data.get("mention_roles") or []
+            )
+            if mentioned:
+                extra["bot_role_ids"] = sorted(mentioned)
         if self._stop_requested.is_set():
             self.counters.dropped += 1
             logger.warning("relay is stopping; dropped %s %s", event_name, data.get("id"))
             return False
         try:
-            body = encode_dispatch(event_name, data)
+            body = encode_dispatch(event_name, data, extra)
         except (TypeError, ValueError):
             self.counters.failed += 1
             logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
@@ -159,12 +174,22 @@ class Forwarder:
         user = ready.get("user")
         self.own_user_id = str(user["id"]) if isinstance(user, Mapping) and "id" in user else None
 
+    def _learn_bot_roles(self, data: Mapping[str, Any]) -> None:
+        guild_id = str(data.get("guild_id") or data.get("id") or "")
+        roles = data.get("roles") if isinstance(data.get("roles"), list) else [data.get("role")]
+        for role in roles:
+            if not isinstance(role, Mapping) or self.own_user_id is None:
+                continue
+            tags = role.get("tags") if isinstance(role.get("tags"), Mapping) else {}
+            if str(tags.get("bot_id")) == self.own_user_id:
+                self._bot_roles.setdefault(guild_id, set()).add(str(role.get("id")))
+
     def _is_own_message(self, message: Mapping[str, Any]) -> bool:
+        """The bot's own messages, its application's webhooks included, never go back to it."""
         author = message.get("author")
-        return (
-            self.own_user_id is not None
-            and isinstance(author, Mapping)
-            and str(author.get("id")) == self.own_user_id
+        return self.own_user_id is not None and (
+            (isinstance(author, Mapping) and str(author.get("id")) == self.own_user_id)
+            or str(message.get("application_id")) == self.own_user_id
         )
 
     def _count_abandoned(self) -> None:
@@ -254,13 +279,16 @@ class _DispatchBuffer(asyncio.Queue[tuple[str, bytes]]):
         return name
 
 
-def encode_dispatch(event_name: str, data: Mapping[str, Any]) -> bytes:
-    """The request body for one dispatch: ``{"t": event_name, "d": data}`` as compact UTF-8 JSON
-    (non-ASCII unescaped, half the bytes).
+def encode_dispatch(
+    event_name: str, data: Mapping[str, Any], extra: Mapping[str, Any] | None = None
+) -> bytes:
+    """The request body for one dispatch: ``{"t": event_name, "d": data}`` (plus ``extra`` envelope
+    fields, such as ``bot_role_ids``) as compact UTF-8 JSON (non-ASCII unescaped, half the bytes).
 
     ``dict()`` because hikari hands payloads over as read-only mapping proxies, which json rejects.
     """
-    return json.dumps({"t": event_name, "d": dict(data)}, separators=(",", ":"), ensure_ascii=False).encode()
+    envelope = {"t": event_name, "d": dict(data), **(extra or {})}
+    return json.dumps(envelope, separators=(",", ":"), ensure_ascii=False).encode()
 
 
 def _is_retryable(status: int) -> bool:

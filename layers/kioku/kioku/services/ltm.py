@@ -232,7 +232,13 @@ def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
         place=turn.place,
         policy=turn.config.privacy,
     )
-    return render_recall(turn, memories.server, memories.personal, subjects)
+    return render_recall(turn, memories.server, memories.personal, subjects, offered_update_tool(turn))
+
+
+def offered_update_tool(turn: TurnContext) -> str | None:
+    """The update tool's name when this turn offers it: recall explains corrections only then."""
+    offered = any(tool["function"]["name"] == UPDATE_TOOL_NAME for tool in long_term_memory_tools(turn))
+    return UPDATE_TOOL_NAME if offered else None
 
 
 # -- the steps -------------------------------------------------------------------------------------

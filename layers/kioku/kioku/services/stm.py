@@ -66,7 +66,8 @@ def load_turn_memory(
         user_id=user_id,
         parent_channel_id=parent_channel_id,
         persona_hint=hinted_persona(server_id).persona_id,
-        active_since=now - limits.longest_ttl,
+        active_since=now - limits.retention,
+        crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
         extra_keys=extra_keys,
     )

@@ -38,6 +38,7 @@ from kioku.domain.dialogue import (
     Dialogue,
     participants_from_messages,
     read_dialogue,
+    user_names,
 )
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
@@ -49,7 +50,7 @@ from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
-from kioku.domain.text import person_label
+from kioku.domain.text import MentionNames, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
@@ -152,12 +153,11 @@ class TurnService:
             user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
         )
         participants = tuple(participants_from_messages(history, bot.user_id))
-        dialogue = read_dialogue(
-            history,
-            bot_user_id=bot.user_id,
-            supports_vision=self.settings.LLM_SUPPORTS_VISION,
-            limit=self.settings.DIALOGUE_HISTORY_LIMIT,
-        )
+        # The persona's name heads the bot's own messages, as the system prompt calls it: the name
+        # this container last saw; a wrong guess (the persona was renamed) reads the history again.
+        guessed_name = hinted_persona(job.guild_id).name
+        names = self._mention_names(job, channel, history, bot.user_id, guessed_name)
+        dialogue = self._dialogue(history, bot.user_id, names, guessed_name)
         turn = TurnContext(
             server_id=job.guild_id,
             channel_id=job.channel_id,
@@ -174,6 +174,7 @@ class TurnService:
             channel_private=channel.private,
             private_thread=channel.private_thread,
             author_ids=frozenset(dialogue.author_ids),
+            mention_names=names,
         )
 
         # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
@@ -199,6 +200,10 @@ class TurnService:
             record.reply_ids = list(done.reply_ids)
             return record
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
+        if turn.bot_name != guessed_name:
+            names = self._mention_names(job, channel, history, bot.user_id, turn.bot_name)
+            dialogue = self._dialogue(history, bot.user_id, names, turn.bot_name)
+            turn = replace(turn, mention_names=names)
         recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
 
         stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
@@ -250,7 +255,9 @@ class TurnService:
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
             return None
-        return render_recall(turn, memories.server, memories.personal, recall_subjects(turn))
+        return render_recall(
+            turn, memories.server, memories.personal, recall_subjects(turn), ltm.offered_update_tool(turn)
+        )
 
     def _context(
         self, turn: TurnContext, stm: ShortTermMemoryTurn, dialogue: Dialogue, recalled: ContextItem | None
@@ -409,6 +416,37 @@ class TurnService:
         assert self.directory is not None
         return self.directory.describe_channel(job.guild_id, self.discord.get_channel(job.channel_id))
 
+    def _dialogue(
+        self, history: list[dict[str, Any]], bot_user_id: str, names: MentionNames, bot_name: str
+    ) -> Dialogue:
+        return read_dialogue(
+            history,
+            bot_user_id=bot_user_id,
+            supports_vision=self.settings.LLM_SUPPORTS_VISION,
+            limit=self.settings.DIALOGUE_HISTORY_LIMIT,
+            names=names,
+            max_images=self.settings.MAX_IMAGES_PER_REQUEST,
+            bot_name=bot_name,
+        )
+
+    def _mention_names(
+        self,
+        job: TurnJob,
+        channel: ChannelDescription,
+        history: list[dict[str, Any]],
+        bot_user_id: str,
+        bot_name: str,
+    ) -> MentionNames:
+        """Names for the mentions in the turn's text: the people the history carries (the bot by its
+        persona's name), the guild's roles (read for the channel's privacy already, so no extra
+        request) and this channel."""
+        roles = (self.directory.roles(job.guild_id) if self.directory and job.guild_id else None) or []
+        return MentionNames(
+            users={**user_names(history), bot_user_id: bot_name},
+            roles={str(role.get("id")): str(role.get("name") or "") for role in roles if role.get("name")},
+            channels={channel.channel_id: channel.name} if channel.name else {},
+        )
+
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
         """The conversation as it stood when the turn's message was sent, newest first as Discord
         returns it: a turn that waited in the queue must not answer what was said after it."""
@@ -470,7 +508,7 @@ class TurnService:
             speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
             role=CrudeRole.USER,
-            text=job.content,
+            text=readable_mentions(job.content, turn.mention_names),
             ts=_message_time(job, now),
             message_id=job.turn_id,
         )

@@ -45,6 +45,7 @@ from kioku.domain.stm.entries import (
     StmAddress,
     StmEntry,
     StmLimits,
+    has_live_content,
     may_recall_row,
     merge_crude,
 )
@@ -164,9 +165,12 @@ class StmStore:
         active_since: datetime,
         other_limit: int,
         extra_keys: Sequence[Key] = (),
+        crude_since: datetime | None = None,
     ) -> TurnMemoryLoad:
         """Config, profile and STM state of a turn. ``persona_hint`` guesses the current row's persona
         so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row.
+        Other rows count only when they hold something to show (``has_live_content``: a summary, a
+        section, or a raw line sent after ``crude_since``, by default ``active_since``).
         ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
         guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
@@ -198,8 +202,12 @@ class StmStore:
         policy = config.privacy
 
         def eligible(entry: StmEntry) -> bool:
-            return entry.channel_id != channel_id and may_recall_row(
-                entry, place, policy, user_id=user_id, cross_server_opt_in=profile.cross_server_opt_in
+            return (
+                entry.channel_id != channel_id
+                and has_live_content(entry, crude_since or active_since)
+                and may_recall_row(
+                    entry, place, policy, user_id=user_id, cross_server_opt_in=profile.cross_server_opt_in
+                )
             )
 
         others: list[StmEntry] = []

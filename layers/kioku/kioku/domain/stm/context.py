@@ -29,9 +29,10 @@ from kioku.domain.stm.update_tool import TOOL_NAME
 from kioku.domain.text import (
     END_OF_MESSAGE,
     START_OF_MESSAGE,
-    USER_MENTION,
+    MentionNames,
     neutralise_markers,
     one_line_name,
+    readable_mentions,
 )
 from kioku.domain.turn import TurnContext
 
@@ -73,7 +74,7 @@ def build_short_term_memory_context(turn: TurnContext, state: StmState, limits: 
 
 def _build(turn: TurnContext, state: StmState, limits: StmLimits) -> StmContext:
     now = turn.now
-    names = _names_by_id(turn)
+    names = _mention_names(turn, state)
     injected: list[tuple[StmEntry, ContextItem]] = []
     for entry in other_channel_entries(turn, state.others):
         item = _other_channel_item(entry, turn, limits, names)
@@ -161,7 +162,7 @@ _OTHER_CHANNEL_NOTE = "Background from elsewhere, not the conversation you are r
 
 
 def _other_channel_item(
-    entry: StmEntry, turn: TurnContext, limits: StmLimits, names: Mapping[str, str]
+    entry: StmEntry, turn: TurnContext, limits: StmLimits, names: MentionNames
 ) -> ContextItem | None:
     block = _memory_block(entry, turn, limits)
     count = turn.config.stm.crude_message_count
@@ -197,10 +198,9 @@ def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
 
 def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits) -> str | None:
     """The summary or the category sections of ``entry``: the server's current mode first, the
-    other kind when the current mode has nothing alive."""
-    now = turn.now
-    summary = live_summary(entry, now, limits)
-    categories = live_categories(entry, now, limits)
+    other kind when the current mode has nothing written."""
+    summary = live_summary(entry)
+    categories = live_categories(entry)
     configured = (
         active_categories(turn.config.categories, limits.max_categories) if _same_scope(turn, entry) else ()
     )
@@ -255,17 +255,24 @@ def _recency(entry: StmEntry) -> datetime:
     return entry.last_updated or _NEVER
 
 
-def _names_by_id(turn: TurnContext) -> dict[str, str]:
-    names = {p.user_id: p.display_name for p in turn.participants}
-    names[turn.user.user_id] = turn.user.display_name
-    names[turn.bot.user_id] = turn.bot_name
-    return names
+def _mention_names(turn: TurnContext, state: StmState) -> MentionNames:
+    """The turn's names, with the people taking part and the channels whose rows it may recall."""
+    users = {p.user_id: p.display_name for p in turn.participants}
+    users[turn.user.user_id] = turn.user.display_name
+    users[turn.bot.user_id] = turn.bot_name
+    channels = {
+        entry.channel_id: entry.channel_name
+        for entry in other_channel_entries(turn, state.others)
+        if entry.channel_name
+    }
+    known = turn.mention_names
+    return MentionNames({**known.users, **users}, known.roles, {**channels, **known.channels})
 
 
-def _resolve(text: str, turn: TurnContext, names: Mapping[str, str]) -> str:
-    """Mention conversion: ``{user}``/``{bot}`` tokens and ``<@id>`` mentions become names."""
+def _resolve(text: str, turn: TurnContext, names: MentionNames) -> str:
+    """Mention conversion: ``{user}``/``{bot}`` tokens and Discord mentions become names."""
     text = text.replace("{user}", turn.user.display_name).replace("{bot}", turn.bot_name)
-    return USER_MENTION.sub(lambda m: f"@{names[m.group(1)]}" if m.group(1) in names else m.group(0), text)
+    return readable_mentions(text, names)
 
 
 def _ago(count: int, unit: str) -> str:

@@ -160,27 +160,30 @@ class StmLimits:
             fresh_injection_depth=settings.STM_FRESH_INJECTION_DEPTH,
         )
 
-    @property
-    def longest_ttl(self) -> timedelta:
-        """A row last updated longer ago than this cannot hold anything alive."""
-        return max(self.crude_ttl, self.summary_ttl)
-
 
 def live_crude(entry: StmEntry, now: datetime, limits: StmLimits) -> tuple[CrudeMessage, ...]:
+    """Raw lines younger than ``SHORT_TERM_MEMORY_TTL_HOURS``: they expire."""
     cutoff = now - limits.crude_ttl
     return tuple(message for message in entry.crude if message.ts > cutoff)
 
 
-def live_summary(entry: StmEntry, now: datetime, limits: StmLimits) -> str | None:
-    if entry.summary and _alive(entry.summary_updated_at, now, limits.summary_ttl):
-        return entry.summary
-    return None
+def live_summary(entry: StmEntry) -> str | None:
+    """The summary, however old: seed 000's summary TTL is the lifetime of a cache in front of the
+    durable row, so a summary (an admin's hand-written one too) lasts until the janitor removes the
+    row; its age only decides where it is placed (the freshness override)."""
+    return entry.summary or None
 
 
-def live_categories(entry: StmEntry, now: datetime, limits: StmLimits) -> Mapping[str, str]:
-    if _alive(entry.categories_updated_at, now, limits.summary_ttl):
-        return {slug: text for slug, text in entry.categories.items() if text}
-    return {}
+def live_categories(entry: StmEntry) -> Mapping[str, str]:
+    """The non-empty category sections, however old (as ``live_summary``)."""
+    return {slug: text for slug, text in entry.categories.items() if text}
+
+
+def has_live_content(entry: StmEntry, crude_since: datetime) -> bool:
+    """Whether ``entry`` holds anything to show: a summary, a section, or a raw line sent after
+    ``crude_since`` (a row last updated before it can hold none)."""
+    recent = entry.last_updated is not None and entry.last_updated > crude_since
+    return bool(live_summary(entry) or live_categories(entry) or (recent and entry.crude))
 
 
 def merge_crude(
@@ -211,7 +214,3 @@ def _within_budget(messages: Sequence[CrudeMessage]) -> tuple[CrudeMessage, ...]
             break
         start = index
     return tuple(messages[start:])
-
-
-def _alive(written_at: datetime | None, now: datetime, ttl: timedelta) -> bool:
-    return written_at is not None and written_at > now - ttl

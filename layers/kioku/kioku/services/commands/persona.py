@@ -106,7 +106,7 @@ def memory_embed(here: _Here, now: datetime, limits: StmLimits, title: str | Non
         embed["description"] = f"{NO_MEMORY_YET}\n-# Scope: {scope}."
         return embed
     embed["description"] = shorten(
-        f"{_memory_text(entry, here.categories, now, limits)}\n\n-# Scope: {scope}.",
+        f"{_memory_text(entry, here.categories)}\n\n-# Scope: {scope}.",
         MAX_EMBED_DESCRIPTION_CHARS,
     )
     cadence = here.config.stm.refresh_cadence
@@ -127,11 +127,11 @@ def memory_embed(here: _Here, now: datetime, limits: StmLimits, title: str | Non
     return embed
 
 
-def _memory_text(entry: StmEntry, categories: Sequence[StmCategory], now: datetime, limits: StmLimits) -> str:
-    """What the turn's memory block holds (the same choice of summary or sections), or a note on
-    what expired; expired text is never shown as if it were live."""
-    summary = live_summary(entry, now, limits)
-    sections = live_categories(entry, now, limits)
+def _memory_text(entry: StmEntry, categories: Sequence[StmCategory]) -> str:
+    """What the turn's memory block holds (the same choice of summary or sections): summaries last
+    until the janitor removes the row."""
+    summary = live_summary(entry)
+    sections = live_categories(entry)
     if sections and (categories or not summary):
         return "\n\n".join(
             f"**{label}**\n{sections.get(slug) or EMPTY_SECTION}"
@@ -139,19 +139,6 @@ def _memory_text(entry: StmEntry, categories: Sequence[StmCategory], now: dateti
         )
     if summary:
         return f"**Summary**\n{summary}"
-    written = [
-        moment
-        for moment, text in (
-            (entry.summary_updated_at, entry.summary),
-            (entry.categories_updated_at, any(entry.categories.values())),
-        )
-        if moment is not None and text
-    ]
-    if written:
-        expired_at = max(written) + limits.summary_ttl
-        return (
-            f"*The last summary expired {relative_time(expired_at)}; it is no longer given to the persona.*"
-        )
     return "*No summary written yet.*"
 
 
@@ -227,10 +214,9 @@ def on_edit(interaction: Interaction) -> dict:
     here = _here(interaction, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
-    now = clock.now()
     entry = here.entry
     if not here.categories:
-        summary = live_summary(entry, now, limits) if entry else None
+        summary = live_summary(entry) if entry else None
         inputs = [
             TextInput(
                 custom_id=SUMMARY_INPUT,
@@ -241,7 +227,7 @@ def on_edit(interaction: Interaction) -> dict:
             )
         ]
     else:
-        texts = live_categories(entry, now, limits) if entry else {}
+        texts = live_categories(entry) if entry else {}
         inputs = [
             TextInput(
                 custom_id=category.slug,
@@ -291,7 +277,7 @@ def on_modal(interaction: Interaction) -> dict:
         update = StmUpdate(summary=_clean(submitted[SUMMARY_INPUT], limits, macros))
     else:
         # Categories beyond the form's five inputs keep their text: the write replaces every section.
-        texts = dict(live_categories(here.entry, now, limits)) if here.entry else {}
+        texts = dict(live_categories(here.entry)) if here.entry else {}
         texts.update({slug: _clean(value, limits, macros) for slug, value in submitted.items()})
         update = StmUpdate(categories=texts)
     entry, channel = here.entry, interaction.channel
