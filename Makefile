@@ -14,7 +14,7 @@ export SAM_CLI_TELEMETRY := 0
 PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | tail -1); \
 	if [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin"; else dirname "$$(command -v python3.13 || echo /nonexistent/python3.13)"; fi)
 
-.PHONY: run test lint bench build deploy-check lock events venv clean
+.PHONY: run test lint bench scaling build deploy-check lock events venv clean
 
 # The tests run against the layer's locked versions: what they pass with is what deploys. (pip
 # takes the pins as constraints without their hashes, which would demand hashes of every package.)
@@ -41,7 +41,7 @@ lint: venv
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --template template.yaml
 
-## make bench: cold start of the sam-built artifact (built here for this host), warm PING, memory stages
+## make bench: cold start of the sam-built artifact (built here for this host), warm PING, memory stages, a load test
 bench: venv
 	$(MAKE) --no-print-directory build ARCH=$(HOST_ARCH) BUILD_DIR=.aws-sam/bench-$(HOST_ARCH)
 	PATH="$(PY313_DIR):$$PATH" BENCH_BUILD_DIR=.aws-sam/bench-$(HOST_ARCH) $(BIN)/python -m bench
@@ -52,6 +52,10 @@ build: venv
 	@test -x "$(PY313_DIR)/python3.13" || { echo "python3.13 not found: install it (pyenv install 3.13) or put it on PATH"; exit 1; }
 	PATH="$(PY313_DIR):$$PATH" KIOKU_ARCHITECTURE=$(ARCH) $(BIN)/sam build --template template.yaml \
 		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
+
+## make scaling: measure what a turn costs on the local stack and regenerate docs/scaling.md
+scaling: venv
+	$(BIN)/python -m scripts.scaling --write
 
 ## make deploy-check: the README's deploy path up to the AWS account: build, check the artifacts, lint
 deploy-check: venv

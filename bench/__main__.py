@@ -6,7 +6,7 @@ import importlib
 import logging
 import os
 
-MODULES = ("bench.artifact", "bench.interactions", "bench.stm", "bench.ltm", "bench.turn")
+MODULES = ("bench.artifact", "bench.interactions", "bench.stm", "bench.ltm", "bench.turn", "bench.load")
 
 
 def main() -> None:
