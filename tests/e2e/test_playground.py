@@ -269,6 +269,12 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     assert re.search(r"^\[\d+\] short-term memory · depth \d+ · user$", fourth, re.MULTILINE)
     assert "[Short-term memory of this channel]" in fourth and "[Short-term memory reminder]" not in fourth
     assert " …\n" not in fourth.split("> :context", 1)[0]
+    # 2. Time: a day later the summary is still recalled; only its placement moved, from near the
+    # newest message (fresh) to the top (no longer fresh)
+    fresh = re.search(r"^\[\d+\] short-term memory · depth (\d+)", fourth, re.MULTILINE)
+    aged = re.search(r"^\[\d+\] short-term memory · depth (\d+)", sections[3], re.MULTILINE)
+    assert fresh is not None and aged is not None and int(fresh.group(1)) <= 2 < int(aged.group(1))
+    assert "Alice is talking about" in sections[3]
     # 3. Privacy: #secret's words reach #general only once #secret is public
     private, public = sections[-2], sections[-1]
     assert "okapi" not in private.split("> :public", 1)[0]
