@@ -81,7 +81,7 @@ function renderChannels(state) {
     el("li", { class: channel.key === state.channel ? "selected" : "", "data-channel": channel.key,
       onclick: () => select(channel) },
     channel.kind === "dm" ? "@ " : channel.kind === "thread" ? "↳ " : "# ",
-    channel.kind === "dm" ? channel.label : channel.key, channel.private ? " 🔒" : "");
+    channel.kind === "dm" ? channel.label : channel.key, channel.private ? el("span", { class: "chip" }, "private") : null);
   $("channels").replaceChildren(...state.channels.filter((c) => c.kind !== "dm").map(item));
   $("dms").replaceChildren(...state.channels.filter((c) => c.kind === "dm").map(item));
   const members = $("member");
@@ -91,7 +91,7 @@ function renderChannels(state) {
   if (current.owner) view.member = current.owner;
   members.value = view.member;
   members.disabled = Boolean(current.owner);
-  $("channel-title").textContent = current.kind === "dm" ? current.label : current.label;
+  $("channel-title").textContent = current.label;
   const guildChannel = current.kind === "channel";
   $("make-private").disabled = !guildChannel || current.private;
   $("make-public").disabled = !guildChannel || !current.private;
@@ -178,8 +178,8 @@ function renderLtm(memories) {
   $("ltm").replaceChildren(...(memories.length ? memories.map((memory) =>
     el("li", { class: memory.in_scope ? "in" : "out", title: memory.in_scope ? "a turn here may recall this" : "not recalled here" },
       el("div", {}, memory.content),
-      el("div", { class: "meta" }, `#${memory.id} · ${memory.scope} memory of ${memory.owner}` +
-        (memory.about && memory.scope === "server" ? ` about ${memory.about}` : "") +
+      el("div", { class: "meta" }, `#${memory.id} · ${memory.scope} memory` +
+        (memory.scope === "personal" ? ` of ${memory.owner}` : memory.about ? ` about ${memory.about}` : "") +
         ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
         (memory.status !== "active" ? ` · ${memory.status}` : "") +
         (memory.in_scope ? " · in scope here" : " · not in scope here"))))
