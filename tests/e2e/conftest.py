@@ -47,3 +47,25 @@ def relay_post(
     attaches it)."""
     body = gateway_dispatch(message, guild_id, member or {"nick": None, "roles": []})
     return signed_post(stack, "relay", body, stack.relay_signing_key)
+
+
+@pytest.fixture
+def inspector_url() -> Iterator[str]:
+    """The web inspector (``kioku playground --web``) in this process on a free 127.0.0.1 port."""
+    import io
+    import threading
+
+    from kioku.playground.console import Playground
+    from kioku.playground.web.inspector import Inspector
+    from kioku.playground.web.server import make_server
+
+    with LocalStack(extra_env={"POWERTOOLS_METRICS_DISABLED": "true"}) as stack:
+        server = make_server(Inspector(Playground(stack, io.StringIO())), 0)
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+            server.server_close()
+            thread.join(timeout=10)

@@ -593,6 +593,8 @@ def run(argv: list[str]) -> int:
     parser.add_argument(
         "--script", type=argparse.FileType("r", encoding="utf-8"), help="run these lines and exit"
     )
+    parser.add_argument("--web", action="store_true", help="serve the web inspector on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=8765, help="the inspector's port (0: any free one)")
     options = parser.parse_args(argv)
     source = options.script or sys.stdin
     interactive = options.script is None and sys.stdin.isatty()
@@ -600,6 +602,10 @@ def run(argv: list[str]) -> int:
     quiet = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"}
     with LocalStack(extra_env=quiet) as stack:
         playground = Playground(stack, sys.stdout)
+        if options.web:
+            from kioku.playground.web.server import serve_forever
+
+            return serve_forever(playground, options.port)
         if interactive:
             playground.print(BANNER.format(user="Alice", channel=playground._label(playground.channel)))
         for line in _lines(source, interactive):

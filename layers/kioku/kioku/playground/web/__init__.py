@@ -1,0 +1,1 @@
+"""The playground's web inspector: ``kioku playground --web`` (see ``server``)."""

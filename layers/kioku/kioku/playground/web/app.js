@@ -1,0 +1,239 @@
+// The kioku inspector: polls /api/state every second and acts through /api/say and /api/command.
+"use strict";
+
+const POLL_MS = 1000;
+const view = { channel: "general", member: "alice", selected: null, pinned: false, lastJson: "", pending: [] };
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+const $ = (id) => document.getElementById(id);
+const kindClass = (kind) => "kind-" + String(kind).replace(/[^a-z]+/gi, "-").toLowerCase();
+
+async function poll() {
+  try {
+    const response = await fetch("/api/state?channel=" + encodeURIComponent(view.channel));
+    const text = await response.text();
+    if (response.ok && text !== view.lastJson) {
+      view.lastJson = text;
+      render(JSON.parse(text));
+    }
+  } catch (error) {
+    $("busy").hidden = false;
+    $("busy").textContent = "the playground is not answering";
+  }
+}
+
+async function act(path, body) {
+  const line = body.text || body.line;
+  view.pending.push(line);
+  $("busy").hidden = false;
+  try {
+    const response = await fetch(path, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ channel: view.channel, member: view.member, ...body }),
+    });
+    const answer = await response.json();
+    if (!response.ok && answer.error) localLog(line, answer.error);
+  } catch (error) {
+    localLog(line, String(error));
+  } finally {
+    view.pending.splice(view.pending.indexOf(line), 1);
+    view.pinned = false;
+    view.lastJson = "";
+    poll();
+  }
+}
+
+const localErrors = [];
+function localLog(line, error) {
+  localErrors.push({ line, output: "! " + error, ok: false });
+}
+
+function render(state) {
+  $("clock").textContent = state.clock;
+  $("busy").hidden = !(state.busy || view.pending.length);
+  $("busy").textContent = "working…";
+  renderChannels(state);
+  renderMessages(state);
+  renderLog(state.log);
+  renderStm(state.stm, state);
+  renderLtm(state.ltm);
+  renderRounds(state);
+}
+
+function renderChannels(state) {
+  const current = state.channels.find((channel) => channel.key === state.channel);
+  const item = (channel) =>
+    el("li", { class: channel.key === state.channel ? "selected" : "", "data-channel": channel.key,
+      onclick: () => select(channel) },
+    channel.kind === "dm" ? "@ " : channel.kind === "thread" ? "↳ " : "# ",
+    channel.kind === "dm" ? channel.label : channel.key, channel.private ? el("span", { class: "chip" }, "private") : null);
+  $("channels").replaceChildren(...state.channels.filter((c) => c.kind !== "dm").map(item));
+  $("dms").replaceChildren(...state.channels.filter((c) => c.kind === "dm").map(item));
+  const members = $("member");
+  if (members.options.length !== state.members.length) {
+    members.replaceChildren(...state.members.map((m) => el("option", { value: m.key }, m.name)));
+  }
+  if (current.owner) view.member = current.owner;
+  members.value = view.member;
+  members.disabled = Boolean(current.owner);
+  $("channel-title").textContent = current.label;
+  const guildChannel = current.kind === "channel";
+  $("make-private").disabled = !guildChannel || current.private;
+  $("make-public").disabled = !guildChannel || !current.private;
+}
+
+function select(channel) {
+  view.channel = channel.key;
+  view.selected = null;
+  view.pinned = false;
+  view.lastJson = "";
+  poll();
+}
+
+function renderMessages(state) {
+  const list = $("messages");
+  const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  const replies = state.messages.filter((m) => m.turn);
+  if (!view.pinned || !replies.some((m) => m.id === view.selected)) {
+    view.selected = replies.length ? replies[replies.length - 1].id : null;
+  }
+  list.replaceChildren(...state.messages.map((message) => {
+    const turn = message.turn ? state.turns[message.turn] : null;
+    const classes = ["message", message.bot ? "bot" : "", turn ? "turn" : "", message.id === view.selected ? "selected" : ""];
+    return el("li", {
+      class: classes.join(" "), "data-id": message.id, "data-turn": message.turn,
+      onclick: turn ? () => { view.selected = message.id; view.pinned = true; render(JSON.parse(view.lastJson)); } : null,
+    },
+    el("span", { class: "author" }, message.author),
+    el("span", { class: "time" }, (message.timestamp || "").slice(0, 16).replace("T", " ")),
+    turn ? el("span", { class: "chip", title: "the model requests of the turn that posted this" },
+      `turn ${turn.number} · ${turn.rounds.length} model request${turn.rounds.length === 1 ? "" : "s"} ▸`) : null,
+    message.content ? el("div", { class: "content" }, message.content) : null,
+    message.embeds.map(renderEmbed),
+    message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)));
+  }));
+  if (atBottom) list.scrollTop = list.scrollHeight;
+}
+
+function renderEmbed(embed) {
+  return el("div", { class: "embed" },
+    embed.title ? el("div", { class: "title" }, embed.title) : null,
+    embed.description ? el("div", { class: "description" }, embed.description) : null,
+    embed.fields.map((field) => [el("div", { class: "name" }, field.name), el("div", { class: "value" }, field.value)]),
+    embed.footer ? el("div", { class: "footer" }, embed.footer) : null);
+}
+
+function renderLog(log) {
+  const entries = [...log.filter((entry) => entry.channel === view.channel), ...localErrors].slice(-12).reverse();
+  $("log").replaceChildren(...entries.map((entry) =>
+    el("li", { class: entry.ok ? "" : "failed" }, el("div", { class: "line" }, "> " + entry.line),
+      entry.output ? el("pre", {}, entry.output) : null)));
+}
+
+function keepOpen(container, build) {
+  const open = new Set([...container.querySelectorAll("[data-key]")]
+    .filter((node) => node.open || node.classList.contains("expanded")).map((node) => node.dataset.key));
+  build();
+  for (const node of container.querySelectorAll("[data-key]")) {
+    if (!open.has(node.dataset.key)) continue;
+    if (node.tagName === "DETAILS") node.open = true; else node.classList.add("expanded");
+  }
+}
+
+function renderStm(stm, state) {
+  const box = $("stm");
+  if (!stm) {
+    $("stm-meta").textContent = "";
+    box.replaceChildren(el("p", { class: "empty" }, "No short-term memory in this channel yet."));
+    return;
+  }
+  $("stm-meta").textContent = `· ${stm.turns_since_refresh} turn${stm.turns_since_refresh === 1 ? "" : "s"} since refresh` +
+    (stm.private ? " · private" : "");
+  keepOpen(box, () => box.replaceChildren(
+    stm.categories.length
+      ? stm.categories.map((c) => el("div", { class: "block", "data-stm": c.slug }, el("strong", {}, c.label + ": "), c.text))
+      : el("div", { class: "block", "data-stm": "summary" }, stm.summary || "(no summary yet)"),
+    el("div", { class: "meta" }, `last updated ${stm.last_updated || "never"} · summary written ${stm.summary_updated_at || "never"}`),
+    el("details", { "data-key": "stm-raw-" + state.channel },
+      el("summary", {}, `raw lines (${stm.raw.length})`),
+      el("pre", {}, stm.raw.map((line) => `${line.ts.slice(11, 16)} ${line.speaker}: ${line.text}`).join("\n")))));
+}
+
+function renderLtm(memories) {
+  $("ltm").replaceChildren(...(memories.length ? memories.map((memory) =>
+    el("li", { class: memory.in_scope ? "in" : "out", title: memory.in_scope ? "a turn here may recall this" : "not recalled here" },
+      el("div", {}, memory.content),
+      el("div", { class: "meta" }, `#${memory.id} · ${memory.scope} memory` +
+        (memory.scope === "personal" ? ` of ${memory.owner}` : memory.about ? ` about ${memory.about}` : "") +
+        ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
+        (memory.status !== "active" ? ` · ${memory.status}` : "") +
+        (memory.in_scope ? " · in scope here" : " · not in scope here"))))
+    : [el("li", { class: "out" }, "No long-term memories yet.")]));
+}
+
+function renderRounds(state) {
+  const box = $("rounds");
+  const message = state.messages.find((m) => m.id === view.selected);
+  const turn = message && state.turns[message.turn];
+  if (!turn) {
+    $("request-meta").textContent = "";
+    box.replaceChildren(el("p", { class: "empty" }, "Click a reply of kioku's to see what the model was sent."));
+    return;
+  }
+  $("request-meta").textContent = `· turn ${turn.number}, ${turn.rounds.length} request${turn.rounds.length === 1 ? "" : "s"}` +
+    (turn.apologised ? " · apologised" : "");
+  keepOpen(box, () => box.replaceChildren(...turn.rounds.map((round) => el("div", { class: "round", "data-round": round.number },
+    el("h3", {}, `Request ${round.number} of ${turn.rounds.length} · ${round.messages.length} messages`),
+    round.messages.map((msg) => {
+      const key = `t${turn.number}-r${round.number}-m${msg.index}`;
+      const node = el("div", { class: "msg " + kindClass(msg.kind), "data-kind": msg.kind, "data-key": key },
+        el("div", { class: "head", title: "click to show it all", onclick: () => node.classList.toggle("expanded") },
+          el("span", { class: "badge " + kindClass(msg.kind) }, msg.kind),
+          msg.depth !== null ? el("span", { class: "depth" }, `depth ${msg.depth}`) : null,
+          el("span", {}, `[${msg.index}] ${msg.role}${msg.name ? " · " + msg.name : ""}`)),
+        el("pre", {}, [msg.text, ...msg.tool_calls].filter(Boolean).join("\n")));
+      return node;
+    }),
+    round.tools_as_in
+      ? el("div", { class: "meta" }, `Tools offered: ${round.tool_names.join(", ")}, as in request ${round.tools_as_in}`)
+      : el("details", { class: "tools", "data-key": `t${turn.number}-r${round.number}-tools` },
+        el("summary", {}, `Tools offered (${round.tools.length}): ${round.tool_names.join(", ") || "none"}`),
+        round.tools.map((tool) => el("details", { class: "tool", "data-key": `t${turn.number}-r${round.number}-${tool.name}` },
+          el("summary", {}, tool.name), el("pre", {}, tool.schema))))))));
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  $("composer").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const text = $("text").value.trim();
+    if (!text) return;
+    $("text").value = "";
+    if (text.startsWith("/") || text.startsWith(":")) act("/api/command", { line: text });
+    else act("/api/say", { text });
+  });
+  $("member").addEventListener("change", () => { view.member = $("member").value; });
+  $("wait-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    act("/api/command", { line: ":wait " + $("wait-span").value.trim() });
+  });
+  $("janitor").addEventListener("click", () => act("/api/command", { line: ":janitor" }));
+  $("make-private").addEventListener("click", () => act("/api/command", { line: ":private #" + view.channel }));
+  $("make-public").addEventListener("click", () => act("/api/command", { line: ":public #" + view.channel }));
+  poll();
+  setInterval(poll, POLL_MS);
+});

@@ -1,0 +1,227 @@
+"""The playground behind the web page: actions run one at a time through ``Playground`` (the stack
+and the playground are not thread-safe), every turn since the start is kept (the turn worker keeps
+only the last few), and the page's state is read from what Discord and the table hold."""
+
+from __future__ import annotations
+
+import io
+import itertools
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from kioku import clock
+from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
+from kioku.domain.models import ServerConfig
+from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.stm.entries import StmAddress, StmEntry
+from kioku.entrypoints import turn_worker
+from kioku.playground import world
+from kioku.playground.console import Playground
+from kioku.playground.web import serialize
+from kioku.services.turn import TurnRecord
+
+LOG_LENGTH: Final = 30
+MAX_TEXT: Final = 2000
+"""Discord's limit on a message's length."""
+REFUSED_LINES: Final = frozenset({":quit", ":q", ":exit"})
+PAGE_PICKS: Final = (":as", ":in")
+"""Who speaks and where is the page's choice, sent with each action."""
+
+
+class BadInput(ValueError):
+    """What the page or a client sent cannot be acted on; the message says why."""
+
+
+@dataclass(frozen=True)
+class Room:
+    key: str
+    channel: world.Channel
+    owner: world.Member | None = None
+    """The member whose DM this is."""
+
+
+def places() -> list[Room]:
+    """The guild's channels, then each member's DM with kioku, by the key the API names them with."""
+    guild = [Room(channel.name, channel) for channel in world.CHANNELS]
+    dms = [Room(f"dm-{member.key}", world.dm_channel(member), member) for member in world.MEMBERS]
+    return guild + dms
+
+
+class Inspector:
+    def __init__(self, playground: Playground) -> None:
+        self.playground = playground
+        self.stack = playground.stack
+        self._actions = threading.Lock()
+        self._turns: list[TurnRecord] = []
+        self._log: deque[dict[str, Any]] = deque(maxlen=LOG_LENGTH)
+        self._ids = itertools.count(1)
+        self._places = {place.key: place for place in places()}
+        table = KiokuTable(self.stack.resources.table_name)
+        self._config = ConfigStore(table)
+        self._stm = StmStore(table)
+        self._ltm = DynamoMemoryStore(table)
+
+    # -- actions ------------------------------------------------------------------------------------
+
+    def say(self, channel: Any, member: Any, text: Any) -> dict[str, Any]:
+        """``text`` said by ``member`` in ``channel``: the console's chat, the real path."""
+        if not isinstance(text, str) or not text.strip():
+            raise BadInput("say something: text must be a non-empty string")
+        if len(text) > MAX_TEXT:
+            raise BadInput(f"a Discord message holds at most {MAX_TEXT} characters")
+        return self._act(channel, member, text, lambda playground: playground.chat(text.strip()))
+
+    def command(self, channel: Any, member: Any, line: Any) -> dict[str, Any]:
+        """A console line: a slash command as typed in Discord, or ``:wait``, ``:janitor``,
+        ``:private #channel``, ``:public #channel``, ``:submit``, ``:click``, ``:memory``, …"""
+        if not isinstance(line, str) or not line.strip().startswith(("/", ":")):
+            raise BadInput("a command starts with / (a slash command) or : (a console command)")
+        line = line.strip()
+        if "\n" in line or len(line) > MAX_TEXT:
+            raise BadInput("a command is one line of at most 2000 characters")
+        name = line.split()[0]
+        if name in REFUSED_LINES or name in PAGE_PICKS:
+            raise BadInput(f"{name} is not for the page: pick who speaks and where beside the composer")
+        return self._act(channel, member, line, lambda playground: playground.handle_line(line))
+
+    def _act(
+        self, channel: Any, member: Any, line: str, action: Callable[[Playground], Any]
+    ) -> dict[str, Any]:
+        place, speaker = self.place(channel), self.member(member)
+        if place.owner is not None and speaker != place.owner:
+            raise BadInput(f"only {place.owner.key} talks in {place.key}")
+        with self._actions:
+            playground = self.playground
+            playground.member, playground.channel = speaker, place.channel
+            playground.out = io.StringIO()
+            failures = playground.failures
+            before = list(turn_worker.recent_turns)
+            action(playground)
+            # The worker keeps its last few turns; one action delivers one or two, so none is missed.
+            self._turns += [turn for turn in turn_worker.recent_turns if not any(turn is t for t in before)]
+            done = {
+                "id": next(self._ids),
+                "channel": place.key,
+                "member": speaker.key,
+                "line": line,
+                "output": playground.out.getvalue().rstrip(),
+                "ok": playground.failures == failures,
+            }
+            self._log.append(done)
+            return done
+
+    # -- what the page shows ------------------------------------------------------------------------
+
+    def place(self, key: Any) -> Room:
+        if not isinstance(key, str) or key not in self._places:
+            raise BadInput(f"no channel {key!r}: try " + ", ".join(self._places))
+        return self._places[key]
+
+    @staticmethod
+    def member(key: Any) -> world.Member:
+        found = world.find_member(key) if isinstance(key, str) else None
+        if found is None:
+            raise BadInput(f"no member {key!r}: try " + ", ".join(member.key for member in world.MEMBERS))
+        return found
+
+    def state(self, channel: Any) -> dict[str, Any]:
+        """Everything the page shows for ``channel``; safe to read while an action runs."""
+        place = self.place(channel)
+        turns = list(self._turns)
+        turn_of_reply = {
+            reply_id: number for number, turn in enumerate(turns, 1) for reply_id in turn.reply_ids
+        }
+        mentions = {self.stack.application_id: "kioku"} | {
+            m.user_id: m.global_name or m.key for m in world.MEMBERS
+        }
+        messages = [
+            serialize.message_json(message, turn_of_reply.get(message.get("id")), mentions)
+            for message in self.stack.discord.channel_messages(place.channel.channel_id)
+        ]
+        shown = sorted({message["turn"] for message in messages if message["turn"]})
+        return {
+            "clock": f"{clock.now():%Y-%m-%d %H:%M} UTC",
+            "busy": self._actions.locked(),
+            "channel": place.key,
+            "channels": [self._channel_json(each) for each in self._places.values()],
+            "members": [{"key": m.key, "name": m.global_name or m.username} for m in world.MEMBERS],
+            "messages": messages,
+            "turns": {str(number): serialize.turn_json(number, turns[number - 1]) for number in shown},
+            "stm": serialize.stm_json(self._stm_entry(place)),
+            "ltm": self._memories(place),
+            "log": list(self._log),
+        }
+
+    def _channel_json(self, place: Room) -> dict[str, Any]:
+        channel = self._described(place.channel)
+        kind = "dm" if place.owner else "thread" if channel.parent_id else "channel"
+        return {
+            "key": place.key,
+            "label": f"DM with {place.owner.global_name or place.owner.key}"
+            if place.owner
+            else channel.label,
+            "kind": kind,
+            "private": channel.private,
+            "owner": place.owner.key if place.owner else None,
+        }
+
+    def _described(self, channel: world.Channel) -> world.Channel:
+        """The channel with the permission overwrites Discord holds now (``:private`` changes them)."""
+        if channel.guild_id is None:
+            return channel
+        overwrites = self.stack.discord.channel_info(channel.channel_id).get("permission_overwrites") or []
+        return replace(channel, permission_overwrites=tuple(overwrites))
+
+    def _stm_entry(self, place: Room) -> StmEntry | None:
+        """The row a turn there reads: the server's in a guild channel, the member's in their DM."""
+        channel = place.channel
+        config = self._config_in(channel)
+        owner = place.owner or world.MEMBERS[0]
+        return self._stm.get(
+            StmAddress.of(channel.guild_id, owner.user_id, channel.channel_id, config.persona.persona_id)
+        )
+
+    def _config_in(self, channel: world.Channel) -> ServerConfig:
+        """The guild's stored configuration; a DM's is the defaults."""
+        return self._config.get_server_config(world.GUILD_ID) if channel.guild_id else ServerConfig()
+
+    def _memories(self, place: Room) -> list[dict[str, Any]]:
+        """Every long-term memory of the guild and its members in the persona's lineage, in scope
+        first: those a turn in this channel may be shown (the privacy rules and each person's level)."""
+        channel = place.channel
+        config = self._config_in(channel)
+        lineage = config.persona.lineage_id
+        where = Place(channel.guild_id, channel.channel_id, channel.parent_id)
+        policy = config.privacy if channel.guild_id else PrivacyPolicy()
+        names = (
+            {world.GUILD_ID: "the server"}
+            | {m.user_id: m.global_name or m.key for m in world.MEMBERS}
+            | {each.channel.channel_id: each.key for each in self._places.values()}
+        )
+        memories: list[Memory] = list(self._ltm.memories_of(ScopeKind.SERVER, world.GUILD_ID))
+        allowed: set[str] = set()
+        for member in world.MEMBERS:
+            memories += self._ltm.memories_of(ScopeKind.PERSONAL, member.user_id)
+            if allows_personal_memories(self._ltm.personal_target(member.user_id).privacy_level):
+                allowed.add(member.user_id)
+        shown = [
+            serialize.memory_json(
+                memory, in_scope=self._in_scope(memory, where, policy, allowed), names=names
+            )
+            for memory in memories
+            if memory.scope.lineage == lineage
+        ]
+        return sorted(shown, key=lambda memory: not memory["in_scope"])
+
+    @staticmethod
+    def _in_scope(memory: Memory, where: Place, policy: PrivacyPolicy, allowed: set[str]) -> bool:
+        if memory.scope.kind is ScopeKind.PERSONAL and memory.scope.owner_id not in allowed:
+            return False
+        return memory.recallable_at(where, policy)

@@ -1,0 +1,202 @@
+"""The web inspector's JSON API over HTTP: what the page shows and does, and what it refuses."""
+
+from __future__ import annotations
+
+import queue
+import subprocess
+import sys
+import threading
+from datetime import datetime, timedelta
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+
+def say(url: str, text: str, *, channel: str = "general", member: str = "alice") -> httpx.Response:
+    return httpx.post(f"{url}/api/say", json={"channel": channel, "member": member, "text": text}, timeout=60)
+
+
+def command(url: str, line: str, *, channel: str = "general", member: str = "alice") -> httpx.Response:
+    return httpx.post(
+        f"{url}/api/command", json={"channel": channel, "member": member, "line": line}, timeout=60
+    )
+
+
+def state(url: str, channel: str = "general") -> dict:
+    response = httpx.get(f"{url}/api/state", params={"channel": channel}, timeout=30)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def request_texts(turn: dict) -> str:
+    return "\n".join(message["text"] for model_round in turn["rounds"] for message in model_round["messages"])
+
+
+def test_a_reply_shows_with_the_labelled_model_request_that_made_it(inspector_url):
+    # Given / When
+    response = say(inspector_url, "kioku, I am planning a picnic on Saturday")
+
+    # Then
+    assert response.status_code == 200, response.text
+    assert response.json()["ok"] is True
+    shown = state(inspector_url)
+    reply = next(message for message in shown["messages"] if message["bot"])
+    turn = shown["turns"][str(reply["turn"])]
+    assert reply["id"] in turn["reply_ids"]
+    first = turn["rounds"][0]
+    assert first["messages"][0]["kind"] == "system"
+    dialogue = [message for message in first["messages"] if message["kind"] == "dialogue"]
+    assert dialogue[-1]["depth"] == 0
+    assert "picnic on Saturday" in dialogue[-1]["text"]
+    assert "update_short_term_memory" in first["tool_names"]
+    assert all(tool["schema"].startswith("{") for tool in first["tools"])
+    assert shown["stm"]["raw"][0]["text"] == "kioku, I am planning a picnic on Saturday"
+
+
+def test_the_nudge_and_the_short_term_memory_block_are_labelled_when_due(inspector_url):
+    # Given: a cadence of 2, so the third turn carries the reminder
+    assert command(inspector_url, "/server stm parameters refresh_cadence=2").status_code == 200
+    for text in ("the picnic is on saturday", "who brings drinks?", "I bring sandwiches", "and Bob lemonade"):
+        assert say(inspector_url, f"kioku, {text}").status_code == 200
+
+    # When
+    turns = sorted(state(inspector_url)["turns"].values(), key=lambda turn: turn["number"])
+
+    # Then
+    def kinds(turn: dict) -> list[str]:
+        return [message["kind"] for message in turn["rounds"][0]["messages"]]
+
+    third, fourth = turns[2], turns[3]
+    assert "nudge" in kinds(third) and "nudge" not in kinds(turns[1])
+    assert len(third["rounds"]) == 2, "the scripted model answers the nudge with the tool, then replies"
+    assert "short-term memory" in kinds(fourth) and "nudge" not in kinds(fourth)
+    assert state(inspector_url)["stm"]["summary"]
+
+
+def test_a_secret_said_in_private_secret_stays_out_of_generals_request(inspector_url):
+    # Given
+    assert say(inspector_url, "kioku, the launch code is swordfish-4512", channel="secret").status_code == 200
+    assert "swordfish-4512" in str(state(inspector_url, "secret")["stm"])
+
+    # When
+    assert say(inspector_url, "kioku, what is new around here?").status_code == 200
+
+    # Then
+    general = state(inspector_url)
+    assert general["turns"], "the turn in #general is shown"
+    for turn in general["turns"].values():
+        assert "swordfish" not in request_texts(turn)
+    assert [c["private"] for c in general["channels"] if c["key"] == "secret"] == [True]
+
+
+def test_making_general_private_shows_in_the_channel_list(inspector_url):
+    # When
+    response = command(inspector_url, ":private #general")
+
+    # Then
+    assert response.status_code == 200, response.text
+    assert "CHANNEL_UPDATE relayed" in response.json()["output"]
+    assert [c["private"] for c in state(inspector_url)["channels"] if c["key"] == "general"] == [True]
+
+
+def test_wait_moves_the_clock_and_janitor_runs(inspector_url):
+    # Given
+    before = datetime.strptime(state(inspector_url)["clock"], "%Y-%m-%d %H:%M UTC")
+
+    # When
+    waited = command(inspector_url, ":wait 25h")
+    janitor = command(inspector_url, ":janitor")
+
+    # Then
+    assert waited.status_code == 200, waited.text
+    after = datetime.strptime(state(inspector_url)["clock"], "%Y-%m-%d %H:%M UTC")
+    assert timedelta(hours=25) <= after - before < timedelta(hours=25, minutes=2)
+    assert janitor.status_code == 200 and "janitor:" in janitor.json()["output"]
+
+
+def test_slash_commands_answer_in_the_console_log(inspector_url):
+    response = command(inspector_url, "/help stm")
+
+    assert response.status_code == 200
+    assert "Short-term memory: what you can customise" in response.json()["output"]
+    assert state(inspector_url)["log"][-1]["line"] == "/help stm"
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "status"),
+    [
+        ("/api/say", b"{not json", 400),
+        ("/api/say", b"[1, 2]", 400),
+        ("/api/say", b'{"channel": "nowhere", "member": "alice", "text": "hi"}', 400),
+        ("/api/say", b'{"channel": "general", "member": "mallory", "text": "hi"}', 400),
+        ("/api/say", b'{"channel": "general", "member": "alice", "text": ""}', 400),
+        ("/api/say", b'{"channel": "dm-bob", "member": "alice", "text": "hi"}', 400),
+        ("/api/command", b'{"channel": "general", "member": "alice", "line": ":quit"}', 400),
+        ("/api/command", b'{"channel": "general", "member": "alice", "line": "hello"}', 400),
+        ("/api/command", b'{"channel": "general", "member": "alice", "line": ":wait soon"}', 422),
+        ("/api/nothing", b"{}", 404),
+    ],
+)
+def test_bad_input_is_refused_with_a_message(inspector_url, path, body, status):
+    response = httpx.post(inspector_url + path, content=body, headers={"content-type": "application/json"})
+
+    assert response.status_code == status
+    assert response.json().get("error") or response.json().get("output")
+
+
+def test_unknown_channel_and_wrong_content_type_are_refused(inspector_url):
+    assert httpx.get(f"{inspector_url}/api/state", params={"channel": "../etc"}).status_code == 400
+    response = httpx.post(
+        f"{inspector_url}/api/say", content=b"text=hi", headers={"content-type": "text/plain"}
+    )
+    assert response.status_code == 415
+
+
+def test_other_hosts_and_cross_origin_posts_are_refused(inspector_url):
+    # DNS rebinding: a page of evil.example whose name now resolves to 127.0.0.1
+    assert httpx.get(inspector_url + "/", headers={"Host": "evil.example"}).status_code == 403
+    assert httpx.get(inspector_url + "/api/state", headers={"Host": "evil.example:80"}).status_code == 403
+    assert httpx.get(inspector_url + "/", headers={"Host": "localhost"}).status_code == 200
+
+    cross = httpx.post(
+        inspector_url + "/api/command",
+        json={"channel": "general", "member": "alice", "line": ":janitor"},
+        headers={"Origin": "http://evil.example"},
+    )
+    assert cross.status_code == 403
+    same = httpx.post(
+        inspector_url + "/api/command",
+        json={"channel": "general", "member": "alice", "line": ":janitor"},
+        headers={"Origin": inspector_url},
+    )
+    assert same.status_code == 200
+
+
+def test_the_page_and_its_assets_are_served_locally(inspector_url):
+    page = httpx.get(inspector_url + "/")
+    assert page.status_code == 200 and "text/html" in page.headers["content-type"]
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    for asset in ("/app.js", "/app.css"):
+        assert httpx.get(inspector_url + asset).status_code == 200
+    assert "http" not in page.text.replace("http-equiv", "")
+
+
+def test_kioku_playground_web_port_0_prints_its_url_and_serves():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kioku.cli", "playground", "--web", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in process.stdout], daemon=True).start()
+    try:
+        first = lines.get(timeout=60)
+        assert first.startswith("kioku inspector: http://127.0.0.1:")
+        url = first.split()[2].rstrip("/")
+        assert httpx.get(url + "/api/state", timeout=30).json()["channel"] == "general"
+    finally:
+        process.terminate()
+        assert process.wait(timeout=30) == 0
