@@ -109,6 +109,8 @@ _STOPWORDS: Final = frozenset(
         "your",
         "yours",
         "kioku",
+        "remember",
+        "forget",
     ]
 )
 
