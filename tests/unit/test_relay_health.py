@@ -12,7 +12,7 @@ import pytest
 
 from kioku.relay.cli import read_settings, run
 from kioku.relay.forwarder import ForwarderCounters
-from kioku.relay.health import HealthServer, HealthServerError, RelayHealth
+from kioku.relay.health import HealthServer, HealthServerError, RelayHealth, probe
 
 REQUIRED = {
     "DISCORD_BOT_TOKEN": "MTAwMDAwMDAwMDAwMDAwMDAx.GabCdE.secret-token-value",
@@ -186,3 +186,17 @@ def test_a_taken_health_port_exits_2_before_connecting(capsys, monkeypatch):
 def test_the_server_refuses_an_address_it_cannot_bind():
     with pytest.raises(HealthServerError, match=re.escape("cannot serve /healthz on 192.0.2.1:0")):
         HealthServer(RelayHealth(ForwarderCounters()), "192.0.2.1", 0)
+
+
+def test_the_container_probe_exits_0_only_on_200(served, capsys):
+    # Given the endpoint on every address, as in the container, and the probe's view of it
+    health, url = served
+    environ = {"RELAY_HEALTH_PORT": url.rsplit(":", 1)[1].split("/")[0], "RELAY_HEALTH_HOST": "0.0.0.0"}
+
+    # When / Then the probe fails while starting and passes once connected, printing the report
+    assert probe(environ) == 1
+    assert '"status":"starting"' in capsys.readouterr().out
+    health.shard_connected(0, 1)
+    assert probe(environ) == 0
+    assert '"status":"ok"' in capsys.readouterr().out
+    assert probe({}) == 1

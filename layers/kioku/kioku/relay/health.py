@@ -4,15 +4,20 @@ forwarder's counters, for an orchestrator's liveness and readiness checks.
 ``RelayHealth`` is the state (the gateway adapter reports shard sessions to it; the forwarder's
 counters are read as they are); ``HealthServer`` serves it from a daemon thread with the standard
 library's ``http.server``, so a busy or stalled event loop cannot make the check lie by timing out
-instead of answering.
+instead of answering. ``python -m kioku.relay.health`` is the probe for a container's own health
+check (exit 0 on 200): the image has no curl.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
-from collections.abc import Callable, Iterable
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import asdict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,6 +27,8 @@ from kioku.relay.forwarder import ForwarderCounters
 
 HEALTH_PATH: Final = "/healthz"
 DEFAULT_HEALTH_HOST: Final = "127.0.0.1"
+PROBE_TIMEOUT_SECONDS: Final = 5.0
+ANY_ADDRESS: Final = frozenset({"0.0.0.0", "::"})
 STATUS_OK: Final = "ok"
 STATUS_STARTING: Final = "starting"
 STATUS_DISCONNECTED: Final = "disconnected"
@@ -138,3 +145,28 @@ class _HealthHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:
         """Silent: a probe every few seconds would drown the relay's log."""
+
+
+def probe(environ: Mapping[str, str]) -> int:
+    """GET this container's ``/healthz`` (``RELAY_HEALTH_PORT``, ``RELAY_HEALTH_HOST``); 0 when it
+    answers 200, 1 otherwise, with the answer on stdout for the orchestrator's log."""
+    port = environ.get("RELAY_HEALTH_PORT", "").strip()
+    if not port:
+        print("RELAY_HEALTH_PORT is not set: the relay serves no /healthz to probe", file=sys.stderr)
+        return 1
+    host = environ.get("RELAY_HEALTH_HOST", "").strip() or DEFAULT_HEALTH_HOST
+    host = DEFAULT_HEALTH_HOST if host in ANY_ADDRESS else host
+    url = f"http://{f'[{host}]' if ':' in host else host}:{port}{HEALTH_PATH}"
+    try:
+        with urllib.request.urlopen(url, timeout=PROBE_TIMEOUT_SECONDS) as response:
+            print(response.read().decode())
+            return 0
+    except urllib.error.HTTPError as exc:
+        print(f"{exc.code} {exc.read().decode()}")
+    except (urllib.error.URLError, OSError) as exc:
+        print(f"{url}: {exc}")
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(probe(os.environ))
