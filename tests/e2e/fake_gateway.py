@@ -4,8 +4,12 @@ The gateway speaks what hikari speaks: JSON over a websocket with ``compress=zli
 zlib stream per connection, each payload flushed with Z_SYNC_FLUSH), HELLO → IDENTIFY → READY,
 heartbeats, dispatches with sequence numbers, RESUME with replay of what the session missed, and
 close codes. A test drives it from its own thread: ``dispatch`` (optionally one payload cut across
-several websocket messages), ``close_connection``, ``close_on_identify`` and ``rest_script``
-(canned REST answers, e.g. a 429, before the real one).
+several websocket messages), ``close_connection``, ``close_on_identify``, ``refuse_connections``
+and ``rest_script`` (canned REST answers, e.g. a 429, before the real one).
+
+Sharding as Discord does it: each IDENTIFY's ``shard: [id, count]`` starts a session of its own, a
+guild's dispatches go to the session of shard ``(guild_id >> 22) % count`` and direct messages to
+shard 0; ``GET /gateway/bot`` recommends ``recommended_shards``.
 
 ``RelayReceiver`` (in ``relay_receiver.py``) stands in for RelayFunction; both run on
 ``LoopbackLoop``, an asyncio loop in a daemon thread.
@@ -43,6 +47,10 @@ CLOSE_DECODE_ERROR: Final = 4002
 CLOSE_NOT_AUTHENTICATED: Final = 4003
 CLOSE_AUTHENTICATION_FAILED: Final = 4004
 CLOSE_INVALID_SEQ: Final = 4007
+CLOSE_INVALID_SHARD: Final = 4010
+
+SNOWFLAKE_TIMESTAMP_SHIFT: Final = 22
+DM_SHARD: Final = 0
 
 DEFAULT_HEARTBEAT_INTERVAL_MS: Final = 1000
 CONTROL_TIMEOUT_SECONDS: Final = 10.0
@@ -116,11 +124,18 @@ class GatewayConnection:
     query: dict[str, str]
 
 
-class _Session:
-    """A gateway session: the numbered dispatches Discord keeps for a RESUME."""
+def shard_of(guild_id: str | int, shard_count: int) -> int:
+    """The shard Discord sends a guild's events to."""
+    return (int(guild_id) >> SNOWFLAKE_TIMESTAMP_SHIFT) % shard_count
 
-    def __init__(self, session_id: str) -> None:
+
+class _Session:
+    """A gateway session of one shard: the numbered dispatches Discord keeps for a RESUME."""
+
+    def __init__(self, session_id: str, shard_id: int, shard_count: int) -> None:
         self.session_id = session_id
+        self.shard_id = shard_id
+        self.shard_count = shard_count
         self.sent: list[dict[str, Any]] = []
 
     def next_payload(self, event_name: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -178,15 +193,17 @@ class FakeDiscord:
         self.bot_user_id = bot_user_id
         self._heartbeat_interval_ms = heartbeat_interval_ms
         self.rest_script: list[CannedAnswer] = []
+        self.recommended_shards = 1
         self.close_on_identify: int | None = None
+        self.refuse_connections = False
         self.rest_requests: list[RestRequest] = []
         self.connections: list[GatewayConnection] = []
         self.unsupported: list[GatewayConnection] = []
         self.identifies: list[dict[str, Any]] = []
         self.resumes: list[dict[str, Any]] = []
         self.heartbeats = 0
-        self._session: _Session | None = None
-        self._socket: _Socket | None = None
+        self._sessions: dict[int, _Session] = {}
+        self._sockets: dict[int, _Socket] = {}
         self._sessions_started = 0
         app = web.Application()
         app.router.add_get(f"{API_PREFIX}/gateway/bot", self._gateway_bot)
@@ -205,36 +222,59 @@ class FakeDiscord:
     @property
     def connected(self) -> bool:
         """A session is live: READY or RESUMED was sent on an open websocket."""
-        return self._socket is not None
+        return bool(self._sockets)
+
+    @property
+    def connected_shards(self) -> set[int]:
+        """The shard ids with a live session."""
+        return set(self._sockets)
+
+    @property
+    def identified_shards(self) -> list[list[int] | None]:
+        """The ``shard`` field of each IDENTIFY, in order (None when it had none)."""
+        return [identify.get("shard") for identify in self.identifies]
 
     # -- what a test does ----------------------------------------------------------------------------
 
     def dispatch(self, event_name: str, data: dict[str, Any], *, parts: int = 1) -> int:
-        """Send one dispatch on the session (kept for replay if nobody is connected); its sequence.
+        """Send one dispatch on the session of the shard its ``guild_id`` belongs to (shard 0 without
+        one), kept for replay if nobody is connected; its sequence.
 
         ``parts`` > 1 cuts its compressed frame across that many websocket messages.
         """
 
         async def send() -> int:
-            if self._session is None:
-                raise AssertionError("no gateway session: the relay never identified")
-            payload = self._session.next_payload(event_name, data)
-            if self._socket is not None:
-                await self._socket.send(payload, parts=parts)
+            session = self._session_for(data.get("guild_id"))
+            payload = session.next_payload(event_name, data)
+            if (socket := self._sockets.get(session.shard_id)) is not None:
+                await socket.send(payload, parts=parts)
             return payload["s"]
 
         return self._loop.call(send())
 
-    def close_connection(self, code: int) -> None:
-        """Close the live websocket with ``code``; the session stays resumable (as Discord's does)."""
+    def close_connection(self, code: int, *, shard_id: int | None = None) -> None:
+        """Close the live websocket of ``shard_id`` (the only one, if None) with ``code``; the session
+        stays resumable (as Discord's does)."""
 
         async def close() -> None:
-            socket, self._socket = self._socket, None
+            if shard_id is None and len(self._sockets) > 1:
+                raise AssertionError(f"several shards are connected ({sorted(self._sockets)}): name one")
+            target = shard_id if shard_id is not None else next(iter(self._sockets), None)
+            socket = self._sockets.pop(target, None) if target is not None else None
             if socket is None:
                 raise AssertionError("no live gateway connection to close")
             await socket.ws.close(code=code, message=b"closed by the test")
 
         self._loop.call(close())
+
+    def _session_for(self, guild_id: str | None) -> _Session:
+        if not self._sessions:
+            raise AssertionError("no gateway session: the relay never identified")
+        for session in self._sessions.values():
+            wanted = DM_SHARD if guild_id is None else shard_of(guild_id, session.shard_count)
+            if session.shard_id == wanted:
+                return session
+        raise AssertionError(f"no session of the shard guild {guild_id} belongs to: {sorted(self._sessions)}")
 
     # -- REST ----------------------------------------------------------------------------------------
 
@@ -249,7 +289,7 @@ class FakeDiscord:
         return web.json_response(
             {
                 "url": f"ws://{LOOPBACK}:{self.port}{GATEWAY_PATH}",
-                "shards": 1,
+                "shards": self.recommended_shards,
                 "session_start_limit": {
                     "total": 1000,
                     "remaining": 999,
@@ -264,6 +304,8 @@ class FakeDiscord:
     async def _gateway(self, request: web.Request) -> web.StreamResponse:
         connection = GatewayConnection(request.path, dict(request.query))
         self.connections.append(connection)
+        if self.refuse_connections:
+            return web.Response(status=503, text="the gateway is down (refused by the test)")
         if (request.query.get("v"), request.query.get("encoding"), request.query.get("compress")) != (
             GATEWAY_VERSION,
             "json",
@@ -276,6 +318,7 @@ class FakeDiscord:
         await ws.prepare(request)
         socket = _Socket(ws)
         await socket.send({"op": OP_HELLO, "d": {"heartbeat_interval": self._heartbeat_interval_ms}})
+        shard_id: int | None = None
         async for message in ws:
             if message.type not in {WSMsgType.BINARY, WSMsgType.TEXT}:
                 break
@@ -284,25 +327,31 @@ class FakeDiscord:
                 self.heartbeats += 1
                 await socket.send({"op": OP_HEARTBEAT_ACK})
             elif payload["op"] == OP_IDENTIFY:
-                await self._identify(socket, payload["d"])
+                shard_id = await self._identify(socket, payload["d"])
             elif payload["op"] == OP_RESUME:
-                await self._resume(socket, payload["d"])
+                shard_id = await self._resume(socket, payload["d"])
             else:
                 await ws.close(code=CLOSE_DECODE_ERROR, message=b"unexpected opcode")
-        if self._socket is socket:
-            self._socket = None
+        if shard_id is not None and self._sockets.get(shard_id) is socket:
+            del self._sockets[shard_id]
         return ws
 
-    async def _identify(self, socket: _Socket, identify: dict[str, Any]) -> None:
+    async def _identify(self, socket: _Socket, identify: dict[str, Any]) -> int | None:
+        """Start a session for the IDENTIFY's shard; the shard id, or None when refused."""
         self.identifies.append(identify)
         if identify.get("token") != self.token:
             await socket.ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
-            return
+            return None
         if self.close_on_identify is not None:
             await socket.ws.close(code=self.close_on_identify, message=b"refused by the test")
-            return
+            return None
+        shard_id, shard_count = identify.get("shard", [0, 1])
+        if not 0 <= shard_id < shard_count:
+            await socket.ws.close(code=CLOSE_INVALID_SHARD, message=b"Invalid shard.")
+            return None
         self._sessions_started += 1
-        self._session = _Session(f"fake-session-{self._sessions_started}")
+        session = _Session(f"fake-session-{self._sessions_started}", shard_id, shard_count)
+        self._sessions[shard_id] = session
         ready = {
             "v": int(GATEWAY_VERSION),
             "user": {
@@ -314,27 +363,30 @@ class FakeDiscord:
                 "bot": True,
             },
             "guilds": [],
-            "session_id": self._session.session_id,
+            "session_id": session.session_id,
             "resume_gateway_url": f"ws://{LOOPBACK}:{self.port}{RESUME_GATEWAY_PATH}",
-            "shard": identify.get("shard", [0, 1]),
+            "shard": [shard_id, shard_count],
             "application": {"id": self.bot_user_id, "flags": 0},
         }
-        await socket.send(self._session.next_payload("READY", ready))
-        self._socket = socket
+        await socket.send(session.next_payload("READY", ready))
+        self._sockets[shard_id] = socket
+        return shard_id
 
-    async def _resume(self, socket: _Socket, resume: dict[str, Any]) -> None:
+    async def _resume(self, socket: _Socket, resume: dict[str, Any]) -> int | None:
+        """Resume a session; its shard id, or None when refused."""
         self.resumes.append(resume)
         if resume.get("token") != self.token:
             await socket.ws.close(code=CLOSE_AUTHENTICATION_FAILED, message=b"Authentication failed.")
-            return
-        session = self._session
-        if session is None or resume.get("session_id") != session.session_id:
+            return None
+        session = next((s for s in self._sessions.values() if s.session_id == resume.get("session_id")), None)
+        if session is None:
             await socket.ws.close(code=CLOSE_NOT_AUTHENTICATED, message=b"unknown session")
-            return
+            return None
         if not isinstance(resume.get("seq"), int) or resume["seq"] > len(session.sent):
             await socket.ws.close(code=CLOSE_INVALID_SEQ, message=b"invalid seq")
-            return
+            return None
         for payload in session.after(resume["seq"]):
             await socket.send(payload)
         await socket.send(session.next_payload("RESUMED", {}))
-        self._socket = socket
+        self._sockets[session.shard_id] = socket
+        return session.shard_id

@@ -30,9 +30,9 @@ class RelayProcess:
         return self.wait()
 
 
-def start_relay_process(log_path: Path, **variables: str) -> RelayProcess:
-    """Start the relay with ``variables`` over the environment (proxies and other relay or Discord
-    variables dropped), its output in ``log_path``."""
+def start_relay_process(log_path: Path, *args: str, **variables: str) -> RelayProcess:
+    """Start the relay with command-line ``args`` and ``variables`` over the environment (proxies and
+    other relay or Discord variables dropped), its output in ``log_path``."""
     env = {
         name: value
         for name, value in os.environ.items()
@@ -40,7 +40,7 @@ def start_relay_process(log_path: Path, **variables: str) -> RelayProcess:
     }
     with log_path.open("wb") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "kioku.cli", "relay"],
+            [sys.executable, "-m", "kioku.cli", "relay", *args],
             env=env | variables,
             stdin=subprocess.DEVNULL,
             stdout=log,

@@ -8,12 +8,14 @@ through its environment (``DISCORD_API_BASE_URL``, ``RELAY_URL``), as an operato
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Final
 
+import httpx
 import pytest
 
 from tests.conftest import KeyPair
@@ -24,6 +26,7 @@ from tests.e2e.fake_gateway import (
     CannedAnswer,
     FakeDiscord,
     LoopbackLoop,
+    shard_of,
     wait_until,
 )
 from tests.e2e.relay_process import EXIT_TIMEOUT, RelayProcess, start_relay_process
@@ -48,6 +51,7 @@ INTENT_MESSAGE_CONTENT: Final = 1 << 15
 
 EXIT_OK: Final = 0
 EXIT_TRANSIENT: Final = 1
+EXIT_CONFIGURATION: Final = 2
 EXIT_REFUSED: Final = 3
 
 READY_TIMEOUT: Final = 20.0
@@ -84,14 +88,14 @@ def start_relay(
     """Start ``python -m kioku.cli relay`` pointed at the fakes; extra variables override the defaults."""
     started: list[subprocess.Popen[bytes]] = []
 
-    def start(**variables: str) -> RelayProcess:
+    def start(*args: str, **variables: str) -> RelayProcess:
         defaults = {
             "DISCORD_BOT_TOKEN": BOT_TOKEN,
             "RELAY_SIGNING_KEY": relay_keys.signing_hex,
             "RELAY_URL": receiver.url,
             "DISCORD_API_BASE_URL": discord.api_base_url,
         }
-        process = start_relay_process(tmp_path / f"relay-{len(started)}.log", **(defaults | variables))
+        process = start_relay_process(tmp_path / f"relay-{len(started)}.log", *args, **(defaults | variables))
         started.append(process.process)
         return process
 
@@ -106,8 +110,8 @@ def start_relay(
 def relay(start_relay: Callable[..., RelayProcess], discord: FakeDiscord) -> Callable[..., RelayProcess]:
     """Start the relay and wait until its gateway session is READY."""
 
-    def start_connected(**variables: str) -> RelayProcess:
-        running = start_relay(**variables)
+    def start_connected(*args: str, **variables: str) -> RelayProcess:
+        running = start_relay(*args, **variables)
         wait_until(
             lambda: discord.connected or discord.unsupported or running.process.poll() is not None,
             "the relay's gateway session",
@@ -467,3 +471,155 @@ def test_a_token_discord_rejects_exits_3(start_relay, discord):
     assert discord.connections == []
     assert "kioku relay: Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)" in running.log()
     assert OTHER_TOKEN not in running.log()
+
+
+# -- sharding ----------------------------------------------------------------------------------------
+
+
+def guild_on_shard(shard_id: int, shard_count: int) -> str:
+    """A guild id Discord routes to ``shard_id`` of ``shard_count``: ``(guild_id >> 22) % count``."""
+    guild_id = int(GUILD)
+    while shard_of(guild_id, shard_count) != shard_id:
+        guild_id += 1 << 22
+    return str(guild_id)
+
+
+def in_guild(number: int, guild_id: str | None) -> dict[str, Any]:
+    item = message(number, f"message {number}")
+    if guild_id is None:  # a direct message: no guild, no member
+        del item["guild_id"], item["member"]
+    else:
+        item["guild_id"] = guild_id
+    return item
+
+
+def test_two_processes_each_identify_with_their_own_shard_and_forward_only_their_guilds(
+    start_relay, loop, discord, receiver, relay_keys
+):
+    # Given two relays of a two-shard bot, one configured by flags, one by variables, each with its
+    # own RelayFunction stand-in so that who forwarded what shows
+    second_receiver = RelayReceiver(loop, relay_keys.public_hex)
+    try:
+        first = start_relay("--shard-count", "2", "--shard-ids", "0")
+        second = start_relay(RELAY_SHARD_COUNT="2", RELAY_SHARD_IDS="1", RELAY_URL=second_receiver.url)
+        wait_until(lambda: discord.connected_shards == {0, 1}, "both shards' sessions", timeout=READY_TIMEOUT)
+
+        # When messages arrive in a guild of each shard, and a direct message
+        guild_0, guild_1 = guild_on_shard(0, 2), guild_on_shard(1, 2)
+        sent = [in_guild(1, guild_0), in_guild(2, guild_1), in_guild(3, guild_1), in_guild(4, None)]
+        for item in sent:
+            discord.dispatch("MESSAGE_CREATE", item)
+        wait_for_accepted(receiver, 2)
+        wait_for_accepted(second_receiver, 2)
+        exit_codes = (first.terminate(), second.terminate())
+
+        # Then each process identified once, with its own shard of two
+        assert sorted(discord.identified_shards) == [[0, 2], [1, 2]]
+        # ...and each forwarded exactly its own guilds' messages (direct messages are shard 0's)
+        assert message_ids(receiver) == [sent[0]["id"], sent[3]["id"]]
+        assert message_ids(second_receiver) == [sent[1]["id"], sent[2]["id"]]
+        assert exit_codes == (EXIT_OK, EXIT_OK)
+        assert "sharding: shard count 2, shard ids 0" in first.log()
+        assert "sharding: shard count 2, shard ids 1" in second.log()
+    finally:
+        second_receiver.close()
+
+
+def test_no_shard_options_open_every_shard_discord_recommends_in_one_process(relay, discord):
+    # Given Discord recommending one shard (as the fake does by default)
+    # When the relay starts without shard options
+    relay()
+
+    # Then it identified as the only shard, as before sharding existed
+    assert discord.identified_shards == [[0, 1]]
+
+
+def test_shard_count_auto_takes_discords_recommended_count(relay, discord):
+    # Given Discord recommending three shards
+    discord.recommended_shards = 3
+
+    # When the relay opens shard 2 of 'auto'
+    running = relay("--shard-count", "auto", "--shard-ids", "2")
+
+    # Then it asked Discord for the count and identified as shard 2 of 3
+    assert discord.identified_shards == [[2, 3]]
+    assert {r.path for r in discord.rest_requests} == {"/api/v10/gateway/bot"}
+    assert "Discord recommends 3 shard(s)" in running.log()
+
+
+def test_a_shard_id_outside_discords_recommended_count_exits_2(start_relay, discord):
+    # Given Discord recommending two shards
+    discord.recommended_shards = 2
+
+    # When the relay is told to open shard 2 of 'auto'
+    running = start_relay(RELAY_SHARD_COUNT="auto", RELAY_SHARD_IDS="2")
+
+    # Then it never connects and stops as misconfigured, saying why
+    assert running.wait() == EXIT_CONFIGURATION, running.log()
+    assert discord.connections == []
+    assert (
+        "kioku relay: shard id 2 is outside Discord's recommended shard count (auto): ids run from 0 to 1"
+        in running.log()
+    )
+
+
+# -- the health endpoint -----------------------------------------------------------------------------
+
+
+def health_url(running: RelayProcess) -> str:
+    """The /healthz URL the relay logged (it was given port 0: any free port)."""
+    found: list[str] = []
+
+    def logged() -> bool:
+        found.extend(re.findall(r"health endpoint on (http://\S+/healthz)", running.log()))
+        return bool(found) or running.process.poll() is not None
+
+    wait_until(logged, "the health endpoint's address in the log")
+    assert found, running.log()
+    return found[0]
+
+
+def health(url: str) -> tuple[int, dict[str, Any]]:
+    response = httpx.get(url, timeout=5)
+    return response.status_code, response.json()
+
+
+def test_healthz_follows_the_gateway_session_and_the_forwarded_count(start_relay, discord, receiver):
+    # Given a gateway that refuses connections for now, and a relay serving /healthz
+    discord.refuse_connections = True
+    started = time.monotonic()
+    running = start_relay("--health-port", "0", "--shard-count", "1", "--shard-ids", "0")
+    url = health_url(running)
+    wait_until(lambda: len(discord.connections) >= 1, "a refused connection attempt", timeout=READY_TIMEOUT)
+
+    # Then before READY it is starting: 503
+    status, body = health(url)
+    assert (status, body["status"], body["shards"]) == (503, "starting", {"0": False})
+
+    # When the gateway lets it in and two messages are forwarded
+    discord.refuse_connections = False
+    wait_until(lambda: health(url)[0] == 200, "/healthz 200", timeout=READY_TIMEOUT)
+    ready_after = time.monotonic() - started
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    discord.dispatch("MESSAGE_CREATE", message(2, author_id=BOT_USER_ID))
+    discord.dispatch("MESSAGE_CREATE", message(3))
+    wait_for_accepted(receiver, 2)
+
+    # Then it is ok: 200, the shard connected, the counts moved
+    status, body = health(url)
+    assert (status, body["status"], body["shards"]) == (200, "ok", {"0": True})
+    assert (body["forwarded"], body["skipped_own"], body["failed"], body["dropped"]) == (2, 1, 0, 0)
+
+    # When the gateway drops the connection and refuses it back
+    discord.refuse_connections = True
+    discord.close_connection(CLOSE_UNKNOWN_ERROR)
+
+    # Then it is disconnected: 503, until the session resumes
+    wait_until(lambda: health(url)[0] == 503, "/healthz 503 after the close")
+    status, body = health(url)
+    assert (body["status"], body["shards"]) == ("disconnected", {"0": False})
+    discord.refuse_connections = False
+    wait_until(lambda: health(url)[0] == 200, "/healthz 200 after the resume", timeout=READY_TIMEOUT)
+    assert len(discord.resumes) == 1
+    assert running.terminate() == EXIT_OK
+    print(f"relay: /healthz 200 {ready_after:.2f}s after start (gateway refused at first)")

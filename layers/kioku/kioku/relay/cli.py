@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import math
 import os
@@ -21,6 +22,8 @@ from kioku.relay.forwarder import (
     DEFAULT_MAX_DELAY_SECONDS,
     Forwarder,
 )
+from kioku.relay.health import DEFAULT_HEALTH_HOST, HealthServer, HealthServerError, RelayHealth
+from kioku.relay.sharding import ShardingError, ShardPlan, parse_shard_plan
 from kioku.signatures import new_key_pair, public_key_of
 
 TOKEN_VARIABLE: Final = "DISCORD_BOT_TOKEN"
@@ -31,12 +34,21 @@ MAX_ATTEMPTS_VARIABLE: Final = "RELAY_MAX_ATTEMPTS"
 MAX_DELAY_VARIABLE: Final = "RELAY_MAX_DELAY_SECONDS"
 DRAIN_TIMEOUT_VARIABLE: Final = "RELAY_DRAIN_TIMEOUT_SECONDS"
 BUFFER_SIZE_VARIABLE: Final = "RELAY_BUFFER_SIZE"
+SHARD_COUNT_VARIABLE: Final = "RELAY_SHARD_COUNT"
+SHARD_IDS_VARIABLE: Final = "RELAY_SHARD_IDS"
+HEALTH_PORT_VARIABLE: Final = "RELAY_HEALTH_PORT"
+HEALTH_HOST_VARIABLE: Final = "RELAY_HEALTH_HOST"
+SHARD_COUNT_FLAG: Final = "--shard-count"
+SHARD_IDS_FLAG: Final = "--shard-ids"
+HEALTH_PORT_FLAG: Final = "--health-port"
+HEALTH_HOST_FLAG: Final = "--health-host"
 DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
 MAX_ATTEMPTS_LIMIT: Final = 100
 MAX_SECONDS_LIMIT: Final = 3600.0
 BUFFER_SIZE_LIMIT: Final = 1_000_000
 SIGNING_SEED_HEX_LENGTH: Final = 64
 LOOPBACK_HOSTS: Final = frozenset({"localhost", "127.0.0.1", "::1"})
+HIGHEST_PORT: Final = 65535
 
 EXIT_OK: Final = 0
 EXIT_GATEWAY_UNAVAILABLE: Final = 1
@@ -60,15 +72,23 @@ class RelaySettings:
     max_delay_seconds: float = DEFAULT_MAX_DELAY_SECONDS
     drain_timeout_seconds: float = DEFAULT_DRAIN_TIMEOUT_SECONDS
     buffer_size: int = DEFAULT_BUFFER_SIZE
+    shards: ShardPlan = field(default_factory=ShardPlan)
+    health_host: str = DEFAULT_HEALTH_HOST
+    health_port: int | None = None
+    """None: no health endpoint; 0: any free port (logged)."""
 
     @property
     def public_key_hex(self) -> str:
         return public_key_of(self.signing_key_hex)
 
 
-def read_settings(environ: Mapping[str, str]) -> RelaySettings:
-    """Validate the relay's variables; the error names every bad one and never echoes a value."""
+def read_settings(environ: Mapping[str, str], flags: Mapping[str, str | None] | None = None) -> RelaySettings:
+    """Validate the relay's variables; the error names every bad one and never echoes a value.
+
+    ``flags`` (by flag name, None when not given) win over their variables: the shard and health options.
+    """
     problems = []
+    flags = flags or {}
     token = environ.get(TOKEN_VARIABLE, "").strip()
     if not token:
         problems.append(f"{TOKEN_VARIABLE} is required but not set")
@@ -99,6 +119,18 @@ def read_settings(environ: Mapping[str, str]) -> RelaySettings:
     buffer_size = _read_number(
         environ, BUFFER_SIZE_VARIABLE, DEFAULT_BUFFER_SIZE, int, 1, BUFFER_SIZE_LIMIT, problems
     )
+    count, count_source = _flag_or_variable(flags, SHARD_COUNT_FLAG, environ, SHARD_COUNT_VARIABLE)
+    ids, ids_source = _flag_or_variable(flags, SHARD_IDS_FLAG, environ, SHARD_IDS_VARIABLE)
+    shards = ShardPlan()
+    try:
+        shards = parse_shard_plan(count, ids, count_source=count_source, ids_source=ids_source)
+    except ShardingError as exc:
+        problems.append(str(exc))
+    health_port = _read_port(
+        *_flag_or_variable(flags, HEALTH_PORT_FLAG, environ, HEALTH_PORT_VARIABLE), problems
+    )
+    health_host_value, _ = _flag_or_variable(flags, HEALTH_HOST_FLAG, environ, HEALTH_HOST_VARIABLE)
+    health_host = (health_host_value or "").strip() or DEFAULT_HEALTH_HOST
     if problems:
         raise ConfigurationError("invalid configuration: " + "; ".join(problems))
     return RelaySettings(
@@ -110,6 +142,9 @@ def read_settings(environ: Mapping[str, str]) -> RelaySettings:
         max_delay_seconds=float(max_delay),
         drain_timeout_seconds=float(drain_timeout),
         buffer_size=int(buffer_size),
+        shards=shards,
+        health_host=health_host,
+        health_port=health_port,
     )
 
 
@@ -125,13 +160,39 @@ def run(argv: list[str]) -> int:
     parser.add_argument(
         "--new-key", action="store_true", help="print a fresh signing key pair and exit (connects nowhere)"
     )
+    parser.add_argument(
+        SHARD_COUNT_FLAG,
+        metavar="N|auto",
+        help=f"shards the bot runs with in all, or 'auto' for Discord's recommendation ({SHARD_COUNT_VARIABLE})",
+    )
+    parser.add_argument(
+        SHARD_IDS_FLAG,
+        metavar="A,B,...",
+        help=f"the shards this process opens, from 0 to N-1; default: all of them ({SHARD_IDS_VARIABLE})",
+    )
+    parser.add_argument(
+        HEALTH_PORT_FLAG,
+        metavar="PORT",
+        help=f"serve GET /healthz on this port; default: no endpoint ({HEALTH_PORT_VARIABLE})",
+    )
+    parser.add_argument(
+        HEALTH_HOST_FLAG,
+        metavar="ADDRESS",
+        help=f"the address /healthz listens on; default {DEFAULT_HEALTH_HOST} ({HEALTH_HOST_VARIABLE})",
+    )
     options = parser.parse_args(argv)
     if options.new_key:
         _print_new_key_pair()
         return EXIT_OK
 
+    flags = {
+        SHARD_COUNT_FLAG: options.shard_count,
+        SHARD_IDS_FLAG: options.shard_ids,
+        HEALTH_PORT_FLAG: options.health_port,
+        HEALTH_HOST_FLAG: options.health_host,
+    }
     try:
-        settings = read_settings(os.environ)
+        settings = read_settings(os.environ, flags)
     except ConfigurationError as exc:
         print(f"kioku relay: {exc}", file=sys.stderr)
         return EXIT_CONFIGURATION
@@ -159,6 +220,7 @@ def run(argv: list[str]) -> int:
         settings.drain_timeout_seconds,
         settings.buffer_size,
     )
+    logger.info("sharding: %s", settings.shards.describe())
     forwarder = Forwarder(
         settings.relay_url,
         settings.signing_key_hex,
@@ -167,12 +229,33 @@ def run(argv: list[str]) -> int:
         max_delay=settings.max_delay_seconds,
         drain_timeout=settings.drain_timeout_seconds,
     )
+    health = RelayHealth(
+        forwarder.counters, shard_ids=settings.shards.ids, buffered=lambda: forwarder.buffered
+    )
     try:
-        gateway.run_gateway(settings.bot_token, forwarder, rest_url=settings.discord_api_base_url)
+        with _health_endpoint(settings, health):
+            gateway.run_gateway(
+                settings.bot_token,
+                forwarder,
+                rest_url=settings.discord_api_base_url,
+                shards=settings.shards,
+                health=health,
+            )
+    except (HealthServerError, gateway.ShardMismatch) as exc:
+        print(f"kioku relay: {exc}", file=sys.stderr)
+        return EXIT_CONFIGURATION
     except gateway.GatewayUnavailable as exc:
         print(f"kioku relay: {exc}", file=sys.stderr)
         return EXIT_GATEWAY_REFUSED if exc.permanent else EXIT_GATEWAY_UNAVAILABLE
     return EXIT_OK
+
+
+def _health_endpoint(
+    settings: RelaySettings, health: RelayHealth
+) -> contextlib.AbstractContextManager[object]:
+    if settings.health_port is None:
+        return contextlib.nullcontext()
+    return HealthServer(health, settings.health_host, settings.health_port)
 
 
 def _print_new_key_pair() -> None:
@@ -211,6 +294,26 @@ def _read_number(
         problems.append(f"{variable} must be {noun} from {minimum:g} to {maximum:g}")
         return default
     return value
+
+
+def _flag_or_variable(
+    flags: Mapping[str, str | None], flag: str, environ: Mapping[str, str], variable: str
+) -> tuple[str | None, str]:
+    """The flag's value if it was given, else the variable's; and the name of where it came from."""
+    if flags.get(flag) is not None:
+        return flags[flag], flag
+    return environ.get(variable), variable
+
+
+def _read_port(raw: str | None, source: str, problems: list[str]) -> int | None:
+    """An optional TCP port (0: any free one); None when not given."""
+    raw = (raw or "").strip()
+    if not raw:
+        return None
+    if not raw.isdecimal() or int(raw) > HIGHEST_PORT:
+        problems.append(f"{source} must be a port number from 0 to {HIGHEST_PORT}")
+        return None
+    return int(raw)
 
 
 def _is_remote_plain_http(value: str) -> bool:

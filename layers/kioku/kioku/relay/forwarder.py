@@ -164,6 +164,11 @@ class Forwarder:
             self._stopped.set()
             logger.info("relay forwarder stopped: %s", self.counters)
 
+    @property
+    def buffered(self) -> int:
+        """Dispatches taken and not yet delivered (the one in flight excluded)."""
+        return self._buffer.qsize()
+
     async def stop(self) -> None:
         """Stop taking messages and wait until ``run`` has drained and returned (if it is running)."""
         self._stop_requested.set()

@@ -8,11 +8,14 @@ message objects at all.
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Final
 
 import hikari
 
 from kioku.relay.forwarder import Forwarder
+from kioku.relay.health import RelayHealth
+from kioku.relay.sharding import ShardingError, ShardPlan
 
 RELAY_INTENTS: Final = (
     hikari.Intents.GUILDS  # CHANNEL_* and THREAD_* dispatches
@@ -37,9 +40,14 @@ PERMANENT_CLOSE_CODES: Final[dict[int, str]] = {
 }
 """Gateway close codes after which reconnecting with the same settings cannot succeed."""
 
+logger = logging.getLogger("kioku.relay")
 
-def build_bot(token: str, forwarder: Forwarder, *, rest_url: str) -> hikari.GatewayBot:
-    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown.
+
+def build_bot(
+    token: str, forwarder: Forwarder, *, rest_url: str, health: RelayHealth | None = None
+) -> hikari.GatewayBot:
+    """A stateless gateway client that hands every dispatch to ``forwarder`` and drains it on shutdown,
+    reporting each shard's session to ``health``.
 
     ``rest_url`` is Discord's REST base; hikari takes the gateway URL from its ``GET /gateway/bot``.
     """
@@ -69,6 +77,17 @@ def build_bot(token: str, forwarder: Forwarder, *, rest_url: str) -> hikari.Gate
     bot.subscribe(hikari.StartingEvent, start_forwarding)
     bot.subscribe(hikari.ShardPayloadEvent, forward)
     bot.subscribe(hikari.StoppedEvent, drain)
+    if health is not None:
+        # hikari's connected and disconnected events bracket a session: after READY or RESUMED, until
+        # the websocket closes. They carry the shard, never a payload to build objects from.
+        async def connected(event: hikari.ShardConnectedEvent) -> None:
+            health.shard_connected(event.shard.id, event.shard.shard_count)
+
+        async def disconnected(event: hikari.ShardDisconnectedEvent) -> None:
+            health.shard_disconnected(event.shard.id)
+
+        bot.subscribe(hikari.ShardConnectedEvent, connected)
+        bot.subscribe(hikari.ShardDisconnectedEvent, disconnected)
     return bot
 
 
@@ -83,16 +102,37 @@ class GatewayUnavailable(RuntimeError):
         self.permanent = permanent
 
 
-def run_gateway(token: str, forwarder: Forwarder, *, rest_url: str) -> None:
-    """Connect and relay until SIGINT/SIGTERM; the forwarder drains after the gateway closes."""
+class ShardMismatch(ShardingError):
+    """The shard ids do not fit the shard count Discord recommends (``--shard-count auto``)."""
+
+
+def run_gateway(
+    token: str,
+    forwarder: Forwarder,
+    *,
+    rest_url: str,
+    shards: ShardPlan | None = None,
+    health: RelayHealth | None = None,
+) -> None:
+    """Connect the shards of ``shards`` and relay until SIGINT/SIGTERM; the forwarder drains after the
+    gateway closes."""
     try:
-        bot = build_bot(token, forwarder, rest_url=rest_url)
+        bot = build_bot(token, forwarder, rest_url=rest_url, health=health)
     except ValueError:
         raise GatewayUnavailable(
             "DISCORD_BOT_TOKEN is not shaped like a Discord bot token", permanent=True
         ) from None
     try:
-        bot.run(check_for_updates=False)
+        shards = shards or ShardPlan()
+        shard_ids, shard_count = shards.ids, shards.count
+        if shards.needs_recommended_count:
+            recommended = asyncio.run(fetch_recommended_shard_count(token, rest_url=rest_url))
+            try:
+                shard_ids, shard_count = shards.resolve(recommended)
+            except ShardingError as exc:
+                raise ShardMismatch(str(exc)) from None
+            logger.info("Discord recommends %d shard(s); this process opens %s", shard_count, shard_ids)
+        bot.run(check_for_updates=False, shard_ids=shard_ids, shard_count=shard_count)
     except hikari.errors.UnauthorizedError:
         raise GatewayUnavailable(
             "Discord rejected DISCORD_BOT_TOKEN (401 Unauthorized)", permanent=True
@@ -103,3 +143,15 @@ def run_gateway(token: str, forwarder: Forwarder, *, rest_url: str) -> None:
         raise GatewayUnavailable(f"the gateway closed the connection: {exc}", permanent=False) from None
     except hikari.errors.HTTPError as exc:
         raise GatewayUnavailable(f"cannot reach Discord: {exc}", permanent=False) from None
+
+
+async def fetch_recommended_shard_count(token: str, *, rest_url: str) -> int:
+    """Discord's recommended shard count (``GET /gateway/bot``: ``shards``), through hikari's REST
+    client, so rate limits and errors are handled as for the bot's own lookup."""
+    rest_app = hikari.RESTApp(url=rest_url)
+    await rest_app.start()
+    try:
+        async with rest_app.acquire(token, hikari.TokenType.BOT) as rest:
+            return (await rest.fetch_gateway_bot_info()).shard_count
+    finally:
+        await rest_app.close()
