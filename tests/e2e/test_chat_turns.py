@@ -658,7 +658,7 @@ def test_a_reply_posted_only_in_part_is_completed_on_redelivery():
         assert [m["id"] for m in replies_to(stack, trigger)] == [bot_messages(stack)[0]["id"]]
         row = stm_row(stack)
         assert row.turns_since_refresh == 1
-        assert [line.text for line in row.crude][0] == "@Kioku tell me a long story"
+        assert row.crude[0].text == "@Kioku tell me a long story"
 
 
 def hand_out_without_answering(stack: LocalStack) -> None:
