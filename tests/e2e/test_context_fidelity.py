@@ -11,9 +11,13 @@ from typing import Any
 
 import pytest
 
+from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore, stm_row_key
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.config import get_settings
+from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
 from kioku.domain.models import Persona
+from kioku.domain.privacy import Origin
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.stack import LocalStack
@@ -224,3 +228,27 @@ def test_a_mention_of_the_bots_managed_role_starts_a_turn(stack, llm):
     assert response.status_code == 202, response.text
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     assert len(llm.bodies) == 1
+
+
+def test_recall_shows_a_memory_of_the_longest_length_whole(stack, llm):
+    # Given a server memory of MAX_MEMORY_LENGTH characters (books once cut it at 900), in 4-byte
+    # characters and beside a scope full of others, so that its book takes more than one item
+    settings = get_settings()
+    store = DynamoMemoryStore(table(stack), layout=BookLayout.from_settings(settings))
+    scope = MemoryScope.server(GUILD, Persona().lineage_id)
+    here = Origin(GUILD, CHANNEL, private=False)
+    long_fact = "{user}'s saga: " + "\N{MUSICAL SYMBOL G CLEF}" * (settings.MAX_MEMORY_LENGTH - 15)
+    then = datetime(2025, 1, 1, tzinfo=UTC)
+    for n in range(settings.MAX_SERVER_MEMORIES - 1):
+        store.create(MemoryDraft(scope, f"filler fact {n}", "1", then, origin=here), limit=1000)
+    saved = store.create(
+        MemoryDraft(scope, long_fact, "1", then + timedelta(days=1), origin=here), limit=1000
+    )
+    alice = stack.discord.seed_user("alice")
+    # When a turn recalls it
+    turn(stack, alice, "what do you remember?")
+    # Then the model sees every character of it, and every memory of the scope
+    recall = next(m for m in llm.bodies[0]["messages"] if "Long-term memories" in text_of(m))
+    (line,) = [line for line in text_of(recall).splitlines() if saved.memory_id in line]
+    assert "\N{MUSICAL SYMBOL G CLEF}" * (settings.MAX_MEMORY_LENGTH - 15) in line
+    assert all(f"filler fact {n}" in text_of(recall) for n in range(settings.MAX_SERVER_MEMORIES - 1))
