@@ -298,6 +298,8 @@ def _create(
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
 
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
+    if scope.kind is ScopeKind.PERSONAL:
+        data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
     if not outcome.created:
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
         return ToolResult(SaveStatus.SAVED, data)
@@ -362,7 +364,7 @@ def _update(
     if request.deletes:
         store.delete(memory)
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
-        return ToolResult(UpdateStatus.DELETED, {"memory_id": memory.memory_id}, notification=embed)
+        return ToolResult(UpdateStatus.DELETED, _about(memory, subject), notification=embed)
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
         content, limit = pin_user_token(content, speaker.display_name), settings.MAX_SERVER_MEMORIES
@@ -375,7 +377,15 @@ def _update(
         memory, content, turn.now, limit=limit, origin=_saving_origin(turn), author_id=turn.user.user_id
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
-    return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
+    return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
+
+
+def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
+    """A tool result's memory id and, for a personal memory, whom it is about, by name."""
+    data: dict[str, Any] = {"memory_id": memory.memory_id}
+    if memory.scope.kind is ScopeKind.PERSONAL:
+        data["about"] = subject.label()
+    return data
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

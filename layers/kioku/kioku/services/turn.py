@@ -47,6 +47,7 @@ from kioku.domain.dialogue import (
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.recall import recall_subjects, render_recall
+from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
@@ -421,7 +422,7 @@ class TurnService:
 
     def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
         try:
-            return self.discord.search_guild_members(guild_id, query)
+            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
         except DiscordError as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
