@@ -225,7 +225,7 @@ class TurnService:
             record.apologised = unfinished.apologised
             record.reply_ids = list(unfinished.reply_ids)
             self._adopt_posted(job, unfinished.chunks, record)
-            self._finish(job, turn, stm, unfinished, record, now)
+            self._finish(job, turn, stm, unfinished, record, now, kept=True)
             return record
 
         recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
@@ -252,19 +252,24 @@ class TurnService:
         answer: UnfinishedReply,
         record: TurnRecord,
         now: datetime,
+        *,
+        kept: bool = False,
     ) -> None:
         """Post the chunks of ``answer`` not posted yet and its notifications, then capture the turn
         (an apologised one too: the channel saw it) with its completion record. A chunk Discord
-        refuses raises, having kept what is needed to post the rest on redelivery."""
+        refuses raises, having kept what is needed to post the rest on redelivery; ``kept``: the
+        answer is such a kept one, dropped with the capture (the reply's text stays no longer)."""
         try:
             self._post(job, list(answer.chunks), record)
         except DiscordError:
             self._keep_unfinished(job, replace(answer, reply_ids=tuple(record.reply_ids)), now)
             raise
         self._notify(job, answer.notices)
-        completion = self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)
+        also = [self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)]
+        if kept:
+            also.append(self.ledger.op_forget_unfinished(job.source.value, job.turn_id))
         try:
-            captured = stm.capture(self._crude_turn(job, turn, answer.reply, record, now), also=[completion])
+            captured = stm.capture(self._crude_turn(job, turn, answer.reply, record, now), also=also)
         except TurnAlreadyRecorded:
             logger.info("turn %s was recorded by another attempt meanwhile", job.turn_id)
             return

@@ -83,6 +83,10 @@ class TurnLedger:
             return False
         return True
 
+    def op_forget_unfinished(self, source: str, turn_id: str) -> dict[str, Any]:
+        """A transaction operation dropping the unfinished reply once the turn is finished."""
+        return self._table.op_delete(unfinished_key(source, turn_id))
+
     def keep_unfinished(self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime) -> None:
         """Keep what a redelivery needs to finish the reply (overwriting an older attempt's)."""
         self._table.put(
