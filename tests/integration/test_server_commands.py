@@ -403,7 +403,7 @@ def test_help_stm_shows_the_values_in_force_and_every_macro_that_works(invoke, s
         "cadence (here 9)",
         "Nudge depth (here 4)",
         "Content depth (here 1)",
-        "1 turns up",
+        "sits 1 turn above the newest message",
         "in the last 90 minutes",
         "depth 3 at most",
         "Raw messages last 6 hours",

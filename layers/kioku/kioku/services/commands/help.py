@@ -24,7 +24,10 @@ def stm_guide_fields(settings: Settings, config: ServerConfig) -> tuple[tuple[st
     if crude is None:
         crude = settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
     content_depth = (
-        "near the top" if stm.content_injection_depth < 0 else f"{stm.content_injection_depth} turns up"
+        "near the top"
+        if stm.content_injection_depth < 0
+        else f"{stm.content_injection_depth} turn{'' if stm.content_injection_depth == 1 else 's'} "
+        "above the newest message"
     )
     prompt_macros = ", ".join(f"`{{{name}}}`" for name in PROMPT_MACROS)
     return (
