@@ -71,6 +71,15 @@ def test_someone_who_left_the_guild_is_not_a_target_even_by_name():
     assert resolve_target("Alice", make_turn(), Search([]), only_alice).kind is TargetKind.USER
 
 
+def test_a_name_of_someone_who_left_goes_on_down_the_ladder_to_a_member_of_that_name():
+    def only_alice(guild_id: str, user_id: str):
+        return member_lookup(guild_id, user_id) if user_id == ALICE.user_id else None
+
+    search = Search([member("201", "bob")])
+    resolution = resolve_target("Bob", make_turn(), search, only_alice)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, "201")
+
+
 @pytest.mark.parametrize("target", ["Alice", "alice", "<@101>", "101"])
 def test_in_a_direct_message_the_partner_is_the_only_person(target):
     turn = make_turn(server_id=None)

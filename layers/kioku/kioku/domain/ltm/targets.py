@@ -85,7 +85,9 @@ def resolve_target(
         return TargetResolution(TargetKind.BOT_SELF)
     people_named = _best_tier([p for p in people.values() if not p.is_bridge], wanted, _participant_names)
     if people_named:
-        return _member_checked(_decide([_as_target(p) for p in people_named]), turn, lookup_member)
+        resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, lookup_member)
+        if resolution.kind is not TargetKind.NOT_FOUND:
+            return resolution  # one who has left the guild since: the next rungs may find a member
     if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
         return TargetResolution(TargetKind.OTHER_BOT)
     if turn.server_id is not None and search_members is not None:
