@@ -272,7 +272,6 @@ class DynamoMemoryStore:
         content: str,
         now: datetime,
         *,
-        limit: int,
         origin: Origin | None = None,
         author_id: str | None = None,
     ) -> Memory:
@@ -381,7 +380,7 @@ class DynamoMemoryStore:
             if start_key is None:
                 return sorted(memories, key=lambda memory: memory.created_at)
 
-    def approve(self, memory: Memory, *, limit: int) -> Memory:
+    def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
         pending memory that was read (approved, rejected or changed meanwhile)."""
         approved = replace(memory, status=MemoryStatus.ACTIVE)
