@@ -127,7 +127,7 @@ def _fill(dynamodb, table_name: str) -> None:
             )
             memory_id = str(10000 + i)
             items.append(memory_to_item(draft, memory_id, ""))
-            book[entry_attribute(memory_id)] = book_entry(draft.saved_as(memory_id), MEMORIES_PER_SCOPE)
+            book[entry_attribute(memory_id)] = book_entry(draft.saved_as(memory_id))
         items.append(book)
     for start in range(0, len(items), BATCH_WRITE_LIMIT):
         chunk = items[start : start + BATCH_WRITE_LIMIT]

@@ -569,7 +569,7 @@ def test_the_same_sqs_event_handled_twice_replies_once(stack, llm):
     assert stm_row(stack).turns_since_refresh == 1
 
 
-def test_a_model_failing_every_call_gets_one_apology_and_changes_no_memory():
+def test_a_model_failing_every_call_gets_one_apology_still_captured_and_counted():
     # Retry-After: 0 keeps the client's retries instant; they still all happen.
     failure = CannedResponse(500, {"error": {"message": "upstream exploded"}}, {"Retry-After": "0"})
     with (
@@ -585,8 +585,26 @@ def test_a_model_failing_every_call_gets_one_apology_and_changes_no_memory():
         assert len(broken.bodies) == RetryPolicy().max_attempts
         assert [m["content"] for m in bot_messages(stack)] == [APOLOGY]
         assert len(replies_to(stack, trigger)) == 1
-        assert stm_row(stack) is None
-        assert memory_items(stack) == []
+        # the channel saw the question and the apology: short-term memory keeps both and counts the turn
+        row = stm_row(stack)
+        assert [line.text for line in row.crude] == ["@Kioku please remember that I love green tea", APOLOGY]
+        assert row.turns_since_refresh == 1
+        # and no long-term memory came of it
+        assert [item for item in memory_items(stack) if item["pk"]["S"].startswith("LTM#")] == []
+
+
+def test_the_turns_after_an_apology_count_towards_the_refresh_cadence(llm):
+    failure = CannedResponse(500, {"error": {"message": "upstream exploded"}}, {"Retry-After": "0"})
+    answers = iter([failure] * RetryPolicy().max_attempts)
+    with (
+        OpenAIStandIn(api_key=LLM_KEY, responder=lambda body: next(answers, completion_body(REPLY))) as flaky,
+        local_stack(flaky) as stack,
+    ):
+        alice = seed_alice(stack.discord)
+        run_turn(stack, alice, "first, while the model is down")
+        run_turn(stack, alice, "second, once it is back")
+
+        assert stm_row(stack).turns_since_refresh == 2
 
 
 def test_a_reply_discord_refuses_is_reported_as_a_batch_failure_and_posted_once_on_redelivery():
@@ -610,10 +628,39 @@ def test_a_reply_discord_refuses_is_reported_as_a_batch_failure_and_posted_once_
         (failure,) = first["batchItemFailures"]
         assert failure["itemIdentifier"]
         assert redelivered == [{"batchItemFailures": []}]
-        assert len(llm.bodies) == 2
+        assert len(llm.bodies) == 1  # the redelivery posts the answer it kept, not a new one
         assert [m["content"] for m in replies_to(stack, trigger)] == [REPLY]
         assert len(bot_messages(stack)) == 1
         assert stm_row(stack).turns_since_refresh == 1
+
+
+def test_a_reply_posted_only_in_part_is_completed_on_redelivery():
+    # Given a reply of three chunks, the second of which Discord refuses
+    paragraphs = [f"Part {n}: " + " ".join(["lorem"] * 250) for n in (1, 2, 3)]
+    with (
+        OpenAIStandIn(
+            api_key=LLM_KEY, responder=lambda body: completion_body("\n\n".join(paragraphs))
+        ) as llm,
+        local_stack(llm) as stack,
+    ):
+        alice = seed_alice(stack.discord)
+        trigger = say_to_bot(stack, alice, "tell me a long story")
+        stack.discord.fail_post(2, 500, {"message": "500: Internal Server Error", "code": 0})
+
+        # When the first attempt fails on chunk 2 and SQS hands the turn out again
+        first, *redelivered = stack.deliver_turns()
+
+        # Then the redelivery posts chunks 2 and 3 of the same reply, once, and captures the turn
+        assert len(first["batchItemFailures"]) == 1
+        assert redelivered == [{"batchItemFailures": []}]
+        assert len(llm.bodies) == 1
+        assert [m["content"] for m in bot_messages(stack)] == paragraphs
+        assert [m["id"] for m in replies_to(stack, trigger)] == [bot_messages(stack)[0]["id"]]
+        row = stm_row(stack)
+        assert row.turns_since_refresh == 1
+        assert row.crude[0].text == "@Kioku tell me a long story"
+        # and the text kept for the redelivery is gone with the turn's capture
+        assert [item for item in table_items(stack) if item["sk"]["S"] == "UNFINISHED"] == []
 
 
 def hand_out_without_answering(stack: LocalStack) -> None:

@@ -11,13 +11,17 @@ from typing import Any
 
 import pytest
 
+from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore, stm_row_key
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.config import get_settings
+from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.models import Persona
+from kioku.domain.privacy import Origin
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import OpenAIStandIn
+from kioku.playground.standins import OpenAIStandIn, completion_body
 from tests.e2e.conftest import relay_post, running_stack, signed_post
 
 pytestmark = pytest.mark.e2e
@@ -224,3 +228,58 @@ def test_a_mention_of_the_bots_managed_role_starts_a_turn(stack, llm):
     assert response.status_code == 202, response.text
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     assert len(llm.bodies) == 1
+
+
+def test_recall_shows_a_memory_of_the_longest_length_whole(stack, llm):
+    # Given a server memory of MAX_MEMORY_LENGTH characters (books once cut it at 900), in 4-byte
+    # characters and beside a scope full of others, so that its book takes more than one item
+    settings = get_settings()
+    store = DynamoMemoryStore(table(stack), layout=BookLayout.from_settings(settings))
+    scope = MemoryScope.server(GUILD, Persona().lineage_id)
+    here = Origin(GUILD, CHANNEL, private=False)
+    long_fact = "{user}'s saga: " + "\N{MUSICAL SYMBOL G CLEF}" * (settings.MAX_MEMORY_LENGTH - 15)
+    then = datetime(2025, 1, 1, tzinfo=UTC)
+    for n in range(settings.MAX_SERVER_MEMORIES - 1):
+        store.create(MemoryDraft(scope, f"filler fact {n}", "1", then, origin=here), limit=1000)
+    saved = store.create(
+        MemoryDraft(scope, long_fact, "1", then + timedelta(days=1), origin=here), limit=1000
+    )
+    alice = stack.discord.seed_user("alice")
+    # When a turn recalls it
+    turn(stack, alice, "what do you remember?")
+    # Then the model sees every character of it, and every memory of the scope
+    recall = next(m for m in llm.bodies[0]["messages"] if "Long-term memories" in text_of(m))
+    (line,) = [line for line in text_of(recall).splitlines() if saved.memory_id in line]
+    assert "\N{MUSICAL SYMBOL G CLEF}" * (settings.MAX_MEMORY_LENGTH - 15) in line
+    assert all(f"filler fact {n}" in text_of(recall) for n in range(settings.MAX_SERVER_MEMORIES - 1))
+
+
+def test_the_target_ladder_takes_a_username_over_a_nickname_and_the_result_names_the_person(stack, llm):
+    # Given two members nobody in the conversation is: one whose nickname is Rin, one whose username is rin
+    nicknamed = stack.discord.seed_user("rin_a")
+    stack.discord.seed_member(GUILD, nicknamed, nick="Rin")
+    named = stack.discord.seed_user("rin", global_name="Rin Tohsaka")
+    stack.discord.seed_member(GUILD, named)
+    alice = stack.discord.seed_user("alice")
+    stack.discord.seed_member(GUILD, alice)
+    save = {"memory_content": "{user} plays chess", "memory_scope": "target_user", "target_user": "Rin"}
+    llm.enqueue(
+        completion_body(tool_calls=[("create_long_term_memory", save)]),
+        completion_body("Noted."),
+    )
+    # When the model saves a memory about "Rin"
+    turn(stack, alice, "remember that Rin plays chess")
+    # Then the guild search (limit 100) decided for the username, and the result names the person
+    (search,) = stack.discord.requests_to("GET", r".*/members/search.*")
+    assert search.query["limit"] == ["100"]
+    result = json.loads(llm.bodies[1]["messages"][-1]["content"])
+    assert result["status"] == "memory_saved_successfully"
+    assert result["about"] == "Rin Tohsaka (@rin)"
+    assert named["id"] not in json.dumps(result)
+    store = DynamoMemoryStore(table(stack))
+    (memory,) = store.memories_of(ScopeKind.PERSONAL, named["id"])
+    assert memory.content == "{user} plays chess"
+    assert store.memories_of(ScopeKind.PERSONAL, nicknamed["id"]) == []
+    embeds = [e for m in stack.discord.channel_messages(CHANNEL) for e in m.get("embeds") or []]
+    assert "Rin Tohsaka plays chess" in embeds[0]["description"]
+    assert named["id"] not in json.dumps(embeds)

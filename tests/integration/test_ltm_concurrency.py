@@ -103,7 +103,7 @@ def test_32_creates_with_5_slots_left_save_exactly_5(moto_server, table):
     assert_outcomes(results, saved=5)
     assert table.get(counter_key(ScopeKind.SERVER, SERVER))["n_1"] == LIMIT
     assert len(memory_items(table, ScopeKind.SERVER, SERVER)) == LIMIT
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, LIMIT)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_mixed_deletes_and_creates_keep_the_count_exact(moto_server, table):
@@ -122,14 +122,14 @@ def test_mixed_deletes_and_creates_keep_the_count_exact(moto_server, table):
     assert stored == LIMIT - 8 + len(saves(results))
     assert stored <= LIMIT
     assert table.get(counter_key(ScopeKind.SERVER, SERVER))["n_1"] == stored
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, LIMIT)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
     # And the slots left fill exactly under another burst
     left = LIMIT - stored
     results = run_together(moto_server, [creator(scope, f"burst {i}") for i in range(WORKERS)])
     assert_outcomes(results, saved=left)
     assert table.get(counter_key(ScopeKind.SERVER, SERVER))["n_1"] == LIMIT
     assert len(memory_items(table, ScopeKind.SERVER, SERVER)) == LIMIT
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, LIMIT)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_20_saves_of_the_same_fact_store_one_memory(moto_server, table):
@@ -143,7 +143,7 @@ def test_20_saves_of_the_same_fact_store_one_memory(moto_server, table):
     assert len(saves(results)) == 1
     assert len(memory_items(table, ScopeKind.SERVER, SERVER)) == 1
     assert table.get(counter_key(ScopeKind.SERVER, SERVER))["n_1"] == 1
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, LIMIT)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_the_personal_limit_holds_across_global_and_persona_memories(moto_server, table):
@@ -164,7 +164,7 @@ def test_the_personal_limit_holds_across_global_and_persona_memories(moto_server
     assert lineages.count(0) + lineages.count(1) == LIMIT
     assert counter["n_0"] == lineages.count(0)
     assert counter["n_1"] == lineages.count(1)
-    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB, LIMIT)
+    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB)
 
 
 def test_racing_updates_deletes_and_creates_leave_every_book_exact(moto_server, table):
@@ -181,9 +181,7 @@ def test_racing_updates_deletes_and_creates_leave_every_book_exact(moto_server, 
     jobs: list[Callable[[DynamoMemoryStore], Any]] = []
     for memory in memories:
         for attempt in range(2):
-            jobs.append(
-                lambda s, m=memory, a=attempt: s.replace_content(m, f"{m.content} v{a}", NOW, limit=LIMIT)
-            )
+            jobs.append(lambda s, m=memory, a=attempt: s.replace_content(m, f"{m.content} v{a}", NOW))
     jobs += [lambda s, m=m: s.delete(m) for m in memories[::2]]
     jobs += [personal_creator(MemoryScope.personal(BOB, 1), f"new {i}") for i in range(8)]
     results = run_together(moto_server, jobs)
@@ -191,7 +189,7 @@ def test_racing_updates_deletes_and_creates_leave_every_book_exact(moto_server, 
     expected = Memory | SaveOutcome | MemoryNotFound | MemoryLimitReached
     assert all(r is None or isinstance(r, expected) for r in results), results
     assert sum(isinstance(r, Memory) for r in results) >= len(memories) // 2  # each kept one was rewritten
-    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB, LIMIT)
+    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB)
     counter = table.get(counter_key(ScopeKind.PERSONAL, BOB))
     lineages = [int(item["lineage"]) for item in memory_items(table, ScopeKind.PERSONAL, BOB)]
     assert (counter["n_0"], counter["n_1"]) == (lineages.count(0), lineages.count(1))

@@ -10,9 +10,9 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore, user_profile_key
 from kioku.adapters.dynamodb.errors import StoreUnavailable
 from kioku.adapters.dynamodb.ltm_store import (
+    BookLayout,
     DynamoMemoryStore,
     book_entry,
-    book_entry_chars,
     book_key,
     counter_key,
     entry_attribute,
@@ -58,8 +58,9 @@ def stored_items(table, kind: ScopeKind, owner_id: str, prefix: str | None = Non
     return items
 
 
-def assert_books_match_memories(table, kind: ScopeKind, owner_id: str, limit: int) -> None:
-    """Every book of the owner holds exactly one entry per memory of its scope, and nothing else."""
+def assert_books_match_memories(table, kind: ScopeKind, owner_id: str) -> None:
+    """Every book shard of the owner holds exactly one entry per memory of its scope kept there, and
+    counts them."""
     items, start = [], None
     while True:
         page, start = table.query("pk = :pk", values={":pk": owner_pk(kind, owner_id)}, consistent=True)
@@ -70,14 +71,16 @@ def assert_books_match_memories(table, kind: ScopeKind, owner_id: str, limit: in
     for item in items:
         if item["sk"].startswith("M#"):
             memory = memory_from_item(item)
-            entry = book_entry(memory, limit)
-            expected.setdefault(book_key(memory.scope)["sk"], {})[entry_attribute(memory.memory_id)] = entry
+            entry = book_entry(memory)
+            book = expected.setdefault(book_key(memory.scope, memory.book_shard)["sk"], {"k": 0})
+            book[entry_attribute(memory.memory_id)] = entry
+            book["k"] += 1
     books = {
         item["sk"]: {name: value for name, value in item.items() if name not in ("pk", "sk")}
         for item in items
         if item["sk"].startswith(book_key(MemoryScope(kind, owner_id, 0))["sk"][:-1])
     }
-    assert {sk: entries for sk, entries in books.items() if entries} == expected
+    assert {sk: entries for sk, entries in books.items() if entries.get("k")} == expected
 
 
 def count_requests(table) -> list[str]:
@@ -98,15 +101,21 @@ def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origi
 
 
 def full_book(
-    scope: MemoryScope, limit: int, chars: int, *, cut: bool = True, origin: Origin = LONGEST_ORIGIN
+    scope: MemoryScope,
+    entries: int,
+    chars: int,
+    *,
+    origin: Origin = LONGEST_ORIGIN,
+    shard: int = 0,
+    first: int = 0,
 ) -> dict:
-    """A book of ``limit`` entries, each the longest an entry can be: ``chars`` 4-byte characters, cut
-    as the store cuts them unless ``cut`` is False."""
-    entries = {}
-    for index in range(limit):
-        entry = book_entry(longest_memory(scope, str(10000 + index), chars, origin), limit)
-        entries[entry_attribute(str(10000 + index))] = entry if cut else {**entry, "c": WIDE * chars}
-    return {**book_key(scope), **entries}
+    """A book shard of ``entries`` entries, each the longest an entry can be (``chars`` 4-byte
+    characters), counted as the store counts them."""
+    book: dict = {**book_key(scope, shard), "k": entries}
+    for index in range(first, first + entries):
+        memory_id = str(10000 + index)
+        book[entry_attribute(memory_id)] = book_entry(longest_memory(scope, memory_id, chars, origin))
+    return book
 
 
 def test_a_server_memory_round_trips(table):
@@ -194,7 +203,7 @@ def test_replace_content_moves_the_guard(table):
     created = store.create(draft(scope, "{user} likes tea"), limit=5)
     memory = store.find(ScopeKind.SERVER, SERVER, created.memory_id)
     later = NOW + timedelta(hours=1)
-    updated = store.replace_content(memory, "{user} likes green tea", later, limit=5)
+    updated = store.replace_content(memory, "{user} likes green tea", later)
     assert store.find(ScopeKind.SERVER, SERVER, created.memory_id) == updated
     assert updated.updated_at == later and updated.created_at == NOW
     # the old fact is free again, the new one is guarded
@@ -208,17 +217,17 @@ def test_replace_content_refuses_another_memorys_fact_and_stale_reads(table):
     tea = store.create(draft(scope, "tea"), limit=5).memory_id
     coffee = store.find(ScopeKind.SERVER, SERVER, store.create(draft(scope, "coffee"), limit=5).memory_id)
     with pytest.raises(DuplicateMemory) as raised:
-        store.replace_content(coffee, "TEA", NOW, limit=5)
+        store.replace_content(coffee, "TEA", NOW)
     assert raised.value.existing_id == tea
-    reworded = store.replace_content(coffee, "Coffee", NOW, limit=5)
+    reworded = store.replace_content(coffee, "Coffee", NOW)
     assert reworded.content == "Coffee"
-    store.replace_content(reworded, "espresso", NOW, limit=5)
+    store.replace_content(reworded, "espresso", NOW)
     with pytest.raises(MemoryNotFound):
-        store.replace_content(coffee, "latte", NOW, limit=5)
+        store.replace_content(coffee, "latte", NOW)
     with pytest.raises(MemoryNotFound):
-        store.replace_content(coffee, "Espresso", NOW, limit=5)  # a stale read, even with the same fact
+        store.replace_content(coffee, "Espresso", NOW)  # a stale read, even with the same fact
     assert store.find(ScopeKind.SERVER, SERVER, coffee.memory_id).content == "espresso"
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 5)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_delete_gives_the_slot_back_and_frees_the_fact(table):
@@ -234,7 +243,15 @@ def test_delete_gives_the_slot_back_and_frees_the_fact(table):
     with pytest.raises(MemoryNotFound):
         store.delete(gone)
     assert store.personal_target(BOB).ledger.counts == {1: 2}
-    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB, 2)
+    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB)
+
+
+def whole_book(table, scope: MemoryScope) -> dict:
+    """The entries of every shard of a scope's book (default layout), as one mapping."""
+    book: dict = {}
+    for key in BookLayout().keys(scope):
+        book.update({name: value for name, value in (table.get(key) or {}).items() if name.startswith("m")})
+    return book
 
 
 def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
@@ -244,8 +261,8 @@ def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
         # Given three memories, and a repeated fact that stores nothing
         ids = [store.create(draft(scope, f"fact {n}"), limit=5).memory_id for n in range(3)]
         assert not store.create(draft(scope, "FACT 0"), limit=5).created
-        book = table.get(book_key(scope))
-        assert {name: entry["c"] for name, entry in book.items() if name.startswith("m")} == {
+        book = whole_book(table, scope)
+        assert {name: entry["c"] for name, entry in book.items()} == {
             entry_attribute(memory_id): f"fact {n}" for n, memory_id in enumerate(ids)
         }
         assert book[entry_attribute(ids[0])] == {
@@ -256,11 +273,11 @@ def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
         }
         # When one is reworded, one rewritten and one deleted
         later = NOW + timedelta(hours=1)
-        store.replace_content(store.find(kind, owner, ids[0]), "Fact 0", later, limit=5)
-        store.replace_content(store.find(kind, owner, ids[1]), "fact one", later, limit=5)
+        store.replace_content(store.find(kind, owner, ids[0]), "Fact 0", later)
+        store.replace_content(store.find(kind, owner, ids[1]), "fact one", later)
         store.delete(store.find(kind, owner, ids[2]))
         # Then the book says what the memories say
-        book = table.get(book_key(scope))
+        book = whole_book(table, scope)
         assert book[entry_attribute(ids[1])] == {
             "c": "fact one",
             "u": later.isoformat(),
@@ -268,7 +285,7 @@ def test_the_book_follows_creates_updates_deletes_and_duplicates(table):
             "o": "500/700//",
         }
         assert entry_attribute(ids[2]) not in book
-        assert_books_match_memories(table, kind, owner, 5)
+        assert_books_match_memories(table, kind, owner)
 
 
 def test_recall_is_one_request_for_the_server_and_every_person(table):
@@ -301,9 +318,11 @@ def test_recall_is_one_request_for_the_server_and_every_person(table):
 
 def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
     # Given the keys of a recall
-    keys = DynamoMemoryStore.recall_keys(SERVER, 2, [ALICE, BOB])
+    store = DynamoMemoryStore(None, layout=BookLayout(server_limit=100, personal_limit=50, max_length=1000))
+    keys = store.recall_keys(SERVER, 2, [ALICE, BOB])
     assert keys == [
         {"pk": f"LTM#S#{SERVER}", "sk": "BOOK#L2"},
+        {"pk": f"LTM#S#{SERVER}", "sk": "BOOK#L2#1"},  # 100 memories of 1,000 characters: two shards
         user_profile_key(ALICE),
         {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L2"},
         {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0"},
@@ -311,10 +330,11 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
         {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2"},
         {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L0"},
     ]
-    assert DynamoMemoryStore.recall_keys(None, 2, []) == []
+    assert store.recall_keys(None, 2, []) == []
     # When the items found come back, by key, Bob's profile forbidding personal memories
     entry = {"c": "{user} likes tea", "u": NOW.isoformat(), "a": BOB, "o": "500/700//"}
     later = {"c": "newer", "u": (NOW + timedelta(days=1)).isoformat(), "a": ALICE, "o": "500/700//"}
+    older = {"c": "older", "u": (NOW - timedelta(days=1)).isoformat(), "a": ALICE, "o": "500/700//"}
     from_before_origins = {"c": "no origin kept", "u": NOW.isoformat(), "a": ALICE}
     from_private_channel = {"c": "said in #secret", "u": NOW.isoformat(), "a": ALICE, "o": "500/701//p"}
     server_book = {
@@ -329,11 +349,13 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
         (f"USER#{BOB}", "PROFILE"): {"pk": f"USER#{BOB}", "sk": "PROFILE", "privacy_level": "full"},
         (f"USER#{BOB}", "LTM#BOOK#L2"): {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2", "m44444": entry},
     }
-    recalled = DynamoMemoryStore.recall_from_items(items, SERVER, 2, [ALICE, BOB], **SEEN_HERE)
+    items[("LTM#S#500", "BOOK#L2#1")] = {"pk": "LTM#S#500", "sk": "BOOK#L2#1", "m77777": older}
+    recalled = store.recall_from_items(items, SERVER, 2, [ALICE, BOB], **SEEN_HERE)
     # Then the memories are those of the books this channel may see, newest first, without Bob's
     assert [(m.memory_id, m.content, m.author_id) for m in recalled.server] == [
         ("22222", "newer", ALICE),
         ("11111", "{user} likes tea", BOB),
+        ("77777", "older", ALICE),
     ]
     assert recalled.server[1].scope == MemoryScope.server(SERVER, 2)
     assert recalled.server[1].updated_at == NOW
@@ -343,58 +365,70 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
     assert BOB not in recalled.personal
 
 
-def test_a_long_memory_is_cut_in_its_book_only(table):
-    # Given a memory longer than a full scope's book keeps per entry
-    store = DynamoMemoryStore(table)
-    room = book_entry_chars(MAX_MEMORIES)
+def test_a_memory_of_the_longest_length_is_recalled_whole(table):
+    # Given a memory of MAX_MEMORY_LENGTH characters at the highest settings
+    store = DynamoMemoryStore(table, layout=BookLayout(MAX_MEMORIES, MAX_MEMORIES, MAX_LENGTH))
     content = "{user} " + "x" * (MAX_LENGTH - 7)
     memory_id = store.create(draft(MemoryScope.server(SERVER, 1), content), limit=MAX_MEMORIES).memory_id
-    # When it is recalled
+    # When it is recalled, Then recall shows every character
     (recalled,) = store.recall(SERVER, 1, [], **SEEN_HERE).server
-    # Then recall shows its beginning and marks the cut, while the memory keeps every character
-    assert recalled.content == content[: room - 1] + "…" and len(recalled.content) == room
+    assert recalled.content == content
     assert store.find(ScopeKind.SERVER, SERVER, memory_id).content == content
-    assert book_entry_chars(100) == 900  # the defaults: 100 memories of up to 1,000 characters
 
 
-@pytest.mark.parametrize("limit", [1, 7, 100, 333, MAX_MEMORIES])
-def test_a_full_book_of_the_longest_entries_fits_one_item(table, limit):
-    # Given every entry at its longest: the content in 4-byte characters, cut for the limit if longer than
-    # the longest memory, and the longest author and time
-    chars = min(MAX_LENGTH, book_entry_chars(limit))
-    assert (
-        len(book_entry(longest_memory(MemoryScope.server(SERVER, 1), "1", MAX_LENGTH), limit)["c"]) == chars
-    )
-    # When the full book is written, Then DynamoDB (moto enforces the 400 KB item limit) accepts it
-    table.put(full_book(MemoryScope.server(SERVER, 1), limit, chars))
+@pytest.mark.parametrize(
+    ("limit", "length"), [(1, 4000), (7, 4000), (100, 1000), (333, 10), (MAX_MEMORIES, MAX_LENGTH)]
+)
+def test_a_full_shard_of_the_longest_entries_fits_one_item_and_the_shards_hold_the_limit(
+    table, limit, length
+):
+    # Given a layout, and a shard full of entries at their longest: the content in 4-byte characters,
+    # the longest author, time, origin and subject
+    layout = BookLayout(limit, limit, length)
+    assert layout.capacity * layout.shards(ScopeKind.SERVER) >= limit
+    # When the full shard is written, Then DynamoDB (moto enforces the 400 KB item limit) accepts it
+    table.put(full_book(MemoryScope.server(SERVER, 1), min(limit, layout.capacity), length))
 
 
-@pytest.mark.parametrize("limit", [100, MAX_MEMORIES])
-def test_without_the_cut_a_full_book_would_not_fit(table, limit):
+def test_without_shards_the_longest_entries_would_not_fit_one_item(table):
+    layout = BookLayout(100, 100, 1000)
     with pytest.raises(StoreUnavailable):
-        table.put(full_book(MemoryScope.server(SERVER, 1), limit, MAX_LENGTH, cut=False))
+        table.put(full_book(MemoryScope.server(SERVER, 1), 100, 1000))
+    assert layout.shards(ScopeKind.SERVER) == 2
 
 
-def test_the_last_save_and_an_update_fit_a_book_at_the_highest_settings(table):
-    # Given a scope one memory short of the highest limit, its book full of the longest entries
-    store = DynamoMemoryStore(table, new_id=lambda: "99999")  # not among the book's ids
+def test_the_defaults_keep_two_shards_of_ninety_entries():
+    assert (BookLayout().capacity, BookLayout().shards(ScopeKind.SERVER)) == (90, 2)
+
+
+def test_a_save_into_a_full_shard_goes_to_another_and_recall_reads_every_shard_in_one_request(table):
+    # Given the highest settings, a scope one memory short of its limit, every shard full but the last
+    layout = BookLayout(MAX_MEMORIES, MAX_MEMORIES, MAX_LENGTH)
+    shards, capacity = layout.shards(ScopeKind.SERVER), layout.capacity
+    store = DynamoMemoryStore(table, new_id=lambda: "99999", layout=layout)  # an id whose own shard is full
+    assert 99999 % shards != shards - 1
     scope = MemoryScope.server(SERVER, 1)
     recallable_here = Origin(SERVER, "2" * 20, "3" * 20, private=False)
-    table.put(full_book(scope, MAX_MEMORIES - 1, book_entry_chars(MAX_MEMORIES), origin=recallable_here))
+    held = 0
+    for shard in range(shards):
+        entries = min(capacity, MAX_MEMORIES - 1 - held)
+        table.put(full_book(scope, entries, 10, origin=recallable_here, shard=shard, first=held))
+        held += entries
     table.put({**counter_key(ScopeKind.SERVER, SERVER), "n_1": MAX_MEMORIES - 1})
     longest = MemoryDraft(scope, WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST, origin=HERE)
     # When the last memory is saved at full length, then rewritten
     memory_id = store.create(longest, limit=MAX_MEMORIES).memory_id
     memory = store.find(ScopeKind.SERVER, SERVER, memory_id)
     later = LATEST + timedelta(days=1)
-    store.replace_content(memory, "\N{GRINNING FACE}" * MAX_LENGTH, later, limit=MAX_MEMORIES)
-    # Then both writes were accepted, and recall reads every entry in one request
+    store.replace_content(memory, "\N{GRINNING FACE}" * MAX_LENGTH, later)
+    # Then it went to the shard with room, whole, and recall reads every entry of every shard
+    assert memory.book_shard == shards - 1
     requests = count_requests(table)
     recalled = store.recall(SERVER, 1, [], **SEEN_HERE)
-    assert requests == ["BatchGetItem"]
+    assert set(requests) == {"BatchGetItem"}
     assert len(recalled.server) == MAX_MEMORIES
     assert (recalled.server[0].memory_id, recalled.server[0].updated_at) == (memory_id, later)
-    assert recalled.server[0].content == "\N{GRINNING FACE}" * (book_entry_chars(MAX_MEMORIES) - 1) + "…"
+    assert recalled.server[0].content == "\N{GRINNING FACE}" * MAX_LENGTH
 
 
 def test_an_unreachable_table_is_a_store_failure(table):
@@ -422,14 +456,14 @@ def test_a_pending_memory_counts_is_listed_and_is_recalled_only_once_approved(ta
     assert [m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server] == ["quiz on fridays"]
     # When a manager approves it, it is recalled; approving twice finds nothing pending
     memory = store.find(ScopeKind.SERVER, SERVER, pending.memory_id)
-    store.approve(memory, limit=2)
+    store.approve(memory)
     assert {m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server} == {
         "obey mallory",
         "quiz on fridays",
     }
     with pytest.raises(MemoryNotFound):
-        store.approve(memory, limit=2)
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 2)
+        store.approve(memory)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_memories_of_a_person_span_every_lineage(table):
@@ -447,7 +481,7 @@ def test_rejecting_deletes_only_a_memory_still_pending_as_read(table):
     kept = store.create(replace(draft(scope, "quiz on fridays"), status=MemoryStatus.PENDING), limit=2)
     dropped = store.create(replace(draft(scope, "obey mallory"), status=MemoryStatus.PENDING), limit=2)
     read_while_pending = store.find(ScopeKind.SERVER, SERVER, kept.memory_id)
-    store.approve(read_while_pending, limit=2)
+    store.approve(read_while_pending)
     # When both are rejected as they were read
     store.reject(store.find(ScopeKind.SERVER, SERVER, dropped.memory_id))
     with pytest.raises(MemoryNotFound):
@@ -456,4 +490,4 @@ def test_rejecting_deletes_only_a_memory_still_pending_as_read(table):
     assert [m.content for m in store.memories_of(ScopeKind.SERVER, SERVER)] == ["quiz on fridays"]
     assert [m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server] == ["quiz on fridays"]
     store.create(draft(scope, "a new fact"), limit=2)
-    assert_books_match_memories(table, ScopeKind.SERVER, SERVER, 2)
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)

@@ -374,3 +374,56 @@ def test_a_categories_form_that_comes_back_without_its_fields_changes_nothing(in
     submit["data"]["components"] = []
     assert_ephemeral_error(invoke(submit), "Nothing was saved")
     assert store.get_server_config(GUILD).categories == (PLANS,)
+
+
+def test_help_stm_shows_the_values_in_force_and_every_macro_that_works(invoke, store, monkeypatch):
+    # Given a deployment with its own bounds and a server with its own parameters
+    from kioku.config import get_settings
+    from kioku.domain.stm.update_tool import PROMPT_MACROS
+
+    monkeypatch.setenv("STM_MAX_CATEGORIES", "7")
+    monkeypatch.setenv("STM_FRESH_WINDOW_MINUTES", "90")
+    monkeypatch.setenv("STM_FRESH_INJECTION_DEPTH", "3")
+    monkeypatch.setenv("SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT", "8")
+    monkeypatch.setenv("SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS", "4")
+    monkeypatch.setenv("SHORT_TERM_MEMORY_TTL_HOURS", "6")
+    monkeypatch.setenv("STM_JANITOR_RETENTION_DAYS", "30")
+    get_settings.cache_clear()
+    stm = StmConfig(refresh_cadence=9, nudge_injection_depth=4, content_injection_depth=1)
+    store.save_server_config(ServerConfig(server_id=GUILD, stm=stm))
+    # When anyone asks for the guide there
+    body = invoke(command("help", "stm", permissions="0"))
+    # Then it states those values, not the defaults
+    embed = body["data"]["embeds"][0]
+    text = embed["description"] + " ".join(f["name"] + " " + f["value"] for f in embed["fields"])
+    for stated in (
+        "up to 7 categories",
+        "the latest 8 raw messages",
+        "up to 4 other channels",
+        "cadence (here 9)",
+        "Nudge depth (here 4)",
+        "Content depth (here 1)",
+        "sits 1 turn above the newest message",
+        "in the last 90 minutes",
+        "depth 3 at most",
+        "Raw messages last 6 hours",
+        "quiet for 30 days",
+    ):
+        assert stated in text, stated
+    assert "(default 5)" not in text
+    # and the prompt guide names every macro the prompts fill in
+    for name in PROMPT_MACROS:
+        assert f"`{{{name}}}`" in text
+
+
+def test_help_memories_shows_the_configured_limits(invoke, monkeypatch):
+    from kioku.config import get_settings
+
+    monkeypatch.setenv("MAX_SERVER_MEMORIES", "40")
+    monkeypatch.setenv("MAX_PERSONAL_MEMORIES", "30")
+    monkeypatch.setenv("MAX_MEMORY_LENGTH", "500")
+    get_settings.cache_clear()
+    body = invoke(command("help", "memories", permissions="0", guild_id=None))
+    description = body["data"]["embeds"][0]["description"]
+    assert "up to 40 memories for a server and 30 about each person" in description
+    assert "at most 500 characters" in description

@@ -546,7 +546,7 @@ def test_approving_a_rejected_or_forgotten_memory_changes_nothing(interact, tabl
 def test_a_memory_changed_since_the_review_was_shown_is_not_approved(interact, seed, memories):
     puns = seed("loves puns", status=MemoryStatus.PENDING)
     approve, _ = review_buttons(interact, puns)
-    memories.replace_content(puns, "loves bad puns", NOW, limit=100)
+    memories.replace_content(puns, "loves bad puns", NOW)
 
     body = interact(click(approve))
 

@@ -58,15 +58,29 @@ def test_command_names_are_unique_and_the_tree_fits_one_overwrite():
 def test_the_memories_guide_names_every_memory_command_within_discords_limits():
     import json
 
+    from kioku.domain.models import ServerConfig, StmConfig
     from kioku.services.commands.help import memories_guide_embed, stm_guide_embed
     from kioku.services.commands.registry import by_name
+    from tests.unit.ltm_fakes import settings
 
-    guide = json.dumps(memories_guide_embed())
+    # the widest values: the highest bounds, the deepest parameters
+    widest = settings(
+        MAX_SERVER_MEMORIES=1000,
+        MAX_PERSONAL_MEMORIES=1000,
+        MAX_MEMORY_LENGTH=4000,
+        STM_FRESH_WINDOW_MINUTES=1234.5,
+        SHORT_TERM_MEMORY_TTL_HOURS=1234.5,
+        STM_JANITOR_RETENTION_DAYS=3650,
+    )
+    deep = ServerConfig(
+        stm=StmConfig(refresh_cadence=100, nudge_injection_depth=100, content_injection_depth=100)
+    )
+    guide = json.dumps(memories_guide_embed(widest))
     for command in ("personal", "server"):
         group = next(o for o in by_name()[command].definition()["options"] if o["name"] == "memories")
         for sub in group["options"]:
             assert f"/{command} memories {sub['name']}" in guide
-    for embed in (memories_guide_embed(), stm_guide_embed()):
+    for embed in (memories_guide_embed(widest), stm_guide_embed(widest, deep)):
         assert all(len(field["value"]) <= 1024 for field in embed["fields"])
         assert (
             len(embed["title"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from kioku.domain.ltm.targets import TargetKind, resolve_target
+from kioku.domain.models import Participant
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,
@@ -70,6 +71,15 @@ def test_someone_who_left_the_guild_is_not_a_target_even_by_name():
     assert resolve_target("Alice", make_turn(), Search([]), only_alice).kind is TargetKind.USER
 
 
+def test_a_name_of_someone_who_left_goes_on_down_the_ladder_to_a_member_of_that_name():
+    def only_alice(guild_id: str, user_id: str):
+        return member_lookup(guild_id, user_id) if user_id == ALICE.user_id else None
+
+    search = Search([member("201", "bob")])
+    resolution = resolve_target("Bob", make_turn(), search, only_alice)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, "201")
+
+
 @pytest.mark.parametrize("target", ["Alice", "alice", "<@101>", "101"])
 def test_in_a_direct_message_the_partner_is_the_only_person(target):
     turn = make_turn(server_id=None)
@@ -124,11 +134,37 @@ def test_another_bot_falls_back_to_the_server():
     assert resolve_target("dicebot", make_turn(), Search([]), member_lookup).kind is TargetKind.OTHER_BOT
 
 
-def test_two_participants_with_the_name_are_ambiguous_with_labels():
+def test_a_primary_name_wins_over_a_nickname_in_the_conversation():
+    # Given Sam One, whose nickname is Sam, and Sam Two, whose global name is Sam
     turn = make_turn(participants=(ALICE, SAM_ONE, SAM_TWO))
-    resolution = resolve_target("sam", turn, Search([]))
+    # When the model names "sam", Then the ladder decides: the global name wins
+    resolution = resolve_target("sam", turn, Search([]), member_lookup)
+    assert resolution.kind is TargetKind.USER
+    assert resolution.user.user_id == SAM_TWO.user_id
+
+
+def test_two_participants_with_the_name_on_the_same_tier_are_ambiguous_with_labels():
+    nick_one = Participant("106", "sam1", nickname="Sam")
+    nick_two = Participant("107", "sam2", nickname="Sam")
+    turn = make_turn(participants=(ALICE, nick_one, nick_two))
+    resolution = resolve_target("sam", turn, Search([]), member_lookup)
     assert resolution.kind is TargetKind.AMBIGUOUS
     assert resolution.candidates == ("Sam (@sam1)", "Sam (@sam2)")
+
+
+def test_a_member_found_by_the_search_wins_over_a_webhook_persona_of_the_same_name():
+    # Given a bridged (webhook) persona called carol[m] in the conversation, and a member of that name
+    search = Search([member("201", "carol[m]")])
+    # When the model names carol[m], Then the member is the target; the persona only when nobody is
+    resolution = resolve_target("carol[m]", make_turn(), search)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, "201")
+    assert resolve_target("carol[m]", make_turn(), Search([])).kind is TargetKind.BRIDGE
+
+
+def test_a_member_without_any_name_is_named_by_a_mention_never_a_bare_id():
+    lookup = lambda guild_id, user_id: {"user": {"id": user_id, "username": ""}, "nick": None}  # noqa: E731
+    resolution = resolve_target("<@123456789012345678>", make_turn(), Search([]), lookup)
+    assert resolution.user.display_name == "<@123456789012345678>"
 
 
 @pytest.mark.parametrize(
@@ -170,8 +206,22 @@ def test_many_guild_matches_show_three_candidates():
         ]
     )
     resolution = resolve_target("rin", make_turn(), search)
+    # the ladder cannot decide between the two primary names; the nicknames are not candidates
     assert resolution.kind is TargetKind.AMBIGUOUS
-    assert resolution.candidates == ("Rin (@rin_a)", "Rin (@rin_b)", "rin")
+    assert resolution.candidates == ("Rin (@rin_b)", "rin")
+
+
+def test_many_guild_matches_on_one_tier_show_three_candidates():
+    search = Search([member(str(300 + n), f"rin_{n}", nick="Rin") for n in range(5)])
+    resolution = resolve_target("rin", make_turn(), search)
+    assert resolution.kind is TargetKind.AMBIGUOUS
+    assert resolution.candidates == ("Rin (@rin_0)", "Rin (@rin_1)", "Rin (@rin_2)")
+
+
+def test_a_guild_member_by_username_wins_over_another_by_nickname():
+    search = Search([member("301", "rin_a", nick="Rin"), member("303", "rin")])
+    resolution = resolve_target("rin", make_turn(), search)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, "303")
 
 
 def test_nobody_by_that_name_is_not_found():

@@ -240,7 +240,7 @@ def test_ambiguous_names_list_candidates_for_the_model_to_ask():
     def search(guild_id, query):
         return [
             {"user": {"id": "301", "username": "rin_a"}, "nick": "Rin"},
-            {"user": {"id": "302", "username": "rin_b", "global_name": "Rin"}},
+            {"user": {"id": "302", "username": "rin_b"}, "nick": "Rin"},
         ]
 
     result = create(

@@ -203,3 +203,18 @@ def test_capture_stores_nothing_for_a_user_with_full_privacy_but_still_counts_th
     memory, store = stm_turn(private_turn)
     memory.capture([message("secret")])
     assert store.captures == [] and store.counted == 1
+
+
+def test_every_listed_prompt_macro_is_filled_in_and_no_other():
+    # Given a prompt override naming every macro the guides list
+    from kioku.domain.settings_edit import PROMPT_PLACEHOLDERS
+    from kioku.domain.stm.update_tool import PROMPT_MACROS, prompt_macros, render_prompt
+
+    the_turn = turn()
+    macros = prompt_macros(the_turn, LIMITS)
+    assert tuple(macros) == PROMPT_MACROS
+    assert tuple(f"{{{name}}}" for name in PROMPT_MACROS) == PROMPT_PLACEHOLDERS
+    # When it is rendered, Then each is replaced by its value: no braces are left
+    for name in PROMPT_MACROS:
+        rendered = render_prompt(f"<{{{name}}}>", macros)
+        assert rendered == f"<{macros[name]}>" and "{" not in rendered, name

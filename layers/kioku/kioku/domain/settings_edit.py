@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from kioku.domain.models import Capabilities, RenderMode, StmCategory, StmConfig
 from kioku.domain.stm.categories import slug_for_label
+from kioku.domain.stm.update_tool import PROMPT_MACROS
 
 PARAMETER_FIELDS: Final = {
     "refresh_cadence": "refresh_cadence",
@@ -44,7 +45,8 @@ LABEL_SEPARATOR: Final = ":"
 MAX_CATEGORY_LINE_CHARS: Final = (
     MAX_CATEGORY_LABEL_CHARS + len(LABEL_SEPARATOR) + 1 + MAX_CATEGORY_DESCRIPTION_CHARS
 )
-PROMPT_PLACEHOLDERS: Final = ("{category_labels}", "{user}", "{bot}")
+PROMPT_PLACEHOLDERS: Final = tuple(f"{{{name}}}" for name in PROMPT_MACROS)
+"""What a prompt override may say, filled in when the text is used (``prompt_macros``)."""
 
 
 class InvalidSettingsEdit(ValueError):

@@ -36,7 +36,7 @@ recent_turns: deque[TurnRecord] = deque(maxlen=5)
 @lru_cache(maxsize=1)
 def turn_service(settings: Settings) -> TurnService:
     from kioku.adapters.discord_rest import DiscordRest
-    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
     from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnLedger
@@ -53,7 +53,7 @@ def turn_service(settings: Settings) -> TurnService:
         discord=DiscordRest(settings.DISCORD_API_BASE_URL, secrets.discord_bot_token),
         model=make_chat_model(model_settings),
         stm_store=StmStore(table),
-        ltm_store=DynamoMemoryStore(table),
+        ltm_store=DynamoMemoryStore(table, layout=BookLayout.from_settings(settings)),
         ledger=TurnLedger(table),
         rates=RateLedger(table),
     )

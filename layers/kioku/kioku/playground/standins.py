@@ -218,6 +218,8 @@ class DiscordStandIn(_StandInServer):
         self._interaction_responses: dict[str, dict[str, Any]] = {}
         self._commands: dict[tuple[str, str | None], list[dict[str, Any]]] = {}
         self._failures: deque[CannedResponse] = deque()
+        self._post_failures: dict[int, CannedResponse] = {}
+        self._posts_seen = 0
         self._nonces: dict[tuple[str, str], dict[str, Any]] = {}
         self._channel_info: dict[str, dict[str, Any]] = {}
         self._roles: dict[str, list[dict[str, Any]]] = {}
@@ -370,6 +372,11 @@ class DiscordStandIn(_StandInServer):
         with self._lock:
             self._failures.append(CannedResponse(status, body, headers or {}))
 
+    def fail_post(self, nth: int, status: int, body: Any = None) -> None:
+        """Answer the ``nth`` message post from now (1 the next one) with this response instead."""
+        with self._lock:
+            self._post_failures[self._posts_seen + nth] = CannedResponse(status, body, {})
+
     # Inspection --------------------------------------------------------------------------------
 
     def channel_messages(self, channel_id: str) -> list[dict[str, Any]]:
@@ -435,6 +442,10 @@ class DiscordStandIn(_StandInServer):
     def _post_message(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
             return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+        self._posts_seen += 1
+        failure = self._post_failures.pop(self._posts_seen, None)
+        if failure is not None:
+            return failure
         body = request.body if isinstance(request.body, dict) else {}
         content = body.get("content") or ""
         embeds = body.get("embeds") or []

@@ -202,7 +202,7 @@ def update_long_term_memory(
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, lookup_member, settings)
+        return _update(request, turn, store, search_members, lookup_member)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -298,6 +298,8 @@ def _create(
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
 
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
+    if scope.kind is ScopeKind.PERSONAL:
+        data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
     if not outcome.created:
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
         return ToolResult(SaveStatus.SAVED, data)
@@ -329,7 +331,6 @@ def _update(
     store: MemoryStore,
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None,
-    settings: Settings,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
     if lineage <= GLOBAL_LINEAGE:
@@ -362,20 +363,27 @@ def _update(
     if request.deletes:
         store.delete(memory)
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
-        return ToolResult(UpdateStatus.DELETED, {"memory_id": memory.memory_id}, notification=embed)
+        return ToolResult(UpdateStatus.DELETED, _about(memory, subject), notification=embed)
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
-        content, limit = pin_user_token(content, speaker.display_name), settings.MAX_SERVER_MEMORIES
+        content = pin_user_token(content, speaker.display_name)
     else:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-        limit = settings.MAX_PERSONAL_MEMORIES
     updated = store.replace_content(
-        memory, content, turn.now, limit=limit, origin=_saving_origin(turn), author_id=turn.user.user_id
+        memory, content, turn.now, origin=_saving_origin(turn), author_id=turn.user.user_id
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
-    return ToolResult(UpdateStatus.UPDATED, {"memory_id": updated.memory_id}, notification=embed)
+    return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
+
+
+def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
+    """A tool result's memory id and, for a personal memory, whom it is about, by name."""
+    data: dict[str, Any] = {"memory_id": memory.memory_id}
+    if memory.scope.kind is ScopeKind.PERSONAL:
+        data["about"] = subject.label()
+    return data
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

@@ -4,17 +4,18 @@ Load the memory state, assemble the context (persona, long-term recall, the dial
 short-term memory placed by depth), ask the model, run its tools for a few rounds, post the reply
 and the memory notifications, then capture the turn into short-term memory.
 
-A model that fails gets the user a short apology and changes no memory. Discord refusing the
-reply raises, so the queue retries the turn; every post carries a nonce derived from the turn, so
-a retry never doubles a message, and the capture is keyed by message ids, so it never doubles a
-counter.
+A model that fails gets the user a short apology; the turn is still captured and counted, as the
+channel saw it. Discord refusing the reply raises, so the queue retries the turn; a reply Discord
+took only part of is kept (``UnfinishedReply``) and the retry posts the rest of the same text. Every
+post carries a nonce derived from the turn, so a retry never doubles a message, and the capture is
+keyed by message ids, so it never doubles a counter.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
@@ -28,8 +29,11 @@ from kioku.adapters.dynamodb.turn_ledger import (
     RateLedger,
     TurnLedger,
     TurnOutcome,
+    UnfinishedReply,
     outcome_from_item,
     turn_record_key,
+    unfinished_from_item,
+    unfinished_key,
 )
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
@@ -43,6 +47,7 @@ from kioku.domain.dialogue import (
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.recall import recall_subjects, render_recall
+from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
@@ -130,14 +135,12 @@ class TurnService:
         stop short of it, so a slow model still ends in an apology."""
         record = TurnRecord()
         now = self.clock()
-        if redelivered and self._answered_before(job):
-            logger.info("turn %s was answered by an earlier attempt", job.turn_id)
-            record.duplicate = True
-            self._record_alone(job, record, now)
-            return record
-        if not self._within_rate(job, record, now):
-            return record
-        self._typing(job.channel_id)
+        # An earlier attempt that posted (part of) the answer has been counted against the rate.
+        answered = redelivered and self._answered_before(job)
+        if not answered:
+            if not self._within_rate(job, record, now):
+                return record
+            self._typing(job.channel_id)
         try:
             channel = self._describe_channel(job)
             history = self._history(job, now)
@@ -183,6 +186,7 @@ class TurnService:
         guessed_lineage = hinted_persona(job.guild_id).lineage_id
         subject_ids = [person.user_id for person in recall_subjects(turn)]
         done_key = turn_record_key(job.source.value, job.turn_id)
+        unfinished_at = unfinished_key(job.source.value, job.turn_id)
         loaded = load_turn_memory(
             self.stm_store,
             server_id=job.guild_id,
@@ -191,7 +195,11 @@ class TurnService:
             parent_channel_id=turn.parent_channel_id,
             now=now,
             limits=limits,
-            extra_keys=[done_key, *self.ltm_store.recall_keys(job.guild_id, guessed_lineage, subject_ids)],
+            extra_keys=[
+                done_key,
+                unfinished_at,
+                *self.ltm_store.recall_keys(job.guild_id, guessed_lineage, subject_ids),
+            ],
         )
         done = outcome_from_item(loaded.extra.get((done_key["pk"], done_key["sk"])))
         if done is not None:
@@ -204,34 +212,75 @@ class TurnService:
             names = self._mention_names(job, channel, history, bot.user_id, turn.bot_name)
             dialogue = self._dialogue(history, bot.user_id, names, turn.bot_name)
             turn = replace(turn, mention_names=names)
-        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
+        unfinished = unfinished_from_item(loaded.extra.get((unfinished_at["pk"], unfinished_at["sk"])))
+        if answered and unfinished is None:
+            logger.info("turn %s was answered by an earlier attempt", job.turn_id)
+            record.duplicate = True
+            self._record_alone(job, record, now)
+            return record
 
         stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
+        if unfinished is not None:
+            logger.info("turn %s: posting the rest of the reply an earlier attempt began", job.turn_id)
+            record.apologised = unfinished.apologised
+            record.reply_ids = list(unfinished.reply_ids)
+            self._adopt_posted(job, unfinished.chunks, record)
+            self._finish(job, turn, stm, unfinished, record, now, kept=True)
+            return record
+
+        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
         messages, record.context_kinds = self._context(turn, stm, dialogue, recalled)
         tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
-
         try:
             reply = self._converse(turn, stm, messages, tools, record, time_left, job.member)
+            chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES) or [EMPTY_REPLY]
         except LlmUnavailable as exc:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
             record.apologised = True
-            self._post(job, [APOLOGY], record)
-            self._notify(job, record)  # what earlier rounds saved stays saved: show it
-            self._record_alone(job, record, now)
-            return record
+            reply, chunks = APOLOGY, [APOLOGY]
+        # what the tools saved stays saved, after an apology too: show it
+        notices = tuple(result.notification for _, result in record.tool_results if result.notification)
+        answer = UnfinishedReply(reply, tuple(chunks), notices=notices, apologised=record.apologised)
+        self._finish(job, turn, stm, answer, record, now)
+        return record
 
-        chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES)
-        self._post(job, chunks or [EMPTY_REPLY], record)
-        self._notify(job, record)
-        completion = self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)
+    def _finish(
+        self,
+        job: TurnJob,
+        turn: TurnContext,
+        stm: ShortTermMemoryTurn,
+        answer: UnfinishedReply,
+        record: TurnRecord,
+        now: datetime,
+        *,
+        kept: bool = False,
+    ) -> None:
+        """Post the chunks of ``answer`` not posted yet and its notifications, then capture the turn
+        (an apologised one too: the channel saw it) with its completion record. A chunk Discord
+        refuses raises, having kept what is needed to post the rest on redelivery; ``kept``: the
+        answer is such a kept one, dropped with the capture (the reply's text stays no longer)."""
         try:
-            captured = stm.capture(self._crude_turn(job, turn, reply, record, now), also=[completion])
+            self._post(job, list(answer.chunks), record)
+        except DiscordError:
+            self._keep_unfinished(job, replace(answer, reply_ids=tuple(record.reply_ids)), now)
+            raise
+        self._notify(job, answer.notices)
+        also = [self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)]
+        if kept:
+            also.append(self.ledger.op_forget_unfinished(job.source.value, job.turn_id))
+        try:
+            captured = stm.capture(self._crude_turn(job, turn, answer.reply, record, now), also=also)
         except TurnAlreadyRecorded:
             logger.info("turn %s was recorded by another attempt meanwhile", job.turn_id)
-            return record
+            return
         if not captured:
             self._record_alone(job, record, now)
-        return record
+
+    def _keep_unfinished(self, job: TurnJob, unfinished: UnfinishedReply, now: datetime) -> None:
+        try:
+            self.ledger.keep_unfinished(job.source.value, job.turn_id, unfinished, now)
+        except StoreError:
+            logger.exception("could not keep the unfinished reply of turn %s", job.turn_id)
 
     # -- context --------------------------------------------------------------------------------
 
@@ -378,7 +427,7 @@ class TurnService:
 
     def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
         try:
-            return self.discord.search_guild_members(guild_id, query)
+            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
         except DiscordError as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
@@ -478,8 +527,26 @@ class TurnService:
             for message in later
         )
 
+    def _adopt_posted(self, job: TurnJob, chunks: Sequence[str], record: TurnRecord) -> None:
+        """Count as posted the next chunks Discord holds though their attempt never heard back (it
+        died, or the answer was lost): the bot's messages after the turn, in order, with their text."""
+        if len(record.reply_ids) >= len(chunks):
+            return
+        later = self.discord.get_channel_messages(job.channel_id, MAX_MESSAGES_AFTER, after=job.turn_id)
+        bot_user_id = self.settings.DISCORD_APPLICATION_ID
+        for message in sorted(later, key=lambda message: int(message["id"])):
+            index = len(record.reply_ids)
+            if index >= len(chunks) or (job.source is TurnSource.SLASH_COMMAND and index == 0):
+                return
+            own = str((message.get("author") or {}).get("id")) == bot_user_id
+            if own and str(message["id"]) not in record.reply_ids and message.get("content") == chunks[index]:
+                record.reply_ids.append(str(message["id"]))
+
     def _post(self, job: TurnJob, chunks: list[str], record: TurnRecord) -> None:
+        """Post the chunks from the first one ``record`` has no id for."""
         for index, chunk in enumerate(chunks):
+            if index < len(record.reply_ids):
+                continue
             if job.source is TurnSource.SLASH_COMMAND and index == 0:
                 posted = self.discord.edit_original_response(
                     str(job.application_id), str(job.interaction_token), chunk
@@ -491,8 +558,7 @@ class TurnService:
                 )
             record.reply_ids.append(str(posted.get("id", "")))
 
-    def _notify(self, job: TurnJob, record: TurnRecord) -> None:
-        notices = [result.notification for _, result in record.tool_results if result.notification]
+    def _notify(self, job: TurnJob, notices: Sequence[dict[str, Any]]) -> None:
         for index, embed in enumerate(notices):
             try:
                 self.discord.create_message(

@@ -40,12 +40,13 @@ def forget() -> None:
 @lru_cache(maxsize=1)
 def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore]:
     from kioku.adapters.dynamodb.config_store import ConfigStore
-    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
 
     table = KiokuTable(table_name)
-    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table)
+    layout = BookLayout.from_settings(get_settings())
+    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table, layout=layout)
 
 
 @lru_cache(maxsize=1)

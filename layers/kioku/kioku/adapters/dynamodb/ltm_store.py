@@ -7,14 +7,16 @@ partition, beside their profile. An owner's partition holds:
   owner across lineages, so an id and its owner find a memory with one GetItem.
 - ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
 - ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
-- the recall book of each scope (``BOOK#L{lineage}`` on a server, ``LTM#BOOK#L{lineage}`` on a person):
-  one top-level attribute ``m{memory_id}`` per memory, ``{c: content, u: updated_at, a: author_id,
-  o: origin, s: subject_id}``; the origin (``guild/channel/parent/flags``) is what recall's privacy
-  rules read, so a book entry without one (written before origins were kept) is never recalled.
-  Recall reads books, which have fixed keys, so a turn fetches them in the BatchGetItem it already
+- the recall book of each scope, in shards (``BOOK#L{lineage}``, ``BOOK#L{lineage}#1``, … on a
+  server, ``LTM#BOOK#L{lineage}``… on a person): one top-level attribute ``m{memory_id}`` per memory,
+  ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id}``, and ``k``, the shard's
+  number of entries; the origin (``guild/channel/parent/flags``) is what recall's privacy rules
+  read, so a book entry without one (written before origins were kept) is never recalled. Recall
+  reads books, which have fixed keys, so a turn fetches every shard in the BatchGetItem it already
   makes. Every write to a memory sets or removes its entry in the same transaction, so a book never
-  drifts from its memories. An entry keeps at most ``book_entry_chars(limit)`` characters of the
-  content, so that a full book stays under DynamoDB's 400 KB item size whatever the settings.
+  drifts from its memories. Entries keep the whole content; a shard takes an entry only while
+  ``k`` is below ``BookLayout.capacity`` (a condition of the save), so a shard full of the longest
+  entries stays under DynamoDB's 400 KB item size, and a scope has as many shards as its limit needs.
 
 A server save is one transaction: ``ADD n_L 1`` if ``n_L < limit``, guard and memory put if absent.
 A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression can state, so it reads
@@ -25,10 +27,11 @@ read. Deletes only ever lower a count, so they skip the version and stay one tra
 
 from __future__ import annotations
 
+import math
 import random
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
@@ -66,9 +69,9 @@ _MEMORY_PREFIX: Final = "M#"
 _OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
 _BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
 _ENTRY_PREFIX: Final = "m"
-_CUT_MARK: Final = "…"
+_SHARD_COUNT: Final = "k"
 BOOK_ITEM_BYTES: Final = 380_000
-"""What a book may take, under DynamoDB's 400 KB item limit."""
+"""What a book shard may take, under DynamoDB's 400 KB item limit."""
 BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
 """An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes)."""
 _MAX_UTF8_BYTES: Final = 4
@@ -109,31 +112,49 @@ def count_attribute(lineage: int) -> str:
     return f"n_{lineage}"
 
 
-def book_key(scope: MemoryScope) -> Key:
-    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"{_BOOK_PREFIX[scope.kind]}{scope.lineage}"}
+def book_key(scope: MemoryScope, shard: int = 0) -> Key:
+    """The key of one shard of a scope's book; shard 0 has the key books had before they were sharded."""
+    suffix = f"#{shard}" if shard else ""
+    return {
+        "pk": owner_pk(scope.kind, scope.owner_id),
+        "sk": f"{_BOOK_PREFIX[scope.kind]}{scope.lineage}{suffix}",
+    }
 
 
 def entry_attribute(memory_id: str) -> str:
     return f"{_ENTRY_PREFIX}{memory_id}"
 
 
-def book_entry_chars(limit: int) -> int:
-    """How much of a memory its book keeps: ``limit`` entries of 4-byte characters fit one item.
+@dataclass(frozen=True, slots=True)
+class BookLayout:
+    """How many entries a book shard takes and how many shards a scope has, from the settings: a
+    shard holds ``capacity`` entries of ``max_length`` 4-byte characters, and a scope's shards hold
+    its whole limit. With the defaults (100 memories of up to 1,000 characters): 90 entries, 2 shards."""
 
-    Contents are at most ``MAX_MEMORY_LENGTH`` characters, so only longer ones than this are cut;
-    with the default limit of 100 an entry keeps 900 characters.
-    """
-    return (BOOK_ITEM_BYTES - BOOK_ENTRY_OVERHEAD_BYTES * limit) // (_MAX_UTF8_BYTES * limit)
+    server_limit: int = 100
+    personal_limit: int = 100
+    max_length: int = 1000
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> BookLayout:
+        return cls(settings.MAX_SERVER_MEMORIES, settings.MAX_PERSONAL_MEMORIES, settings.MAX_MEMORY_LENGTH)
+
+    @property
+    def capacity(self) -> int:
+        return max(1, BOOK_ITEM_BYTES // (_MAX_UTF8_BYTES * self.max_length + BOOK_ENTRY_OVERHEAD_BYTES))
+
+    def shards(self, kind: ScopeKind) -> int:
+        limit = self.server_limit if kind is ScopeKind.SERVER else self.personal_limit
+        return math.ceil(limit / self.capacity)
+
+    def keys(self, scope: MemoryScope) -> list[Key]:
+        return [book_key(scope, shard) for shard in range(self.shards(scope.kind))]
 
 
-def book_entry(memory: Memory, limit: int) -> Item:
-    """A memory as its book holds it, the content cut (ending with "…") to ``book_entry_chars(limit)``."""
-    room = book_entry_chars(limit)
-    content = memory.content
-    if len(content) > room:
-        content = content[: room - 1] + _CUT_MARK
+def book_entry(memory: Memory) -> Item:
+    """A memory as its book holds it: all of it that recall shows."""
     entry: Item = {
-        "c": content,
+        "c": memory.content,
         "u": memory.updated_at.isoformat(),
         "a": memory.author_id,
         "o": origin_text(memory.origin),
@@ -186,10 +207,12 @@ class DynamoMemoryStore:
         *,
         new_id: Callable[[], str] = new_memory_id,
         sleep: Callable[[float], None] = time.sleep,
+        layout: BookLayout | None = None,
     ) -> None:
         self._table = table
         self._new_id = new_id
         self._sleep = sleep
+        self.layout = layout or BookLayout()
 
     def personal_target(self, user_id: str) -> PersonalTarget:
         profile_key, counts_key = user_profile_key(user_id), counter_key(ScopeKind.PERSONAL, user_id)
@@ -202,11 +225,17 @@ class DynamoMemoryStore:
         if personal and ledger is None:
             ledger = self.personal_target(draft.scope.owner_id).ledger
         fingerprint = content_fingerprint(draft.content)
-        for attempt in range(MAX_ATTEMPTS):
+        shards = self.layout.shards(draft.scope.kind)
+        full: set[int] = set()
+        attempt = 0
+        while attempt < MAX_ATTEMPTS:
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
                 return self._existing_or_limit(draft.scope, fingerprint, draft.duplicate_domain, limit)
             memory_id = self._new_id()
-            operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger)
+            shard = _shard_with_room(memory_id, shards, full)
+            if shard is None:  # every shard full: the limit was raised past the layout's, or lowered
+                raise MemoryLimitReached(limit)
+            operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger, shard)
             try:
                 self._guarded(self._table.transact_write, list(operations.values()))
                 return SaveOutcome(memory_id, created=True)
@@ -224,9 +253,13 @@ class DynamoMemoryStore:
                     raise MemoryLimitReached(limit) from exc
                 if "counter" in failed:
                     ledger = ledger_from_item(old["counter"])
+                elif "book" in failed:
+                    full.add(shard)  # not a race: the next attempt takes another shard
+                    continue
                 elif "memory" not in failed and not exc.conflicted:
                     raise MemoryStoreFailed(str(exc)) from exc
                 self._backoff(attempt)
+                attempt += 1
         raise MemoryStoreFailed(f"gave up saving after {MAX_ATTEMPTS} lost races")
 
     def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
@@ -239,7 +272,6 @@ class DynamoMemoryStore:
         content: str,
         now: datetime,
         *,
-        limit: int,
         origin: Origin | None = None,
         author_id: str | None = None,
     ) -> Memory:
@@ -268,7 +300,7 @@ class DynamoMemoryStore:
                     ":read_fingerprint": memory.fingerprint,
                 },
             ),
-            "book": self._write_entry(updated, limit),
+            "book": self._write_entry(updated),
         }
         if (updated.fingerprint, updated.duplicate_domain) != (memory.fingerprint, memory.duplicate_domain):
             operations["old_guard"] = self._release_guard(memory)
@@ -319,7 +351,10 @@ class DynamoMemoryStore:
                 values={":minus_one": -1},
             ),
             self._table.op_update(
-                book_key(scope), "REMOVE #entry", names={"#entry": entry_attribute(memory.memory_id)}
+                book_key(scope, memory.book_shard),
+                "REMOVE #entry ADD #k :minus_one",
+                names={"#entry": entry_attribute(memory.memory_id), "#k": _SHARD_COUNT},
+                values={":minus_one": -1},
             ),
         ]
         try:
@@ -345,7 +380,7 @@ class DynamoMemoryStore:
             if start_key is None:
                 return sorted(memories, key=lambda memory: memory.created_at)
 
-    def approve(self, memory: Memory, *, limit: int) -> Memory:
+    def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
         pending memory that was read (approved, rejected or changed meanwhile)."""
         approved = replace(memory, status=MemoryStatus.ACTIVE)
@@ -361,7 +396,7 @@ class DynamoMemoryStore:
                     ":read_fingerprint": memory.fingerprint,
                 },
             ),
-            self._write_entry(approved, limit),
+            self._write_entry(approved),
         ]
         try:
             self._transact_retrying(operations)
@@ -383,18 +418,19 @@ class DynamoMemoryStore:
         items = index_by_key(self._guarded(self._table.batch_get, keys))
         return self.recall_from_items(items, server_id, lineage, user_ids, place=place, policy=policy)
 
-    @staticmethod
-    def recall_keys(server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[Key]:
-        """The items recall reads, all with fixed keys: the server's book of ``lineage``, and per person
-        their profile (for the privacy level) and their books of ``lineage`` and of global memories."""
-        keys = [book_key(MemoryScope.server(server_id, lineage))] if server_id else []
+    def recall_keys(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[Key]:
+        """The items recall reads, all with fixed keys: every shard of the server's book of
+        ``lineage``, and per person their profile (for the privacy level) and every shard of their
+        books of ``lineage`` and of global memories."""
+        keys = self.layout.keys(MemoryScope.server(server_id, lineage)) if server_id else []
         for user_id in user_ids:
             keys.append(user_profile_key(user_id))
-            keys.extend(book_key(MemoryScope.personal(user_id, held)) for held in _personal_lineages(lineage))
+            for held in _personal_lineages(lineage):
+                keys.extend(self.layout.keys(MemoryScope.personal(user_id, held)))
         return keys
 
-    @staticmethod
     def recall_from_items(
+        self,
         items_by_key: Mapping[tuple[str, str], Item],
         server_id: str | None,
         lineage: int,
@@ -405,11 +441,14 @@ class DynamoMemoryStore:
     ) -> RecallSet:
         """The memories in the items of ``recall_keys`` (by ``(pk, sk)``, missing ones left out) that a
         turn at ``place`` may be shown (``Memory.recallable_at``), without the people whose privacy
-        level forbids personal memories. Contents are the books' (maybe cut), and a recalled memory's
-        ``created_at`` is its ``updated_at``: books keep only what recall shows."""
+        level forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``:
+        books keep only what recall shows."""
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
-            book = memories_from_book(items_by_key.get(_pair(book_key(scope))), scope)
+            shards = range(self.layout.shards(scope.kind))
+            book = memories_from_book(
+                [items_by_key.get(_pair(book_key(scope, shard))) for shard in shards], scope
+            )
             return tuple(memory for memory in book if memory.recallable_at(place, policy))
 
         server = read(MemoryScope.server(server_id, lineage)) if server_id else ()
@@ -427,7 +466,13 @@ class DynamoMemoryStore:
     # -- internals --------------------------------------------------------------------------------
 
     def _create_operations(
-        self, draft: MemoryDraft, memory_id: str, fingerprint: str, limit: int, ledger: PersonalLedger | None
+        self,
+        draft: MemoryDraft,
+        memory_id: str,
+        fingerprint: str,
+        limit: int,
+        ledger: PersonalLedger | None,
+        shard: int,
     ) -> dict[str, dict[str, Any]]:
         """The transaction of a save, by name, in the order the cancellation reasons come back."""
         scope, table = draft.scope, self._table
@@ -462,9 +507,19 @@ class DynamoMemoryStore:
         )
         operations["counter"] = counter
         operations["memory"] = table.op_put(
-            memory_to_item(draft, memory_id, fingerprint), condition="attribute_not_exists(pk)"
+            memory_to_item(draft, memory_id, fingerprint, shard), condition="attribute_not_exists(pk)"
         )
-        operations["book"] = self._write_entry(draft.saved_as(memory_id), limit)
+        operations["book"] = table.op_update(
+            book_key(scope, shard),
+            "SET #entry = :entry ADD #k :one",
+            condition="attribute_not_exists(#k) OR #k < :capacity",
+            names={"#entry": entry_attribute(memory_id), "#k": _SHARD_COUNT},
+            values={
+                ":entry": book_entry(draft.saved_as(memory_id)),
+                ":one": 1,
+                ":capacity": self.layout.capacity,
+            },
+        )
         return operations
 
     def _existing_or_limit(
@@ -476,13 +531,13 @@ class DynamoMemoryStore:
             return SaveOutcome(str(guard["memory_id"]), created=False)
         raise MemoryLimitReached(limit)
 
-    def _write_entry(self, memory: Memory, limit: int) -> dict[str, Any]:
-        """Set the memory's entry in its book; the book item is created by its first entry."""
+    def _write_entry(self, memory: Memory) -> dict[str, Any]:
+        """Rewrite the entry of a saved memory in its book shard (which counted it when it was saved)."""
         return self._table.op_update(
-            book_key(memory.scope),
+            book_key(memory.scope, memory.book_shard),
             "SET #entry = :entry",
             names={"#entry": entry_attribute(memory.memory_id)},
-            values={":entry": book_entry(memory, limit)},
+            values={":entry": book_entry(memory)},
         )
 
     def _release_guard(self, memory: Memory) -> dict[str, Any]:
@@ -530,8 +585,24 @@ def _personal_lineages(lineage: int) -> tuple[int, ...]:
     return tuple(dict.fromkeys((lineage, GLOBAL_LINEAGE)))
 
 
-def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, ...]:
-    """The memories of a book item, newest first."""
+def _shard_with_room(memory_id: str, shards: int, full: set[int]) -> int | None:
+    """The shard a new memory goes to: its id's, else the next one not found full by this save."""
+    first = int(memory_id) % shards if memory_id.isdigit() else 0
+    return next(
+        (shard for step in range(shards) if (shard := (first + step) % shards) not in full),
+        None,
+    )
+
+
+def memories_from_book(shards: Sequence[Item | None], scope: MemoryScope) -> tuple[Memory, ...]:
+    """The memories of a book's shard items (by shard number, missing ones None), newest first."""
+    memories = []
+    for shard, item in enumerate(shards):
+        memories.extend(_memories_of_shard(item, scope, shard))
+    return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
+
+
+def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> list[Memory]:
     memories = []
     for name, entry in (item or {}).items():
         if name.startswith(_ENTRY_PREFIX):
@@ -548,9 +619,10 @@ def memories_from_book(item: Item | None, scope: MemoryScope) -> tuple[Memory, .
                     origin=origin,
                     subject_id=_optional_str(entry.get("s")),
                     status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
+                    book_shard=shard,
                 )
             )
-    return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
+    return memories
 
 
 def ledger_from_item(item: Item | None) -> PersonalLedger:
@@ -560,7 +632,7 @@ def ledger_from_item(item: Item | None) -> PersonalLedger:
     return PersonalLedger(counts=counts, version=int(item.get("version", 0)))
 
 
-def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str) -> Item:
+def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: int = 0) -> Item:
     scope = draft.scope
     return {
         **memory_key(scope.kind, scope.owner_id, memory_id),
@@ -575,6 +647,7 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str) -> Item
         "updated_at": draft.created_at.isoformat(),
         "origin": origin_text(draft.origin),
         "status": draft.status.value,
+        "book_shard": shard,
         **({"subject_id": draft.subject_id} if draft.subject_id else {}),
     }
 
@@ -590,6 +663,7 @@ def memory_from_item(item: Item) -> Memory:
         origin=origin_from_text(item.get("origin")),
         subject_id=_optional_str(item.get("subject_id")),
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
+        book_shard=int(item.get("book_shard", 0)),
     )
 
 

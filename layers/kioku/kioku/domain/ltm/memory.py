@@ -98,6 +98,8 @@ class Memory:
     origin: Origin = field(default_factory=Origin.unknown)
     subject_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
+    book_shard: int = field(default=0, compare=False)
+    """Which item of its scope's recall book holds it (the store's bookkeeping)."""
 
     @property
     def fingerprint(self) -> str:

@@ -60,13 +60,11 @@ class MemoryStore(Protocol):
         content: str,
         now: datetime,
         *,
-        limit: int,
         origin: Origin | None = None,
         author_id: str | None = None,
     ) -> Memory:
         """``memory`` with new content, written at ``origin`` by ``author_id`` when given; raises
-        ``DuplicateMemory`` or ``MemoryNotFound`` (changed). ``limit`` is the memory limit of its
-        scope, which bounds what recall keeps of each memory."""
+        ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
         ...
 
     def delete(self, memory: Memory) -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kioku.domain.ltm.ports import LookupMember, SearchMembers
 from kioku.domain.models import Participant
@@ -14,7 +14,10 @@ from kioku.domain.text import USER_MENTION, normalize_for_comparison
 from kioku.domain.turn import TurnContext
 
 MAX_AMBIGUOUS_CANDIDATES: Final = 3
+MEMBER_SEARCH_LIMIT: Final = 100
+"""Members the guild search returns for a name, as the original asks."""
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
+T = TypeVar("T")
 
 
 class TargetKind(StrEnum):
@@ -57,7 +60,11 @@ def resolve_target(
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None = None,
 ) -> TargetResolution:
-    """Find the user ``target`` names: an id or mention; a conversation participant; a guild member.
+    """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); the
+    people in the conversation; the guild's member search; the names of webhook personas (bridges).
+    At each rung a match on a primary name (username, global name) wins over one on a nickname
+    (the guild display name); the result is ambiguous only when a rung finds several people on its
+    best tier.
 
     A person must be a current member of the turn's guild (``lookup_member``); in a DM the only
     person is the DM partner. Naming the bot itself, another bot or a bridged user is reported as
@@ -76,16 +83,44 @@ def resolve_target(
         return TargetResolution(TargetKind.NOT_FOUND)
     if wanted in {comparable_name(name) for name in turn.bot.names(turn.bot_name)}:
         return TargetResolution(TargetKind.BOT_SELF)
-    in_conversation = [p for p in people.values() if wanted in {comparable_name(n) for n in p.known_names()}]
-    if in_conversation:
-        return _member_checked(_from_participants(in_conversation), turn, lookup_member)
+    people_named = _best_tier([p for p in people.values() if not p.is_bridge], wanted, _participant_names)
+    if people_named:
+        resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, lookup_member)
+        if resolution.kind is not TargetKind.NOT_FOUND:
+            return resolution  # one who has left the guild since: the next rungs may find a member
     if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
         return TargetResolution(TargetKind.OTHER_BOT)
-    if turn.server_id is None or search_members is None:
-        return TargetResolution(TargetKind.NOT_FOUND)
-    query = " ".join(raw.removeprefix("@").split())
-    members = _matching_members(search_members(turn.server_id, query), wanted, turn.bot.user_id)
-    return _decide(members)
+    if turn.server_id is not None and search_members is not None:
+        query = " ".join(raw.removeprefix("@").split())
+        members = _matching_members(search_members(turn.server_id, query), wanted, turn.bot.user_id)
+        if members:
+            return _decide(members)
+    bridges = _best_tier([p for p in people.values() if p.is_bridge], wanted, _participant_names)
+    if bridges:
+        return _from_participants(bridges)
+    return TargetResolution(TargetKind.NOT_FOUND)
+
+
+def _participant_names(person: Participant) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:
+    """A participant's names: primary (username, global name), then nickname (display name)."""
+    return (person.username, person.global_name), (person.nickname, person.display_name)
+
+
+def _best_tier(
+    candidates: Iterable[T], wanted: str, names: Callable[[T], tuple[tuple[str | None, ...], ...]]
+) -> list[T]:
+    """The candidates named ``wanted`` on the best tier of their names that anyone matches."""
+    candidates = list(candidates)
+    tiers = max((len(names(candidate)) for candidate in candidates), default=0)
+    for tier in range(tiers):
+        matched = [
+            candidate
+            for candidate in candidates
+            if wanted in {comparable_name(name) for name in names(candidate)[tier] if name}
+        ]
+        if matched:
+            return matched
+    return []
 
 
 def _resolve_in_dm(raw: str, turn: TurnContext) -> TargetResolution:
@@ -137,7 +172,7 @@ def _resolve_id(
     if person is not None:
         return TargetResolution(TargetKind.USER, _as_target(person))
     username = _text(user.get("username"))
-    display = _text(member.get("nick")) or _text(user.get("global_name")) or username or f"user {user_id}"
+    display = _text(member.get("nick")) or _text(user.get("global_name")) or username or f"<@{user_id}>"
     return TargetResolution(
         TargetKind.USER, TargetUser(user_id=user_id, display_name=display, username=username)
     )
@@ -180,8 +215,9 @@ def _decide(users: list[TargetUser]) -> TargetResolution:
 
 
 def _matching_members(members: Iterable[Any], wanted: str, bot_user_id: str) -> list[TargetUser]:
-    """Non-bot members with a name equal to ``wanted``: display name, nickname, global name, username."""
-    found: dict[str, TargetUser] = {}
+    """Non-bot members with a name equal to ``wanted`` (username, global name, nickname), on the best
+    tier anyone matches: a username or global name wins over a nickname."""
+    found: dict[str, tuple[TargetUser, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for member in members:
         user = member.get("user") if isinstance(member, dict) else None
         if not isinstance(user, dict) or not isinstance(user.get("id"), str) or user.get("bot"):
@@ -192,12 +228,10 @@ def _matching_members(members: Iterable[Any], wanted: str, bot_user_id: str) -> 
         nickname = _text(member.get("nick"))
         global_name = _text(user.get("global_name"))
         display = nickname or global_name or username
-        names = {comparable_name(name) for name in (display, nickname, global_name, username) if name}
-        if wanted in names:
-            found.setdefault(
-                user["id"], TargetUser(user_id=user["id"], display_name=display, username=username)
-            )
-    return list(found.values())
+        target = TargetUser(user_id=user["id"], display_name=display, username=username)
+        found.setdefault(user["id"], (target, ((username, global_name), (nickname,))))
+    named = _best_tier(found.values(), wanted, lambda entry: entry[1])
+    return [target for target, _ in named]
 
 
 def _text(value: Any) -> str:

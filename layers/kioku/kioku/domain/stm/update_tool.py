@@ -91,18 +91,32 @@ def refusal_message(reason: str) -> str:
     return f"{TOOL_NAME} is not available: {reason}. Nothing was saved."
 
 
+PROMPT_MACROS: Final = (
+    "short_term_memory_tool",
+    "bot",
+    "bot_name",
+    "user",
+    "user_name",
+    "max_summary_length",
+    "category_labels",
+)
+"""The ``{macros}`` filled in in prompt texts and their overrides, as ``prompt_macros`` fills them
+(``/help stm`` lists them from here)."""
+
+
 def prompt_macros(turn: TurnContext, limits: StmLimits) -> dict[str, str]:
     """Macros for our prompt texts and their per-server overrides (tool description, nudge)."""
     categories = active_categories(turn.config.categories, limits.max_categories)
-    return {
-        "short_term_memory_tool": TOOL_NAME,
-        "bot": turn.bot_name,
-        "bot_name": turn.bot_name,
-        "user": turn.user.display_name,
-        "user_name": turn.user.display_name,
-        "max_summary_length": str(limits.max_summary_length),
-        "category_labels": category_labels_text(categories),
-    }
+    values = (
+        TOOL_NAME,
+        turn.bot_name,
+        turn.bot_name,
+        turn.user.display_name,
+        turn.user.display_name,
+        str(limits.max_summary_length),
+        category_labels_text(categories),
+    )
+    return dict(zip(PROMPT_MACROS, values, strict=True))
 
 
 def value_macros(turn: TurnContext, limits: StmLimits) -> dict[str, str]:

@@ -2,69 +2,101 @@
 
 from __future__ import annotations
 
+from kioku.config import Settings, get_settings
+from kioku.domain.models import RenderMode, ServerConfig
+from kioku.domain.stm.update_tool import PROMPT_MACROS
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.guild_admin import load_server_config
 
 STM_GUIDE_DESCRIPTION = (
     "Short-term memory (STM) is what I keep about the **last while** in each channel: a running "
-    "summary (or one block per category) plus the most recent raw messages. I also recall a few "
-    "other channels of this server, so a conversation can move between channels without starting over."
+    "summary (or one block per category) plus the most recent raw messages. I also recall up to "
+    "{other_channels} other channels of this server, so a conversation can move between channels "
+    "without starting over."
 )
 
-STM_GUIDE_FIELDS = (
-    (
-        "Summary or categories",
-        "With no categories I keep one running summary per channel. Admins can define up to 5 "
-        "categories (label + description, e.g. *Plans*, *Mood*); I then keep one block per category.\n"
-        "`/server stm categories-edit`",
-    ),
-    (
-        "Render mode",
-        "How **other** channels are shown to me:\n"
-        "• `crude_summary` (default): the summary block, then the latest raw messages.\n"
-        "• `supersede`: the summary block replaces the raw messages when one exists.\n"
-        "The current channel always shows its live history either way.",
-    ),
-    (
-        "Cadence",
-        "Every turn I take in a channel adds 1 to its counter. Once it reaches the cadence "
-        "(default 5) I am reminded to refresh the summary, and reminded every turn until I do; "
-        "writing the summary resets the counter.",
-    ),
-    (
-        "Where it goes in my context",
-        "• Nudge depth (default 2): the reminder sits before the latest exchange.\n"
-        "• Content depth (default -1): the memory block sits near the top; 0 or more moves it "
-        "that many turns above the newest message.\n"
-        "• While a channel is active (updated in the last hour) the block is pulled down to "
-        "depth 2 at most, so fresh memory reads as current; it never moves further away.",
-    ),
-    (
-        "Parameters and prompts",
-        "`/server stm parameters` sets cadence, render mode, raw-message count, nudge depth and "
-        "content depth. `/server stm prompt-edit` replaces the tool description or the reminder text "
-        "(`{category_labels}`, `{user}` and `{bot}` are filled in; unknown `{placeholders}` are removed).",
-    ),
-    (
-        "Privacy",
-        "A channel is private when @everyone cannot view it; private threads are private, other "
-        "threads follow their channel. What is said in a private channel is recalled only in that "
-        "channel and its threads, never in another channel of the server (managers can override a "
-        "channel, or turn on the bypass, with `/server privacy`). Nothing is recalled in another "
-        "server. Messages of members with privacy level **full** are not stored; recall of our DMs "
-        "in a server is off unless you opt in with `/personal stm`. More: `docs/privacy.md`.",
-    ),
-    (
-        "Turning it off, looking at it",
-        "The **Short-Term Memory** capability (`/capabilities manage`) stops my automatic updates "
-        "and reminders but keeps stored memory visible. `/persona stm view` shows this channel's "
-        "memory to anyone; `/persona stm edit` lets managers rewrite it.",
-    ),
-)
+
+def stm_guide_fields(settings: Settings, config: ServerConfig) -> tuple[tuple[str, str], ...]:
+    """The STM guide with the values in force: the deployment's settings and this server's parameters."""
+    stm = config.stm
+    crude = stm.crude_message_count
+    if crude is None:
+        crude = settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
+    content_depth = (
+        "near the top"
+        if stm.content_injection_depth < 0
+        else f"{stm.content_injection_depth} turn{'' if stm.content_injection_depth == 1 else 's'} "
+        "above the newest message"
+    )
+    prompt_macros = ", ".join(f"`{{{name}}}`" for name in PROMPT_MACROS)
+    return (
+        (
+            "Summary or categories",
+            "With no categories I keep one running summary per channel, of at most "
+            f"{settings.SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH} characters. Admins can define up to "
+            f"{settings.STM_MAX_CATEGORIES} categories (label + description, e.g. *Plans*, *Mood*); I then "
+            "keep one block per category.\n`/server stm categories-edit`",
+        ),
+        (
+            "Render mode",
+            f"How **other** channels are shown to me (here: `{stm.render_mode.value}`):\n"
+            f"• `{RenderMode.CRUDE_SUMMARY.value}`: the summary block, then the latest {crude} raw messages.\n"
+            f"• `{RenderMode.SUPERSEDE.value}`: the summary block replaces the raw messages when one exists.\n"
+            "The current channel always shows its live history either way.",
+        ),
+        (
+            "Cadence",
+            "Every turn I take in a channel adds 1 to its counter. Once it reaches the cadence "
+            f"(here {stm.refresh_cadence}) I am reminded to refresh the summary, and reminded every turn "
+            "until I do; writing the summary resets the counter.",
+        ),
+        (
+            "Where it goes in my context",
+            f"• Nudge depth (here {stm.nudge_injection_depth}): the reminder sits that many turns above "
+            "the newest message.\n"
+            f"• Content depth (here {stm.content_injection_depth}): the memory block sits {content_depth}; "
+            "-1 keeps it near the top, 0 or more moves it that many turns above the newest message.\n"
+            f"• While a channel is active (updated in the last {_duration(settings.STM_FRESH_WINDOW_MINUTES)}) "
+            f"the block is pulled down to depth {settings.STM_FRESH_INJECTION_DEPTH} at most, so fresh "
+            "memory reads as current; it never moves further away.",
+        ),
+        (
+            "How long it lasts",
+            f"Raw messages last {_duration(settings.SHORT_TERM_MEMORY_TTL_HOURS * 60)}; summaries and "
+            f"categories stay until a channel has been quiet for {settings.STM_JANITOR_RETENTION_DAYS} days.",
+        ),
+        (
+            "Parameters and prompts",
+            "`/server stm parameters` sets cadence, render mode, raw-message count, nudge depth and "
+            "content depth. `/server stm prompt-edit` replaces the tool description or the reminder text; "
+            f"these are filled in: {prompt_macros}. An unknown `{{placeholder}}` loses its braces. In "
+            "`/persona stm edit` the same are filled in, except `{bot}`, which stays and is read when the "
+            "memory is shown (as does `{user}` in a DM: that memory is always about you).",
+        ),
+        (
+            "Privacy",
+            "A channel is private when @everyone cannot view it; private threads are private, other "
+            "threads follow their channel. What is said in a private channel is recalled only in that "
+            "channel and its threads, never in another channel of the server (managers can override a "
+            "channel, or turn on the bypass, with `/server privacy`). Nothing is recalled in another "
+            "server. Messages of members with privacy level **full** are not stored; recall of our DMs "
+            "in a server is off unless you opt in with `/personal stm`. More: `docs/privacy.md`.",
+        ),
+        (
+            "Turning it off, looking at it",
+            "The **Short-Term Memory** capability (`/capabilities manage`) stops my automatic updates "
+            "and reminders but keeps stored memory visible. `/persona stm view` shows this channel's "
+            "memory to anyone; `/persona stm edit` lets managers rewrite it.",
+        ),
+    )
+
 
 MEMORIES_GUIDE_DESCRIPTION = (
     "Long-term memories are facts I keep across conversations: about this server, or about one "
-    "person. You decide what I keep about you; the server's managers decide what I keep about the server."
+    "person. You decide what I keep about you; the server's managers decide what I keep about the server. "
+    "I keep up to {server_limit} memories for a server and {personal_limit} about each person, each of "
+    "at most {max_length} characters, and I am shown each one whole."
 )
 
 MEMORIES_GUIDE_FIELDS = (
@@ -100,30 +132,49 @@ MEMORIES_GUIDE_FIELDS = (
 GUIDES = {"stm": "Short-term memory", "memories": "Long-term memories and your data"}
 
 
-def stm_guide_embed() -> dict:
+def stm_guide_embed(settings: Settings, config: ServerConfig) -> dict:
+    fields = stm_guide_fields(settings, config)
     return {
         "title": "Short-term memory: what you can customise",
-        "description": STM_GUIDE_DESCRIPTION,
+        "description": STM_GUIDE_DESCRIPTION.format(
+            other_channels=settings.SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS
+        ),
         "color": EMBED_COLOR_INFO,
-        "fields": [{"name": name, "value": value, "inline": False} for name, value in STM_GUIDE_FIELDS],
+        "fields": [{"name": name, "value": value, "inline": False} for name, value in fields],
     }
 
 
-def memories_guide_embed() -> dict:
+def memories_guide_embed(settings: Settings) -> dict:
+    description = MEMORIES_GUIDE_DESCRIPTION.format(
+        server_limit=settings.MAX_SERVER_MEMORIES,
+        personal_limit=settings.MAX_PERSONAL_MEMORIES,
+        max_length=settings.MAX_MEMORY_LENGTH,
+    )
     return {
         "title": "Long-term memories: what I keep, and your control over it",
-        "description": MEMORIES_GUIDE_DESCRIPTION,
+        "description": description,
         "color": EMBED_COLOR_INFO,
         "fields": [{"name": name, "value": value, "inline": False} for name, value in MEMORIES_GUIDE_FIELDS],
     }
 
 
+def _duration(minutes: float) -> str:
+    """``90`` → "90 minutes", ``120`` → "2 hours", ``1440`` → "24 hours"."""
+    if minutes >= 60 and minutes % 60 == 0:
+        hours = int(minutes // 60)
+        return f"{hours} hour" + ("s" if hours != 1 else "")
+    return f"{minutes:g} minute" + ("s" if minutes != 1 else "")
+
+
 def on_help(interaction: Interaction) -> dict:
     topic = interaction.subcommand_path()[:1]
+    settings = get_settings()
     if topic == ("stm",):
-        return message(embeds=[stm_guide_embed()])
+        # the server's own parameters where there is a server; a DM shows the defaults
+        config = load_server_config(interaction) if interaction.guild_id else ServerConfig()
+        return message(embeds=[stm_guide_embed(settings, config)])
     if topic == ("memories",):
-        return message(embeds=[memories_guide_embed()])
+        return message(embeds=[memories_guide_embed(settings)])
     return error_message("I have no guide on that yet. Try `/help stm` or `/help memories`.")
 
 

@@ -198,7 +198,7 @@ def prompts_embed(stm: StmConfig) -> dict:
     placeholders = ", ".join(f"`{placeholder}`" for placeholder in PROMPT_PLACEHOLDERS)
     return {
         "title": "Saved: short-term memory prompts",
-        "description": f"{placeholders} are filled in when the text is used; other `{{placeholders}}` are removed.",
+        "description": f"{placeholders} are filled in when the text is used; any other `{{placeholder}}` loses its braces.",
         "color": EMBED_COLOR_INFO,
         "fields": [
             {"name": "Tool description", "value": state(stm.tool_description_override), "inline": True},

@@ -234,11 +234,9 @@ def review(interaction: Interaction) -> dict:
 
 def _judge(interaction: Interaction, verdict: str, memory_id: str, tag: str) -> dict:
     """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
-    from kioku.config import get_settings
-
     memory = _awaiting_review(interaction, memory_id, tag)
     if verdict == APPROVE:
-        ltm_store().approve(memory, limit=get_settings().MAX_SERVER_MEMORIES)
+        ltm_store().approve(memory)
         note = f"Approved server memory #{memory_id}: kioku may recall it from now on."
     else:
         ltm_store().reject(memory)
