@@ -27,6 +27,18 @@ def llm() -> Iterator[OpenAIStandIn]:
         yield server
 
 
+GUILD: Final = "200000000000000001"
+GENERAL: Final = "300000000000000001"
+
+
+@pytest.fixture
+def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
+    """The local stack talking to ``llm``, with one guild channel, #general (a module may define its own)."""
+    with running_stack(llm) as running:
+        running.discord.seed_channel(GENERAL, name="general", guild_id=GUILD)
+        yield running
+
+
 @contextmanager
 def running_stack(llm: OpenAIStandIn, **env: str) -> Iterator[LocalStack]:
     """The local stack talking to ``llm``, with ``env`` over its environment."""

@@ -4,25 +4,16 @@ through the queue and the worker, to a JSON file attached to the interaction's a
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import pytest
 
 from kioku.playground.events import slash_command
-from kioku.playground.stack import LocalStack
-from kioku.playground.standins import OpenAIStandIn, completion_body
-from tests.e2e.conftest import relay_post, running_stack, signed_post
+from kioku.playground.standins import completion_body
+from tests.e2e.conftest import GENERAL, GUILD, relay_post, signed_post
 
 pytestmark = pytest.mark.e2e
 
-GUILD, CHANNEL = "200000000000000001", "300000000000000001"
-
-
-@pytest.fixture
-def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
-    with running_stack(llm) as running:
-        running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
-        yield running
+CHANNEL = GENERAL
 
 
 def test_an_export_arrives_as_a_json_file_with_what_was_kept(stack, llm):

@@ -12,19 +12,12 @@ import pytest
 
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import CannedResponse, OpenAIStandIn, completion_body
-from tests.e2e.conftest import relay_post, running_stack, signed_post
+from kioku.playground.standins import CannedResponse, completion_body
+from tests.e2e.conftest import GENERAL, GUILD, relay_post, signed_post
 
 pytestmark = pytest.mark.e2e
 
-GUILD, CHANNEL = "200000000000000001", "300000000000000001"
-
-
-@pytest.fixture
-def stack(llm: OpenAIStandIn) -> Iterator[LocalStack]:
-    with running_stack(llm) as running:
-        running.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
-        yield running
+CHANNEL = GENERAL
 
 
 @pytest.fixture
