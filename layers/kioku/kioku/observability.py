@@ -21,7 +21,6 @@ from aws_lambda_powertools.metrics import MetricUnit
 
 SERVICE: Final = "kioku"
 DEFAULT_NAMESPACE: Final = "Kioku"
-CORRELATION_KEYS: Final = ("interaction_id", "message_id", "turn_id", "channel_id", "guild_id", "command")
 
 logger = Logger(service=SERVICE)
 metrics = Metrics(
