@@ -395,7 +395,7 @@ def render(figures: Figures) -> str:
     lines += [
         "",
         "SQS counts the relay's `SendMessage` and the Lambda poller's `ReceiveMessage` and `DeleteMessage`.",
-        f"The pollers' empty long polls are a fixed cost left out here: {QUEUE_POLLERS} pollers × "
+        f"The pollers' empty long polls are a fixed cost left out here: assuming {QUEUE_POLLERS} pollers × "
         f"{POLLS_PER_POLLER_MINUTE} a minute are {idle_polls:,} requests, ${idle_polls * SQS_FIFO_PER_MILLION_REQUESTS / 1e6:.2f},",
         "a month. A slash command costs one InteractionsFunction invocation; a PING touches nothing else.",
         "",
