@@ -24,7 +24,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
@@ -210,7 +210,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
             discord=discord,  # type: ignore[arg-type]
             model=model,
             stm_store=StmStore(table),
-            ltm_store=DynamoMemoryStore(table),
+            ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
             ledger=TurnLedger(table),
             clock=clock,
         )
@@ -284,6 +284,16 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
                         )
                     )
     return problems
+
+
+@dataclass(frozen=True, slots=True)
+class TinyBooks(BookLayout):
+    """Two memories a book shard, three shards a scope: every world spreads its memories over
+    several shards, so recall must read, and filter, each of them."""
+
+    @property
+    def capacity(self) -> int:
+        return 2
 
 
 @contextmanager
