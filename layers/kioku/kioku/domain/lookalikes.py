@@ -2,19 +2,22 @@
 (the UTS #39 skeleton) folded, case folded, and what cannot be seen dropped. ``replace_lookalikes``
 finds what reads as a given ASCII string and rewrites only those spans.
 
-The table comes from ``confusable-homoglyphs`` (Unicode's confusables.txt). It is read on the first
+The table is the data file ``confusable-homoglyphs`` ships (Unicode's confusables.txt as JSON; the
+package's own functions import urllib and a second table we do not need). It is read on the first
 call, once per container, never at import: a PING must not pay for it.
 """
 
 from __future__ import annotations
 
 import html
+import json
 import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Mapping
 from functools import cache
 from html.entities import html5
+from importlib import resources
 from typing import Final
 
 UNSEEN_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"})
@@ -33,10 +36,9 @@ _MAX_CACHED_CHARACTERS: Final = 50_000
 @cache
 def _readings() -> dict[str, str]:
     """Each look-alike in the confusables table → what it reads as (its prototype)."""
-    from confusable_homoglyphs.confusables import confusables_data
-
+    table = resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8")
     linked: dict[str, list[str]] = {}
-    for key, entries in confusables_data.items():
+    for key, entries in json.loads(table).items():
         links = linked.setdefault(key.translate(_DIRECTION_MARKS), [])
         links += [entry["c"].translate(_DIRECTION_MARKS) for entry in entries]
     # The table lists each source → prototype pair both ways; a source has one link, to a prototype
