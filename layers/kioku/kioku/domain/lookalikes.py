@@ -15,7 +15,7 @@ import re
 import unicodedata
 from bisect import bisect_right
 from collections.abc import Mapping
-from functools import cache
+from functools import cache, lru_cache
 from html.entities import html5
 from importlib import resources
 from typing import Final
@@ -104,6 +104,16 @@ def reading(text: str) -> str:
     """``text`` as a reader sees it: ``<``, ``＜``, ``‹``, ``〈`` and ``&lt;`` all read as ``<``,
     ``е`` (Cyrillic), ``ℯ`` and ``ᴇ`` as ``e``, and ``m`` as ``rn`` (its UTS #39 skeleton)."""
     return html.unescape(text).translate(_READINGS)
+
+
+@lru_cache(maxsize=4096)
+def symbol_reading(char: str) -> str | None:
+    """What a punctuation mark or symbol reads as (``［`` as ``[``; ``｜``, ``∣`` and ``⏽`` as ``|``'s
+    skeleton, ``l``), or None for a letter, a digit or a symbol made of them (``ⓛ``)."""
+    shown = _visible(unicodedata.normalize("NFKD", char))
+    if not shown or any(unicodedata.category(c)[0] not in "PS" for c in shown):
+        return None
+    return char.translate(_READINGS)
 
 
 def replace_lookalikes(text: str, replacements: Mapping[str, str]) -> str:

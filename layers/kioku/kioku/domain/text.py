@@ -8,7 +8,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from kioku.domain.lookalikes import replace_lookalikes
+from kioku.domain.lookalikes import replace_lookalikes, symbol_reading
 
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
@@ -23,6 +23,8 @@ MAX_LABEL_CHARS: Final = 64
 
 
 _MARKER_NAMES: Final = {START_OF_MESSAGE: "(som)", END_OF_MESSAGE: "(eom)"}
+_HEADER_FIELDS: Final = {"[": "(", "]": ")", "l": "/"}
+"""What a header's brackets and pipes are written as in names, by their reading: ``|``'s skeleton is ``l``."""
 
 
 def neutralise_markers(text: str) -> str:
@@ -35,9 +37,16 @@ def neutralise_markers(text: str) -> str:
 
 
 def one_line_name(name: str) -> str:
-    """A name fit for a header: one line, no brackets or pipes that could forge header fields."""
+    """A name fit for a header: one line, no brackets or pipes that could forge header fields, nor
+    symbols that read as them (``［``, ``｜``, ``∣``)."""
     cleaned = _WHITESPACE.sub(" ", neutralise_markers(name)).strip()
-    return cleaned.replace("[", "(").replace("]", ")").replace("|", "/")[:MAX_LABEL_CHARS]
+    return "".join(_header_safe(char) for char in cleaned)[:MAX_LABEL_CHARS]
+
+
+def _header_safe(char: str) -> str:
+    if char.isalnum() or char == " ":
+        return char
+    return _HEADER_FIELDS.get(symbol_reading(char) or "", char)
 
 
 def person_label(display_name: str, username: str | None = None) -> str:
