@@ -123,13 +123,12 @@ def replace_lookalikes(text: str, replacements: Mapping[str, str]) -> str:
     pattern = _pattern(tuple(wanted))
     if not pattern.search(reading(text)):
         return text
-    spans, read = _read_units(text)
-    ends = [end for end, _ in spans]
+    units, read = _read_units(text)
+    read_ends = [read_end for read_end, _, _ in units]
     pieces, kept_from = [], 0
     for match in pattern.finditer(read):
-        first = bisect_right(ends, match.start())
-        last = bisect_right(ends, match.end() - 1)
-        start, end = spans[first][1][0], spans[last][1][1]
+        start = units[bisect_right(read_ends, match.start())][1]
+        end = units[bisect_right(read_ends, match.end() - 1)][2]
         if start < kept_from:
             continue
         pieces += [text[kept_from:start], wanted[match.group(0)]]
@@ -142,20 +141,20 @@ def _pattern(readings: tuple[str, ...]) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(r) for r in sorted(readings, key=len, reverse=True)))
 
 
-def _read_units(text: str) -> tuple[list[tuple[int, tuple[int, int]]], str]:
-    """``text`` read unit by unit (a character, or an entity as ``html.unescape`` takes it): each
-    unit's end in the reading with its span in ``text``, and the reading."""
-    spans: list[tuple[int, tuple[int, int]]] = []
+def _read_units(text: str) -> tuple[list[tuple[int, int, int]], str]:
+    """``text`` read unit by unit (a character, or an entity as ``html.unescape`` takes it): for each
+    unit, where its reading ends and where it starts and ends in ``text``; and the whole reading."""
+    units: list[tuple[int, int, int]] = []
     pieces: list[str] = []
-    length = position = 0
+    read_end = position = 0
     while position < len(text):
         end, decoded = _unit(text, position)
         piece = decoded.translate(_READINGS)
-        length += len(piece)
+        read_end += len(piece)
         pieces.append(piece)
-        spans.append((length, (position, end)))
+        units.append((read_end, position, end))
         position = end
-    return spans, "".join(pieces)
+    return units, "".join(pieces)
 
 
 def _unit(text: str, position: int) -> tuple[int, str]:
