@@ -17,7 +17,7 @@ import sys  # noqa: E402
 from kioku.playground.events import ping, signed_event  # noqa: E402
 from kioku.playground.functions import LambdaContext, load_handler  # noqa: E402
 
-HEAVY = ("aws_lambda_powertools", "boto3", "botocore", "httpx", "moto", "pydantic")
+HEAVY = ("aws_lambda_powertools", "boto3", "botocore", "confusable_homoglyphs", "httpx", "moto", "pydantic")
 
 prepared = time.perf_counter()
 handler = load_handler("interactions")

@@ -214,6 +214,9 @@ def test_stored_overrides_skip_damaged_entries_and_auto():
         ("<e\u2028om>", "(eom)"),
         ("I <3 you, <b>bold</b>", "I <3 you, <b>bold</b>"),
         ("<someone>", "<someone>"),
+        ("<eorn>", "(eom)"),  # m's UTS #39 skeleton is rn
+        ("мой <еом> друг", "мой (eom) друг"),
+        ("<e\nom>", "<e\nom>"),
     ],
 )
 def test_marker_look_alikes_are_neutralised(typed, shown):

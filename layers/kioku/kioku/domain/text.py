@@ -8,6 +8,8 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from kioku.domain.lookalikes import replace_lookalikes, symbol_reading
+
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
 _WHITESPACE = re.compile(r"\s+")
@@ -20,45 +22,31 @@ END_OF_MESSAGE: Final = "<eom>"
 MAX_LABEL_CHARS: Final = 64
 
 
-MARKER_OPENERS: Final = "<\u226e\ufe64\uff1c"
-"""Every character whose NFKD begins with ``<`` (``≮`` is ``<`` with a mark a reader drops);
-a unit test computes the set again."""
-MARKER_CLOSERS: Final = ">\u226f\ufe65\uff1e"
-_OPENERS = re.escape(MARKER_OPENERS)
-_CLOSERS = re.escape(MARKER_CLOSERS)
-# No length cap: any number of invisible characters may hide inside a marker. Each scan stops at the
-# next opener, so the whole text is still read once.
-_MARKER_CANDIDATE = re.compile(f"[{_OPENERS}][^{_OPENERS}{_CLOSERS}\n]+[{_CLOSERS}]")
-_MARKER_NAMES: Final = {"<som>": "(som)", "<eom>": "(eom)"}
-_INVISIBLE_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"})
-_BLANK_LETTERS: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
-"""Letters and symbols that render as nothing (Hangul fillers, the blank Braille pattern)."""
-
-
-def marker_shape(text: str) -> str:
-    """``text`` as a reader sees it: compatibility forms folded, case folded, and zero-width,
-    combining and space characters gone."""
-    folded = unicodedata.normalize("NFKD", text).casefold()
-    return "".join(
-        c for c in folded if unicodedata.category(c) not in _INVISIBLE_CATEGORIES and c not in _BLANK_LETTERS
-    )
+_MARKER_NAMES: Final = {START_OF_MESSAGE: "(som)", END_OF_MESSAGE: "(eom)"}
+_HEADER_FIELDS: Final = {"[": "(", "]": ")", "l": "/"}
+"""What a header's brackets and pipes are written as in names, by their reading: ``|``'s skeleton is ``l``."""
 
 
 def neutralise_markers(text: str) -> str:
-    """``text`` with everything that reads as ``<som>`` or ``<eom>`` (any case, full-width, with
-    zero-width characters or spaces inside) written as ``(som)``/``(eom)``: nobody can close a
-    message early and forge what follows."""
-
-    def replace(match: re.Match[str]) -> str:
-        return _MARKER_NAMES.get(marker_shape(match.group(0)), match.group(0))
-
-    return _MARKER_CANDIDATE.sub(replace, text)
+    """``text`` with everything that reads as ``<som>`` or ``<eom>`` written as ``(som)``/``(eom)``:
+    look-alike letters and brackets from Unicode's confusables (Cyrillic ``е``, Greek ``ο``, small
+    capitals, ``‹ 〈 ⟨ ❮``), full-width forms, HTML entities (``&lt;eom&gt;``), any case, and zero-width,
+    combining or space characters inside. Nobody can close a message early and forge what follows;
+    the rest of the text stays as written."""
+    return replace_lookalikes(text, _MARKER_NAMES)
 
 
 def one_line_name(name: str) -> str:
-    """A name fit for a header: one line, no brackets or pipes that could forge header fields."""
+    """A name fit for a header: one line, no brackets or pipes that could forge header fields, nor
+    symbols that read as them (``［``, ``｜``, ``∣``)."""
     cleaned = _WHITESPACE.sub(" ", neutralise_markers(name)).strip()
-    return cleaned.replace("[", "(").replace("]", ")").replace("|", "/")[:MAX_LABEL_CHARS]
+    return "".join(_header_safe(char) for char in cleaned)[:MAX_LABEL_CHARS]
+
+
+def _header_safe(char: str) -> str:
+    if char.isalnum() or char == " ":
+        return char
+    return _HEADER_FIELDS.get(symbol_reading(char) or "", char)
 
 
 def person_label(display_name: str, username: str | None = None) -> str:
