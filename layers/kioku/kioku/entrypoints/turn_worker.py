@@ -79,6 +79,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         reason = f"not a turn job: {exc}"
         if _dead_letter(record, reason, attempt=1, error=exc):
             return {"dead_lettered": reason}
+        _retry_soon(record.receipt_handle)
         raise
     correlate(turn_id=job.turn_id, channel_id=job.channel_id, guild_id=job.guild_id, source=job.source.value)
     try:
@@ -120,8 +121,9 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
         )
     except StoreError:
         attempt = None  # uncounted: retried, with the queue's maxReceiveCount as the backstop
-    if cannot_succeed(exc) or (attempt is not None and attempt >= limit):
-        why = "cannot succeed" if cannot_succeed(exc) else f"failed {attempt} of {limit} attempts"
+    hopeless = cannot_succeed(exc)
+    if hopeless or (attempt is not None and attempt >= limit):
+        why = "cannot succeed" if hopeless else f"failed {attempt} of {limit} attempts"
         reason = f"{why}: {_describe(exc)}"
         if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
             try:
