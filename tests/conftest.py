@@ -71,6 +71,7 @@ def env(monkeypatch, resources: LocalResources, discord_keys: KeyPair, relay_key
     values = {
         "TABLE_NAME": resources.table_name,
         "TURN_QUEUE_URL": resources.turn_queue_url,
+        "TURN_DEAD_LETTER_QUEUE_URL": resources.dead_letter_queue_url,
         "DISCORD_APPLICATION_ID": APPLICATION_ID,
         "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
         "RELAY_PUBLIC_KEY": relay_keys.public_hex,

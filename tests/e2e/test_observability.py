@@ -95,7 +95,7 @@ def test_an_apology_and_an_ignored_message_are_counted(stack, llm, capsys):
     assert metrics["RelayIgnored"] == [1]
 
 
-def test_a_failed_turn_is_logged_at_error_with_its_cause_and_correlation_keys(stack, log_lines, capsys):
+def test_a_failed_turn_is_logged_with_its_attempt_cause_and_correlation_keys(stack, log_lines, capsys):
     # Given a relayed message, and Discord failing every request the turn makes
     message = say(stack, "hello")
     for _ in range(20):
@@ -105,10 +105,14 @@ def test_a_failed_turn_is_logged_at_error_with_its_cause_and_correlation_keys(st
     )["Messages"]
     # When TurnFunction takes it
     response = stack.turn_handler(stack.sqs_event(received), LambdaContext())
-    # Then SQS gets it back, the log says why at ERROR with the turn's keys, and it is counted
+    # Then SQS gets it back; the log says which attempt of how many failed and why, with the
+    # turn's keys, at WARNING (it is retried, not dead-lettered); and it is counted
     assert response["batchItemFailures"] == [{"itemIdentifier": received[0]["MessageId"]}]
-    (failure,) = [line for line in log_lines() if line["level"] == "ERROR"]
-    assert "turn failed" in failure["message"] and "retried" in failure["message"]
+    assert [line for line in log_lines() if line["level"] == "ERROR"] == []
+    (failure,) = [line for line in log_lines() if "turn failed" in line["message"]]
+    assert failure["level"] == "WARNING"
+    assert "attempt 1 of 3" in failure["message"] and "retried" in failure["message"]
+    assert "dead-lettered" not in failure["message"]
     assert "DiscordError" in failure["exception_name"] and "500" in failure["exception"]
     assert failure["turn_id"] == message["id"]
     assert failure["channel_id"] == CHANNEL and failure["guild_id"] == GUILD

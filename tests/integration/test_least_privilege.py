@@ -182,17 +182,22 @@ def run_everything(log: CallLog) -> dict[str, str]:
         assert report["deleted"] > 0
 
         dynamodb = boto3.client("dynamodb")
-        queue_arn = stack.sqs.get_queue_attributes(
-            QueueUrl=stack.resources.turn_queue_url, AttributeNames=["QueueArn"]
-        )["Attributes"]["QueueArn"]
+        queue_arn, dead_letter_arn = (
+            stack.sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"][
+                "QueueArn"
+            ]
+            for url in (stack.resources.turn_queue_url, stack.resources.dead_letter_queue_url)
+        )
         arns = {
             "KiokuTable.Arn": dynamodb.describe_table(TableName=stack.resources.table_name)["Table"][
                 "TableArn"
             ],
             "TurnQueue.Arn": queue_arn,
+            "TurnDeadLetterQueue.Arn": dead_letter_arn,
             "SecretArn": secret_arn,
             "table_name": stack.resources.table_name,
             "queue_url": stack.resources.turn_queue_url,
+            "dead_letter_queue_url": stack.resources.dead_letter_queue_url,
         }
     model_tools_and_a_broken_job()
     return arns
@@ -200,7 +205,8 @@ def run_everything(log: CallLog) -> dict[str, str]:
 
 def model_tools_and_a_broken_job() -> None:
     """What the offline model never does: save a personal memory (checked against the person's
-    privacy), delete one; and a job the worker cannot read, which comes back soon."""
+    privacy), delete one; a reply Discord refuses once, which comes back soon; and a job the worker
+    cannot read, which it moves to the dead-letter queue."""
     with (
         OpenAIStandIn(api_key="k", responder=lambda body: completion_body("Sure.")) as llm,
         LocalStack(llm_base_url=llm.base_url, extra_env={"LLM_API_KEY": "k"}) as stack,
@@ -219,6 +225,8 @@ def model_tools_and_a_broken_job() -> None:
         )
         playground.handle_line("kioku, forget that I like tea")
         assert playground.failures == 0 and "Memory forgotten" in out.getvalue(), out.getvalue()
+        stack.discord.fail_post(1, 500, {"message": "500: Internal Server Error", "code": 0})
+        playground.handle_line("kioku, are you there?")
 
         stack.sqs.send_message(
             QueueUrl=stack.resources.turn_queue_url,
@@ -227,7 +235,7 @@ def model_tools_and_a_broken_job() -> None:
             MessageDeduplicationId="broken",
         )
         (response,) = stack.deliver_turns(max_batches=1)
-        assert response["batchItemFailures"]
+        assert response["batchItemFailures"] == []
 
 
 def iam_requests(call: tuple[str, str, dict[str, Any]], arns: dict[str, str]) -> list[tuple[str, str]]:
@@ -252,9 +260,13 @@ def iam_requests(call: tuple[str, str, dict[str, Any]], arns: dict[str, str]) ->
         return [(f"dynamodb:{operation}", table(params["TableName"], params.get("IndexName")))]
     if service == "sqs":
         queue_name = params["QueueUrl"].rsplit("/", 1)[-1]  # each local stack has its own host
-        assert queue_name == arns["queue_url"].rsplit("/", 1)[-1], f"{operation} on an unknown queue"
+        queues = {
+            arns["queue_url"].rsplit("/", 1)[-1]: arns["TurnQueue.Arn"],
+            arns.get("dead_letter_queue_url", "").rsplit("/", 1)[-1]: arns.get("TurnDeadLetterQueue.Arn"),
+        }
+        assert queues.get(queue_name), f"{operation} on an unknown queue"
         action = "SendMessage" if operation == "SendMessageBatch" else operation
-        return [(f"sqs:{action}", arns["TurnQueue.Arn"])]
+        return [(f"sqs:{action}", queues[queue_name])]
     if service == "secretsmanager" and operation == "GetSecretValue":
         return [("secretsmanager:GetSecretValue", params["SecretId"])]
     raise AssertionError(f"no IAM mapping for {service}:{operation}: add one here")

@@ -165,6 +165,28 @@ def test_a_rejected_key_is_not_retried_and_never_repeated(server, sleep, caplog)
     assert len(server.requests) == 1
 
 
+@pytest.mark.parametrize(
+    "quoted",
+    [API_KEY, f"{API_KEY[:8]}{'*' * 12}{API_KEY[-4:]}"],
+    ids=["whole", "masked"],
+)
+def test_a_refusal_quoting_the_key_is_cut_short_and_never_repeats_it(server, sleep, caplog, quoted):
+    # Given a provider that refuses the request with a long message quoting the key
+    message = f"Invalid request for key {quoted}. " + "The details go on. " * 100
+    server.enqueue(CannedResponse(400, {"error": {"message": message}}))
+
+    with caplog.at_level(logging.DEBUG), pytest.raises(LlmUnavailable) as raised:
+        client_for(server, sleep).complete(REQUEST)
+
+    # Then what reaches the turn's log line says why, briefly, with no part of the key
+    text = str(raised.value)
+    assert raised.value.status == 400 and "Invalid request for key [redacted]" in text
+    assert len(text) < 300
+    for shown in (API_KEY, API_KEY[:8], API_KEY[-4:]):
+        assert shown not in text and shown not in caplog.text
+    assert len(server.requests) == 1
+
+
 def test_transport_errors_are_retried_then_unavailable(sleep):
     # Given a server that is gone
     stand_in = OpenAIStandIn().start()

@@ -126,6 +126,23 @@ def test_malformed_relay_events_get_400(invoke, relay_keys, resources, body):
     assert queued(resources) == []
 
 
+@pytest.mark.parametrize(
+    "timestamp",
+    ["2026-11-30T01:00:00.000000", "2026-11-30", "", None],
+    ids=["no-offset", "date", "empty", "null"],
+)
+def test_a_message_whose_timestamp_has_no_offset_is_malformed_400(invoke, relay_keys, resources, timestamp):
+    # Given an addressed message whose time could not be compared with kioku's (aware) clock
+    payload = gateway_message(f"<@{APPLICATION_ID}> hello")
+    payload["d"]["timestamp"] = timestamp
+    # When it is relayed
+    response = invoke(signed_event(payload, relay_keys.signing_hex))
+    # Then it is refused, saying why, and nothing waits in the queue to fail on every attempt
+    assert response["statusCode"] == 400
+    assert "timestamp" in json.loads(response["body"])["error"]
+    assert queued(resources) == []
+
+
 def test_an_oversized_signed_event_is_malformed_400(invoke, relay_keys, resources):
     payload = gateway_message(f"<@{APPLICATION_ID}> " + "x" * 70_000)
     response = invoke(signed_event(payload, relay_keys.signing_hex))

@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
+from kioku.adapters.dynamodb.turn_ledger import (
+    RECORD_RETENTION,
+    TurnLedger,
+    TurnOutcome,
+    attempts_key,
+    outcome_from_item,
+    turn_record_key,
+)
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW, message
 
@@ -61,3 +68,20 @@ def test_recording_alone_says_whether_it_was_first(table):
     item = table.get(turn_record_key("slash_command", "4"))
     assert item["apologised"] is True and item["expires_at"] > now.timestamp()
     assert table.get(stm_row_key(identity().address)) is None
+
+
+def test_failed_attempts_are_counted_once_per_delivery_and_start_again_when_forgotten(table):
+    ledger = TurnLedger(table)
+    # Given a turn whose first delivery failed, and Lambda reporting that same delivery twice
+    assert ledger.count_failed_attempt("message", "7", "m-1#1", NOW) == 1
+    assert ledger.count_failed_attempt("message", "7", "m-1#1", NOW) == 1
+    # When it fails on its next deliveries
+    assert ledger.count_failed_attempt("message", "7", "m-1#2", NOW) == 2
+    assert ledger.count_failed_attempt("message", "7", "m-1#3", NOW) == 3
+    # Then each counted once, another turn's count is its own, and the count expires with the records
+    assert ledger.count_failed_attempt("message", "8", "m-2#1", NOW) == 1
+    item = table.get(attempts_key("message", "7"))
+    assert item["expires_at"] == int((NOW + RECORD_RETENTION).timestamp())
+    # and a dead-lettered turn, redriven, starts counting again
+    ledger.forget_attempts("message", "7")
+    assert ledger.count_failed_attempt("message", "7", "m-3#1", NOW) == 1

@@ -45,6 +45,7 @@ def guild_message(content: str = "hello there", **overrides: Any) -> dict[str, A
         "guild_id": GUILD_ID,
         "type": 0,
         "content": content,
+        "timestamp": "2026-11-30T01:00:00.000000+00:00",
         "author": {"id": USER_ID, "username": "alice", "global_name": "Alice"},
         "member": {"nick": None, "roles": []},
         "mentions": [],
@@ -276,6 +277,15 @@ MALFORMED_PAYLOADS = [
     ("content a list", envelope(guild_message(content=["hi"])), "content is not a string"),
     ("content too long", envelope(guild_message("x" * (MAX_CONTENT_CHARS + 1))), "content is longer"),
     ("type missing", envelope(without("type")), "type is not an integer"),
+    ("timestamp missing", envelope(without("timestamp")), "timestamp is not an RFC 3339 time"),
+    (
+        "timestamp without an offset",
+        envelope(guild_message(timestamp="2026-11-30T01:00:00.000000")),
+        "timestamp is not an RFC 3339 time with an offset",
+    ),
+    ("timestamp a date", envelope(guild_message(timestamp="2026-11-30")), "timestamp is not"),
+    ("timestamp a number", envelope(guild_message(timestamp=1764464400)), "timestamp is not"),
+    ("timestamp out of range", envelope(guild_message(timestamp="2026-11-31T01:00:00Z")), "timestamp is not"),
     ("type a boolean", envelope(guild_message(type=True)), "type is not an integer"),
     (
         "too many attachments",

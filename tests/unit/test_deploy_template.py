@@ -9,6 +9,8 @@ import botocore.session
 import pytest
 from scripts.sam_template import load, transform
 
+from kioku.config import Settings
+
 PUBLIC_FUNCTIONS: Final = {
     "InteractionsFunction": "InteractionsReservedConcurrency",
     "RelayFunction": "RelayReservedConcurrency",
@@ -107,6 +109,17 @@ def test_the_queue_trigger_has_a_maximum_concurrency_of_at_least_two(cfn):
     parameter = cfn["Parameters"][maximum["Ref"]]
     assert parameter["MinValue"] == 2  # SQS's own minimum
     assert 2 <= int(parameter["Default"]) <= int(parameter["MaxValue"])
+
+
+def test_the_worker_dead_letters_by_its_own_count_and_the_queues_is_only_a_generous_backstop(cfn):
+    # A turn waiting behind failing ones in its channel is received, untried, once per failed
+    # attempt ahead of it: the backstop leaves room for three turns ahead failing all their attempts.
+    worker_limit = Settings.model_fields["TURN_MAX_ATTEMPTS"].default
+    redrive = cfn["Resources"]["TurnQueue"]["Properties"]["RedrivePolicy"]
+    assert redrive["deadLetterTargetArn"] == {"Fn::GetAtt": ["TurnDeadLetterQueue", "Arn"]}
+    assert int(redrive["maxReceiveCount"]) >= 3 * worker_limit + 1
+    turn = cfn["Resources"]["TurnFunction"]["Properties"]
+    assert turn["Environment"]["Variables"]["TURN_DEAD_LETTER_QUEUE_URL"] == {"Ref": "TurnDeadLetterQueue"}
 
 
 def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, cfn):

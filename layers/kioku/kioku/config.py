@@ -21,6 +21,8 @@ class Settings(BaseModel):
 
     TABLE_NAME: str = Field(min_length=3)
     TURN_QUEUE_URL: str = Field(min_length=1)
+    TURN_DEAD_LETTER_QUEUE_URL: str | None = None
+    TURN_MAX_ATTEMPTS: int = Field(default=3, ge=1, le=5)
     DISCORD_APPLICATION_ID: str = Field(pattern=r"^[0-9]{1,20}$")
     DISCORD_PUBLIC_KEY: str
     RELAY_PUBLIC_KEY: str

@@ -1,6 +1,9 @@
-"""The FIFO queue of chat turns: one message group per channel, deduplicated per Discord id."""
+"""The FIFO queue of chat turns: one message group per channel, deduplicated per Discord id; and
+its dead-letter queue, where the worker moves a turn that cannot succeed, saying why."""
 
 from __future__ import annotations
+
+from typing import Final
 
 import boto3
 from botocore.config import Config
@@ -8,6 +11,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from kioku.domain.turn_jobs import TurnJob
 
+REASON_ATTRIBUTE: Final = "DeadLetterReason"
+ATTEMPTS_ATTRIBUTE: Final = "FailedAttempts"
+MAX_REASON_CHARS: Final = 500
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
 
 
@@ -41,3 +47,28 @@ class TurnQueue:
             )
         except (BotoCoreError, ClientError) as exc:
             raise QueueUnavailable(f"could not reschedule a turn: {exc.__class__.__name__}") from exc
+
+
+class DeadLetterQueue:
+    """The turn queue's dead-letter queue, written by the worker itself."""
+
+    def __init__(self, queue_url: str, client=None) -> None:
+        self._url = queue_url
+        self._client = client if client is not None else boto3.client("sqs", config=_CLIENT_CONFIG)
+
+    def send(self, body: str, *, group_id: str, deduplication_id: str, reason: str, attempts: int) -> None:
+        """Move a message here as it was queued, with ``reason`` and ``attempts`` as message
+        attributes; the same ``deduplication_id`` within five minutes lands once."""
+        try:
+            self._client.send_message(
+                QueueUrl=self._url,
+                MessageBody=body,
+                MessageGroupId=group_id,
+                MessageDeduplicationId=deduplication_id,
+                MessageAttributes={
+                    REASON_ATTRIBUTE: {"DataType": "String", "StringValue": reason[:MAX_REASON_CHARS]},
+                    ATTEMPTS_ATTRIBUTE: {"DataType": "Number", "StringValue": str(attempts)},
+                },
+            )
+        except (BotoCoreError, ClientError) as exc:
+            raise QueueUnavailable(f"could not dead-letter a turn: {exc.__class__.__name__}") from exc

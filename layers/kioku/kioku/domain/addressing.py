@@ -15,6 +15,7 @@ from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Final
 
+from kioku.clock import InvalidTime, parse_time
 from kioku.domain.channel_events import (
     ChannelEvent,
     ChannelEventType,
@@ -141,6 +142,10 @@ def parse_message_object(data: Any) -> GatewayMessage:
     author_is_bot = author.get("bot", False)
     if not isinstance(author_is_bot, bool):
         raise InvalidRelayEvent("author.bot is not a boolean")
+    try:
+        parse_time(data.get("timestamp"))
+    except InvalidTime:
+        raise InvalidRelayEvent("timestamp is not an RFC 3339 time with an offset") from None
     _bounded_list(data, "attachments", MAX_ATTACHMENTS)
     _bounded_list(data, "embeds", MAX_EMBEDS)
     mentions = _bounded_list(data, "mentions", MAX_MENTIONS)

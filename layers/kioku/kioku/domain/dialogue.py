@@ -20,9 +20,9 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any, Final
 
+from kioku.clock import InvalidTime, parse_time
 from kioku.domain.models import ContextItem, ContextTag, Participant
 from kioku.domain.text import (
     END_OF_MESSAGE,
@@ -330,15 +330,10 @@ def _speaker_label(author: Mapping[str, Any], display_name: str, username: str, 
 
 
 def _sent_line(timestamp: Any) -> str | None:
-    if not isinstance(timestamp, str):
-        return None
     try:
-        sent = datetime.fromisoformat(timestamp)
-    except ValueError:
+        sent = parse_time(timestamp)
+    except InvalidTime:
         return None
-    if sent.tzinfo is None:
-        sent = sent.replace(tzinfo=UTC)
-    sent = sent.astimezone(UTC)
     return f"Sent: {sent:%Y-%m-%d %H:%M:%S} UTC (unix {int(sent.timestamp())})"
 
 

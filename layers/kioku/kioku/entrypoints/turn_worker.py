@@ -1,10 +1,18 @@
 """TurnFunction: the FIFO queue of turns, processed with partial batch failures, each turn once.
 
-A turn that raises is reported as a batch item failure (and, in its channel's message group, so
-are the turns queued behind it, to keep their order); SQS retries it and, after the queue's
-``maxReceiveCount``, moves it to the dead-letter queue. Each turn is done once: its completion
-record is written in the same DynamoDB transaction as its short-term memory capture and read in
-the turn's first BatchGetItem, so a redelivered or duplicated job neither replies nor counts again.
+A turn that fails and may yet succeed (Discord or DynamoDB throttled or down, a timeout) is
+reported as a batch item failure, and so are the turns queued behind it in its channel's message
+group, to keep their order; SQS hands it out again in 30 s. The worker counts the failed attempts
+itself (``TurnLedger.count_failed_attempt``), because a turn skipped behind a failing one is
+received, and its receive count climbs, without being tried. A message that cannot succeed (not a
+turn job, Discord refusing the request itself) or a turn that failed ``TURN_MAX_ATTEMPTS`` times
+is moved to the dead-letter queue by the worker, with its reason as a message attribute, and the
+channel's next turns go on. The queue's own ``maxReceiveCount`` is only the backstop for attempts
+that die without an exception (a timeout of the whole invocation).
+
+Each turn is done once: its completion record is written in the same DynamoDB transaction as its
+short-term memory capture and read in the turn's first BatchGetItem, so a redelivered or
+duplicated job neither replies nor counts again.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from kioku.services.ltm import CREATE_TOOL_NAME
 from kioku.services.turn import TurnRecord, TurnService
 
 RETRY_DELAY_SECONDS: Final = 30
+RETRYABLE_4XX: Final = frozenset({408, 429})
+UNGROUPED: Final = "ungrouped"
 CORRELATED: Final = ("turn_id", "channel_id", "guild_id", "source")
 SAVED_STATUSES: Final = frozenset({SaveStatus.SAVED, SaveStatus.PENDING_REVIEW})
 recent_turns: deque[TurnRecord] = deque(maxlen=5)
@@ -64,27 +74,114 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     logger.remove_keys(CORRELATED)
     try:
         job = TurnJob.from_json(record.body)
-        correlate(
-            turn_id=job.turn_id, channel_id=job.channel_id, guild_id=job.guild_id, source=job.source.value
-        )
+    except InvalidTurnJob as exc:
+        count(Metric.FAILED_TURNS)
+        reason = f"not a turn job: {exc}"
+        if _dead_letter(record, reason, attempt=1, error=exc):
+            return {"dead_lettered": reason}
+        _retry_soon(record.receipt_handle)
+        raise
+    correlate(turn_id=job.turn_id, channel_id=job.channel_id, guild_id=job.guild_id, source=job.source.value)
+    try:
         if job.source is TurnSource.EXPORT:
             return _export(job)
-        redelivered = int(record.attributes.approximate_receive_count or 1) > 1
         turn = turn_service(get_settings()).run(
             job,
-            redelivered=redelivered,
+            redelivered=_receive_count(record) > 1,
             time_left=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
         )
     except Exception as exc:
-        # Powertools' batch processor logs a record's exception only at DEBUG: say it here.
-        cause = "not a turn job" if isinstance(exc, InvalidTurnJob) else "retried, then dead-lettered"
-        logger.exception("turn failed (SQS message %s): %s", record.message_id, cause)
         count(Metric.FAILED_TURNS)
-        _retry_soon(record.receipt_handle)
-        raise
+        return _failed(record, job, exc)
     recent_turns.append(turn)
     count_turn(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
+
+
+def cannot_succeed(exc: Exception) -> bool:
+    """Whether another attempt would fail the same way: the job itself is invalid, or Discord
+    refused the request as such (4xx other than a timeout or a rate limit). Anything else may pass
+    (throttling, 5xx, timeouts, and bugs too, which only the attempt count tells apart)."""
+    if isinstance(exc, InvalidTurnJob):
+        return True
+    from kioku.adapters.discord_rest import DiscordError
+
+    return isinstance(exc, DiscordError) and 400 <= exc.status < 500 and exc.status not in RETRYABLE_4XX
+
+
+def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
+    """Dead-letter the turn if it cannot succeed or has had its attempts; else raise, to retry."""
+    from kioku.adapters.dynamodb.errors import StoreError
+
+    limit = get_settings().TURN_MAX_ATTEMPTS
+    delivery = f"{record.message_id}#{_receive_count(record)}"
+    try:
+        attempt = warm.turn_ledger().count_failed_attempt(
+            job.source.value, job.turn_id, delivery, clock.now()
+        )
+    except StoreError:
+        attempt = None  # uncounted: retried, with the queue's maxReceiveCount as the backstop
+    hopeless = cannot_succeed(exc)
+    if hopeless or (attempt is not None and attempt >= limit):
+        why = "cannot succeed" if hopeless else f"failed {attempt} of {limit} attempts"
+        reason = f"{why}: {_describe(exc)}"
+        if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
+            try:
+                warm.turn_ledger().forget_attempts(job.source.value, job.turn_id)
+            except StoreError:
+                logger.warning("turn %s, if redriven, starts with its attempts counted", job.turn_id)
+            return {"dead_lettered": reason}
+    # Powertools' batch processor logs a record's exception only at DEBUG: say it here.
+    logger.warning(
+        "turn failed on attempt %s of %d (SQS message %s), retried in %d s: %s",
+        attempt or "?",
+        limit,
+        record.message_id,
+        RETRY_DELAY_SECONDS,
+        _describe(exc),
+        exc_info=exc,
+    )
+    _retry_soon(record.receipt_handle)
+    raise exc
+
+
+def _dead_letter(record: SQSRecord, reason: str, *, attempt: int, error: Exception) -> bool:
+    """Move ``record`` to the dead-letter queue as it was queued, logged at ERROR once; False when
+    it cannot be moved (no dead-letter queue configured, SQS unreachable): the caller retries."""
+    from kioku.adapters.turn_queue import QueueUnavailable
+
+    queue = warm.dead_letter_queue()
+    if queue is None:
+        logger.error("TURN_DEAD_LETTER_QUEUE_URL is not set: SQS message %s stays queued", record.message_id)
+        return False
+    try:
+        queue.send(
+            record.body,
+            group_id=record.attributes.message_group_id or UNGROUPED,
+            deduplication_id=record.message_id,
+            reason=reason,
+            attempts=attempt,
+        )
+    except QueueUnavailable as exc:
+        logger.error("could not dead-letter SQS message %s (%s): %s", record.message_id, exc, reason)
+        return False
+    logger.error(
+        "turn dead-lettered on attempt %d of %d (SQS message %s): %s",
+        attempt,
+        get_settings().TURN_MAX_ATTEMPTS,
+        record.message_id,
+        reason,
+        exc_info=error,
+    )
+    return True
+
+
+def _describe(exc: Exception) -> str:
+    return f"{exc.__class__.__name__}: {exc}"
+
+
+def _receive_count(record: SQSRecord) -> int:
+    return int(record.attributes.approximate_receive_count or 1)
 
 
 def count_turn(turn: TurnRecord) -> None:

@@ -72,6 +72,7 @@ class LocalStack:
             {
                 "TABLE_NAME": self.resources.table_name,
                 "TURN_QUEUE_URL": self.resources.turn_queue_url,
+                "TURN_DEAD_LETTER_QUEUE_URL": self.resources.dead_letter_queue_url,
                 "DISCORD_APPLICATION_ID": self.application_id,
                 "DISCORD_PUBLIC_KEY": self.public_key,
                 "RELAY_PUBLIC_KEY": self.relay_public_key,

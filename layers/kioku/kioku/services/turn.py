@@ -654,7 +654,7 @@ def _message_time(job: TurnJob, now: datetime) -> datetime:
     stamp = job.message.get("timestamp") if job.message else None
     if isinstance(stamp, str):
         try:
-            return datetime.fromisoformat(stamp)
+            return kioku_clock.parse_time(stamp)
         except ValueError:
             pass
     return now

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
-    from kioku.adapters.turn_queue import TurnQueue
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue
 
 
 def config_store() -> ConfigStore:
@@ -31,10 +32,22 @@ def turn_queue() -> TurnQueue:
     return _turn_queue(get_settings().TURN_QUEUE_URL)
 
 
+def dead_letter_queue() -> DeadLetterQueue | None:
+    """None when ``TURN_DEAD_LETTER_QUEUE_URL`` is unset: failures are left to the queue's redrive."""
+    url = get_settings().TURN_DEAD_LETTER_QUEUE_URL
+    return _dead_letter_queue(url) if url else None
+
+
+def turn_ledger() -> TurnLedger:
+    return _turn_ledger(get_settings().TABLE_NAME)
+
+
 def forget() -> None:
     """Drop the warm clients (a new local stack, a new test)."""
     _stores.cache_clear()
     _turn_queue.cache_clear()
+    _dead_letter_queue.cache_clear()
+    _turn_ledger.cache_clear()
 
 
 @lru_cache(maxsize=1)
@@ -54,3 +67,18 @@ def _turn_queue(queue_url: str) -> TurnQueue:
     from kioku.adapters.turn_queue import TurnQueue
 
     return TurnQueue(queue_url)
+
+
+@lru_cache(maxsize=1)
+def _dead_letter_queue(queue_url: str) -> DeadLetterQueue:
+    from kioku.adapters.turn_queue import DeadLetterQueue
+
+    return DeadLetterQueue(queue_url)
+
+
+@lru_cache(maxsize=1)
+def _turn_ledger(table_name: str) -> TurnLedger:
+    from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+
+    return TurnLedger(KiokuTable(table_name))

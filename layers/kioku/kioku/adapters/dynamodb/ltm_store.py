@@ -38,6 +38,7 @@ from typing import Any, Final
 from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     DuplicateMemory,
@@ -606,7 +607,7 @@ def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> lis
     memories = []
     for name, entry in (item or {}).items():
         if name.startswith(_ENTRY_PREFIX):
-            updated_at = datetime.fromisoformat(entry["u"])
+            updated_at = parse_time(entry["u"])
             origin = origin_from_text(entry.get("o"))
             memories.append(
                 Memory(
@@ -658,8 +659,8 @@ def memory_from_item(item: Item) -> Memory:
         memory_id=str(item["memory_id"]),
         content=str(item["content"]),
         author_id=str(item["author_id"]),
-        created_at=datetime.fromisoformat(item["created_at"]),
-        updated_at=datetime.fromisoformat(item["updated_at"]),
+        created_at=parse_time(item["created_at"]),
+        updated_at=parse_time(item["updated_at"]),
         origin=origin_from_text(item.get("origin")),
         subject_id=_optional_str(item.get("subject_id")),
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),

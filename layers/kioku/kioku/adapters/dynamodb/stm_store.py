@@ -35,6 +35,7 @@ from kioku.adapters.dynamodb.config_store import (
 )
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.clock import parse_time
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
 from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
@@ -831,8 +832,7 @@ def _iso(moment: datetime) -> str:
 def _parse_time(value: Any) -> datetime | None:
     if not value:
         return None
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+    return parse_time(str(value))
 
 
 def _optional_str(value: Any) -> str | None:

@@ -5,6 +5,8 @@ request of its own: the record is read in the turn's first BatchGetItem.
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
     pk = TURN#{source}#{turn_id}   sk = UNFINISHED   (a reply Discord took only part of: its chunks,
                                    the ids posted, its notifications; read with the DONE record)
+    pk = TURN#{source}#{turn_id}   sk = ATTEMPTS   (the failed attempts of a turn the worker counts
+                                   itself, so that it dead-letters by attempts, not by receives)
     pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
 """
 
@@ -65,9 +67,38 @@ def outcome_from_item(item: Item | None) -> TurnOutcome | None:
     return TurnOutcome(reply_ids=tuple(item.get("reply_ids", ())), apologised=bool(item.get("apologised")))
 
 
+def attempts_key(source: str, turn_id: str) -> Key:
+    return {"pk": f"TURN#{source}#{turn_id}", "sk": "ATTEMPTS"}
+
+
 class TurnLedger:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
+
+    def count_failed_attempt(self, source: str, turn_id: str, delivery: str, now: datetime) -> int:
+        """Count a failed attempt of the turn and return how many have failed. ``delivery`` names
+        the attempt (SQS message id and receive count): an attempt reported twice counts once. Only
+        failures are written, so a turn that succeeds first time makes no request here."""
+        try:
+            item = self._table.update(
+                attempts_key(source, turn_id),
+                "ADD #attempts :one SET #delivery = :delivery, #expires_at = :expires_at",
+                condition="attribute_not_exists(#delivery) OR #delivery <> :delivery",
+                names={"#attempts": "attempts", "#delivery": "delivery", "#expires_at": "expires_at"},
+                values={
+                    ":one": 1,
+                    ":delivery": delivery,
+                    ":expires_at": int((now + RECORD_RETENTION).timestamp()),
+                },
+                return_new=True,
+            )
+        except ConditionFailed as exc:
+            return int((exc.old_item or {}).get("attempts", 1))
+        return int((item or {}).get("attempts", 1))
+
+    def forget_attempts(self, source: str, turn_id: str) -> None:
+        """Start the count again (a dead-lettered turn redriven gets its attempts anew)."""
+        self._table.delete(attempts_key(source, turn_id))
 
     def op_record(self, source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> dict[str, Any]:
         """A transaction operation recording the turn as done, refused if it already is."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +25,9 @@ HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_SERVER_ERROR: Final = 500
 MAX_CONNECT_TIMEOUT_SECONDS: Final = 10.0
 MAX_ERROR_DETAIL_CHARS: Final = 200
+KEY_FRAGMENT_CHARS: Final = 4
+REDACTED: Final = "[redacted]"
+_WORD: Final = re.compile(r"[^\s\"'`,;()\[\]{}<>]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,7 @@ class OpenAIChatModel:
             headers["Authorization"] = f"Bearer {api_key}"
         timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, MAX_CONNECT_TIMEOUT_SECONDS))
         self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._api_key = api_key or ""
         self._model = model
         self._timeout_seconds = timeout_seconds
         self._retry = retry or RetryPolicy()
@@ -142,7 +147,8 @@ class OpenAIChatModel:
             raise LlmUnavailable(f"the model endpoint rejected the credentials: HTTP {status}", status=status)
         if status >= HTTP_CLIENT_ERROR:
             raise LlmUnavailable(
-                f"the model refused the request: HTTP {status} {_detail(response)}", status=status
+                f"the model refused the request: HTTP {status} {_detail(response, self._api_key)}",
+                status=status,
             )
         return response
 
@@ -167,11 +173,25 @@ class OpenAIChatModel:
         return parse_chat_completion(body)
 
 
-def _detail(response: httpx.Response) -> str:
-    """The provider's error message, shortened."""
+def _detail(response: httpx.Response, api_key: str) -> str:
+    """The provider's error message, shortened, without the key or any part of it it quotes."""
     try:
         error = response.json().get("error")
         message = error.get("message") if isinstance(error, dict) else error
     except (ValueError, AttributeError):
-        message = response.text
-    return str(message or "")[:MAX_ERROR_DETAIL_CHARS]
+        message = response.text[: MAX_ERROR_DETAIL_CHARS * 4]
+    return _without_key(str(message or ""), api_key)[:MAX_ERROR_DETAIL_CHARS]
+
+
+def _without_key(text: str, api_key: str) -> str:
+    """``text`` with every word that shares a run of ``KEY_FRAGMENT_CHARS`` with the key redacted:
+    providers quote a rejected key whole or masked (``sk-proj-abc*****wxyz``)."""
+    if not api_key:
+        return text
+    fragments = {api_key[i : i + KEY_FRAGMENT_CHARS] for i in range(len(api_key) - KEY_FRAGMENT_CHARS + 1)}
+    fragments = fragments or {api_key}
+
+    def redact(word: re.Match[str]) -> str:
+        return REDACTED if any(fragment in word.group() for fragment in fragments) else word.group()
+
+    return _WORD.sub(redact, text.replace(api_key, REDACTED))
