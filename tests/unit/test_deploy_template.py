@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Final
 
 import botocore.session
 import pytest
-from scripts.sam_template import load, transform
+from scripts.sam_template import REPO_ROOT, load, transform
 
 PUBLIC_FUNCTIONS: Final = {
     "InteractionsFunction": "InteractionsReservedConcurrency",
@@ -117,4 +118,20 @@ def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, 
     (layer,) = of_type(cfn, "AWS::Lambda::LayerVersion").values()
     assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
     metadata = sam["Resources"]["KiokuLayer"]["Metadata"]
-    assert metadata == {"BuildMethod": "makefile", "BuildArchitecture": {"Ref": "Architecture"}}
+    assert metadata["BuildMethod"] == "makefile"
+    assert metadata["BuildArchitecture"] == {"Ref": "Architecture"}
+
+
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
+def test_sam_build_runs_the_layers_make_in_a_directory_named_after_the_architecture(sam, architecture):
+    # Given the template as sam build resolves it for --parameter-overrides Architecture=…
+    from samcli.lib.providers.sam_base_provider import SamBaseProvider
+
+    resolved = SamBaseProvider.get_template(copy.deepcopy(sam), {"Architecture": architecture})
+    metadata = resolved["Resources"]["KiokuLayer"]["Metadata"]
+
+    # Then make runs in layers/kioku/architecture/<Architecture>, which the layer's Makefile reads
+    assert metadata["BuildArchitecture"] == architecture
+    working_directory = REPO_ROOT / metadata["WorkingDirectory"]
+    assert working_directory == REPO_ROOT / "layers" / "kioku" / "architecture" / architecture
+    assert working_directory.is_dir()
