@@ -19,7 +19,7 @@ NAMESPACE = {"Fn::Sub": "Kioku/${AWS::StackName}"}
 
 
 def dashboard() -> dict:
-    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body, _variables = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     return json.loads(re.sub(r"\$\{[^}]+\}", "X", body))
 
 
@@ -87,3 +87,17 @@ def test_the_dashboard_shows_every_metric_the_code_emits_and_no_other():
         if line[0] == "Kioku/X"  # the stack's own namespace
     }
     assert shown == {metric.value for metric in Metric}
+
+
+def test_the_outputs_say_when_the_alarms_reach_no_one():
+    from scripts.sam_template import evaluate
+
+    delivery = TEMPLATE["Outputs"]["AlarmDelivery"]["Value"]
+
+    nobody = evaluate(delivery, TEMPLATE, {})
+    assert "goes nowhere" in nobody and "AlarmTopicArn" in nobody
+    mailed = evaluate(delivery, TEMPLATE, {"AlarmEmail": "ops@example.org"})
+    assert mailed == {
+        "Fn::Sub": "mailed to ${AlarmEmail} once the address confirms the subscription AWS sent it"
+    }
+    assert "no one" in TEMPLATE["Parameters"]["AlarmEmail"]["Description"]
