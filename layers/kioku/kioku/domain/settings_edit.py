@@ -178,3 +178,38 @@ def _with_slugs(
         taken.add(slug)
         categories.append(StmCategory(slug=slug, label=label, description=description, position=position))
     return tuple(categories)
+
+
+MAX_TRIGGER_WORDS: Final = 10
+MAX_TRIGGER_WORD_CHARS: Final = 32
+MIN_TRIGGER_WORD_CHARS: Final = 2
+TRIGGER_WORD_SEPARATOR: Final = ","
+
+
+def parse_trigger_words(text: str) -> tuple[str, ...]:
+    """``/server addressing trigger_words:`` as stored: comma-separated words or phrases, trimmed,
+    without repeats (case- and width-insensitive, as the relay matches them). Blank clears them."""
+    words: list[str] = []
+    seen: set[str] = set()
+    problems = []
+    for raw in text.split(TRIGGER_WORD_SEPARATOR):
+        word = " ".join(raw.split())
+        key = unicodedata.normalize("NFKC", word).casefold()
+        if not word or key in seen:
+            continue
+        if not MIN_TRIGGER_WORD_CHARS <= len(word) <= MAX_TRIGGER_WORD_CHARS:
+            problems.append(
+                f"“{word[:MAX_TRIGGER_WORD_CHARS]}” must be {MIN_TRIGGER_WORD_CHARS} to "
+                f"{MAX_TRIGGER_WORD_CHARS} characters"
+            )
+        elif not any(character.isalnum() for character in word):
+            problems.append(f"“{word}” needs a letter or a digit")
+        elif "<" in word or "@" in word:
+            problems.append(f"“{word}” looks like a mention; mentions of the bot always call it")
+        seen.add(key)
+        words.append(word)
+    if len(words) > MAX_TRIGGER_WORDS:
+        problems.append(f"at most {MAX_TRIGGER_WORDS} trigger words, not {len(words)}")
+    if problems:
+        raise InvalidSettingsEdit(problems)
+    return tuple(words)
