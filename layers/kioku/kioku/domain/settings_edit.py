@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from kioku.domain.models import Capabilities, RenderMode, StmCategory, StmConfig
+from kioku.domain.models import Capabilities, Persona, RenderMode, StmCategory, StmConfig
 from kioku.domain.stm.categories import slug_for_label
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 
@@ -213,3 +213,27 @@ def parse_trigger_words(text: str) -> tuple[str, ...]:
     if problems:
         raise InvalidSettingsEdit(problems)
     return tuple(words)
+
+
+MAX_PERSONA_NAME_CHARS: Final = 32
+MAX_PERSONA_PROMPT_CHARS: Final = 4000
+PERSONA_NAME_FORBIDDEN: Final = frozenset("[]|<>@`#:")
+"""What the dialogue's speaker headers (``[Name | UserID:…]``) and Discord's markup give a meaning to."""
+
+
+def apply_persona(persona: Persona, name: str, prompt: str) -> Persona:
+    """The persona with a new name and personality (blank: the default one), or why not."""
+    name = " ".join(name.split())
+    prompt = prompt.strip()
+    problems = []
+    if not 1 <= len(name) <= MAX_PERSONA_NAME_CHARS:
+        problems.append(f"the name must be 1 to {MAX_PERSONA_NAME_CHARS} characters")
+    elif forbidden := sorted(set(name) & PERSONA_NAME_FORBIDDEN):
+        problems.append("the name cannot contain " + " ".join(f"`{c}`" for c in forbidden))
+    elif not any(character.isalnum() for character in name):
+        problems.append("the name needs a letter or a digit")
+    if len(prompt) > MAX_PERSONA_PROMPT_CHARS:
+        problems.append(f"the personality is {len(prompt)} characters; at most {MAX_PERSONA_PROMPT_CHARS}")
+    if problems:
+        raise InvalidSettingsEdit(problems)
+    return replace(persona, name=name, system_prompt=prompt)
