@@ -55,6 +55,8 @@ def evaluate(value: Any, template: dict[str, Any], parameters: dict[str, str]) -
             return evaluate(then if chosen else otherwise, template, parameters)
         if name == "Fn::Not":
             return not evaluate(argument[0], template, parameters)
+        if name == "Fn::Or":
+            return any(evaluate(condition, template, parameters) for condition in argument)
         if name == "Fn::Equals":
             left, right = (str(evaluate(side, template, parameters)) for side in argument)
             return left == right
