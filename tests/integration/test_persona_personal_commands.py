@@ -424,7 +424,7 @@ def test_persona_view_shows_the_default_persona_to_every_member(invoke, table):
     embed = embed_of(invoke(persona_top("view")))
 
     assert embed["fields"] == [{"name": "Name", "value": "Kioku", "inline": False}]
-    assert embed["description"].startswith("*The default:* You are {bot}")
+    assert embed["description"].startswith("*The default personality:*")
     assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
 
 

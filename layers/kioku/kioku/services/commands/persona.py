@@ -338,6 +338,10 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
 PERSONA_FORM: Final = "persona:edit"
 NAME_INPUT: Final = "name"
 PROMPT_INPUT: Final = "prompt"
+DEFAULT_PERSONALITY_SHOWN: Final = (
+    "*The default personality:* a friendly, thoughtful member of this community who remembers what "
+    "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
+)
 _PERSONA_FORM_ID = re.compile(rf"{PERSONA_FORM}:(?P<version>[0-9]{{1,12}})", re.ASCII)
 
 
@@ -393,12 +397,8 @@ def on_persona_form(interaction: Interaction) -> dict:
 
 
 def persona_embed(persona: Persona, title: str) -> dict:
-    if persona.system_prompt:
-        personality = persona.system_prompt
-    else:
-        from kioku.services.turn import DEFAULT_PERSONA_PROMPT
-
-        personality = f"*The default:* {DEFAULT_PERSONA_PROMPT}"
+    # the default's text lives with the turn code, which this function does not load
+    personality = persona.system_prompt or DEFAULT_PERSONALITY_SHOWN
     return {
         "title": title,
         "color": EMBED_COLOR_INFO,
