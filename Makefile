@@ -50,7 +50,7 @@ bench: venv
 BUILD_DIR ?= .aws-sam/build
 build: venv
 	@test -x "$(PY313_DIR)/python3.13" || { echo "python3.13 not found: install it (pyenv install 3.13) or put it on PATH"; exit 1; }
-	PATH="$(PY313_DIR):$$PATH" KIOKU_ARCHITECTURE=$(ARCH) $(BIN)/sam build --template template.yaml \
+	PATH="$(PY313_DIR):$$PATH" $(BIN)/sam build --template template.yaml \
 		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
 
 ## make scaling: measure what a turn costs on the local stack and regenerate docs/scaling.md

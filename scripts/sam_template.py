@@ -43,6 +43,26 @@ def transform(
     return translator.translate(sam, parameter_values=dict(parameters or {}), get_managed_policy_map=dict)
 
 
+def evaluate(value: Any, template: dict[str, Any], parameters: dict[str, str]) -> Any:
+    """Enough of CloudFormation's condition functions to read what a parameter value turns into."""
+    if isinstance(value, dict) and len(value) == 1:
+        (name, argument), *_ = value.items()
+        if name == "Ref":
+            return parameters.get(argument, template["Parameters"].get(argument, {}).get("Default", argument))
+        if name == "Fn::If":
+            condition, then, otherwise = argument
+            chosen = evaluate(template["Conditions"][condition], template, parameters)
+            return evaluate(then if chosen else otherwise, template, parameters)
+        if name == "Fn::Not":
+            return not evaluate(argument[0], template, parameters)
+        if name == "Fn::Or":
+            return any(evaluate(condition, template, parameters) for condition in argument)
+        if name == "Fn::Equals":
+            left, right = (str(evaluate(side, template, parameters)) for side in argument)
+            return left == right
+    return value
+
+
 def main(argv: list[str]) -> int:
     """``python -m scripts.sam_template OUT.json``: write the transformed template."""
     Path(argv[0]).write_text(json.dumps(transform(), indent=1, sort_keys=True))

@@ -22,7 +22,7 @@ import httpx
 import pytest
 from aws_lambda_powertools.utilities.parameters.base import DEFAULT_PROVIDERS
 from botocore.client import BaseClient
-from scripts.sam_template import transform
+from scripts.sam_template import evaluate, transform
 
 from kioku.config import get_settings
 from kioku.playground import stack as stack_module
@@ -63,6 +63,10 @@ SESSION: Final = [
     ":submit",
     "/personal stm",
     "/capabilities manage",
+    "/persona view",
+    "/persona edit",
+    ':submit name="Mimi"',
+    "/server addressing trigger_words=kioku,mimi answer_other_bots=false",
     ":in secret",
     "kioku, the vault code is okapi",
     ":in general",
@@ -272,10 +276,12 @@ def iam_requests(call: tuple[str, str, dict[str, Any]], arns: dict[str, str]) ->
     raise AssertionError(f"no IAM mapping for {service}:{operation}: add one here")
 
 
-def resolve(value: Any, arns: dict[str, str]) -> str:
-    """A policy Resource, with the template's references filled in."""
+def resolve(value: Any, arns: dict[str, str], template: dict[str, Any]) -> str:
+    """A policy Resource, with the template's references filled in (conditions at their defaults)."""
     if isinstance(value, str):
         return value
+    if "Fn::If" in value:
+        return resolve(evaluate(value, template, {}), arns, template)
     if "Fn::GetAtt" in value:
         return arns[".".join(value["Fn::GetAtt"])]
     if "Ref" in value:
@@ -300,7 +306,9 @@ def grants(template: dict[str, Any], function: str, arns: dict[str, str]) -> lis
             resources = (
                 statement["Resource"] if isinstance(statement["Resource"], list) else [statement["Resource"]]
             )
-            pairs.extend((action, resolve(resource, arns)) for action in actions for resource in resources)
+            pairs.extend(
+                (action, resolve(resource, arns, template)) for action in actions for resource in resources
+            )
     return pairs
 
 

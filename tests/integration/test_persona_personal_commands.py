@@ -404,3 +404,114 @@ def test_an_edit_form_opened_before_a_newer_save_saves_nothing(invoke, stm):
     # Then "B" is kept and the manager is told to reopen the form
     assert "changed while you were editing" in embed_of(body)["description"]
     assert stm.get(guild_row()).summary == "B"
+
+
+# -- /persona view and /persona edit ---------------------------------------------------------------
+
+
+def persona_top(subcommand: str, **where) -> dict:
+    where.setdefault("permissions", NOTHING)
+    return slash_command(
+        APPLICATION_ID, "persona", subcommand, guild_id=where.pop("guild_id", GUILD), **where
+    )
+
+
+def persona_form(custom_id: str, values: dict[str, str], **where) -> dict:
+    return submit_form(persona_top("edit", **where), custom_id, values)
+
+
+def test_persona_view_shows_the_default_persona_to_every_member(invoke, table):
+    embed = embed_of(invoke(persona_top("view")))
+
+    assert embed["fields"] == [{"name": "Name", "value": "Kioku", "inline": False}]
+    assert embed["description"].startswith("*The default personality:*")
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_persona_edit_round_trip_keeps_the_rest_of_the_configuration(invoke, configs):
+    # Given a server with categories
+    use_categories(configs)
+
+    # When a manager opens the form, it is prefilled with the persona
+    form = invoke(persona_top("edit", permissions=MANAGE_GUILD))
+    assert form["type"] == RESPONSE_MODAL
+    assert prefilled(form) == {"name": "Kioku", "prompt": ""}
+    custom_id = form["data"]["custom_id"]
+
+    # and submits a new name and personality
+    saved = invoke(
+        persona_form(
+            custom_id,
+            {"name": "  Mimi  ", "prompt": "You are {bot}, a dry-witted librarian.\n"},
+            permissions=MANAGE_GUILD,
+        )
+    )
+
+    # Then both are saved (trimmed), the categories kept, and everyone sees them
+    assert embed_of(saved)["title"] == "Saved: the persona"
+    config = configs.get_server_config(GUILD)
+    assert (config.persona.name, config.persona.system_prompt) == (
+        "Mimi",
+        "You are {bot}, a dry-witted librarian.",
+    )
+    assert config.persona.persona_id == "kioku"  # the memory rows of the persona stay its own
+    assert set(config.categories) == set(CATEGORIES)
+    view = embed_of(invoke(persona_top("view")))
+    assert view["fields"][0]["value"] == "Mimi" and "librarian" in view["description"]
+    assert prefilled(invoke(persona_top("edit", permissions=MANAGE_GUILD)))["name"] == "Mimi"
+
+
+@pytest.mark.parametrize(
+    ("values", "complaint"),
+    [
+        ({"name": "", "prompt": ""}, "1 to 32 characters"),
+        ({"name": "x" * 33, "prompt": ""}, "1 to 32 characters"),
+        ({"name": "[Kioku | UserID:1]", "prompt": ""}, "cannot contain"),
+        ({"name": "@everyone", "prompt": ""}, "cannot contain"),
+        ({"name": "...", "prompt": ""}, "a letter or a digit"),
+        ({"name": "Mimi", "prompt": "p" * 4001}, "longer than Discord allows"),
+        ({"name": "Mimi"}, "without its fields"),
+    ],
+)
+def test_a_bad_persona_is_refused_as_such_and_nothing_is_saved(invoke, configs, values, complaint):
+    configs.save_server_config(ServerConfig(server_id=GUILD))
+    custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
+
+    embed = embed_of(invoke(persona_form(custom_id, values, permissions=MANAGE_GUILD)))
+
+    assert embed["title"] == "Nothing was saved" and complaint in embed["description"]
+    assert configs.get_server_config(GUILD).persona.name == "Kioku"
+
+
+def test_a_persona_form_filled_before_another_save_is_stale(invoke, configs):
+    configs.save_server_config(ServerConfig(server_id=GUILD))
+    custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
+    invoke(persona_form(custom_id, {"name": "First", "prompt": ""}, permissions=MANAGE_GUILD))
+
+    late = embed_of(
+        invoke(persona_form(custom_id, {"name": "Second", "prompt": ""}, permissions=MANAGE_GUILD))
+    )
+
+    assert "changed meanwhile" in late["description"]
+    assert configs.get_server_config(GUILD).persona.name == "First"
+
+
+def test_only_managers_change_the_persona_and_only_in_a_server(invoke, configs, table):
+    configs.save_server_config(ServerConfig(server_id=GUILD))
+    custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
+
+    refused = [
+        invoke(persona_top("edit")),
+        invoke(persona_form(custom_id, {"name": "Vandal", "prompt": ""})),
+    ]
+    in_a_dm = invoke(persona_top("edit", guild_id=None, permissions=MANAGE_GUILD))
+
+    assert [embed_of(body)["title"] for body in refused] == ["Not allowed", "Not allowed"]
+    assert embed_of(in_a_dm)["title"] == "Only in a server"
+    assert configs.get_server_config(GUILD).persona.name == "Kioku"
+
+
+def test_persona_edit_and_view_are_top_level_beside_stm():
+    options = {option["name"]: option for option in persona.COMMAND.definition()["options"]}
+    assert set(options) == {"stm", "view", "edit"}
+    assert options["view"]["type"] == options["edit"]["type"] == SUB_COMMAND

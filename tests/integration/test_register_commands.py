@@ -58,3 +58,46 @@ def test_bad_input_is_named_and_nothing_is_sent(discord, monkeypatch, capsys, un
     assert run(argv) == 2
     assert message in capsys.readouterr().err
     assert discord.requests == []
+
+
+@pytest.fixture
+def stack_secret(aws):
+    import json
+
+    import boto3
+
+    secrets = boto3.client("secretsmanager")
+    return secrets.create_secret(
+        Name="kioku", SecretString=json.dumps({"DISCORD_BOT_TOKEN": TOKEN, "LLM_API_KEY": "k"})
+    )["ARN"]
+
+
+@pytest.mark.parametrize("via", ["--secret-arn", "KIOKU_SECRET_ARN"])
+def test_the_token_is_read_from_the_stacks_secret_never_typed(discord, monkeypatch, stack_secret, via):
+    # Given no token in the environment, only the secret's ARN (not a secret itself)
+    monkeypatch.delenv("DISCORD_BOT_TOKEN")
+    argv = ["--secret-arn", stack_secret] if via == "--secret-arn" else []
+    if via == "KIOKU_SECRET_ARN":
+        monkeypatch.setenv("KIOKU_SECRET_ARN", stack_secret)
+
+    # When the commands are registered, they go out with the secret's token
+    assert run(argv) == 0
+    (put,) = discord.requests_to("PUT", f"/api/v10/applications/{APPLICATION_ID}/commands")
+    assert put.headers["authorization"] == f"Bot {TOKEN}"
+
+
+def test_a_secret_that_cannot_be_read_is_named_and_nothing_is_sent(discord, monkeypatch, aws, capsys):
+    monkeypatch.delenv("DISCORD_BOT_TOKEN")
+    missing = "arn:aws:secretsmanager:us-east-1:123456789012:secret:gone-AbCdEf"
+
+    assert run(["--secret-arn", missing]) == 2
+    assert "the secret could not be read" in capsys.readouterr().err
+    assert discord.requests == []
+
+
+def test_there_is_no_way_to_pass_the_token_as_an_argument(discord, monkeypatch):
+    monkeypatch.delenv("DISCORD_BOT_TOKEN")
+    with pytest.raises(SystemExit) as refused:
+        run(["--token", TOKEN])
+    assert refused.value.code == 2
+    assert discord.requests == []

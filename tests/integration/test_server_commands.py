@@ -427,3 +427,102 @@ def test_help_memories_shows_the_configured_limits(invoke, monkeypatch):
     description = body["data"]["embeds"][0]["description"]
     assert "up to 40 memories for a server and 30 about each person" in description
     assert "at most 500 characters" in description
+
+
+# -- /server addressing ----------------------------------------------------------------------------
+
+
+def relayed(content: str, *, message_id: str, bot: bool = False) -> dict:
+    author = {"id": "400000000000000009" if bot else "400000000000000001", "username": "x", "bot": bot}
+    return {
+        "id": message_id,
+        "channel_id": "300000000000000001",
+        "guild_id": GUILD,
+        "member": {"nick": None, "roles": []},
+        "author": author,
+        "content": content,
+        "timestamp": "2026-11-30T01:00:00.000000+00:00",
+        "type": 0,
+        "mentions": [],
+        "attachments": [],
+        "embeds": [],
+    }
+
+
+def test_addressing_without_options_shows_the_current_words_and_stores_nothing(invoke, table):
+    body = invoke(command("server", "addressing"))
+
+    assert body["data"]["flags"] == 64
+    assert fields(body) == {
+        "Trigger words": "None",
+        "Answers other bots": "**No**: other bots and webhooks are never answered.",
+    }
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_trigger_words_and_other_bots_set_by_command_are_what_the_relay_answers(invoke, store, relay_event):
+    # Given a server whose persona was set before
+    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(refresh_cadence=3)))
+    assert (
+        relay_event("MESSAGE_CREATE", relayed("hey Mimi, what's up", message_id="700000000000000001")) == 204
+    )
+
+    # When a manager sets the words and lets other bots call it
+    body = invoke(
+        command("server", "addressing", trigger_words=" mimi ,Hey Bot,, MIMI", answer_other_bots=True)
+    )
+
+    # Then they are saved (repeats and blanks dropped), the rest of the configuration kept
+    assert fields(body)["Trigger words"] == "`mimi`, `Hey Bot`"
+    saved = store.get_server_config(GUILD)
+    assert (saved.trigger_words, saved.answer_other_bots) == (("mimi", "Hey Bot"), True)
+    assert saved.stm.refresh_cadence == 3
+    # and RelayFunction answers them, from people and now from bots
+    assert (
+        relay_event("MESSAGE_CREATE", relayed("hey Mimi, what's up", message_id="700000000000000002")) == 202
+    )
+    assert (
+        relay_event("MESSAGE_CREATE", relayed("HEY  BOT go", message_id="700000000000000003", bot=True))
+        == 202
+    )
+    assert (
+        relay_event("MESSAGE_CREATE", relayed("mimikry is no trigger", message_id="700000000000000004"))
+        == 204
+    )
+
+    # When one option is given, only that one changes
+    invoke(command("server", "addressing", answer_other_bots=False))
+    assert store.get_server_config(GUILD).trigger_words == ("mimi", "Hey Bot")
+    assert relay_event("MESSAGE_CREATE", relayed("hey bot", message_id="700000000000000005", bot=True)) == 204
+
+    # and a lone comma clears the words
+    invoke(command("server", "addressing", trigger_words=","))
+    assert store.get_server_config(GUILD).trigger_words == ()
+
+
+@pytest.mark.parametrize(
+    ("options", "complaint"),
+    [
+        ({"trigger_words": "a"}, "2 to 32 characters"),
+        ({"trigger_words": "x" * 33}, "2 to 32 characters"),
+        ({"trigger_words": ",".join(f"word{n}" for n in range(11))}, "at most 10"),
+        ({"trigger_words": "--, ok"}, "needs a letter"),
+        ({"trigger_words": "<@100000000000000001>"}, "looks like a mention"),
+        ({"trigger_words": 5}, "comma-separated"),
+        ({"answer_other_bots": "yes"}, "true or false"),
+    ],
+)
+def test_bad_addressing_is_refused_as_such_and_nothing_is_saved(invoke, table, options, complaint):
+    body = invoke(command("server", "addressing", **options))
+
+    assert_ephemeral_error(body, complaint)
+    assert body["data"]["embeds"][0]["title"] == "Nothing was saved"
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+
+
+def test_addressing_is_for_managers_only_and_a_refusal_says_so(invoke, table):
+    body = invoke(command("server", "addressing", answer_other_bots=True, permissions=NOT_MANAGER))
+
+    assert_ephemeral_error(body, "Manage Server")
+    assert body["data"]["embeds"][0]["title"] == "Not allowed"
+    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None

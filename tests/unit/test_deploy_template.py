@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import copy
 import logging
 from typing import Any, Final
 
 import botocore.session
 import pytest
-from scripts.sam_template import load, transform
+from scripts.sam_template import REPO_ROOT, evaluate, load, transform
 
 from kioku.config import Settings
 
@@ -29,24 +30,6 @@ def cfn() -> dict[str, Any]:
 
 def of_type(template: dict[str, Any], kind: str) -> dict[str, dict[str, Any]]:
     return {name: r for name, r in template["Resources"].items() if r["Type"] == kind}
-
-
-def evaluate(value: Any, template: dict[str, Any], parameters: dict[str, str]) -> Any:
-    """Enough of CloudFormation's condition functions to read what a parameter value turns into."""
-    if isinstance(value, dict) and len(value) == 1:
-        (name, argument), *_ = value.items()
-        if name == "Ref":
-            return parameters.get(argument, template["Parameters"].get(argument, {}).get("Default", argument))
-        if name == "Fn::If":
-            condition, then, otherwise = argument
-            chosen = evaluate(template["Conditions"][condition], template, parameters)
-            return evaluate(then if chosen else otherwise, template, parameters)
-        if name == "Fn::Not":
-            return not evaluate(argument[0], template, parameters)
-        if name == "Fn::Equals":
-            left, right = (str(evaluate(side, template, parameters)) for side in argument)
-            return left == right
-    return value
 
 
 def test_every_log_level_is_one_lambda_python_logging_and_powertools_accept(sam, monkeypatch):
@@ -130,4 +113,96 @@ def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, 
     (layer,) = of_type(cfn, "AWS::Lambda::LayerVersion").values()
     assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
     metadata = sam["Resources"]["KiokuLayer"]["Metadata"]
-    assert metadata == {"BuildMethod": "makefile", "BuildArchitecture": {"Ref": "Architecture"}}
+    assert metadata["BuildMethod"] == "makefile"
+    assert metadata["BuildArchitecture"] == {"Ref": "Architecture"}
+
+
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
+def test_sam_build_runs_the_layers_make_in_a_directory_named_after_the_architecture(sam, architecture):
+    # Given the template as sam build resolves it for --parameter-overrides Architecture=…
+    from samcli.lib.providers.sam_base_provider import SamBaseProvider
+
+    resolved = SamBaseProvider.get_template(copy.deepcopy(sam), {"Architecture": architecture})
+    metadata = resolved["Resources"]["KiokuLayer"]["Metadata"]
+
+    # Then make runs in layers/kioku/architecture/<Architecture>, which the layer's Makefile reads
+    assert metadata["BuildArchitecture"] == architecture
+    working_directory = REPO_ROOT / metadata["WorkingDirectory"]
+    assert working_directory == REPO_ROOT / "layers" / "kioku" / "architecture" / architecture
+    assert working_directory.is_dir()
+
+
+def choose_branches(tree: Any, template: dict[str, Any], parameters: dict[str, str]) -> Any:
+    """``tree`` with every Fn::If replaced by the branch ``parameters`` choose."""
+    if isinstance(tree, dict):
+        if set(tree) == {"Fn::If"}:
+            return choose_branches(evaluate(tree, template, parameters), template, parameters)
+        return {key: choose_branches(value, template, parameters) for key, value in tree.items()}
+    if isinstance(tree, list):
+        return [choose_branches(value, template, parameters) for value in tree]
+    return tree
+
+
+def test_a_new_stack_takes_over_an_existing_table_and_creates_none(cfn):
+    # Given the table an earlier stack left behind, named at deploy
+    taking_over = {"ExistingTableName": "kioku-old-memories"}
+
+    # Then no table is created
+    assert cfn["Resources"]["KiokuTable"]["Condition"] == "CreateTable"
+    assert evaluate(cfn["Conditions"]["CreateTable"], cfn, taking_over) is False
+    assert evaluate(cfn["Conditions"]["CreateTable"], cfn, {}) is True
+    # and nothing else refers to the table that is not there: the functions, their policies, the
+    # dashboard and the outputs all name the existing one
+    chosen = choose_branches(cfn, cfn, taking_over)
+    others = {name: r for name, r in chosen["Resources"].items() if name != "KiokuTable"}
+    assert "KiokuTable" not in str(others) + str(chosen["Outputs"])
+    for function in of_type(cfn, "AWS::Lambda::Function"):
+        variables = chosen["Resources"][function]["Properties"]["Environment"]["Variables"]
+        assert evaluate(variables["TABLE_NAME"], cfn, taking_over) == "kioku-old-memories"
+    table_grants = [
+        statement["Resource"]
+        for role in of_type(chosen, "AWS::IAM::Role").values()
+        for policy in role["Properties"].get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+        if str(statement["Action"]).startswith("['dynamodb:")
+        or str(statement["Action"]).startswith("dynamodb:")
+    ]
+    assert table_grants
+    assert all("table/${ExistingTableName}" in grant["Fn::Sub"] for grant in table_grants)
+    assert evaluate(chosen["Outputs"]["TableName"]["Value"], cfn, taking_over) == "kioku-old-memories"
+
+
+OPERATOR_PARAMETERS: Final = {
+    "TurnRateLimitPerMinute": "TURN_RATE_LIMIT_PER_MINUTE",
+    "LlmTimeoutSeconds": "LLM_TIMEOUT_SECONDS",
+    "DialogueHistoryLimit": "DIALOGUE_HISTORY_LIMIT",
+    "LlmMaxTokens": "LLM_MAX_TOKENS",
+    "MaxReplyMessages": "MAX_REPLY_MESSAGES",
+    "LtmRecallBudgetChars": "LTM_RECALL_BUDGET_CHARS",
+}
+
+
+@pytest.mark.parametrize("parameter, variable", OPERATOR_PARAMETERS.items())
+def test_the_settings_operators_change_most_are_parameters_the_code_accepts(sam, parameter, variable):
+    from kioku.config import Settings
+
+    # Given the parameter, wired to its variable for every function
+    spec = sam["Parameters"][parameter]
+    assert sam["Globals"]["Function"]["Environment"]["Variables"][variable] == {"Ref": parameter}
+    if variable not in Settings.model_fields:
+        pytest.skip(f"{variable} is not read by this version of the code")
+    field = Settings.model_fields[variable]
+    # Then its default is the code's, and every value the template accepts passes validation at
+    # cold start (no deploy that answers 503)
+    assert float(spec["Default"]) == float(field.default)
+    required = {
+        "TABLE_NAME": "kioku",
+        "TURN_QUEUE_URL": "https://sqs/q.fifo",
+        "DISCORD_APPLICATION_ID": "123456789012345678",
+        "DISCORD_PUBLIC_KEY": "a" * 64,
+        "RELAY_PUBLIC_KEY": "b" * 64,
+    }
+    for bound in ("MinValue", "MaxValue"):
+        if bound in spec:
+            settings = Settings.from_environ({**required, variable: str(spec[bound])})
+            assert float(getattr(settings, variable)) == float(spec[bound])

@@ -137,6 +137,79 @@ def test_a_tampered_lock_is_refused(tmp_path):
     assert done.returncode != 0 and "hash" in done.stderr.lower()
 
 
+def x86_64_only_wheel(wheelhouse: Path) -> Path:
+    """The tiny wheel, tagged for x86_64 Linux only: pip takes it for that platform and no other."""
+    pure = tiny_wheel(wheelhouse)
+    tag = "cp313-cp313-manylinux2014_x86_64"
+    tagged = wheelhouse / f"tinydep-1.0-{tag}.whl"
+    with zipfile.ZipFile(pure) as source, zipfile.ZipFile(tagged, "w") as wheel:
+        files = {name: source.read(name) for name in source.namelist() if not name.endswith("RECORD")}
+        files["tinydep-1.0.dist-info/WHEEL"] = (
+            f"Wheel-Version: 1.0\nGenerator: hand\nRoot-Is-Purelib: false\nTag: {tag}\n".encode()
+        )
+        record = "".join(
+            f"{name},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},{len(data)}\n"
+            for name, data in files.items()
+        )
+        for name, data in files.items():
+            wheel.writestr(name, data)
+        wheel.writestr("tinydep-1.0.dist-info/RECORD", record + "tinydep-1.0.dist-info/RECORD,,\n")
+    pure.unlink()
+    return tagged
+
+
+def run_layer_make_as_sam_does(tmp_path: Path, architecture: str, **env: str) -> subprocess.CompletedProcess:
+    """sam build's make step: in a copy of the layer, run in the Metadata WorkingDirectory
+    `architecture/<Architecture>`, ARTIFACTS_DIR set, against an x86_64-only wheelhouse."""
+    source = tmp_path / "copy-of-layer"
+    shutil.copytree(LAYER_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    wheelhouse = tmp_path / "wheelhouse"
+    wheelhouse.mkdir()
+    wheel = x86_64_only_wheel(wheelhouse)
+    digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
+    (source / "requirements.txt").write_text(f"tinydep==1.0 --hash=sha256:{digest}\n")
+    environment = {
+        **{k: v for k, v in os.environ.items() if k != "KIOKU_ARCHITECTURE"},
+        "ARTIFACTS_DIR": str(tmp_path / "artifacts"),
+        "PIP_NO_INDEX": "1",
+        "PIP_FIND_LINKS": str(wheelhouse),
+        **env,
+    }
+    return subprocess.run(
+        ["make", "--makefile", str(source / "Makefile"), "build-KiokuLayer", f"PYTHON={sys.executable}"],
+        cwd=source / "architecture" / architecture,
+        env=environment,
+        capture_output=True,
+        text=True,
+    )
+
+
+def test_the_layer_is_built_for_the_templates_architecture_without_any_environment(tmp_path):
+    # When sam build runs the layer's make step for Architecture=x86_64, nothing else set
+    done = run_layer_make_as_sam_does(tmp_path, "x86_64")
+
+    # Then the x86_64 wheels are what it installs (the arm64 default would find none)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "manylinux2014_x86_64" in done.stdout and "aarch64" not in done.stdout
+    assert (tmp_path / "artifacts" / "python" / "tinydep" / "__init__.py").is_file()
+
+
+def test_an_arm64_build_does_not_take_x86_64_wheels(tmp_path):
+    done = run_layer_make_as_sam_does(tmp_path, "arm64")
+
+    assert done.returncode != 0
+    assert "manylinux2014_aarch64" in done.stdout
+    assert not (tmp_path / "artifacts" / "python" / "tinydep").exists()
+
+
+def test_an_environment_that_contradicts_the_template_fails_the_build(tmp_path):
+    done = run_layer_make_as_sam_does(tmp_path, "x86_64", KIOKU_ARCHITECTURE="arm64")
+
+    assert done.returncode != 0
+    assert "Architecture is x86_64" in done.stdout + done.stderr
+    assert not (tmp_path / "artifacts").exists()
+
+
 def test_the_lock_pins_every_runtime_dependency_within_pyproject_and_leaves_boto3_to_the_runtime():
     locked = pins(LOCK)
     for requirement in map(Requirement, runtime_requirements()):

@@ -19,7 +19,7 @@ NAMESPACE = {"Fn::Sub": "Kioku/${AWS::StackName}"}
 
 
 def dashboard() -> dict:
-    body = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
+    body, _variables = RESOURCES["Dashboard"]["Properties"]["DashboardBody"]["Fn::Sub"]
     return json.loads(re.sub(r"\$\{[^}]+\}", "X", body))
 
 
@@ -71,7 +71,7 @@ def test_the_apology_rate_alarm_reads_the_metrics_the_turn_worker_emits():
 def test_every_alarm_notifies_the_topic_and_the_email_is_optional():
     assert all(a["AlarmActions"] == [{"Ref": "AlarmTopic"}] for a in ALARMS.values())
     assert RESOURCES["AlarmEmailSubscription"]["Condition"] == "HasAlarmEmail"
-    assert TEMPLATE["Parameters"]["AlarmEmail"]["Default"] == ""
+    assert TEMPLATE["Parameters"]["AlarmEmail"]["Default"] == "NONE-alarms-go-nowhere"
 
 
 def test_the_metrics_go_to_a_namespace_of_their_own_stack():
@@ -87,3 +87,21 @@ def test_the_dashboard_shows_every_metric_the_code_emits_and_no_other():
         if line[0] == "Kioku/X"  # the stack's own namespace
     }
     assert shown == {metric.value for metric in Metric}
+
+
+def test_the_outputs_say_when_the_alarms_reach_no_one():
+    from scripts.sam_template import evaluate
+
+    delivery = TEMPLATE["Outputs"]["AlarmDelivery"]["Value"]
+
+    # the prompt of `sam deploy --guided` shows the default: Enter visibly means no one hears them
+    assert "nowhere" in TEMPLATE["Parameters"]["AlarmEmail"]["Default"]
+    for unset in ({}, {"AlarmEmail": ""}):
+        nobody = evaluate(delivery, TEMPLATE, unset)
+        assert "goes nowhere" in nobody and "AlarmTopicArn" in nobody
+        assert evaluate(TEMPLATE["Conditions"]["HasAlarmEmail"], TEMPLATE, unset) is False
+    mailed = evaluate(delivery, TEMPLATE, {"AlarmEmail": "ops@example.org"})
+    assert mailed == {
+        "Fn::Sub": "mailed to ${AlarmEmail} once the address confirms the subscription AWS sent it"
+    }
+    assert "no one" in TEMPLATE["Parameters"]["AlarmEmail"]["Description"]

@@ -202,6 +202,16 @@ class DiscordRest:
         path += f"/guilds/{_id(guild_id)}/commands" if guild_id is not None else "/commands"
         return self._request("PUT", path, json=commands)
 
+    def get_commands(self, application_id: str, guild_id: str | None = None) -> list[dict[str, Any]]:
+        """The application's registered global (or one guild's) commands."""
+        path = f"/applications/{_id(application_id)}"
+        path += f"/guilds/{_id(guild_id)}/commands" if guild_id is not None else "/commands"
+        return self._request("GET", path)
+
+    def get_current_application(self) -> dict[str, Any]:
+        """The bot's application: its ``flags`` (gateway intents), ``verify_key``, endpoint URL, owner."""
+        return self._request("GET", "/applications/@me")
+
     def _request(
         self,
         method: str,

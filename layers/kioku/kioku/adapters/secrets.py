@@ -44,3 +44,30 @@ def load_secrets(settings: Settings) -> Secrets:
             "invalid configuration: the KIOKU_SECRET_ARN secret has no DISCORD_BOT_TOKEN"
         )
     return Secrets(token or str(stored["DISCORD_BOT_TOKEN"]), llm_key or stored.get("LLM_API_KEY"))
+
+
+def read_secret(secret_arn: str) -> dict[str, str]:
+    """The fields of the template's secret, read once in the secret's own region: what operator
+    tools (``register-commands``, ``doctor``) use instead of a token on their command line."""
+    from aws_lambda_powertools.utilities.parameters import SecretsProvider
+    from aws_lambda_powertools.utilities.parameters.exceptions import GetParameterError
+    from botocore.config import Config
+
+    parts = secret_arn.split(":")
+    if len(parts) < 7 or parts[2] != "secretsmanager":
+        raise ConfigurationError("invalid configuration: KIOKU_SECRET_ARN is not a Secrets Manager ARN")
+    provider = SecretsProvider(boto_config=Config(region_name=parts[3]))
+    try:
+        stored = json.loads(provider.get(secret_arn, max_age=0))
+    except GetParameterError as exc:
+        reason = str(exc).split(":")[0]  # botocore's error name and operation, never the secret
+        raise ConfigurationError(
+            f"the secret could not be read ({reason}): check the ARN and credentials"
+        ) from None
+    except ValueError:
+        raise ConfigurationError(
+            "invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object"
+        ) from None
+    if not isinstance(stored, dict):
+        raise ConfigurationError("invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object")
+    return {name: str(value) for name, value in stored.items() if name in SECRET_FIELDS}

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
-from kioku.domain.models import Capabilities, RenderMode, StmCategory, StmConfig
+from kioku.domain.models import Capabilities, Persona, RenderMode, StmCategory, StmConfig
 from kioku.domain.stm.categories import slug_for_label
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 
@@ -178,3 +178,62 @@ def _with_slugs(
         taken.add(slug)
         categories.append(StmCategory(slug=slug, label=label, description=description, position=position))
     return tuple(categories)
+
+
+MAX_TRIGGER_WORDS: Final = 10
+MAX_TRIGGER_WORD_CHARS: Final = 32
+MIN_TRIGGER_WORD_CHARS: Final = 2
+TRIGGER_WORD_SEPARATOR: Final = ","
+
+
+def parse_trigger_words(text: str) -> tuple[str, ...]:
+    """``/server addressing trigger_words:`` as stored: comma-separated words or phrases, trimmed,
+    without repeats (case- and width-insensitive, as the relay matches them). Blank clears them."""
+    words: list[str] = []
+    seen: set[str] = set()
+    problems = []
+    for raw in text.split(TRIGGER_WORD_SEPARATOR):
+        word = " ".join(raw.split())
+        key = unicodedata.normalize("NFKC", word).casefold()
+        if not word or key in seen:
+            continue
+        if not MIN_TRIGGER_WORD_CHARS <= len(word) <= MAX_TRIGGER_WORD_CHARS:
+            problems.append(
+                f"“{word[:MAX_TRIGGER_WORD_CHARS]}” must be {MIN_TRIGGER_WORD_CHARS} to "
+                f"{MAX_TRIGGER_WORD_CHARS} characters"
+            )
+        elif not any(character.isalnum() for character in word):
+            problems.append(f"“{word}” needs a letter or a digit")
+        elif "<" in word or "@" in word:
+            problems.append(f"“{word}” looks like a mention; mentions of the bot always call it")
+        seen.add(key)
+        words.append(word)
+    if len(words) > MAX_TRIGGER_WORDS:
+        problems.append(f"at most {MAX_TRIGGER_WORDS} trigger words, not {len(words)}")
+    if problems:
+        raise InvalidSettingsEdit(problems)
+    return tuple(words)
+
+
+MAX_PERSONA_NAME_CHARS: Final = 32
+MAX_PERSONA_PROMPT_CHARS: Final = 4000
+PERSONA_NAME_FORBIDDEN: Final = frozenset("[]|<>@`#:")
+"""What the dialogue's speaker headers (``[Name | UserID:…]``) and Discord's markup give a meaning to."""
+
+
+def apply_persona(persona: Persona, name: str, prompt: str) -> Persona:
+    """The persona with a new name and personality (blank: the default one), or why not."""
+    name = " ".join(name.split())
+    prompt = prompt.strip()
+    problems = []
+    if not 1 <= len(name) <= MAX_PERSONA_NAME_CHARS:
+        problems.append(f"the name must be 1 to {MAX_PERSONA_NAME_CHARS} characters")
+    elif forbidden := sorted(set(name) & PERSONA_NAME_FORBIDDEN):
+        problems.append("the name cannot contain " + " ".join(f"`{c}`" for c in forbidden))
+    elif not any(character.isalnum() for character in name):
+        problems.append("the name needs a letter or a digit")
+    if len(prompt) > MAX_PERSONA_PROMPT_CHARS:
+        problems.append(f"the personality is {len(prompt)} characters; at most {MAX_PERSONA_PROMPT_CHARS}")
+    if problems:
+        raise InvalidSettingsEdit(problems)
+    return replace(persona, name=name, system_prompt=prompt)

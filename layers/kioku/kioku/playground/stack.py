@@ -89,6 +89,8 @@ class LocalStack:
         for name in HTTP_FUNCTIONS:
             server = self._exit.enter_context(FunctionUrlServer(load_handler(name)))
             self.urls[name] = server.url
+        self.discord.verify_key = self.public_key
+        self.discord.interactions_endpoint_url = self.urls["interactions"]
         self.turn_handler = load_handler("turn")
         return self
 

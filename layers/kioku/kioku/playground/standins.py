@@ -41,6 +41,8 @@ ERROR_UNKNOWN_CHANNEL: Final = 10003
 ERROR_UNKNOWN_WEBHOOK: Final = 10015
 ERROR_EMPTY_MESSAGE: Final = 50006
 ERROR_INVALID_FORM_BODY: Final = 50035
+APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
+APPLICATION_OWNER_ID: Final = "1100000000000000001"
 FIRST_SNOWFLAKE: Final = 1_300_000_000_000_000_000
 SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
 
@@ -225,6 +227,12 @@ class DiscordStandIn(_StandInServer):
         self._roles: dict[str, list[dict[str, Any]]] = {}
         self._owners: dict[str, str] = {}
         self._attachments: dict[str, dict[str, bytes]] = {}
+        # the Developer Portal's side of the application, as GET /applications/@me shows it
+        self.application_flags = APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT
+        self.verify_key: str | None = None
+        self.interactions_endpoint_url: str | None = None
+        self.owner = {"id": APPLICATION_OWNER_ID, "username": "owner", "global_name": None, "bot": False}
+        self._users[APPLICATION_OWNER_ID] = self.owner
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
@@ -234,6 +242,9 @@ class DiscordStandIn(_StandInServer):
             ("GET", re.compile(r"/guilds/(\d+)/members/(\d+)"), self._get_member),
             ("GET", re.compile(r"/guilds/(\d+)/roles"), self._get_roles),
             ("GET", re.compile(r"/guilds/(\d+)"), self._get_guild),
+            ("GET", re.compile(r"/applications/@me"), self._get_application),
+            ("GET", re.compile(r"/applications/(\d+)/commands"), self._get_commands),
+            ("GET", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._get_commands),
             ("PUT", re.compile(r"/applications/(\d+)/commands"), self._put_commands),
             ("PUT", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._put_commands),
         )
@@ -543,6 +554,26 @@ class DiscordStandIn(_StandInServer):
 
     def _get_roles(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         return CannedResponse(200, list(self._roles.get(guild_id) or [self._everyone(guild_id)]))
+
+    def _get_application(self, request: RecordedRequest) -> CannedResponse:
+        return CannedResponse(
+            200,
+            {
+                "id": self.application_id,
+                "name": self.bot_user["username"],
+                "flags": self.application_flags,
+                "verify_key": self.verify_key,
+                "interactions_endpoint_url": self.interactions_endpoint_url,
+                "owner": dict(self.owner),
+                "bot": dict(self.bot_user),
+            },
+        )
+
+    def _get_commands(
+        self, request: RecordedRequest, application_id: str, guild_id: str | None = None
+    ) -> CannedResponse:
+        with self._lock:
+            return CannedResponse(200, list(self._commands.get((application_id, guild_id), [])))
 
     def _put_commands(
         self, request: RecordedRequest, application_id: str, guild_id: str | None = None

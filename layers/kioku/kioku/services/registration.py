@@ -1,6 +1,8 @@
 """``kioku register-commands [--guild ID]``: bulk-overwrite the slash commands in one PUT.
 
 The tree comes from the same registry the router uses, so what Discord shows is what kioku routes.
+The bot token never comes as an argument (shell history, the process list): it is read from
+``DISCORD_BOT_TOKEN`` or from the stack's secret (``--secret-arn`` or ``KIOKU_SECRET_ARN``).
 """
 
 from __future__ import annotations
@@ -48,23 +50,48 @@ def register_commands(rest, application_id: str, guild_id: str | None = None) ->
     return rest.bulk_overwrite_commands(application_id, definitions(), guild_id=guild_id)
 
 
+def bot_token(secret_arn: str | None) -> tuple[str, str | None]:
+    """The bot token from the environment, else from the secret; or why there is none."""
+    token = os.environ.get("DISCORD_BOT_TOKEN", "").strip()
+    if token:
+        return token, None
+    if not secret_arn:
+        return (
+            "",
+            "DISCORD_BOT_TOKEN must be set to the bot token, or --secret-arn (KIOKU_SECRET_ARN) name its secret",
+        )
+    from kioku.adapters.secrets import read_secret
+    from kioku.config import ConfigurationError
+
+    try:
+        token = read_secret(secret_arn).get("DISCORD_BOT_TOKEN", "").strip()
+    except ConfigurationError as exc:
+        return "", str(exc)
+    return (token, None) if token else ("", "the secret has no DISCORD_BOT_TOKEN")
+
+
 def run(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(prog="kioku register-commands", description=__doc__)
     parser.add_argument("--guild", help="register in this guild only (appears instantly; for testing)")
     parser.add_argument("--dry-run", action="store_true", help="print the command tree instead of sending it")
+    parser.add_argument(
+        "--secret-arn",
+        default=os.environ.get("KIOKU_SECRET_ARN"),
+        help="read the bot token from this secret (the template's SecretArn) unless DISCORD_BOT_TOKEN is set",
+    )
     options = parser.parse_args(argv)
     if options.dry_run:
         print(json.dumps(definitions(), indent=2))
         return 0
     application_id = os.environ.get("DISCORD_APPLICATION_ID", "").strip()
-    token = os.environ.get("DISCORD_BOT_TOKEN", "").strip()
     problems = []
     if not SNOWFLAKE.match(application_id):
         problems.append("DISCORD_APPLICATION_ID must be set to the application id")
-    if not token:
-        problems.append("DISCORD_BOT_TOKEN must be set to the bot token")
     if options.guild is not None and not SNOWFLAKE.match(options.guild):
         problems.append("--guild must be a guild id")
+    token, token_problem = bot_token(options.secret_arn) if not problems else ("", None)
+    if token_problem:
+        problems.append(token_problem)
     if problems:
         print("kioku register-commands: " + "; ".join(problems), file=sys.stderr)
         return 2

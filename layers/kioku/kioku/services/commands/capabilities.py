@@ -12,7 +12,7 @@ from typing import Final
 from kioku.domain.models import Capabilities
 from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 from kioku.services.warm import config_store
 
@@ -27,7 +27,7 @@ CAPABILITY_DESCRIPTIONS: Final = {
 @managed
 def on_capabilities(interaction: Interaction) -> dict:
     if interaction.subcommand_path() != (MANAGE,):
-        return error_message("Try `/capabilities manage`.")
+        return refusal_message(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
     config = load_server_config(interaction)
     values = interaction.option_values()
     if not values:

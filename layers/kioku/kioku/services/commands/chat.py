@@ -7,7 +7,7 @@ import logging
 
 from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import OptionType, ResponseType, error_message
+from kioku.services.commands.discord import OptionType, Refusal, ResponseType, error_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -21,13 +21,17 @@ def on_chat(interaction: Interaction) -> dict:
     text = str(interaction.option_values().get("message") or "").strip()
     invoker = interaction.invoker
     if not text or invoker is None or interaction.channel_id is None:
-        return error_message("Tell me something: `/chat message:hello`.")
+        return refusal_message(Refusal.NOT_UNDERSTOOD, "Tell me something: `/chat message:hello`.")
     if interaction.guild_id is None and not interaction.in_bot_dm:
-        return error_message(
-            "I only talk in servers and in my own DMs, where what I remember stays with you."
+        return refusal_message(
+            Refusal.NOT_ALLOWED,
+            "I only talk in servers and in my own DMs, where what I remember stays with you.",
         )
     if len(text) > MAX_CHAT_MESSAGE_LENGTH:
-        return error_message(f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.")
+        return refusal_message(
+            Refusal.NOT_UNDERSTOOD,
+            f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.",
+        )
     job = TurnJob(
         source=TurnSource.SLASH_COMMAND,
         turn_id=interaction.id,

@@ -13,7 +13,7 @@ from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Handler, Interaction
 from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
-from kioku.services.commands.discord import Permission, error_message
+from kioku.services.commands.discord import Permission, Refusal, error_message, refusal_message
 from kioku.services.warm import config_store
 
 if TYPE_CHECKING:
@@ -36,9 +36,9 @@ MEMORIES_UNREACHABLE: Final = (
 def manager_refusal(interaction: Interaction) -> dict | None:
     """The ephemeral refusal for anyone but a Manage Server member of a guild; None for them."""
     if interaction.guild_id is None or interaction.member is None:
-        return error_message(DM_REFUSAL)
+        return refusal_message(Refusal.SERVER_ONLY, DM_REFUSAL)
     if not int(interaction.member.permissions) & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR):
-        return error_message(PERMISSION_REFUSAL)
+        return refusal_message(Refusal.NOT_ALLOWED, PERMISSION_REFUSAL)
     return None
 
 
@@ -56,11 +56,11 @@ def managed(handler: Handler) -> Handler:
         try:
             return handler(interaction)
         except (InvalidSettingsEdit, InvalidModalSubmit) as exc:
-            return error_message(f"Nothing was saved:\n{exc}")
+            return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved:\n{exc}")
         except StaleConfiguration:
-            return error_message(STALE_CONFIGURATION)
+            return refusal_message(Refusal.NOTHING_SAVED, STALE_CONFIGURATION)
         except (MemoryNotFound, UnknownComponent) as exc:
-            return error_message(f"Nothing was changed: {exc}.")
+            return refusal_message(Refusal.NOTHING_CHANGED, f"Nothing was changed: {exc}.")
         except MemoryStoreFailed:
             return error_message(MEMORIES_UNREACHABLE)
 

@@ -6,7 +6,7 @@ from kioku.config import Settings, get_settings
 from kioku.domain.models import RenderMode, ServerConfig
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
 from kioku.services.commands.guild_admin import load_server_config
 
 STM_GUIDE_DESCRIPTION = (
@@ -175,7 +175,9 @@ def on_help(interaction: Interaction) -> dict:
         return message(embeds=[stm_guide_embed(settings, config)])
     if topic == ("memories",):
         return message(embeds=[memories_guide_embed(settings)])
-    return error_message("I have no guide on that yet. Try `/help stm` or `/help memories`.")
+    return refusal_message(
+        Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`."
+    )
 
 
 COMMAND = Command(

@@ -1,4 +1,10 @@
-"""``/persona stm view`` and ``/persona stm edit``: the short-term memory this channel injects.
+"""``/persona view`` and ``/persona edit``: the persona's name and personality in this server;
+``/persona stm view`` and ``/persona stm edit``: the short-term memory this channel injects.
+
+``/persona edit`` (Manage Server) answers a form prefilled with the name and the personality; the
+form's custom_id carries the configuration version it was filled from, so a submit never overwrites
+a change saved meanwhile. The name is the bot's speaker label and ``{bot}`` in the prompts; the
+personality replaces the default opening of the system prompt.
 
 Both resolve exactly the row a turn here reads: the server-shared row (server, channel, persona) in
 a guild, the user's own row (user, channel, persona) in a DM. ``view`` is open to every member;
@@ -12,15 +18,17 @@ overwrites a summary the bot refreshed while the form was open (the editor saw t
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
 from kioku import clock
 from kioku.domain.models import Persona, ServerConfig, StmCategory
 from kioku.domain.privacy import THREAD_TYPES, ChannelType
+from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
     StmAddress,
@@ -36,6 +44,7 @@ from kioku.services.commands.components import (
     MAX_MODAL_INPUTS,
     InvalidModalSubmit,
     TextInput,
+    TextInputStyle,
     modal,
     submitted_values,
 )
@@ -43,10 +52,13 @@ from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
     OptionType,
     Permission,
+    Refusal,
     error_message,
     message,
+    refusal_message,
     relative_time,
 )
+from kioku.services.commands.guild_admin import load_server_config, managed
 from kioku.services.warm import config_store, stm_store
 
 EDIT_MODAL_ID: Final = "persona:stm-edit"
@@ -209,7 +221,7 @@ def _edited_inputs(here: _Here) -> tuple[str, ...]:
 def on_edit(interaction: Interaction) -> dict:
     refusal = _edit_refusal(interaction)
     if refusal:
-        return error_message(refusal)
+        return refusal_message(Refusal.NOT_ALLOWED, refusal)
     limits = StmLimits.from_settings(_settings())
     here = _here(interaction, limits)
     if here is None:
@@ -252,24 +264,26 @@ def on_modal(interaction: Interaction) -> dict:
 
     form, tag, seen_stamp = [*interaction.custom_id.rsplit(":", 2), "", ""][:3]
     if form != EDIT_MODAL_ID:
-        return error_message("I do not know that form. It may be from an older version of me.")
+        return refusal_message(
+            Refusal.NOT_UNDERSTOOD, "I do not know that form. It may be from an older version of me."
+        )
     refusal = _edit_refusal(interaction)
     if refusal:
-        return error_message(refusal)
+        return refusal_message(Refusal.NOT_ALLOWED, refusal)
     try:
         submitted = submitted_values(interaction.data)
     except InvalidModalSubmit as exc:
-        return error_message(f"Nothing was saved: {exc}.")
+        return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved: {exc}.")
     limits = StmLimits.from_settings(_settings())
     here = _here(interaction, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
     if tag != _persona_tag(here.persona):
-        return error_message(STALE_FORM.format(what="The persona"))
+        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
     if seen_stamp != _stamp(_written_at(here)):
-        return error_message(STALE_FORM.format(what="The memory"))
+        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
-        return error_message(STALE_FORM.format(what="The memory's categories"))
+        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory's categories"))
 
     now = clock.now()
     macros = _value_macros(interaction)
@@ -298,7 +312,7 @@ def on_modal(interaction: Interaction) -> dict:
             identity, update, here.categories, now, limits.retention, reset_counter=False
         )
     except NewerMemoryExists:
-        return error_message(STALE_FORM.format(what="The memory"))
+        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     saved = _Here(here.address, here.persona, here.config, here.categories, stm_store().get(here.address))
     return message(embeds=[memory_embed(saved, now, limits, title="Short-term memory saved")])
 
@@ -319,21 +333,113 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
     )
 
 
+# -- /persona view and /persona edit: the name and the personality -----------------------------------
+
+PERSONA_FORM: Final = "persona:edit"
+NAME_INPUT: Final = "name"
+PROMPT_INPUT: Final = "prompt"
+DEFAULT_PERSONALITY_SHOWN: Final = (
+    "*The default personality:* a friendly, thoughtful member of this community who remembers what "
+    "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
+)
+_PERSONA_FORM_ID = re.compile(rf"{PERSONA_FORM}:(?P<version>[0-9]{{1,12}})", re.ASCII)
+
+
+def on_persona_view(interaction: Interaction) -> dict:
+    config = (
+        config_store().get_server_config(interaction.guild_id) if interaction.guild_id else ServerConfig()
+    )
+    return message(embeds=[persona_embed(config.persona, f"Who I am {_where(interaction)}")])
+
+
+@managed
+def on_persona_edit(interaction: Interaction) -> dict:
+    config = load_server_config(interaction)
+    persona = config.persona
+    return modal(
+        f"{PERSONA_FORM}:{config.version}",
+        "The persona",
+        [
+            TextInput(
+                NAME_INPUT,
+                "Name",
+                value=persona.name,
+                style=TextInputStyle.SHORT,
+                max_length=MAX_PERSONA_NAME_CHARS,
+                required=True,
+            ),
+            TextInput(
+                PROMPT_INPUT,
+                "Personality (blank: the default one)",
+                value=persona.system_prompt,
+                max_length=MAX_PERSONA_PROMPT_CHARS,
+                placeholder="You are {bot}, … ({bot}: the name, {user}: who is talking)",
+            ),
+        ],
+    )
+
+
+@managed
+def on_persona_form(interaction: Interaction) -> dict:
+    """The submitted persona form, saved only if the configuration is still the version it showed."""
+    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+
+    version = _PERSONA_FORM_ID.fullmatch(interaction.custom_id)["version"]
+    values = submitted_values(interaction.data)
+    if set(values) != {NAME_INPUT, PROMPT_INPUT}:
+        raise InvalidModalSubmit("the form came back without its fields")
+    config = load_server_config(interaction)
+    if config.version != int(version):
+        raise StaleConfiguration(config)
+    persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
+    saved = config_store().save_server_config(replace(config, persona=persona))
+    return message(embeds=[persona_embed(saved.persona, "Saved: the persona")])
+
+
+def persona_embed(persona: Persona, title: str) -> dict:
+    # the default's text lives with the turn code, which this function does not load
+    personality = persona.system_prompt or DEFAULT_PERSONALITY_SHOWN
+    return {
+        "title": title,
+        "color": EMBED_COLOR_INFO,
+        "fields": [{"name": "Name", "value": persona.name, "inline": False}],
+        "description": shorten(personality, MAX_EMBED_DESCRIPTION_CHARS),
+    }
+
+
+def _where(interaction: Interaction) -> str:
+    return "in this server" if interaction.guild_id else "in direct messages"
+
+
 # -- the command -------------------------------------------------------------------------------------
 
-_SUBCOMMANDS = {("stm", "view"): on_view, ("stm", "edit"): on_edit}
+_SUBCOMMANDS = {
+    ("view",): on_persona_view,
+    ("edit",): on_persona_edit,
+    ("stm", "view"): on_view,
+    ("stm", "edit"): on_edit,
+}
 
 
 def on_persona(interaction: Interaction) -> dict:
     handler = _SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return error_message("Try `/persona stm view` or `/persona stm edit`.")
+        return refusal_message(
+            Refusal.NOT_UNDERSTOOD,
+            "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
+        )
     return handler(interaction)
+
+
+def on_any_modal(interaction: Interaction) -> dict:
+    if _PERSONA_FORM_ID.fullmatch(interaction.custom_id):
+        return on_persona_form(interaction)
+    return on_modal(interaction)
 
 
 COMMAND = Command(
     name="persona",
-    description="The persona's memory of this channel",
+    description="Who kioku is in this server, and its memory of this channel",
     options=[
         {
             "type": OptionType.SUB_COMMAND_GROUP,
@@ -351,10 +457,20 @@ COMMAND = Command(
                     "description": "Rewrite the short-term memory of this channel (Manage Server)",
                 },
             ],
-        }
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": "view",
+            "description": "Show the persona's name and personality",
+        },
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": "edit",
+            "description": "Change the persona's name and personality (Manage Server)",
+        },
     ],
     on_command=on_persona,
-    on_modal=on_modal,
+    on_modal=on_any_modal,
     # No default_member_permissions: Discord applies it to the whole /persona command, which would
     # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
     dm_permission=True,

@@ -23,7 +23,7 @@ from kioku.domain.settings_edit import (
     category_line,
     parse_categories,
 )
-from kioku.services.commands import server_memories, server_privacy
+from kioku.services.commands import server_addressing, server_memories, server_privacy
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.components import (
     MAX_MODAL_INPUTS,
@@ -33,7 +33,7 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 from kioku.services.warm import config_store
 
@@ -131,6 +131,7 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     (GROUP, CATEGORIES_EDIT): open_categories_form,
     **server_privacy.HANDLERS,
     **server_memories.HANDLERS,
+    **server_addressing.HANDLERS,
 }
 FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
@@ -139,9 +140,10 @@ FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 def on_server(interaction: Interaction) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return error_message(
-            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view` "
-            "or `/server memories list`."
+        return refusal_message(
+            Refusal.NOT_UNDERSTOOD,
+            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view`, "
+            "`/server memories list` or `/server addressing`.",
         )
     return handler(interaction)
 
@@ -284,6 +286,7 @@ COMMAND = Command(
         },
         server_privacy.OPTIONS,
         server_memories.OPTIONS,
+        server_addressing.OPTIONS,
     ],
     on_command=on_server,
     on_component=on_button,

@@ -1,0 +1,88 @@
+"""``/server addressing``: the words that call the bot in this server, and whether it answers other
+bots. With neither option it shows the current ones. RelayFunction reads both for every message
+that neither mentions the bot nor replies to it (``kioku.domain.addressing.decide_turn``)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Final
+
+from kioku.domain.models import ServerConfig
+from kioku.domain.settings_edit import (
+    MAX_TRIGGER_WORD_CHARS,
+    MAX_TRIGGER_WORDS,
+    InvalidSettingsEdit,
+    parse_trigger_words,
+)
+from kioku.services.commands.base import Interaction
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.guild_admin import load_server_config
+from kioku.services.warm import config_store
+
+SUBCOMMAND: Final = "addressing"
+TRIGGER_WORDS_OPTION: Final = "trigger_words"
+ANSWER_OTHER_BOTS_OPTION: Final = "answer_other_bots"
+MAX_TRIGGER_WORDS_TEXT: Final = MAX_TRIGGER_WORDS * (MAX_TRIGGER_WORD_CHARS + 2)
+
+
+def show_or_set(interaction: Interaction) -> dict:
+    values = interaction.option_values()
+    config = load_server_config(interaction)
+    if TRIGGER_WORDS_OPTION not in values and ANSWER_OTHER_BOTS_OPTION not in values:
+        return message(embeds=[addressing_embed(config, "How members call kioku")])
+    changes = {}
+    if TRIGGER_WORDS_OPTION in values:
+        text = values[TRIGGER_WORDS_OPTION]
+        if not isinstance(text, str) or len(text) > MAX_TRIGGER_WORDS_TEXT:
+            raise InvalidSettingsEdit(
+                [f"trigger_words is a comma-separated list of at most {MAX_TRIGGER_WORDS}"]
+            )
+        changes["trigger_words"] = parse_trigger_words(text)
+    if ANSWER_OTHER_BOTS_OPTION in values:
+        answer = values[ANSWER_OTHER_BOTS_OPTION]
+        if not isinstance(answer, bool):
+            raise InvalidSettingsEdit(["answer_other_bots must be true or false"])
+        changes["answer_other_bots"] = answer
+    saved = config_store().save_server_config(replace(config, **changes))
+    return message(embeds=[addressing_embed(saved, "Saved: how members call kioku")])
+
+
+def addressing_embed(config: ServerConfig, title: str) -> dict:
+    words = ", ".join(f"`{word}`" for word in config.trigger_words) or "None"
+    bots = (
+        "**Yes**: messages of other bots and webhooks that address kioku are answered."
+        if config.answer_other_bots
+        else "**No**: other bots and webhooks are never answered."
+    )
+    return {
+        "title": title,
+        "description": "A mention of kioku (or of its role) and a reply to one of its messages always call "
+        "it; in a server, so does a message containing a trigger word. In DMs every message does.",
+        "color": EMBED_COLOR_INFO,
+        "fields": [
+            {"name": "Trigger words", "value": words, "inline": False},
+            {"name": "Answers other bots", "value": bots, "inline": False},
+        ],
+    }
+
+
+HANDLERS: Final = {(SUBCOMMAND,): show_or_set}
+
+OPTIONS: Final = {
+    "type": OptionType.SUB_COMMAND,
+    "name": SUBCOMMAND,
+    "description": "Show or set the words that call kioku, and whether it answers other bots",
+    "options": [
+        {
+            "type": OptionType.STRING,
+            "name": TRIGGER_WORDS_OPTION,
+            "description": f"Comma-separated, at most {MAX_TRIGGER_WORDS} (e.g. kioku, hey bot); a single comma clears them",
+            "max_length": MAX_TRIGGER_WORDS_TEXT,
+        },
+        {
+            "type": OptionType.BOOLEAN,
+            "name": ANSWER_OTHER_BOTS_OPTION,
+            "description": "Answer messages of other bots and webhooks that address kioku",
+        },
+    ],
+}
