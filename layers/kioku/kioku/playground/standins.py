@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from email import policy as email_policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
-from itertools import count
 from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kioku import clock
+from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
@@ -41,7 +41,6 @@ ERROR_UNKNOWN_CHANNEL: Final = 10003
 ERROR_UNKNOWN_WEBHOOK: Final = 10015
 ERROR_EMPTY_MESSAGE: Final = 50006
 ERROR_INVALID_FORM_BODY: Final = 50035
-FIRST_SNOWFLAKE: Final = 1_300_000_000_000_000_000
 SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
 
 
@@ -211,7 +210,7 @@ class DiscordStandIn(_StandInServer):
         self.token = token
         self.application_id = application_id or bot_user_id
         self.bot_user = {"id": bot_user_id, "username": bot_username, "global_name": None, "bot": True}
-        self._ids = count(FIRST_SNOWFLAKE)
+        self._last_id = 0
         self._users: dict[str, dict[str, Any]] = {bot_user_id: self.bot_user}
         self._members: dict[str, dict[str, dict[str, Any]]] = {}
         self._channels: dict[str, list[dict[str, Any]]] = {}
@@ -246,8 +245,11 @@ class DiscordStandIn(_StandInServer):
     # Seeding -----------------------------------------------------------------------------------
 
     def new_id(self) -> str:
+        """A snowflake of now by the stack's clock, as Discord makes them: its time is when it was
+        made, and each is larger than the one before."""
         with self._lock:
-            return str(next(self._ids))
+            self._last_id = max(self._last_id + 1, first_snowflake_at(clock.now()))
+            return str(self._last_id)
 
     def seed_user(
         self, username: str, *, user_id: str | None = None, global_name: str | None = None, bot: bool = False

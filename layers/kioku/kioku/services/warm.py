@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
     from kioku.adapters.turn_queue import TurnQueue
 
 
@@ -27,6 +28,10 @@ def ltm_store() -> DynamoMemoryStore:
     return _stores(get_settings().TABLE_NAME)[2]
 
 
+def turn_ledger() -> TurnLedger:
+    return _stores(get_settings().TABLE_NAME)[3]
+
+
 def turn_queue() -> TurnQueue:
     return _turn_queue(get_settings().TURN_QUEUE_URL)
 
@@ -38,15 +43,16 @@ def forget() -> None:
 
 
 @lru_cache(maxsize=1)
-def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore]:
+def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore, TurnLedger]:
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 
     table = KiokuTable(table_name)
     layout = BookLayout.from_settings(get_settings())
-    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table, layout=layout)
+    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table, layout=layout), TurnLedger(table)
 
 
 @lru_cache(maxsize=1)

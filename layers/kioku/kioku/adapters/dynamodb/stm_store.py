@@ -34,7 +34,9 @@ from kioku.adapters.dynamodb.config_store import (
     user_profile_key,
 )
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.forgetting import Said
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
 from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
@@ -83,6 +85,10 @@ class PurgeReport:
 
 class TurnAlreadyRecorded(StoreError):
     """The capture's companion operations found the turn already recorded: nothing was written."""
+
+
+class SpeakerForgotten(StoreError):
+    """The speaker asked to forget everything after sending the message: nothing of it was written."""
 
 
 class CaptureConflict(StoreError):
@@ -524,6 +530,7 @@ class StmStore:
         limits: StmLimits,
         *,
         also: Sequence[dict[str, Any]] = (),
+        said: Said | None = None,
     ) -> StmEntry | None:
         """Append this turn's messages and count the turn, atomically with the crude list it trimmed.
 
@@ -532,9 +539,12 @@ class StmStore:
         is lost; the counter rides in the same write as ``ADD``, so it counts each capture once.
         ``also`` (transaction operations, e.g. the turn's completion record) commit in the same
         transaction; if one of their conditions fails, ``TurnAlreadyRecorded`` is raised and nothing
-        is written. Returns the new row, except with ``also`` (transactions return nothing).
+        is written. ``said``: the speaker whose message the turn answers; if they asked to forget
+        everything since, ``SpeakerForgotten`` is raised and nothing is written. Returns the new row,
+        except with ``also`` or ``said`` (transactions return nothing).
         """
         key = stm_row_key(identity.address)
+        checks = [op_not_forgotten_since(self._table, said.user_id, said.at)] if said else []
         for attempt in range(MAX_CAPTURE_ATTEMPTS):
             if read is not None and _already_captured(read, messages):
                 self._commit_also(also)
@@ -553,7 +563,7 @@ class StmStore:
             else:
                 condition = f"{expression.name('version')} = {expression.value(read.version)}"
             try:
-                if also:
+                if also or checks:
                     row_update = self._table.op_update(
                         key,
                         expression.text(),
@@ -561,7 +571,7 @@ class StmStore:
                         names=expression.names,
                         values=expression.values,
                     )
-                    self._table.transact_write([row_update, *also])
+                    self._table.transact_write([row_update, *checks, *also])
                     return None
                 item = self._table.update(
                     key,
@@ -579,7 +589,9 @@ class StmStore:
                 if not exc.reasons:
                     raise
                 row, *others = exc.reasons
-                if any(reason.condition_failed for reason in others):
+                if any(reason.condition_failed for reason in others[: len(checks)]):
+                    raise SpeakerForgotten("the speaker asked to forget everything since") from exc
+                if any(reason.condition_failed for reason in others[len(checks) :]):
                     raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
                 if not (row.condition_failed or exc.conflicted):
                     raise

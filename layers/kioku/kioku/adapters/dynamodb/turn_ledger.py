@@ -3,8 +3,9 @@ a redelivered or duplicated turn is recognised (and never replies or counts twic
 request of its own: the record is read in the turn's first BatchGetItem.
 
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
-    pk = TURN#{source}#{turn_id}   sk = UNFINISHED   (a reply Discord took only part of: its chunks,
-                                   the ids posted, its notifications; read with the DONE record)
+    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (a reply Discord took only part
+                                   of: its chunks, the ids posted, its notifications; read with the
+                                   DONE record; in its author's partition, so forget-all finds it)
     pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
 """
 
@@ -15,10 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.errors import ConditionFailed, TransactionCancelled
+from kioku.adapters.dynamodb.forgetting import mark_forgotten, op_not_forgotten_since
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.forgetting import Said
 
 RECORD_RETENTION: Final = timedelta(days=7)
+OUTBOX_PREFIX: Final = "OUTBOX#"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +47,9 @@ class UnfinishedReply:
     apologised: bool = False
 
 
-def unfinished_key(source: str, turn_id: str) -> Key:
-    return {"pk": f"TURN#{source}#{turn_id}", "sk": "UNFINISHED"}
+def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
+    """Where a turn's unfinished reply waits: in the partition of the person it answers."""
+    return {"pk": f"USER#{author_id}", "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
 
 
 def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
@@ -83,23 +88,57 @@ class TurnLedger:
             return False
         return True
 
-    def op_forget_unfinished(self, source: str, turn_id: str) -> dict[str, Any]:
+    def op_forget_unfinished(self, author_id: str, source: str, turn_id: str) -> dict[str, Any]:
         """A transaction operation dropping the unfinished reply once the turn is finished."""
-        return self._table.op_delete(unfinished_key(source, turn_id))
+        return self._table.op_delete(outbox_key(author_id, source, turn_id))
 
-    def keep_unfinished(self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime) -> None:
-        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's)."""
-        self._table.put(
-            {
-                **unfinished_key(source, turn_id),
-                "reply": unfinished.reply,
-                "chunks": list(unfinished.chunks),
-                "reply_ids": list(unfinished.reply_ids),
-                "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
-                "apologised": unfinished.apologised,
-                "expires_at": int((now + RECORD_RETENTION).timestamp()),
-            }
-        )
+    def keep_unfinished(
+        self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime, *, said: Said
+    ) -> bool:
+        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's), unless
+        ``said``'s speaker asked to forget everything since their message (then False, nothing kept)."""
+        item = {
+            **outbox_key(said.user_id, source, turn_id),
+            "reply": unfinished.reply,
+            "chunks": list(unfinished.chunks),
+            "reply_ids": list(unfinished.reply_ids),
+            "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
+            "apologised": unfinished.apologised,
+            "expires_at": int((now + RECORD_RETENTION).timestamp()),
+        }
+        parts = {
+            "reply": self._table.op_put(item),
+            "author_not_forgotten": op_not_forgotten_since(self._table, said.user_id, said.at),
+        }
+        try:
+            self._table.transact_write(parts.values())
+        except TransactionCancelled as exc:
+            reasons = dict(zip(parts, exc.reasons, strict=True))
+            if reasons["author_not_forgotten"].condition_failed:
+                return False
+            raise
+        return True
+
+    def forget_turns_of(self, user_id: str, at: datetime) -> int:
+        """``user_id`` asked at ``at`` to forget everything: mark it (before anything is deleted, so no
+        turn can keep or capture what they said before), then drop every unfinished reply that
+        answers them. Returns the replies dropped."""
+        mark_forgotten(self._table, user_id, at)
+        dropped = 0
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._table.query(
+                "#pk = :pk AND begins_with(#sk, :outbox)",
+                names={"#pk": "pk", "#sk": "sk"},
+                values={":pk": f"USER#{user_id}", ":outbox": OUTBOX_PREFIX},
+                consistent=True,
+                start_key=start_key,
+            )
+            for item in items:
+                self._table.delete({"pk": item["pk"], "sk": item["sk"]})
+                dropped += 1
+            if start_key is None:
+                return dropped
 
 
 RATE_WINDOW_SECONDS = 60
