@@ -11,10 +11,9 @@ straight from the privacy rules (never kioku's own functions), where a token may
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
+from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.privacy import PrivacyMode
 
 BOT_ID: Final = "100000000000000001"
@@ -250,14 +250,14 @@ class FakeDiscord:
         self.messages: dict[str, list[dict[str, Any]]] = {}
         self.fetched: list[dict[str, Any]] = []
         """Every message ``get_channel_messages`` returned since the test last emptied this."""
-        self._ids: Iterator[int] = itertools.count(_MESSAGE_BASE)
+        self._last_id = _MESSAGE_BASE
 
     def user_says(
         self, user: User, where: Where, content: str, at: datetime, mention: User | None = None
     ) -> dict[str, Any]:
         """A person's message in ``where``, as the gateway hands it to the relay."""
         message: dict[str, Any] = {
-            "id": str(next(self._ids)),
+            "id": self._new_id(at),
             "channel_id": where.channel_id,
             "author": user.as_discord(),
             "content": content,
@@ -272,6 +272,11 @@ class FakeDiscord:
             message["member"] = {"nick": None, "roles": []}
         self.messages.setdefault(where.channel_id, []).append(message)
         return copy.deepcopy(message)
+
+    def _new_id(self, at: datetime | None = None) -> str:
+        """A snowflake as Discord makes them: of the time ``at`` (else just after the last one)."""
+        self._last_id = max(self._last_id + 1, first_snowflake_at(at) if at else 0)
+        return str(self._last_id)
 
     # -- what TurnService and GuildDirectory call ------------------------------------------------
 
@@ -336,7 +341,7 @@ class FakeDiscord:
     ) -> dict[str, Any]:
         history = self.messages.setdefault(channel_id, [])
         message: dict[str, Any] = {
-            "id": str(next(self._ids)),
+            "id": self._new_id(),
             "channel_id": channel_id,
             "author": {"id": BOT_ID, "username": BOT_NAME, "bot": True},
             "content": content,

@@ -219,7 +219,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
             now = clock.tick()
             speaker = world.user(plan.speaker)
             if plan.forget_all:
-                forget_everything(speaker.user_id, service.ltm_store, service.stm_store)
+                forget_everything(speaker.user_id, service.ltm_store, service.stm_store, ledger=service.ledger)
                 written = [
                     replace(w, stored=False, gone=True) if _forgotten_with(w, speaker.user_id) else w
                     for w in written
