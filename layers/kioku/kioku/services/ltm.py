@@ -332,7 +332,7 @@ def _create(
         bot_name=turn.bot_name,
         personal_memories_enabled=turn.config.capabilities.personal_memories_enabled,
     )
-    return ToolResult(SaveStatus.SAVED, data, notification=embed)
+    return ToolResult(SaveStatus.SAVED, data, notification=embed, notification_about=_owner(scope))
 
 
 def _update(
@@ -373,7 +373,12 @@ def _update(
     if request.deletes:
         store.delete(memory)
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
-        return ToolResult(UpdateStatus.DELETED, _about(memory, subject), notification=embed)
+        return ToolResult(
+            UpdateStatus.DELETED,
+            _about(memory, subject),
+            notification=embed,
+            notification_about=_owner(memory.scope),
+        )
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
         content = pin_user_token(content, speaker.display_name)
@@ -390,7 +395,12 @@ def _update(
         said_at=turn.sent_at,
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
-    return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
+    return ToolResult(
+        UpdateStatus.UPDATED,
+        _about(updated, subject),
+        notification=embed,
+        notification_about=_owner(updated.scope),
+    )
 
 
 def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
@@ -399,6 +409,11 @@ def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
     if memory.scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()
     return data
+
+
+def _owner(scope: MemoryScope) -> str | None:
+    """The person a personal memory is about; None for a server memory."""
+    return scope.owner_id if scope.kind is ScopeKind.PERSONAL else None
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

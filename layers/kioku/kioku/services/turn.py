@@ -249,7 +249,12 @@ class TurnService:
             reply, chunks = APOLOGY, [APOLOGY]
         # what the tools saved stays saved, after an apology too: show it
         notices = tuple(result.notification for _, result in record.tool_results if result.notification)
-        answer = UnfinishedReply(reply, tuple(chunks), notices=notices, apologised=record.apologised)
+        quoted = tuple(
+            result.notification_about for _, result in record.tool_results if result.notification_about
+        )
+        answer = UnfinishedReply(
+            reply, tuple(chunks), notices=notices, apologised=record.apologised, quoted=quoted
+        )
         self._finish(job, turn, stm, answer, record, now)
         return record
 

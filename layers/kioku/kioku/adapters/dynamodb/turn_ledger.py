@@ -45,6 +45,8 @@ class UnfinishedReply:
     reply_ids: tuple[str, ...] = ()
     notices: tuple[dict[str, Any], ...] = ()
     apologised: bool = False
+    quoted: tuple[str, ...] = ()
+    """The people whose personal memories the notices show (see ``keep_unfinished``)."""
 
 
 def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
@@ -61,6 +63,7 @@ def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
         reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),
         notices=tuple(json.loads(str(item.get("notices") or "[]"))),
         apologised=bool(item.get("apologised")),
+        quoted=tuple(str(person) for person in item.get("quoted", ())),
     )
 
 
@@ -96,7 +99,10 @@ class TurnLedger:
         self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime, *, said: Said
     ) -> bool:
         """Keep what a redelivery needs to finish the reply (overwriting an older attempt's), unless
-        ``said``'s speaker asked to forget everything since their message (then False, nothing kept)."""
+        ``said``'s speaker, or someone its notices quote, asked to forget everything since the message
+        (then False, nothing kept). Each person quoted gets a pointer to it in their partition, so
+        their forget-all drops it too."""
+        expires_at = int((now + RECORD_RETENTION).timestamp())
         item = {
             **outbox_key(said.user_id, source, turn_id),
             "reply": unfinished.reply,
@@ -104,17 +110,26 @@ class TurnLedger:
             "reply_ids": list(unfinished.reply_ids),
             "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
             "apologised": unfinished.apologised,
-            "expires_at": int((now + RECORD_RETENTION).timestamp()),
+            "quoted": list(unfinished.quoted),
+            "expires_at": expires_at,
         }
         parts = {
             "reply": self._table.op_put(item),
             "author_not_forgotten": op_not_forgotten_since(self._table, said.user_id, said.at),
         }
+        for person in dict.fromkeys(person for person in unfinished.quoted if person != said.user_id):
+            pointer = {
+                **outbox_key(person, source, turn_id),
+                "answers": said.user_id,
+                "expires_at": expires_at,
+            }
+            parts[f"pointer {person}"] = self._table.op_put(pointer)
+            parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, said.at)
         try:
             self._table.transact_write(parts.values())
         except TransactionCancelled as exc:
             reasons = dict(zip(parts, exc.reasons, strict=True))
-            if reasons["author_not_forgotten"].condition_failed:
+            if any(reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")):
                 return False
             raise
         return True
@@ -122,7 +137,7 @@ class TurnLedger:
     def forget_turns_of(self, user_id: str, at: datetime) -> int:
         """``user_id`` asked at ``at`` to forget everything: mark it (before anything is deleted, so no
         turn can keep or capture what they said before), then drop every unfinished reply that
-        answers them. Returns the replies dropped."""
+        answers them or quotes a memory about them. Returns the replies dropped."""
         mark_forgotten(self._table, user_id, at)
         dropped = 0
         start_key: Key | None = None
@@ -135,6 +150,8 @@ class TurnLedger:
                 start_key=start_key,
             )
             for item in items:
+                if item.get("answers"):  # a pointer to a reply to someone else that quotes them
+                    self._table.delete({"pk": f"USER#{item['answers']}", "sk": item["sk"]})
                 self._table.delete({"pk": item["pk"], "sk": item["sk"]})
                 dropped += 1
             if start_key is None:
