@@ -295,7 +295,7 @@ class TurnService:
         try:
             if not self.ledger.keep_unfinished(job.source.value, job.turn_id, unfinished, now, said=said):
                 logger.info(
-                    "turn %s: its author asked to forget everything; its reply is not kept", job.turn_id
+                    "turn %s: its reply is not kept, someone it quotes forgot everything since", job.turn_id
                 )
         except StoreError:
             logger.exception("could not keep the unfinished reply of turn %s", job.turn_id)

@@ -23,6 +23,10 @@ A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression ca
 the counter (with the profile, in one BatchGetItem) and writes on the condition that ``version`` is
 unchanged. A lost race returns the current counter in the cancellation reason, so the retry needs no
 read. Deletes only ever lower a count, so they skip the version and stay one transaction.
+
+A save or rewrite given the time its words were said (``said_at``) also checks, in the same
+transaction, the forget-all mark of its author and of a personal memory's owner (``forgetting.py``):
+what was said before either of them forgot everything is never saved.
 """
 
 from __future__ import annotations

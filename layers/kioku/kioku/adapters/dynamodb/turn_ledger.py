@@ -6,6 +6,8 @@ request of its own: the record is read in the turn's first BatchGetItem.
     pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (a reply Discord took only part
                                    of: its chunks, the ids posted, its notifications; read with the
                                    DONE record; in its author's partition, so forget-all finds it)
+    pk = USER#{quoted_id}          sk = OUTBOX#{source}#{turn_id}   (answers = author_id: a pointer
+                                   to a reply whose notices show a memory about this person)
     pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
 """
 
@@ -51,7 +53,7 @@ class UnfinishedReply:
 
 def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
     """Where a turn's unfinished reply waits: in the partition of the person it answers."""
-    return {"pk": f"USER#{author_id}", "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
+    return {"pk": _user_pk(author_id), "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
 
 
 def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
@@ -145,13 +147,13 @@ class TurnLedger:
             items, start_key = self._table.query(
                 "#pk = :pk AND begins_with(#sk, :outbox)",
                 names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": f"USER#{user_id}", ":outbox": OUTBOX_PREFIX},
+                values={":pk": _user_pk(user_id), ":outbox": OUTBOX_PREFIX},
                 consistent=True,
                 start_key=start_key,
             )
             for item in items:
                 if item.get("answers"):  # a pointer to a reply to someone else that quotes them
-                    self._table.delete({"pk": f"USER#{item['answers']}", "sk": item["sk"]})
+                    self._table.delete({"pk": _user_pk(str(item["answers"])), "sk": item["sk"]})
                 self._table.delete({"pk": item["pk"], "sk": item["sk"]})
                 dropped += 1
             if start_key is None:
@@ -173,7 +175,7 @@ class RateLedger:
         minute = int(now.timestamp()) // RATE_WINDOW_SECONDS
         try:
             item = self._table.update(
-                {"pk": f"USER#{user_id}", "sk": f"RATE#{minute}"},
+                {"pk": _user_pk(user_id), "sk": f"RATE#{minute}"},
                 "ADD #turns :one SET #expires_at = :expires_at",
                 condition="attribute_not_exists(#turns) OR #turns <= :limit",
                 names={"#turns": "turns", "#expires_at": "expires_at"},
@@ -187,6 +189,10 @@ class RateLedger:
         except ConditionFailed:
             return None
         return int((item or {}).get("turns", 0))
+
+
+def _user_pk(user_id: str) -> str:
+    return f"USER#{user_id}"
 
 
 def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> Item:
