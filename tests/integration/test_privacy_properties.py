@@ -442,6 +442,8 @@ def play_race(race: ForgetRace, client) -> list[str]:
         for item in items:
             if item["sk"].startswith(("OUTBOX#", "STMLINES#")):
                 problems.append(f"KEPT: {item['sk']} in the forgetter's partition")
+        if service.stm_store.dm_rows_of(forgetter):
+            problems.append("KEPT: the forgetter's DM short-term memory")
         for row in _stm_rows(table):
             lines = [line.text for line in row.crude if line.user_id == forgetter]
             if lines:

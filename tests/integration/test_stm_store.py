@@ -372,3 +372,23 @@ def test_a_capture_of_a_message_sent_before_its_speakers_forget_all_writes_nothi
     later = ShortTermMemoryTurn(store, turn(sent_at=sent + 2 * MINUTE), load(store).state, LIMITS)
     assert later.capture([message("a new start")], also=[done]) is True
     assert [m.text for m in store.get(identity().address).crude] == ["a new start"]
+
+
+def test_a_dm_summary_of_words_said_before_the_forget_all_does_not_bring_the_dm_row_back(table):
+    # Given Alice forgot everything a minute after the message a DM turn answers
+    store, sent = StmStore(table), NOW - 2 * MINUTE
+    TurnLedger(table).forget_turns_of(USER, sent + MINUTE)
+    dm = identity(server_id=None)
+    # When the turn's model writes the DM's summary
+    with pytest.raises(SpeakerForgotten):
+        store.write_memory(
+            dm, StmUpdate(summary="Alice's secret"), (), NOW, LIMITS.retention, said=Said(USER, sent)
+        )
+    # Then no DM row is there; through the tool, the model is told nothing was saved
+    assert store.get(dm.address) is None
+    tool = ShortTermMemoryTurn(
+        store, turn(server_id=None, sent_at=sent), load(store, server_id=None).state, LIMITS
+    )
+    result = tool.run_update_tool({"summary": "Alice's secret"})
+    assert result.status == "error" and "forget everything" in result.data["message"]
+    assert store.get(dm.address) is None

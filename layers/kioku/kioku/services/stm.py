@@ -128,7 +128,16 @@ class ShortTermMemoryTurn:
         except InvalidStmUpdate as exc:
             return _error(f"invalid arguments: {exc}. Nothing was saved.")
         try:
-            self._store.write_memory(self._identity, update, categories, turn.now, limits.retention)
+            self._store.write_memory(
+                self._identity,
+                update,
+                categories,
+                turn.now,
+                limits.retention,
+                said=turn.said if turn.is_dm else None,  # a DM's row is the speaker's own
+            )
+        except SpeakerForgotten:
+            return _error("the person asked to forget everything since this was said; nothing was saved.")
         except NewerMemoryExists:
             return _error("a newer short-term memory of this channel was saved meanwhile; yours was not.")
         except StoreError:

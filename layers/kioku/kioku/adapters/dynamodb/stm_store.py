@@ -477,11 +477,14 @@ class StmStore:
         *,
         reset_counter: bool = True,
         expect_written_at: datetime | object | None = ANY_TIME,
+        said: Said | None = None,
     ) -> None:
         """The tool's write: the summary or the categories map (never both), the counter back to 0
         (not for a person's hand edit: the cadence measures whether the bot keeps up). Refuses to
         overwrite a memory written later than ``now``, or, with ``expect_written_at``, one written at
-        any other time than the text the writer saw (None: never written) (``NewerMemoryExists``)."""
+        any other time than the text the writer saw (None: never written) (``NewerMemoryExists``).
+        ``said``: the message the write answers, in a DM (the row is the speaker's); refused with
+        ``SpeakerForgotten`` if they asked to forget everything since."""
         expression = _Update()
         _set_identity(expression, identity, now, retention)
         if update.summary is not None:
@@ -510,16 +513,26 @@ class StmStore:
             condition = f"attribute_not_exists({expression.name(written_at)})"
         else:
             condition = f"{expression.name(written_at)} = {expression.value(_iso(expect_written_at))}"
+        row = {"names": expression.names, "values": expression.values, "condition": condition}
         try:
-            self._table.update(
-                stm_row_key(identity.address),
-                expression.text(),
-                condition=condition,
-                names=expression.names,
-                values=expression.values,
+            if said is None:
+                self._table.update(stm_row_key(identity.address), expression.text(), **row)
+                return
+            self._table.transact_write(
+                [
+                    self._table.op_update(stm_row_key(identity.address), expression.text(), **row),
+                    op_not_forgotten_since(self._table, said.user_id, said.at),
+                ]
             )
         except ConditionFailed as exc:
             raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
+        except TransactionCancelled as exc:
+            row_reason, speaker = exc.reasons or (None, None)
+            if speaker is not None and speaker.condition_failed:
+                raise SpeakerForgotten("the speaker asked to forget everything since") from exc
+            if row_reason is not None and row_reason.condition_failed:
+                raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
+            raise
 
     def capture(
         self,
