@@ -11,10 +11,9 @@ straight from the privacy rules (never kioku's own functions), where a token may
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -24,6 +23,7 @@ from hypothesis import strategies as st
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
+from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.privacy import PrivacyMode
 
 BOT_ID: Final = "100000000000000001"
@@ -38,6 +38,7 @@ PUBLIC_THREAD: Final = 11
 PRIVATE_THREAD: Final = 12
 THREAD_KINDS: Final = (ANNOUNCEMENT_THREAD, PUBLIC_THREAD, PRIVATE_THREAD)
 HTTP_NOT_FOUND: Final = 404
+HTTP_SERVER_ERROR: Final = 500
 UNKNOWN_CHANNEL: Final = 10003
 MODERATOR_ROLE: Final = "800000000000000001"
 CATEGORY: Final = "810000000000000001"
@@ -156,6 +157,27 @@ class Scenario:
     turns: tuple[TurnPlan, ...]
 
 
+class Race(StrEnum):
+    """How a turn is still on its way when someone forgets everything."""
+
+    QUEUED = "queued"
+    """The message waits on the queue; the worker takes it only after the forget-all."""
+    UNFINISHED = "unfinished"
+    """The first attempt saved its memories but Discord refused the reply; the retry comes after."""
+
+
+@dataclass(frozen=True)
+class ForgetRace:
+    """One turn racing one person's forget-all (the speaker, the person a memory is about, or
+    someone else), with turns before and after it."""
+
+    world: World
+    before: tuple[TurnPlan, ...]
+    turn: TurnPlan
+    race: Race
+    forgetter: str
+
+
 def _snowflake(base: int, index: int) -> str:
     return str(base + index)
 
@@ -233,6 +255,27 @@ def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
 
 
 @st.composite
+def forget_races(draw: st.DrawFn) -> ForgetRace:
+    world = draw(worlds())
+    before = draw(st.lists(turn_plans(world), max_size=4))
+    turn = draw(turn_plans(world))
+    turn = replace(
+        turn,
+        revise=None,
+        forget_all=False,
+        personal_about=draw(st.sampled_from([user.user_id for user in world.users])),
+    )
+    candidates = sorted({turn.speaker, turn.personal_about or turn.speaker, world.users[0].user_id})
+    return ForgetRace(
+        world,
+        tuple(replace(plan, forget_all=False) for plan in before),
+        turn,
+        draw(st.sampled_from(Race)),
+        draw(st.sampled_from(candidates)),
+    )
+
+
+@st.composite
 def scenarios(draw: st.DrawFn, *, admin_settings: bool = False, turns: tuple[int, int] = (6, 16)) -> Scenario:
     world = draw(worlds(admin_settings=admin_settings))
     plans = draw(st.lists(turn_plans(world), min_size=turns[0], max_size=turns[1]))
@@ -250,14 +293,16 @@ class FakeDiscord:
         self.messages: dict[str, list[dict[str, Any]]] = {}
         self.fetched: list[dict[str, Any]] = []
         """Every message ``get_channel_messages`` returned since the test last emptied this."""
-        self._ids: Iterator[int] = itertools.count(_MESSAGE_BASE)
+        self._last_id = _MESSAGE_BASE
+        self.refusing_posts = False
+        """While set, every message post is refused (HTTP 500): a turn's reply is left unfinished."""
 
     def user_says(
         self, user: User, where: Where, content: str, at: datetime, mention: User | None = None
     ) -> dict[str, Any]:
         """A person's message in ``where``, as the gateway hands it to the relay."""
         message: dict[str, Any] = {
-            "id": str(next(self._ids)),
+            "id": self._new_id(at),
             "channel_id": where.channel_id,
             "author": user.as_discord(),
             "content": content,
@@ -272,6 +317,11 @@ class FakeDiscord:
             message["member"] = {"nick": None, "roles": []}
         self.messages.setdefault(where.channel_id, []).append(message)
         return copy.deepcopy(message)
+
+    def _new_id(self, at: datetime | None = None) -> str:
+        """A snowflake as Discord makes them: of the time ``at`` (else just after the last one)."""
+        self._last_id = max(self._last_id + 1, first_snowflake_at(at) if at else 0)
+        return str(self._last_id)
 
     # -- what TurnService and GuildDirectory call ------------------------------------------------
 
@@ -334,9 +384,11 @@ class FakeDiscord:
         embeds: list[dict[str, Any]] | None = None,
         nonce: str | None = None,
     ) -> dict[str, Any]:
+        if self.refusing_posts:
+            raise DiscordError(HTTP_SERVER_ERROR, 0, "500: Internal Server Error")
         history = self.messages.setdefault(channel_id, [])
         message: dict[str, Any] = {
-            "id": str(next(self._ids)),
+            "id": self._new_id(),
             "channel_id": channel_id,
             "author": {"id": BOT_ID, "username": BOT_NAME, "bot": True},
             "content": content,

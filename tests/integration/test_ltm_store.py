@@ -19,8 +19,10 @@ from kioku.adapters.dynamodb.ltm_store import (
     memory_from_item,
     owner_pk,
 )
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
+    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -491,3 +493,42 @@ def test_rejecting_deletes_only_a_memory_still_pending_as_read(table):
     assert [m.content for m in store.recall(SERVER, 1, [], **SEEN_HERE).server] == ["quiz on fridays"]
     store.create(draft(scope, "a new fact"), limit=2)
     assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
+
+
+# -- forget-all and the saves still on their way -------------------------------------------------------
+
+
+def test_a_save_of_words_said_before_its_author_or_subject_forgot_everything_is_refused(table):
+    # Given Alice asked to forget everything at NOW; Bob did not
+    store, ledger = DynamoMemoryStore(table), TurnLedger(table)
+    ledger.forget_turns_of(ALICE, NOW)
+    before, after = NOW - timedelta(seconds=5), NOW + timedelta(milliseconds=1)
+    about_bob = MemoryScope.personal(BOB, 1)
+    # When saves of what was said before it arrive: by her, about her (by Bob), and on the server
+    refused = [
+        replace(draft(about_bob, "{user} owes Alice lunch"), said_at=before),
+        replace(draft(MemoryScope.personal(ALICE, 1), "{user} likes tea"), author_id=BOB, said_at=before),
+        replace(draft(MemoryScope.server(SERVER, 1), "the server meets on Fridays"), said_at=before),
+    ]
+    for memory in refused:
+        with pytest.raises(ForgottenSinceSaid):
+            store.create(memory, limit=MAX_MEMORIES)
+    # Then nothing of them was written, and no slot was taken
+    assert store.memories_of(ScopeKind.PERSONAL, BOB) == []
+    assert store.memories_of(ScopeKind.PERSONAL, ALICE) == []
+    assert store.memories_of(ScopeKind.SERVER, SERVER) == []
+    assert table.get(counter_key(ScopeKind.PERSONAL, ALICE)) is None
+    # while what she says after it is saved, and what Bob says is rewritten only if said after it too
+    mine = store.create(
+        replace(draft(about_bob, "{user} owes Alice lunch"), said_at=after), limit=MAX_MEMORIES
+    )
+    bobs = store.create(
+        replace(draft(MemoryScope.personal(BOB, 1), "{user} plays chess"), author_id=BOB, said_at=before),
+        limit=MAX_MEMORIES,
+    )
+    assert mine.created and bobs.created
+    (kept, _) = sorted(store.memories_of(ScopeKind.PERSONAL, BOB), key=lambda m: m.content)
+    with pytest.raises(ForgottenSinceSaid):
+        store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=before)
+    store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=after)
+    assert store.find(ScopeKind.PERSONAL, BOB, kept.memory_id).content == "{user} owes Alice dinner"

@@ -10,6 +10,7 @@ import pytest
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
@@ -230,7 +231,7 @@ def test_forget_all_can_be_cancelled_and_only_by_its_owner(interact, ltm, stm):
     assert len(ltm.memories_of(ScopeKind.PERSONAL, ALICE)) == 2
 
 
-def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm):
+def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm, table):
     # Given a turn that saves a memory about Alice just after forget-all first listed hers
     save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
     listings = 0
@@ -246,7 +247,7 @@ def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm):
 
     ltm.memories_of = racing
     # When forget-all runs
-    report = personal_memories.forget_everything(ALICE, ltm, stm)
+    report = personal_memories.forget_everything(ALICE, ltm, stm, ledger=TurnLedger(table))
     # Then the racing memory is gone too, and counted
     ltm.memories_of = real
     assert ltm.memories_of(ScopeKind.PERSONAL, ALICE) == [] and report.memories == 2

@@ -23,12 +23,14 @@ from typing import Any, Final
 import pytest
 from hypothesis import HealthCheck, given, settings
 
+from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.table import KiokuTable, make_client
+from kioku.adapters.dynamodb.stm_store import StmStore, entry_from_item
+from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.config import Settings
+from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
@@ -44,10 +46,12 @@ from tests.integration.privacy_world import (
     VIEW_CHANNEL_BIT,
     Channel,
     FakeDiscord,
+    ForgetRace,
     Guild,
     Kind,
     Oracle,
     Probe,
+    Race,
     Scenario,
     TokenWritingModel,
     TurnPlan,
@@ -55,6 +59,7 @@ from tests.integration.privacy_world import (
     Where,
     World,
     Written,
+    forget_races,
     scenarios,
     tokens_in,
 )
@@ -111,6 +116,39 @@ def test_admin_overrides_and_the_bypass_decide_privacy_within_their_guild(dynamo
 
     # Then every turn sees what the overrides and the bypass allow, and nothing more
     assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@settings(PROPERTY_SETTINGS, max_examples=20)
+@given(race=forget_races())
+def test_forget_all_reaches_the_turns_still_queued_or_left_unfinished(dynamodb, race: ForgetRace):
+    # Given a turn still on its way (queued, or its reply refused by Discord after its tools ran)
+    # When the speaker, the person it saves a memory about, or someone else forgets everything, and
+    # only then the worker takes the turn (again)
+    problems = play_race(race, dynamodb)
+
+    # Then nothing the forget-all covers is kept, posted or claimed as saved, and the turn is done
+    assert not problems, "\n".join(
+        [*problems, "", story(Scenario(race.world, (*race.before, race.turn))), str(race)]
+    )
+
+
+def test_a_retried_turn_does_not_post_its_notice_about_someone_who_forgot_everything(dynamodb):
+    # Given ann's turn in a public channel, which saved a memory about bo, and whose reply Discord refused
+    guild, channel = "200000000000000000", "300000000000000000"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT),), channels=(Channel(channel, guild),), users=(ann, bo)
+    )
+    turn = TurnPlan(ann.user_id, Where(guild, channel), personal_about=bo.user_id)
+
+    # When bo forgets everything before the turn is retried
+    problems = play_race(ForgetRace(world, (), turn, Race.UNFINISHED, forgetter=bo.user_id), dynamodb)
+
+    # Then the retry posts no "Memory saved" notice quoting what was said about bo
+    assert problems == []
 
 
 # -- gaps the properties found, kept closed ---------------------------------------------------------
@@ -205,21 +243,19 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
         _configure(ConfigStore(table), world)
         discord, model = FakeDiscord(world), TokenWritingModel()
         clock = _Clock()
-        service = TurnService(
-            settings=SETTINGS,
-            discord=discord,  # type: ignore[arg-type]
-            model=model,
-            stm_store=StmStore(table),
-            ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
-            ledger=TurnLedger(table),
-            clock=clock,
-        )
+        service = _service(table, discord, model, clock)
         new_token = _tokens()
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
             speaker = world.user(plan.speaker)
             if plan.forget_all:
-                forget_everything(speaker.user_id, service.ltm_store, service.stm_store)
+                forget_everything(
+                    speaker.user_id,
+                    service.ltm_store,
+                    service.stm_store,
+                    ledger=service.ledger,
+                    now=now - timedelta(seconds=30),  # just before the message
+                )
                 written = [
                     replace(w, stored=False, gone=True) if _forgotten_with(w, speaker.user_id) else w
                     for w in written
@@ -286,6 +322,18 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
     return problems
 
 
+def _service(table: KiokuTable, discord: FakeDiscord, model: TokenWritingModel, clock: _Clock) -> TurnService:
+    return TurnService(
+        settings=SETTINGS,
+        discord=discord,  # type: ignore[arg-type]
+        model=model,
+        stm_store=StmStore(table),
+        ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
+        ledger=TurnLedger(table),
+        clock=clock,
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class TinyBooks(BookLayout):
     """Two memories a book shard, three shards a scope: every world spreads its memories over
@@ -327,6 +375,90 @@ def _check(
         if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
             problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
     return problems
+
+
+def play_race(race: ForgetRace, client) -> list[str]:
+    """Play ``race`` on a fresh table; what the forget-all should have reached and did not."""
+    world, plan, forgetter = race.world, race.turn, race.forgetter
+    problems: list[str] = []
+    with fresh_table(client) as table:
+        _configure(ConfigStore(table), world)
+        discord, model = FakeDiscord(world), TokenWritingModel()
+        clock = _Clock()
+        service = _service(table, discord, model, clock)
+        new_token = _tokens()
+        for earlier in race.before:
+            now = clock.tick()
+            message = discord.user_says(
+                world.user(earlier.speaker), earlier.where, f"news {new_token(Kind.MESSAGE)}", now
+            )
+            model.plan([(call.name, call.arguments) for call in _tool_calls(earlier, new_token, None)])
+            service.run(TurnJob.from_gateway_message(message))
+
+        now = clock.tick()
+        message = discord.user_says(
+            world.user(plan.speaker), plan.where, f"news {new_token(Kind.MESSAGE)}", now
+        )
+        planned = _tool_calls(plan, new_token, None)
+        model.plan([(call.name, call.arguments) for call in planned])
+        job = TurnJob.from_gateway_message(message)
+        if race.race is Race.UNFINISHED:
+            discord.refusing_posts = True
+            with pytest.raises(DiscordError):
+                service.run(job)
+            discord.refusing_posts = False
+        forget_everything(
+            forgetter, service.ltm_store, service.stm_store, ledger=service.ledger, now=clock.tick()
+        )
+        posted_before = {m["id"] for messages in discord.messages.values() for m in messages}
+        record = service.run(job, redelivered=race.race is Race.UNFINISHED)
+
+        covered = {
+            call.token
+            for call in planned
+            if call.token
+            and call.kind in (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
+            and (
+                (call.subject == forgetter and call.kind is Kind.PERSONAL_MEMORY) or plan.speaker == forgetter
+            )
+        }
+        if record.apologised or service.run(job, redelivered=True).duplicate is not True:
+            problems.append("UNDONE: the raced turn did not end recorded as done")
+        if race.race is Race.QUEUED:
+            results = {
+                id(arguments): result
+                for (_, arguments), (_, result) in zip(model.made, record.tool_results, strict=True)
+            }
+            for call in planned:
+                result = results.get(id(call.arguments))
+                if call.token in covered and result is not None and result.ok:
+                    problems.append(f"CLAIMED: {call.name} answered {result.status} for {call.token}")
+        about = service.ltm_store.memories_of(ScopeKind.PERSONAL, forgetter)
+        if about:
+            problems.append(f"KEPT: memories about the forgetter: {[m.content for m in about]}")
+        items, _ = table.query(
+            "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgetter}"}, consistent=True
+        )
+        for item in items:
+            if item["sk"].startswith(("OUTBOX#", "STMLINES#")):
+                problems.append(f"KEPT: {item['sk']} in the forgetter's partition")
+        if service.stm_store.dm_rows_of(forgetter):
+            problems.append("KEPT: the forgetter's DM short-term memory")
+        for row in _stm_rows(table):
+            lines = [line.text for line in row.crude if line.user_id == forgetter]
+            if lines:
+                problems.append(f"KEPT: the forgetter's lines {lines} in row of {row.channel_id}")
+        for messages in discord.messages.values():
+            for posted in messages:
+                if posted["id"] not in posted_before and tokens_in(posted) & covered:
+                    problems.append(f"POSTED after the forget-all: {sorted(tokens_in(posted) & covered)}")
+    return problems
+
+
+def _stm_rows(table: KiokuTable) -> list:
+    items = table.client.scan(TableName=table.name)["Items"]
+    rows = [entry_from_item(from_wire(item)) for item in items if item["pk"]["S"].startswith("STM#")]
+    return [row for row in rows if row is not None]
 
 
 def _forgotten_with(written: Written, user_id: str) -> bool:

@@ -11,11 +11,14 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.stm_store import (
     MAX_ITEM_BYTES,
     NewerMemoryExists,
+    SpeakerForgotten,
     StmStore,
     item_size_bytes,
     stm_row_key,
 )
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, turn_record_key
+from kioku.domain.forgetting import Said
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import StmLimits
@@ -340,3 +343,52 @@ def test_a_write_that_expects_the_text_it_saw_is_refused_once_it_changed(table):
         expect_written_at=current,
     )
     assert store.get(identity().address).summary == "edit of newer"
+
+
+def test_a_capture_of_a_message_sent_before_its_speakers_forget_all_writes_nothing(table):
+    # Given Alice asked to forget everything a minute after sending her message
+    store, ledger = StmStore(table), TurnLedger(table)
+    sent = NOW - 2 * MINUTE
+    ledger.forget_turns_of(USER, sent + MINUTE)
+    done = ledger.op_record("message", "700000000000000001", TurnOutcome(), NOW)
+    # When a late attempt captures the turn, with its completion record
+    with pytest.raises(SpeakerForgotten):
+        store.capture(
+            identity(),
+            None,
+            [message("my secret", message_id="700000000000000001")],
+            NOW,
+            LIMITS,
+            also=[done],
+            said=Said(USER, sent),
+        )
+    # Then neither her line nor the record was written: the turn records itself alone
+    assert store.get(identity().address) is None
+    assert table.get(turn_record_key("message", "700000000000000001")) is None
+    # and through the turn's short-term memory, the capture is refused without an error
+    stm = ShortTermMemoryTurn(store, turn(sent_at=sent), load(store).state, LIMITS)
+    assert stm.capture([message("my secret")], also=[done]) is False
+    # while a message sent after the forget-all is captured as usual
+    later = ShortTermMemoryTurn(store, turn(sent_at=sent + 2 * MINUTE), load(store).state, LIMITS)
+    assert later.capture([message("a new start")], also=[done]) is True
+    assert [m.text for m in store.get(identity().address).crude] == ["a new start"]
+
+
+def test_a_dm_summary_of_words_said_before_the_forget_all_does_not_bring_the_dm_row_back(table):
+    # Given Alice forgot everything a minute after the message a DM turn answers
+    store, sent = StmStore(table), NOW - 2 * MINUTE
+    TurnLedger(table).forget_turns_of(USER, sent + MINUTE)
+    dm = identity(server_id=None)
+    # When the turn's model writes the DM's summary
+    with pytest.raises(SpeakerForgotten):
+        store.write_memory(
+            dm, StmUpdate(summary="Alice's secret"), (), NOW, LIMITS.retention, said=Said(USER, sent)
+        )
+    # Then no DM row is there; through the tool, the model is told nothing was saved
+    assert store.get(dm.address) is None
+    tool = ShortTermMemoryTurn(
+        store, turn(server_id=None, sent_at=sent), load(store, server_id=None).state, LIMITS
+    )
+    result = tool.run_update_tool({"summary": "Alice's secret"})
+    assert result.status == "error" and "forget everything" in result.data["message"]
+    assert store.get(dm.address) is None

@@ -3,19 +3,24 @@ record the turn again; DynamoDB's conditions enforce it, not the callers."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
 from kioku.adapters.dynamodb.turn_ledger import (
     RECORD_RETENTION,
     TurnLedger,
     TurnOutcome,
+    UnfinishedReply,
     attempts_key,
+    outbox_key,
     outcome_from_item,
     turn_record_key,
+    unfinished_from_item,
 )
+from kioku.domain.forgetting import Said
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW, message
 
@@ -85,3 +90,58 @@ def test_failed_attempts_are_counted_once_per_delivery_and_start_again_when_forg
     # and a dead-lettered turn, redriven, starts counting again
     ledger.forget_attempts("message", "7")
     assert ledger.count_failed_attempt("message", "7", "m-3#1", NOW) == 1
+
+
+# -- forget-all and the turns still on their way ------------------------------------------------------
+
+ALICE, BOB = "400000000000000001", "400000000000000002"
+SENT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
+
+
+def test_forget_all_drops_every_reply_waiting_for_the_person_and_those_quoting_them(table):
+    # Given replies kept for Alice, and one kept for Bob whose notice shows a memory about Alice
+    ledger = TurnLedger(table)
+    for turn_id in ("700000000000000001", "700000000000000002"):
+        assert ledger.keep_unfinished(
+            "message", turn_id, UnfinishedReply("hi", ("hi",)), NOW, said=Said(ALICE, SENT)
+        )
+    quoting = UnfinishedReply("noted", ("noted",), quoted=(ALICE,))
+    assert ledger.keep_unfinished("message", "700000000000000003", quoting, NOW, said=Said(BOB, SENT))
+    assert ledger.keep_unfinished(
+        "message", "700000000000000004", UnfinishedReply("x", ("x",)), NOW, said=Said(BOB, SENT)
+    )
+    # When Alice forgets everything
+    assert ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=1)) == 3
+    # Then none of them is left, Bob's other reply is, and she is marked
+    assert [
+        table.get(outbox_key(ALICE, "message", t)) for t in ("700000000000000001", "700000000000000002")
+    ] == [None, None]
+    assert table.get(outbox_key(BOB, "message", "700000000000000003")) is None
+    assert unfinished_from_item(table.get(outbox_key(BOB, "message", "700000000000000004"))).reply == "x"
+    assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(minutes=1)
+
+
+def test_a_reply_to_or_quoting_someone_who_forgot_since_is_not_kept(table):
+    ledger = TurnLedger(table)
+    ledger.forget_turns_of(ALICE, SENT)
+    assert (
+        ledger.keep_unfinished("message", "1", UnfinishedReply("a", ("a",)), NOW, said=Said(ALICE, SENT))
+        is False
+    )
+    quoting = UnfinishedReply("b", ("b",), quoted=(ALICE,))
+    assert ledger.keep_unfinished("message", "2", quoting, NOW, said=Said(BOB, SENT)) is False
+    assert table.get(outbox_key(ALICE, "message", "1")) is None
+    assert table.get(outbox_key(BOB, "message", "2")) is None
+    # what was said after the forget-all is kept as usual
+    later = SENT + timedelta(milliseconds=1)
+    assert ledger.keep_unfinished("message", "3", UnfinishedReply("c", ("c",)), NOW, said=Said(ALICE, later))
+    assert table.get(outbox_key(ALICE, "message", "3")) is not None
+
+
+def test_the_mark_only_moves_forward(table):
+    ledger = TurnLedger(table)
+    ledger.forget_turns_of(ALICE, SENT)
+    ledger.forget_turns_of(ALICE, SENT - timedelta(hours=1))  # a late, older forget-all
+    assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT
+    ledger.forget_turns_of(ALICE, SENT + timedelta(hours=1))
+    assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(hours=1)

@@ -151,7 +151,7 @@ class FakeMemoryStore:
         return self.memories.get((kind, owner_id, memory_id))
 
     def replace_content(
-        self, memory: Memory, content: str, now: datetime, *, origin=None, author_id=None
+        self, memory: Memory, content: str, now: datetime, *, origin=None, author_id=None, said_at=None
     ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)

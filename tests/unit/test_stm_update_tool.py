@@ -22,10 +22,10 @@ class RecordingStore:
     captures: list[tuple] = field(default_factory=list)
     counted: int = 0
 
-    def write_memory(self, identity, update, categories, now, retention):
+    def write_memory(self, identity, update, categories, now, retention, *, said=None):
         self.writes.append(update)
 
-    def capture(self, identity, read, messages, now, limits, *, also=()):
+    def capture(self, identity, read, messages, now, limits, *, also=(), said=None):
         self.captures.append(tuple(messages))
         self.also = list(also)
 

@@ -12,6 +12,9 @@ class ToolResult:
     status: str
     data: dict[str, Any] = field(default_factory=dict)
     notification: dict[str, Any] | None = None
+    notification_about: str | None = None
+    """The person whose personal memory the notification shows: their forget-all drops it while it
+    waits to be posted."""
 
     @property
     def ok(self) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from kioku.domain.forgetting import Said
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin, Place
 from kioku.domain.text import MentionNames
@@ -45,6 +46,9 @@ class TurnContext:
     """Who wrote in the dialogue the model is shown: the people taking part, not those merely named."""
     mention_names: MentionNames = field(default_factory=MentionNames)
     """What ``<@id>``, ``<@&role>`` and ``<#channel>`` read as in this turn's dialogue and memory."""
+    sent_at: datetime | None = None
+    """When the turn's message was sent (its snowflake's time); what is kept of it is dropped if the
+    speaker asked to forget everything since. None: not known (nothing is checked)."""
 
     @property
     def is_dm(self) -> bool:
@@ -66,6 +70,11 @@ class TurnContext:
             private=self.channel_private,
             private_thread=self.private_thread,
         )
+
+    @property
+    def said(self) -> Said | None:
+        """The speaker and when they sent the message: what every write of it is checked against."""
+        return Said(self.user.user_id, self.sent_at) if self.sent_at is not None else None
 
     @property
     def bot_name(self) -> str:

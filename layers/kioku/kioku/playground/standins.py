@@ -15,11 +15,11 @@ from dataclasses import dataclass, field
 from email import policy as email_policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
-from itertools import count
 from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kioku import clock
+from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
@@ -43,7 +43,6 @@ ERROR_EMPTY_MESSAGE: Final = 50006
 ERROR_INVALID_FORM_BODY: Final = 50035
 APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
-FIRST_SNOWFLAKE: Final = 1_300_000_000_000_000_000
 SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
 
 
@@ -213,7 +212,7 @@ class DiscordStandIn(_StandInServer):
         self.token = token
         self.application_id = application_id or bot_user_id
         self.bot_user = {"id": bot_user_id, "username": bot_username, "global_name": None, "bot": True}
-        self._ids = count(FIRST_SNOWFLAKE)
+        self._last_id = 0
         self._users: dict[str, dict[str, Any]] = {bot_user_id: self.bot_user}
         self._members: dict[str, dict[str, dict[str, Any]]] = {}
         self._channels: dict[str, list[dict[str, Any]]] = {}
@@ -257,8 +256,11 @@ class DiscordStandIn(_StandInServer):
     # Seeding -----------------------------------------------------------------------------------
 
     def new_id(self) -> str:
+        """A snowflake of now by the stack's clock, as Discord makes them: its time is when it was
+        made, and each is larger than the one before."""
         with self._lock:
-            return str(next(self._ids))
+            self._last_id = max(self._last_id + 1, first_snowflake_at(clock.now()))
+            return str(self._last_id)
 
     def seed_user(
         self, username: str, *, user_id: str | None = None, global_name: str | None = None, bot: bool = False

@@ -24,6 +24,7 @@ from kioku.domain.ltm.arguments import (
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     DuplicateMemory,
+    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -139,6 +140,10 @@ _PRIVACY_MESSAGE: Final = (
 )
 
 
+_FORGOTTEN_MESSAGE: Final = (
+    "nothing was saved: the person asked to forget everything about them after this was said"
+)
+
 _SERVER_FALLBACK: Final = {
     TargetKind.BOT_SELF: "saved as a server memory: you keep no personal memories about yourself",
     TargetKind.OTHER_BOT: "saved as a server memory: bots have no personal memories",
@@ -179,6 +184,8 @@ def create_long_term_memory(
         return _result(SaveStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
     except TargetPrivacyRestricted:
         return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
+    except ForgottenSinceSaid:
+        return _result(SaveStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
     except MemoryLimitReached as exc:
         return _result(
             SaveStatus.LIMIT_EXCEEDED,
@@ -209,6 +216,8 @@ def update_long_term_memory(
         return _result(UpdateStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
     except MemoryNotFound:
         return _result(UpdateStatus.NOT_FOUND, "the memory changed or was deleted meanwhile")
+    except ForgottenSinceSaid:
+        return _result(UpdateStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
     except DuplicateMemory as exc:
         return ToolResult(
             UpdateStatus.DUPLICATE,
@@ -294,6 +303,7 @@ def _create(
         origin=_saving_origin(turn),
         subject_id=subject.user_id,
         status=status,
+        said_at=turn.sent_at,
     )
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
 
@@ -322,7 +332,7 @@ def _create(
         bot_name=turn.bot_name,
         personal_memories_enabled=turn.config.capabilities.personal_memories_enabled,
     )
-    return ToolResult(SaveStatus.SAVED, data, notification=embed)
+    return ToolResult(SaveStatus.SAVED, data, notification=embed, notification_about=_owner(scope))
 
 
 def _update(
@@ -363,7 +373,12 @@ def _update(
     if request.deletes:
         store.delete(memory)
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
-        return ToolResult(UpdateStatus.DELETED, _about(memory, subject), notification=embed)
+        return ToolResult(
+            UpdateStatus.DELETED,
+            _about(memory, subject),
+            notification=embed,
+            notification_about=_owner(memory.scope),
+        )
     content = clean_content(request.content)
     if memory.scope.kind is ScopeKind.SERVER:
         content = pin_user_token(content, speaker.display_name)
@@ -372,10 +387,20 @@ def _update(
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
     updated = store.replace_content(
-        memory, content, turn.now, origin=_saving_origin(turn), author_id=turn.user.user_id
+        memory,
+        content,
+        turn.now,
+        origin=_saving_origin(turn),
+        author_id=turn.user.user_id,
+        said_at=turn.sent_at,
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
-    return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
+    return ToolResult(
+        UpdateStatus.UPDATED,
+        _about(updated, subject),
+        notification=embed,
+        notification_about=_owner(updated.scope),
+    )
 
 
 def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
@@ -384,6 +409,11 @@ def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
     if memory.scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()
     return data
+
+
+def _owner(scope: MemoryScope) -> str | None:
+    """The person a personal memory is about; None for a server memory."""
+    return scope.owner_id if scope.kind is ScopeKind.PERSONAL else None
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

@@ -2,7 +2,8 @@
 
 Long-term memories about them (every persona lineage), their DM short-term rows, and the raw lines
 they wrote in servers' short-term rows (found through the notes each capture leaves in their
-partition). Summaries are written by the bot from whole conversations and are not theirs alone, so
+partition). Forgetting everything also marks the person (``forgotten_at``): a turn still answering a
+message they sent before, queued or retried, can store nothing of it. Summaries are written by the bot from whole conversations and are not theirs alone, so
 they are neither exported nor rewritten here (docs/privacy.md says so).
 """
 
@@ -14,9 +15,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
+from kioku import clock
 from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
 from kioku.domain.privacy import Place, PrivacyPolicy, may_recall
 from kioku.domain.stm.entries import StmEntry
@@ -65,8 +68,18 @@ def forget_one(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory
     return None
 
 
-def forget_everything(user_id: str, ltm_store: DynamoMemoryStore, stm_store: StmStore) -> ForgetReport:
-    """Every long-term memory about ``user_id``, their DM rows, and every raw line they wrote."""
+def forget_everything(
+    user_id: str,
+    ltm_store: DynamoMemoryStore,
+    stm_store: StmStore,
+    *,
+    ledger: TurnLedger,
+    now: datetime | None = None,
+) -> ForgetReport:
+    """Every long-term memory about ``user_id``, their DM rows, and every raw line they wrote; first
+    the mark that they forgot at ``now`` (so no turn answering what they said before can store it
+    again) and the unfinished replies to them (which quote what they said)."""
+    ledger.forget_turns_of(user_id, now or clock.now())
     memories = 0
     for _ in range(MAX_FORGET_ROUNDS):
         found = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)

@@ -15,6 +15,7 @@ from typing import Any
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.stm_store import (
     NewerMemoryExists,
+    SpeakerForgotten,
     StmRowIdentity,
     StmStore,
     TurnAlreadyRecorded,
@@ -127,7 +128,16 @@ class ShortTermMemoryTurn:
         except InvalidStmUpdate as exc:
             return _error(f"invalid arguments: {exc}. Nothing was saved.")
         try:
-            self._store.write_memory(self._identity, update, categories, turn.now, limits.retention)
+            self._store.write_memory(
+                self._identity,
+                update,
+                categories,
+                turn.now,
+                limits.retention,
+                said=turn.said if turn.is_dm else None,  # a DM's row is the speaker's own
+            )
+        except SpeakerForgotten:
+            return _error("the person asked to forget everything since this was said; nothing was saved.")
         except NewerMemoryExists:
             return _error("a newer short-term memory of this channel was saved meanwhile; yours was not.")
         except StoreError:
@@ -144,8 +154,9 @@ class ShortTermMemoryTurn:
         """Post-turn capture, once per bot turn: append the turn's messages and count the turn, with
         ``also`` (the turn's completion record) in the same transaction. True when it was written.
 
-        A user with full privacy has nothing stored; the turn is still counted. Store failures are
-        logged, not raised: the reply has already gone out. ``TurnAlreadyRecorded`` is raised: the
+        A user with full privacy has nothing stored; the turn is still counted. A speaker who asked to
+        forget everything after sending the message has nothing stored either (the transaction's
+        condition drops it). Store failures are logged, not raised: the reply has already gone out. ``TurnAlreadyRecorded`` is raised: the
         turn was finished by another attempt, and nothing was written.
         """
         try:
@@ -162,10 +173,19 @@ class ShortTermMemoryTurn:
                     )
                     also = [*also, note]
                 self._store.capture(
-                    self._identity, self._state.current, messages, self._turn.now, self._limits, also=also
+                    self._identity,
+                    self._state.current,
+                    messages,
+                    self._turn.now,
+                    self._limits,
+                    also=also,
+                    said=self._turn.said,
                 )
         except TurnAlreadyRecorded:
             raise
+        except SpeakerForgotten:
+            logger.info("the speaker asked to forget everything since their message: nothing captured")
+            return False
         except StoreError:
             logger.exception("short-term memory capture failed")
             return False

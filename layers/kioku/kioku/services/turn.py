@@ -23,6 +23,7 @@ from typing import Any, Final
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.errors import StoreError
+from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded
 from kioku.adapters.dynamodb.turn_ledger import (
@@ -30,10 +31,10 @@ from kioku.adapters.dynamodb.turn_ledger import (
     TurnLedger,
     TurnOutcome,
     UnfinishedReply,
+    outbox_key,
     outcome_from_item,
     turn_record_key,
     unfinished_from_item,
-    unfinished_key,
 )
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
@@ -44,6 +45,7 @@ from kioku.domain.dialogue import (
     read_dialogue,
     user_names,
 )
+from kioku.domain.forgetting import Said, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.recall import recall_subjects, render_recall
@@ -178,15 +180,18 @@ class TurnService:
             private_thread=channel.private_thread,
             author_ids=frozenset(dialogue.author_ids),
             mention_names=names,
+            sent_at=snowflake_time(job.turn_id),
         )
 
         # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
-        # long-term memory books, this turn's completion record), one Query for other channels.
+        # long-term memory books, this turn's completion record and unfinished reply, the author's
+        # forget-all mark), one Query for other channels.
         limits = StmLimits.from_settings(self.settings)
         guessed_lineage = hinted_persona(job.guild_id).lineage_id
         subject_ids = [person.user_id for person in recall_subjects(turn)]
         done_key = turn_record_key(job.source.value, job.turn_id)
-        unfinished_at = unfinished_key(job.source.value, job.turn_id)
+        unfinished_at = outbox_key(turn.user.user_id, job.source.value, job.turn_id)
+        forgotten_mark = forgotten_key(turn.user.user_id)
         loaded = load_turn_memory(
             self.stm_store,
             server_id=job.guild_id,
@@ -198,6 +203,7 @@ class TurnService:
             extra_keys=[
                 done_key,
                 unfinished_at,
+                forgotten_mark,
                 *self.ltm_store.recall_keys(job.guild_id, guessed_lineage, subject_ids),
             ],
         )
@@ -213,6 +219,9 @@ class TurnService:
             dialogue = self._dialogue(history, bot.user_id, names, turn.bot_name)
             turn = replace(turn, mention_names=names)
         unfinished = unfinished_from_item(loaded.extra.get((unfinished_at["pk"], unfinished_at["sk"])))
+        forgotten_at = forgotten_at_from_item(loaded.extra.get((forgotten_mark["pk"], forgotten_mark["sk"])))
+        if forgotten_since(forgotten_at, snowflake_time(job.turn_id)):
+            unfinished = None  # forget-all dropped it: its reply and notices quote what was forgotten
         if answered and unfinished is None:
             logger.info("turn %s was answered by an earlier attempt", job.turn_id)
             record.duplicate = True
@@ -240,7 +249,12 @@ class TurnService:
             reply, chunks = APOLOGY, [APOLOGY]
         # what the tools saved stays saved, after an apology too: show it
         notices = tuple(result.notification for _, result in record.tool_results if result.notification)
-        answer = UnfinishedReply(reply, tuple(chunks), notices=notices, apologised=record.apologised)
+        quoted = tuple(
+            result.notification_about for _, result in record.tool_results if result.notification_about
+        )
+        answer = UnfinishedReply(
+            reply, tuple(chunks), notices=notices, apologised=record.apologised, quoted=quoted
+        )
         self._finish(job, turn, stm, answer, record, now)
         return record
 
@@ -267,7 +281,7 @@ class TurnService:
         self._notify(job, answer.notices)
         also = [self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)]
         if kept:
-            also.append(self.ledger.op_forget_unfinished(job.source.value, job.turn_id))
+            also.append(self.ledger.op_forget_unfinished(turn.user.user_id, job.source.value, job.turn_id))
         try:
             captured = stm.capture(self._crude_turn(job, turn, answer.reply, record, now), also=also)
         except TurnAlreadyRecorded:
@@ -277,8 +291,12 @@ class TurnService:
             self._record_alone(job, record, now)
 
     def _keep_unfinished(self, job: TurnJob, unfinished: UnfinishedReply, now: datetime) -> None:
+        said = Said(str(job.author["id"]), snowflake_time(job.turn_id))
         try:
-            self.ledger.keep_unfinished(job.source.value, job.turn_id, unfinished, now)
+            if not self.ledger.keep_unfinished(job.source.value, job.turn_id, unfinished, now, said=said):
+                logger.info(
+                    "turn %s: its reply is not kept, someone it quotes forgot everything since", job.turn_id
+                )
         except StoreError:
             logger.exception("could not keep the unfinished reply of turn %s", job.turn_id)
 

@@ -28,6 +28,10 @@ def ltm_store() -> DynamoMemoryStore:
     return _stores(get_settings().TABLE_NAME)[2]
 
 
+def turn_ledger() -> TurnLedger:
+    return _stores(get_settings().TABLE_NAME)[3]
+
+
 def turn_queue() -> TurnQueue:
     return _turn_queue(get_settings().TURN_QUEUE_URL)
 
@@ -38,28 +42,24 @@ def dead_letter_queue() -> DeadLetterQueue | None:
     return _dead_letter_queue(url) if url else None
 
 
-def turn_ledger() -> TurnLedger:
-    return _turn_ledger(get_settings().TABLE_NAME)
-
-
 def forget() -> None:
     """Drop the warm clients (a new local stack, a new test)."""
     _stores.cache_clear()
     _turn_queue.cache_clear()
     _dead_letter_queue.cache_clear()
-    _turn_ledger.cache_clear()
 
 
 @lru_cache(maxsize=1)
-def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore]:
+def _stores(table_name: str) -> tuple[ConfigStore, StmStore, DynamoMemoryStore, TurnLedger]:
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 
     table = KiokuTable(table_name)
     layout = BookLayout.from_settings(get_settings())
-    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table, layout=layout)
+    return ConfigStore(table), StmStore(table), DynamoMemoryStore(table, layout=layout), TurnLedger(table)
 
 
 @lru_cache(maxsize=1)
@@ -74,11 +74,3 @@ def _dead_letter_queue(queue_url: str) -> DeadLetterQueue:
     from kioku.adapters.turn_queue import DeadLetterQueue
 
     return DeadLetterQueue(queue_url)
-
-
-@lru_cache(maxsize=1)
-def _turn_ledger(table_name: str) -> TurnLedger:
-    from kioku.adapters.dynamodb.table import KiokuTable
-    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
-
-    return TurnLedger(KiokuTable(table_name))

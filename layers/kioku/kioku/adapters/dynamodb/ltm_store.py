@@ -23,6 +23,10 @@ A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression ca
 the counter (with the profile, in one BatchGetItem) and writes on the condition that ``version`` is
 unchanged. A lost race returns the current counter in the cancellation reason, so the retry needs no
 read. Deletes only ever lower a count, so they skip the version and stay one transaction.
+
+A save or rewrite given the time its words were said (``said_at``) also checks, in the same
+transaction, the forget-all mark of its author and of a personal memory's owner (``forgetting.py``):
+what was said before either of them forgot everything is never saved.
 """
 
 from __future__ import annotations
@@ -37,11 +41,13 @@ from typing import Any, Final
 
 from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     DuplicateMemory,
+    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -66,6 +72,7 @@ MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
 _BACKOFF_SECONDS: Final = 0.01
 _COUNTER_SK: Final = "COUNT"
+_FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
 _MEMORY_PREFIX: Final = "M#"
 _OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
 _BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
@@ -244,6 +251,10 @@ class DynamoMemoryStore:
                 reasons = dict(zip(operations, exc.reasons, strict=True))
                 failed = {name for name, reason in reasons.items() if reason.condition_failed}
                 old = {name: reason.old_item for name, reason in reasons.items()}
+                if failed & _FORGOTTEN_PARTS:
+                    raise ForgottenSinceSaid(
+                        "its author or subject asked to forget everything since"
+                    ) from exc
                 if "privacy" in failed:
                     raise TargetPrivacyRestricted(
                         "the user's privacy level forbids personal memories"
@@ -275,9 +286,12 @@ class DynamoMemoryStore:
         *,
         origin: Origin | None = None,
         author_id: str | None = None,
+        said_at: datetime | None = None,
     ) -> Memory:
         """``memory`` with new content; given ``origin`` and ``author_id`` (where and by whom the new
-        text was written), it belongs there from now on, as new text would."""
+        text was written), it belongs there from now on, as new text would. Given ``said_at`` (when
+        the new text was said), raises ``ForgottenSinceSaid`` if its author, or a personal memory's
+        owner, asked to forget everything since."""
         updated = replace(
             memory,
             content=content,
@@ -303,6 +317,8 @@ class DynamoMemoryStore:
             ),
             "book": self._write_entry(updated),
         }
+        if said_at is not None:
+            operations.update(self._not_forgotten(updated.author_id, updated.scope, said_at))
         if (updated.fingerprint, updated.duplicate_domain) != (memory.fingerprint, memory.duplicate_domain):
             operations["old_guard"] = self._release_guard(memory)
             operations["new_guard"] = self._table.op_put(
@@ -316,6 +332,8 @@ class DynamoMemoryStore:
             self._transact_retrying(list(operations.values()))
         except TransactionCancelled as exc:
             reasons = dict(zip(operations, exc.reasons, strict=True))
+            if any(reasons[part].condition_failed for part in _FORGOTTEN_PARTS & reasons.keys()):
+                raise ForgottenSinceSaid("its author or subject asked to forget everything since") from exc
             guard = reasons.get("new_guard")
             if not reasons["memory"].condition_failed and guard and guard.condition_failed and guard.old_item:
                 raise DuplicateMemory(str(guard.old_item["memory_id"])) from exc
@@ -502,6 +520,8 @@ class DynamoMemoryStore:
                 names={**count, **_names("#version")},
                 values={":one": 1, **({":read_version": ledger.version} if ledger.version else {})},
             )
+        if draft.said_at is not None:
+            operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
         operations["guard"] = table.op_put(
             {**guard_key(scope, fingerprint, draft.duplicate_domain), "memory_id": memory_id},
             condition="attribute_not_exists(pk)",
@@ -522,6 +542,16 @@ class DynamoMemoryStore:
             },
         )
         return operations
+
+    def _not_forgotten(
+        self, author_id: str, scope: MemoryScope, said_at: datetime
+    ) -> dict[str, dict[str, Any]]:
+        """The parts that refuse a write if its author, or a personal memory's owner, asked to forget
+        everything since ``said_at`` (one part when they are the same person)."""
+        parts = {"author_not_forgotten": op_not_forgotten_since(self._table, author_id, said_at)}
+        if scope.kind is ScopeKind.PERSONAL and scope.owner_id != author_id:
+            parts["subject_not_forgotten"] = op_not_forgotten_since(self._table, scope.owner_id, said_at)
+        return parts
 
     def _existing_or_limit(
         self, scope: MemoryScope, fingerprint: str, domain: str, limit: int

@@ -34,8 +34,10 @@ from kioku.adapters.dynamodb.config_store import (
     user_profile_key,
 )
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.clock import parse_time
+from kioku.domain.forgetting import Said
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
 from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
@@ -84,6 +86,10 @@ class PurgeReport:
 
 class TurnAlreadyRecorded(StoreError):
     """The capture's companion operations found the turn already recorded: nothing was written."""
+
+
+class SpeakerForgotten(StoreError):
+    """The speaker asked to forget everything after sending the message: nothing of it was written."""
 
 
 class CaptureConflict(StoreError):
@@ -472,11 +478,14 @@ class StmStore:
         *,
         reset_counter: bool = True,
         expect_written_at: datetime | object | None = ANY_TIME,
+        said: Said | None = None,
     ) -> None:
         """The tool's write: the summary or the categories map (never both), the counter back to 0
         (not for a person's hand edit: the cadence measures whether the bot keeps up). Refuses to
         overwrite a memory written later than ``now``, or, with ``expect_written_at``, one written at
-        any other time than the text the writer saw (None: never written) (``NewerMemoryExists``)."""
+        any other time than the text the writer saw (None: never written) (``NewerMemoryExists``).
+        ``said``: the message the write answers, in a DM (the row is the speaker's); refused with
+        ``SpeakerForgotten`` if they asked to forget everything since."""
         expression = _Update()
         _set_identity(expression, identity, now, retention)
         if update.summary is not None:
@@ -505,16 +514,26 @@ class StmStore:
             condition = f"attribute_not_exists({expression.name(written_at)})"
         else:
             condition = f"{expression.name(written_at)} = {expression.value(_iso(expect_written_at))}"
+        row = {"names": expression.names, "values": expression.values, "condition": condition}
         try:
-            self._table.update(
-                stm_row_key(identity.address),
-                expression.text(),
-                condition=condition,
-                names=expression.names,
-                values=expression.values,
+            if said is None:
+                self._table.update(stm_row_key(identity.address), expression.text(), **row)
+                return
+            self._table.transact_write(
+                [
+                    self._table.op_update(stm_row_key(identity.address), expression.text(), **row),
+                    op_not_forgotten_since(self._table, said.user_id, said.at),
+                ]
             )
         except ConditionFailed as exc:
             raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
+        except TransactionCancelled as exc:
+            row_reason, speaker = exc.reasons or (None, None)
+            if speaker is not None and speaker.condition_failed:
+                raise SpeakerForgotten("the speaker asked to forget everything since") from exc
+            if row_reason is not None and row_reason.condition_failed:
+                raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
+            raise
 
     def capture(
         self,
@@ -525,6 +544,7 @@ class StmStore:
         limits: StmLimits,
         *,
         also: Sequence[dict[str, Any]] = (),
+        said: Said | None = None,
     ) -> StmEntry | None:
         """Append this turn's messages and count the turn, atomically with the crude list it trimmed.
 
@@ -533,9 +553,12 @@ class StmStore:
         is lost; the counter rides in the same write as ``ADD``, so it counts each capture once.
         ``also`` (transaction operations, e.g. the turn's completion record) commit in the same
         transaction; if one of their conditions fails, ``TurnAlreadyRecorded`` is raised and nothing
-        is written. Returns the new row, except with ``also`` (transactions return nothing).
+        is written. ``said``: the speaker whose message the turn answers; if they asked to forget
+        everything since, ``SpeakerForgotten`` is raised and nothing is written. Returns the new row,
+        except with ``also`` or ``said`` (transactions return nothing).
         """
         key = stm_row_key(identity.address)
+        checks = [op_not_forgotten_since(self._table, said.user_id, said.at)] if said else []
         for attempt in range(MAX_CAPTURE_ATTEMPTS):
             if read is not None and _already_captured(read, messages):
                 self._commit_also(also)
@@ -554,7 +577,7 @@ class StmStore:
             else:
                 condition = f"{expression.name('version')} = {expression.value(read.version)}"
             try:
-                if also:
+                if also or checks:
                     row_update = self._table.op_update(
                         key,
                         expression.text(),
@@ -562,7 +585,7 @@ class StmStore:
                         names=expression.names,
                         values=expression.values,
                     )
-                    self._table.transact_write([row_update, *also])
+                    self._table.transact_write([row_update, *checks, *also])
                     return None
                 item = self._table.update(
                     key,
@@ -580,7 +603,9 @@ class StmStore:
                 if not exc.reasons:
                     raise
                 row, *others = exc.reasons
-                if any(reason.condition_failed for reason in others):
+                if any(reason.condition_failed for reason in others[: len(checks)]):
+                    raise SpeakerForgotten("the speaker asked to forget everything since") from exc
+                if any(reason.condition_failed for reason in others[len(checks) :]):
                     raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
                 if not (row.condition_failed or exc.conflicted):
                     raise

@@ -3,8 +3,11 @@ a redelivered or duplicated turn is recognised (and never replies or counts twic
 request of its own: the record is read in the turn's first BatchGetItem.
 
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
-    pk = TURN#{source}#{turn_id}   sk = UNFINISHED   (a reply Discord took only part of: its chunks,
-                                   the ids posted, its notifications; read with the DONE record)
+    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (a reply Discord took only part
+                                   of: its chunks, the ids posted, its notifications; read with the
+                                   DONE record; in its author's partition, so forget-all finds it)
+    pk = USER#{quoted_id}          sk = OUTBOX#{source}#{turn_id}   (answers = author_id: a pointer
+                                   to a reply whose notices show a memory about this person)
     pk = TURN#{source}#{turn_id}   sk = ATTEMPTS   (the failed attempts of a turn the worker counts
                                    itself, so that it dead-letters by attempts, not by receives)
     pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
@@ -17,10 +20,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.errors import ConditionFailed, TransactionCancelled
+from kioku.adapters.dynamodb.forgetting import mark_forgotten, op_not_forgotten_since
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.domain.forgetting import Said
 
 RECORD_RETENTION: Final = timedelta(days=7)
+OUTBOX_PREFIX: Final = "OUTBOX#"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,10 +49,13 @@ class UnfinishedReply:
     reply_ids: tuple[str, ...] = ()
     notices: tuple[dict[str, Any], ...] = ()
     apologised: bool = False
+    quoted: tuple[str, ...] = ()
+    """The people whose personal memories the notices show (see ``keep_unfinished``)."""
 
 
-def unfinished_key(source: str, turn_id: str) -> Key:
-    return {"pk": f"TURN#{source}#{turn_id}", "sk": "UNFINISHED"}
+def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
+    """Where a turn's unfinished reply waits: in the partition of the person it answers."""
+    return {"pk": _user_pk(author_id), "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
 
 
 def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
@@ -58,6 +67,7 @@ def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
         reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),
         notices=tuple(json.loads(str(item.get("notices") or "[]"))),
         apologised=bool(item.get("apologised")),
+        quoted=tuple(str(person) for person in item.get("quoted", ())),
     )
 
 
@@ -114,23 +124,71 @@ class TurnLedger:
             return False
         return True
 
-    def op_forget_unfinished(self, source: str, turn_id: str) -> dict[str, Any]:
+    def op_forget_unfinished(self, author_id: str, source: str, turn_id: str) -> dict[str, Any]:
         """A transaction operation dropping the unfinished reply once the turn is finished."""
-        return self._table.op_delete(unfinished_key(source, turn_id))
+        return self._table.op_delete(outbox_key(author_id, source, turn_id))
 
-    def keep_unfinished(self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime) -> None:
-        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's)."""
-        self._table.put(
-            {
-                **unfinished_key(source, turn_id),
-                "reply": unfinished.reply,
-                "chunks": list(unfinished.chunks),
-                "reply_ids": list(unfinished.reply_ids),
-                "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
-                "apologised": unfinished.apologised,
-                "expires_at": int((now + RECORD_RETENTION).timestamp()),
+    def keep_unfinished(
+        self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime, *, said: Said
+    ) -> bool:
+        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's), unless
+        ``said``'s speaker, or someone its notices quote, asked to forget everything since the message
+        (then False, nothing kept). Each person quoted gets a pointer to it in their partition, so
+        their forget-all drops it too."""
+        expires_at = int((now + RECORD_RETENTION).timestamp())
+        item = {
+            **outbox_key(said.user_id, source, turn_id),
+            "reply": unfinished.reply,
+            "chunks": list(unfinished.chunks),
+            "reply_ids": list(unfinished.reply_ids),
+            "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
+            "apologised": unfinished.apologised,
+            "quoted": list(unfinished.quoted),
+            "expires_at": expires_at,
+        }
+        parts = {
+            "reply": self._table.op_put(item),
+            "author_not_forgotten": op_not_forgotten_since(self._table, said.user_id, said.at),
+        }
+        for person in dict.fromkeys(person for person in unfinished.quoted if person != said.user_id):
+            pointer = {
+                **outbox_key(person, source, turn_id),
+                "answers": said.user_id,
+                "expires_at": expires_at,
             }
-        )
+            parts[f"pointer {person}"] = self._table.op_put(pointer)
+            parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, said.at)
+        try:
+            self._table.transact_write(parts.values())
+        except TransactionCancelled as exc:
+            reasons = dict(zip(parts, exc.reasons, strict=True))
+            if any(reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")):
+                return False
+            raise
+        return True
+
+    def forget_turns_of(self, user_id: str, at: datetime) -> int:
+        """``user_id`` asked at ``at`` to forget everything: mark it (before anything is deleted, so no
+        turn can keep or capture what they said before), then drop every unfinished reply that
+        answers them or quotes a memory about them. Returns the replies dropped."""
+        mark_forgotten(self._table, user_id, at)
+        dropped = 0
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._table.query(
+                "#pk = :pk AND begins_with(#sk, :outbox)",
+                names={"#pk": "pk", "#sk": "sk"},
+                values={":pk": _user_pk(user_id), ":outbox": OUTBOX_PREFIX},
+                consistent=True,
+                start_key=start_key,
+            )
+            for item in items:
+                if item.get("answers"):  # a pointer to a reply to someone else that quotes them
+                    self._table.delete({"pk": _user_pk(str(item["answers"])), "sk": item["sk"]})
+                self._table.delete({"pk": item["pk"], "sk": item["sk"]})
+                dropped += 1
+            if start_key is None:
+                return dropped
 
 
 RATE_WINDOW_SECONDS = 60
@@ -148,7 +206,7 @@ class RateLedger:
         minute = int(now.timestamp()) // RATE_WINDOW_SECONDS
         try:
             item = self._table.update(
-                {"pk": f"USER#{user_id}", "sk": f"RATE#{minute}"},
+                {"pk": _user_pk(user_id), "sk": f"RATE#{minute}"},
                 "ADD #turns :one SET #expires_at = :expires_at",
                 condition="attribute_not_exists(#turns) OR #turns <= :limit",
                 names={"#turns": "turns", "#expires_at": "expires_at"},
@@ -162,6 +220,10 @@ class RateLedger:
         except ConditionFailed:
             return None
         return int((item or {}).get("turns", 0))
+
+
+def _user_pk(user_id: str) -> str:
+    return f"USER#{user_id}"
 
 
 def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> Item:

@@ -58,7 +58,8 @@ class MemoryDraft:
 
     ``author_id`` is the speaker whose turn saved it, ``origin`` where that turn was, ``subject_id``
     the person the fact is about (a personal memory's owner; for a server memory, the speaker or the
-    bridged user it names).
+    bridged user it names), ``said_at`` when the words it comes from were sent: the save is refused
+    if its author, or a personal memory's owner, asked to forget everything since.
     """
 
     scope: MemoryScope
@@ -68,6 +69,7 @@ class MemoryDraft:
     origin: Origin = field(default_factory=Origin.unknown)
     subject_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
+    said_at: datetime | None = None
 
     @property
     def duplicate_domain(self) -> str:
@@ -219,6 +221,11 @@ class MemoryNotFound(LongTermMemoryError):
 
 class TargetPrivacyRestricted(LongTermMemoryError):
     """The user's privacy level forbids personal memories (it may have changed since resolution)."""
+
+
+class ForgottenSinceSaid(LongTermMemoryError):
+    """The memory's author, or the person it is about, asked to forget everything after its words
+    were said: nothing was saved."""
 
 
 class MemoryStoreFailed(LongTermMemoryError):

@@ -48,8 +48,9 @@ class MemoryStore(Protocol):
         ...
 
     def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
-        """Save ``draft`` unless its scope holds the same fact; raises ``MemoryLimitReached`` and,
-        for personal memories, ``TargetPrivacyRestricted``. ``ledger`` is the counts already read."""
+        """Save ``draft`` unless its scope holds the same fact; raises ``MemoryLimitReached``,
+        ``ForgottenSinceSaid`` (``draft.said_at``) and, for personal memories,
+        ``TargetPrivacyRestricted``. ``ledger`` is the counts already read."""
         ...
 
     def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
@@ -62,9 +63,10 @@ class MemoryStore(Protocol):
         *,
         origin: Origin | None = None,
         author_id: str | None = None,
+        said_at: datetime | None = None,
     ) -> Memory:
         """``memory`` with new content, written at ``origin`` by ``author_id`` when given; raises
-        ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
+        ``DuplicateMemory``, ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``."""
         ...
 
     def delete(self, memory: Memory) -> None:

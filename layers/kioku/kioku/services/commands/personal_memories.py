@@ -170,7 +170,7 @@ def on_component(interaction: Interaction) -> dict:
 def _forget_everything(user_id: str) -> dict:
     from kioku.services.personal_memories import forget_everything
 
-    report = forget_everything(user_id, warm.ltm_store(), warm.stm_store())
+    report = forget_everything(user_id, warm.ltm_store(), warm.stm_store(), ledger=warm.turn_ledger())
     if report.nothing:
         description = "There was nothing left to forget."
     else:
