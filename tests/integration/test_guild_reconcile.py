@@ -333,3 +333,52 @@ def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store):
     report = reconcile_guild(snapshot, store, max_rows=3)
     assert (report.rows, report.restamped, report.complete) == (3, 3, False)
     assert sum(row(store, str(1000 + n)).private is True for n in range(5)) == 3
+
+
+def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_row(store, table, monkeypatch):
+    from kioku.adapters.dynamodb.stm_store import item_size_bytes
+    from kioku.domain.channel_events import parse_guild_create
+    from kioku.services.channel_events import reconcile_guild
+
+    from dataclasses import replace
+
+    # Given 500 channels' memory, each row with ten raw lines (about 4 KB) and its channel's name
+    channels = [str(10_000 + n) for n in range(500)]
+    for channel_id in channels:
+        lines = [
+            CrudeMessage("Alice", USER, CrudeRole.USER, f"line {i} " + "words " * 30, NOW, f"{channel_id}{i}")
+            for i in range(10)
+        ]
+        store.capture(
+            replace(
+                identity(channel_id, server_id=GUILD, described_at=NOW - timedelta(minutes=5)),
+                channel_name=f"chan-{channel_id}",
+            ),
+            None,
+            lines,
+            NOW,
+            StmLimits(),
+        )
+    stored = sum(
+        item_size_bytes(item)
+        for item in table.query("#pk = :pk", names={"#pk": "pk"}, values={":pk": f"STM#S#{GUILD}"})[0]
+    )
+    calls: list[str] = []
+    real_call = table._call
+    monkeypatch.setattr(
+        table, "_call", lambda operation, **params: calls.append(operation) or real_call(operation, **params)
+    )
+
+    # When the list shows every second channel turned private
+    listed = [channel(c, deny=VIEW_CHANNEL if n % 2 else 0) for n, c in enumerate(channels)]
+    report = reconcile_guild(parse_guild_create(guild(listed)), store)
+
+    # Then the guild's rows were read by Query alone (1 MB pages: no scan, no read per row), and only
+    # the 250 rows whose privacy changed were written
+    pages = -(-stored // (1024 * 1024))
+    assert (report.rows, report.restamped, report.deleted) == (500, 250, 0)
+    assert "scan" not in calls and calls.count("query") <= pages + 1
+    assert calls.count("update_item") == 250 and len(calls) == calls.count("query") + 250
+    print(
+        f"500 rows, {stored} bytes stored, {pages} page(s) of 1 MB, {calls.count('query')} Query, 250 UpdateItem"
+    )
