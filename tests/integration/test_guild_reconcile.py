@@ -8,14 +8,18 @@ describes its channel, and deletes the rows of channels that are gone.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore, item_size_bytes
+from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, MAX_RELAY_BODY_BYTES
+from kioku.domain.channel_events import parse_guild_create
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.playground.events import signed_event
 from kioku.playground.functions import LambdaContext, load_handler
+from kioku.services.channel_events import reconcile_guild
 from tests.integration import stm_rows
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import USER
@@ -307,8 +311,6 @@ def test_a_received_at_that_is_not_an_rfc3339_time_with_offset_is_400(guild_crea
 
 
 def test_only_a_guild_create_may_be_larger_than_a_message(guild_create, env, relay_keys):
-    from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, MAX_RELAY_BODY_BYTES
-
     handler = load_handler("relay")
     padding = "x" * 90
     big_update = {
@@ -324,9 +326,6 @@ def test_only_a_guild_create_may_be_larger_than_a_message(guild_create, env, rel
 
 
 def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store):
-    from kioku.domain.channel_events import parse_guild_create
-    from kioku.services.channel_events import reconcile_guild
-
     for n in range(5):
         remember(store, str(1000 + n), f"row {n}")
     snapshot = parse_guild_create(guild([channel(str(1000 + n), deny=VIEW_CHANNEL) for n in range(5)]))
@@ -336,12 +335,6 @@ def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store):
 
 
 def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_row(store, table, monkeypatch):
-    from kioku.adapters.dynamodb.stm_store import item_size_bytes
-    from kioku.domain.channel_events import parse_guild_create
-    from kioku.services.channel_events import reconcile_guild
-
-    from dataclasses import replace
-
     # Given 500 channels' memory, each row with ten raw lines (about 4 KB) and its channel's name
     channels = [str(10_000 + n) for n in range(500)]
     for channel_id in channels:
