@@ -130,11 +130,17 @@ def test_the_everyone_roles_permissions_decide_a_channel_without_an_overwrite(gu
     assert "shown by the role" in seen_from(store, OTHER)
 
 
-def test_without_the_everyone_role_a_channel_no_overwrite_decides_is_private(guild_create, store):
+@pytest.mark.parametrize("without", ["the role", "any roles"])
+def test_without_the_everyone_role_a_channel_no_overwrite_decides_is_private(guild_create, store, without):
     remember(store, SECRET, "cannot tell")
-    assert guild_create(guild([channel(SECRET)], roles=[])) == 204
-    assert row(store, SECRET).private is True
-    assert seen_from(store, OTHER) == ""
+    remember(store, GENERAL, "opened by its overwrite")
+    data = guild([channel(SECRET), channel(GENERAL, allow=VIEW_CHANNEL)], roles=[])
+    assert (
+        guild_create(data if without == "the role" else {k: v for k, v in data.items() if k != "roles"})
+        == 204
+    )
+    assert row(store, SECRET).private is True and row(store, GENERAL).private is False
+    assert seen_from(store, OTHER) == "opened by its overwrite"
 
 
 def test_a_channel_made_public_while_its_update_was_lost_is_recalled_again(guild_create, store):
@@ -271,7 +277,7 @@ def _hiding(data: dict) -> dict:
     "damage",
     [
         lambda d: d | {"id": "not-a-snowflake"},
-        lambda d: {k: v for k, v in d.items() if k != "roles"},
+        lambda d: d | {"roles": {"id": GUILD}},
         lambda d: d | {"channels": "all of them"},
         lambda d: d | {"roles": [{"id": GUILD, "permissions": 1024}]},
         lambda d: d | {"channels": [*d["channels"], {"id": OTHER, "type": "0"}]},

@@ -183,7 +183,7 @@ def parse_guild_create(data: Any, received_at: Any = None) -> GuildSnapshot:
         return GuildSnapshot(guild_id, taken_at=taken_at, available=False)
     channels = _list(data.get("channels"), "channels", MAX_GUILD_CHANNELS)
     threads = _list(data.get("threads", []), "threads", MAX_GUILD_THREADS)
-    roles = _list(data.get("roles"), "roles", MAX_GUILD_ROLES)
+    roles = _list(data.get("roles", []), "roles", MAX_GUILD_ROLES)  # none: only overwrites can say public
     for role in roles:
         if not isinstance(role, Mapping):
             raise InvalidChannelEvent("roles[] is not an object")
