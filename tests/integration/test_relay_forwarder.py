@@ -623,3 +623,25 @@ def test_a_buffer_full_of_channel_events_sheds_those_a_later_guild_create_repeat
         ("CHANNEL_DELETE", here["id"]),
     ]
     assert forwarder.counters.dropped == 1
+
+
+def test_a_thread_delete_is_not_shed_for_a_later_guild_create(endpoint, key_pair):
+    # Given a full buffer: another guild's update, a THREAD_DELETE of this guild, this guild's list
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    elsewhere = {"id": "500000000000000009", "guild_id": "410000000000000004", "type": 0}
+    deleted = {
+        "id": "510000000000000001",
+        "guild_id": GUILD_ID,
+        "parent_id": "500000000000000001",
+        "type": 11,
+    }
+    forwarder.submit("CHANNEL_UPDATE", elsewhere)
+    forwarder.submit("THREAD_DELETE", deleted)
+    forwarder.submit("GUILD_CREATE", discord_guild(2))
+    # When one more event arrives
+    forwarder.submit("CHANNEL_DELETE", elsewhere)
+    asyncio.run(deliver_all(forwarder))
+    # Then the THREAD_DELETE stays (the list would take the missing thread for an archived one and
+    # keep its memory): the oldest event went instead
+    delivered = [json.loads(r.body)["t"] for r in endpoint.received]
+    assert delivered == ["THREAD_DELETE", "GUILD_CREATE", "CHANNEL_DELETE"]

@@ -31,11 +31,12 @@ from kioku.signatures import sign_request
 MESSAGE_CREATE: Final = "MESSAGE_CREATE"
 READY: Final = "READY"
 GUILD_CREATE: Final = "GUILD_CREATE"
+THREAD_DELETE: Final = "THREAD_DELETE"
 ROLE_EVENTS: Final = frozenset({GUILD_CREATE, "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE"})
 """Where the relay learns each guild's managed role of the bot (``tags.bot_id``): mentioning that
 role addresses the bot, and only the gateway tells the relay which role it is without a request."""
 FORWARDED_EVENTS: Final = frozenset(
-    {MESSAGE_CREATE, GUILD_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
+    {MESSAGE_CREATE, GUILD_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", THREAD_DELETE}
 )
 CHANNEL_FIELDS: Final = ("id", "type", "name", "parent_id", "permission_overwrites")
 THREAD_FIELDS: Final = ("id", "type", "name", "parent_id", "guild_id")
@@ -308,14 +309,16 @@ class _DispatchBuffer(asyncio.Queue[tuple[str, str, bytes]]):
 
     def shed_oldest(self) -> str:
         """Drop the oldest chat message; when there is none, the oldest channel or guild event that a
-        later ``GUILD_CREATE`` of its guild makes redundant; else the oldest dispatch. Its event name."""
+        later ``GUILD_CREATE`` of its guild makes redundant (not a ``THREAD_DELETE``: the list holds
+        only active threads, so a thread missing from it is kept); else the oldest dispatch. Its
+        event name."""
         queued = self._queue  # asyncio.Queue's own deque, there for subclasses
         index = next((i for i, (name, _, _) in enumerate(queued) if name == MESSAGE_CREATE), None)
         if index is None:
             listed_later: set[str] = set()
             for i in range(len(queued) - 1, -1, -1):
                 name, guild_id, _ = queued[i]
-                if guild_id in listed_later:
+                if guild_id in listed_later and name != THREAD_DELETE:
                     index = i  # the last one found is the oldest
                 if name == GUILD_CREATE:
                     listed_later.add(guild_id)
