@@ -471,7 +471,7 @@ class StmStore:
         the version as any re-stamp does. True if the row changed."""
         expression = _Update()
         name = (description.name or "")[:MAX_CHANNEL_NAME_CHARS]
-        if entry.channel_id == description.channel_id and name and name != entry.channel_name:
+        if name and name != entry.channel_name:
             expression.set("channel_name", name)
         parent = description.parent_channel_id
         if (
