@@ -2,10 +2,12 @@
 
 The gateway speaks what hikari speaks: JSON over a websocket with ``compress=zlib-stream`` (one
 zlib stream per connection, each payload flushed with Z_SYNC_FLUSH), HELLO → IDENTIFY → READY,
-heartbeats, dispatches with sequence numbers, RESUME with replay of what the session missed, and
-close codes. A test drives it from its own thread: ``dispatch`` (optionally one payload cut across
-several websocket messages), ``close_connection``, ``close_on_identify``, ``refuse_connections``
-and ``rest_script`` (canned REST answers, e.g. a 429, before the real one).
+heartbeats, dispatches with sequence numbers, RESUME with replay of what the session missed (or
+INVALID_SESSION for a session it no longer holds), and close codes. As Discord does, every new session (an IDENTIFY, not a RESUME) is followed by a
+``GUILD_CREATE`` for each guild of its shard, as ``guilds`` holds them at that moment. A test drives
+it from its own thread: ``dispatch`` (optionally one payload cut across several websocket messages),
+``close_connection``, ``close_on_identify``, ``refuse_connections``, ``guilds`` and ``rest_script``
+(canned REST answers, e.g. a 429, before the real one).
 
 Sharding as Discord does it: each IDENTIFY's ``shard: [id, count]`` starts a session of its own, a
 guild's dispatches go to the session of shard ``(guild_id >> 22) % count`` and direct messages to
@@ -39,14 +41,15 @@ OP_DISPATCH: Final = 0
 OP_HEARTBEAT: Final = 1
 OP_IDENTIFY: Final = 2
 OP_RESUME: Final = 6
+OP_INVALID_SESSION: Final = 9
 OP_HELLO: Final = 10
 OP_HEARTBEAT_ACK: Final = 11
 
 CLOSE_UNKNOWN_ERROR: Final = 4000
 CLOSE_DECODE_ERROR: Final = 4002
-CLOSE_NOT_AUTHENTICATED: Final = 4003
 CLOSE_AUTHENTICATION_FAILED: Final = 4004
 CLOSE_INVALID_SEQ: Final = 4007
+CLOSE_SESSION_TIMED_OUT: Final = 4009
 CLOSE_INVALID_SHARD: Final = 4010
 
 SNOWFLAKE_TIMESTAMP_SHIFT: Final = 22
@@ -196,6 +199,8 @@ class FakeDiscord:
         self.recommended_shards = 1
         self.close_on_identify: int | None = None
         self.refuse_connections = False
+        self.guilds: list[dict[str, Any]] = []
+        """The bot's guilds as GUILD_CREATE sends them (with ``channels``, ``threads``, ``roles``, …)."""
         self.rest_requests: list[RestRequest] = []
         self.connections: list[GatewayConnection] = []
         self.unsupported: list[GatewayConnection] = []
@@ -252,9 +257,10 @@ class FakeDiscord:
 
         return self._loop.call(send())
 
-    def close_connection(self, code: int, *, shard_id: int | None = None) -> None:
+    def close_connection(self, code: int, *, shard_id: int | None = None, resumable: bool = True) -> None:
         """Close the live websocket of ``shard_id`` (the only one, if None) with ``code``; the session
-        stays resumable (as Discord's does)."""
+        stays resumable (as Discord's does) unless ``resumable`` is False (then a RESUME is refused and
+        the relay must identify anew)."""
 
         async def close() -> None:
             if shard_id is None and len(self._sockets) > 1:
@@ -263,6 +269,8 @@ class FakeDiscord:
             socket = self._sockets.pop(target, None) if target is not None else None
             if socket is None:
                 raise AssertionError("no live gateway connection to close")
+            if not resumable:
+                del self._sessions[target]
             await socket.ws.close(code=code, message=b"closed by the test")
 
         self._loop.call(close())
@@ -362,13 +370,20 @@ class FakeDiscord:
                 "avatar": None,
                 "bot": True,
             },
-            "guilds": [],
+            "guilds": [
+                {"id": guild["id"], "unavailable": True}
+                for guild in self.guilds
+                if shard_of(guild["id"], shard_count) == shard_id
+            ],
             "session_id": session.session_id,
             "resume_gateway_url": f"ws://{LOOPBACK}:{self.port}{RESUME_GATEWAY_PATH}",
             "shard": [shard_id, shard_count],
             "application": {"id": self.bot_user_id, "flags": 0},
         }
         await socket.send(session.next_payload("READY", ready))
+        for guild in self.guilds:
+            if shard_of(guild["id"], shard_count) == shard_id:
+                await socket.send(session.next_payload("GUILD_CREATE", guild))
         self._sockets[shard_id] = socket
         return shard_id
 
@@ -380,7 +395,8 @@ class FakeDiscord:
             return None
         session = next((s for s in self._sessions.values() if s.session_id == resume.get("session_id")), None)
         if session is None:
-            await socket.ws.close(code=CLOSE_NOT_AUTHENTICATED, message=b"unknown session")
+            # Discord's answer to a session it no longer holds: INVALID_SESSION, not resumable
+            await socket.send({"op": OP_INVALID_SESSION, "d": False})
             return None
         if not isinstance(resume.get("seq"), int) or resume["seq"] > len(session.sent):
             await socket.ws.close(code=CLOSE_INVALID_SEQ, message=b"invalid seq")

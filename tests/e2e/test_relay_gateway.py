@@ -12,6 +12,7 @@ import re
 import subprocess
 import time
 from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
 
@@ -20,6 +21,7 @@ import pytest
 
 from tests.conftest import KeyPair
 from tests.e2e.fake_gateway import (
+    CLOSE_SESSION_TIMED_OUT,
     CLOSE_UNKNOWN_ERROR,
     GATEWAY_PATH,
     RESUME_GATEWAY_PATH,
@@ -299,6 +301,53 @@ def test_a_resumed_session_replays_what_was_missed_once_and_in_order(relay, disc
     assert discord.connections[-1].path == RESUME_GATEWAY_PATH
     # ...and every message arrived exactly once, in order
     assert message_ids(receiver) == [message(n)["id"] for n in range(1, 6)]
+
+
+def discord_guild(*, secret_hidden: bool) -> dict[str, Any]:
+    """The guild as Discord's GUILD_CREATE carries it, members, presences and all."""
+    everyone = {"id": GUILD, "type": 0, "allow": "0", "deny": "1024" if secret_hidden else "0"}
+    return {
+        "id": GUILD,
+        "name": "the server",
+        "roles": [{"id": GUILD, "name": "@everyone", "permissions": "1024", "tags": {}}],
+        "channels": [
+            {**channel(CHANNEL, "general"), "permission_overwrites": []},
+            {**channel("500000000000000006", "secret"), "permission_overwrites": [everyone]},
+        ],
+        "threads": [{"id": THREAD, "type": 11, "guild_id": GUILD, "parent_id": CHANNEL, "name": "plans"}],
+        "members": [{"user": {"id": ALICE, "username": "alice"}, "roles": []}],
+        "presences": [{"user": {"id": ALICE}, "status": "online"}],
+        "voice_states": [],
+        "emojis": [{"id": "1", "name": "smile"}],
+        "stickers": [],
+    }
+
+
+def test_each_new_session_forwards_its_guilds_channel_lists(relay, discord, receiver):
+    # Given a bot in one guild, and a relay that connected (READY, then GUILD_CREATE for the guild)
+    discord.guilds = [discord_guild(secret_hidden=False)]
+    relay()
+    wait_for_accepted(receiver, 1)
+
+    # When the secret channel turns private while the session is lost for good (its CHANNEL_UPDATE with
+    # it), and the relay identifies anew
+    discord.guilds = [discord_guild(secret_hidden=True)]
+    discord.close_connection(CLOSE_SESSION_TIMED_OUT, resumable=False)
+    wait_for_accepted(receiver, 2)
+    discord.dispatch("MESSAGE_CREATE", message(1))
+    wait_for_accepted(receiver, 3)
+
+    # Then the new session's GUILD_CREATE reached RelayFunction, channels, threads and roles only, with
+    # the secret channel now hidden and when the relay received it; and chat went on
+    assert len(discord.identifies) == 2 and len(discord.resumes) == 1
+    first, second, chat = (delivery.envelope for delivery in receiver.deliveries)
+    assert first["t"] == second["t"] == "GUILD_CREATE" and chat["d"]["id"] == message(1)["id"]
+    assert set(second["d"]) == {"id", "channels", "threads", "roles"}
+    hidden = next(c for c in second["d"]["channels"] if c["name"] == "secret")
+    assert hidden["permission_overwrites"][0]["deny"] == "1024"
+    assert second["d"]["threads"][0]["id"] == THREAD
+    assert abs(datetime.fromisoformat(second["received_at"]) - datetime.now(UTC)) < timedelta(minutes=1)
+    assert all(d.verified for d in receiver.deliveries)
 
 
 def test_a_rate_limited_gateway_lookup_is_retried(relay, discord, receiver):

@@ -590,3 +590,81 @@ class Oracle:
             )
             return written.row != own_row
         return True
+
+
+# -- lost channel events ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LostEvents:
+    """A world ``before`` that became ``after`` while the relay was down or shedding: each change's
+    channel event (``CHANNEL_UPDATE``, ``CHANNEL_DELETE``) was ``delivered`` or lost; a role change has
+    no event at all. Then each guild's ``GUILD_CREATE`` arrives, listing every thread but ``archived``."""
+
+    before: World
+    after: World
+    events: tuple[tuple[str, dict[str, Any], bool], ...]
+    archived: frozenset[str]
+
+    def guild_create(self, guild: Guild) -> dict[str, Any]:
+        """The guild as GUILD_CREATE lists it in ``after``: its category, channels, active threads, roles."""
+        mine = [channel for channel in self.after.channels if channel.guild_id == guild.guild_id]
+        category = {"id": CATEGORY, "type": 4, "name": "category", "permission_overwrites": []}
+        return {
+            "id": guild.guild_id,
+            "roles": [
+                {"id": guild.guild_id, "permissions": str(guild.everyone_permissions)},
+                {"id": MODERATOR_ROLE, "permissions": str(VIEW_CHANNEL_BIT)},
+            ],
+            "channels": [category, *(channel_object(c, self.after) for c in mine if not c.is_thread)],
+            "threads": [
+                channel_object(c, self.after)
+                for c in mine
+                if c.is_thread and c.channel_id not in self.archived
+            ],
+            "members": [],
+            "presences": [],
+        }
+
+
+def channel_object(channel: Channel, world: World) -> dict[str, Any]:
+    """The channel as Discord describes it (in GUILD_CREATE, CHANNEL_UPDATE, GET /channels/{id})."""
+    data: dict[str, Any] = {
+        "id": channel.channel_id,
+        "guild_id": channel.guild_id,
+        "type": channel.kind,
+        "name": f"c{channel.channel_id[-2:]}",
+    }
+    if channel.parent_id:
+        data["parent_id"] = channel.parent_id
+    if not channel.is_thread:
+        data["permission_overwrites"] = FakeDiscord(world)._overwrites(channel)
+    return data
+
+
+@st.composite
+def lost_channel_events(draw: st.DrawFn) -> LostEvents:
+    """Random changes to a random world (overwrites of @everyone, @everyone's own permissions, deleted
+    channels, archived threads), each channel event kept or lost at random."""
+    before = draw(worlds())
+    guilds = tuple(
+        replace(
+            guild,
+            everyone_permissions=draw(st.sampled_from([guild.everyone_permissions, 0, VIEW_CHANNEL_BIT])),
+        )
+        for guild in before.guilds
+    )
+    events: list[tuple[str, dict[str, Any], bool]] = []
+    texts: list[Channel] = []
+    for channel in (c for c in before.channels if not c.is_thread):
+        if draw(st.integers(0, 4)) == 0:
+            events.append(("CHANNEL_DELETE", channel_object(channel, before), draw(st.booleans())))
+            continue
+        changed = replace(channel, overwrite=draw(st.sampled_from(Overwrite)))
+        if changed != channel:
+            events.append(("CHANNEL_UPDATE", channel_object(changed, before), draw(st.booleans())))
+        texts.append(changed)
+    kept = {channel.channel_id for channel in texts}
+    threads = [c for c in before.channels if c.is_thread and c.parent_id in kept]
+    archived = frozenset(c.channel_id for c in threads if draw(st.booleans()))
+    return LostEvents(before, World(guilds, tuple(texts + threads), before.users), tuple(events), archived)

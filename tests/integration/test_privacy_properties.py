@@ -33,6 +33,7 @@ from kioku.config import Settings
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
+from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import TurnJob
@@ -40,6 +41,7 @@ from kioku.playground.aws import create_table, load_template
 from kioku.services.ltm import CREATE_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.services.personal_memories import forget_everything
 from kioku.services.turn import TurnService
+from tests.integration import stm_rows
 from tests.integration.privacy_world import (
     BOT_ID,
     PRIVATE_THREAD,
@@ -49,6 +51,7 @@ from tests.integration.privacy_world import (
     ForgetRace,
     Guild,
     Kind,
+    LostEvents,
     Oracle,
     Probe,
     Race,
@@ -60,9 +63,11 @@ from tests.integration.privacy_world import (
     World,
     Written,
     forget_races,
+    lost_channel_events,
     scenarios,
     tokens_in,
 )
+from tests.unit.stm_builders import USER
 
 TABLE_NAME: Final = "kioku-privacy-properties"
 TEMPLATE: Final = load_template()
@@ -627,3 +632,78 @@ def story(scenario: Scenario) -> str:
             + (", ".join(does) or "just talks")
         )
     return "\n".join(lines)
+
+
+# -- lost channel events -------------------------------------------------------------------------------
+
+
+@settings(PROPERTY_SETTINGS, max_examples=40)
+@given(lost=lost_channel_events())
+def test_after_lost_channel_events_a_guild_create_leaves_nothing_of_a_now_private_channel_elsewhere(
+    relay_event, table, lost: LostEvents
+):
+    # Given memory in every channel and thread, stamped with the privacy each had then
+    _empty(table)
+    store = StmStore(table)
+    now = datetime.now(UTC)
+    before = Oracle(lost.before)
+    token = {channel.channel_id: f"TOKM{n:04d}" for n, channel in enumerate(lost.before.channels)}
+    for channel in lost.before.channels:
+        stm_rows.remember(
+            store,
+            channel.guild_id,
+            channel.channel_id,
+            f"said {token[channel.channel_id]}",
+            now,
+            private=before.discord_private(channel),
+            private_thread=channel.kind == PRIVATE_THREAD,
+            parent=channel.parent_id if channel.is_thread else None,
+            described_at=now - timedelta(minutes=1),
+        )
+    # When the world changes while only some of its channel events arrive, then each guild's list does
+    for name, data, delivered in lost.events:
+        if delivered:
+            assert relay_event(name, data) == 204
+    for guild in lost.after.guilds:
+        assert relay_event("GUILD_CREATE", lost.guild_create(guild)) == 204
+
+    # Then from every channel and thread that remains, what is recalled of the others is what the
+    # rules allow in the world as it is now: nothing of a deleted channel, nothing of a now-private
+    # channel outside it and its threads; and every listed public channel's memory is recalled
+    after = Oracle(lost.after)
+    problems = []
+    for at in lost.after.channels:
+        place = Where(at.guild_id, at.channel_id, at.parent_id if at.is_thread else None)
+        shown = tokens_in(stm_rows.seen_from(store, at.guild_id, at.channel_id, now, place.parent_id))
+        for written in lost.before.channels:
+            origin = lost.after.channel(written.channel_id)
+            if origin is None or written.channel_id == at.channel_id:
+                allowed, required = origin is not None, False
+            else:
+                where = Where(
+                    origin.guild_id, origin.channel_id, origin.parent_id if origin.is_thread else None
+                )
+                allowed = after.guild_rule(where, place)
+                listed = not origin.is_thread or origin.channel_id not in lost.archived
+                required = listed and allowed and not after.discord_private(origin)
+            if token[written.channel_id] in shown and not allowed:
+                problems.append(f"LEAK: {written} recalled in {at}")
+            if required and token[written.channel_id] not in shown:
+                problems.append(f"MISSING: {written} not recalled in {at}")
+    gone = [c for c in lost.before.channels if lost.after.channel(c.channel_id) is None]
+    problems += [
+        f"KEPT: {channel} was deleted"
+        for channel in gone
+        if store.get(StmAddress.of(channel.guild_id, USER, channel.channel_id, "kioku")) is not None
+    ]
+    assert not problems, "\n".join(
+        [*problems, f"events: {lost.events}", f"archived: {sorted(lost.archived)}"]
+    )
+
+
+def _empty(table: KiokuTable) -> None:
+    """The examples of one test share a table: each starts with it empty."""
+    client = make_client()
+    for page in client.get_paginator("scan").paginate(TableName=table.name):
+        for item in page["Items"]:
+            client.delete_item(TableName=table.name, Key={"pk": item["pk"], "sk": item["sk"]})

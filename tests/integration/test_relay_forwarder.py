@@ -174,9 +174,10 @@ def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint,
     ]
     forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
 
-    # When they are submitted with a CHANNEL_CREATE and a GUILD_CREATE among them
+    # When they are submitted with a CHANNEL_CREATE and an unavailable guild's GUILD_CREATE among them
     taken = [forwarder.submit(name, data) for name, data in forwarded]
-    ignored = [forwarder.submit("CHANNEL_CREATE", channel), forwarder.submit("GUILD_CREATE", {"id": "1"})]
+    unavailable = {"id": "1", "unavailable": True}
+    ignored = [forwarder.submit("CHANNEL_CREATE", channel), forwarder.submit("GUILD_CREATE", unavailable)]
     asyncio.run(deliver_all(forwarder))
 
     # Then exactly the four arrived, each in the envelope of its own event name
@@ -440,3 +441,207 @@ def test_raw_gateway_payloads_from_hikari_reach_the_endpoint_unchanged(endpoint,
     assert forwarder.counters.forwarded == 1
     assert RELAY_INTENTS & hikari.Intents.MESSAGE_CONTENT
     assert RELAY_INTENTS & hikari.Intents.GUILDS
+
+
+# -- GUILD_CREATE: a guild's channel list, for RelayFunction to repair what lost channel events left ----
+
+GUILD_ID = "400000000000000004"
+RECEIVED = 1_764_590_400.0  # 2025-12-01T12:00:00Z
+
+
+def discord_guild(
+    channels: int, *, overwrites: int = 3, threads: int = 0, members: int = 0
+) -> dict[str, Any]:
+    """A GUILD_CREATE as Discord sends it: every second channel hidden from @everyone, each with
+    ``overwrites`` other role and member overwrites, and the bulk that privacy does not need."""
+
+    def overwrite(target: int, kind: int) -> dict[str, Any]:
+        return {"id": str(700000000000000000 + target), "type": kind, "allow": "3072", "deny": "8192"}
+
+    return {
+        "id": GUILD_ID,
+        "name": "a big server",
+        "owner_id": "200000000000000002",
+        "roles": [
+            {"id": GUILD_ID, "name": "@everyone", "permissions": "1071698660929", "color": 0, "tags": {}},
+            {"id": "810000000000000002", "name": "kioku", "permissions": "8", "tags": {"bot_id": "1"}},
+        ],
+        "channels": [
+            {
+                "id": str(500000000000000000 + n),
+                "type": 0,
+                "name": f"channel-{n:03d}-with-a-longer-name",
+                "parent_id": "510000000000000000",
+                "position": n,
+                "topic": "what this channel is about, as channels say at some length",
+                "rate_limit_per_user": 0,
+                "nsfw": False,
+                "last_message_id": "600000000000000000",
+                "permission_overwrites": [
+                    {"id": GUILD_ID, "type": 0, "allow": "0", "deny": "1024" if n % 2 else "0"},
+                    *(overwrite(n * 100 + o, o % 2) for o in range(overwrites)),
+                ],
+            }
+            for n in range(channels)
+        ],
+        "threads": [
+            {
+                "id": str(520000000000000000 + t),
+                "guild_id": GUILD_ID,
+                "parent_id": str(500000000000000000 + t % max(channels, 1)),
+                "type": 11,
+                "name": f"thread-{t}",
+                "thread_metadata": {"archived": False, "auto_archive_duration": 1440},
+                "member_count": 3,
+            }
+            for t in range(threads)
+        ],
+        "members": [
+            {
+                "user": {"id": str(200000000000000000 + m), "username": f"member{m}"},
+                "roles": [],
+                "joined_at": "x",
+            }
+            for m in range(members)
+        ],
+        "presences": [
+            {"user": {"id": str(200000000000000000 + m)}, "status": "online"} for m in range(members)
+        ],
+        "voice_states": [],
+        "emojis": [{"id": "1", "name": "smile"}],
+        "stickers": [],
+        "member_count": members,
+    }
+
+
+def test_a_guild_create_goes_out_with_its_channels_threads_and_roles_only(endpoint, key_pair):
+    # Given a guild as Discord sends it on a new session
+    guild = discord_guild(3, threads=2, members=50)
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, clock=lambda: RECEIVED)
+
+    # When it is submitted
+    assert forwarder.submit("GUILD_CREATE", guild) is True
+    asyncio.run(deliver_all(forwarder))
+
+    # Then RelayFunction gets the channels, threads and roles, with what privacy reads of them, and
+    # when the relay received it; members, presences, emojis and the rest stay behind
+    envelope = json.loads(endpoint.received[0].body)
+    assert envelope["t"] == "GUILD_CREATE" and envelope["received_at"] == "2025-12-01T12:00:00+00:00"
+    assert set(envelope["d"]) == {"id", "channels", "threads", "roles"}
+    assert envelope["d"]["roles"] == [
+        {"id": GUILD_ID, "permissions": "1071698660929"},
+        {"id": "810000000000000002", "permissions": "8"},
+    ]
+    first = guild["channels"][0]
+    assert envelope["d"]["channels"][0] == {
+        name: first[name] for name in ("id", "type", "name", "parent_id", "permission_overwrites")
+    }
+    assert envelope["d"]["threads"][1] == {
+        name: guild["threads"][1][name] for name in ("id", "type", "name", "parent_id", "guild_id")
+    }
+
+
+def test_a_500_channel_guild_fits_and_is_read_as_discord_describes_it(endpoint, key_pair):
+    from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, MAX_RELAY_BODY_BYTES, parse_relay_body
+
+    # Given the largest guild Discord allows (500 channels), with 1,000 active threads and 5,000 members
+    guild = discord_guild(500, overwrites=5, threads=1000, members=5000)
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+
+    assert forwarder.submit("GUILD_CREATE", guild) is True
+    asyncio.run(deliver_all(forwarder))
+
+    # Then its channel list goes out whole, larger than a message may be and within a guild's limit,
+    # and RelayFunction's parser describes every channel and thread (odd channels hidden, and their threads)
+    body = endpoint.received[0].body
+    assert MAX_RELAY_BODY_BYTES < len(body) < MAX_GUILD_BODY_BYTES, len(body)
+    snapshot = parse_relay_body(body)
+    assert len(snapshot.channels) == 1500
+    assert [snapshot.channels[str(500000000000000000 + n)].private for n in range(4)] == [False, True] * 2
+    assert snapshot.channels["520000000000000001"].private is True
+
+
+def test_a_guild_too_large_even_stripped_keeps_only_the_everyone_overwrites(endpoint, key_pair):
+    from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, parse_relay_body
+
+    # Given 500 channels with 90 overwrites each (about 4 MB of channel list)
+    guild = discord_guild(500, overwrites=90)
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+
+    assert forwarder.submit("GUILD_CREATE", guild) is True
+    asyncio.run(deliver_all(forwarder))
+
+    # Then each channel keeps only its overwrite of @everyone, which is all the privacy rule reads
+    body = endpoint.received[0].body
+    assert len(body) < MAX_GUILD_BODY_BYTES
+    channels = json.loads(body)["d"]["channels"]
+    assert all([o["id"] for o in c["permission_overwrites"]] == [GUILD_ID] for c in channels)
+    snapshot = parse_relay_body(body)
+    assert [snapshot.channels[str(500000000000000000 + n)].private for n in range(2)] == [False, True]
+
+
+def test_a_guild_too_large_for_relayfunction_in_any_form_is_not_sent(endpoint, key_pair):
+    # Given a channel list RelayFunction could not take even cut down (12,000 active threads)
+    guild = discord_guild(10, threads=12_000)
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    # When it is submitted, it is refused at once and counted as failed (no request that must fail)
+    assert forwarder.submit("GUILD_CREATE", guild) is False
+    asyncio.run(deliver_all(forwarder))
+    assert endpoint.received == [] and forwarder.counters.failed == 1
+
+
+def test_a_full_buffer_sheds_every_chat_message_before_a_guild_create(endpoint, key_pair):
+    # Given a buffer of three holding a guild's channel list, then chat messages
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    forwarder.submit("GUILD_CREATE", discord_guild(2))
+    for number in range(1, 5):
+        forwarder.submit("MESSAGE_CREATE", message(number))
+    # When it runs
+    asyncio.run(deliver_all(forwarder))
+    # Then only chat messages were shed
+    delivered = [(json.loads(r.body)["t"], json.loads(r.body)["d"]["id"]) for r in endpoint.received]
+    assert delivered == [("GUILD_CREATE", GUILD_ID), *(("MESSAGE_CREATE", message(n)["id"]) for n in (3, 4))]
+    assert forwarder.counters.dropped == 2
+
+
+def test_a_buffer_full_of_channel_events_sheds_those_a_later_guild_create_repeats(endpoint, key_pair):
+    # Given a buffer of three: another guild's channel event, an update of this guild, this guild's list
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    elsewhere = {"id": "500000000000000009", "guild_id": "410000000000000004", "type": 0}
+    here = {"id": "500000000000000001", "guild_id": GUILD_ID, "type": 0}
+    forwarder.submit("CHANNEL_UPDATE", elsewhere)
+    forwarder.submit("CHANNEL_UPDATE", here)
+    forwarder.submit("GUILD_CREATE", discord_guild(2))
+    # When one more channel event arrives
+    forwarder.submit("CHANNEL_DELETE", here)
+    asyncio.run(deliver_all(forwarder))
+    # Then the update the guild's list already covers went, and the other guild's event was kept
+    delivered = [(json.loads(r.body)["t"], json.loads(r.body)["d"]["id"]) for r in endpoint.received]
+    assert delivered == [
+        ("CHANNEL_UPDATE", elsewhere["id"]),
+        ("GUILD_CREATE", GUILD_ID),
+        ("CHANNEL_DELETE", here["id"]),
+    ]
+    assert forwarder.counters.dropped == 1
+
+
+def test_a_thread_delete_is_not_shed_for_a_later_guild_create(endpoint, key_pair):
+    # Given a full buffer: another guild's update, a THREAD_DELETE of this guild, this guild's list
+    forwarder = Forwarder(endpoint.url, key_pair[0], buffer_size=3, base_delay=QUICK)
+    elsewhere = {"id": "500000000000000009", "guild_id": "410000000000000004", "type": 0}
+    deleted = {
+        "id": "510000000000000001",
+        "guild_id": GUILD_ID,
+        "parent_id": "500000000000000001",
+        "type": 11,
+    }
+    forwarder.submit("CHANNEL_UPDATE", elsewhere)
+    forwarder.submit("THREAD_DELETE", deleted)
+    forwarder.submit("GUILD_CREATE", discord_guild(2))
+    # When one more event arrives
+    forwarder.submit("CHANNEL_DELETE", elsewhere)
+    asyncio.run(deliver_all(forwarder))
+    # Then the THREAD_DELETE stays (the list would take the missing thread for an archived one and
+    # keep its memory): the oldest event went instead
+    delivered = [json.loads(r.body)["t"] for r in endpoint.received]
+    assert delivered == ["THREAD_DELETE", "GUILD_CREATE", "CHANNEL_DELETE"]

@@ -50,6 +50,8 @@ class Metric(StrEnum):
     RELAY_IGNORED = "RelayIgnored"
     RELAY_REJECTED = "RelayRejected"
     RELAY_CHANNEL_EVENTS = "RelayChannelEvents"
+    RELAY_GUILDS_RECONCILED = "RelayGuildsReconciled"
+    STM_ROWS_RECONCILED = "StmRowsReconciled"
     COMMANDS = "Commands"
     STM_ROWS_PURGED = "StmRowsPurged"
 

@@ -17,10 +17,13 @@ from typing import Any, Final
 
 from kioku.clock import InvalidTime, parse_time
 from kioku.domain.channel_events import (
+    GUILD_CREATE,
     ChannelEvent,
     ChannelEventType,
+    GuildSnapshot,
     InvalidChannelEvent,
     parse_channel_event,
+    parse_guild_create,
 )
 from kioku.domain.models import ServerConfig
 from kioku.domain.text import USER_MENTION
@@ -33,6 +36,9 @@ MESSAGE_REFERENCE_TYPE_DEFAULT: Final = 0
 """A reply; type 1 is a forward, which quotes the bot without talking to it."""
 
 MAX_RELAY_BODY_BYTES: Final = 64 * 1024
+MAX_GUILD_BODY_BYTES: Final = 1024 * 1024
+"""A ``GUILD_CREATE`` lists every channel and active thread of a guild: 500 channels with a few
+overwrites each come to about 150 KB even stripped to what privacy needs (Function URLs take 6 MB)."""
 MAX_CONTENT_CHARS: Final = 4000
 MAX_ATTACHMENTS: Final = 10
 MAX_EMBEDS: Final = 10
@@ -91,25 +97,35 @@ class TurnDecision:
     reason: TurnReason
 
 
-def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent:
-    """Validate the raw body of a relay request (size, UTF-8, JSON, shape)."""
-    if len(body) > MAX_RELAY_BODY_BYTES:
-        raise InvalidRelayEvent(f"body is larger than {MAX_RELAY_BODY_BYTES} bytes")
+def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent | GuildSnapshot:
+    """Validate the raw body of a relay request (size, UTF-8, JSON, shape): a ``GUILD_CREATE`` may
+    take up to ``MAX_GUILD_BODY_BYTES``, anything else ``MAX_RELAY_BODY_BYTES``."""
+    if len(body) > MAX_GUILD_BODY_BYTES:
+        raise InvalidRelayEvent(f"body is larger than {MAX_GUILD_BODY_BYTES} bytes")
     try:
         payload = json.loads(body.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise InvalidRelayEvent("body is not UTF-8") from None
     except (json.JSONDecodeError, RecursionError):
         raise InvalidRelayEvent("body is not valid JSON") from None
+    is_guild = isinstance(payload, Mapping) and payload.get("t") == GUILD_CREATE
+    if len(body) > MAX_RELAY_BODY_BYTES and not is_guild:
+        raise InvalidRelayEvent(f"body is larger than {MAX_RELAY_BODY_BYTES} bytes")
     return parse_gateway_message(payload)
 
 
-def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent:
-    """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}`` or a channel event (``CHANNEL_UPDATE``,
-    ``CHANNEL_DELETE``, ``THREAD_UPDATE``, ``THREAD_DELETE``); raises InvalidRelayEvent with the reason."""
+def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent | GuildSnapshot:
+    """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}``, a channel event (``CHANNEL_UPDATE``,
+    ``CHANNEL_DELETE``, ``THREAD_UPDATE``, ``THREAD_DELETE``) or a ``GUILD_CREATE``; raises
+    InvalidRelayEvent with the reason."""
     if not isinstance(payload, Mapping):
         raise InvalidRelayEvent("payload is not a JSON object")
     event_type = payload.get("t")
+    if event_type == GUILD_CREATE:
+        try:
+            return parse_guild_create(payload.get("d"), payload.get("received_at"))
+        except InvalidChannelEvent as exc:
+            raise InvalidRelayEvent(exc.reason) from None
     if event_type == MESSAGE_CREATE:
         message = parse_message_object(payload.get("d"))
         bot_roles = payload.get("bot_role_ids", [])
@@ -123,7 +139,9 @@ def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent:
             return parse_channel_event(ChannelEventType(event_type), payload.get("d"))
         except InvalidChannelEvent as exc:
             raise InvalidRelayEvent(exc.reason) from None
-    raise InvalidRelayEvent(f"event type must be {MESSAGE_CREATE} or one of {', '.join(ChannelEventType)}")
+    raise InvalidRelayEvent(
+        f"event type must be {MESSAGE_CREATE}, {GUILD_CREATE} or one of {', '.join(ChannelEventType)}"
+    )
 
 
 def parse_message_object(data: Any) -> GatewayMessage:

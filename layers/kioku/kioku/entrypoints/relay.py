@@ -1,5 +1,5 @@
 """RelayFunction: messages forwarded by the gateway relay, verified, addressed, queued; channel
-events applied to stored memory.
+events applied to stored memory; a guild's channel list (GUILD_CREATE) reconciled with it.
 
 202 queued, 204 not for the bot (or a channel event applied), 400 malformed, 401 not signed by the
 relay, 503 when the queue or the table cannot be reached (the relay retries).
@@ -11,13 +11,13 @@ from typing import Any
 
 from kioku.config import get_settings
 from kioku.domain.addressing import (
-    MAX_RELAY_BODY_BYTES,
+    MAX_GUILD_BODY_BYTES,
     InvalidRelayEvent,
     TurnReason,
     decide_turn,
     parse_relay_body,
 )
-from kioku.domain.channel_events import ChannelEvent
+from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
@@ -35,7 +35,7 @@ def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
             event,
             lambda: public_key_from_env("RELAY_PUBLIC_KEY"),
             _answer,
-            max_body_bytes=MAX_RELAY_BODY_BYTES,
+            max_body_bytes=MAX_GUILD_BODY_BYTES,  # parse_relay_body holds other events to less
         )
         if response["statusCode"] in (400, 401):
             count(Metric.RELAY_REJECTED)
@@ -52,6 +52,9 @@ def _answer(body: bytes) -> dict[str, Any]:
         correlate(channel_id=message.channel_id, guild_id=message.guild_id)
         count(Metric.RELAY_CHANNEL_EVENTS)
         return _apply_channel_event(message)
+    if isinstance(message, GuildSnapshot):
+        correlate(guild_id=message.guild_id)
+        return _reconcile_guild(message)
     correlate(message_id=message.message_id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
@@ -86,4 +89,18 @@ def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
     except StoreError:
         logger.exception("could not apply %s for channel %s", event.kind, event.channel_id)
         return error_response(503, "could not apply the channel event; retry")
+    return empty_response(204)
+
+
+def _reconcile_guild(snapshot: GuildSnapshot) -> dict[str, Any]:
+    from kioku.adapters.dynamodb.errors import StoreError
+    from kioku.services.channel_events import reconcile_guild
+
+    try:
+        report = reconcile_guild(snapshot, warm.stm_store())
+    except StoreError:
+        logger.exception("could not reconcile guild %s", snapshot.guild_id)
+        return error_response(503, "could not reconcile the guild's memory; retry")
+    count(Metric.RELAY_GUILDS_RECONCILED)
+    count(Metric.STM_ROWS_RECONCILED, report.restamped + report.deleted)
     return empty_response(204)

@@ -3,9 +3,10 @@
 No hikari here: the gateway adapter hands over every ``(event_name, data)`` and this module does the
 rest. The only Discord knowledge is which dispatches RelayFunction takes (``FORWARDED_EVENTS``) and
 the bot's own user id, read from ``READY``, so that its own messages are not sent back to it, and
-its managed role in each guild (``ROLE_EVENTS``), so a mention of that role addresses it. One
-worker delivers in arrival order; a full buffer sheds its oldest message, because a stale chat
-message is worth less than a fresh one.
+its managed role in each guild (``ROLE_EVENTS``), so a mention of that role addresses it. A
+``GUILD_CREATE`` goes out stripped to what privacy needs (``guild_channel_list``). One worker
+delivers in arrival order; a full buffer sheds its oldest chat message, because a stale chat
+message is worth less than a fresh one and a lost channel event leaves memory stamped wrong.
 """
 
 from __future__ import annotations
@@ -18,21 +19,28 @@ import random
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
 
 from kioku import __version__
+from kioku.domain.addressing import MAX_GUILD_BODY_BYTES
 from kioku.signatures import sign_request
 
 MESSAGE_CREATE: Final = "MESSAGE_CREATE"
 READY: Final = "READY"
-ROLE_EVENTS: Final = frozenset({"GUILD_CREATE", "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE"})
+GUILD_CREATE: Final = "GUILD_CREATE"
+THREAD_DELETE: Final = "THREAD_DELETE"
+ROLE_EVENTS: Final = frozenset({GUILD_CREATE, "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE"})
 """Where the relay learns each guild's managed role of the bot (``tags.bot_id``): mentioning that
 role addresses the bot, and only the gateway tells the relay which role it is without a request."""
 FORWARDED_EVENTS: Final = frozenset(
-    {MESSAGE_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", "THREAD_DELETE"}
+    {MESSAGE_CREATE, GUILD_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", THREAD_DELETE}
 )
+CHANNEL_FIELDS: Final = ("id", "type", "name", "parent_id", "permission_overwrites")
+THREAD_FIELDS: Final = ("id", "type", "name", "parent_id", "guild_id")
+ROLE_FIELDS: Final = ("id", "permissions")
 HTTP_REQUEST_TIMEOUT: Final = 408
 HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_SERVER_ERROR_FLOOR: Final = 500
@@ -111,13 +119,18 @@ class Forwarder:
             return False
         if event_name in ROLE_EVENTS:
             self._learn_bot_roles(data)
-            return False
         if event_name not in FORWARDED_EVENTS:
             return False
         if event_name == MESSAGE_CREATE and self._is_own_message(data):
             self.counters.skipped_own += 1
             return False
         extra: dict[str, Any] = {}
+        if event_name == GUILD_CREATE:
+            channel_list = self._guild_channel_list(data)
+            if channel_list is None:
+                return False
+            data = channel_list
+            extra["received_at"] = datetime.fromtimestamp(self._clock(), UTC).isoformat()
         if event_name == MESSAGE_CREATE:
             mentioned = self._bot_roles.get(str(data.get("guild_id")), set()) & set(
                 data.get("mention_roles") or []
@@ -134,6 +147,16 @@ class Forwarder:
             self.counters.failed += 1
             logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
             return False
+        if event_name == GUILD_CREATE and len(body) > MAX_GUILD_BODY_BYTES:
+            self.counters.failed += 1
+            logger.error(
+                "GUILD_CREATE of guild %s is %d bytes even stripped, over RelayFunction's %d; not forwarded "
+                "(its memory keeps its stamps until each channel's next turn)",
+                data.get("id"),
+                len(body),
+                MAX_GUILD_BODY_BYTES,
+            )
+            return False
         if self._buffer.full():
             shed = self._buffer.shed_oldest()
             self.counters.dropped += 1
@@ -143,7 +166,7 @@ class Forwarder:
                 shed,
                 self.counters.dropped,
             )
-        self._buffer.put_nowait((event_name, body))
+        self._buffer.put_nowait((event_name, str(data.get("guild_id") or data.get("id")), body))
         return True
 
     async def run(self) -> None:
@@ -179,6 +202,15 @@ class Forwarder:
         user = ready.get("user")
         self.own_user_id = str(user["id"]) if isinstance(user, Mapping) and "id" in user else None
 
+    def _guild_channel_list(self, guild: Mapping[str, Any]) -> dict[str, Any] | None:
+        """What RelayFunction reconciles memory with; None for a guild in an outage (no channels)."""
+        if guild.get("unavailable") is True or not isinstance(guild.get("channels"), list):
+            return None
+        channel_list = guild_channel_list(guild)
+        if len(encode_dispatch(GUILD_CREATE, channel_list)) > MAX_GUILD_BODY_BYTES:
+            channel_list = guild_channel_list(guild, everyone_overwrites_only=True)
+        return channel_list
+
     def _learn_bot_roles(self, data: Mapping[str, Any]) -> None:
         guild_id = str(data.get("guild_id") or data.get("id") or "")
         roles = data.get("roles") if isinstance(data.get("roles"), list) else [data.get("role")]
@@ -212,7 +244,7 @@ class Forwarder:
 
     async def _deliver_forever(self, client: httpx.AsyncClient) -> None:
         while True:
-            _, body = await self._buffer.get()
+            _, _, body = await self._buffer.get()
             self._in_flight = True
             try:
                 await self._deliver(client, body)
@@ -270,18 +302,61 @@ class Forwarder:
         return random.uniform(ceiling / 2, ceiling)
 
 
-class _DispatchBuffer(asyncio.Queue[tuple[str, bytes]]):
-    """The bounded buffer; when full, a chat message goes before a channel event: a stale message is
-    worth little, a lost channel event leaves a channel that turned private stamped public."""
+class _DispatchBuffer(asyncio.Queue[tuple[str, str, bytes]]):
+    """The bounded buffer of (event name, guild id, body); when full, every chat message goes before
+    any channel or guild event: a stale message is worth little, a lost channel event leaves a
+    channel that turned private stamped public."""
 
     def shed_oldest(self) -> str:
-        """Drop the oldest chat message (the oldest dispatch when there is none); its event name."""
+        """Drop the oldest chat message; when there is none, the oldest channel or guild event that a
+        later ``GUILD_CREATE`` of its guild makes redundant (not a ``THREAD_DELETE``: the list holds
+        only active threads, so a thread missing from it is kept); else the oldest dispatch. Its
+        event name."""
         queued = self._queue  # asyncio.Queue's own deque, there for subclasses
-        index = next((i for i, (name, _) in enumerate(queued) if name == MESSAGE_CREATE), 0)
-        name, _ = queued[index]
-        del queued[index]
+        index = next((i for i, (name, _, _) in enumerate(queued) if name == MESSAGE_CREATE), None)
+        if index is None:
+            listed_later: set[str] = set()
+            for i in range(len(queued) - 1, -1, -1):
+                name, guild_id, _ = queued[i]
+                if guild_id in listed_later and name != THREAD_DELETE:
+                    index = i  # the last one found is the oldest
+                if name == GUILD_CREATE:
+                    listed_later.add(guild_id)
+        name, _, _ = queued[index or 0]
+        del queued[index or 0]
         self.task_done()
         return name
+
+
+def guild_channel_list(guild: Mapping[str, Any], *, everyone_overwrites_only: bool = False) -> dict[str, Any]:
+    """A ``GUILD_CREATE`` cut to what deciding privacy needs: its channels, active threads and roles
+    (members, presences, voice states, emojis, stickers and the rest left out). A guild too large
+    even so keeps only each channel's overwrite of @everyone (the role whose id is the guild's), the
+    only one the privacy rule reads."""
+    guild_id = str(guild.get("id"))
+
+    def kept(item: Any, fields: tuple[str, ...]) -> Any:
+        if not isinstance(item, Mapping):
+            return item  # RelayFunction refuses it, as it would the whole event
+        cut = {name: item[name] for name in fields if name in item}
+        if everyone_overwrites_only and isinstance(cut.get("permission_overwrites"), list):
+            cut["permission_overwrites"] = [
+                overwrite
+                for overwrite in cut["permission_overwrites"]
+                if isinstance(overwrite, Mapping) and str(overwrite.get("id")) == guild_id
+            ]
+        return cut
+
+    def each(name: str, fields: tuple[str, ...]) -> list[Any]:
+        items = guild.get(name)
+        return [kept(item, fields) for item in items] if isinstance(items, list) else []
+
+    return {
+        "id": guild.get("id"),
+        "channels": each("channels", CHANNEL_FIELDS),
+        "threads": each("threads", THREAD_FIELDS),
+        "roles": each("roles", ROLE_FIELDS),
+    }
 
 
 def encode_dispatch(

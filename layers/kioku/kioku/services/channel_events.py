@@ -1,19 +1,26 @@
 """A channel changed or went away: stored short-term memory follows at once.
 
 A channel made private is re-stamped private (with its threads) before any later turn can recall
-it elsewhere; a deleted channel's or thread's rows are deleted. Long-term memories keep the privacy
-their channel had when they were written (see docs/privacy.md).
+it elsewhere; a deleted channel's or thread's rows are deleted. A guild's whole channel list
+(``GUILD_CREATE``, on every new gateway session) repairs what lost events left behind: every row of
+the guild is stamped as the list describes its channel, or deleted when its channel is gone.
+Long-term memories keep the privacy their channel had when they were written (see docs/privacy.md).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
+from typing import Final
 
 from kioku import clock as kioku_clock
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.domain.channel_events import ChannelEvent
+from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
+
+MAX_RECONCILED_ROWS: Final = 20_000
+"""Rows one GUILD_CREATE reconciles: 500 channels and 1,500 threads with memory, for ten personas."""
 
 logger = logging.getLogger(__name__)
 
@@ -34,3 +41,52 @@ def apply_channel_event(
         "%s for channel %s: %d short-term memory rows changed", event.kind, event.channel_id, event_count
     )
     return changed
+
+
+@dataclass(slots=True)
+class GuildReconciliation:
+    """What one ``GUILD_CREATE`` did: rows read, re-stamped, deleted; ``complete`` False when the
+    guild held more than ``MAX_RECONCILED_ROWS`` and the rest were left as they were."""
+
+    rows: int = 0
+    restamped: int = 0
+    deleted: int = 0
+    complete: bool = True
+
+
+def reconcile_guild(
+    snapshot: GuildSnapshot,
+    store: StmStore,
+    clock: Callable[[], datetime] = kioku_clock.now,
+    *,
+    max_rows: int = MAX_RECONCILED_ROWS,
+) -> GuildReconciliation:
+    """Stamp every stored row of ``snapshot``'s guild as the channel list describes it (see
+    ``GuildSnapshot.fate_of``), as of when the relay received the list (never later than now)."""
+    report = GuildReconciliation()
+    if not snapshot.available:
+        return report  # an outage: Discord lists no channels, which says nothing of them
+    now = clock()
+    at = min(snapshot.taken_at or now, now)
+    rows, report.complete = store.guild_rows(snapshot.guild_id, max_rows=max_rows)
+    report.rows = len(rows)
+    for entry in rows:
+        fate = snapshot.fate_of(entry.channel_id, entry.parent_channel_id, entry.private_thread)
+        if fate.delete:
+            report.deleted += store.delete_described_before(entry, at)
+        elif fate.description is not None:
+            report.restamped += store.restamp_described(entry, fate.description, at)
+    if not report.complete:
+        logger.warning(
+            "guild %s holds more than %d short-term memory rows; the rest were not reconciled",
+            snapshot.guild_id,
+            max_rows,
+        )
+    logger.info(
+        "GUILD_CREATE for guild %s: %d rows read, %d re-stamped, %d deleted",
+        snapshot.guild_id,
+        report.rows,
+        report.restamped,
+        report.deleted,
+    )
+    return report

@@ -39,7 +39,7 @@ from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.clock import parse_time
 from kioku.domain.forgetting import Said
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
-from kioku.domain.privacy import Place, PrivacyMode
+from kioku.domain.privacy import ChannelDescription, Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
 from kioku.domain.stm.context import StmState
 from kioku.domain.stm.entries import (
@@ -71,6 +71,18 @@ _BACKOFF_STEP_SECONDS: Final = 0.002
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
 _LINES_PREFIX: Final = "STMLINES#"
 MAX_FORGET_ATTEMPTS: Final = 16
+_STAMP_ATTRIBUTES: Final = (
+    "channel_id",
+    "persona_id",
+    "server_id",
+    "lineage_id",
+    "parent_channel_id",
+    "channel_name",
+    "private",
+    "private_thread",
+    "described_at",
+)
+"""What reconciling a row with its guild's channel list reads of it."""
 
 
 class NewerMemoryExists(StoreError):
@@ -436,6 +448,87 @@ class StmStore:
         for entry in rows:
             self._table.delete(stm_row_key(entry.address))
         return len(rows)
+
+    # -- a guild's whole channel list (GUILD_CREATE) --------------------------------------------------
+
+    def guild_rows(self, server_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
+        """Every channel's and thread's row of ``server_id`` (every persona), only their identity and
+        privacy stamp: pages of one key-range Query on the server's partition, at most ``max_rows``
+        rows; True when that was all of them."""
+        rows: list[StmEntry] = []
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._table.query(
+                "#pk = :pk AND begins_with(#sk, :channels)",
+                names={"#pk": "pk", "#sk": "sk"},
+                values={":pk": _scope_pk(StmAddress.of(server_id, "", "", "")), ":channels": "C#"},
+                limit=max_rows - len(rows),
+                start_key=start_key,
+                attributes=_STAMP_ATTRIBUTES,
+            )
+            rows.extend(entry for entry in map(entry_from_item, items) if entry is not None)
+            if start_key is None:
+                return rows, True
+            if len(rows) >= max_rows:
+                return rows, False
+
+    def restamp_described(self, entry: StmEntry, description: ChannelDescription, at: datetime) -> bool:
+        """Stamp ``entry``'s row with ``description``, Discord's look at its channel at ``at``, unless a
+        turn or event described it later (so a late list never stamps an older privacy back); bumps
+        the version as any re-stamp does. True if the row changed."""
+        expression = _Update()
+        name = (description.name or "")[:MAX_CHANNEL_NAME_CHARS]
+        if name and name != entry.channel_name:
+            expression.set("channel_name", name)
+        parent = description.parent_channel_id
+        if (
+            entry.private is not description.private
+            or entry.private_thread != description.private_thread
+            or parent != entry.parent_channel_id
+        ):
+            expression.set("private", description.private)
+            expression.set("private_thread", description.private_thread)
+            expression.set("described_at", _iso(at))
+            expression.set(
+                "gsi1pk", recency_partition(entry.address, entry.lineage_id, private=description.private)
+            )
+            expression.add("version", 1)
+            if parent:
+                expression.set("parent_channel_id", parent)
+                expression.set("gsi3pk", thread_parent_partition(entry.address.server_id or "", parent))
+            else:
+                expression.remove("parent_channel_id")
+                expression.remove("gsi3pk")
+        if not expression.has_changes():
+            return False
+        described = expression.name("described_at")
+        try:
+            self._table.update(
+                stm_row_key(entry.address),
+                expression.text(),
+                condition=(
+                    f"attribute_exists(pk) AND (attribute_not_exists({described}) "
+                    f"OR {described} < {expression.value(_iso(at))})"
+                ),
+                names=expression.names,
+                values=expression.values,
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def delete_described_before(self, entry: StmEntry, at: datetime) -> bool:
+        """Delete ``entry``'s row unless a turn described its channel after ``at`` (it exists, then)."""
+        try:
+            self._table.delete(
+                stm_row_key(entry.address),
+                condition="attribute_not_exists(#described) OR #described < :at",
+                names={"#described": "described_at"},
+                values={":at": _iso(at)},
+            )
+        except ConditionFailed:
+            return False
+        return True
 
     def _own_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of ``channel_id``, one per persona: a key-range query."""

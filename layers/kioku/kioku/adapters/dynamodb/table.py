@@ -104,8 +104,10 @@ class KiokuTable:
         consistent: bool = False,
         start_key: Key | None = None,
         filter_expression: str | None = None,
+        attributes: Sequence[str] = (),
     ) -> tuple[list[Item], Key | None]:
-        """One page of a query: the items and the key to continue from (None at the end)."""
+        """One page of a query: the items (only ``attributes`` of them, when given) and the key to
+        continue from (None at the end)."""
         params: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": key_condition,
@@ -113,8 +115,11 @@ class KiokuTable:
         }
         if filter_expression:
             params["FilterExpression"] = filter_expression
-        if names:
-            params["ExpressionAttributeNames"] = dict(names)
+        aliases = {f"#attr{i}": attribute for i, attribute in enumerate(attributes)}
+        if aliases:
+            params["ProjectionExpression"] = ", ".join(aliases)
+        if names or aliases:
+            params["ExpressionAttributeNames"] = {**(names or {}), **aliases}
         if values:
             params["ExpressionAttributeValues"] = to_wire(values)
         if index:
