@@ -42,17 +42,29 @@ from kioku.domain.ltm.notification import (
     memory_saved_embed,
     memory_updated_embed,
 )
-from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, SearchMembers
-from kioku.domain.ltm.recall import recall_subjects, render_recall
-from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, RecallSet, SearchMembers
+from kioku.domain.ltm.ranking import RecallQuery
+from kioku.domain.ltm.recall import (
+    DEFAULT_RECALL_BUDGET_CHARS,
+    Recall,
+    build_recall,
+    rank_recalled,
+    recall_subjects,
+)
+from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.models import ContextItem, MemoryModeration
 from kioku.domain.privacy import Origin, effective_private
-from kioku.domain.tools import ToolResult
+from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 
 CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
+SEARCH_TOOL_NAME: Final = "search_long_term_memory"
+SEARCH_MAX_RESULTS: Final = 8
+SEARCH_BUDGET_CHARS: Final = 2_000
+"""Characters of memory text one search answers with: a few memories, not another recall."""
+SEARCH_QUERY_MAX_CHARS: Final = 500
 
 CREATE_TOOL: Final = {
     "type": "function",
@@ -123,6 +135,29 @@ UPDATE_TOOL: Final = {
     },
 }
 
+SEARCH_TOOL: Final = {
+    "type": "function",
+    "function": {
+        "name": SEARCH_TOOL_NAME,
+        "description": (
+            "Search the long-term memories that did not fit in your context this turn. Use it when "
+            "the person asks about something you may have been told before and your memories shown "
+            "do not answer it. Answers the best matches with their ids (correct them with "
+            "update_long_term_memory, with target_user set to 'about' for a personal memory)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to look for: names, places, dates, topics, in a few words.",
+                },
+            },
+            "required": ["query"],
+        },
+    },
+}
+
 _CREATE_PROBLEMS: Final = {
     Problem.ARGUMENTS: SaveStatus.INVALID_ARGS,
     Problem.CONTENT: SaveStatus.INVALID_CONTENT,
@@ -146,11 +181,15 @@ _SERVER_FALLBACK: Final = {
 }
 
 
-def long_term_memory_tools(turn: TurnContext) -> list[dict[str, Any]]:
-    """The memory tools to offer this turn: none when self-teaching is off or the model takes no tools."""
-    if not (turn.config.capabilities.self_teaching_enabled and turn.llm_has_tools):
+def long_term_memory_tools(turn: TurnContext, recalled: Recall | None = None) -> list[dict[str, Any]]:
+    """The memory tools to offer this turn: saving and correcting unless self-teaching is off, and
+    searching when ``recalled`` left memories out; none when the model takes no tools."""
+    if not turn.llm_has_tools:
         return []
-    return [CREATE_TOOL, UPDATE_TOOL]
+    tools = [CREATE_TOOL, UPDATE_TOOL] if turn.config.capabilities.self_teaching_enabled else []
+    if recalled is not None and recalled.left_out:
+        tools.append(SEARCH_TOOL)
+    return tools
 
 
 def create_long_term_memory(
@@ -218,7 +257,13 @@ def update_long_term_memory(
         return _result(UpdateStatus.DB_ERROR, "the memory could not be changed; do not retry in this turn")
 
 
-def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
+def recall(
+    turn: TurnContext,
+    *,
+    store: MemoryStore,
+    query: RecallQuery | None = None,
+    budget: int = DEFAULT_RECALL_BUDGET_CHARS,
+) -> ContextItem | None:
     """The long-term memory context item of a turn, or None when nothing is remembered.
 
     One BatchGetItem: the recall books and the privacy levels of the participants shown.
@@ -232,7 +277,58 @@ def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
         place=turn.place,
         policy=turn.config.privacy,
     )
-    return render_recall(turn, memories.server, memories.personal, subjects, offered_update_tool(turn))
+    return recall_context(turn, memories, query=query, budget=budget).item
+
+
+def recall_context(
+    turn: TurnContext,
+    memories: RecallSet,
+    *,
+    query: RecallQuery | None = None,
+    budget: int = DEFAULT_RECALL_BUDGET_CHARS,
+) -> Recall:
+    """The recall of memories already read (and filtered for privacy) for this turn, within ``budget``
+    characters, ranked for ``query`` when not everything fits."""
+    search_tool = SEARCH_TOOL_NAME if turn.llm_has_tools else None
+    return build_recall(
+        turn,
+        memories.server,
+        memories.personal,
+        recall_subjects(turn),
+        offered_update_tool(turn),
+        budget=budget,
+        query=query,
+        search_tool=search_tool,
+    )
+
+
+def search_long_term_memory(
+    arguments: str | dict[str, Any] | None, turn: TurnContext, recalled: Recall
+) -> ToolResult:
+    """The memories this turn may see but was not shown, best first for the model's ``query``, within
+    ``SEARCH_BUDGET_CHARS``: no read, since recall already holds every memory the turn may see."""
+    parsed = parse_tool_arguments(arguments)
+    query = parsed.get("query") if parsed is not None else None
+    if not isinstance(query, str) or not query.strip() or len(query) > SEARCH_QUERY_MAX_CHARS:
+        return _result(SearchStatus.INVALID_ARGS, f"give a query of 1 to {SEARCH_QUERY_MAX_CHARS} characters")
+    hidden = recalled.not_shown()
+    if not hidden:
+        return _result(SearchStatus.NOTHING_FOUND, "every memory you have here is already in your context")
+    ranked = rank_recalled(hidden, RecallQuery(query, ignored=turn.bot.names(turn.bot_name)), turn.now)
+    found: list[dict[str, Any]] = []
+    room = SEARCH_BUDGET_CHARS
+    for place in ranked:
+        candidate = hidden[place.index]
+        if place.relevance <= 0 or len(found) >= SEARCH_MAX_RESULTS:
+            break
+        if len(candidate.text) <= room:
+            room -= len(candidate.text)
+            found.append(
+                {"memory_id": candidate.memory.memory_id, "about": candidate.about, "memory": candidate.text}
+            )
+    if not found:
+        return _result(SearchStatus.NOTHING_FOUND, "no memory matches; try other words, or answer without")
+    return ToolResult(SearchStatus.FOUND, {"memories": found})
 
 
 def offered_update_tool(turn: TurnContext) -> str | None:

@@ -33,3 +33,10 @@ class UpdateStatus(StrEnum):
     DB_ERROR = "memory_update_failed_db_error"
     INVALID_ARGS = "memory_update_failed_invalid_args"
     INVALID_CONTENT = "memory_update_failed_invalid_content"
+
+
+class SearchStatus(StrEnum):
+    FOUND = "memory_search_successful"
+    NOTHING_FOUND = "memory_search_successful_no_match"
+    INVALID_ARGS = "memory_search_failed_invalid_args"
+    UNAVAILABLE = "memory_search_failed_unavailable"
