@@ -62,6 +62,8 @@ _STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
 _VOWELS: Final = frozenset("aeiouy")
 _STEM_CACHE_LIMIT: Final = 50_000
 _stems: dict[str, str] = {}
+_DOCUMENT_CACHE_LIMIT: Final = 20_000
+_documents: dict[str, Document] = {}
 
 
 def stem(word: str) -> str:
@@ -153,34 +155,52 @@ class Ranked:
     relevance: float
 
 
-def bm25(documents: Sequence[Sequence[str]], weights: dict[str, float]) -> list[float]:
-    """Okapi BM25 of each document (its terms) for a weighted bag of query terms."""
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A text as BM25 reads it: how many terms it has, and how often each occurs."""
+
+    length: int
+    counts: dict[str, int]
+
+
+def document(text: str) -> Document:
+    """``text``'s ``Document``, memoised: a warm worker ranks the same memories turn after turn."""
+    known = _documents.get(text)
+    if known is None:
+        found = terms(text)
+        counts: dict[str, int] = {}
+        for term in found:
+            counts[term] = counts.get(term, 0) + 1
+        known = Document(len(found), counts)
+        if len(_documents) >= _DOCUMENT_CACHE_LIMIT:
+            _documents.clear()
+        _documents[text] = known
+    return known
+
+
+def bm25(documents: Sequence[Document], weights: dict[str, float]) -> list[float]:
+    """Okapi BM25 of each document for a weighted bag of query terms."""
     if not weights or not documents:
         return [0.0] * len(documents)
-    counts: list[dict[str, int]] = []
-    frequency = dict.fromkeys(weights, 0)
-    total = 0
-    for document in documents:
-        total += len(document)
-        hits: dict[str, int] = {}
-        for term in document:
-            if term in weights:
-                hits[term] = hits.get(term, 0) + 1
-        for term in hits:
-            frequency[term] += 1
-        counts.append(hits)
     n = len(documents)
-    average = (total / n) or 1.0
+    average = (sum(d.length for d in documents) / n) or 1.0
+    frequency = {term: sum(1 for d in documents if term in d.counts) for term in weights}
     idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items() if df}
+    query = [(term, weights[term] * idf[term]) for term in idf]
     scores = []
-    for document, hits in zip(documents, counts, strict=True):
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
-        scores.append(sum(weights[t] * idf[t] * tf * (BM25_K1 + 1) / (tf + norm) for t, tf in hits.items()))
+    for d in documents:
+        score = 0.0
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * d.length / average)
+        for term, weight in query:
+            tf = d.counts.get(term)
+            if tf:
+                score += weight * tf * (BM25_K1 + 1) / (tf + norm)
+        scores.append(score)
     return scores
 
 
 def rank(
-    documents: Sequence[Sequence[str]],
+    documents: Sequence[Document],
     query: RecallQuery,
     *,
     tiers: Sequence[int],
@@ -196,7 +216,8 @@ def rank(
         score * (1 + TIER_BOOST[tier] + RECENCY_BOOST * (1 - age / oldest))
         for score, tier, age in zip(relevance, tiers, ages, strict=True)
     ]
-    order = sorted(range(len(documents)), key=lambda i: (-round(boosted[i], 9), tiers[i], ages[i], ids[i]))
+    keys = [(-round(score, 9), *rest) for score, *rest in zip(boosted, tiers, ages, ids, strict=True)]
+    order = sorted(range(len(documents)), key=keys.__getitem__)
     return [Ranked(i, boosted[i]) for i in order]
 
 

@@ -10,7 +10,16 @@ from typing import Final
 
 from kioku.domain.ltm.memory import Memory
 from kioku.domain.ltm.notification import show_names
-from kioku.domain.ltm.ranking import PARTICIPANT, SERVER, SPEAKER, Ranked, RecallQuery, rank, terms
+from kioku.domain.ltm.ranking import (
+    PARTICIPANT,
+    SERVER,
+    SPEAKER,
+    Document,
+    Ranked,
+    RecallQuery,
+    document,
+    rank,
+)
 from kioku.domain.models import ContextItem, ContextTag, Participant
 from kioku.domain.turn import TurnContext
 
@@ -49,7 +58,7 @@ def recall_subjects(turn: TurnContext) -> tuple[Participant, ...]:
     return tuple(subjects.values())[:RECALL_MAX_USERS]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a turn makes one per memory in scope, and frozen ones cost twice
 class Recalled:
     """A memory the turn may see, as recall writes it: ``line`` is ``[#id] text`` with names filled in,
     ``about`` whom it is about (a display name, or ``this server``)."""
@@ -65,8 +74,8 @@ class Recalled:
     def text(self) -> str:
         return self.line.split("] ", 1)[1]
 
-    def terms(self) -> list[str]:
-        return terms(f"{self.line} {self.label}")
+    def document(self) -> Document:
+        return document(f"{self.line} {self.label}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +184,7 @@ def build_recall(
 def rank_recalled(candidates: Sequence[Recalled], query: RecallQuery, now: datetime) -> list[Ranked]:
     """``candidates`` best first for ``query`` (see ``ranking.rank``)."""
     return rank(
-        [candidate.terms() for candidate in candidates],
+        [candidate.document() for candidate in candidates],
         query,
         tiers=[candidate.tier for candidate in candidates],
         ages=[max((now - candidate.memory.updated_at).total_seconds(), 0.0) for candidate in candidates],
