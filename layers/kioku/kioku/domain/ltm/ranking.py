@@ -216,7 +216,7 @@ def rank(
         score * (1 + TIER_BOOST[tier] + RECENCY_BOOST * (1 - age / oldest))
         for score, tier, age in zip(relevance, tiers, ages, strict=True)
     ]
-    keys = [(-round(score, 9), *rest) for score, *rest in zip(boosted, tiers, ages, ids, strict=True)]
+    keys = [(-score, *rest) for score, *rest in zip(boosted, tiers, ages, ids, strict=True)]
     order = sorted(range(len(documents)), key=keys.__getitem__)
     return [Ranked(i, boosted[i]) for i in order]
 
