@@ -37,13 +37,13 @@ from kioku.adapters.dynamodb.ltm_store import (
 )
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
-from kioku.domain.ltm.ranking import RecallQuery
-from kioku.domain.ltm.recall import Recall, build_recall, recall_subjects
+from kioku.domain.ltm.ranking import RecallQuery, similarity
+from kioku.domain.ltm.recall import Recall, build_recall, fact_words, recall_subjects
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground.aws import create_table, load_template
-from kioku.services.ltm import recall_context, search_long_term_memory
+from kioku.services.ltm import NEAR_DUPLICATE_SIMILARITY, recall_context, search_long_term_memory
 
 SIZES = (20, 200, 1000)
 BUDGET = 8_000
@@ -732,6 +732,42 @@ def ranking_of_a_thousand() -> str:
     )
 
 
+REWORDINGS = (
+    ("{user} lives in Lisbon", "{user} lives in Lisbon now"),
+    ("{user} has a dog called Pixel", "{user}'s dog is called Pixel"),
+    ("{user} is allergic to peanuts", "{user} is allergic to peanuts!"),
+    ("{user} works as a nurse", "{user} works as a Nurse at the moment"),
+    ("{user} plays the cello in a band", "{user} plays cello in a band"),
+    ("{user} is learning Japanese", "{user} has been learning Japanese"),
+    ("{user}'s favourite food is ramen", "{user}'s favorite food is ramen"),
+    ("{user} supports Benfica", "{user} is a Benfica supporter"),
+    ("The server's movie night is on Fridays", "Movie night on this server is on Fridays"),
+    ("{user} went to the zoo with Mia on 2025-03-01", "{user} went to the zoo with Mia on March 1st 2025"),
+)
+"""The same fact written twice, as a model rewords it."""
+
+
+def near_duplicates() -> str:
+    """How ``NEAR_DUPLICATE_SIMILARITY`` splits the generated 1,000 memories' distinct facts of one
+    scope (none may reach it) from rewordings of one fact (most should)."""
+    memories: dict[tuple[str, str], list[str]] = {}
+    for u in generate(1000).utterances:
+        if u.memory:
+            memories.setdefault((u.scope, u.speaker if u.scope == "personal" else ""), []).append(u.memory)
+    distinct = over = 0
+    for texts in memories.values():
+        words = [fact_words(text) for text in dict.fromkeys(texts)]
+        for i, first in enumerate(words):
+            for second in words[i + 1 :]:
+                distinct += 1
+                over += similarity(first, second) >= NEAR_DUPLICATE_SIMILARITY
+    caught = sum(similarity(fact_words(a), fact_words(b)) >= NEAR_DUPLICATE_SIMILARITY for a, b in REWORDINGS)
+    return (
+        f"memory.near_duplicate threshold={NEAR_DUPLICATE_SIMILARITY} distinct_facts_over={over}/{distinct} "
+        f"rewordings_caught={caught}/{len(REWORDINGS)} (pairs of one scope's memories at 1,000 memories)"
+    )
+
+
 def run(conversations: Iterable[tuple[str, Conversation]]) -> None:
     template = load_template()
     with mock_aws():
@@ -763,6 +799,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         return
     run((f"memories={size}", generate(size)) for size in SIZES)
     print(ranking_of_a_thousand())
+    print(near_duplicates())
 
 
 if __name__ == "__main__":

@@ -1,5 +1,5 @@
-"""Recall within a budget: everything while it fits, the memories that matter when not, and the
-search of the rest (issue 20)."""
+"""Recall within a budget: everything while it fits, the memories that matter when not, the search
+of the rest, and saves that would repeat a memory the turn can see (issue 20)."""
 
 from __future__ import annotations
 
@@ -10,22 +10,35 @@ from datetime import timedelta
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.ranking import RecallQuery, stem, terms
-from kioku.domain.ltm.statuses import SearchStatus
+from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
+from kioku.domain.privacy import Origin
 from kioku.services.ltm import (
     CREATE_TOOL,
     SEARCH_BUDGET_CHARS,
     SEARCH_TOOL,
     SEARCH_TOOL_NAME,
     UPDATE_TOOL,
+    create_long_term_memory,
     long_term_memory_tools,
     recall_context,
     search_long_term_memory,
 )
-from tests.unit.ltm_fakes import ALICE, BOB, HERE, NOW, SERVER, make_turn
+from tests.unit.ltm_fakes import (
+    ALICE,
+    BOB,
+    HERE,
+    NOW,
+    SERVER,
+    FakeMemoryStore,
+    make_turn,
+    member_lookup,
+    settings,
+)
 
 SERVER_SCOPE = MemoryScope.server(SERVER, 1)
 ALICES = MemoryScope.personal(ALICE.user_id, 1)
 BOBS = MemoryScope.personal(BOB.user_id, 1)
+SECRET = Origin(SERVER, "701", private=True)
 FILLER = (
     "went to the weekly board game evening and talked about the weather, the traffic and lunch",
     "watched the football match with friends and complained about the referee afterwards",
@@ -189,3 +202,84 @@ def test_a_search_that_matches_nothing_or_is_malformed_says_so():
     for arguments in ({}, {"query": ""}, {"query": 7}, {"query": "x" * 501}, "not json", None):
         result = search_long_term_memory(arguments, make_turn(), recall)
         assert result.status == SearchStatus.INVALID_ARGS
+
+
+# -- near-duplicates ------------------------------------------------------------------------------
+
+
+def save(content: str, store: FakeMemoryStore, *, scope: str = "target_user", turn=None, limit: int = 100):
+    turn = turn or make_turn()
+    shown = store.recall(
+        SERVER, 1, [ALICE.user_id, BOB.user_id], place=turn.place, policy=turn.config.privacy
+    )
+    arguments = {"memory_content": content, "memory_scope": scope}
+    if scope == "target_user":
+        arguments["target_user"] = "Alice"
+    return create_long_term_memory(
+        arguments,
+        turn,
+        store=store,
+        search_members=lambda guild, query: [],
+        lookup_member=member_lookup,
+        settings=settings(MAX_PERSONAL_MEMORIES=limit, MAX_SERVER_MEMORIES=limit),
+        recalled=recall_context(turn, shown),
+    )
+
+
+def test_a_reworded_fact_is_answered_with_the_memory_that_already_says_it():
+    # Given Alice's memory that she plays the cello in a band
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} plays the cello in a band", 30))
+
+    # When the model saves it again in other words
+    result = save("{user} plays cello in a band", store)
+
+    # Then it is told which memory says it, with its text, and nothing is saved
+    assert result.status == SaveStatus.ALREADY_REMEMBERED and not result.ok
+    assert result.data["memory_id"] == "30001"
+    assert result.data["memory"] == "Alice plays the cello in a band"
+    assert "update it instead" in result.data["message"]
+    assert len(store.memories) == 1
+
+
+def test_a_different_fact_in_the_same_words_is_saved():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} went to the zoo with Mia on 2025-03-01", 30))
+    store.add(memory(ALICES, 30002, "{user} lives in Lisbon", 30))
+    for content in ("{user} went to the zoo with Noah on 2025-03-01", "{user} lives in Porto"):
+        assert save(content, store).status == SaveStatus.SAVED
+    assert len(store.memories) == 4
+
+
+def test_the_same_text_is_still_the_stores_to_answer():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} plays the cello in a band", 30))
+    result = save("{user} plays the cello in a band", store)
+    assert (
+        result.status == SaveStatus.SAVED and "already remembered as memory #30001" in result.data["message"]
+    )
+
+
+def test_a_memory_the_turn_may_not_see_is_never_named_as_a_near_duplicate():
+    # Given a server memory said in a private channel
+    store = FakeMemoryStore()
+    secret = Memory(
+        SERVER_SCOPE, "30001", "The vault code is okapi seven", BOB.user_id, NOW, NOW, origin=SECRET
+    )
+    store.add(secret)
+
+    # When the same fact is saved, reworded, in a public channel
+    result = save("The vault code is okapi seven!", store, scope="server_wide")
+
+    # Then it is saved as a new memory: nothing tells the public channel the private one exists
+    assert result.status == SaveStatus.SAVED and "30001" not in json.dumps(result.data)
+
+
+def test_a_full_scope_names_its_most_similar_memories_to_update_instead():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} lives in Lisbon", 30))
+    store.add(memory(ALICES, 30002, "{user} has a dog called Pixel", 20))
+    result = save("{user} lives in Porto now", store, limit=2)
+    assert result.status == SaveStatus.LIMIT_EXCEEDED
+    assert result.data["similar"] == [{"memory_id": "30001", "memory": "Alice lives in Lisbon"}]
+    assert len(store.memories) == 2

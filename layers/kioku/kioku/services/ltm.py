@@ -35,6 +35,7 @@ from kioku.domain.ltm.memory import (
     ScopeKind,
     TargetPrivacyRestricted,
     allows_personal_memories,
+    content_fingerprint,
 )
 from kioku.domain.ltm.notification import (
     memory_forgotten_embed,
@@ -48,6 +49,7 @@ from kioku.domain.ltm.recall import (
     DEFAULT_RECALL_BUDGET_CHARS,
     Recall,
     build_recall,
+    most_similar,
     rank_recalled,
     recall_subjects,
 )
@@ -65,6 +67,11 @@ SEARCH_MAX_RESULTS: Final = 8
 SEARCH_BUDGET_CHARS: Final = 2_000
 """Characters of memory text one search answers with: a few memories, not another recall."""
 SEARCH_QUERY_MAX_CHARS: Final = 500
+NEAR_DUPLICATE_SIMILARITY: Final = 0.8
+"""Share of words in common above which a new memory says what one in its scope already says.
+Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
+conversation reach it, most rewordings of one fact do."""
+SIMILAR_ON_LIMIT: Final = 3
 
 CREATE_TOOL: Final = {
     "type": "function",
@@ -201,16 +208,19 @@ def create_long_term_memory(
     settings: Settings,
     lookup_member: LookupMember | None = None,
     speaker_manages_server: Callable[[], bool] | None = None,
+    recalled: Recall | None = None,
 ) -> ToolResult:
     """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write.
 
     On a server that reviews memories, a server memory from a member who does not manage the server
-    is saved as pending (``speaker_manages_server`` is asked only then)."""
+    is saved as pending (``speaker_manages_server`` is asked only then). ``recalled``, the turn's
+    recall, holds the memories of the scope this turn may see: one that says nearly the same is
+    answered instead of saving, and a full scope names the most similar, to update one of them."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(SaveStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         return _create(
-            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings
+            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings, recalled
         )
     except InvalidArguments as exc:
         return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
@@ -218,11 +228,6 @@ def create_long_term_memory(
         return _result(SaveStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
     except TargetPrivacyRestricted:
         return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    except MemoryLimitReached as exc:
-        return _result(
-            SaveStatus.LIMIT_EXCEEDED,
-            f"this scope already holds {exc.limit} memories; update or delete an old one first",
-        )
     except MemoryStoreFailed:
         return _result(SaveStatus.DB_ERROR, "the memory could not be saved; do not retry in this turn")
 
@@ -348,6 +353,7 @@ def _create(
     lookup_member: LookupMember | None,
     speaker_manages_server: Callable[[], bool] | None,
     settings: Settings,
+    recalled: Recall | None,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
     subject = _speaker(turn)
@@ -382,6 +388,21 @@ def _create(
             status = MemoryStatus.PENDING
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
+    similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
+    if similar and similar[0][0] >= NEAR_DUPLICATE_SIMILARITY:
+        same = similar[0][1]
+        if same.memory.fingerprint != content_fingerprint(
+            content
+        ):  # the same text: the store's guard answers
+            return ToolResult(
+                SaveStatus.ALREADY_REMEMBERED,
+                {
+                    "memory_id": same.memory.memory_id,
+                    "memory": same.text,
+                    "message": f"already remembered as #{same.memory.memory_id}; update it instead "
+                    "if something changed",
+                },
+            )
     draft = MemoryDraft(
         scope=scope,
         content=content,
@@ -391,7 +412,17 @@ def _create(
         subject_id=subject.user_id,
         status=status,
     )
-    outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
+    try:
+        outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
+    except MemoryLimitReached as exc:
+        return ToolResult(
+            SaveStatus.LIMIT_EXCEEDED,
+            {
+                "message": f"this scope already holds {exc.limit} memories; update or delete an old one "
+                "first, such as the most similar ones",
+                "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
+            },
+        )
 
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:

@@ -425,6 +425,7 @@ class TurnService:
                     call.arguments,
                     turn,
                     speaker_manages_server=lambda: self._manages_server(turn, member),
+                    recalled=recalled,
                     **common,
                 )
             if call.name == ltm.UPDATE_TOOL_NAME:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
 
-from kioku.domain.ltm.memory import Memory
+from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.notification import show_names
 from kioku.domain.ltm.ranking import (
     PARTICIPANT,
@@ -19,6 +19,8 @@ from kioku.domain.ltm.ranking import (
     RecallQuery,
     document,
     rank,
+    similarity,
+    token_set,
 )
 from kioku.domain.models import ContextItem, ContextTag, Participant
 from kioku.domain.turn import TurnContext
@@ -190,6 +192,27 @@ def rank_recalled(candidates: Sequence[Recalled], query: RecallQuery, now: datet
         ages=[max((now - candidate.memory.updated_at).total_seconds(), 0.0) for candidate in candidates],
         ids=[candidate.memory.memory_id for candidate in candidates],
     )
+
+
+def most_similar(
+    recall: Recall, scope: MemoryScope, content: str, limit: int
+) -> list[tuple[float, Recalled]]:
+    """The memories of ``scope``'s owner this turn may see, most like ``content`` first (Jaccard
+    similarity of their ``fact_words``, above 0), at most ``limit``: recall already holds them all."""
+    words = fact_words(content)
+    alike = [
+        (similarity(words, fact_words(candidate.memory.content)), candidate)
+        for candidate in recall.candidates
+        if (candidate.memory.scope.kind, candidate.memory.scope.owner_id) == (scope.kind, scope.owner_id)
+    ]
+    alike = [(score, candidate) for score, candidate in alike if score > 0]
+    alike.sort(key=lambda pair: (-pair[0], pair[1].memory.memory_id))
+    return alike[:limit]
+
+
+def fact_words(content: str) -> frozenset[str]:
+    """The terms of a memory's text, without its ``{user}`` and ``{bot}``: every memory has those."""
+    return token_set(content.replace("{user}", " ").replace("{bot}", " "))
 
 
 def recall_query(turn: TurnContext, message: str, dialogue: Sequence[ContextItem]) -> RecallQuery:

@@ -10,6 +10,7 @@ class SaveStatus(StrEnum):
     PENDING_REVIEW = "memory_saved_pending_review"
     DISABLED = "memory_save_failed_disabled"
     LIMIT_EXCEEDED = "memory_save_failed_limit_exceeded"
+    ALREADY_REMEMBERED = "memory_save_failed_already_remembered"
     AMBIGUOUS_USER = "memory_save_failed_ambiguous_user"
     USER_NOT_FOUND = "memory_save_failed_user_not_found"
     PRIVACY_RESTRICTED = "memory_save_failed_privacy_restricted"
