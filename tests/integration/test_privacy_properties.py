@@ -85,7 +85,14 @@ RECALL_BUDGET: Final = 500
 BUDGETED: Final = SETTINGS.model_copy(update={"LTM_RECALL_BUDGET_CHARS": RECALL_BUDGET})
 SEARCH_EVERYTHING: Final = (SEARCH_TOOL_NAME, {"query": "Fact"})
 """Every memory the test writes reads "Fact TOK…": this search matches all of them."""
-LONG_FACT: Final = ", noted down with enough words around it that only two or three fit the budget"
+LONG_FACTS: Final = (
+    ", noted down with enough words around it that only two or three fit the budget",
+    ", said over coffee one rainy morning while everybody else was busy elsewhere",
+    ", mentioned twice in passing during the weekly planning call about the garden",
+    ", written on a sticky note that later fell behind the old piano in the hall",
+)
+"""Long enough that a small budget holds a few; a memory whose filler another one of its scope
+shares is a near-duplicate of it, so both outcomes of a save are played."""
 MEMORY_KINDS: Final = (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
 LEFT_OUT: Final = re.compile(r"\((\d+) more memories are not shown")
 PROPERTY_SETTINGS: Final = settings(
@@ -256,7 +263,9 @@ def play(
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
             message = discord.user_says(speaker, plan.where, content, now, mention=mention)
             revised = _memory_to_revise(plan, written)
-            planned = _tool_calls(plan, new_token, revised, LONG_FACT if budgeted else "")
+            planned = _tool_calls(
+                plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else ""
+            )
             model.plan(
                 [(call.name, call.arguments) for call in planned] + ([SEARCH_EVERYTHING] if budgeted else [])
             )
