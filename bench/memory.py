@@ -56,6 +56,7 @@ BOT = BotIdentity(user_id="900000000000000001", username="kioku")
 LINEAGE = 1
 BATCH_WRITE_LIMIT = 25
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+SPAN_MINUTES = 180 * 24 * 60
 
 # -- the conversation format ----------------------------------------------------------------------
 
@@ -424,7 +425,7 @@ def generate(memories: int, seed: int = 20) -> Conversation:
     utterances: list[Utterance] = []
 
     def say(speaker: str, text: str, memory: str | None, scope: str = "personal") -> Utterance:
-        clock[0] += timedelta(minutes=rng.randint(20, 60 * 20))
+        clock[0] += timedelta(minutes=rng.randint(gap // 3, gap * 5 // 3))
         for _ in range(rng.randint(0, 2)):
             chatter = Utterance(
                 f"u{len(utterances)}", rng.choice(PEOPLE), clock[0], rng.choice(CHATTER), rng.choice(CHANNELS)
@@ -447,6 +448,7 @@ def generate(memories: int, seed: int = 20) -> Conversation:
         + [("event", n) for n in range(n_events)]
     )
     rng.shuffle(plan)
+    gap = SPAN_MINUTES // (len(plan) + n_corrections)  # the conversation lasts about six months
     facts: dict[tuple[str, str], tuple[Utterance, str]] = {}
     events: list[tuple[Utterance, str, str, str]] = []
     seen_events: dict[tuple[str, str], int] = {}
