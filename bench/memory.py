@@ -57,6 +57,7 @@ LINEAGE = 1
 BATCH_WRITE_LIMIT = 25
 START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 SPAN_MINUTES = 180 * 24 * 60
+PARAPHRASED_SHARE = 0.25
 
 # -- the conversation format ----------------------------------------------------------------------
 
@@ -359,6 +360,22 @@ PERSONAL_FACTS: dict[str, tuple[str, str, str, str, Sequence[str]]] = {
         BOOKS,
     ),
 }
+PARAPHRASES = {
+    "home": "which city is {name} based in?",
+    "pet": "what's the name of {name}'s pup?",
+    "job": "what is {name}'s line of work?",
+    "food": "what does {name} love to eat most?",
+    "sister": "who is {name}'s sibling?",
+    "hobby": "what does {name} do in their spare time?",
+    "car": "what is {name}'s vehicle?",
+    "team": "which club is {name} a fan of?",
+    "allergy": "what should {name} never eat or touch?",
+    "instrument": "what does {name} make music on?",
+    "language": "what is {name} studying on lunch breaks?",
+    "book": "which novel has {name} got on the go?",
+}
+"""Questions that share no word with the memory that answers them but the name: what lexical
+ranking cannot see, and embeddings would."""
 CORRECTIONS = {
     "home": "Update: we moved again, from {old} to {v}.",
     "pet": "We renamed the puppy, {old} is now {v}.",
@@ -515,7 +532,9 @@ def _personal_question(
     rng: random.Random, person: str, kind: str, said: Utterance, number: int, superseded: tuple[str, ...] = ()
 ) -> Question:
     _, _, by_self, by_other, _ = PERSONAL_FACTS[kind]
-    if rng.random() < 0.5:
+    if rng.random() < PARAPHRASED_SHARE:
+        by_other = PARAPHRASES[kind]
+    elif rng.random() < 0.5:
         return Question(
             f"q{number}", by_self, (said.id,), person, rng.choice(CHANNELS), superseded=superseded
         )
