@@ -48,6 +48,7 @@ from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import (
     DEFAULT_RECALL_BUDGET_CHARS,
     Recall,
+    Recalled,
     build_recall,
     most_similar,
     rank_recalled,
@@ -389,20 +390,9 @@ def _create(
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
     similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
-    if similar and similar[0][0] >= NEAR_DUPLICATE_SIMILARITY:
-        same = similar[0][1]
-        if same.memory.fingerprint != content_fingerprint(
-            content
-        ):  # the same text: the store's guard answers
-            return ToolResult(
-                SaveStatus.ALREADY_REMEMBERED,
-                {
-                    "memory_id": same.memory.memory_id,
-                    "memory": same.text,
-                    "message": f"already remembered as #{same.memory.memory_id}; update it instead "
-                    "if something changed",
-                },
-            )
+    remembered = _already_remembered(similar, content)
+    if remembered is not None:
+        return remembered
     draft = MemoryDraft(
         scope=scope,
         content=content,
@@ -503,6 +493,24 @@ def _update(
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
+
+
+def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:
+    """The answer to a save that rewords the most similar memory, if it does. The same text is left
+    to the store, whose guard answers it within the save's transaction."""
+    if not similar or similar[0][0] < NEAR_DUPLICATE_SIMILARITY:
+        return None
+    same = similar[0][1].memory
+    if same.fingerprint == content_fingerprint(content):
+        return None
+    return ToolResult(
+        SaveStatus.ALREADY_REMEMBERED,
+        {
+            "memory_id": same.memory_id,
+            "memory": similar[0][1].text,
+            "message": f"already remembered as #{same.memory_id}; update it instead if something changed",
+        },
+    )
 
 
 def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
