@@ -31,6 +31,8 @@ DEFAULT_RECALL_BUDGET_CHARS: Final = 8_000
 """``LTM_RECALL_BUDGET_CHARS``: all the long-term memory one turn carries, header and notes included."""
 _MAX_LEFT_OUT: Final = 99_999
 _THIS_SERVER: Final = "this server"
+_NAMED_CACHE_LIMIT: Final = 20_000
+_named_lines: dict[tuple[str, str, str], str] = {}
 
 RECALL_ROLE: Final = "system"
 """The bot's own knowledge, not something a participant just said; the header marks it as facts."""
@@ -148,7 +150,7 @@ def build_recall(
     candidates = [
         Recalled(
             memory,
-            f"[#{memory.memory_id}] " + show_names(memory.content, user_name=user_name, bot_name=bot),
+            f"[#{memory.memory_id}] " + _named(memory.content, user_name, bot),
             number,
             tier,
             user_name if tier != SERVER else _THIS_SERVER,
@@ -240,6 +242,17 @@ def _fill(
             if len(chosen) >= RECALL_MAX_LINES or room < shortest:
                 break
     return chosen
+
+
+def _named(content: str, user_name: str, bot_name: str) -> str:
+    """``show_names``, memoised: a warm worker writes the same memories out turn after turn."""
+    key = (content, user_name, bot_name)
+    named = _named_lines.get(key)
+    if named is None:
+        if len(_named_lines) >= _NAMED_CACHE_LIMIT:
+            _named_lines.clear()
+        named = _named_lines[key] = show_names(content, user_name=user_name, bot_name=bot_name)
+    return named
 
 
 def _note(left_out: int, search_tool: str | None) -> str:
