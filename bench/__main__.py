@@ -6,7 +6,15 @@ import importlib
 import logging
 import os
 
-MODULES = ("bench.artifact", "bench.interactions", "bench.stm", "bench.ltm", "bench.turn", "bench.load")
+MODULES = (
+    "bench.artifact",
+    "bench.interactions",
+    "bench.stm",
+    "bench.ltm",
+    "bench.memory",
+    "bench.turn",
+    "bench.load",
+)
 
 
 def main() -> None:

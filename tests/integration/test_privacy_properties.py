@@ -14,6 +14,7 @@ shown (STALE); and only a memory's author or subject may change it, where it cou
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -38,7 +39,7 @@ from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.aws import create_table, load_template
-from kioku.services.ltm import CREATE_TOOL_NAME, UPDATE_TOOL_NAME
+from kioku.services.ltm import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.services.personal_memories import forget_everything
 from kioku.services.turn import TurnService
 from tests.integration import stm_rows
@@ -89,6 +90,21 @@ SETTINGS: Final = Settings.model_validate(
         "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL": 50,
     }
 )
+RECALL_BUDGET: Final = 500
+"""The smallest recall budget there is: a few memories a turn, so ranking chooses on most turns."""
+BUDGETED: Final = SETTINGS.model_copy(update={"LTM_RECALL_BUDGET_CHARS": RECALL_BUDGET})
+SEARCH_EVERYTHING: Final = (SEARCH_TOOL_NAME, {"query": "Fact"})
+"""Every memory the test writes reads "Fact TOK…": this search matches all of them."""
+LONG_FACTS: Final = (
+    ", noted down with enough words around it that only two or three fit the budget",
+    ", said over coffee one rainy morning while everybody else was busy elsewhere",
+    ", mentioned twice in passing during the weekly planning call about the garden",
+    ", written on a sticky note that later fell behind the old piano in the hall",
+)
+"""Long enough that a small budget holds a few; a memory whose filler another one of its scope
+shares is a near-duplicate of it, so both outcomes of a save are played."""
+MEMORY_KINDS: Final = (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
+LEFT_OUT: Final = re.compile(r"\((\d+) more memories are not shown")
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
     deadline=None,
@@ -154,6 +170,19 @@ def test_a_retried_turn_does_not_post_its_notice_about_someone_who_forgot_everyt
 
     # Then the retry posts no "Memory saved" notice quoting what was said about bo
     assert problems == []
+
+
+@settings(PROPERTY_SETTINGS, max_examples=15)
+@given(scenario=scenarios(turns=(10, 18)))
+def test_a_small_recall_budget_only_chooses_among_what_may_be_seen(dynamodb, scenario: Scenario):
+    # Given a random world whose turns may carry only a few memories, and a model that searches the
+    # rest whenever it is offered the search
+    # When its people talk to the bot
+    problems = play(scenario, dynamodb, settings=BUDGETED)
+
+    # Then neither recall nor search showed anything the rules keep from a turn, and each memory the
+    # turn may see was either shown or counted as left out
+    assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
 # -- gaps the properties found, kept closed ---------------------------------------------------------
@@ -237,9 +266,14 @@ def dynamodb(aws):
     return make_client()
 
 
-def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
+def play(
+    scenario: Scenario, client, oracle: Oracle | None = None, settings: Settings = SETTINGS
+) -> list[str]:
     """Run every turn of ``scenario`` on a fresh table (moto already running); the problems found, one
-    line each (see the module's docstring)."""
+    line each (see the module's docstring). With a recall budget too small for every memory, a memory
+    the turn may see must be shown or counted in the recall's "left out" note (LOST), the recall must
+    stay in its budget (OVER), and the model searches the rest whenever it is offered the search."""
+    budgeted = settings.LTM_RECALL_BUDGET_CHARS < SETTINGS.LTM_RECALL_BUDGET_CHARS
     world = scenario.world
     oracle = oracle or Oracle(world)
     problems: list[str] = []
@@ -248,7 +282,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
         _configure(ConfigStore(table), world)
         discord, model = FakeDiscord(world), TokenWritingModel()
         clock = _Clock()
-        service = _service(table, discord, model, clock)
+        service = _service(table, discord, model, clock, settings)
         new_token = _tokens()
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
@@ -270,8 +304,12 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
             message = discord.user_says(speaker, plan.where, content, now, mention=mention)
             revised = _memory_to_revise(plan, written)
-            planned = _tool_calls(plan, new_token, revised)
-            model.plan([(call.name, call.arguments) for call in planned])
+            planned = _tool_calls(
+                plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else ""
+            )
+            model.plan(
+                [(call.name, call.arguments) for call in planned] + ([SEARCH_EVERYTHING] if budgeted else [])
+            )
             discord.fetched.clear()
             first_request = len(model.requests)
 
@@ -281,7 +319,10 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
             shown = [message, *discord.fetched][:HISTORY_LIMIT]
             probe = Probe(plan.where, speaker.user_id, _taking_part(plan, shown))
             seen = tokens_in([request.messages for request in model.requests[first_request:]])
-            problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world)
+            problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world, budgeted)
+            if budgeted:
+                recalled = _recall_message(model.requests[first_request].messages)
+                problems += _check_budget(oracle, probe, number, recalled, written, settings)
 
             results = {
                 id(arguments): result
@@ -327,9 +368,15 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
     return problems
 
 
-def _service(table: KiokuTable, discord: FakeDiscord, model: TokenWritingModel, clock: _Clock) -> TurnService:
+def _service(
+    table: KiokuTable,
+    discord: FakeDiscord,
+    model: TokenWritingModel,
+    clock: _Clock,
+    settings: Settings = SETTINGS,
+) -> TurnService:
     return TurnService(
-        settings=SETTINGS,
+        settings=settings,
         discord=discord,  # type: ignore[arg-type]
         model=model,
         stm_store=StmStore(table),
@@ -367,6 +414,7 @@ def _check(
     dialogue: set[str],
     written: list[Written],
     world: World,
+    budgeted: bool = False,
 ) -> list[str]:
     problems = []
     newest_summaries = {w.row: w.token for w in written if w.kind is Kind.SUMMARY and w.stored}
@@ -377,6 +425,8 @@ def _check(
         elif w.token in seen and w.token not in dialogue and not oracle.may_show(w, probe):
             problems.append(f"LEAK at {where} saw {_origin(oracle, w)}")
         newest = newest_summaries.get(w.row) == w.token
+        if budgeted and w.kind in MEMORY_KINDS:
+            continue  # a memory may be left out by the budget: _check_budget counts those
         if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
             problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
     return problems
@@ -466,6 +516,30 @@ def _stm_rows(table: KiokuTable) -> list:
     return [row for row in rows if row is not None]
 
 
+def _recall_message(messages: list[dict[str, Any]]) -> str:
+    return next(
+        (m["content"] for m in messages if str(m.get("content", "")).startswith("Long-term memories:")), ""
+    )
+
+
+def _check_budget(
+    oracle: Oracle, probe: Probe, number: int, recalled: str, written: list[Written], settings: Settings
+) -> list[str]:
+    may_see = {
+        w.token
+        for w in written
+        if w.kind in MEMORY_KINDS and oracle.must_show(w, probe, newest_summary=False)
+    }
+    left_out = LEFT_OUT.search(recalled)
+    counted = len(may_see & tokens_in(recalled)) + (int(left_out.group(1)) if left_out else 0)
+    problems = []
+    if counted != len(may_see):
+        problems.append(f"LOST at turn {number}: {counted} memories shown or left out of {len(may_see)}")
+    if len(recalled) > settings.LTM_RECALL_BUDGET_CHARS:
+        problems.append(f"OVER at turn {number}: {len(recalled)} characters of recall")
+    return problems
+
+
 def _forgotten_with(written: Written, user_id: str) -> bool:
     """What forget-all erases: memories about the person, the lines they wrote anywhere, and
     everything of their DM's short-term memory. Server memories and the summaries of servers' rows
@@ -503,26 +577,31 @@ class _Call:
     revises: Written | None = None
 
 
-def _tool_calls(plan: TurnPlan, new_token: Callable[[Kind], str], revised: Written | None) -> list[_Call]:
+def _tool_calls(
+    plan: TurnPlan, new_token: Callable[[Kind], str], revised: Written | None, filler: str = ""
+) -> list[_Call]:
     calls = []
     if plan.summary:
         token = new_token(Kind.SUMMARY)
         calls.append(_Call(STM_TOOL, {SUMMARY_FIELD: f"Notes {token}"}, token, Kind.SUMMARY))
     if plan.server_memory:
         token = new_token(Kind.SERVER_MEMORY)
-        arguments = {"memory_content": f"Fact {token}", "memory_scope": "server_wide"}
+        arguments = {"memory_content": f"Fact {token}{filler}", "memory_scope": "server_wide"}
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, plan.speaker))
     if plan.personal_about:
         token = new_token(Kind.PERSONAL_MEMORY)
         arguments = {
-            "memory_content": f"Fact {token}",
+            "memory_content": f"Fact {token}{filler}",
             "memory_scope": "target_user",
             "target_user": f"<@{plan.personal_about}>",
         }
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, plan.personal_about))
     if revised is not None and revised.memory_id:
         token = None if plan.forget else new_token(revised.kind)
-        arguments = {"memory_id": int(revised.memory_id), "memory_content": f"Fact {token}" if token else ""}
+        arguments = {
+            "memory_id": int(revised.memory_id),
+            "memory_content": f"Fact {token}{filler}" if token else "",
+        }
         if revised.kind is Kind.PERSONAL_MEMORY:
             arguments["target_user"] = f"<@{revised.subject_id}>"
         calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, revised.subject_id, revised))

@@ -7,7 +7,7 @@ from datetime import timedelta
 
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.recall import (
-    RECALL_MAX_CHARS,
+    DEFAULT_RECALL_BUDGET_CHARS,
     RECALL_MAX_LINES,
     RECALL_ROLE,
     recall_subjects,
@@ -117,7 +117,7 @@ def test_the_character_cap_holds_with_long_memories():
     scope = MemoryScope.server(SERVER, 1)
     memories = [memory(scope, str(10000 + i), "x" * 1000, age_minutes=i) for i in range(100)]
     item = render_recall(make_turn(), memories, {}, ())
-    assert len(item.content) <= RECALL_MAX_CHARS
+    assert len(item.content) <= DEFAULT_RECALL_BUDGET_CHARS
     assert "more memories are not shown" in item.content
 
 

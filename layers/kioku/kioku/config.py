@@ -58,6 +58,7 @@ class Settings(BaseModel):
     MAX_SERVER_MEMORIES: int = Field(default=100, ge=1, le=1000)
     MAX_PERSONAL_MEMORIES: int = Field(default=100, ge=1, le=1000)
     MAX_MEMORY_LENGTH: int = Field(default=1000, ge=10, le=4000)
+    LTM_RECALL_BUDGET_CHARS: int = Field(default=8000, ge=500, le=100_000)
 
     _check_discord_key = field_validator("DISCORD_PUBLIC_KEY", "RELAY_PUBLIC_KEY")(hex_public_key)
 

@@ -36,6 +36,7 @@ from kioku.domain.ltm.memory import (
     ScopeKind,
     TargetPrivacyRestricted,
     allows_personal_memories,
+    content_fingerprint,
 )
 from kioku.domain.ltm.notification import (
     memory_forgotten_embed,
@@ -43,17 +44,36 @@ from kioku.domain.ltm.notification import (
     memory_saved_embed,
     memory_updated_embed,
 )
-from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, SearchMembers
-from kioku.domain.ltm.recall import recall_subjects, render_recall
-from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, RecallSet, SearchMembers
+from kioku.domain.ltm.ranking import RecallQuery
+from kioku.domain.ltm.recall import (
+    DEFAULT_RECALL_BUDGET_CHARS,
+    Recall,
+    Recalled,
+    build_recall,
+    most_similar,
+    rank_recalled,
+    recall_subjects,
+)
+from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.models import ContextItem, MemoryModeration
 from kioku.domain.privacy import Origin, effective_private
-from kioku.domain.tools import ToolResult
+from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 
 CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
+SEARCH_TOOL_NAME: Final = "search_long_term_memory"
+SEARCH_MAX_RESULTS: Final = 8
+SEARCH_BUDGET_CHARS: Final = 2_000
+"""Characters of memory text one search answers with: a few memories, not another recall."""
+SEARCH_QUERY_MAX_CHARS: Final = 500
+NEAR_DUPLICATE_SIMILARITY: Final = 0.8
+"""Share of words in common above which a new memory says what one in its scope already says.
+Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
+conversation reach it, most rewordings of one fact do."""
+SIMILAR_ON_LIMIT: Final = 3
 
 CREATE_TOOL: Final = {
     "type": "function",
@@ -124,6 +144,29 @@ UPDATE_TOOL: Final = {
     },
 }
 
+SEARCH_TOOL: Final = {
+    "type": "function",
+    "function": {
+        "name": SEARCH_TOOL_NAME,
+        "description": (
+            "Search the long-term memories that did not fit in your context this turn. Use it when "
+            "the person asks about something you may have been told before and your memories shown "
+            "do not answer it. Answers the best matches with their ids (correct them with "
+            "update_long_term_memory, with target_user set to 'about' for a personal memory)."
+        ),
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "query": {
+                    "type": "string",
+                    "description": "What to look for: names, places, dates, topics, in a few words.",
+                },
+            },
+            "required": ["query"],
+        },
+    },
+}
+
 _CREATE_PROBLEMS: Final = {
     Problem.ARGUMENTS: SaveStatus.INVALID_ARGS,
     Problem.CONTENT: SaveStatus.INVALID_CONTENT,
@@ -151,11 +194,15 @@ _SERVER_FALLBACK: Final = {
 }
 
 
-def long_term_memory_tools(turn: TurnContext) -> list[dict[str, Any]]:
-    """The memory tools to offer this turn: none when self-teaching is off or the model takes no tools."""
-    if not (turn.config.capabilities.self_teaching_enabled and turn.llm_has_tools):
+def long_term_memory_tools(turn: TurnContext, recalled: Recall | None = None) -> list[dict[str, Any]]:
+    """The memory tools to offer this turn: saving and correcting unless self-teaching is off, and
+    searching when ``recalled`` left memories out; none when the model takes no tools."""
+    if not turn.llm_has_tools:
         return []
-    return [CREATE_TOOL, UPDATE_TOOL]
+    tools = [CREATE_TOOL, UPDATE_TOOL] if turn.config.capabilities.self_teaching_enabled else []
+    if recalled is not None and recalled.left_out:
+        tools.append(SEARCH_TOOL)
+    return tools
 
 
 def create_long_term_memory(
@@ -167,16 +214,19 @@ def create_long_term_memory(
     settings: Settings,
     lookup_member: LookupMember | None = None,
     speaker_manages_server: Callable[[], bool] | None = None,
+    recalled: Recall | None = None,
 ) -> ToolResult:
     """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write.
 
     On a server that reviews memories, a server memory from a member who does not manage the server
-    is saved as pending (``speaker_manages_server`` is asked only then)."""
+    is saved as pending (``speaker_manages_server`` is asked only then). ``recalled``, the turn's
+    recall, holds the memories of the scope this turn may see: one that says nearly the same is
+    answered instead of saving, and a full scope names the most similar, to update one of them."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(SaveStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         return _create(
-            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings
+            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings, recalled
         )
     except InvalidArguments as exc:
         return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
@@ -186,11 +236,6 @@ def create_long_term_memory(
         return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
     except ForgottenSinceSaid:
         return _result(SaveStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
-    except MemoryLimitReached as exc:
-        return _result(
-            SaveStatus.LIMIT_EXCEEDED,
-            f"this scope already holds {exc.limit} memories; update or delete an old one first",
-        )
     except MemoryStoreFailed:
         return _result(SaveStatus.DB_ERROR, "the memory could not be saved; do not retry in this turn")
 
@@ -227,7 +272,13 @@ def update_long_term_memory(
         return _result(UpdateStatus.DB_ERROR, "the memory could not be changed; do not retry in this turn")
 
 
-def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
+def recall(
+    turn: TurnContext,
+    *,
+    store: MemoryStore,
+    query: RecallQuery | None = None,
+    budget: int = DEFAULT_RECALL_BUDGET_CHARS,
+) -> ContextItem | None:
     """The long-term memory context item of a turn, or None when nothing is remembered.
 
     One BatchGetItem: the recall books and the privacy levels of the participants shown.
@@ -241,7 +292,58 @@ def recall(turn: TurnContext, *, store: MemoryStore) -> ContextItem | None:
         place=turn.place,
         policy=turn.config.privacy,
     )
-    return render_recall(turn, memories.server, memories.personal, subjects, offered_update_tool(turn))
+    return recall_context(turn, memories, query=query, budget=budget).item
+
+
+def recall_context(
+    turn: TurnContext,
+    memories: RecallSet,
+    *,
+    query: RecallQuery | None = None,
+    budget: int = DEFAULT_RECALL_BUDGET_CHARS,
+) -> Recall:
+    """The recall of memories already read (and filtered for privacy) for this turn, within ``budget``
+    characters, ranked for ``query`` when not everything fits."""
+    search_tool = SEARCH_TOOL_NAME if turn.llm_has_tools else None
+    return build_recall(
+        turn,
+        memories.server,
+        memories.personal,
+        recall_subjects(turn),
+        offered_update_tool(turn),
+        budget=budget,
+        query=query,
+        search_tool=search_tool,
+    )
+
+
+def search_long_term_memory(
+    arguments: str | dict[str, Any] | None, turn: TurnContext, recalled: Recall
+) -> ToolResult:
+    """The memories this turn may see but was not shown, best first for the model's ``query``, within
+    ``SEARCH_BUDGET_CHARS``: no read, since recall already holds every memory the turn may see."""
+    parsed = parse_tool_arguments(arguments)
+    query = parsed.get("query") if parsed is not None else None
+    if not isinstance(query, str) or not query.strip() or len(query) > SEARCH_QUERY_MAX_CHARS:
+        return _result(SearchStatus.INVALID_ARGS, f"give a query of 1 to {SEARCH_QUERY_MAX_CHARS} characters")
+    hidden = recalled.not_shown()
+    if not hidden:
+        return _result(SearchStatus.NOTHING_FOUND, "every memory you have here is already in your context")
+    ranked = rank_recalled(hidden, RecallQuery(query, ignored=turn.bot.names(turn.bot_name)), turn.now)
+    found: list[dict[str, Any]] = []
+    room = SEARCH_BUDGET_CHARS
+    for place in ranked:
+        candidate = hidden[place.index]
+        if place.relevance <= 0 or len(found) >= SEARCH_MAX_RESULTS:
+            break
+        if len(candidate.text) <= room:
+            room -= len(candidate.text)
+            found.append(
+                {"memory_id": candidate.memory.memory_id, "about": candidate.about, "memory": candidate.text}
+            )
+    if not found:
+        return _result(SearchStatus.NOTHING_FOUND, "no memory matches; try other words, or answer without")
+    return ToolResult(SearchStatus.FOUND, {"memories": found})
 
 
 def offered_update_tool(turn: TurnContext) -> str | None:
@@ -261,6 +363,7 @@ def _create(
     lookup_member: LookupMember | None,
     speaker_manages_server: Callable[[], bool] | None,
     settings: Settings,
+    recalled: Recall | None,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
     subject = _speaker(turn)
@@ -295,6 +398,10 @@ def _create(
             status = MemoryStatus.PENDING
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
+    similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
+    remembered = _already_remembered(similar, content)
+    if remembered is not None:
+        return remembered
     draft = MemoryDraft(
         scope=scope,
         content=content,
@@ -305,7 +412,17 @@ def _create(
         status=status,
         said_at=turn.sent_at,
     )
-    outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
+    try:
+        outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
+    except MemoryLimitReached as exc:
+        return ToolResult(
+            SaveStatus.LIMIT_EXCEEDED,
+            {
+                "message": f"this scope already holds {exc.limit} memories; update or delete an old one "
+                "first, such as the most similar ones",
+                "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
+            },
+        )
 
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
@@ -400,6 +517,24 @@ def _update(
         _about(updated, subject),
         notification=embed,
         notification_about=_owner(updated.scope),
+    )
+
+
+def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:
+    """The answer to a save that rewords the most similar memory, if it does. The same text is left
+    to the store, whose guard answers it within the save's transaction."""
+    if not similar or similar[0][0] < NEAR_DUPLICATE_SIMILARITY:
+        return None
+    same = similar[0][1].memory
+    if same.fingerprint == content_fingerprint(content):
+        return None
+    return ToolResult(
+        SaveStatus.ALREADY_REMEMBERED,
+        {
+            "memory_id": same.memory_id,
+            "memory": similar[0][1].text,
+            "message": f"already remembered as #{same.memory_id}; update it instead if something changed",
+        },
     )
 
 

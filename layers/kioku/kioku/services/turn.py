@@ -48,7 +48,8 @@ from kioku.domain.dialogue import (
 from kioku.domain.forgetting import Said, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
-from kioku.domain.ltm.recall import recall_subjects, render_recall
+from kioku.domain.ltm.ranking import RecallQuery
+from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
 from kioku.domain.placement import place_short_term_memory
@@ -237,11 +238,14 @@ class TurnService:
             self._finish(job, turn, stm, unfinished, record, now, kept=True)
             return record
 
-        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids)
-        messages, record.context_kinds = self._context(turn, stm, dialogue, recalled)
-        tools = [tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn)] if tool]
+        query = recall_query(turn, readable_mentions(job.content, turn.mention_names), dialogue.items)
+        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids, query)
+        messages, record.context_kinds = self._context(turn, stm, dialogue, recalled.item)
+        tools = [
+            tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn, recalled)] if tool
+        ]
         try:
-            reply = self._converse(turn, stm, messages, tools, record, time_left, job.member)
+            reply = self._converse(turn, stm, messages, tools, record, time_left, job.member, recalled)
             chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES) or [EMPTY_REPLY]
         except LlmUnavailable as exc:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
@@ -308,7 +312,8 @@ class TurnService:
         items: Mapping[tuple[str, str], Any],
         guessed_lineage: int,
         subject_ids: list[str],
-    ) -> ContextItem | None:
+        query: RecallQuery,
+    ) -> Recall:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
         lineage = turn.config.persona.lineage_id
         try:
@@ -321,10 +326,8 @@ class TurnService:
                 memories = self.ltm_store.recall(turn.server_id, lineage, subject_ids, **where)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
-            return None
-        return render_recall(
-            turn, memories.server, memories.personal, recall_subjects(turn), ltm.offered_update_tool(turn)
-        )
+            return Recall()
+        return ltm.recall_context(turn, memories, query=query, budget=self.settings.LTM_RECALL_BUDGET_CHARS)
 
     def _context(
         self, turn: TurnContext, stm: ShortTermMemoryTurn, dialogue: Dialogue, recalled: ContextItem | None
@@ -384,6 +387,7 @@ class TurnService:
         record: TurnRecord,
         time_left: Callable[[], float],
         member: dict[str, Any] | None = None,
+        recalled: Recall | None = None,
     ) -> str:
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offered = tools if round_number < MAX_TOOL_ROUNDS else []
@@ -410,7 +414,7 @@ class TurnService:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
                     record.tool_calls_not_run += 1
                 else:
-                    result = self._run_tool(call, turn, stm, member)
+                    result = self._run_tool(call, turn, stm, member, recalled or Recall())
                     record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
@@ -418,7 +422,12 @@ class TurnService:
         raise AssertionError("unreachable: the last round offers no tools")
 
     def _run_tool(
-        self, call: ToolCall, turn: TurnContext, stm: ShortTermMemoryTurn, member: dict[str, Any] | None
+        self,
+        call: ToolCall,
+        turn: TurnContext,
+        stm: ShortTermMemoryTurn,
+        member: dict[str, Any] | None,
+        recalled: Recall,
     ) -> ToolResult:
         common = {
             "store": self.ltm_store,
@@ -434,10 +443,13 @@ class TurnService:
                     call.arguments,
                     turn,
                     speaker_manages_server=lambda: self._manages_server(turn, member),
+                    recalled=recalled,
                     **common,
                 )
             if call.name == ltm.UPDATE_TOOL_NAME:
                 return ltm.update_long_term_memory(call.arguments, turn, **common)
+            if call.name == ltm.SEARCH_TOOL_NAME:
+                return ltm.search_long_term_memory(call.arguments, turn, recalled)
         except Exception:
             logger.exception("tool %s failed", call.name)
             return ToolResult("error", {"message": "the tool failed on our side; do not retry it this turn"})

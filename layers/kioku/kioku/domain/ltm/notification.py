@@ -17,6 +17,8 @@ NOT_SHOWN_HERE: Final = "*(Not shown here: this memory is not recalled in this c
 
 def show_names(content: str, *, user_name: str, bot_name: str) -> str:
     """``content`` with its ``{user}``/``{bot}`` tokens written as names, for people to read."""
+    if "{" not in content:  # most memories, on every turn: skip the pattern
+        return content
     return expand_macros(content, {"user": user_name, "bot": bot_name})
 
 

@@ -10,6 +10,7 @@ class SaveStatus(StrEnum):
     PENDING_REVIEW = "memory_saved_pending_review"
     DISABLED = "memory_save_failed_disabled"
     LIMIT_EXCEEDED = "memory_save_failed_limit_exceeded"
+    ALREADY_REMEMBERED = "memory_save_failed_already_remembered"
     AMBIGUOUS_USER = "memory_save_failed_ambiguous_user"
     USER_NOT_FOUND = "memory_save_failed_user_not_found"
     PRIVACY_RESTRICTED = "memory_save_failed_privacy_restricted"
@@ -35,3 +36,10 @@ class UpdateStatus(StrEnum):
     DB_ERROR = "memory_update_failed_db_error"
     INVALID_ARGS = "memory_update_failed_invalid_args"
     INVALID_CONTENT = "memory_update_failed_invalid_content"
+
+
+class SearchStatus(StrEnum):
+    FOUND = "memory_search_successful"
+    NOTHING_FOUND = "memory_search_successful_no_match"
+    INVALID_ARGS = "memory_search_failed_invalid_args"
+    UNAVAILABLE = "memory_search_failed_unavailable"

@@ -1,0 +1,285 @@
+"""Recall within a budget: everything while it fits, the memories that matter when not, the search
+of the rest, and saves that would repeat a memory the turn can see (issue 20)."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+from kioku.domain.ltm.memory import Memory, MemoryScope
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.ranking import RecallQuery, stem, terms
+from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
+from kioku.domain.privacy import Origin
+from kioku.services.ltm import (
+    CREATE_TOOL,
+    SEARCH_BUDGET_CHARS,
+    SEARCH_TOOL,
+    SEARCH_TOOL_NAME,
+    UPDATE_TOOL,
+    create_long_term_memory,
+    long_term_memory_tools,
+    recall_context,
+    search_long_term_memory,
+)
+from tests.unit.ltm_fakes import (
+    ALICE,
+    BOB,
+    HERE,
+    NOW,
+    SERVER,
+    FakeMemoryStore,
+    make_turn,
+    member_lookup,
+    settings,
+)
+
+SERVER_SCOPE = MemoryScope.server(SERVER, 1)
+ALICES = MemoryScope.personal(ALICE.user_id, 1)
+BOBS = MemoryScope.personal(BOB.user_id, 1)
+SECRET = Origin(SERVER, "701", private=True)
+FILLER = (
+    "went to the weekly board game evening and talked about the weather, the traffic and lunch",
+    "watched the football match with friends and complained about the referee afterwards",
+    "cooked a big pot of soup on Sunday and shared it with the neighbours downstairs",
+    "has been reading a long fantasy novel on the train to work every morning this month",
+)
+
+
+def memory(scope: MemoryScope, memory_id: int, content: str, age_days: float = 0) -> Memory:
+    when = NOW - timedelta(days=age_days)
+    return Memory(scope, str(memory_id), content, ALICE.user_id, when, when, origin=HERE)
+
+
+def chatter(scope: MemoryScope, count: int, first_id: int = 40000) -> list[Memory]:
+    """``count`` memories of everyday chatter, the newest first, a day apart."""
+    return [
+        memory(scope, first_id + n, f"{{user}} {FILLER[n % len(FILLER)]} (day {n})", age_days=n)
+        for n in range(count)
+    ]
+
+
+def recalled(server=(), personal=None, *, message="", budget=8000, turn=None):
+    memories = RecallSet(server=tuple(server), personal=personal or {})
+    return recall_context(turn or make_turn(), memories, query=RecallQuery(message), budget=budget)
+
+
+def test_a_small_server_sees_every_memory_newest_first_and_is_offered_no_search():
+    # Given a server with a few memories, well inside the budget
+    server = chatter(SERVER_SCOPE, 12)
+    personal = {ALICE.user_id: tuple(chatter(ALICES, 5, first_id=50000))}
+
+    # When a turn asks about something none of them mention
+    recall = recalled(server, personal, message="what is the capital of Peru?")
+
+    # Then every memory is shown, in each section newest first, with no note and no search tool
+    text = recall.item.content
+    assert recall.left_out == 0 and "not shown" not in text
+    assert all(f"[#{m.memory_id}]" in text for m in [*server, *personal[ALICE.user_id]])
+    assert text.index("[#40000]") < text.index("[#40001]") < text.index("[#40011]")
+    assert SEARCH_TOOL not in long_term_memory_tools(make_turn(), recall)
+
+
+def test_a_big_server_keeps_to_the_budget_and_shows_the_old_memory_the_question_is_about():
+    # Given three hundred memories of chatter and, a year old, the one fact asked about
+    server = [*chatter(SERVER_SCOPE, 300), memory(SERVER_SCOPE, 12345, "Bob's cat is called Miso", 365)]
+
+    # When Alice asks about it
+    recall = recalled(server, message="kioku, what was the name of Bob's cat again?", budget=8000)
+
+    # Then the recall keeps to its budget, shows that fact, and says how many memories it left out
+    text = recall.item.content
+    assert len(text) <= 8000
+    assert "[#12345] Bob's cat is called Miso" in text
+    shown = text.count("\n[#")
+    assert f"({301 - shown} more memories are not shown; {SEARCH_TOOL_NAME} finds them.)" in text
+    assert long_term_memory_tools(make_turn(), recall) == [CREATE_TOOL, UPDATE_TOOL, SEARCH_TOOL]
+
+
+def test_every_budget_holds_whatever_the_memories():
+    server = [memory(SERVER_SCOPE, 10000 + n, "x" * (50 + 37 * n % 950)) for n in range(100)]
+    for budget in (500, 501, 777, 2000, 8000):
+        assert len(recalled(server, message="x", budget=budget).item.content) <= budget
+
+
+def test_the_message_decides_more_than_the_dialogue_before_it():
+    # Given two memories, one about what is asked now, one about what was said a while ago
+    server = [
+        *chatter(SERVER_SCOPE, 200),
+        memory(SERVER_SCOPE, 11111, "The server's book club is reading Dune", 100),
+        memory(SERVER_SCOPE, 22222, "The server's film night shows Alien", 100),
+    ]
+    query = RecallQuery("which book is the club reading?", dialogue=("what film is on for film night?",))
+    memories = RecallSet(server=tuple(server))
+
+    # When the budget has room for the header and a couple of memories
+    recall = recall_context(make_turn(), memories, query=query, budget=500)
+
+    # Then the one the message asks about comes first, the one the dialogue asked about second
+    best = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert best[:2] == ["11111", "22222"]
+
+
+def test_between_equal_matches_the_speakers_own_memory_comes_first_then_the_newer():
+    # Given the same fact about the speaker, another participant and the server
+    personal = {
+        ALICE.user_id: (memory(ALICES, 30001, "{user} plays the cello", 10),),
+        BOB.user_id: (memory(BOBS, 30002, "{user} plays the cello", 1),),
+    }
+    server = [memory(SERVER_SCOPE, 30003, "Someone plays the cello", 0), *chatter(SERVER_SCOPE, 200)]
+    recall = recalled(server, personal, message="who plays the cello?")
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+
+    # Then the speaker's comes first, then the participant's, then the server's
+    assert ranked[:3] == ["30001", "30002", "30003"]
+    # and a correction outranks the older fact it corrects when both match alike
+    corrected = [
+        memory(SERVER_SCOPE, 30010, "The meetup is at the Red Lion pub", 90),
+        memory(SERVER_SCOPE, 30011, "The meetup is at the Blue Boar pub now", 2),
+        *chatter(SERVER_SCOPE, 200),
+    ]
+    recall = recalled(corrected, message="which pub is the meetup at?")
+    assert recall.candidates[recall.shown[0]].memory.memory_id == "30011"
+
+
+def test_the_ranking_is_deterministic():
+    server = chatter(SERVER_SCOPE, 300)
+    first = recalled(server, message="soup with the neighbours").item.content
+    assert all(
+        recalled(list(reversed(server)), message="soup with the neighbours").item.content == first
+        for _ in range(3)
+    )
+
+
+def test_dates_and_word_forms_meet():
+    assert terms("on 2025-03-14") == ["2025", *terms("on March 14")]
+    assert sorted(terms("on March 14")) == sorted(terms("on the 14th of Mar"))
+    assert stem("moved") == stem("moving") == stem("moves") == stem("move")
+    assert stem("studies") == stem("studied") == stem("study")
+    # and a memory written with one form is found by a question using another
+    server = [
+        *chatter(SERVER_SCOPE, 300),
+        memory(SERVER_SCOPE, 23456, "Carol moved to Lisbon on 2024-06-02", 200),
+    ]
+    assert "Lisbon" in recalled(server, message="when is Carol moving? June?").item.content
+
+
+def test_ranking_a_thousand_memories_takes_a_few_milliseconds():
+    server = chatter(SERVER_SCOPE, 1000)
+    recalled(server, message="warm up the stems")
+    started = time.perf_counter()
+    recall = recalled(server, message="who cooked soup for the neighbours on Sunday?")
+    elapsed = time.perf_counter() - started
+    assert recall.left_out > 0
+    assert elapsed < 0.05  # make bench measures it (about 5 ms); this only catches a slow rewrite
+
+
+def test_the_search_answers_the_best_hidden_matches_with_ids_within_its_budget():
+    # Given a recall that left most memories out, one of them about Bob's allergy
+    personal = {BOB.user_id: (memory(BOBS, 31337, "{user} is allergic to hazelnuts", 300),)}
+    recall = recalled(chatter(SERVER_SCOPE, 400), personal, message="what's for lunch?")
+    assert "hazelnuts" not in recall.item.content
+
+    # When the model searches for it
+    result = search_long_term_memory({"query": "Bob allergy hazelnut"}, make_turn(), recall)
+
+    # Then it gets that memory first, with its id and whom it is about, and no more than the budget
+    assert result.status == SearchStatus.FOUND and result.ok
+    found = json.loads(result.to_model_content())["memories"]
+    assert found[0] == {"memory_id": "31337", "about": "Bob", "memory": "Bob is allergic to hazelnuts"}
+    assert sum(len(entry["memory"]) for entry in found) <= SEARCH_BUDGET_CHARS
+    shown = {recall.candidates[index].memory.memory_id for index in recall.shown}
+    assert not shown & {entry["memory_id"] for entry in found}
+
+
+def test_a_search_that_matches_nothing_or_is_malformed_says_so():
+    recall = recalled(chatter(SERVER_SCOPE, 400), message="hello")
+    assert (
+        search_long_term_memory({"query": "zeppelin"}, make_turn(), recall).status
+        == SearchStatus.NOTHING_FOUND
+    )
+    for arguments in ({}, {"query": ""}, {"query": 7}, {"query": "x" * 501}, "not json", None):
+        result = search_long_term_memory(arguments, make_turn(), recall)
+        assert result.status == SearchStatus.INVALID_ARGS
+
+
+# -- near-duplicates ------------------------------------------------------------------------------
+
+
+def save(content: str, store: FakeMemoryStore, *, scope: str = "target_user", turn=None, limit: int = 100):
+    turn = turn or make_turn()
+    shown = store.recall(
+        SERVER, 1, [ALICE.user_id, BOB.user_id], place=turn.place, policy=turn.config.privacy
+    )
+    arguments = {"memory_content": content, "memory_scope": scope}
+    if scope == "target_user":
+        arguments["target_user"] = "Alice"
+    return create_long_term_memory(
+        arguments,
+        turn,
+        store=store,
+        search_members=lambda guild, query: [],
+        lookup_member=member_lookup,
+        settings=settings(MAX_PERSONAL_MEMORIES=limit, MAX_SERVER_MEMORIES=limit),
+        recalled=recall_context(turn, shown),
+    )
+
+
+def test_a_reworded_fact_is_answered_with_the_memory_that_already_says_it():
+    # Given Alice's memory that she plays the cello in a band
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} plays the cello in a band", 30))
+
+    # When the model saves it again in other words
+    result = save("{user} plays cello in a band", store)
+
+    # Then it is told which memory says it, with its text, and nothing is saved
+    assert result.status == SaveStatus.ALREADY_REMEMBERED and not result.ok
+    assert result.data["memory_id"] == "30001"
+    assert result.data["memory"] == "Alice plays the cello in a band"
+    assert "update it instead" in result.data["message"]
+    assert len(store.memories) == 1
+
+
+def test_a_different_fact_in_the_same_words_is_saved():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} went to the zoo with Mia on 2025-03-01", 30))
+    store.add(memory(ALICES, 30002, "{user} lives in Lisbon", 30))
+    for content in ("{user} went to the zoo with Noah on 2025-03-01", "{user} lives in Porto"):
+        assert save(content, store).status == SaveStatus.SAVED
+    assert len(store.memories) == 4
+
+
+def test_the_same_text_is_still_the_stores_to_answer():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} plays the cello in a band", 30))
+    result = save("{user} plays the cello in a band", store)
+    assert (
+        result.status == SaveStatus.SAVED and "already remembered as memory #30001" in result.data["message"]
+    )
+
+
+def test_a_memory_the_turn_may_not_see_is_never_named_as_a_near_duplicate():
+    # Given a server memory said in a private channel
+    store = FakeMemoryStore()
+    secret = Memory(
+        SERVER_SCOPE, "30001", "The vault code is okapi seven", BOB.user_id, NOW, NOW, origin=SECRET
+    )
+    store.add(secret)
+
+    # When the same fact is saved, reworded, in a public channel
+    result = save("The vault code is okapi seven!", store, scope="server_wide")
+
+    # Then it is saved as a new memory: nothing tells the public channel the private one exists
+    assert result.status == SaveStatus.SAVED and "30001" not in json.dumps(result.data)
+
+
+def test_a_full_scope_names_its_most_similar_memories_to_update_instead():
+    store = FakeMemoryStore()
+    store.add(memory(ALICES, 30001, "{user} lives in Lisbon", 30))
+    store.add(memory(ALICES, 30002, "{user} has a dog called Pixel", 20))
+    result = save("{user} lives in Porto now", store, limit=2)
+    assert result.status == SaveStatus.LIMIT_EXCEEDED
+    assert result.data["similar"] == [{"memory_id": "30001", "memory": "Alice lives in Lisbon"}]
+    assert len(store.memories) == 2
