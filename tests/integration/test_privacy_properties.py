@@ -2,7 +2,7 @@
 
 Each example builds a world (guilds, channels with @everyone overwrites, threads, members, DMs), then
 plays a random sequence of messages to the bot through the real ``TurnService``, ``StmStore``,
-``DynamoMemoryStore`` and ``TurnLedger`` on in-process moto, with a fresh table. Every message holds
+``DynamoMemoryStore`` and ``TurnRepository`` on in-process moto, with a fresh table. Every message holds
 a secret token, and the model writes more tokens into short-term summaries and long-term memories,
 and rewrites or forgets memories saved earlier. After each turn, every token in the model's requests
 must be one the rules let this turn see, or one of this channel's own dialogue (else: LEAK); every
@@ -27,7 +27,7 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, make_client
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.config import Settings
 from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
@@ -211,7 +211,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
             model=model,
             stm_store=StmStore(table),
             ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
-            ledger=TurnLedger(table),
+            turns=TurnRepository(table),
             clock=clock,
         )
         new_token = _tokens()

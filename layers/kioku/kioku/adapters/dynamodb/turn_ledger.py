@@ -3,14 +3,11 @@ a redelivered or duplicated turn is recognised (and never replies or counts twic
 request of its own: the record is read in the turn's first BatchGetItem.
 
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
-    pk = TURN#{source}#{turn_id}   sk = UNFINISHED   (a reply Discord took only part of: its chunks,
-                                   the ids posted, its notifications; read with the DONE record)
     pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
 """
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -29,34 +26,6 @@ class TurnOutcome:
 
 def turn_record_key(source: str, turn_id: str) -> Key:
     return {"pk": f"TURN#{source}#{turn_id}", "sk": "DONE"}
-
-
-@dataclass(frozen=True, slots=True)
-class UnfinishedReply:
-    """A reply an attempt could post only part of, kept so a redelivery posts the rest of the same
-    text (and captures the turn) instead of asking the model for a different answer."""
-
-    reply: str
-    chunks: tuple[str, ...]
-    reply_ids: tuple[str, ...] = ()
-    notices: tuple[dict[str, Any], ...] = ()
-    apologised: bool = False
-
-
-def unfinished_key(source: str, turn_id: str) -> Key:
-    return {"pk": f"TURN#{source}#{turn_id}", "sk": "UNFINISHED"}
-
-
-def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
-    if item is None:
-        return None
-    return UnfinishedReply(
-        reply=str(item.get("reply", "")),
-        chunks=tuple(str(chunk) for chunk in item.get("chunks", ())),
-        reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),
-        notices=tuple(json.loads(str(item.get("notices") or "[]"))),
-        apologised=bool(item.get("apologised")),
-    )
 
 
 def outcome_from_item(item: Item | None) -> TurnOutcome | None:
@@ -82,24 +51,6 @@ class TurnLedger:
         except ConditionFailed:
             return False
         return True
-
-    def op_forget_unfinished(self, source: str, turn_id: str) -> dict[str, Any]:
-        """A transaction operation dropping the unfinished reply once the turn is finished."""
-        return self._table.op_delete(unfinished_key(source, turn_id))
-
-    def keep_unfinished(self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime) -> None:
-        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's)."""
-        self._table.put(
-            {
-                **unfinished_key(source, turn_id),
-                "reply": unfinished.reply,
-                "chunks": list(unfinished.chunks),
-                "reply_ids": list(unfinished.reply_ids),
-                "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
-                "apologised": unfinished.apologised,
-                "expires_at": int((now + RECORD_RETENTION).timestamp()),
-            }
-        )
 
 
 RATE_WINDOW_SECONDS = 60
