@@ -662,6 +662,28 @@ def test_a_reply_posted_only_in_part_is_completed_on_redelivery():
         assert [item for item in table_items(stack) if item["sk"]["S"].startswith("OUTBOX#")] == []
 
 
+def test_a_memory_notice_discord_fails_to_take_is_posted_on_redelivery_once(stack, llm):
+    # Given a turn that saves a memory, and Discord failing the post of its notice (the reply's the
+    # first post, the notice the second)
+    alice = seed_alice(stack.discord)
+    save = {"memory_content": "{user} loves green tea", "memory_scope": "target_user", "target_user": "Alice"}
+    llm.enqueue(completion_body(tool_calls=[("create_long_term_memory", save)]), completion_body(REPLY))
+    trigger = say_to_bot(stack, alice, "please remember that I love green tea")
+    stack.discord.fail_post(2, 500, {"message": "500: Internal Server Error", "code": 0})
+
+    # When the attempt fails on the notice and SQS hands the turn out again
+    first, *redelivered = stack.deliver_turns()
+
+    # Then the redelivery posts the notice, once, without a second reply or model call
+    assert len(first["batchItemFailures"]) == 1
+    assert redelivered == [{"batchItemFailures": []}]
+    assert len(llm.bodies) == 2
+    assert [m["content"] for m in replies_to(stack, trigger)] == [REPLY]
+    embeds = [embed["title"] for message in bot_messages(stack) for embed in message["embeds"]]
+    assert embeds == ["Memory saved"]
+    assert stm_row(stack).turns_since_refresh == 1
+
+
 def hand_out_without_answering(stack: LocalStack) -> None:
     """An attempt that took the turn from the queue and died: SQS will hand it out again."""
     received = stack.sqs.receive_message(QueueUrl=stack.resources.turn_queue_url, AttributeNames=["All"])

@@ -143,7 +143,11 @@ LOST_RESPONSES = [
 
 
 @pytest.mark.parametrize(
-    ("fault", "model_calls"), KILL_POINTS + LOST_RESPONSES, ids=lambda p: getattr(p, "name", None) or ""
+    ("fault", "model_calls"),
+    [
+        pytest.param(fault, calls, id=f"{fault.action} at {fault.name}")
+        for fault, calls in KILL_POINTS + LOST_RESPONSES
+    ],
 )
 def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(world, fault, model_calls):
     stack, llm, harness = world
