@@ -1,4 +1,4 @@
-"""A turn's completion record commits with its capture, so a second attempt can neither count nor
+"""A turn's completion record (and the drop of its outbox) commits with its capture, so a second attempt can neither count nor
 record the turn again; DynamoDB's conditions enforce it, not the callers."""
 
 from __future__ import annotations
@@ -7,8 +7,11 @@ from datetime import UTC, datetime
 
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, TurnMemoryLoad, stm_row_key
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, outcome_from_item, turn_record_key
+from kioku.adapters.dynamodb.turn_repository import Committed, Outbox, TurnKey, TurnRepository, outbox_key
+from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.stm.context import StmState
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW, message
 
@@ -61,3 +64,70 @@ def test_recording_alone_says_whether_it_was_first(table):
     item = table.get(turn_record_key("slash_command", "4"))
     assert item["apologised"] is True and item["expires_at"] > now.timestamp()
     assert table.get(stm_row_key(identity().address)) is None
+
+
+# -- the turn repository: its one read, its outbox, its commit ------------------------------------
+
+KEY = TurnKey("message", "700000000000000005", "42")
+
+
+def _reader(table):
+    """The turn's read as the service makes it: the repository's keys ride in one BatchGetItem."""
+
+    def load(keys):
+        found = {(item["pk"], item["sk"]): item for item in table.batch_get(keys)}
+        return TurnMemoryLoad(ServerConfig(server_id=None), UserProfile(user_id="42"), StmState(), found)
+
+    return load
+
+
+def _capturing(store, lines):
+    """The capture the service hands the commit: the STM row written with the commit's operations."""
+
+    def capture(operations):
+        store.capture(identity(), None, lines, NOW, LIMITS, also=operations)
+        return True
+
+    return capture
+
+
+def test_an_outbox_is_read_with_the_turn_and_dropped_by_the_commit_that_captures_it(table):
+    repository, store = TurnRepository(table), StmStore(table)
+    lines = (message("hi", message_id=KEY.turn_id), message("hello there", message_id="900"))
+    outbox = Outbox(
+        reply="hello there",
+        chunks=("hello", "there"),
+        notices=({"title": "Memory saved", "description": "Alice loves green tea"},),
+        lines=lines,
+        reply_ids=("900",),
+    )
+    repository.keep(KEY, outbox, NOW)
+    assert table.get(outbox_key(KEY))["pk"] == "USER#42"  # in its author's partition
+
+    read = repository.read(KEY, _reader(table))
+    assert read.outbox == outbox and read.done is None
+
+    capture = _capturing(store, lines)
+    assert repository.commit(KEY, TurnOutcome(reply_ids=("900", "901")), NOW, capture).committed
+
+    read = repository.read(KEY, _reader(table))
+    assert read.outbox is None and read.done == TurnOutcome(reply_ids=("900", "901"))
+    assert [line.text for line in store.get(identity().address).crude] == ["hi", "hello there"]
+    # a second attempt's commit is refused by the record and captures nothing
+    again = repository.commit(KEY, TurnOutcome(), NOW, capture)
+    assert again == Committed(False, ("done",))
+    assert store.get(identity().address).turns_since_refresh == 1
+
+
+def test_a_named_part_whose_condition_fails_refuses_the_whole_commit(table):
+    repository, store = TurnRepository(table), StmStore(table)
+    repository.keep(KEY, Outbox(reply="hi", chunks=("hi",)), NOW)
+    table.put({"pk": "USER#42", "sk": "FORGOTTEN"})
+    author_kept = table.op_check({"pk": "USER#42", "sk": "FORGOTTEN"}, "attribute_not_exists(pk)")
+    capture = _capturing(store, [message("hi")])
+
+    result = repository.commit(KEY, TurnOutcome(), NOW, capture, parts={"author": author_kept})
+
+    assert result == Committed(False, ("author",))
+    assert store.get(identity().address) is None
+    assert repository.read(KEY, _reader(table)).outbox is not None

@@ -41,7 +41,14 @@ from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
-from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
+from kioku.domain.models import (
+    ContextItem,
+    ContextTag,
+    Participant,
+    PrivacyLevel,
+    ServerConfig,
+    UserProfile,
+)
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
@@ -385,7 +392,10 @@ class TurnService:
             reply=reply,
             chunks=tuple(chunks),
             notices=(*earlier, *self._notices(state)),
-            lines=tuple(self._crude_turn(job, turn, reply, state.now)),
+            # a person with full privacy has nothing stored, in the outbox either: the turn is counted
+            lines=()
+            if turn.profile.privacy_level is PrivacyLevel.FULL
+            else tuple(self._crude_turn(job, turn, reply, state.now)),
             apologised=state.record.apologised,
         )
         state.outbox_kept = False
