@@ -26,6 +26,7 @@ from kioku.domain.dialogue import DIALOGUE_CONVENTIONS
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress, StmEntry, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.entrypoints import turn_worker
 from kioku.playground.events import slash_command
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack, gateway_dispatch
@@ -682,6 +683,45 @@ def test_a_memory_notice_discord_fails_to_take_is_posted_on_redelivery_once(stac
     embeds = [embed["title"] for message in bot_messages(stack) for embed in message["embeds"]]
     assert embeds == ["Memory saved"]
     assert stm_row(stack).turns_since_refresh == 1
+
+
+def test_an_outbox_the_service_is_told_to_drop_is_neither_posted_nor_captured(stack, llm):
+    # Given an attempt whose reply Discord refused, so its outbox waits for the redelivery
+    alice = seed_alice(stack.discord)
+    trigger = say_to_bot(stack, alice, "hello?")
+    stack.discord.fail_post(1, 500, {"message": "500: Internal Server Error", "code": 0})
+    first = stack.deliver_turns(max_batches=1)
+    assert len(first[0]["batchItemFailures"]) == 1
+    assert [i for i in table_items(stack) if i["sk"]["S"].startswith("OUTBOX#")]
+    # When the redelivery is told to drop it (as when its author was forgotten meanwhile)
+    service = turn_worker.turn_service(get_settings())
+    service.drops_outbox = lambda read: read.outbox is not None and read.outbox.reply == REPLY
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Then nothing is posted or captured, the turn is done and its outbox gone
+    assert replies_to(stack, trigger) == []
+    assert stm_row(stack) is None
+    items = table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert [i for i in items if i["pk"]["S"] == f"TURN#message#{trigger['id']}"]
+
+
+def test_a_commit_part_refusing_drops_the_capture_but_records_the_turn(stack, llm):
+    # Given a service committing each turn with a condition that fails (an author forgotten since)
+    alice = seed_alice(stack.discord)
+    say_to_bot(stack, alice, "first")
+    service = turn_worker.turn_service(get_settings())
+    refused = KiokuTable(stack.resources.table_name).op_check(
+        {"pk": f"USER#{alice['id']}", "sk": "FORGOTTEN"}, "attribute_exists(pk)"
+    )
+    service.commit_parts = lambda state: {"author": refused}
+    # When the turn commits
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Then it replied, stored nothing, and is recorded as done with its outbox dropped
+    assert [m["content"] for m in bot_messages(stack)] == [REPLY]
+    assert stm_row(stack) is None
+    items = table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert [i for i in items if i["sk"]["S"] == "DONE"]
 
 
 def hand_out_without_answering(stack: LocalStack) -> None:

@@ -119,6 +119,8 @@ class TurnState:
     record: TurnRecord = field(default_factory=TurnRecord)
     finished: bool = False
     capture: bool = True
+    """False: the turn stores no lines (a rate notice, a channel refused for good)."""
+    rate_notice: bool = False
     channel: ChannelDescription | None = None
     history: list[dict[str, Any]] = field(default_factory=list)
     turn: TurnContext | None = None
@@ -155,6 +157,9 @@ class TurnService:
     commit_parts: Callable[[TurnState], Mapping[str, Operation]] = lambda state: {}
     """Named operations of other stores that commit with the turn (a condition on its author, say):
     the turn is dropped, nothing captured, if one of their conditions fails."""
+    drops_outbox: Callable[[TurnRead], bool] = lambda read: False
+    """Whether an earlier attempt's outbox must be dropped unposted (its author was forgotten since,
+    as the items read with the turn tell): the turn then posts nothing more and captures nothing."""
 
     def __post_init__(self) -> None:
         if self.directory is None:
@@ -219,6 +224,7 @@ class TurnService:
         state.record.rate_limited = True
         state.capture = False
         if taken is not None or job.source is TurnSource.SLASH_COMMAND:
+            state.rate_notice = True
             state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
         else:
             self._commit(state)
@@ -227,8 +233,8 @@ class TurnService:
         """The channel (its privacy, read on every turn: a channel can turn private at any moment)
         and the conversation as it stood when the turn's message was sent."""
         job = state.job
-        if state.answered and not state.outbox_kept and not state.capture:
-            return  # a rate notice: nothing of the channel is needed
+        if state.rate_notice:
+            return  # nothing of the channel is needed
         self._typing(job.channel_id)
         try:
             state.channel = self._describe_channel(job)
@@ -302,6 +308,11 @@ class TurnService:
             state.record.duplicate = True
             state.record.reply_ids = list(read.done.reply_ids)
             state.finished = True
+            return
+        if read.outbox is not None and self.drops_outbox(read):
+            logger.warning("turn %s: its outbox is dropped unposted", job.turn_id)
+            state.outbox, state.capture = None, False
+            self._commit(state)
             return
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
