@@ -16,12 +16,14 @@ import os
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
+from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
@@ -163,8 +165,6 @@ def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(
     )
     body = gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []})
     headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
-    import httpx
-
     assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
 
     # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
@@ -197,6 +197,83 @@ def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(
     # and the model asked again only when no answer had been recorded
     assert len(llm.bodies) - asked_before == model_calls
     assert all(json.dumps(b).count(trigger["id"]) for b in llm.bodies[asked_before:])
+
+
+def edit_original(action: str = "kill") -> Fault:
+    def matches(request: RecordedRequest) -> bool:
+        return request.method == "PATCH" and "/webhooks/" in request.path
+
+    return Fault("the deferred response edited", "discord", matches, action)
+
+
+CHAT_POINTS = [
+    (model_call(2), 2 + 2),
+    (edit_original(), 2),
+    (chunk_post(2), 2),
+    (notice_post(), 2),
+    (commit("before"), 2),
+    (edit_original("lose"), 2),
+    (chunk_post(3, "lose"), 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "model_calls"),
+    [pytest.param(fault, calls, id=f"{fault.action} at {fault.name}") for fault, calls in CHAT_POINTS],
+)
+def test_a_chat_command_interrupted_at_any_point_is_answered_and_captured_exactly_once(
+    world, fault, model_calls
+):
+    stack, llm, harness = world
+    channel = stack.discord.new_id()
+    stack.discord.seed_channel(channel, name="general", guild_id=GUILD)
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    asked_before = len(llm.bodies)
+    token = f"tok-{channel}"
+
+    # Given Alice's /chat, deferred ("thinking…") and queued for the worker
+    payload = slash_command(
+        stack.application_id,
+        "chat",
+        options={"message": "remember I love green tea"},
+        guild_id=GUILD,
+        channel_id=channel,
+        user_id=alice["id"],
+        username="alice",
+        global_name="Alice",
+        interaction_id=stack.discord.new_id(),
+        token=token,
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).json() == {
+        "type": 5
+    }
+
+    # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault)
+
+    # Then the first chunk is the interaction's answer, the others and the notice follow once each
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes[-1] == "done", outcomes
+    original = stack.discord.interaction_response(token)
+    assert original is not None and original["content"] == PARAGRAPHS[0]
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    assert [m["content"] for m in posted] == [*PARAGRAPHS[1:], ""]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    assert row is not None and row.turns_since_refresh == 1
+    said, answered = row.crude
+    assert said.text == "remember I love green tea" and ANSWER.startswith(answered.text.rstrip("…"))
+    items = _table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert (
+        len([i for i in items if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")]) == 1
+    )
+    assert len(llm.bodies) - asked_before == model_calls
 
 
 def _table_items(stack: LocalStack) -> list[dict[str, Any]]:
