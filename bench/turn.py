@@ -31,6 +31,11 @@ COUNTED_TURNS = 5
 SECRET, THREAD = "300000000000000003", "300000000000000004"
 PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @everyone may not view
 TIMED_TURNS = 40
+WHY_PLAIN_TURN_REQUESTS = (
+    "UpdateItem: the author's rate; BatchGetItem: configuration, profile, short-term rows, memory books, "
+    "the turn's record and outbox; Query: other channels' rows; PutItem: the outbox, before the first "
+    "post; TransactWriteItems: capture + record + outbox delete"
+)
 
 
 def main() -> None:
@@ -66,6 +71,8 @@ def main() -> None:
             most = max(per_turn, key=lambda counted: sum(counted.values()))
             breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
             print(f"turn.dynamodb_requests_per_turn{label}={sum(most.values())} ({breakdown})")
+            if not label:
+                print(f"turn.dynamodb_requests_why ({WHY_PLAIN_TURN_REQUESTS})")
             print(
                 f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)"
             )

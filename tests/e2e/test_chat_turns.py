@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.llm.openai import RetryPolicy
@@ -659,8 +658,30 @@ def test_a_reply_posted_only_in_part_is_completed_on_redelivery():
         row = stm_row(stack)
         assert row.turns_since_refresh == 1
         assert row.crude[0].text == "@Kioku tell me a long story"
-        # and the text kept for the redelivery is gone with the turn's capture
+        # and the outbox kept for the redelivery is gone with the turn's capture
         assert [item for item in table_items(stack) if item["sk"]["S"].startswith("OUTBOX#")] == []
+
+
+def test_a_memory_notice_discord_fails_to_take_is_posted_on_redelivery_once(stack, llm):
+    # Given a turn that saves a memory, and Discord failing the post of its notice (the reply's the
+    # first post, the notice the second)
+    alice = seed_alice(stack.discord)
+    save = {"memory_content": "{user} loves green tea", "memory_scope": "target_user", "target_user": "Alice"}
+    llm.enqueue(completion_body(tool_calls=[("create_long_term_memory", save)]), completion_body(REPLY))
+    trigger = say_to_bot(stack, alice, "please remember that I love green tea")
+    stack.discord.fail_post(2, 500, {"message": "500: Internal Server Error", "code": 0})
+
+    # When the attempt fails on the notice and SQS hands the turn out again
+    first, *redelivered = stack.deliver_turns()
+
+    # Then the redelivery posts the notice, once, without a second reply or model call
+    assert len(first["batchItemFailures"]) == 1
+    assert redelivered == [{"batchItemFailures": []}]
+    assert len(llm.bodies) == 2
+    assert [m["content"] for m in replies_to(stack, trigger)] == [REPLY]
+    embeds = [embed["title"] for message in bot_messages(stack) for embed in message["embeds"]]
+    assert embeds == ["Memory saved"]
+    assert stm_row(stack).turns_since_refresh == 1
 
 
 def hand_out_without_answering(stack: LocalStack) -> None:
@@ -674,54 +695,12 @@ def hand_out_without_answering(stack: LocalStack) -> None:
         )
 
 
-def test_a_redelivered_turn_already_answered_is_not_answered_again_even_in_a_busy_channel(stack, llm):
-    # Given an attempt that replied, then died before recording the turn, and a channel that moved on
-    alice = seed_alice(stack.discord)
-    message = say_to_bot(stack, alice, "hello?")
-    hand_out_without_answering(stack)
-    DiscordRest(stack.discord.base_url, stack.discord.token).create_message(
-        CHANNEL, "earlier answer", reply_to=message["id"]
-    )
-    for n in range(15):
-        stack.discord.seed_message(CHANNEL, alice, f"later chatter {n}")
-    # When SQS hands the turn out again
-    assert stack.deliver_turns() == [{"batchItemFailures": []}]
-    # Then the model is not asked and nothing more is posted
-    assert llm.bodies == []
-    assert [m["content"] for m in replies_to(stack, message)] == ["earlier answer"]
-
-
 def test_a_redelivered_turn_that_never_answered_is_answered(stack, llm):
     alice = seed_alice(stack.discord)
     message = say_to_bot(stack, alice, "hello?")
     hand_out_without_answering(stack)
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     assert [m["content"] for m in replies_to(stack, message)] == [REPLY]
-
-
-def test_a_redelivered_chat_command_already_answered_is_not_answered_again(stack, llm):
-    alice = seed_alice(stack.discord)
-    payload = slash_command(
-        stack.application_id,
-        "chat",
-        options={"message": "hi"},
-        guild_id=GUILD,
-        channel_id=CHANNEL,
-        user_id=alice["id"],
-        username="alice",
-        interaction_id=stack.discord.new_id(),
-        token="tok-redelivered",
-    )
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    assert httpx.post(stack.urls["interactions"], content=body, headers=headers).json() == {"type": 5}
-    hand_out_without_answering(stack)
-    DiscordRest(stack.discord.base_url, stack.discord.token).edit_original_response(
-        stack.application_id, "tok-redelivered", "earlier answer"
-    )
-    assert stack.deliver_turns() == [{"batchItemFailures": []}]
-    assert llm.bodies == []
-    assert stack.discord.interaction_response("tok-redelivered")["content"] == "earlier answer"
 
 
 def test_a_guild_turn_whose_channel_cannot_be_looked_up_is_retried_not_guessed(stack, llm):

@@ -2,7 +2,7 @@
 
 Each example builds a world (guilds, channels with @everyone overwrites, threads, members, DMs), then
 plays a random sequence of messages to the bot through the real ``TurnService``, ``StmStore``,
-``DynamoMemoryStore`` and ``TurnLedger`` on in-process moto, with a fresh table. Every message holds
+``DynamoMemoryStore`` and ``TurnRepository`` on in-process moto, with a fresh table. Every message holds
 a secret token, and the model writes more tokens into short-term summaries and long-term memories,
 and rewrites or forgets memories saved earlier. After each turn, every token in the model's requests
 must be one the rules let this turn see, or one of this channel's own dialogue (else: LEAK); every
@@ -30,6 +30,7 @@ from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, entry_from_item
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.config import Settings
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig, UserProfile
@@ -292,7 +293,7 @@ def play(
                     speaker.user_id,
                     service.ltm_store,
                     service.stm_store,
-                    ledger=service.ledger,
+                    ledger=TurnLedger(table),
                     now=now - timedelta(seconds=30),  # just before the message
                 )
                 written = [
@@ -381,7 +382,7 @@ def _service(
         model=model,
         stm_store=StmStore(table),
         ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
-        ledger=TurnLedger(table),
+        turns=TurnRepository(table),
         clock=clock,
     )
 
@@ -463,7 +464,7 @@ def play_race(race: ForgetRace, client) -> list[str]:
                 service.run(job)
             discord.refusing_posts = False
         forget_everything(
-            forgetter, service.ltm_store, service.stm_store, ledger=service.ledger, now=clock.tick()
+            forgetter, service.ltm_store, service.stm_store, ledger=TurnLedger(table), now=clock.tick()
         )
         posted_before = {m["id"] for messages in discord.messages.values() for m in messages}
         record = service.run(job, redelivered=race.race is Race.UNFINISHED)

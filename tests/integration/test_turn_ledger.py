@@ -1,4 +1,4 @@
-"""A turn's completion record commits with its capture, so a second attempt can neither count nor
+"""A turn's completion record (and the drop of its outbox) commits with its capture, so a second attempt can neither count nor
 record the turn again; DynamoDB's conditions enforce it, not the callers."""
 
 from __future__ import annotations
@@ -8,19 +8,25 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, stm_row_key
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, TurnMemoryLoad, stm_row_key
 from kioku.adapters.dynamodb.turn_ledger import (
     RECORD_RETENTION,
     TurnLedger,
     TurnOutcome,
-    UnfinishedReply,
     attempts_key,
-    outbox_key,
     outcome_from_item,
     turn_record_key,
-    unfinished_from_item,
 )
-from kioku.domain.forgetting import Said
+from kioku.adapters.dynamodb.turn_repository import (
+    Committed,
+    Outbox,
+    TurnKey,
+    TurnRepository,
+    _outbox_from_item,
+    outbox_key,
+)
+from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.stm.context import StmState
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import LIMITS, NOW, message
 
@@ -98,44 +104,40 @@ ALICE, BOB = "400000000000000001", "400000000000000002"
 SENT = datetime(2026, 11, 30, 12, 0, tzinfo=UTC)
 
 
+def _key(author: str, turn_id: str, sent: datetime = SENT) -> TurnKey:
+    return TurnKey("message", turn_id, author, sent)
+
+
 def test_forget_all_drops_every_reply_waiting_for_the_person_and_those_quoting_them(table):
-    # Given replies kept for Alice, and one kept for Bob whose notice shows a memory about Alice
-    ledger = TurnLedger(table)
+    # Given outboxes kept for Alice, and one kept for Bob whose notice shows a memory about Alice
+    turns, ledger = TurnRepository(table), TurnLedger(table)
     for turn_id in ("700000000000000001", "700000000000000002"):
-        assert ledger.keep_unfinished(
-            "message", turn_id, UnfinishedReply("hi", ("hi",)), NOW, said=Said(ALICE, SENT)
-        )
-    quoting = UnfinishedReply("noted", ("noted",), quoted=(ALICE,))
-    assert ledger.keep_unfinished("message", "700000000000000003", quoting, NOW, said=Said(BOB, SENT))
-    assert ledger.keep_unfinished(
-        "message", "700000000000000004", UnfinishedReply("x", ("x",)), NOW, said=Said(BOB, SENT)
-    )
+        assert turns.keep(_key(ALICE, turn_id), Outbox("hi", ("hi",)), NOW)
+    assert turns.keep(_key(BOB, "700000000000000003"), Outbox("noted", ("noted",), quoted=(ALICE,)), NOW)
+    assert turns.keep(_key(BOB, "700000000000000004"), Outbox("x", ("x",)), NOW)
     # When Alice forgets everything
     assert ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=1)) == 3
     # Then none of them is left, Bob's other reply is, and she is marked
-    assert [
-        table.get(outbox_key(ALICE, "message", t)) for t in ("700000000000000001", "700000000000000002")
-    ] == [None, None]
-    assert table.get(outbox_key(BOB, "message", "700000000000000003")) is None
-    assert unfinished_from_item(table.get(outbox_key(BOB, "message", "700000000000000004"))).reply == "x"
+    assert [table.get(outbox_key(_key(ALICE, t))) for t in ("700000000000000001", "700000000000000002")] == [
+        None,
+        None,
+    ]
+    assert table.get(outbox_key(_key(BOB, "700000000000000003"))) is None
+    assert _outbox_from_item(table.get(outbox_key(_key(BOB, "700000000000000004")))).reply == "x"
     assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(minutes=1)
 
 
 def test_a_reply_to_or_quoting_someone_who_forgot_since_is_not_kept(table):
-    ledger = TurnLedger(table)
-    ledger.forget_turns_of(ALICE, SENT)
-    assert (
-        ledger.keep_unfinished("message", "1", UnfinishedReply("a", ("a",)), NOW, said=Said(ALICE, SENT))
-        is False
-    )
-    quoting = UnfinishedReply("b", ("b",), quoted=(ALICE,))
-    assert ledger.keep_unfinished("message", "2", quoting, NOW, said=Said(BOB, SENT)) is False
-    assert table.get(outbox_key(ALICE, "message", "1")) is None
-    assert table.get(outbox_key(BOB, "message", "2")) is None
+    turns = TurnRepository(table)
+    TurnLedger(table).forget_turns_of(ALICE, SENT)
+    assert turns.keep(_key(ALICE, "1"), Outbox("a", ("a",)), NOW) is False
+    assert turns.keep(_key(BOB, "2"), Outbox("b", ("b",), quoted=(ALICE,)), NOW) is False
+    assert table.get(outbox_key(_key(ALICE, "1"))) is None
+    assert table.get(outbox_key(_key(BOB, "2"))) is None
     # what was said after the forget-all is kept as usual
     later = SENT + timedelta(milliseconds=1)
-    assert ledger.keep_unfinished("message", "3", UnfinishedReply("c", ("c",)), NOW, said=Said(ALICE, later))
-    assert table.get(outbox_key(ALICE, "message", "3")) is not None
+    assert turns.keep(_key(ALICE, "3", later), Outbox("c", ("c",)), NOW)
+    assert table.get(outbox_key(_key(ALICE, "3"))) is not None
 
 
 def test_the_mark_only_moves_forward(table):
@@ -145,3 +147,70 @@ def test_the_mark_only_moves_forward(table):
     assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT
     ledger.forget_turns_of(ALICE, SENT + timedelta(hours=1))
     assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(hours=1)
+
+
+# -- the turn repository: its one read, its outbox, its commit ------------------------------------
+
+KEY = TurnKey("message", "700000000000000005", "42", SENT)
+
+
+def _reader(table):
+    """The turn's read as the service makes it: the repository's keys ride in one BatchGetItem."""
+
+    def load(keys):
+        found = {(item["pk"], item["sk"]): item for item in table.batch_get(keys)}
+        return TurnMemoryLoad(ServerConfig(server_id=None), UserProfile(user_id="42"), StmState(), found)
+
+    return load
+
+
+def _capturing(store, lines):
+    """The capture the service hands the commit: the STM row written with the commit's operations."""
+
+    def capture(operations):
+        store.capture(identity(), None, lines, NOW, LIMITS, also=operations)
+        return True
+
+    return capture
+
+
+def test_an_outbox_is_read_with_the_turn_and_dropped_by_the_commit_that_captures_it(table):
+    repository, store = TurnRepository(table), StmStore(table)
+    lines = (message("hi", message_id=KEY.turn_id), message("hello there", message_id="900"))
+    outbox = Outbox(
+        reply="hello there",
+        chunks=("hello", "there"),
+        notices=({"title": "Memory saved", "description": "Alice loves green tea"},),
+        lines=lines,
+        reply_ids=("900",),
+    )
+    repository.keep(KEY, outbox, NOW)
+    assert table.get(outbox_key(KEY))["pk"] == "USER#42"  # in its author's partition
+
+    read = repository.read(KEY, _reader(table))
+    assert read.outbox == outbox and read.done is None
+
+    capture = _capturing(store, lines)
+    assert repository.commit(KEY, TurnOutcome(reply_ids=("900", "901")), NOW, capture).committed
+
+    read = repository.read(KEY, _reader(table))
+    assert read.outbox is None and read.done == TurnOutcome(reply_ids=("900", "901"))
+    assert [line.text for line in store.get(identity().address).crude] == ["hi", "hello there"]
+    # a second attempt's commit is refused by the record and captures nothing
+    again = repository.commit(KEY, TurnOutcome(), NOW, capture)
+    assert again == Committed(False, ("done",))
+    assert store.get(identity().address).turns_since_refresh == 1
+
+
+def test_a_named_part_whose_condition_fails_refuses_the_whole_commit(table):
+    repository, store = TurnRepository(table), StmStore(table)
+    repository.keep(KEY, Outbox(reply="hi", chunks=("hi",)), NOW)
+    table.put({"pk": "USER#42", "sk": "FORGOTTEN"})
+    author_kept = table.op_check({"pk": "USER#42", "sk": "FORGOTTEN"}, "attribute_not_exists(pk)")
+    capture = _capturing(store, [message("hi")])
+
+    result = repository.commit(KEY, TurnOutcome(), NOW, capture, parts={"author": author_kept})
+
+    assert result == Committed(False, ("author",))
+    assert store.get(identity().address) is None
+    assert repository.read(KEY, _reader(table)).outbox is not None

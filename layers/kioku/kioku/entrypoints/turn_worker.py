@@ -49,7 +49,8 @@ def turn_service(settings: Settings) -> TurnService:
     from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
-    from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnLedger
+    from kioku.adapters.dynamodb.turn_ledger import RateLedger
+    from kioku.adapters.dynamodb.turn_repository import TurnRepository
     from kioku.adapters.llm.registry import make_chat_model
     from kioku.adapters.secrets import load_secrets
 
@@ -64,7 +65,7 @@ def turn_service(settings: Settings) -> TurnService:
         model=make_chat_model(model_settings),
         stm_store=StmStore(table),
         ltm_store=DynamoMemoryStore(table, layout=BookLayout.from_settings(settings)),
-        ledger=TurnLedger(table),
+        turns=TurnRepository(table),
         rates=RateLedger(table),
     )
 

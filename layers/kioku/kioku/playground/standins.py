@@ -74,10 +74,20 @@ class CannedResponse:
         return json.dumps(self.body).encode(), "application/json"
 
 
+class DropConnection(Exception):
+    """Raised by an interceptor: close the connection without an answer (a response lost on the
+    way back; the request itself was applied or not, as the interceptor chose)."""
+
+
+Interceptor = Callable[[str, "RecordedRequest"], None]
+"""Called with ``"before"`` and ``"after"`` around each request a stand-in applies: fault injection."""
+
+
 class _StandInServer:
     """A threaded HTTP server on an ephemeral loopback port; subclasses answer in ``_answer``."""
 
     def __init__(self) -> None:
+        self.interceptor: Interceptor | None = None
         self._lock = threading.RLock()
         self._requests: list[RecordedRequest] = []
         self._server: LoopbackHTTPServer | None = None
@@ -124,7 +134,12 @@ class _StandInServer:
     def _serve(self, request: RecordedRequest) -> CannedResponse:
         with self._lock:
             self._requests.append(request)
-            return self._answer(request)
+            if self.interceptor is not None:
+                self.interceptor("before", request)
+            response = self._answer(request)
+            if self.interceptor is not None:
+                self.interceptor("after", request)
+            return response
 
     def _answer(self, request: RecordedRequest) -> CannedResponse:
         raise NotImplementedError
@@ -153,6 +168,9 @@ def _handler_class(stand_in: _StandInServer) -> type[BaseHTTPRequestHandler]:
             )
             try:
                 response = stand_in._serve(request)
+            except DropConnection:
+                self.close_connection = True
+                return
             except Exception as exc:  # a stand-in bug must show up as a 500, not a hung client
                 response = CannedResponse(500, {"message": f"stand-in error: {exc!r}"})
             payload, content_type = response.encode()

@@ -154,10 +154,10 @@ class ShortTermMemoryTurn:
         """Post-turn capture, once per bot turn: append the turn's messages and count the turn, with
         ``also`` (the turn's completion record) in the same transaction. True when it was written.
 
-        A user with full privacy has nothing stored; the turn is still counted. A speaker who asked to
-        forget everything after sending the message has nothing stored either (the transaction's
-        condition drops it). Store failures are logged, not raised: the reply has already gone out. ``TurnAlreadyRecorded`` is raised: the
-        turn was finished by another attempt, and nothing was written.
+        A user with full privacy has nothing stored; the turn is still counted. Store failures are
+        logged and answered False. Raised, nothing written: ``TurnAlreadyRecorded`` (another attempt
+        finished the turn) and ``SpeakerForgotten`` (the speaker asked to forget everything after
+        sending the message: the transaction's condition drops it).
         """
         try:
             if self._turn.profile.privacy_level is PrivacyLevel.FULL:
@@ -181,11 +181,8 @@ class ShortTermMemoryTurn:
                     also=also,
                     said=self._turn.said,
                 )
-        except TurnAlreadyRecorded:
+        except (TurnAlreadyRecorded, SpeakerForgotten):
             raise
-        except SpeakerForgotten:
-            logger.info("the speaker asked to forget everything since their message: nothing captured")
-            return False
         except StoreError:
             logger.exception("short-term memory capture failed")
             return False

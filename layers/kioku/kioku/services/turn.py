@@ -1,21 +1,21 @@
-"""One chat turn, from a queued job to a posted reply.
+"""One chat turn, from a queued job to a posted reply, as named steps over one ``TurnState``:
 
-Load the memory state, assemble the context (persona, long-term recall, the dialogue of seed 004,
-short-term memory placed by depth), ask the model, run its tools for a few rounds, post the reply
-and the memory notifications, then capture the turn into short-term memory.
+    gate (the author's rate) → read Discord → read memory (and the turn's own record and outbox:
+    a turn already done ends here) → recall → assemble the context → converse (the model and its
+    tools) → deliver (the outbox) → commit (capture, record as done, drop the outbox).
 
-A model that fails gets the user a short apology; the turn is still captured and counted, as the
-channel saw it. Discord refusing the reply raises, so the queue retries the turn; a reply Discord
-took only part of is kept (``UnfinishedReply``) and the retry posts the rest of the same text. Every
-post carries a nonce derived from the turn, so a retry never doubles a message, and the capture is
-keyed by message ids, so it never doubles a counter.
+Once an answer exists, it is put in the turn's outbox (``TurnRepository``) before anything is
+posted; a redelivered turn that finds an answered outbox skips to delivery and never asks the model
+again. A model that fails gets the user a short apology, still captured and counted, as the channel
+saw it. Discord refusing a post raises, so the queue retries the turn; a store failing the commit
+raises too, the outbox still there for the retry.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
@@ -25,52 +25,50 @@ from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded
-from kioku.adapters.dynamodb.turn_ledger import (
-    RateLedger,
-    TurnLedger,
-    TurnOutcome,
-    UnfinishedReply,
-    outbox_key,
-    outcome_from_item,
-    turn_record_key,
-    unfinished_from_item,
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
+from kioku.adapters.dynamodb.turn_repository import (
+    DONE_PART,
+    Outbox,
+    TurnKey,
+    TurnRead,
+    TurnRepository,
 )
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
-from kioku.domain.dialogue import (
-    DIALOGUE_CONVENTIONS,
-    Dialogue,
-    participants_from_messages,
-    read_dialogue,
-    user_names,
-)
-from kioku.domain.forgetting import Said, forgotten_since, snowflake_time
+from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
+from kioku.domain.forgetting import forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import MemberSearchFailed
-from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
-from kioku.domain.models import ContextItem, ContextTag, Participant, ServerConfig, UserProfile
+from kioku.domain.models import (
+    ContextItem,
+    ContextTag,
+    Participant,
+    PrivacyLevel,
+    ServerConfig,
+    UserProfile,
+)
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
+from kioku.domain.system_prompt import system_prompt
 from kioku.domain.text import MentionNames, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
-from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 from kioku.services.guild_directory import GuildDirectory
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
+from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
 
 logger = logging.getLogger(__name__)
 
 MAX_TOOL_ROUNDS: Final = 3
-MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its answer is looked for
 DEFAULT_TURN_SECONDS: Final = 120.0
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
 APOLOGY: Final = "Sorry, I couldn't think of an answer just now. Please try again in a little while."
@@ -78,7 +76,6 @@ EMPTY_REPLY: Final = "…"
 PERMANENT_REFUSALS: Final = frozenset({403, 404})
 RATE_NOTICE: Final = "You're talking to me faster than I can keep up. Give me a minute, then try again."
 TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
-NOTIFICATION_NONCE_MARK: Final = "n"
 NUDGE_KIND: Final = "nudge"
 CONTEXT_KINDS: Final = {
     ContextTag.SYSTEM_PROMPT: "system",
@@ -102,10 +99,48 @@ class TurnRecord:
     rate_limited: bool = False
     unanswerable: bool = False
     """Discord refused the turn's channel for good (403/404): nothing could be posted."""
+    resumed: bool = False
+    """An earlier attempt had recorded the answer: this one delivered it without asking the model."""
     model_seconds: list[float] = field(default_factory=list)
     context_kinds: list[str] = field(default_factory=list)
     """What each message of the first request is; later rounds add the tool calls and results."""
     tool_calls_not_run: int = 0
+
+
+@dataclass
+class TurnState:
+    """Everything one turn knows, filled in step by step; ``finished``: no further step runs."""
+
+    job: TurnJob
+    key: TurnKey
+    now: datetime
+    redelivered: bool
+    time_left: Callable[[], float]
+    delivery: Delivery
+    record: TurnRecord = field(default_factory=TurnRecord)
+    finished: bool = False
+    capture: bool = True
+    """False: the turn stores no lines (a rate notice, a channel refused for good)."""
+    rate_notice: bool = False
+    channel: ChannelDescription | None = None
+    history: list[dict[str, Any]] = field(default_factory=list)
+    turn: TurnContext | None = None
+    dialogue: Dialogue | None = None
+    dialogue_bot_name: str = ""
+    guessed_lineage: int = 0
+    subject_ids: list[str] = field(default_factory=list)
+    read: TurnRead | None = None
+    stm: ShortTermMemoryTurn | None = None
+    recalled: Recall = field(default_factory=Recall)
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    outbox: Outbox | None = None
+    """What must still be posted and captured; ``outbox_kept``: it is in DynamoDB as it stands."""
+    outbox_kept: bool = False
+
+    @property
+    def answered(self) -> bool:
+        return self.outbox is not None and self.outbox.answered
 
 
 @dataclass
@@ -115,7 +150,7 @@ class TurnService:
     model: ChatModel
     stm_store: StmStore
     ltm_store: DynamoMemoryStore
-    ledger: TurnLedger
+    turns: TurnRepository
     clock: Callable[[], datetime] = kioku_clock.now
     directory: GuildDirectory | None = None
     rates: RateLedger | None = None
@@ -132,211 +167,219 @@ class TurnService:
         redelivered: bool = False,
         time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS,
     ) -> TurnRecord:
-        """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt may
-        have replied and died before recording the turn; Discord is asked before answering again.
-        ``time_left``: seconds until the turn must be done (Lambda's remaining time); model calls
-        stop short of it, so a slow model still ends in an apology."""
-        record = TurnRecord()
-        now = self.clock()
-        # An earlier attempt that posted (part of) the answer has been counted against the rate.
-        answered = redelivered and self._answered_before(job)
-        if not answered:
-            if not self._within_rate(job, record, now):
-                return record
-            self._typing(job.channel_id)
+        """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt
+        counted it against the rate and may have left an outbox. ``time_left``: seconds until the
+        turn must be done (Lambda's remaining time); model calls stop short of it, so a slow model
+        still ends in an apology."""
+        state = TurnState(
+            job=job,
+            key=TurnKey(job.source.value, job.turn_id, str(job.author["id"]), snowflake_time(job.turn_id)),
+            now=self.clock(),
+            redelivered=redelivered,
+            time_left=time_left,
+            delivery=Delivery(
+                self.discord, job, responder_for(job, self.discord), self.settings.DISCORD_APPLICATION_ID
+            ),
+        )
+        steps = (
+            self._gate,
+            self._read_discord,
+            self._read_memory,
+            self._recall,
+            self._assemble,
+            self._converse,
+            self._deliver,
+            self._commit,
+        )
+        for step in steps:
+            step(state)
+            if state.finished:
+                break
+        return state.record
+
+    # -- the steps ------------------------------------------------------------------------------
+
+    def _gate(self, state: TurnState) -> None:
+        """Count the turn against its author's minute (a redelivery was counted by its first
+        attempt). The first turn over the limit gets one short notice, posted and recorded like an
+        answer; later ones end in silence (a ``/chat`` still gets the notice: its answer would
+        otherwise stay "thinking…")."""
+        job = state.job
+        if state.redelivered or self.rates is None:
+            return
+        limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
         try:
-            channel = self._describe_channel(job)
-            history = self._history(job, now)
+            taken = self.rates.take(state.key.author_id, state.now, limit)
+        except StoreError:
+            logger.warning("the turn rate could not be counted; the turn goes on")
+            return
+        if taken is not None and taken <= limit:
+            return
+        logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
+        state.record.rate_limited = True
+        state.capture = False
+        if taken is not None or job.source is TurnSource.SLASH_COMMAND:
+            state.rate_notice = True
+            state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
+        else:
+            self._commit(state)
+
+    def _read_discord(self, state: TurnState) -> None:
+        """The channel (its privacy, read on every turn: a channel can turn private at any moment)
+        and the conversation as it stood when the turn's message was sent."""
+        job = state.job
+        if state.rate_notice:
+            return  # nothing of the channel is needed
+        self._typing(job.channel_id)
+        try:
+            state.channel = self._describe_channel(job)
+            state.history = self._history(job, state.now)
         except DiscordError as exc:
             if exc.status not in PERMANENT_REFUSALS:
                 raise
             # The bot lost access to the channel, or it is gone: no retry can answer it.
             logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
-            record.unanswerable = True
-            self._record_alone(job, record, now)
-            return record
+            state.record.unanswerable = True
+            state.outbox, state.capture = None, False
+            self._commit(state)
+            return
         bot = BotIdentity(
-            user_id=self.settings.DISCORD_APPLICATION_ID, username=_bot_username(history, self.settings)
+            user_id=self.settings.DISCORD_APPLICATION_ID,
+            username=_bot_username(state.history, self.settings),
         )
-        participants = tuple(participants_from_messages(history, bot.user_id))
+        participants = tuple(participants_from_messages(state.history, bot.user_id))
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
         guessed_name = hinted_persona(job.guild_id).name
-        names = self._mention_names(job, channel, history, bot.user_id, guessed_name)
-        dialogue = self._dialogue(history, bot.user_id, names, guessed_name)
-        turn = TurnContext(
+        names = self._mention_names(job, state.channel, state.history, bot.user_id, guessed_name)
+        state.dialogue = self._dialogue(state.history, bot.user_id, names, guessed_name)
+        state.dialogue_bot_name = guessed_name
+        state.turn = TurnContext(
             server_id=job.guild_id,
             channel_id=job.channel_id,
             user=_author(job, participants),
             bot=bot,
             config=ServerConfig(server_id=job.guild_id),
-            profile=UserProfile(user_id=str(job.author["id"])),
-            now=now,
-            parent_channel_id=channel.parent_channel_id,
+            profile=UserProfile(user_id=state.key.author_id),
+            now=state.now,
+            parent_channel_id=state.channel.parent_channel_id,
             participants=participants,
             llm_provider=self.settings.LLM_PROVIDER,
             llm_has_tools=self.settings.LLM_SUPPORTS_TOOLS,
             explicit_ltm_intent=has_explicit_long_term_intent(job.content),
-            channel_private=channel.private,
-            private_thread=channel.private_thread,
-            author_ids=frozenset(dialogue.author_ids),
+            channel_private=state.channel.private,
+            private_thread=state.channel.private_thread,
+            author_ids=frozenset(state.dialogue.author_ids),
             mention_names=names,
-            sent_at=snowflake_time(job.turn_id),
+            sent_at=state.key.sent_at,
         )
 
-        # One BatchGetItem for everything with a known key (configuration, profile, short-term rows,
-        # long-term memory books, this turn's completion record and unfinished reply, the author's
-        # forget-all mark), one Query for other channels.
+    def _read_memory(self, state: TurnState) -> None:
+        """One BatchGetItem for everything with a known key (configuration, profile, short-term
+        rows, long-term memory books, this turn's record and outbox), one Query for other channels.
+        A turn already done ends here; an outbox an earlier attempt left is taken up."""
+        job, turn = state.job, state.turn
+        if turn is None:
+            return
         limits = StmLimits.from_settings(self.settings)
-        guessed_lineage = hinted_persona(job.guild_id).lineage_id
-        subject_ids = [person.user_id for person in recall_subjects(turn)]
-        done_key = turn_record_key(job.source.value, job.turn_id)
-        unfinished_at = outbox_key(turn.user.user_id, job.source.value, job.turn_id)
-        forgotten_mark = forgotten_key(turn.user.user_id)
-        loaded = load_turn_memory(
-            self.stm_store,
-            server_id=job.guild_id,
-            channel_id=job.channel_id,
-            user_id=turn.user.user_id,
-            parent_channel_id=turn.parent_channel_id,
-            now=now,
-            limits=limits,
+        state.guessed_lineage = hinted_persona(job.guild_id).lineage_id
+        state.subject_ids = [person.user_id for person in recall_subjects(turn)]
+        read = self.turns.read(
+            state.key,
+            lambda keys: load_turn_memory(
+                self.stm_store,
+                server_id=job.guild_id,
+                channel_id=job.channel_id,
+                user_id=turn.user.user_id,
+                parent_channel_id=turn.parent_channel_id,
+                now=state.now,
+                limits=limits,
+                extra_keys=keys,
+            ),
             extra_keys=[
-                done_key,
-                unfinished_at,
-                forgotten_mark,
-                *self.ltm_store.recall_keys(job.guild_id, guessed_lineage, subject_ids),
+                forgotten_key(state.key.author_id),
+                *self.ltm_store.recall_keys(job.guild_id, state.guessed_lineage, state.subject_ids),
             ],
         )
-        done = outcome_from_item(loaded.extra.get((done_key["pk"], done_key["sk"])))
-        if done is not None:
+        state.read = read
+        if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
-            record.duplicate = True
-            record.reply_ids = list(done.reply_ids)
-            return record
-        turn = replace(turn, config=loaded.config, profile=loaded.profile)
-        if turn.bot_name != guessed_name:
-            names = self._mention_names(job, channel, history, bot.user_id, turn.bot_name)
-            dialogue = self._dialogue(history, bot.user_id, names, turn.bot_name)
-            turn = replace(turn, mention_names=names)
-        unfinished = unfinished_from_item(loaded.extra.get((unfinished_at["pk"], unfinished_at["sk"])))
-        forgotten_at = forgotten_at_from_item(loaded.extra.get((forgotten_mark["pk"], forgotten_mark["sk"])))
-        if forgotten_since(forgotten_at, snowflake_time(job.turn_id)):
-            unfinished = None  # forget-all dropped it: its reply and notices quote what was forgotten
-        if answered and unfinished is None:
-            logger.info("turn %s was answered by an earlier attempt", job.turn_id)
-            record.duplicate = True
-            self._record_alone(job, record, now)
-            return record
-
-        stm = ShortTermMemoryTurn(self.stm_store, turn, loaded.state, limits, channel.name, described_at=now)
-        if unfinished is not None:
-            logger.info("turn %s: posting the rest of the reply an earlier attempt began", job.turn_id)
-            record.apologised = unfinished.apologised
-            record.reply_ids = list(unfinished.reply_ids)
-            self._adopt_posted(job, unfinished.chunks, record)
-            self._finish(job, turn, stm, unfinished, record, now, kept=True)
-            return record
-
-        query = recall_query(turn, readable_mentions(job.content, turn.mention_names), dialogue.items)
-        recalled = self._recall(turn, loaded.extra, guessed_lineage, subject_ids, query)
-        messages, record.context_kinds = self._context(turn, stm, dialogue, recalled.item)
-        tools = [
-            tool for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn, recalled)] if tool
-        ]
-        try:
-            reply = self._converse(turn, stm, messages, tools, record, time_left, job.member, recalled)
-            chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES) or [EMPTY_REPLY]
-        except LlmUnavailable as exc:
-            logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
-            record.apologised = True
-            reply, chunks = APOLOGY, [APOLOGY]
-        # what the tools saved stays saved, after an apology too: show it
-        notices = tuple(result.notification for _, result in record.tool_results if result.notification)
-        quoted = tuple(
-            result.notification_about for _, result in record.tool_results if result.notification_about
-        )
-        answer = UnfinishedReply(
-            reply, tuple(chunks), notices=notices, apologised=record.apologised, quoted=quoted
-        )
-        self._finish(job, turn, stm, answer, record, now)
-        return record
-
-    def _finish(
-        self,
-        job: TurnJob,
-        turn: TurnContext,
-        stm: ShortTermMemoryTurn,
-        answer: UnfinishedReply,
-        record: TurnRecord,
-        now: datetime,
-        *,
-        kept: bool = False,
-    ) -> None:
-        """Post the chunks of ``answer`` not posted yet and its notifications, then capture the turn
-        (an apologised one too: the channel saw it) with its completion record. A chunk Discord
-        refuses raises, having kept what is needed to post the rest on redelivery; ``kept``: the
-        answer is such a kept one, dropped with the capture (the reply's text stays no longer)."""
-        try:
-            self._post(job, list(answer.chunks), record)
-        except DiscordError:
-            self._keep_unfinished(job, replace(answer, reply_ids=tuple(record.reply_ids)), now)
-            raise
-        self._notify(job, answer.notices)
-        also = [self.ledger.op_record(job.source.value, job.turn_id, _outcome(record), now)]
-        if kept:
-            also.append(self.ledger.op_forget_unfinished(turn.user.user_id, job.source.value, job.turn_id))
-        try:
-            captured = stm.capture(self._crude_turn(job, turn, answer.reply, record, now), also=also)
-        except TurnAlreadyRecorded:
-            logger.info("turn %s was recorded by another attempt meanwhile", job.turn_id)
+            state.record.duplicate = True
+            state.record.reply_ids = list(read.done.reply_ids)
+            state.finished = True
             return
-        if not captured:
-            self._record_alone(job, record, now)
-
-    def _keep_unfinished(self, job: TurnJob, unfinished: UnfinishedReply, now: datetime) -> None:
-        said = Said(str(job.author["id"]), snowflake_time(job.turn_id))
-        try:
-            if not self.ledger.keep_unfinished(job.source.value, job.turn_id, unfinished, now, said=said):
-                logger.info(
-                    "turn %s: its reply is not kept, someone it quotes forgot everything since", job.turn_id
+        if read.outbox is not None and _author_forgotten_since(read, state.key):
+            # forget-all came after the message: what the outbox would post or capture quotes it
+            logger.warning(
+                "turn %s: its outbox is dropped unposted, its author forgot everything", job.turn_id
+            )
+            state.outbox, state.capture = None, False
+            self._commit(state)
+            return
+        loaded = read.memory
+        turn = replace(turn, config=loaded.config, profile=loaded.profile)
+        if turn.bot_name != state.dialogue_bot_name and state.channel is not None:
+            names = self._mention_names(job, state.channel, state.history, turn.bot.user_id, turn.bot_name)
+            state.dialogue = self._dialogue(state.history, turn.bot.user_id, names, turn.bot_name)
+            turn = replace(turn, mention_names=names)
+        state.turn = turn
+        state.stm = ShortTermMemoryTurn(
+            self.stm_store,
+            turn,
+            loaded.state,
+            limits,
+            state.channel.name if state.channel else None,
+            described_at=state.now,
+        )
+        if read.outbox is not None:
+            state.outbox, state.outbox_kept = read.outbox, True
+            state.capture = read.outbox.capture
+            if read.outbox.answered:
+                logger.warning(
+                    "turn %s: delivering the answer an earlier attempt recorded (%d of %d chunks posted)",
+                    job.turn_id,
+                    len(read.outbox.reply_ids),
+                    len(read.outbox.chunks),
                 )
-        except StoreError:
-            logger.exception("could not keep the unfinished reply of turn %s", job.turn_id)
+                state.record.resumed = True
+                state.record.apologised = read.outbox.apologised
 
-    # -- context --------------------------------------------------------------------------------
-
-    def _recall(
-        self,
-        turn: TurnContext,
-        items: Mapping[tuple[str, str], Any],
-        guessed_lineage: int,
-        subject_ids: list[str],
-        query: RecallQuery,
-    ) -> Recall:
+    def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
+        turn, read = state.turn, state.read
+        if state.answered or turn is None or read is None:
+            return
         lineage = turn.config.persona.lineage_id
         try:
             where = {"place": turn.place, "policy": turn.config.privacy}
-            if lineage == guessed_lineage:
+            if lineage == state.guessed_lineage:
                 memories = self.ltm_store.recall_from_items(
-                    items, turn.server_id, lineage, subject_ids, **where
+                    read.items, turn.server_id, lineage, state.subject_ids, **where
                 )
             else:
-                memories = self.ltm_store.recall(turn.server_id, lineage, subject_ids, **where)
+                memories = self.ltm_store.recall(turn.server_id, lineage, state.subject_ids, **where)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
-            return Recall()
-        return ltm.recall_context(turn, memories, query=query, budget=self.settings.LTM_RECALL_BUDGET_CHARS)
+            return
+        query = recall_query(
+            turn,
+            readable_mentions(state.job.content, turn.mention_names),
+            state.dialogue.items if state.dialogue else [],
+        )
+        state.recalled = ltm.recall_context(
+            turn, memories, query=query, budget=self.settings.LTM_RECALL_BUDGET_CHARS
+        )
 
-    def _context(
-        self, turn: TurnContext, stm: ShortTermMemoryTurn, dialogue: Dialogue, recalled: ContextItem | None
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """The model's messages, and what each one is (see ``CONTEXT_KINDS``)."""
+    def _assemble(self, state: TurnState) -> None:
+        """The model's messages (persona, recall, dialogue, short-term memory placed by depth), what
+        each one is (see ``CONTEXT_KINDS``), and the tools offered."""
+        turn, stm = state.turn, state.stm
+        if state.answered or turn is None or stm is None or state.dialogue is None:
+            return
         items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
-        if recalled is not None:
-            items.append(recalled)
-        items += dialogue.items
+        if state.recalled.item is not None:
+            items.append(state.recalled.item)
+        items += state.dialogue.items
         memory = stm.context()
         items = place_short_term_memory(
             items,
@@ -346,52 +389,98 @@ class TurnService:
             memory.nudge_injection_depth,
         )
         kinds = [NUDGE_KIND if item is memory.nudge_item else CONTEXT_KINDS[item.tag] for item in items]
-        return [item.to_openai() for item in items], kinds
+        state.messages, state.record.context_kinds = [item.to_openai() for item in items], kinds
+        state.tools = [
+            tool
+            for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn, state.recalled)]
+            if tool
+        ]
 
-    def _within_rate(self, job: TurnJob, record: TurnRecord, now: datetime) -> bool:
-        """Count the turn against its author's minute. The first turn over the limit gets one short
-        notice; later ones are dropped in silence (a ``/chat`` still gets the notice: its answer
-        would otherwise stay "thinking…")."""
-        if self.rates is None:
-            return True
-        limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
+    def _converse(self, state: TurnState) -> None:
+        """Ask the model, running its tools for a few rounds, and put the answer in the outbox."""
+        turn, stm, job = state.turn, state.stm, state.job
+        if state.answered or turn is None or stm is None:
+            return
+        earlier = state.outbox.notices if state.outbox is not None else ()
         try:
-            taken = self.rates.take(str(job.author["id"]), now, limit)
-        except StoreError:
-            logger.warning("the turn rate could not be counted; the turn goes on")
-            return True
-        if taken is not None and taken <= limit:
-            return True
-        logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
-        record.rate_limited = True
-        if taken is not None or job.source is TurnSource.SLASH_COMMAND:
-            self._post(job, [RATE_NOTICE], record)
-        self._record_alone(job, record, now)
-        return False
+            reply = self._ask(state, earlier)
+            chunks = at_most(split_reply(reply), self.settings.MAX_REPLY_MESSAGES) or [EMPTY_REPLY]
+        except LlmUnavailable as exc:
+            logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
+            state.record.apologised = True
+            reply, chunks = APOLOGY, [APOLOGY]
+        # what the tools saved stays saved, after an apology too (and an earlier attempt's): show it
+        state.outbox = Outbox(
+            reply=reply,
+            chunks=tuple(chunks),
+            notices=(*earlier, *self._notices(state)),
+            # a person with full privacy has nothing stored, in the outbox either: the turn is counted
+            lines=()
+            if turn.profile.privacy_level is PrivacyLevel.FULL
+            else tuple(self._crude_turn(job, turn, reply, state.now)),
+            apologised=state.record.apologised,
+            quoted=self._quoted(state),
+        )
+        state.outbox_kept = False
 
-    def _record_alone(self, job: TurnJob, record: TurnRecord, now: datetime) -> None:
-        """Mark the turn done when no capture carried the record (an apology, a failed capture)."""
+    def _deliver(self, state: TurnState) -> None:
+        """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post."""
+        if state.outbox is None:
+            return
+        delivery = state.delivery
+        if not state.outbox_kept:
+            if not self.turns.keep(state.key, state.outbox, state.now):
+                logger.warning(
+                    "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
+                )
+                state.outbox, state.capture = None, False
+                return
+            state.outbox_kept = True
+        else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
+            state.outbox = delivery.adopt(state.outbox)
         try:
-            self.ledger.record(job.source.value, job.turn_id, _outcome(record), now)
+            state.outbox = delivery.post(state.outbox)
+        except DeliveryInterrupted as exc:
+            self._keep_posted(state, exc.outbox)
+            raise exc.cause from exc
+        state.record.reply_ids = list(state.outbox.reply_ids)
+
+    def _commit(self, state: TurnState) -> None:
+        """Capture the turn (an apologised one too: the channel saw it), record it as done and drop
+        its outbox, in one transaction."""
+        state.finished = True
+        outbox, stm = state.outbox, state.stm
+        outcome = TurnOutcome(reply_ids=tuple(state.record.reply_ids), apologised=state.record.apologised)
+        capture = None
+        if state.capture and outbox is not None and stm is not None:
+            lines = _with_reply_id(outbox.lines, outcome.reply_ids)
+            capture = lambda operations: stm.capture(lines, also=operations)  # noqa: E731
+        result = self.turns.commit(state.key, outcome, state.now, capture)
+        if result.committed:
+            return
+        if DONE_PART in result.refused:
+            logger.info("turn %s was recorded by another attempt meanwhile", state.job.turn_id)
+            return
+        logger.warning("turn %s is dropped, not captured: %s refused it", state.job.turn_id, result.refused)
+        self.turns.commit(state.key, outcome, state.now, None)
+
+    def _keep_posted(self, state: TurnState, outbox: Outbox) -> None:
+        try:
+            self.turns.keep(state.key, outbox, state.now)
         except StoreError:
-            logger.exception("could not record turn %s as done", job.turn_id)
+            logger.exception(
+                "could not note what turn %s posted; the retry reads the channel", state.job.turn_id
+            )
 
     # -- the model and its tools ----------------------------------------------------------------
 
-    def _converse(
-        self,
-        turn: TurnContext,
-        stm: ShortTermMemoryTurn,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        record: TurnRecord,
-        time_left: Callable[[], float],
-        member: dict[str, Any] | None = None,
-        recalled: Recall | None = None,
-    ) -> str:
+    def _ask(self, state: TurnState, earlier: tuple[dict[str, Any], ...]) -> str:
+        turn, stm, record = state.turn, state.stm, state.record
+        assert turn is not None and stm is not None
+        messages = state.messages
         for round_number in range(MAX_TOOL_ROUNDS + 1):
-            offered = tools if round_number < MAX_TOOL_ROUNDS else []
-            budget = time_left() - RESERVED_SECONDS
+            offered = state.tools if round_number < MAX_TOOL_ROUNDS else []
+            budget = state.time_left() - RESERVED_SECONDS
             if budget <= 0:
                 raise LlmUnavailable("no time left in this turn for the model")
             request = ChatRequest(
@@ -409,17 +498,34 @@ class TurnService:
             if not response.tool_calls or not offered:
                 return strip_echoed_metadata(response.content or "").strip()
             messages.append(response.assistant_message())
+            announced = len(self._notices(state))
             for call in response.tool_calls:
                 if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
                     record.tool_calls_not_run += 1
                 else:
-                    result = self._run_tool(call, turn, stm, member, recalled or Recall())
+                    result = self._run_tool(call, turn, stm, state.job.member, state.recalled)
                     record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
                 )
+            if len(self._notices(state)) > announced:
+                # a memory was saved: its notice must survive this attempt, whatever the model does next
+                notes = Outbox(notices=(*earlier, *self._notices(state)), quoted=self._quoted(state))
+                self.turns.keep(state.key, notes, state.now)
         raise AssertionError("unreachable: the last round offers no tools")
+
+    @staticmethod
+    def _notices(state: TurnState) -> tuple[dict[str, Any], ...]:
+        return tuple(result.notification for _, result in state.record.tool_results if result.notification)
+
+    @staticmethod
+    def _quoted(state: TurnState) -> tuple[str, ...]:
+        """The people whose personal memories the turn's notices show."""
+        results = state.record.tool_results
+        return tuple(
+            dict.fromkeys(result.notification_about for _, result in results if result.notification_about)
+        )
 
     def _run_tool(
         self,
@@ -543,63 +649,7 @@ class TurnService:
             earlier = []
         return [own, *earlier]
 
-    def _answered_before(self, job: TurnJob) -> bool:
-        """Whether an earlier attempt already posted this turn's answer."""
-        if job.source is TurnSource.SLASH_COMMAND:
-            original = self.discord.get_original_response(str(job.application_id), str(job.interaction_token))
-            loading = int(original.get("flags") or 0) & MESSAGE_FLAG_LOADING
-            return not loading and bool(original.get("content") or original.get("embeds"))
-        later = self.discord.get_channel_messages(job.channel_id, MAX_MESSAGES_AFTER, after=job.turn_id)
-        bot_user_id = self.settings.DISCORD_APPLICATION_ID
-        return any(
-            str((message.get("author") or {}).get("id")) == bot_user_id
-            and str((message.get("message_reference") or {}).get("message_id")) == job.turn_id
-            for message in later
-        )
-
-    def _adopt_posted(self, job: TurnJob, chunks: Sequence[str], record: TurnRecord) -> None:
-        """Count as posted the next chunks Discord holds though their attempt never heard back (it
-        died, or the answer was lost): the bot's messages after the turn, in order, with their text."""
-        if len(record.reply_ids) >= len(chunks):
-            return
-        later = self.discord.get_channel_messages(job.channel_id, MAX_MESSAGES_AFTER, after=job.turn_id)
-        bot_user_id = self.settings.DISCORD_APPLICATION_ID
-        for message in sorted(later, key=lambda message: int(message["id"])):
-            index = len(record.reply_ids)
-            if index >= len(chunks) or (job.source is TurnSource.SLASH_COMMAND and index == 0):
-                return
-            own = str((message.get("author") or {}).get("id")) == bot_user_id
-            if own and str(message["id"]) not in record.reply_ids and message.get("content") == chunks[index]:
-                record.reply_ids.append(str(message["id"]))
-
-    def _post(self, job: TurnJob, chunks: list[str], record: TurnRecord) -> None:
-        """Post the chunks from the first one ``record`` has no id for."""
-        for index, chunk in enumerate(chunks):
-            if index < len(record.reply_ids):
-                continue
-            if job.source is TurnSource.SLASH_COMMAND and index == 0:
-                posted = self.discord.edit_original_response(
-                    str(job.application_id), str(job.interaction_token), chunk
-                )
-            else:
-                reply_to = job.turn_id if job.source is TurnSource.MESSAGE and index == 0 else None
-                posted = self.discord.create_message(
-                    job.channel_id, chunk, reply_to=reply_to, nonce=f"{job.turn_id}-{index}"
-                )
-            record.reply_ids.append(str(posted.get("id", "")))
-
-    def _notify(self, job: TurnJob, notices: Sequence[dict[str, Any]]) -> None:
-        for index, embed in enumerate(notices):
-            try:
-                self.discord.create_message(
-                    job.channel_id, "", embeds=[embed], nonce=f"{job.turn_id}{NOTIFICATION_NONCE_MARK}{index}"
-                )
-            except DiscordError as exc:
-                logger.warning("memory notification could not be posted: %s", exc)
-
-    def _crude_turn(
-        self, job: TurnJob, turn: TurnContext, reply: str, record: TurnRecord, now: datetime
-    ) -> list[CrudeMessage]:
+    def _crude_turn(self, job: TurnJob, turn: TurnContext, reply: str, now: datetime) -> list[CrudeMessage]:
         said = CrudeMessage(
             speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
@@ -614,35 +664,22 @@ class TurnService:
             role=CrudeRole.ASSISTANT,
             text=reply,
             ts=now,
-            message_id=record.reply_ids[0] if record.reply_ids else f"{job.turn_id}-reply",
+            message_id=f"{job.turn_id}-reply",
         )
         return [said, answered]
 
 
-DEFAULT_PERSONA_PROMPT: Final = (
-    "You are {bot}, a friendly, thoughtful member of this Discord community. You remember what people "
-    "tell you: short-term memory keeps the recent conversation of each channel, long-term memory keeps "
-    "lasting facts. Answer naturally and briefly, as one participant in a group chat, in the language "
-    "you are addressed in."
-)
+def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
+    return forgotten_since(forgotten_at_from_item(read.item(forgotten_key(key.author_id))), key.sent_at)
 
 
-def system_prompt(turn: TurnContext) -> str:
-    persona = turn.config.persona
-    base = persona.system_prompt or DEFAULT_PERSONA_PROMPT
-    where = "a direct message" if turn.is_dm else "a Discord server channel"
-    return "\n\n".join(
-        [
-            base.replace("{bot}", persona.name).replace("{user}", turn.user.display_name),
-            f"You are talking in {where}. The person who just addressed you is {turn.user.display_name}. "
-            f"Current time (UTC): {turn.now:%Y-%m-%d %H:%M}.",
-            DIALOGUE_CONVENTIONS,
-        ]
-    )
-
-
-def _outcome(record: TurnRecord) -> TurnOutcome:
-    return TurnOutcome(reply_ids=tuple(record.reply_ids), apologised=record.apologised)
+def _with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:
+    """The turn's lines with the answer's line under the id of its first posted message."""
+    if not reply_ids or not reply_ids[0]:
+        return list(lines)
+    return [
+        replace(line, message_id=reply_ids[0]) if line.role is CrudeRole.ASSISTANT else line for line in lines
+    ]
 
 
 def _author(job: TurnJob, participants: tuple[Participant, ...]) -> Participant:

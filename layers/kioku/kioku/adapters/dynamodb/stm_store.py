@@ -97,7 +97,16 @@ class PurgeReport:
 
 
 class TurnAlreadyRecorded(StoreError):
-    """The capture's companion operations found the turn already recorded: nothing was written."""
+    """The capture's companion operations found the turn already recorded: nothing was written.
+    ``failed``: the positions, in ``also``, of the companions whose condition failed."""
+
+    def __init__(self, message: str, failed: Sequence[int] = ()) -> None:
+        super().__init__(message)
+        self.failed = tuple(failed)
+
+
+def _failed_positions(reasons: Sequence[Any]) -> list[int]:
+    return [index for index, reason in enumerate(reasons) if reason.condition_failed]
 
 
 class SpeakerForgotten(StoreError):
@@ -699,7 +708,9 @@ class StmStore:
                 if any(reason.condition_failed for reason in others[: len(checks)]):
                     raise SpeakerForgotten("the speaker asked to forget everything since") from exc
                 if any(reason.condition_failed for reason in others[len(checks) :]):
-                    raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+                    raise TurnAlreadyRecorded(
+                        "another attempt already recorded this turn", _failed_positions(others[len(checks) :])
+                    ) from exc
                 if not (row.condition_failed or exc.conflicted):
                     raise
                 if row.condition_failed:
@@ -737,7 +748,9 @@ class StmStore:
             self._table.transact_write([row_update, *also])
         except TransactionCancelled as exc:
             if any(reason.condition_failed for reason in exc.reasons[1:]):
-                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+                raise TurnAlreadyRecorded(
+                    "another attempt already recorded this turn", _failed_positions(exc.reasons[1:])
+                ) from exc
             raise
 
     def _commit_also(self, also: Sequence[dict[str, Any]]) -> None:
@@ -747,7 +760,9 @@ class StmStore:
             self._table.transact_write(list(also))
         except TransactionCancelled as exc:
             if any(reason.condition_failed for reason in exc.reasons):
-                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+                raise TurnAlreadyRecorded(
+                    "another attempt already recorded this turn", _failed_positions(exc.reasons)
+                ) from exc
             raise
 
 
@@ -955,3 +970,12 @@ def _parse_time(value: Any) -> datetime | None:
 
 def _optional_str(value: Any) -> str | None:
     return None if value is None or value == "" else str(value)
+
+
+def crude_lines_to_items(lines: Iterable[CrudeMessage]) -> list[Item]:
+    """Raw lines as stored items, for another store that keeps lines to capture later."""
+    return [_crude_to_item(line) for line in lines]
+
+
+def crude_lines_from_items(items: Iterable[Mapping[str, Any]]) -> tuple[CrudeMessage, ...]:
+    return tuple(_crude_messages(items))

@@ -3,9 +3,8 @@ a redelivered or duplicated turn is recognised (and never replies or counts twic
 request of its own: the record is read in the turn's first BatchGetItem.
 
     pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
-    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (a reply Discord took only part
-                                   of: its chunks, the ids posted, its notifications; read with the
-                                   DONE record; in its author's partition, so forget-all finds it)
+    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (the turn's outbox: see
+                                   turn_repository; in its author's partition, so forget-all finds it)
     pk = USER#{quoted_id}          sk = OUTBOX#{source}#{turn_id}   (answers = author_id: a pointer
                                    to a reply whose notices show a memory about this person)
     pk = TURN#{source}#{turn_id}   sk = ATTEMPTS   (the failed attempts of a turn the worker counts
@@ -15,15 +14,13 @@ request of its own: the record is read in the turn's first BatchGetItem.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import ConditionFailed, TransactionCancelled
-from kioku.adapters.dynamodb.forgetting import mark_forgotten, op_not_forgotten_since
+from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.forgetting import mark_forgotten
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
-from kioku.domain.forgetting import Said
 
 RECORD_RETENTION: Final = timedelta(days=7)
 OUTBOX_PREFIX: Final = "OUTBOX#"
@@ -39,36 +36,9 @@ def turn_record_key(source: str, turn_id: str) -> Key:
     return {"pk": f"TURN#{source}#{turn_id}", "sk": "DONE"}
 
 
-@dataclass(frozen=True, slots=True)
-class UnfinishedReply:
-    """A reply an attempt could post only part of, kept so a redelivery posts the rest of the same
-    text (and captures the turn) instead of asking the model for a different answer."""
-
-    reply: str
-    chunks: tuple[str, ...]
-    reply_ids: tuple[str, ...] = ()
-    notices: tuple[dict[str, Any], ...] = ()
-    apologised: bool = False
-    quoted: tuple[str, ...] = ()
-    """The people whose personal memories the notices show (see ``keep_unfinished``)."""
-
-
 def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
-    """Where a turn's unfinished reply waits: in the partition of the person it answers."""
+    """Where a turn's outbox waits: in the partition of the person it answers."""
     return {"pk": _user_pk(author_id), "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
-
-
-def unfinished_from_item(item: Item | None) -> UnfinishedReply | None:
-    if item is None:
-        return None
-    return UnfinishedReply(
-        reply=str(item.get("reply", "")),
-        chunks=tuple(str(chunk) for chunk in item.get("chunks", ())),
-        reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),
-        notices=tuple(json.loads(str(item.get("notices") or "[]"))),
-        apologised=bool(item.get("apologised")),
-        quoted=tuple(str(person) for person in item.get("quoted", ())),
-    )
 
 
 def outcome_from_item(item: Item | None) -> TurnOutcome | None:
@@ -122,49 +92,6 @@ class TurnLedger:
             self._table.put(_record_item(source, turn_id, outcome, now), condition="attribute_not_exists(pk)")
         except ConditionFailed:
             return False
-        return True
-
-    def op_forget_unfinished(self, author_id: str, source: str, turn_id: str) -> dict[str, Any]:
-        """A transaction operation dropping the unfinished reply once the turn is finished."""
-        return self._table.op_delete(outbox_key(author_id, source, turn_id))
-
-    def keep_unfinished(
-        self, source: str, turn_id: str, unfinished: UnfinishedReply, now: datetime, *, said: Said
-    ) -> bool:
-        """Keep what a redelivery needs to finish the reply (overwriting an older attempt's), unless
-        ``said``'s speaker, or someone its notices quote, asked to forget everything since the message
-        (then False, nothing kept). Each person quoted gets a pointer to it in their partition, so
-        their forget-all drops it too."""
-        expires_at = int((now + RECORD_RETENTION).timestamp())
-        item = {
-            **outbox_key(said.user_id, source, turn_id),
-            "reply": unfinished.reply,
-            "chunks": list(unfinished.chunks),
-            "reply_ids": list(unfinished.reply_ids),
-            "notices": json.dumps(list(unfinished.notices)),  # embeds as JSON: no Decimals back
-            "apologised": unfinished.apologised,
-            "quoted": list(unfinished.quoted),
-            "expires_at": expires_at,
-        }
-        parts = {
-            "reply": self._table.op_put(item),
-            "author_not_forgotten": op_not_forgotten_since(self._table, said.user_id, said.at),
-        }
-        for person in dict.fromkeys(person for person in unfinished.quoted if person != said.user_id):
-            pointer = {
-                **outbox_key(person, source, turn_id),
-                "answers": said.user_id,
-                "expires_at": expires_at,
-            }
-            parts[f"pointer {person}"] = self._table.op_put(pointer)
-            parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, said.at)
-        try:
-            self._table.transact_write(parts.values())
-        except TransactionCancelled as exc:
-            reasons = dict(zip(parts, exc.reasons, strict=True))
-            if any(reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")):
-                return False
-            raise
         return True
 
     def forget_turns_of(self, user_id: str, at: datetime) -> int:

@@ -1,0 +1,30 @@
+"""The system prompt that heads every turn's context: the persona, where it is talking, the time,
+and how the dialogue is written."""
+
+from __future__ import annotations
+
+from typing import Final
+
+from kioku.domain.dialogue import DIALOGUE_CONVENTIONS
+from kioku.domain.turn import TurnContext
+
+DEFAULT_PERSONA_PROMPT: Final = (
+    "You are {bot}, a friendly, thoughtful member of this Discord community. You remember what people "
+    "tell you: short-term memory keeps the recent conversation of each channel, long-term memory keeps "
+    "lasting facts. Answer naturally and briefly, as one participant in a group chat, in the language "
+    "you are addressed in."
+)
+
+
+def system_prompt(turn: TurnContext) -> str:
+    persona = turn.config.persona
+    base = persona.system_prompt or DEFAULT_PERSONA_PROMPT
+    where = "a direct message" if turn.is_dm else "a Discord server channel"
+    return "\n\n".join(
+        [
+            base.replace("{bot}", persona.name).replace("{user}", turn.user.display_name),
+            f"You are talking in {where}. The person who just addressed you is {turn.user.display_name}. "
+            f"Current time (UTC): {turn.now:%Y-%m-%d %H:%M}.",
+            DIALOGUE_CONVENTIONS,
+        ]
+    )

@@ -1,0 +1,160 @@
+"""Posting a turn's outbox: its chunks in order, then its memory notices, each exactly once.
+
+A post is made idempotent twice over: it carries a nonce derived from the turn (Discord returns the
+message already created with it, within its window), and a redelivered turn first reads the
+channel after its message and counts as posted what the bot already said there, in order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Final, Protocol
+
+from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.adapters.dynamodb.turn_repository import Outbox
+from kioku.domain.turn_jobs import TurnJob
+
+logger = logging.getLogger(__name__)
+
+MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its posts are looked for
+NOTIFICATION_NONCE_MARK: Final = "n"
+PERMANENT_REFUSALS: Final = frozenset({400, 403, 404})
+
+
+class Responder(Protocol):
+    """Where a turn's answer goes; ``adoptable_from``: the first chunk the channel's history shows."""
+
+    adoptable_from: int
+
+    def post(self, index: int, chunk: str) -> str: ...
+
+
+@dataclass(frozen=True)
+class ChannelReply:
+    """A relayed message: the first chunk replies to it, every chunk is a channel message."""
+
+    discord: DiscordRest
+    job: TurnJob
+    adoptable_from: int = 0
+
+    def post(self, index: int, chunk: str) -> str:
+        reply_to = self.job.turn_id if index == 0 else None
+        posted = self.discord.create_message(
+            self.job.channel_id, chunk, reply_to=reply_to, nonce=f"{self.job.turn_id}-{index}"
+        )
+        return str(posted.get("id", ""))
+
+
+@dataclass(frozen=True)
+class InteractionWebhook:
+    """A ``/chat``: the first chunk is the deferred response (an edit: idempotent by nature), the
+    rest are channel messages."""
+
+    discord: DiscordRest
+    job: TurnJob
+    adoptable_from: int = 1
+
+    def post(self, index: int, chunk: str) -> str:
+        if index == 0:
+            posted = self.discord.edit_original_response(
+                str(self.job.application_id), str(self.job.interaction_token), chunk
+            )
+        else:
+            posted = self.discord.create_message(
+                self.job.channel_id, chunk, nonce=f"{self.job.turn_id}-{index}"
+            )
+        return str(posted.get("id", ""))
+
+
+def responder_for(job: TurnJob, discord: DiscordRest) -> Responder:
+    if job.source.answers_an_interaction:
+        return InteractionWebhook(discord, job)
+    return ChannelReply(discord, job)
+
+
+class DeliveryInterrupted(Exception):
+    """Discord refused a post that a retry can still make: ``outbox`` says what was posted."""
+
+    def __init__(self, outbox: Outbox, cause: DiscordError) -> None:
+        super().__init__(str(cause))
+        self.outbox = outbox
+        self.cause = cause
+
+
+@dataclass
+class Delivery:
+    discord: DiscordRest
+    job: TurnJob
+    responder: Responder
+    bot_user_id: str
+
+    def adopt(self, outbox: Outbox) -> Outbox:
+        """``outbox`` with the posts the channel already holds counted as posted: an earlier
+        attempt made them and died (or lost Discord's answer) before it could say so."""
+        missing_chunks = len(outbox.reply_ids) < len(outbox.chunks)
+        missing_notices = len(outbox.notice_ids) < len(outbox.notices)
+        if not (missing_chunks or missing_notices):
+            return outbox
+        later = self.discord.get_channel_messages(
+            self.job.channel_id, MAX_MESSAGES_AFTER, after=self.job.turn_id
+        )
+        own = [
+            message
+            for message in sorted(later, key=lambda message: int(message["id"]))
+            if str((message.get("author") or {}).get("id")) == self.bot_user_id
+        ]
+        reply_ids = list(outbox.reply_ids)
+        if len(reply_ids) >= self.responder.adoptable_from:
+            for message in own:
+                index = len(reply_ids)
+                if index >= len(outbox.chunks):
+                    break
+                if str(message["id"]) not in reply_ids and message.get("content") == outbox.chunks[index]:
+                    reply_ids.append(str(message["id"]))
+        notice_ids = list(outbox.notice_ids)
+        for message in own:
+            index = len(notice_ids)
+            if index >= len(outbox.notices):
+                break
+            if _shows(message, outbox.notices[index]) and str(message["id"]) not in notice_ids:
+                notice_ids.append(str(message["id"]))
+        return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+
+    def post(self, outbox: Outbox) -> Outbox:
+        """Post what ``outbox`` has not posted, chunks first; the outbox with every id. A refusal
+        raises ``DeliveryInterrupted`` (a notice Discord refuses for good is given up, logged)."""
+        reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
+        try:
+            for index in range(len(reply_ids), len(outbox.chunks)):
+                reply_ids.append(self.responder.post(index, outbox.chunks[index]))
+            for index in range(len(notice_ids), len(outbox.notices)):
+                notice_ids.append(self._notify(index, outbox.notices[index]))
+        except DiscordError as exc:
+            kept = replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+            raise DeliveryInterrupted(kept, exc) from exc
+        return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+
+    def _notify(self, index: int, embed: dict[str, Any]) -> str:
+        try:
+            posted = self.discord.create_message(
+                self.job.channel_id,
+                "",
+                embeds=[embed],
+                nonce=f"{self.job.turn_id}{NOTIFICATION_NONCE_MARK}{index}",
+            )
+        except DiscordError as exc:
+            if exc.status not in PERMANENT_REFUSALS:
+                raise
+            logger.warning("memory notification refused for good, not retried: %s", exc)
+            return ""
+        return str(posted.get("id", ""))
+
+
+def _shows(message: dict[str, Any], embed: dict[str, Any]) -> bool:
+    """Whether ``message`` is the notice ``embed`` (Discord adds fields of its own to embeds)."""
+    embeds: Sequence[dict[str, Any]] = message.get("embeds") or []
+    return bool(embeds) and all(
+        embeds[0].get(field) == embed.get(field) for field in ("title", "description") if field in embed
+    )

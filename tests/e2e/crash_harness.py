@@ -1,0 +1,247 @@
+"""Kill TurnFunction at a chosen point of a turn, then let a fresh one take the redelivery.
+
+The real handler (``functions/turn/app.py``) runs in a child process (``turn_child``), against the
+local stack: moto over HTTP behind a small proxy, the Discord and LLM stand-ins. A ``Fault`` names a
+point by the hop and request it fires on; when that request arrives the harness SIGKILLs the child
+(``kill``) or lets the request apply and loses its response (``lose``: the connection closes
+without an answer). The proxy honours a transaction's ``ClientRequestToken`` as DynamoDB does (a
+retry of a transaction that was applied succeeds without applying it again), as the Discord
+stand-in honours ``nonce`` + ``enforce_nonce``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any, Final
+
+import httpx
+
+from kioku.playground.stack import LocalStack
+from kioku.playground.standins import DropConnection, RecordedRequest
+
+ROOT: Final = Path(__file__).resolve().parents[2]
+CHILD_TIMEOUT_SECONDS: Final = 60
+
+
+@dataclass(frozen=True)
+class Fault:
+    """On the ``nth`` request of ``hop`` ("discord", "llm", "dynamodb") that ``matches``: ``kill``
+    the worker before it is applied ("before") or after ("after"), or ``lose`` its response."""
+
+    name: str
+    hop: str
+    matches: Callable[[RecordedRequest], bool]
+    action: str = "kill"
+    when: str = "after"
+    nth: int = 1
+
+
+@dataclass
+class Chaos:
+    """The fault armed for the current child, and whether it fired."""
+
+    fault: Fault | None = None
+    child_pid: int | None = None
+    seen: int = 0
+    fired: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def intercept(self, hop: str, when: str, request: RecordedRequest) -> None:
+        with self.lock:
+            fault = self.fault
+            if fault is None or self.fired or fault.hop != hop or not fault.matches(request):
+                return
+            if when == "before":
+                self.seen += 1
+            if self.seen != fault.nth:
+                return
+            if fault.when != when if fault.action == "kill" else when != "after":
+                return
+            self.fired = True
+            if fault.action == "kill" and self.child_pid is not None:
+                _kill(self.child_pid)
+        raise DropConnection
+
+
+def _kill(pid: int) -> None:
+    """SIGKILL ``pid`` and return once it is dead, so that nothing more of it can happen."""
+    handle = os.pidfd_open(pid)
+    try:
+        signal.pidfd_send_signal(handle, signal.SIGKILL)
+        select.select([handle], [], [], CHILD_TIMEOUT_SECONDS)  # readable once the process ended
+    finally:
+        os.close(handle)
+
+
+class DynamoDbProxy:
+    """Forwards the worker's DynamoDB requests to moto, with ``Chaos`` deciding their fate."""
+
+    def __init__(self, target: str, chaos: Chaos) -> None:
+        self.target, self.chaos = target, chaos
+        self.tokens: dict[str, tuple[int, bytes]] = {}
+        self.operations: list[str] = []
+        self._client = httpx.Client(timeout=10)
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def __enter__(self) -> DynamoDbProxy:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._client.close()
+
+    def _forward(self, request: RecordedRequest, headers: dict[str, str]) -> tuple[int, bytes]:
+        token = (
+            (request.body or {}).get("ClientRequestToken") if "TransactWriteItems" in request.path else None
+        )
+        if token and token in self.tokens:
+            return self.tokens[token]
+        response = self._client.post(self.target + "/", content=request.raw_body, headers=headers)
+        if token and response.status_code == 200:
+            self.tokens[token] = (200, response.content)
+        return response.status_code, response.content
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                target = self.headers.get("X-Amz-Target", "")
+                operation = target.rsplit(".", 1)[-1]
+                request = RecordedRequest(
+                    method="POST",
+                    path=operation,
+                    query={},
+                    headers={name.lower(): value for name, value in self.headers.items()},
+                    body=json.loads(raw or b"{}"),
+                    raw_body=raw,
+                )
+                headers = {
+                    name: value
+                    for name, value in self.headers.items()
+                    if name.lower() not in {"host", "content-length", "connection"}
+                }
+                try:
+                    proxy.chaos.intercept("dynamodb", "before", request)
+                    proxy.operations.append(operation)
+                    status, body = proxy._forward(request, headers)
+                    proxy.chaos.intercept("dynamodb", "after", request)
+                except DropConnection:
+                    self.close_connection = True
+                    return
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-amz-json-1.0")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                """Quiet."""
+
+        return Handler
+
+
+@dataclass
+class CrashHarness:
+    """Feeds the stack's queue to TurnFunction children, as Lambda's poller would."""
+
+    stack: LocalStack
+    chaos: Chaos
+    containers: Containers
+    outcomes: list[str] = field(default_factory=list)
+
+    def deliver(self, fault: Fault | None = None, *, max_deliveries: int = 5) -> list[str]:
+        """Deliver until the queue is empty; ``fault`` is armed for the first child only. Each
+        delivery's outcome: "killed", "failed" (a batch item failure) or "done"."""
+        queue = self.stack.resources.turn_queue_url
+        outcomes: list[str] = []
+        self.chaos.fault, self.chaos.seen, self.chaos.fired = fault, 0, False
+        for _ in range(max_deliveries):
+            received = self.stack.sqs.receive_message(
+                QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0
+            ).get("Messages", [])
+            if not received:
+                break
+            outcome, failed = self._run_child(self.stack.sqs_event(received))
+            self.chaos.fault = None  # the redeliveries go to healthy workers
+            outcomes.append(outcome)
+            for message in received:
+                if outcome == "killed" or message["MessageId"] in failed:
+                    self.stack.sqs.change_message_visibility(
+                        QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
+                    )
+                else:
+                    self.stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+        return outcomes
+
+    def _run_child(self, event: dict[str, Any]) -> tuple[str, set[str]]:
+        with tempfile.TemporaryDirectory() as scratch:
+            answer, errors = Path(scratch) / "response.json", Path(scratch) / "stderr"
+            code = self.containers.run(event, answer, errors, self.chaos)
+            if code == -signal.SIGKILL:
+                return "killed", set()
+            if code != 0 or not answer.exists():
+                raise AssertionError(f"the turn container crashed:\n{errors.read_text()[-4000:]}")
+            response = json.loads(answer.read_text())
+        failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
+        return ("failed" if failed else "done"), failed
+
+
+class Containers:
+    """``turn_child``: the handler imported once, a forked container per delivery."""
+
+    def __init__(self, dynamodb_url: str) -> None:
+        env = {**os.environ, "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_url, "PYTHONUNBUFFERED": "1"}
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", "tests.e2e.turn_child"],
+            cwd=ROOT,
+            env=env,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+
+    def run(self, event: dict[str, Any], answer: Path, errors: Path, chaos: Chaos) -> int:
+        """Run one container to its end; its exit code (negative: the signal that killed it)."""
+        assert self._process.stdin is not None and self._process.stdout is not None
+        request = {"event": event, "answer": str(answer), "errors": str(errors)}
+        self._process.stdin.write(json.dumps(request) + "\n")
+        self._process.stdin.flush()
+        chaos.child_pid = int(self._read("pid"))
+        try:
+            return int(self._read("exit"))
+        finally:
+            chaos.child_pid = None
+
+    def _read(self, word: str) -> str:
+        assert self._process.stdout is not None
+        line = self._process.stdout.readline()
+        if not line.startswith(word + " "):
+            raise AssertionError(f"turn_child said {line!r}, expected {word}")
+        return line.split(" ", 1)[1]
+
+    def close(self) -> None:
+        if self._process.stdin is not None:
+            self._process.stdin.close()
+        self._process.wait(timeout=CHILD_TIMEOUT_SECONDS)

@@ -1,0 +1,289 @@
+"""A turn survives its container being killed between any two of its effects.
+
+The turn: the model saves a long-term memory (a tool call), then answers in three chunks; the
+worker posts the chunks, then the "Memory saved" notice, then commits. TurnFunction runs in a
+child process (``crash_harness``); at each point the stand-ins SIGKILL it, or let the request apply
+and lose its response, and a fresh child takes the redelivery. Whatever the point, afterwards:
+every chunk is posted once and in order, the notice once, the turn captured once (its lines once,
+the cadence counter at one), the memory saved once, no outbox left, and the model not asked again
+once an answer was recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.models import Persona
+from kioku.domain.stm.entries import StmAddress
+from kioku.playground.events import slash_command
+from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
+from kioku.signatures import sign_request
+from tests.e2e.crash_harness import Chaos, Containers, CrashHarness, DynamoDbProxy, Fault
+
+pytestmark = pytest.mark.e2e
+
+GUILD = "200000000000000001"
+PARAGRAPHS = [f"Part {n}: " + " ".join(["lorem"] * 250) for n in (1, 2, 3)]
+ANSWER = "\n\n".join(PARAGRAPHS)
+SAVE = (
+    "create_long_term_memory",
+    {"memory_content": "{user} loves green tea", "memory_scope": "target_user", "target_user": "Alice"},
+)
+
+
+def answer(body: dict[str, Any]) -> dict[str, Any]:
+    """The first round saves a memory; once the tool has answered, the model replies."""
+    if body["messages"][-1]["role"] == "tool":
+        return completion_body(ANSWER)
+    return completion_body(tool_calls=[SAVE])
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[tuple[LocalStack, OpenAIStandIn, CrashHarness, dict[str, str]]]:
+    """One stack for the module (each test takes a channel and a person of its own)."""
+    chaos = Chaos()
+    with (
+        OpenAIStandIn(api_key="stand-in-key", responder=answer) as llm,
+        LocalStack(llm_base_url=llm.base_url) as stack,
+        DynamoDbProxy(stack.moto_url, chaos) as proxy,
+    ):
+        containers = Containers(proxy.url)
+        stack.discord.interceptor = lambda when, request: chaos.intercept("discord", when, request)
+        llm.interceptor = lambda when, request: chaos.intercept("llm", when, request)
+        env = {name: os.environ[name] for name in stack._saved_env}
+        try:
+            yield stack, llm, CrashHarness(stack, chaos, containers), env
+        finally:
+            containers.close()
+
+
+@pytest.fixture
+def world(running, monkeypatch) -> tuple[LocalStack, OpenAIStandIn, CrashHarness]:
+    """The module's stack, its environment set again (every test starts from a bare one)."""
+    stack, llm, harness, env = running
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return stack, llm, harness
+
+
+# -- where the worker dies -------------------------------------------------------------------------
+
+
+def model_call(nth: int) -> Fault:
+    return Fault(
+        f"during model call {nth}", "llm", lambda r: r.path == "/v1/chat/completions", "kill", "before", nth
+    )
+
+
+def chunk_post(n: int, action: str = "kill") -> Fault:
+    def matches(request: RecordedRequest) -> bool:
+        return request.method == "POST" and str((request.body or {}).get("content", "")).startswith(
+            f"Part {n}:"
+        )
+
+    return Fault(f"chunk {n} posted", "discord", matches, action)
+
+
+def notice_post(action: str = "kill") -> Fault:
+    def matches(request: RecordedRequest) -> bool:
+        return request.method == "POST" and bool((request.body or {}).get("embeds"))
+
+    return Fault("notice posted", "discord", matches, action)
+
+
+def commit(when: str, action: str = "kill") -> Fault:
+    return Fault(f"commit ({when})", "dynamodb", _is_commit, action, when)
+
+
+def _is_commit(request: RecordedRequest) -> bool:
+    return request.path == "TransactWriteItems" and b"TURN#" in request.raw_body
+
+
+def dynamodb_write(operation: str, nth: int = 1, *, having: bytes = b"") -> Fault:
+    return Fault(
+        f"{operation} {nth}{' of ' + having.decode() if having else ''}",
+        "dynamodb",
+        lambda r: r.path == operation and having in r.raw_body and not _is_commit(r),
+        "lose",
+        "after",
+        nth,
+    )
+
+
+# Each point, and how many model calls the whole turn makes when the worker dies there: two for
+# the first attempt, two more only if it died before its answer was recorded.
+KILL_POINTS = [
+    (model_call(1), 1 + 2),
+    (model_call(2), 2 + 2),
+    (chunk_post(1), 2),
+    (chunk_post(2), 2),
+    (chunk_post(3), 2),
+    (notice_post(), 2),
+    (commit("before"), 2),
+    (commit("after"), 2),
+]
+LOST_RESPONSES = [
+    (dynamodb_write("UpdateItem", having=b"RATE#"), 2),
+    (dynamodb_write("TransactWriteItems", having=b"LTM#"), 2),
+    (dynamodb_write("PutItem", 1, having=b"OUTBOX#"), 2),
+    (dynamodb_write("PutItem", 2, having=b"OUTBOX#"), 2),
+    (commit("after", "lose"), 2),
+    (chunk_post(1, "lose"), 2),
+    (chunk_post(2, "lose"), 2),
+    (chunk_post(3, "lose"), 2),
+    (notice_post("lose"), 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "model_calls"),
+    [
+        pytest.param(fault, calls, id=f"{fault.action} at {fault.name}")
+        for fault, calls in KILL_POINTS + LOST_RESPONSES
+    ],
+)
+def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(world, fault, model_calls):
+    stack, llm, harness = world
+    channel = stack.discord.new_id()
+    stack.discord.seed_channel(channel, name="general", guild_id=GUILD)
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    asked_before = len(llm.bodies)
+
+    # Given Alice's message queued for the worker
+    trigger = stack.discord.seed_message(
+        channel, alice, f"<@{stack.application_id}> remember I love green tea"
+    )
+    body = gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []})
+    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+
+    # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault)
+
+    # Then the point was reached, and the turn ended done
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes[-1] == "done" and len(outcomes) >= (2 if fault.action == "kill" else 1), outcomes
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    # every chunk exactly once and in order, the first replying to Alice, then the notice once
+    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
+    assert (posted[0].get("message_reference") or {}).get("message_id") == trigger["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    # the turn captured exactly once
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    assert row is not None
+    said, answered = row.crude  # the answer's line is kept cut to what a line may hold
+    assert said.text == "@Kioku remember I love green tea"
+    assert ANSWER.startswith(answered.text.rstrip("…")) and len(answered.text) > 100
+    assert answered.message_id == posted[0]["id"]
+    assert row.turns_since_refresh == 1
+    items = _table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert [i["pk"]["S"] for i in items if i["sk"]["S"] == "DONE" and trigger["id"] in i["pk"]["S"]]
+    # the memory saved once
+    guards = [i for i in items if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")]
+    assert len(guards) == 1
+    # and the model asked again only when no answer had been recorded
+    assert len(llm.bodies) - asked_before == model_calls
+    assert all(json.dumps(b).count(trigger["id"]) for b in llm.bodies[asked_before:])
+
+
+def edit_original(action: str = "kill") -> Fault:
+    def matches(request: RecordedRequest) -> bool:
+        return request.method == "PATCH" and "/webhooks/" in request.path
+
+    return Fault("the deferred response edited", "discord", matches, action)
+
+
+CHAT_POINTS = [
+    (model_call(2), 2 + 2),
+    (edit_original(), 2),
+    (chunk_post(2), 2),
+    (notice_post(), 2),
+    (commit("before"), 2),
+    (edit_original("lose"), 2),
+    (chunk_post(3, "lose"), 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "model_calls"),
+    [pytest.param(fault, calls, id=f"{fault.action} at {fault.name}") for fault, calls in CHAT_POINTS],
+)
+def test_a_chat_command_interrupted_at_any_point_is_answered_and_captured_exactly_once(
+    world, fault, model_calls
+):
+    stack, llm, harness = world
+    channel = stack.discord.new_id()
+    stack.discord.seed_channel(channel, name="general", guild_id=GUILD)
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    asked_before = len(llm.bodies)
+    token = f"tok-{channel}"
+
+    # Given Alice's /chat, deferred ("thinking…") and queued for the worker
+    payload = slash_command(
+        stack.application_id,
+        "chat",
+        options={"message": "remember I love green tea"},
+        guild_id=GUILD,
+        channel_id=channel,
+        user_id=alice["id"],
+        username="alice",
+        global_name="Alice",
+        interaction_id=stack.discord.new_id(),
+        token=token,
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).json() == {
+        "type": 5
+    }
+
+    # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault)
+
+    # Then the first chunk is the interaction's answer, the others and the notice follow once each
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes[-1] == "done", outcomes
+    original = stack.discord.interaction_response(token)
+    assert original is not None and original["content"] == PARAGRAPHS[0]
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    assert [m["content"] for m in posted] == [*PARAGRAPHS[1:], ""]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    assert row is not None and row.turns_since_refresh == 1
+    said, answered = row.crude
+    assert said.text == "remember I love green tea" and ANSWER.startswith(answered.text.rstrip("…"))
+    items = _table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert (
+        len([i for i in items if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")]) == 1
+    )
+    assert len(llm.bodies) - asked_before == model_calls
+
+
+def _table_items(stack: LocalStack) -> list[dict[str, Any]]:
+    client = KiokuTable(stack.resources.table_name).client
+    items, start = [], None
+    while True:
+        page = client.scan(
+            TableName=stack.resources.table_name, **({"ExclusiveStartKey": start} if start else {})
+        )
+        items += page["Items"]
+        start = page.get("LastEvaluatedKey")
+        if not start:
+            return items

@@ -1,0 +1,46 @@
+"""TurnFunction containers for the crash harness: this process imports the handler once, then for
+each SQS event it reads (a JSON line on stdin, with the file to write the response to) forks a
+fresh container, says its pid, and says how it ended. A forked container starts as a cold Lambda
+container does after its init: modules imported, no client, no cache, nothing of an earlier turn.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from pathlib import Path
+
+from kioku.playground.functions import LambdaContext, load_handler
+
+
+def main() -> None:
+    handler = load_handler("turn")
+    for line in sys.stdin:
+        request = json.loads(line)
+        pid = os.fork()
+        if pid == 0:
+            _contain(handler, request)
+        print(f"pid {pid}", flush=True)
+        _, status = os.waitpid(pid, 0)
+        print(f"exit {os.waitstatus_to_exitcode(status)}", flush=True)
+
+
+def _contain(handler, request: dict) -> None:
+    """One container's life; it never returns."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, 1)  # the metrics Powertools prints must not mix with what the harness reads
+    errors = os.open(request["errors"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(errors, 2)
+    try:
+        response = handler(request["event"], LambdaContext())
+        Path(request["answer"]).write_text(json.dumps(response))
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    main()
