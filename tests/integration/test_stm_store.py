@@ -365,9 +365,10 @@ def test_a_capture_of_a_message_sent_before_its_speakers_forget_all_writes_nothi
     # Then neither her line nor the record was written: the turn records itself alone
     assert store.get(identity().address) is None
     assert table.get(turn_record_key("message", "700000000000000001")) is None
-    # and through the turn's short-term memory, the capture is refused without an error
+    # and through the turn's short-term memory too: the turn's commit names it and drops the capture
     stm = ShortTermMemoryTurn(store, turn(sent_at=sent), load(store).state, LIMITS)
-    assert stm.capture([message("my secret")], also=[done]) is False
+    with pytest.raises(SpeakerForgotten):
+        stm.capture([message("my secret")], also=[done])
     # while a message sent after the forget-all is captured as usual
     later = ShortTermMemoryTurn(store, turn(sent_at=sent + 2 * MINUTE), load(store).state, LIMITS)
     assert later.capture([message("a new start")], also=[done]) is True
