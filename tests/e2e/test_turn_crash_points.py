@@ -134,8 +134,8 @@ KILL_POINTS = [
 LOST_RESPONSES = [
     (dynamodb_write("UpdateItem", having=b"RATE#"), 2),
     (dynamodb_write("TransactWriteItems", having=b"LTM#"), 2),
-    (dynamodb_write("PutItem", 1, having=b"OUTBOX#"), 2),
-    (dynamodb_write("PutItem", 2, having=b"OUTBOX#"), 2),
+    (dynamodb_write("TransactWriteItems", 1, having=b"OUTBOX#"), 2),
+    (dynamodb_write("TransactWriteItems", 2, having=b"OUTBOX#"), 2),
     (commit("after", "lose"), 2),
     (chunk_post(1, "lose"), 2),
     (chunk_post(2, "lose"), 2),
