@@ -33,8 +33,9 @@ PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @eve
 TIMED_TURNS = 40
 WHY_PLAIN_TURN_REQUESTS = (
     "UpdateItem: the author's rate; BatchGetItem: configuration, profile, short-term rows, memory books, "
-    "the turn's record and outbox; Query: other channels' rows; PutItem: the outbox, before the first "
-    "post; TransactWriteItems: capture + record + outbox delete"
+    "the turn's record and outbox, the author's forget-all mark; Query: other channels' rows; "
+    "TransactWriteItems 1: the outbox with the forget-all check, before the first post; "
+    "TransactWriteItems 2: capture + record + outbox delete + the forget-all check"
 )
 
 
