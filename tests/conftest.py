@@ -145,15 +145,15 @@ def interact(env, discord_keys):
 
 @pytest.fixture
 def relay_event(env, relay_keys):
-    """Send ``{"t": kind, "d": data}`` to RelayFunction, signed by the relay; the HTTP status."""
+    """Send ``{"t": kind, "d": data, **envelope}`` to RelayFunction, signed by the relay; the HTTP status."""
     from kioku.playground.events import signed_event
     from kioku.playground.functions import LambdaContext, load_handler
 
     handler = load_handler("relay")
 
-    def send(kind: str, data) -> int:
-        return handler(signed_event({"t": kind, "d": data}, relay_keys.signing_hex), LambdaContext())[
-            "statusCode"
-        ]
+    def send(kind: str, data, **envelope) -> int:
+        return handler(
+            signed_event({"t": kind, "d": data, **envelope}, relay_keys.signing_hex), LambdaContext()
+        )["statusCode"]
 
     return send

@@ -70,6 +70,28 @@ def test_a_channel_made_public_again_is_recalled_again(relay_event, store):
     assert "party" in seen_from(store, OTHER)
 
 
+def test_a_late_channel_update_never_stamps_an_older_privacy_over_a_newer_look(relay_event, store):
+    # Given a channel a turn has just described as private (the update that made it private was lost)
+    remember(store, SECRET, "the vault code is okapi", private=True)
+    # When an older update, received by the relay before that look and held in its buffer, says public
+    earlier = (NOW - timedelta(minutes=5)).isoformat()
+    assert relay_event("CHANNEL_UPDATE", channel(SECRET, allow=VIEW_CHANNEL), received_at=earlier) == 204
+    # Then the channel stays private: #other recalls nothing of it
+    assert row(store, SECRET).private is True
+    assert seen_from(store, OTHER) == ""
+    # while an update received after the look applies
+    assert (
+        relay_event("CHANNEL_UPDATE", channel(SECRET, allow=VIEW_CHANNEL), received_at=NOW.isoformat()) == 204
+    )
+    assert "okapi" in seen_from(store, OTHER)
+
+
+def test_a_channel_update_with_a_received_at_that_is_not_a_time_is_malformed(relay_event, store):
+    remember(store, SECRET, "plans", private=True)
+    assert relay_event("CHANNEL_UPDATE", channel(SECRET, allow=VIEW_CHANNEL), received_at="yesterday") == 400
+    assert row(store, SECRET).private is True
+
+
 def test_an_update_that_cannot_tell_the_privacy_changes_only_the_name(relay_event, store):
     # Given a private channel's memory
     remember(store, SECRET, "still secret", private=True)

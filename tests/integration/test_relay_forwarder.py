@@ -172,7 +172,7 @@ def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint,
         ("THREAD_UPDATE", {**thread_delete, "name": "plans"}),
         ("THREAD_DELETE", thread_delete),
     ]
-    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, clock=lambda: RECEIVED)
 
     # When they are submitted with a CHANNEL_CREATE and an unavailable guild's GUILD_CREATE among them
     taken = [forwarder.submit(name, data) for name, data in forwarded]
@@ -183,7 +183,9 @@ def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint,
     # Then exactly the four arrived, each in the envelope of its own event name
     assert taken == [True] * 4
     assert ignored == [False, False]
-    assert [json.loads(r.body) for r in endpoint.received] == [{"t": n, "d": d} for n, d in forwarded]
+    assert [json.loads(r.body) for r in endpoint.received] == [
+        {"t": n, "d": d, "received_at": "2025-12-01T12:00:00+00:00"} for n, d in forwarded
+    ]
 
 
 def test_the_bots_own_messages_are_skipped_once_ready_names_the_bot(endpoint, key_pair):
@@ -512,6 +514,18 @@ def discord_guild(
         "stickers": [],
         "member_count": members,
     }
+
+
+def test_a_channel_update_goes_out_with_when_the_relay_received_it(endpoint, key_pair):
+    # Given a channel update, received at a known time
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, clock=lambda: RECEIVED)
+    update = {"id": "300000000000000009", "guild_id": GUILD_ID, "type": 0, "permission_overwrites": []}
+    # When it is forwarded
+    assert forwarder.submit("CHANNEL_UPDATE", update) is True
+    asyncio.run(deliver_all(forwarder))
+    # Then the envelope says when, so a late delivery never overrides a newer look at the channel
+    envelope = json.loads(endpoint.received[0].body)
+    assert envelope["t"] == "CHANNEL_UPDATE" and envelope["received_at"] == "2025-12-01T12:00:00+00:00"
 
 
 def test_a_guild_create_goes_out_with_its_channels_threads_and_roles_only(endpoint, key_pair):

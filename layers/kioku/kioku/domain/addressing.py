@@ -136,7 +136,9 @@ def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent | Guild
         return replace(message, bot_role_ids=frozenset(bot_roles))
     if isinstance(event_type, str) and event_type in ChannelEventType.__members__:
         try:
-            return parse_channel_event(ChannelEventType(event_type), payload.get("d"))
+            return parse_channel_event(
+                ChannelEventType(event_type), payload.get("d"), payload.get("received_at")
+            )
         except InvalidChannelEvent as exc:
             raise InvalidRelayEvent(exc.reason) from None
     raise InvalidRelayEvent(

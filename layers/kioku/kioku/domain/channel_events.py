@@ -59,6 +59,8 @@ class ChannelEvent:
     channel_type: int
     name: str | None
     private: bool | None
+    taken_at: datetime | None = None
+    """When the relay received the event (its envelope's ``received_at``); None: unknown."""
 
 
 class InvalidChannelEvent(ValueError):
@@ -67,8 +69,9 @@ class InvalidChannelEvent(ValueError):
         self.reason = reason
 
 
-def parse_channel_event(kind: ChannelEventType, data: Any) -> ChannelEvent:
-    """Validate the ``d`` of a channel event; raises ``InvalidChannelEvent`` with the reason."""
+def parse_channel_event(kind: ChannelEventType, data: Any, received_at: Any = None) -> ChannelEvent:
+    """Validate the ``d`` of a channel event (and the envelope's ``received_at``); raises
+    ``InvalidChannelEvent`` with the reason."""
     if not isinstance(data, Mapping):
         raise InvalidChannelEvent("d is not an object")
     channel_id = _snowflake(data.get("id"), "id")
@@ -93,6 +96,7 @@ def parse_channel_event(kind: ChannelEventType, data: Any) -> ChannelEvent:
         channel_type=channel_type,
         name=name,
         private=None if kind.deletes or guild_id is None else _privacy(guild_id, channel_type, overwrites),
+        taken_at=_optional_time(received_at, "received_at"),
     )
 
 

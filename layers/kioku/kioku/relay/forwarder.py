@@ -124,13 +124,15 @@ class Forwarder:
         if event_name == MESSAGE_CREATE and self._is_own_message(data):
             self.counters.skipped_own += 1
             return False
+        # when the relay saw a channel's state: a late event never stamps an older privacy over a newer look
         extra: dict[str, Any] = {}
+        if event_name != MESSAGE_CREATE:
+            extra["received_at"] = datetime.fromtimestamp(self._clock(), UTC).isoformat()
         if event_name == GUILD_CREATE:
             channel_list = self._guild_channel_list(data)
             if channel_list is None:
                 return False
             data = channel_list
-            extra["received_at"] = datetime.fromtimestamp(self._clock(), UTC).isoformat()
         if event_name == MESSAGE_CREATE:
             mentioned = self._bot_roles.get(str(data.get("guild_id")), set()) & set(
                 data.get("mention_roles") or []

@@ -34,8 +34,13 @@ def apply_channel_event(
     if event.kind.deletes:
         changed = event_count = store.delete_channel(event.guild_id, event.channel_id)
     else:
+        now = clock()
         changed = event_count = store.restamp_channel(
-            event.guild_id, event.channel_id, private=event.private, name=event.name, now=clock()
+            event.guild_id,
+            event.channel_id,
+            private=event.private,
+            name=event.name,
+            now=min(event.taken_at or now, now),
         )
     logger.info(
         "%s for channel %s: %d short-term memory rows changed", event.kind, event.channel_id, event_count

@@ -423,7 +423,9 @@ class StmStore:
         threads that a turn has described as its threads (a private thread keeps its own; a row never
         described stays private); with ``private`` None only the name changes. Each write is
         conditional on the row still existing and bumps its version, so a capture that looked at the
-        channel before this cannot stamp the old privacy back. Returns the rows changed."""
+        channel before this cannot stamp the old privacy back; a privacy change is written only to rows
+        no turn or event described after ``now`` (when the event was seen), so a late event cannot
+        stamp an older privacy over a newer look. Returns the rows changed."""
         changed = 0
         for entry in [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]:
             own = entry.channel_id == channel_id
@@ -431,18 +433,23 @@ class StmStore:
             if own and name and name[:MAX_CHANNEL_NAME_CHARS] != entry.channel_name:
                 expression.set("channel_name", name[:MAX_CHANNEL_NAME_CHARS])
             follows = own or not (entry.private_thread or entry.described_at is None)
+            condition = "attribute_exists(pk)"
             if private is not None and follows and entry.private is not private:
                 expression.set("private", private)
                 expression.set("described_at", _iso(now))
                 expression.set("gsi1pk", recency_partition(entry.address, entry.lineage_id, private=private))
                 expression.add("version", 1)
+                described = expression.name("described_at")
+                condition += (
+                    f" AND (attribute_not_exists({described}) OR {described} < {expression.value(_iso(now))})"
+                )
             if not expression.has_changes():
                 continue
             try:
                 self._table.update(
                     stm_row_key(entry.address),
                     expression.text(),
-                    condition="attribute_exists(pk)",
+                    condition=condition,
                     names=expression.names,
                     values=expression.values,
                 )
