@@ -148,6 +148,8 @@ class TurnPlan:
     forget: bool = False
     forget_all: bool = False
     """Before the message, the speaker runs ``/personal memories forget-all``."""
+    bypass: bool | None = None
+    """Before the message, a manager of the turn's guild switches its bypass on (True) or off (False)."""
 
 
 @dataclass(frozen=True)
@@ -215,7 +217,9 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
 
 
 @st.composite
-def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
+def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) -> TurnPlan:
+    """A random turn; with ``bypass_switches``, half of a guild's turns switch its bypass first, and
+    most turns rewrite or forget a memory."""
     speaker = draw(st.sampled_from(world.users))
     others = [user.user_id for user in world.users if user != speaker]
     where = draw(st.sampled_from(world.places_of(speaker)))
@@ -226,16 +230,25 @@ def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
         personal_about=draw(st.none() | st.just(speaker.user_id) | st.sampled_from(others)),
-        revise=draw(st.none() | st.integers(0, 15)),
-        forget=draw(st.booleans()),
+        revise=draw(st.integers(0, 15) if bypass_switches else st.none() | st.integers(0, 15)),
+        forget=draw(st.integers(0, 3)) == 0 if bypass_switches else draw(st.booleans()),
         forget_all=draw(st.integers(0, 7)) == 0,
+        bypass=draw(st.none() | st.booleans()) if bypass_switches and where.guild_id else None,
     )
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, admin_settings: bool = False, turns: tuple[int, int] = (6, 16)) -> Scenario:
+def scenarios(
+    draw: st.DrawFn,
+    *,
+    admin_settings: bool = False,
+    bypass_switches: bool = False,
+    turns: tuple[int, int] = (6, 16),
+) -> Scenario:
     world = draw(worlds(admin_settings=admin_settings))
-    plans = draw(st.lists(turn_plans(world), min_size=turns[0], max_size=turns[1]))
+    plans = draw(
+        st.lists(turn_plans(world, bypass_switches=bypass_switches), min_size=turns[0], max_size=turns[1])
+    )
     return Scenario(world, tuple(plans))
 
 
@@ -454,11 +467,14 @@ class Probe:
 class Oracle:
     """The privacy rules, written from the world: what may be shown, what must be.
 
-    A rewritten memory is judged by where and by whom its new text was written.
+    A rewritten memory is judged by whom its new text was written, and where: the more private of
+    where it was and where it is rewritten. ``bypass``: each guild's bypass as it is now (the test
+    switches it as its turns say).
     """
 
     def __init__(self, world: World) -> None:
         self.world = world
+        self.bypass = {guild.guild_id: guild.bypass for guild in world.guilds}
 
     def discord_private(self, channel: Channel) -> bool:
         """@everyone cannot view the channel (administrator views everything; the channel's
@@ -492,14 +508,27 @@ class Oracle:
                 return False
         return self.discord_private(channel)
 
-    def guild_rule(self, written: Where, at: Where) -> bool:
+    def guild_rule(self, written: Where, at: Where, *, bypass: bool = True) -> bool:
         """Rules 2 and 3: only in the guild it was written in; there, anywhere when public (or with
-        the bypass), else only in its own channel and that channel's threads."""
+        the bypass on now), else only in its own channel and that channel's threads."""
         if written.guild_id is None or at.guild_id != written.guild_id:
             return False
-        if self.world.guild(written.guild_id).bypass or not self.private(written):
+        if (bypass and self.bypass[written.guild_id]) or not self.private(written):
             return True
         return written.channel_id in (at.channel_id, at.parent_id)
+
+    def reach(self, written: Where) -> frozenset[Where]:
+        """Every place of the world where the guild rule, bypass aside, recalls what was written at
+        ``written``; from a DM, every place."""
+        places = {place for user in self.world.users for place in self.world.places_of(user)}
+        if written.guild_id is None:
+            return frozenset(places)
+        return frozenset(at for at in places if self.guild_rule(written, at, bypass=False))
+
+    def rewritten_at(self, old: Where, new: Where) -> Where:
+        """Where a rewritten memory belongs: where it is rewritten, unless that is recalled in more
+        places than where it was (so the bypass, which only widens reading, never moves it)."""
+        return new if self.reach(new) <= self.reach(old) else old
 
     def may_show(self, written: Written, probe: Probe) -> bool:
         at = probe.where

@@ -47,6 +47,7 @@ from tests.integration.privacy_world import (
     Guild,
     Kind,
     Oracle,
+    Overwrite,
     Probe,
     Scenario,
     TokenWritingModel,
@@ -79,6 +80,7 @@ SETTINGS: Final = Settings.model_validate(
         "SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL": 50,
     }
 )
+BYPASS_EXAMPLES: Final = 25
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
     deadline=None,
@@ -110,6 +112,18 @@ def test_admin_overrides_and_the_bypass_decide_privacy_within_their_guild(dynamo
     problems = play(scenario, dynamodb, oracle)
 
     # Then every turn sees what the overrides and the bypass allow, and nothing more
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@settings(PROPERTY_SETTINGS, max_examples=BYPASS_EXAMPLES)
+@given(scenario=scenarios(admin_settings=True, bypass_switches=True))
+def test_the_bypass_widens_reading_while_it_is_on_and_never_moves_a_memory(dynamodb, scenario: Scenario):
+    # Given a random world with overrides, whose managers switch the bypass on and off between turns
+    # When its people talk to the bot, rewriting and forgetting memories in most turns
+    problems = play(scenario, dynamodb)
+
+    # Then every turn sees what the bypass allows while it is on, and a memory rewritten through it
+    # is recalled afterwards only where it was said: never in a DM or another guild
     assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
@@ -185,6 +199,42 @@ def _said_about_herself_then_elsewhere(mode: PrivacyMode) -> Scenario:
     )
 
 
+def test_a_memory_rewritten_through_the_bypass_stays_where_it_was_said(dynamodb):
+    # Given ann's memories said in a private channel: one about herself, one for the server
+    home, away = "200000000000000000", "200000000000000001"
+    general, secret, elsewhere = "300000000000000000", "300000000000000001", "300000000000000010"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({home, away}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(home, VIEW_CHANNEL_BIT), Guild(away, VIEW_CHANNEL_BIT)),
+        channels=(
+            Channel(general, home),
+            Channel(secret, home, overwrite=Overwrite.DENY_VIEW),
+            Channel(elsewhere, away),
+        ),
+        users=(ann, bo),
+    )
+    in_general, in_secret = Where(home, general), Where(home, secret)
+    turns = (
+        TurnPlan(ann.user_id, in_secret, personal_about=ann.user_id, server_memory=True),
+        # When, with the bypass on, she rewrites both in the public channel
+        TurnPlan(ann.user_id, in_general, bypass=True, revise=0),
+        TurnPlan(ann.user_id, in_general, revise=2),
+        # and the bypass is switched off again
+        TurnPlan(bo.user_id, in_general, bypass=False),
+        TurnPlan(ann.user_id, in_general),
+        TurnPlan(ann.user_id, Where(None, ann.dm_channel_id)),
+        TurnPlan(ann.user_id, Where(away, elsewhere)),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then neither is recalled outside the private channel: not in the public one, nor in her DM,
+    # nor in the other guild
+    assert not problems, "\n".join(problems)
+
+
 # -- playing a scenario ------------------------------------------------------------------------------
 
 
@@ -218,6 +268,9 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
             speaker = world.user(plan.speaker)
+            if plan.bypass is not None and plan.where.guild_id:
+                _switch_bypass(ConfigStore(table), plan.where.guild_id, plan.bypass)
+                oracle.bypass[plan.where.guild_id] = plan.bypass
             if plan.forget_all:
                 forget_everything(speaker.user_id, service.ltm_store, service.stm_store)
                 written = [
@@ -278,7 +331,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
                         replace(
                             target,
                             token=call.token,
-                            where=plan.where,
+                            where=oracle.rewritten_at(target.where, plan.where),
                             author_id=speaker.user_id,
                             stored=done,
                         )
@@ -411,6 +464,11 @@ def _configure(store: ConfigStore, world: World) -> None:
             store.save_user_profile(UserProfile(user_id=user.user_id, cross_server_opt_in=True))
 
 
+def _switch_bypass(store: ConfigStore, guild_id: str, enabled: bool) -> None:
+    """What ``/server privacy bypass enabled:…`` stores."""
+    store.save_server_config(replace(store.get_server_config(guild_id), stm_privacy_bypass=enabled))
+
+
 class _Clock:
     """A minute between turns, from ``START``."""
 
@@ -489,6 +547,10 @@ def story(scenario: Scenario) -> str:
             does.append(f"personal memory about {_person(world, plan.personal_about)}")
         if plan.revise is not None:
             does.append(f"{'forgets' if plan.forget else 'rewrites'} kept memory #{plan.revise}")
+        if plan.bypass is not None:
+            does.insert(0, f"bypass switched {'on' if plan.bypass else 'off'} first")
+        if plan.forget_all:
+            does.insert(0, "forget-all first")
         mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
         lines.append(
             f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "

@@ -208,6 +208,22 @@ def effective_private(origin: Origin, policy: PrivacyPolicy) -> bool:
     return origin.private
 
 
+def rewritten_origin(old: Origin, new: Origin, policy: PrivacyPolicy) -> Origin:
+    """Where a memory belongs once rewritten at ``new``: the more private of the two origins.
+
+    ``new``, unless ``old`` is recalled in fewer places: a private channel is narrower than a public
+    one, and of two private places only the same channel or one of its threads is. So a memory the
+    bypass let a turn reach in another channel keeps its origin: the bypass widens what may be read,
+    never where a memory was said.
+    """
+    if not effective_private(old, policy):
+        return new
+    if not effective_private(new, policy):
+        return old
+    within_old = new.guild_id == old.guild_id and old.channel_id in (new.channel_id, new.parent_channel_id)
+    return new if within_old else old
+
+
 def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
     """Whether memory written at ``origin`` may be shown in a turn at ``place`` of ``policy``'s server.
 

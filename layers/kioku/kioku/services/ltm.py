@@ -47,7 +47,7 @@ from kioku.domain.ltm.recall import recall_subjects, render_recall
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.models import ContextItem, MemoryModeration
-from kioku.domain.privacy import Origin, effective_private
+from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 
@@ -371,9 +371,8 @@ def _update(
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    updated = store.replace_content(
-        memory, content, turn.now, origin=_saving_origin(turn), author_id=turn.user.user_id
-    )
+    origin = rewritten_origin(memory.origin, _saving_origin(turn), turn.config.privacy)
+    updated = store.replace_content(memory, content, turn.now, origin=origin, author_id=turn.user.user_id)
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
 
