@@ -239,6 +239,20 @@ def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
     return origin.channel_id in (place.channel_id, place.parent_channel_id)
 
 
+def origin_known_to(origin: Origin, *, person_id: str, author_id: str, place: Place) -> bool:
+    """Whether ``person_id`` may be told where something about them was said: in a DM (theirs), in a
+    channel that was public then, by themself, or in the channel (or a thread of it) they ask from.
+    Anywhere else kioku cannot tell that they see the channel, so it does not name it to them."""
+    if origin.channel_id is None:
+        return False
+    if origin.guild_id is None or not origin.private or author_id == person_id:
+        return True
+    return origin.guild_id == place.guild_id and origin.channel_id in (
+        place.channel_id,
+        place.parent_channel_id,
+    )
+
+
 def may_recall_personal(
     origin: Origin, *, subject_id: str, author_id: str, place: Place, policy: PrivacyPolicy
 ) -> bool:

@@ -277,6 +277,9 @@ def _create(
         return _result(SaveStatus.INTERNAL_ERROR, "the persona has no valid lineage; nothing was saved")
 
     status = MemoryStatus.ACTIVE
+    # About someone: a personal memory's owner, the bridged user named, or the speaker it writes {user} for.
+    about_subject = target is not None or subject.user_id != turn.user.user_id or names_user(content)
+    named = subject if about_subject else None
     if target is None:
         content = pin_user_token(content, subject.display_name)
         scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
@@ -292,7 +295,7 @@ def _create(
         author_id=turn.user.user_id,
         created_at=turn.now,
         origin=_saving_origin(turn),
-        subject_id=subject.user_id,
+        subject_id=named.user_id if named else None,
         status=status,
     )
     outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
@@ -365,14 +368,18 @@ def _update(
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
         return ToolResult(UpdateStatus.DELETED, _about(memory, subject), notification=embed)
     content = clean_content(request.content)
+    named = None
     if memory.scope.kind is ScopeKind.SERVER:
+        named = speaker.user_id if names_user(content) else None
         content = pin_user_token(content, speaker.display_name)
     else:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
     origin = rewritten_origin(memory.origin, _saving_origin(turn), turn.config.privacy)
-    updated = store.replace_content(memory, content, turn.now, origin=origin, author_id=turn.user.user_id)
+    updated = store.replace_content(
+        memory, content, turn.now, origin=origin, author_id=turn.user.user_id, subject_id=named
+    )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(UpdateStatus.UPDATED, _about(updated, subject), notification=embed)
 
@@ -383,6 +390,11 @@ def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
     if memory.scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()
     return data
+
+
+def names_user(content: str) -> bool:
+    """Whether a server memory's text is about someone: it writes ``{user}`` for them."""
+    return "{user}" in content
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

@@ -62,9 +62,10 @@ class MemoryStore(Protocol):
         *,
         origin: Origin | None = None,
         author_id: str | None = None,
+        subject_id: str | None = None,
     ) -> Memory:
-        """``memory`` with new content, written at ``origin`` by ``author_id`` when given; raises
-        ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
+        """``memory`` with new content, written at ``origin`` by ``author_id`` about ``subject_id``
+        when given; raises ``DuplicateMemory`` or ``MemoryNotFound`` (changed)."""
         ...
 
     def delete(self, memory: Memory) -> None:
