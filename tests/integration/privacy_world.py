@@ -141,6 +141,8 @@ class TurnPlan:
     """Someone the message names without taking part (``<@id>``)."""
     summary: bool = False
     server_memory: bool = False
+    names_speaker: bool = False
+    """The server memory the model saves or rewrites writes ``{user}``: it is about the speaker."""
     personal_about: str | None = None
     revise: int | None = None
     """An earlier memory the model rewrites (or forgets, with ``forget``): its index, modulo how many
@@ -229,6 +231,7 @@ def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) 
         mention=draw(st.none() | st.sampled_from(others)),
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
+        names_speaker=draw(st.booleans()),
         personal_about=draw(st.none() | st.just(speaker.user_id) | st.sampled_from(others)),
         revise=draw(st.integers(0, 15) if bypass_switches else st.none() | st.integers(0, 15)),
         forget=draw(st.integers(0, 3)) == 0 if bypass_switches else draw(st.booleans()),

@@ -235,6 +235,30 @@ def test_a_memory_rewritten_through_the_bypass_stays_where_it_was_said(dynamodb)
     assert not problems, "\n".join(problems)
 
 
+def test_forget_all_erases_the_server_memories_about_someone_and_unlinks_those_they_only_saved(dynamodb):
+    # Given two server memories ann saved: one that writes {user} for her, one that does not
+    guild, general = "200000000000000000", "300000000000000000"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT),), channels=(Channel(general, guild),), users=(ann, bo)
+    )
+    here = Where(guild, general)
+    turns = (
+        TurnPlan(ann.user_id, here, server_memory=True, names_speaker=True),
+        TurnPlan(ann.user_id, here, server_memory=True),
+        # When she forgets everything, then tries to rewrite the one she saved
+        TurnPlan(ann.user_id, here, forget_all=True, revise=0),
+        TurnPlan(bo.user_id, here),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then the one about her is recalled no more, the other still is, and she can no longer change it
+    assert not problems, "\n".join(problems)
+
+
 # -- playing a scenario ------------------------------------------------------------------------------
 
 
@@ -273,10 +297,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
                 oracle.bypass[plan.where.guild_id] = plan.bypass
             if plan.forget_all:
                 forget_everything(speaker.user_id, service.ltm_store, service.stm_store)
-                written = [
-                    replace(w, stored=False, gone=True) if _forgotten_with(w, speaker.user_id) else w
-                    for w in written
-                ]
+                written = [_after_forget_all(w, speaker.user_id) for w in written]
             said = new_token(Kind.MESSAGE)
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
@@ -333,6 +354,7 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
                             token=call.token,
                             where=oracle.rewritten_at(target.where, plan.where),
                             author_id=speaker.user_id,
+                            subject_id=call.subject,
                             stored=done,
                         )
                     )
@@ -382,17 +404,20 @@ def _check(
     return problems
 
 
-def _forgotten_with(written: Written, user_id: str) -> bool:
-    """What forget-all erases: memories about the person, the lines they wrote anywhere, and
-    everything of their DM's short-term memory. Server memories and the summaries of servers' rows
-    stay (docs/privacy.md)."""
-    if written.kind is Kind.PERSONAL_MEMORY:
-        return written.subject_id == user_id
-    if written.kind is Kind.MESSAGE:
-        return written.author_id == user_id
-    if written.kind is Kind.SUMMARY:
-        return written.where.guild_id is None and written.author_id == user_id
-    return False
+def _after_forget_all(written: Written, user_id: str) -> Written:
+    """What forget-all leaves of ``written``: it erases memories about the person (server memories that
+    name them too), the lines they wrote anywhere, and everything of their DM's short-term memory; a
+    server memory they only saved stays, linked to nobody. The summaries of servers' rows stay
+    (docs/privacy.md)."""
+    if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.subject_id == user_id:
+        return replace(written, stored=False, gone=True)
+    if written.kind is Kind.SERVER_MEMORY and written.author_id == user_id:
+        return replace(written, author_id="")
+    if written.kind is Kind.MESSAGE and written.author_id == user_id:
+        return replace(written, stored=False, gone=True)
+    if written.kind is Kind.SUMMARY and written.where.guild_id is None and written.author_id == user_id:
+        return replace(written, stored=False, gone=True)
+    return written
 
 
 def _memory_to_revise(plan: TurnPlan, written: list[Written]) -> Written | None:
@@ -426,8 +451,9 @@ def _tool_calls(plan: TurnPlan, new_token: Callable[[Kind], str], revised: Writt
         calls.append(_Call(STM_TOOL, {SUMMARY_FIELD: f"Notes {token}"}, token, Kind.SUMMARY))
     if plan.server_memory:
         token = new_token(Kind.SERVER_MEMORY)
-        arguments = {"memory_content": f"Fact {token}", "memory_scope": "server_wide"}
-        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, plan.speaker))
+        arguments = {"memory_content": _server_fact(plan, token), "memory_scope": "server_wide"}
+        subject = plan.speaker if plan.names_speaker else None
+        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, subject))
     if plan.personal_about:
         token = new_token(Kind.PERSONAL_MEMORY)
         arguments = {
@@ -438,11 +464,21 @@ def _tool_calls(plan: TurnPlan, new_token: Callable[[Kind], str], revised: Writt
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, plan.personal_about))
     if revised is not None and revised.memory_id:
         token = None if plan.forget else new_token(revised.kind)
-        arguments = {"memory_id": int(revised.memory_id), "memory_content": f"Fact {token}" if token else ""}
+        content, subject = f"Fact {token}", revised.subject_id
         if revised.kind is Kind.PERSONAL_MEMORY:
-            arguments["target_user"] = f"<@{revised.subject_id}>"
-        calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, revised.subject_id, revised))
+            arguments = {"target_user": f"<@{revised.subject_id}>"}
+        else:
+            arguments = {}
+            content = _server_fact(plan, token)
+            subject = plan.speaker if plan.names_speaker else subject
+        arguments |= {"memory_id": int(revised.memory_id), "memory_content": content if token else ""}
+        calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, subject, revised))
     return calls
+
+
+def _server_fact(plan: TurnPlan, token: str | None) -> str:
+    """A server memory's text: about the speaker when it writes ``{user}`` (pinned to their name)."""
+    return f"Fact {{user}} {token}" if plan.names_speaker else f"Fact {token}"
 
 
 def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
@@ -542,7 +578,7 @@ def story(scenario: Scenario) -> str:
         if plan.summary:
             does.append("summary")
         if plan.server_memory:
-            does.append("server memory")
+            does.append("server memory" + (" about them" if plan.names_speaker else ""))
         if plan.personal_about:
             does.append(f"personal memory about {_person(world, plan.personal_about)}")
         if plan.revise is not None:
