@@ -520,33 +520,38 @@ class Oracle:
             return True
         return written.channel_id in (at.channel_id, at.parent_id)
 
-    def reach(self, written: Where) -> frozenset[Where]:
-        """Every place of the world where the guild rule, bypass aside, recalls what was written at
-        ``written``; from a DM, every place."""
+    def reach(self, written: Written) -> frozenset[Where]:
+        """Every place of the world where ``written`` may be shown, bypass aside, to a turn its
+        subject takes part in."""
         places = {place for user in self.world.users for place in self.world.places_of(user)}
-        if written.guild_id is None:
-            return frozenset(places)
-        return frozenset(at for at in places if self.guild_rule(written, at, bypass=False))
+        taking_part = frozenset({written.subject_id or written.author_id})
+        return frozenset(
+            at
+            for at in places
+            if self.may_show(written, Probe(at, written.author_id, taking_part), bypass=False)
+        )
 
-    def rewritten_at(self, old: Where, new: Where) -> Where:
-        """Where a rewritten memory belongs: where it is rewritten, unless that is recalled in more
-        places than where it was (so the bypass, which only widens reading, never moves it)."""
-        return new if self.reach(new) <= self.reach(old) else old
+    def rewritten_at(self, old: Written, rewritten: Written) -> Where:
+        """Where a rewritten memory belongs: where it is rewritten, unless it would be shown there in
+        more places than where it was (so the bypass, which only widens reading, never moves it)."""
+        stays = replace(rewritten, where=old.where)
+        return rewritten.where if self.reach(rewritten) <= self.reach(stays) else old.where
 
-    def may_show(self, written: Written, probe: Probe) -> bool:
+    def may_show(self, written: Written, probe: Probe, *, bypass: bool = True) -> bool:
         at = probe.where
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)
             return probe.speaker == owner.user_id and (at.guild_id is None or owner.cross_server)
         if written.kind is not Kind.PERSONAL_MEMORY:
-            return self.guild_rule(written.where, at)
+            return self.guild_rule(written.where, at, bypass=bypass)
         if written.subject_id not in probe.taking_part:
             return False
         if written.author_id == written.subject_id:
             if written.where.guild_id is None:
                 return True  # said by the subject in their DM: it follows them
-            return not self.private(written.where) or self.guild_rule(written.where, at)  # public: follows
-        return self.guild_rule(written.where, at)
+            # public: it follows them
+            return not self.private(written.where) or self.guild_rule(written.where, at, bypass=bypass)
+        return self.guild_rule(written.where, at, bypass=bypass)
 
     def may_change(self, written: Written, probe: Probe) -> bool:
         """A memory may be rewritten or forgotten by its author or subject, where it could be shown

@@ -348,16 +348,15 @@ def play(scenario: Scenario, client, oracle: Oracle | None = None) -> list[str]:
                 if done:
                     written[written.index(target)] = replace(target, stored=False, gone=True)
                 if call.token:
-                    written.append(
-                        replace(
-                            target,
-                            token=call.token,
-                            where=oracle.rewritten_at(target.where, plan.where),
-                            author_id=speaker.user_id,
-                            subject_id=call.subject,
-                            stored=done,
-                        )
+                    rewritten = replace(
+                        target,
+                        token=call.token,
+                        where=plan.where,
+                        author_id=speaker.user_id,
+                        subject_id=call.subject,
+                        stored=done,
                     )
+                    written.append(replace(rewritten, where=oracle.rewritten_at(target, rewritten)))
     return problems
 
 
