@@ -325,6 +325,19 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
     assert personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm).nothing
 
 
+def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, ltm):
+    about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
+    rules = save_server_memory(ltm, "No spoilers before Monday")
+    alice = {"user": fakes.ALICE.user_id, "guild": fakes.SERVER, "channel": fakes.CHANNEL}
+    listed = fields_by_id(interact(personal("memories", "list", **alice)))
+    assert set(listed) == {about_her} and "server memory" in listed[about_her]
+    refused = interact(personal("memories", "forget", memory_id=int(rules), **alice))
+    assert f"I keep no memory #{rules} about you." in shown(refused)
+    forgotten = interact(personal("memories", "forget", memory_id=int(about_her), **alice))
+    assert "Forgotten" in forgotten["data"]["content"]
+    assert [m.memory_id for m in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)] == [rules]
+
+
 def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, stm):
     about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
     pending = save_server_memory(ltm, "{user} wants a quiz channel", reviewed=True)
