@@ -142,6 +142,8 @@ class TurnPlan:
     """Someone the message names without taking part (``<@id>``)."""
     summary: bool = False
     server_memory: bool = False
+    names_speaker: bool = False
+    """The server memory the model saves or rewrites writes ``{user}``: it is about the speaker."""
     personal_about: str | None = None
     revise: int | None = None
     """An earlier memory the model rewrites (or forgets, with ``forget``): its index, modulo how many
@@ -149,6 +151,8 @@ class TurnPlan:
     forget: bool = False
     forget_all: bool = False
     """Before the message, the speaker runs ``/personal memories forget-all``."""
+    bypass: bool | None = None
+    """Before the message, a manager of the turn's guild switches its bypass on (True) or off (False)."""
 
 
 @dataclass(frozen=True)
@@ -237,7 +241,9 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
 
 
 @st.composite
-def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
+def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) -> TurnPlan:
+    """A random turn; with ``bypass_switches``, half of a guild's turns switch its bypass first, and
+    most turns rewrite or forget a memory."""
     speaker = draw(st.sampled_from(world.users))
     others = [user.user_id for user in world.users if user != speaker]
     where = draw(st.sampled_from(world.places_of(speaker)))
@@ -247,10 +253,12 @@ def turn_plans(draw: st.DrawFn, world: World) -> TurnPlan:
         mention=draw(st.none() | st.sampled_from(others)),
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
+        names_speaker=draw(st.booleans()),
         personal_about=draw(st.none() | st.just(speaker.user_id) | st.sampled_from(others)),
-        revise=draw(st.none() | st.integers(0, 15)),
-        forget=draw(st.booleans()),
+        revise=draw(st.integers(0, 15) if bypass_switches else st.none() | st.integers(0, 15)),
+        forget=draw(st.integers(0, 3)) == 0 if bypass_switches else draw(st.booleans()),
         forget_all=draw(st.integers(0, 7)) == 0,
+        bypass=draw(st.none() | st.booleans()) if bypass_switches and where.guild_id else None,
     )
 
 
@@ -276,9 +284,17 @@ def forget_races(draw: st.DrawFn) -> ForgetRace:
 
 
 @st.composite
-def scenarios(draw: st.DrawFn, *, admin_settings: bool = False, turns: tuple[int, int] = (6, 16)) -> Scenario:
+def scenarios(
+    draw: st.DrawFn,
+    *,
+    admin_settings: bool = False,
+    bypass_switches: bool = False,
+    turns: tuple[int, int] = (6, 16),
+) -> Scenario:
     world = draw(worlds(admin_settings=admin_settings))
-    plans = draw(st.lists(turn_plans(world), min_size=turns[0], max_size=turns[1]))
+    plans = draw(
+        st.lists(turn_plans(world, bypass_switches=bypass_switches), min_size=turns[0], max_size=turns[1])
+    )
     return Scenario(world, tuple(plans))
 
 
@@ -506,11 +522,14 @@ class Probe:
 class Oracle:
     """The privacy rules, written from the world: what may be shown, what must be.
 
-    A rewritten memory is judged by where and by whom its new text was written.
+    A rewritten memory is judged by whom its new text was written, and where: the more private of
+    where it was and where it is rewritten. ``bypass``: each guild's bypass as it is now (the test
+    switches it as its turns say).
     """
 
     def __init__(self, world: World) -> None:
         self.world = world
+        self.bypass = {guild.guild_id: guild.bypass for guild in world.guilds}
 
     def discord_private(self, channel: Channel) -> bool:
         """@everyone cannot view the channel (administrator views everything; the channel's
@@ -544,29 +563,47 @@ class Oracle:
                 return False
         return self.discord_private(channel)
 
-    def guild_rule(self, written: Where, at: Where) -> bool:
+    def guild_rule(self, written: Where, at: Where, *, bypass: bool = True) -> bool:
         """Rules 2 and 3: only in the guild it was written in; there, anywhere when public (or with
-        the bypass), else only in its own channel and that channel's threads."""
+        the bypass on now), else only in its own channel and that channel's threads."""
         if written.guild_id is None or at.guild_id != written.guild_id:
             return False
-        if self.world.guild(written.guild_id).bypass or not self.private(written):
+        if (bypass and self.bypass[written.guild_id]) or not self.private(written):
             return True
         return written.channel_id in (at.channel_id, at.parent_id)
 
-    def may_show(self, written: Written, probe: Probe) -> bool:
+    def reach(self, written: Written) -> frozenset[Where]:
+        """Every place of the world where ``written`` may be shown, bypass aside, to a turn its
+        subject takes part in."""
+        places = {place for user in self.world.users for place in self.world.places_of(user)}
+        taking_part = frozenset({written.subject_id or written.author_id})
+        return frozenset(
+            at
+            for at in places
+            if self.may_show(written, Probe(at, written.author_id, taking_part), bypass=False)
+        )
+
+    def rewritten_at(self, old: Written, rewritten: Written) -> Where:
+        """Where a rewritten memory belongs: where it is rewritten, unless it would be shown there in
+        more places than where it was (so the bypass, which only widens reading, never moves it)."""
+        stays = replace(rewritten, where=old.where)
+        return rewritten.where if self.reach(rewritten) <= self.reach(stays) else old.where
+
+    def may_show(self, written: Written, probe: Probe, *, bypass: bool = True) -> bool:
         at = probe.where
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)
             return probe.speaker == owner.user_id and (at.guild_id is None or owner.cross_server)
         if written.kind is not Kind.PERSONAL_MEMORY:
-            return self.guild_rule(written.where, at)
+            return self.guild_rule(written.where, at, bypass=bypass)
         if written.subject_id not in probe.taking_part:
             return False
         if written.author_id == written.subject_id:
             if written.where.guild_id is None:
                 return True  # said by the subject in their DM: it follows them
-            return not self.private(written.where) or self.guild_rule(written.where, at)  # public: follows
-        return self.guild_rule(written.where, at)
+            # public: it follows them
+            return not self.private(written.where) or self.guild_rule(written.where, at, bypass=bypass)
+        return self.guild_rule(written.where, at, bypass=bypass)
 
     def may_change(self, written: Written, probe: Probe) -> bool:
         """A memory may be rewritten or forgotten by its author or subject, where it could be shown

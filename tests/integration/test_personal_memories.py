@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import boto3
@@ -12,14 +13,17 @@ from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
-from kioku.domain.privacy import Origin
+from kioku.domain.models import MemoryModeration
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.playground.events import slash_command
+from kioku.services import ltm as ltm_tools
 from kioku.services import personal_memories
 from kioku.services.commands.personal_memories import PAGE_SIZE
 from tests.conftest import APPLICATION_ID
 from tests.integration.stm_rows import identity
+from tests.unit import ltm_fakes as fakes
 
 GUILD, OTHER_GUILD = "200000000000000001", "200000000000000002"
 GENERAL, SECRET = "300000000000000001", "300000000000000003"
@@ -79,26 +83,49 @@ def buttons(body: dict) -> list[dict]:
 # -- list ---------------------------------------------------------------------------------------------
 
 
-def test_the_list_shows_what_this_context_may_show_with_who_where_and_when(interact, ltm):
-    # Given memories about Alice: her own (one from a private channel), Bob's here, Bob's elsewhere
+def fields_by_id(body: dict) -> dict[str, str]:
+    return {
+        field["name"].split(" ")[0][1:]: field["name"] + " " + field["value"]
+        for embed in body["data"]["embeds"]
+        for field in embed["fields"]
+    }
+
+
+def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels_i_can_see(
+    interact, ltm, stm
+):
+    # Given memories about Alice: her own (one from a private channel), and Bob's: in #general,
+    # in #secret (which Alice may not see), in another server
     mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=ELSEWHERE)
     mine_secret = save(ltm, ALICE, "{user} is job hunting", by=ALICE, where=IN_SECRET)
     bobs_here = save(ltm, ALICE, "{user} owes Bob lunch", by=BOB, where=IN_GENERAL)
     bobs_secret = save(ltm, ALICE, "{user} was late again", by=BOB, where=IN_SECRET)
     bobs_elsewhere = save(ltm, ALICE, "{user} plays chess", by=BOB, where=ELSEWHERE)
-    save(ltm, BOB, "{user} is Bob", by=BOB, where=IN_GENERAL)
-    # When Alice lists them in #general, in #secret, and in our DM
-    in_general = shown(interact(personal("memories", "list")))
-    in_secret = shown(interact(personal("memories", "list", channel=SECRET)))
-    in_dm = shown(interact(personal("memories", "list", guild=None, channel="310000000000000009")))
-    # Then her own follow her; Bob's stay where they could be recalled; nobody else's appear
-    for memory_id in (mine, mine_secret, bobs_here):
-        assert f"#{memory_id}" in in_general
-    assert f"#{bobs_secret}" not in in_general and f"#{bobs_secret}" in in_secret
-    assert f"#{bobs_elsewhere}" not in in_general + in_secret + in_dm
-    assert f"#{bobs_here}" not in in_dm and f"#{mine}" in in_dm
-    assert "you likes tea" in in_general and f"<@{BOB}>" in in_general and "Bob is Bob" not in in_general
-    assert f"<#{SECRET}>" in in_general and "<t:" in in_general
+    bobs_own = save(ltm, BOB, "{user} is Bob", by=BOB, where=IN_GENERAL)
+    about_alice = {mine, mine_secret, bobs_here, bobs_secret, bobs_elsewhere}
+    # When Alice lists them in #general, in #secret and in our DM, and exports them from #general
+    in_general = fields_by_id(interact(personal("memories", "list")))
+    in_secret = fields_by_id(interact(personal("memories", "list", channel=SECRET)))
+    in_dm = fields_by_id(interact(personal("memories", "list", guild=None, channel="310000000000000009")))
+    exported = personal_memories.export(ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL))
+    records = {record["id"]: record for record in exported["long_term_memories"]}
+    # Then the lists and the export hold every memory about her, wherever it was said, and no other
+    for shown_ids in (in_general, in_secret, in_dm, records):
+        assert set(shown_ids) == about_alice and bobs_own not in shown_ids
+    assert "you was late again" in in_general[bobs_secret] and records[bobs_secret]["text"] == (
+        "{user} was late again"
+    )
+    # and #secret is named to her only where she can tell she sees it: where she said something
+    # herself, or when she asks from there; elsewhere it is "a channel you can't see"
+    assert f"<#{SECRET}>" in in_general[mine_secret] and f"<#{SECRET}>" in in_secret[bobs_secret]
+    for hidden in (in_general[bobs_secret], in_dm[bobs_secret]):
+        assert "in a channel you can't see" in hidden and SECRET not in hidden
+    assert records[bobs_secret]["saved_in"] == {"server_id": GUILD, "channel": "a channel you can't see"}
+    assert SECRET not in json.dumps(records[bobs_secret])
+    assert records[mine_secret]["saved_in"]["channel_id"] == SECRET
+    assert records[bobs_here]["saved_in"]["channel_id"] == GENERAL
+    assert f"<#{GENERAL}>" in in_dm[bobs_here] and "<t:" in in_general[mine]
+    assert f"<@{BOB}>" in in_general[bobs_here] and "you likes tea" in in_general[mine]
 
 
 def test_the_list_pages_within_discords_limits(interact, ltm):
@@ -198,6 +225,10 @@ def test_forget_all_asks_first_then_deletes_everything_and_reports_the_counts(in
     asked = interact(command)
     confirm = next(b for b in buttons(asked) if b["label"] == "Forget everything")
     assert ltm.memories_of(ScopeKind.PERSONAL, ALICE)  # asking deletes nothing
+    assert "server memories that name you too" in shown(asked)
+    assert "Server memories you saved that do not name you stay for their server, without your name" in (
+        shown(asked)
+    )
     done = interact(click(command, confirm["custom_id"]))
     # Then everything of hers is gone and the reported counts are what was deleted
     assert done["type"] == 7 and done["data"]["components"] == []
@@ -253,6 +284,75 @@ def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm, table):
     assert ltm.memories_of(ScopeKind.PERSONAL, ALICE) == [] and report.memories == 2
 
 
+def save_server_memory(store: DynamoMemoryStore, text: str, *, by=fakes.ALICE, reviewed: bool = False) -> str:
+    """A server memory saved by the model's tool in a turn of ``by`` (``reviewed``: on a server that
+    reviews memories, so it waits as pending)."""
+    turn = fakes.make_turn(user=by)
+    if reviewed:
+        turn = replace(turn, config=replace(turn.config, memory_moderation=MemoryModeration.APPROVAL))
+    result = ltm_tools.create_long_term_memory(
+        {"memory_content": text, "memory_scope": "server_wide"},
+        turn,
+        store=store,
+        search_members=None,
+        lookup_member=fakes.member_lookup,
+        settings=fakes.settings(),
+        speaker_manages_server=lambda: False,
+    )
+    assert "memory_id" in result.data, result
+    return result.data["memory_id"]
+
+
+def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i_only_saved(ltm, stm):
+    # Given server memories Alice's turns saved: two that write {user} for her (one awaiting
+    # review), one that does not name her; and one about Bob
+    about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
+    pending = save_server_memory(ltm, "{user} wants a quiz channel", reviewed=True)
+    rules = save_server_memory(ltm, "No spoilers before Monday")
+    bobs = save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
+    # When Alice forgets everything
+    report = personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm)
+    # Then those about her are gone, pending or not; the one she only saved stays without her name
+    kept = {memory.memory_id: memory for memory in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)}
+    assert about_her not in kept and pending not in kept
+    assert set(kept) == {rules, bobs} and (report.memories, report.unnamed) == (2, 1)
+    assert (kept[rules].author_id, kept[rules].content) == ("", "No spoilers before Monday")
+    assert kept[bobs].author_id == fakes.BOB.user_id
+    # and the server's next turn recalls nothing about her, nor lets her change what she saved
+    recalled = ltm.recall(
+        fakes.SERVER, 1, [], place=Place(fakes.SERVER, fakes.CHANNEL), policy=PrivacyPolicy(fakes.SERVER)
+    )
+    assert {memory.memory_id for memory in recalled.server} == {rules, bobs}
+    assert personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm).nothing
+
+
+def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, ltm):
+    about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
+    rules = save_server_memory(ltm, "No spoilers before Monday")
+    alice = {"user": fakes.ALICE.user_id, "guild": fakes.SERVER, "channel": fakes.CHANNEL}
+    listed = fields_by_id(interact(personal("memories", "list", **alice)))
+    assert set(listed) == {about_her} and "server memory" in listed[about_her]
+    refused = interact(personal("memories", "forget", memory_id=int(rules), **alice))
+    assert f"I keep no memory #{rules} about you." in shown(refused)
+    forgotten = interact(personal("memories", "forget", memory_id=int(about_her), **alice))
+    assert "Forgotten" in forgotten["data"]["content"]
+    assert [m.memory_id for m in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)] == [rules]
+
+
+def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, stm):
+    about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
+    pending = save_server_memory(ltm, "{user} wants a quiz channel", reviewed=True)
+    rules = save_server_memory(ltm, "No spoilers before Monday")
+    save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
+    document = personal_memories.export(
+        fakes.ALICE.user_id, ltm, stm, NOW, place=Place(fakes.SERVER, fakes.CHANNEL)
+    )
+    about = {record["id"]: record for record in document["long_term_memories"]}
+    assert set(about) == {about_her, pending}
+    assert about[about_her]["text"] == "Alice runs the Friday quiz" and about[pending]["status"] == "pending"
+    assert [record["id"] for record in document["server_memories_you_saved"]] == [rules]
+
+
 # -- export ---------------------------------------------------------------------------------------------
 
 
@@ -270,7 +370,9 @@ def test_export_answers_thinking_ephemerally_and_queues_the_job(interact, resour
 
 def test_the_export_holds_my_memories_my_dm_row_and_only_my_lines(ltm, stm):
     alices_footprint(ltm, stm)
-    document = personal_memories.export(ALICE, ltm, stm, NOW + timedelta(minutes=1))
+    document = personal_memories.export(
+        ALICE, ltm, stm, NOW + timedelta(minutes=1), place=Place(GUILD, GENERAL)
+    )
     assert sorted(m["text"] for m in document["long_term_memories"]) == [
         "{user} likes chess",
         "{user} likes tea",

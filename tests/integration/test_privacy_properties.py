@@ -55,6 +55,7 @@ from tests.integration.privacy_world import (
     Kind,
     LostEvents,
     Oracle,
+    Overwrite,
     Probe,
     Race,
     Scenario,
@@ -106,6 +107,7 @@ LONG_FACTS: Final = (
 shares is a near-duplicate of it, so both outcomes of a save are played."""
 MEMORY_KINDS: Final = (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
 LEFT_OUT: Final = re.compile(r"\((\d+) more memories are not shown")
+BYPASS_EXAMPLES: Final = 25
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
     deadline=None,
@@ -186,6 +188,18 @@ def test_a_small_recall_budget_only_chooses_among_what_may_be_seen(dynamodb, sce
     assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
+@settings(PROPERTY_SETTINGS, max_examples=BYPASS_EXAMPLES)
+@given(scenario=scenarios(admin_settings=True, bypass_switches=True))
+def test_the_bypass_widens_reading_while_it_is_on_and_never_moves_a_memory(dynamodb, scenario: Scenario):
+    # Given a random world with overrides, whose managers switch the bypass on and off between turns
+    # When its people talk to the bot, rewriting and forgetting memories in most turns
+    problems = play(scenario, dynamodb)
+
+    # Then every turn sees what the bypass allows while it is on, and a memory rewritten through it
+    # is recalled afterwards only where it was said: never in a DM or another guild
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
 # -- gaps the properties found, kept closed ---------------------------------------------------------
 # 1. A guild's overrides travel with what is said: a memory someone saves about themself is stamped
 #    with the privacy its channel had after the guild's overrides, so it follows them (or not) elsewhere.
@@ -258,6 +272,66 @@ def _said_about_herself_then_elsewhere(mode: PrivacyMode) -> Scenario:
     )
 
 
+def test_a_memory_rewritten_through_the_bypass_stays_where_it_was_said(dynamodb):
+    # Given ann's memories said in a private channel: one about herself, one for the server
+    home, away = "200000000000000000", "200000000000000001"
+    general, secret, elsewhere = "300000000000000000", "300000000000000001", "300000000000000010"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({home, away}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(home, VIEW_CHANNEL_BIT), Guild(away, VIEW_CHANNEL_BIT)),
+        channels=(
+            Channel(general, home),
+            Channel(secret, home, overwrite=Overwrite.DENY_VIEW),
+            Channel(elsewhere, away),
+        ),
+        users=(ann, bo),
+    )
+    in_general, in_secret = Where(home, general), Where(home, secret)
+    turns = (
+        TurnPlan(ann.user_id, in_secret, personal_about=ann.user_id, server_memory=True),
+        # When, with the bypass on, she rewrites both in the public channel
+        TurnPlan(ann.user_id, in_general, bypass=True, revise=0),
+        TurnPlan(ann.user_id, in_general, revise=2),
+        # and the bypass is switched off again
+        TurnPlan(bo.user_id, in_general, bypass=False),
+        TurnPlan(ann.user_id, in_general),
+        TurnPlan(ann.user_id, Where(None, ann.dm_channel_id)),
+        TurnPlan(ann.user_id, Where(away, elsewhere)),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then neither is recalled outside the private channel: not in the public one, nor in her DM,
+    # nor in the other guild
+    assert not problems, "\n".join(problems)
+
+
+def test_forget_all_erases_the_server_memories_about_someone_and_unlinks_those_they_only_saved(dynamodb):
+    # Given two server memories ann saved: one that writes {user} for her, one that does not
+    guild, general = "200000000000000000", "300000000000000000"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT),), channels=(Channel(general, guild),), users=(ann, bo)
+    )
+    here = Where(guild, general)
+    turns = (
+        TurnPlan(ann.user_id, here, server_memory=True, names_speaker=True),
+        TurnPlan(ann.user_id, here, server_memory=True),
+        # When she forgets everything, then tries to rewrite the one she saved
+        TurnPlan(ann.user_id, here, forget_all=True, revise=0),
+        TurnPlan(bo.user_id, here),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then the one about her is recalled no more, the other still is, and she can no longer change it
+    assert not problems, "\n".join(problems)
+
+
 # -- playing a scenario ------------------------------------------------------------------------------
 
 
@@ -288,6 +362,9 @@ def play(
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
             speaker = world.user(plan.speaker)
+            if plan.bypass is not None and plan.where.guild_id:
+                _switch_bypass(ConfigStore(table), plan.where.guild_id, plan.bypass)
+                oracle.bypass[plan.where.guild_id] = plan.bypass
             if plan.forget_all:
                 forget_everything(
                     speaker.user_id,
@@ -296,10 +373,7 @@ def play(
                     ledger=TurnLedger(table),
                     now=now - timedelta(seconds=30),  # just before the message
                 )
-                written = [
-                    replace(w, stored=False, gone=True) if _forgotten_with(w, speaker.user_id) else w
-                    for w in written
-                ]
+                written = [_after_forget_all(w, speaker.user_id) for w in written]
             said = new_token(Kind.MESSAGE)
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
@@ -357,15 +431,15 @@ def play(
                 if done:
                     written[written.index(target)] = replace(target, stored=False, gone=True)
                 if call.token:
-                    written.append(
-                        replace(
-                            target,
-                            token=call.token,
-                            where=plan.where,
-                            author_id=speaker.user_id,
-                            stored=done,
-                        )
+                    rewritten = replace(
+                        target,
+                        token=call.token,
+                        where=plan.where,
+                        author_id=speaker.user_id,
+                        subject_id=call.subject,
+                        stored=done,
                     )
+                    written.append(replace(rewritten, where=oracle.rewritten_at(target, rewritten)))
     return problems
 
 
@@ -541,17 +615,20 @@ def _check_budget(
     return problems
 
 
-def _forgotten_with(written: Written, user_id: str) -> bool:
-    """What forget-all erases: memories about the person, the lines they wrote anywhere, and
-    everything of their DM's short-term memory. Server memories and the summaries of servers' rows
-    stay (docs/privacy.md)."""
-    if written.kind is Kind.PERSONAL_MEMORY:
-        return written.subject_id == user_id
-    if written.kind is Kind.MESSAGE:
-        return written.author_id == user_id
-    if written.kind is Kind.SUMMARY:
-        return written.where.guild_id is None and written.author_id == user_id
-    return False
+def _after_forget_all(written: Written, user_id: str) -> Written:
+    """What forget-all leaves of ``written``: it erases memories about the person (server memories that
+    name them too), the lines they wrote anywhere, and everything of their DM's short-term memory; a
+    server memory they only saved stays, linked to nobody. The summaries of servers' rows stay
+    (docs/privacy.md)."""
+    if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.subject_id == user_id:
+        return replace(written, stored=False, gone=True)
+    if written.kind is Kind.SERVER_MEMORY and written.author_id == user_id:
+        return replace(written, author_id="")
+    if written.kind is Kind.MESSAGE and written.author_id == user_id:
+        return replace(written, stored=False, gone=True)
+    if written.kind is Kind.SUMMARY and written.where.guild_id is None and written.author_id == user_id:
+        return replace(written, stored=False, gone=True)
+    return written
 
 
 def _memory_to_revise(plan: TurnPlan, written: list[Written]) -> Written | None:
@@ -587,8 +664,9 @@ def _tool_calls(
         calls.append(_Call(STM_TOOL, {SUMMARY_FIELD: f"Notes {token}"}, token, Kind.SUMMARY))
     if plan.server_memory:
         token = new_token(Kind.SERVER_MEMORY)
-        arguments = {"memory_content": f"Fact {token}{filler}", "memory_scope": "server_wide"}
-        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, plan.speaker))
+        arguments = {"memory_content": _server_fact(plan, token, filler), "memory_scope": "server_wide"}
+        subject = plan.speaker if plan.names_speaker else None
+        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, subject))
     if plan.personal_about:
         token = new_token(Kind.PERSONAL_MEMORY)
         arguments = {
@@ -599,14 +677,21 @@ def _tool_calls(
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, plan.personal_about))
     if revised is not None and revised.memory_id:
         token = None if plan.forget else new_token(revised.kind)
-        arguments = {
-            "memory_id": int(revised.memory_id),
-            "memory_content": f"Fact {token}{filler}" if token else "",
-        }
+        content, subject = f"Fact {token}{filler}", revised.subject_id
         if revised.kind is Kind.PERSONAL_MEMORY:
-            arguments["target_user"] = f"<@{revised.subject_id}>"
-        calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, revised.subject_id, revised))
+            arguments = {"target_user": f"<@{revised.subject_id}>"}
+        else:
+            arguments = {}
+            content = _server_fact(plan, token, filler)
+            subject = plan.speaker if plan.names_speaker else subject
+        arguments |= {"memory_id": int(revised.memory_id), "memory_content": content if token else ""}
+        calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, subject, revised))
     return calls
+
+
+def _server_fact(plan: TurnPlan, token: str | None, filler: str = "") -> str:
+    """A server memory's text: about the speaker when it writes ``{user}`` (pinned to their name)."""
+    return f"Fact {{user}} {token}{filler}" if plan.names_speaker else f"Fact {token}{filler}"
 
 
 def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
@@ -626,6 +711,11 @@ def _configure(store: ConfigStore, world: World) -> None:
     for user in world.users:
         if user.cross_server:
             store.save_user_profile(UserProfile(user_id=user.user_id, cross_server_opt_in=True))
+
+
+def _switch_bypass(store: ConfigStore, guild_id: str, enabled: bool) -> None:
+    """What ``/server privacy bypass enabled:…`` stores."""
+    store.save_server_config(replace(store.get_server_config(guild_id), stm_privacy_bypass=enabled))
 
 
 class _Clock:
@@ -701,11 +791,15 @@ def story(scenario: Scenario) -> str:
         if plan.summary:
             does.append("summary")
         if plan.server_memory:
-            does.append("server memory")
+            does.append("server memory" + (" about them" if plan.names_speaker else ""))
         if plan.personal_about:
             does.append(f"personal memory about {_person(world, plan.personal_about)}")
         if plan.revise is not None:
             does.append(f"{'forgets' if plan.forget else 'rewrites'} kept memory #{plan.revise}")
+        if plan.bypass is not None:
+            does.insert(0, f"bypass switched {'on' if plan.bypass else 'off'} first")
+        if plan.forget_all:
+            does.insert(0, "forget-all first")
         mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
         lines.append(
             f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "

@@ -194,6 +194,13 @@ def test_the_list_shows_each_memory_with_its_id_status_author_channel_and_time(i
     assert "components" not in body["data"]  # one page: no buttons
 
 
+def test_a_memory_whose_author_asked_to_be_forgotten_is_listed_without_them(interact, seed, memories):
+    quiz = seed("quiz night is on fridays")
+    memories.forget_author(quiz)
+    value = field_of(interact(run("list")), quiz)["value"]
+    assert f"by someone who asked to be forgotten in <#{GENERAL}>" in value and ALICE not in value
+
+
 def test_the_list_of_a_server_without_memories_says_so_and_shows_no_other_servers(interact, seed):
     seed("another server's fact", guild=OTHER_GUILD)
 

@@ -16,7 +16,9 @@ from kioku.domain.privacy import (
     everyone_can_view,
     may_recall,
     may_recall_personal,
+    origin_known_to,
     parse_overrides,
+    rewritten_origin,
 )
 from kioku.domain.text import neutralise_markers, one_line_name, person_label
 
@@ -246,3 +248,54 @@ def test_who_manages_the_server(owner, member_roles, roles, manages):
     from kioku.domain.privacy import manages_server
 
     assert manages_server(GUILD, ALICE, owner_id=owner, member_role_ids=member_roles, roles=roles) is manages
+
+
+# -- rewriting a memory: the more private origin -----------------------------------------------------
+
+REWRITE_GUILD, REWRITE_OTHER_GUILD = "900", "901"
+PUBLIC_HERE = Origin(REWRITE_GUILD, "10", private=False)
+PRIVATE_A = Origin(REWRITE_GUILD, "20", private=True)
+THREAD_OF_A = Origin(REWRITE_GUILD, "21", parent_channel_id="20", private=True)
+PRIVATE_B = Origin(REWRITE_GUILD, "30", private=True)
+PUBLIC_AWAY = Origin(REWRITE_OTHER_GUILD, "40", private=False)
+BYPASS_ON = PrivacyPolicy(REWRITE_GUILD, bypass=True)
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "kept"),
+    [
+        (PUBLIC_HERE, PRIVATE_A, PRIVATE_A),  # written over in private: it stays there
+        (PRIVATE_A, PUBLIC_HERE, PRIVATE_A),  # reached through the bypass from a public channel
+        (PRIVATE_A, PRIVATE_B, PRIVATE_A),  # reached through the bypass from another private one
+        (PRIVATE_A, THREAD_OF_A, THREAD_OF_A),  # a thread of its channel is narrower
+        (THREAD_OF_A, PRIVATE_A, THREAD_OF_A),
+        (PUBLIC_AWAY, PRIVATE_A, PRIVATE_A),
+        (Origin.direct_message("50"), PUBLIC_HERE, PUBLIC_HERE),
+    ],
+)
+def test_a_rewritten_memory_keeps_the_more_private_origin_whatever_the_bypass(old, new, kept):
+    assert rewritten_origin(old, new, BYPASS_ON) == kept
+    assert rewritten_origin(old, new, PrivacyPolicy(REWRITE_GUILD)) == kept
+
+
+def test_a_manager_made_private_channel_counts_as_private_when_rewriting():
+    made_private = PrivacyPolicy(REWRITE_GUILD, {"10": PrivacyMode.PRIVATE}, bypass=True)
+    assert rewritten_origin(PUBLIC_HERE, PRIVATE_B, made_private) == PUBLIC_HERE
+
+
+@pytest.mark.parametrize(
+    ("origin", "author", "place", "named"),
+    [
+        (PUBLIC_HERE, "2", Place(REWRITE_OTHER_GUILD, "40"), True),
+        (Origin.direct_message("50"), "1", Place(None, "50"), True),
+        (PRIVATE_A, "1", Place(REWRITE_GUILD, "10"), True),  # they said it there themself
+        (PRIVATE_A, "2", Place(REWRITE_GUILD, "20"), True),  # they ask from there
+        (PRIVATE_A, "2", Place(REWRITE_GUILD, "21", "20"), True),  # or from one of its threads
+        (PRIVATE_A, "2", Place(REWRITE_GUILD, "10"), False),
+        (PRIVATE_A, "2", Place(None, "50"), False),
+        (THREAD_OF_A, "2", Place(REWRITE_GUILD, "20"), False),
+        (Origin.unknown(REWRITE_GUILD), "1", Place(REWRITE_GUILD, "10"), False),
+    ],
+)
+def test_a_channel_is_named_to_a_person_only_where_they_can_tell_they_see_it(origin, author, place, named):
+    assert origin_known_to(origin, person_id="1", author_id=author, place=place) is named

@@ -208,6 +208,22 @@ def effective_private(origin: Origin, policy: PrivacyPolicy) -> bool:
     return origin.private
 
 
+def rewritten_origin(old: Origin, new: Origin, policy: PrivacyPolicy) -> Origin:
+    """Where a memory belongs once rewritten at ``new``: the more private of the two origins.
+
+    ``new``, unless ``old`` is recalled in fewer places: a private channel is narrower than a public
+    one, and of two private places only the same channel or one of its threads is. So a memory the
+    bypass let a turn reach in another channel keeps its origin: the bypass widens what may be read,
+    never where a memory was said.
+    """
+    if not effective_private(old, policy):
+        return new
+    if not effective_private(new, policy):
+        return old
+    within_old = new.guild_id == old.guild_id and old.channel_id in (new.channel_id, new.parent_channel_id)
+    return new if within_old else old
+
+
 def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
     """Whether memory written at ``origin`` may be shown in a turn at ``place`` of ``policy``'s server.
 
@@ -221,6 +237,20 @@ def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
     if not effective_private(origin, policy) or policy.bypass:
         return True
     return origin.channel_id in (place.channel_id, place.parent_channel_id)
+
+
+def origin_known_to(origin: Origin, *, person_id: str, author_id: str, place: Place) -> bool:
+    """Whether ``person_id`` may be told where something about them was said: in a DM (theirs), in a
+    channel that was public then, by themself, or in the channel (or a thread of it) they ask from.
+    Anywhere else kioku cannot tell that they see the channel, so it does not name it to them."""
+    if origin.channel_id is None:
+        return False
+    if origin.guild_id is None or not origin.private or author_id == person_id:
+        return True
+    return origin.guild_id == place.guild_id and origin.channel_id in (
+        place.channel_id,
+        place.parent_channel_id,
+    )
 
 
 def may_recall_personal(

@@ -58,7 +58,7 @@ from kioku.domain.ltm.recall import (
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.models import ContextItem, MemoryModeration
-from kioku.domain.privacy import Origin, effective_private
+from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 
@@ -389,6 +389,9 @@ def _create(
         return _result(SaveStatus.INTERNAL_ERROR, "the persona has no valid lineage; nothing was saved")
 
     status = MemoryStatus.ACTIVE
+    # About someone: a personal memory's owner, the bridged user named, or the speaker it writes {user} for.
+    about_subject = target is not None or subject.user_id != turn.user.user_id or names_user(content)
+    named = subject if about_subject else None
     if target is None:
         content = pin_user_token(content, subject.display_name)
         scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
@@ -408,7 +411,7 @@ def _create(
         author_id=turn.user.user_id,
         created_at=turn.now,
         origin=_saving_origin(turn),
-        subject_id=subject.user_id,
+        subject_id=named.user_id if named else None,
         status=status,
         said_at=turn.sent_at,
     )
@@ -497,19 +500,23 @@ def _update(
             notification_about=_owner(memory.scope),
         )
     content = clean_content(request.content)
+    named = None
     if memory.scope.kind is ScopeKind.SERVER:
+        named = speaker.user_id if names_user(content) else None
         content = pin_user_token(content, speaker.display_name)
     else:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
+    origin = rewritten_origin(memory.origin, _saving_origin(turn), turn.config.privacy)
     updated = store.replace_content(
         memory,
         content,
         turn.now,
-        origin=_saving_origin(turn),
+        origin=origin,
         author_id=turn.user.user_id,
         said_at=turn.sent_at,
+        subject_id=named,
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(
@@ -549,6 +556,11 @@ def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
 def _owner(scope: MemoryScope) -> str | None:
     """The person a personal memory is about; None for a server memory."""
     return scope.owner_id if scope.kind is ScopeKind.PERSONAL else None
+
+
+def names_user(content: str) -> bool:
+    """Whether a server memory's text is about someone: it writes ``{user}`` for them."""
+    return "{user}" in content
 
 
 def pin_user_token(content: str, subject_name: str) -> str:

@@ -1,10 +1,14 @@
 """What kioku keeps about one person, for that person: see it, export it, forget one or all of it.
 
-Long-term memories about them (every persona lineage), their DM short-term rows, and the raw lines
-they wrote in servers' short-term rows (found through the notes each capture leaves in their
-partition). Forgetting everything also marks the person (``forgotten_at``): a turn still answering a
-message they sent before, queued or retried, can store nothing of it. Summaries are written by the bot from whole conversations and are not theirs alone, so
-they are neither exported nor rewritten here (docs/privacy.md says so).
+Long-term memories about them (their personal ones, whoever saved them, and the server memories that
+name them, in every persona lineage), the server memories they saved, their DM short-term rows, and
+the raw lines they wrote in servers' short-term rows (found through the notes each capture and each
+server memory leaves in their partition). The list and the export show every memory about them, with
+its full text: it is theirs to see wherever it was said; only a channel they may not see is not named
+(``origin_known_to``). Forgetting everything also marks the person (``forgotten_at``): a turn still
+answering a message they sent before, queued or retried, can store nothing of it. Summaries are
+written by the bot from whole conversations and are not theirs alone, so they are neither exported
+nor rewritten here (docs/privacy.md says so).
 """
 
 from __future__ import annotations
@@ -21,14 +25,15 @@ from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
-from kioku.domain.privacy import Place, PrivacyPolicy, may_recall
+from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
 
 MAX_FORGET_ROUNDS: Final = 8
 """Forget-all lists and deletes again until a round finds nothing, so a memory saved by a turn at the
 same moment is caught; a round finds more only while such turns keep racing."""
-EXPORT_FORMAT: Final = "kioku-export/1"
+EXPORT_FORMAT: Final = "kioku-export/2"
+UNSEEN_CHANNEL: Final = "a channel you can't see"
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,28 +41,29 @@ class ForgetReport:
     memories: int = 0
     dm_rows: int = 0
     lines: int = 0
+    unnamed: int = 0
+    """Server memories they saved that do not name them: kept for the server, without their name."""
 
     @property
     def nothing(self) -> bool:
-        return not (self.memories or self.dm_rows or self.lines)
+        return not (self.memories or self.dm_rows or self.lines or self.unnamed)
 
 
-def memories_about(
-    user_id: str, store: DynamoMemoryStore, *, place: Place, policy: PrivacyPolicy
-) -> list[Memory]:
-    """The long-term memories about ``user_id`` this context may show them: everything they said
-    about themself; what others said about them only where it could be recalled."""
-    return [
-        memory
-        for memory in store.memories_of(ScopeKind.PERSONAL, user_id)
-        if memory.author_id == user_id or may_recall(memory.origin, place, policy)
+def memories_about(user_id: str, store: DynamoMemoryStore) -> list[Memory]:
+    """Every long-term memory about ``user_id``, oldest first: their personal memories, whoever saved
+    them and wherever, and the server memories that name them (pending ones too)."""
+    server = [
+        m for found in store.server_memories_naming(user_id).values() for m in found if m.about == user_id
     ]
+    return sorted([*store.memories_of(ScopeKind.PERSONAL, user_id), *server], key=lambda m: m.created_at)
 
 
 def forget_one(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory | None:
     """Delete the memory ``memory_id`` about ``user_id``, whoever wrote it; None when there is none."""
     for _ in range(MAX_FORGET_ROUNDS):
-        memory = store.find(ScopeKind.PERSONAL, user_id, memory_id)
+        memory = store.find(ScopeKind.PERSONAL, user_id, memory_id) or next(
+            (m for m in memories_about(user_id, store) if m.memory_id == memory_id), None
+        )
         if memory is None:
             return None
         try:
@@ -76,33 +82,55 @@ def forget_everything(
     ledger: TurnLedger,
     now: datetime | None = None,
 ) -> ForgetReport:
-    """Every long-term memory about ``user_id``, their DM rows, and every raw line they wrote; first
-    the mark that they forgot at ``now`` (so no turn answering what they said before can store it
-    again) and the unfinished replies to them (which quote what they said)."""
+    """Every long-term memory about ``user_id`` (server memories that name them too), the author link
+    of the server memories they saved, their DM rows, and every raw line they wrote; first the mark
+    that they forgot at ``now`` (so no turn answering what they said before can store it again) and
+    the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
-    memories = 0
+    memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
-        found = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)
-        if not found:
+        personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)
+        servers = ltm_store.server_memories_naming(user_id)
+        if not personal and not servers:
             break
-        for memory in found:
+        for memory in personal:
             try:
                 ltm_store.delete(memory)
                 memories += 1
             except MemoryNotFound:
                 continue  # changed or deleted meanwhile: the next round reads it again
+        for server_id, named in servers.items():
+            settled = True
+            for memory in named:
+                try:
+                    if memory.about == user_id:
+                        ltm_store.delete(memory)
+                        memories += 1
+                    else:
+                        ltm_store.forget_author(memory)
+                        unnamed += 1
+                except MemoryNotFound:
+                    settled = False  # the next round reads it again, through the note kept
+            if settled:
+                ltm_store.drop_server_note(user_id, server_id)
     lines = stm_store.forget_lines_of(user_id)
     dm_rows = stm_store.delete_dm_rows_of(user_id)
-    return ForgetReport(memories=memories, dm_rows=dm_rows, lines=lines)
+    return ForgetReport(memories=memories, dm_rows=dm_rows, lines=lines, unnamed=unnamed)
 
 
-def export(user_id: str, ltm_store: DynamoMemoryStore, stm_store: StmStore, now: datetime) -> dict[str, Any]:
-    """Everything above as one JSON-ready document."""
+def export(
+    user_id: str, ltm_store: DynamoMemoryStore, stm_store: StmStore, now: datetime, *, place: Place
+) -> dict[str, Any]:
+    """Everything above as one JSON-ready document, asked for at ``place``."""
+    saved = [
+        m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
+    ]
     return {
         "format": EXPORT_FORMAT,
         "user_id": user_id,
         "exported_at": now.isoformat(),
-        "long_term_memories": [_memory_record(m) for m in ltm_store.memories_of(ScopeKind.PERSONAL, user_id)],
+        "long_term_memories": [memory_record(m, user_id, place) for m in memories_about(user_id, ltm_store)],
+        "server_memories_you_saved": [memory_record(m, user_id, place) for m in saved],
         "direct_message_short_term_memory": [
             _row_record(row, user_id) for row in stm_store.dm_rows_of(user_id)
         ],
@@ -118,29 +146,43 @@ def send_export(
     """Attach the person's export to the "thinking…" answer of their ``/personal memories export``.
     Sending it again (a redelivered job) only replaces the same attachment."""
     user_id = str(job.author["id"])
-    document = json.dumps(export(user_id, ltm_store, stm_store, now), ensure_ascii=False, indent=2).encode()
+    place = Place(job.guild_id, job.channel_id)
+    document = export(user_id, ltm_store, stm_store, now, place=place)
+    encoded = json.dumps(document, ensure_ascii=False, indent=2).encode()
     discord.edit_original_response(
         str(job.application_id),
         str(job.interaction_token),
         "Everything I keep about you, as of now. Only you can see this.",
-        file=(f"kioku-export-{user_id}.json", document, "application/json"),
+        file=(f"kioku-export-{user_id}.json", encoded, "application/json"),
     )
 
 
-def _memory_record(memory: Memory) -> dict[str, Any]:
-    origin = memory.origin
+def memory_record(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+    """A memory as ``user_id`` is shown it, asked for at ``place``."""
     return {
         "id": memory.memory_id,
+        "kind": memory.scope.kind.value,
+        "status": memory.status.value,
         "text": memory.content,
         "persona_lineage": memory.scope.lineage,
-        "saved_by": memory.author_id,
+        "saved_by": memory.author_id or None,
         "saved_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
-        "saved_in": {
-            "server_id": origin.guild_id,
-            "channel_id": origin.channel_id,
-            "private_channel": origin.private if origin.channel_id else None,
-        },
+        "saved_in": saved_in(memory, user_id, place),
+    }
+
+
+def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+    """Where ``memory`` was said, as ``user_id`` may be told: a channel they may not see is not named."""
+    origin = memory.origin
+    if origin.channel_id is not None and not origin_known_to(
+        origin, person_id=user_id, author_id=memory.author_id, place=place
+    ):
+        return {"server_id": origin.guild_id, "channel": UNSEEN_CHANNEL}
+    return {
+        "server_id": origin.guild_id,
+        "channel_id": origin.channel_id,
+        "private_channel": origin.private if origin.channel_id else None,
     }
 
 

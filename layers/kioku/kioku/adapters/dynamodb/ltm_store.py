@@ -7,6 +7,9 @@ partition, beside their profile. An owner's partition holds:
   owner across lineages, so an id and its owner find a memory with one GetItem.
 - ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
 - ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
+- on a person, ``SERVERLTM#{server_id}``: a note that memories of that server name them (saved by
+  them, or about them), put by every write that names them, so forget-all and the export find a
+  person's server memories without a scan.
 - the recall book of each scope, in shards (``BOOK#L{lineage}``, ``BOOK#L{lineage}#1``, … on a
   server, ``LTM#BOOK#L{lineage}``… on a person): one top-level attribute ``m{memory_id}`` per memory,
   ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id}``, and ``k``, the shard's
@@ -46,6 +49,7 @@ from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
+    NO_AUTHOR,
     DuplicateMemory,
     ForgottenSinceSaid,
     Memory,
@@ -78,6 +82,7 @@ _OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
 _BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
 _ENTRY_PREFIX: Final = "m"
 _SHARD_COUNT: Final = "k"
+_SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
 BOOK_ITEM_BYTES: Final = 380_000
 """What a book shard may take, under DynamoDB's 400 KB item limit."""
 BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
@@ -96,6 +101,7 @@ _NAMES: Final = {
     "#status": "status",
     "#origin": "origin",
     "#author_id": "author_id",
+    "#subject_id": "subject_id",
 }
 
 
@@ -110,6 +116,11 @@ def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> Key:
 def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> Key:
     """The duplicate guard of a fact within a scope and duplicate domain (see ``duplicate_domain``)."""
     return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"H#{scope.lineage}#{domain}#{fingerprint}"}
+
+
+def server_note_key(user_id: str, server_id: str) -> Key:
+    """The note, in a person's partition, that memories of ``server_id`` name them."""
+    return {"pk": owner_pk(ScopeKind.PERSONAL, user_id), "sk": f"{_SERVER_NOTE_PREFIX}{server_id}"}
 
 
 def counter_key(kind: ScopeKind, owner_id: str) -> Key:
@@ -287,25 +298,35 @@ class DynamoMemoryStore:
         origin: Origin | None = None,
         author_id: str | None = None,
         said_at: datetime | None = None,
+        subject_id: str | None = None,
     ) -> Memory:
-        """``memory`` with new content; given ``origin`` and ``author_id`` (where and by whom the new
-        text was written), it belongs there from now on, as new text would. Given ``said_at`` (when
-        the new text was said), raises ``ForgottenSinceSaid`` if its author, or a personal memory's
-        owner, asked to forget everything since."""
+        """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
+        whom and about whom the new text was written), it belongs there from now on, as new text
+        would. Given ``said_at`` (when the new text was said), raises ``ForgottenSinceSaid`` if its
+        author, or a personal memory's owner, asked to forget everything since."""
         updated = replace(
             memory,
             content=content,
             updated_at=now,
             origin=origin or memory.origin,
             author_id=author_id or memory.author_id,
+            subject_id=subject_id or memory.subject_id,
         )
+        subject = ", #subject_id = :subject_id" if updated.subject_id else ""
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
-                "#origin = :origin, #author_id = :author_id",
+                f"#origin = :origin, #author_id = :author_id{subject}",
                 condition="#fingerprint = :read_fingerprint",
-                names=_names("#content", "#fingerprint", "#updated_at", "#origin", "#author_id"),
+                names=_names(
+                    "#content",
+                    "#fingerprint",
+                    "#updated_at",
+                    "#origin",
+                    "#author_id",
+                    *(("#subject_id",) if subject else ()),
+                ),
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
@@ -313,9 +334,11 @@ class DynamoMemoryStore:
                     ":origin": origin_text(updated.origin),
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
+                    **({":subject_id": updated.subject_id} if subject else {}),
                 },
             ),
             "book": self._write_entry(updated),
+            **self._server_notes(updated),
         }
         if said_at is not None:
             operations.update(self._not_forgotten(updated.author_id, updated.scope, said_at))
@@ -398,6 +421,46 @@ class DynamoMemoryStore:
             memories.extend(memory_from_item(item) for item in items)
             if start_key is None:
                 return sorted(memories, key=lambda memory: memory.created_at)
+
+    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
+        """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the
+        servers their notes name (one query of their notes, one of each such server's partition)."""
+        found: dict[str, list[Memory]] = {}
+        for server_id in self._noted_servers(user_id):
+            found[server_id] = [
+                memory
+                for memory in self.memories_of(ScopeKind.SERVER, server_id)
+                if user_id in (memory.author_id, memory.about)
+            ]
+        return found
+
+    def drop_server_note(self, user_id: str, server_id: str) -> None:
+        """Forget that memories of ``server_id`` name ``user_id`` (once none does)."""
+        self._guarded(self._table.delete, server_note_key(user_id, server_id))
+
+    def forget_author(self, memory: Memory) -> Memory:
+        """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
+        since it was read."""
+        anonymous = replace(memory, author_id=NO_AUTHOR)
+        operations = [
+            self._table.op_update(
+                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                "SET #author_id = :no_author",
+                condition="#fingerprint = :read_fingerprint AND #author_id = :read_author",
+                names=_names("#author_id", "#fingerprint"),
+                values={
+                    ":no_author": NO_AUTHOR,
+                    ":read_fingerprint": memory.fingerprint,
+                    ":read_author": memory.author_id,
+                },
+            ),
+            self._write_entry(anonymous),
+        ]
+        try:
+            self._transact_retrying(operations)
+        except TransactionCancelled as exc:
+            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+        return anonymous
 
     def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
@@ -541,6 +604,7 @@ class DynamoMemoryStore:
                 ":capacity": self.layout.capacity,
             },
         )
+        operations.update(self._server_notes(draft.saved_as(memory_id)))
         return operations
 
     def _not_forgotten(
@@ -552,6 +616,32 @@ class DynamoMemoryStore:
         if scope.kind is ScopeKind.PERSONAL and scope.owner_id != author_id:
             parts["subject_not_forgotten"] = op_not_forgotten_since(self._table, scope.owner_id, said_at)
         return parts
+
+    def _server_notes(self, memory: Memory) -> dict[str, dict[str, Any]]:
+        """Notes, for whoever a server memory names (its author, its subject), that it exists."""
+        if memory.scope.kind is not ScopeKind.SERVER:
+            return {}
+        people = dict.fromkeys(person for person in (memory.author_id, memory.subject_id) if person)
+        return {
+            f"note_{n}": self._table.op_put(server_note_key(person, memory.scope.owner_id))
+            for n, person in enumerate(people)
+        }
+
+    def _noted_servers(self, user_id: str) -> list[str]:
+        servers: list[str] = []
+        start_key: Key | None = None
+        while True:
+            items, start_key = self._guarded(
+                self._table.query,
+                "#pk = :pk AND begins_with(#sk, :note)",
+                names={"#pk": "pk", "#sk": "sk"},
+                values={":pk": owner_pk(ScopeKind.PERSONAL, user_id), ":note": _SERVER_NOTE_PREFIX},
+                consistent=True,
+                start_key=start_key,
+            )
+            servers += [str(item["sk"])[len(_SERVER_NOTE_PREFIX) :] for item in items]
+            if start_key is None:
+                return servers
 
     def _existing_or_limit(
         self, scope: MemoryScope, fingerprint: str, domain: str, limit: int

@@ -17,6 +17,9 @@ from kioku.domain.text import normalize_for_comparison
 GLOBAL_LINEAGE: Final = 0
 """Personal memories in lineage 0 belong to the user whatever the persona; they count in every lineage."""
 
+NO_AUTHOR: Final = ""
+"""The author of a server memory whose author asked kioku to forget them: it stays, linked to nobody."""
+
 MEMORY_ID_DIGITS: Final = 5
 _MEMORY_ID_LOW: Final = 10 ** (MEMORY_ID_DIGITS - 1)
 _MEMORY_ID_SPAN: Final = 9 * _MEMORY_ID_LOW

@@ -64,9 +64,11 @@ class MemoryStore(Protocol):
         origin: Origin | None = None,
         author_id: str | None = None,
         said_at: datetime | None = None,
+        subject_id: str | None = None,
     ) -> Memory:
-        """``memory`` with new content, written at ``origin`` by ``author_id`` when given; raises
-        ``DuplicateMemory``, ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``."""
+        """``memory`` with new content, written at ``origin`` by ``author_id`` about ``subject_id``
+        when given; raises ``DuplicateMemory``, ``MemoryNotFound`` (changed) or, given ``said_at``,
+        ``ForgottenSinceSaid``."""
         ...
 
     def delete(self, memory: Memory) -> None:

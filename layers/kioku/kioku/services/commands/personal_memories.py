@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from kioku.domain.ltm.memory import Memory
-from kioku.domain.privacy import THREAD_TYPES, Place, PrivacyPolicy
+from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
+from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import warm
 from kioku.services.commands.base import Interaction
@@ -49,8 +49,11 @@ def list_memories(interaction: Interaction) -> dict:
 
 def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
+    from kioku.services.personal_memories import memories_about
+
     user_id = _invoker_id(interaction)
-    memories = _visible_memories(interaction, user_id)
+    memories = memories_about(user_id, warm.ltm_store())
+    place = _place(interaction)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -63,7 +66,7 @@ def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
             else f"{len(memories)} memories · page {page + 1} of {pages}. "
             "`/personal memories forget memory_id:<id>` forgets one."
         ),
-        "fields": [_memory_field(memory, user_id) for memory in shown],
+        "fields": [_memory_field(memory, user_id, place) for memory in shown],
     }
     buttons = []
     if pages > 1:
@@ -98,9 +101,11 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
         "color": EMBED_COLOR_ERROR,
         "description": (
             "This deletes every long-term memory about you (whoever saved it, in every server and "
-            "persona), our DM's short-term memory, and every message of yours I keep in any channel's "
-            "short-term memory. It cannot be undone. Summaries I wrote of whole conversations stay; "
-            "a server's managers can rewrite them with `/persona stm edit`."
+            "persona, server memories that name you too), our DM's short-term memory, and every "
+            "message of yours I keep in any channel's short-term memory. It cannot be undone. "
+            "Server memories you saved that do not name you stay for their server, without your name. "
+            "Summaries I wrote of whole conversations stay; a server's managers can rewrite them with "
+            "`/persona stm edit`."
         ),
     }
     buttons = action_rows(
@@ -176,34 +181,40 @@ def _forget_everything(user_id: str) -> dict:
     else:
         description = (
             f"Forgotten: {report.memories} long-term memories about you, {report.dm_rows} DM short-term "
-            f"memories, and {report.lines} of your messages in channels' short-term memory."
+            f"memories, and {report.lines} of your messages in channels' short-term memory. "
+            f"{report.unnamed} server memories you saved that do not name you stay, without your name."
         )
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
 
-def _visible_memories(interaction: Interaction, user_id: str) -> list[Memory]:
-    from kioku.services.personal_memories import memories_about
-
+def _place(interaction: Interaction) -> Place:
     channel = interaction.channel
     thread_parent = channel.parent_id if channel is not None and channel.type in THREAD_TYPES else None
-    place = Place(interaction.guild_id, interaction.channel_id or "", thread_parent)
-    guild = interaction.guild_id
-    policy = warm.config_store().get_server_config(guild).privacy if guild else PrivacyPolicy()
-    return memories_about(user_id, warm.ltm_store(), place=place, policy=policy)
+    return Place(interaction.guild_id, interaction.channel_id or "", thread_parent)
 
 
-def _memory_field(memory: Memory, user_id: str) -> dict[str, Any]:
+def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+    from kioku.services.personal_memories import UNSEEN_CHANNEL
+
     origin = memory.origin
-    if origin.guild_id is None and origin.channel_id:
-        where = "in our DM"
-    elif origin.channel_id:
-        where = f"in <#{origin.channel_id}>"
-    else:
+    if origin.channel_id is None:
         where = "somewhere I did not record"
-    who = "you" if memory.author_id == user_id else f"<@{memory.author_id}>"
+    elif not origin_known_to(origin, person_id=user_id, author_id=memory.author_id, place=place):
+        where = f"in {UNSEEN_CHANNEL}"
+    elif origin.guild_id is None:
+        where = "in our DM"
+    else:
+        where = f"in <#{origin.channel_id}>"
+    if memory.author_id == user_id:
+        who = "you"
+    else:
+        who = f"<@{memory.author_id}>" if memory.author_id else "someone"
+    kind = " · server memory" if memory.scope.kind is ScopeKind.SERVER else ""
+    if memory.status is MemoryStatus.PENDING:
+        kind += ", awaiting review"
     text = shorten(memory.content.replace("{user}", "you").replace("{bot}", "me"), MAX_SHOWN_CHARS)
     return {
-        "name": f"#{memory.memory_id} · saved by {who} {where}, {relative_time(memory.created_at)}",
+        "name": f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}",
         "value": text,
     }
 

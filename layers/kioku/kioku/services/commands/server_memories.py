@@ -129,7 +129,8 @@ def _text(memory: Memory, viewer: _Viewer, opened_with: str) -> str:
 
 def _provenance(memory: Memory) -> str:
     channel = f"<#{memory.origin.channel_id}>" if memory.origin.channel_id else "an unknown channel"
-    return f"by <@{memory.author_id}> in {channel} · saved {relative_time(memory.created_at)}"
+    author = f"<@{memory.author_id}>" if memory.author_id else "someone who asked to be forgotten"
+    return f"by {author} in {channel} · saved {relative_time(memory.created_at)}"
 
 
 # -- /server memories list ---------------------------------------------------------------------------
