@@ -303,7 +303,7 @@ def save_server_memory(store: DynamoMemoryStore, text: str, *, by=fakes.ALICE, r
     return result.data["memory_id"]
 
 
-def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i_only_saved(ltm, stm):
+def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i_only_saved(ltm, stm, table):
     # Given server memories Alice's turns saved: two that write {user} for her (one awaiting
     # review), one that does not name her; and one about Bob
     about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
@@ -311,7 +311,7 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
     rules = save_server_memory(ltm, "No spoilers before Monday")
     bobs = save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
     # When Alice forgets everything
-    report = personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm)
+    report = personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table))
     # Then those about her are gone, pending or not; the one she only saved stays without her name
     kept = {memory.memory_id: memory for memory in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)}
     assert about_her not in kept and pending not in kept
@@ -323,7 +323,9 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
         fakes.SERVER, 1, [], place=Place(fakes.SERVER, fakes.CHANNEL), policy=PrivacyPolicy(fakes.SERVER)
     )
     assert {memory.memory_id for memory in recalled.server} == {rules, bobs}
-    assert personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm).nothing
+    assert personal_memories.forget_everything(
+        fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table)
+    ).nothing
 
 
 def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, ltm):
