@@ -36,7 +36,7 @@ def request_texts(turn: dict) -> str:
 
 def test_a_reply_shows_with_the_labelled_model_request_that_made_it(inspector_url):
     # Given / When
-    response = say(inspector_url, "kioku, I am planning a picnic on Saturday")
+    response = say(inspector_url, "@kioku I am planning a picnic on Saturday")
 
     # Then
     assert response.status_code == 200, response.text
@@ -52,14 +52,16 @@ def test_a_reply_shows_with_the_labelled_model_request_that_made_it(inspector_ur
     assert "picnic on Saturday" in dialogue[-1]["text"]
     assert "update_short_term_memory" in first["tool_names"]
     assert all(tool["schema"].startswith("{") for tool in first["tools"])
-    assert shown["stm"]["raw"][0]["text"] == "kioku, I am planning a picnic on Saturday"
+    assert (
+        shown["stm"]["raw"][0]["text"] == "@Kioku I am planning a picnic on Saturday"
+    )  # the mention, by name
 
 
 def test_the_nudge_and_the_short_term_memory_block_are_labelled_when_due(inspector_url):
     # Given: a cadence of 2, so the third turn carries the reminder
-    assert command(inspector_url, "/server stm parameters refresh_cadence=2").status_code == 200
+    assert command(inspector_url, "/server stm parameters refresh_cadence:2").status_code == 200
     for text in ("the picnic is on saturday", "who brings drinks?", "I bring sandwiches", "and Bob lemonade"):
-        assert say(inspector_url, f"kioku, {text}").status_code == 200
+        assert say(inspector_url, f"@kioku {text}").status_code == 200
 
     # When
     turns = sorted(state(inspector_url)["turns"].values(), key=lambda turn: turn["number"])
@@ -77,11 +79,11 @@ def test_the_nudge_and_the_short_term_memory_block_are_labelled_when_due(inspect
 
 def test_a_secret_said_in_private_secret_stays_out_of_generals_request(inspector_url):
     # Given
-    assert say(inspector_url, "kioku, the launch code is swordfish-4512", channel="secret").status_code == 200
+    assert say(inspector_url, "@kioku the launch code is swordfish-4512", channel="secret").status_code == 200
     assert "swordfish-4512" in str(state(inspector_url, "secret")["stm"])
 
     # When
-    assert say(inspector_url, "kioku, what is new around here?").status_code == 200
+    assert say(inspector_url, "@kioku what is new around here?").status_code == 200
 
     # Then
     general = state(inspector_url)

@@ -70,10 +70,10 @@ def test_the_page_shows_a_reply_with_its_labelled_model_request(browser, inspect
     send("/server stm parameters refresh_cadence=2", logged=1)
 
     # When: four turns in #general through the composer
-    send("kioku, remember that the picnic is on saturday by the lake", replies_expected=1)
-    send("kioku, who brings drinks?", replies_expected=2)
-    send("kioku, I bring sandwiches", replies_expected=3)
-    send("kioku, and Bob brings lemonade", replies_expected=4)
+    send("@kioku remember that the picnic is on saturday by the lake", replies_expected=1)
+    send("@kioku who brings drinks?", replies_expected=2)
+    send("@kioku I bring sandwiches", replies_expected=3)
+    send("@kioku and Bob brings lemonade", replies_expected=4)
 
     # Then: the newest reply is selected, its request shows both memories, the dialogue and its depths
     wait.until(lambda _: "short-term memory" in badges())

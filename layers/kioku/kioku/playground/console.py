@@ -21,7 +21,7 @@ from typing import Any, TextIO
 import httpx
 
 from kioku import clock
-from kioku.playground import world
+from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.inspect import rounds_of, tool_schema
@@ -45,15 +45,18 @@ EMPHASIS_MARKUP = (
 
 BANNER = """\
 kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
-You are {user} in {channel}. Say "kioku, …" or "@kioku …" to address the bot; in a DM just talk.
-Slash commands work as in Discord (/help stm, /chat message="hi"). :help lists console commands."""
+You are {user} in {channel}. Say "@kioku …" to address the bot (as on a server that just added it,
+it has no trigger words: /server addressing trigger_words:kioku makes "kioku, …" work); in a DM
+just talk. Slash commands work as in Discord (/help stm, /chat message:hi). :help lists the rest."""
 
 CONSOLE_HELP = """\
 text                                    say something as the current user in the current channel
-@kioku … / kioku, …                     address the bot (in a guild channel it only answers when addressed)
-/name [group] [sub] [option=value ...]  a signed slash command, e.g. /help stm, /chat message="hello",
-                                        /server stm parameters refresh_cadence=3, /persona stm view
-:submit [field=value ...]               fill in and send the form (modal) the last command opened
+@kioku …                                address the bot (in a guild channel it only answers when addressed:
+                                        mentioned, replied to, or by a trigger word /server addressing sets)
+/name [group] [sub] [option:value ...]  a signed slash command as Discord sends it, e.g. /help stm,
+                                        /chat message:hello there, /server stm parameters refresh_cadence:3,
+                                        /server addressing trigger_words:"kioku, kio" (option=value works too)
+:submit [field:"text" ...]              fill in and send the form (modal) the last command opened
                                         (fields you leave out keep their prefilled text)
 :click LABEL|N                          click a button of the last message that showed buttons, by its
                                         label (or the start of it) or its number, as the current user
@@ -87,10 +90,7 @@ class Playground:
         self._set_up_world()
 
     def _set_up_world(self) -> None:
-        from kioku.adapters.dynamodb.config_store import ConfigStore
-        from kioku.adapters.dynamodb.table import KiokuTable
-
-        ConfigStore(KiokuTable(self.stack.resources.table_name)).save_server_config(world.server_config())
+        """Discord's side only: kioku starts as on a server that just added it, configured by nobody."""
         discord = self.stack.discord
         for channel in world.CHANNELS:
             discord.seed_channel(
@@ -261,17 +261,19 @@ class Playground:
         return indent + (textwrap.shorten(text, width, placeholder=" …") or text[:width] + " …")
 
     def show_memory(self) -> None:
+        from kioku.adapters.dynamodb.config_store import ConfigStore
         from kioku.adapters.dynamodb.stm_store import StmStore
         from kioku.adapters.dynamodb.table import KiokuTable
+        from kioku.domain.models import ServerConfig
         from kioku.domain.stm.entries import StmAddress
 
+        table = KiokuTable(self.stack.resources.table_name)
+        guild_id = self.channel.guild_id
+        config = ConfigStore(table).get_server_config(guild_id) if guild_id else ServerConfig()
         address = StmAddress.of(
-            self.channel.guild_id,
-            self.member.user_id,
-            self.channel.channel_id,
-            world.server_config().persona.persona_id,
+            guild_id, self.member.user_id, self.channel.channel_id, config.persona.persona_id
         )
-        entry = StmStore(KiokuTable(self.stack.resources.table_name)).get(address)
+        entry = StmStore(table).get(address)
         if entry is None:
             self.print("(no short-term memory in this channel yet)")
             return
@@ -299,7 +301,10 @@ class Playground:
             headers={"content-type": "application/json", **sign_request(self.stack.relay_signing_key, body)},
         )
         if response.status_code == 204:
-            self.print('(kioku is not addressed, so it stays quiet; say "kioku, …" or "@kioku …")')
+            self.print(
+                '(kioku is not addressed, so it stays quiet; say "@kioku …", or give it trigger words '
+                "with /server addressing trigger_words:kioku)"
+            )
             return
         if response.status_code != 202:
             self.fail(f"relay answered HTTP {response.status_code}: {response.text}")
@@ -314,22 +319,30 @@ class Playground:
                 self.fail(f"the turn worker reported failures: {batch['batchItemFailures']}")
 
     def slash(self, line: str) -> None:
+        from kioku.services.commands.registry import definitions
+
         try:
-            words = shlex.split(line[1:])
-        except ValueError as exc:
-            self.fail(f"could not read that command: {exc}")
+            command = slash.parse(line, definitions(), self._channel_id)
+        except slash.UnreadableCommand as exc:
+            self.fail(str(exc))
             return
-        if not words:
-            self.fail("type a command name after the slash")
-            return
-        name, rest = words[0], words[1:]
-        path = [word for word in rest[:2] if "=" not in word]
-        options = dict(_option(word) for word in rest[len(path) :] if "=" in word)
         self.send_interaction(
-            self._command(name, " ".join(path) or None, options, self.channel), self.channel
+            self._command(command.name, command.path, command.options, self.channel, command.option_types),
+            self.channel,
         )
 
-    def _command(self, name: str, path: str | None, options: dict[str, Any], channel: world.Channel) -> dict:
+    def _channel_id(self, name: str) -> str | None:
+        channel = world.find_channel(name, self.member)
+        return channel.channel_id if channel is not None and channel.guild_id else None
+
+    def _command(
+        self,
+        name: str,
+        path: str | None,
+        options: dict[str, Any],
+        channel: world.Channel,
+        option_types: dict[str, int] | None = None,
+    ) -> dict:
         """A fresh interaction by the current member in ``channel``, with their permissions."""
         return slash_command(
             self.stack.application_id,
@@ -345,6 +358,7 @@ class Playground:
             interaction_id=self.stack.discord.new_id(),
             token=uuid.uuid4().hex,
             permissions=self.member.permissions,
+            option_types=option_types,
         )
 
     def click(self, choice: str) -> None:
@@ -377,10 +391,15 @@ class Playground:
             for row in form["data"]["components"]
         }
         try:
-            changes = dict(word.split("=", 1) for word in shlex.split(argument) if "=" in word)
+            words = shlex.split(argument)
         except ValueError as exc:
             self.fail(f"could not read those fields: {exc}")
             return
+        assignments = [slash.split_assignment(word) for word in words]
+        if None in assignments:
+            self.fail(f'write each field as field:"text" (or field="text"); the form has {", ".join(fields)}')
+            return
+        changes = dict(pair for pair in assignments if pair is not None)
         unknown = set(changes) - set(fields)
         if unknown:
             self.fail(f"the form has no field {', '.join(sorted(unknown))}; it has {', '.join(fields)}")
@@ -463,7 +482,7 @@ def scheduler_event(moment: datetime) -> dict[str, Any]:
 def render_form(modal: dict) -> str:
     """A modal as text: its title and each field with what it is prefilled with."""
     data = modal.get("data") or {}
-    lines = [f'┌ form: {data.get("title", "")}   (fill in with :submit field="text" …)']
+    lines = [f'┌ form: {data.get("title", "")}   (fill in with :submit field:"text" …)']
     for row in data.get("components") or []:
         field = row["components"][0]
         lines.append(f"│ {field['custom_id']} — {field.get('label', '')}: {field.get('value', '')!r}")
@@ -491,16 +510,6 @@ def pick_button(rows: list[dict], choice: str) -> dict | str:
     if matches[0].get("disabled"):
         return f"the button {matches[0].get('label')!r} is disabled"
     return matches[0]
-
-
-def _option(word: str) -> tuple[str, Any]:
-    """``name=value`` typed as Discord would send it: booleans, integers, or text."""
-    name, value = word.split("=", 1)
-    if value.lower() in {"true", "false"}:
-        return name, value.lower() == "true"
-    if value.lstrip("-").isdigit():
-        return name, int(value)
-    return name, value
 
 
 def render_message(message: dict[str, Any]) -> str:
@@ -620,6 +629,8 @@ def _lines(source: TextIO, interactive: bool):
     if not interactive:
         yield from source
         return
+    import readline  # noqa: F401 -- importing it gives input() line editing and history at a terminal
+
     while True:
         try:
             yield input(PROMPT)
