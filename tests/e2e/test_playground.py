@@ -285,7 +285,7 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     assert result.returncode == 0, result.stdout + result.stderr
     sections = re.split(r"^> :context(?: full)?\n", result.stdout, flags=re.MULTILINE)
     # 0. Set up as a manager would: trigger words first (unaddressed before), then the persona's form
-    setup, rest = result.stdout.split("> /server stm parameters", 1)
+    setup = result.stdout.split("> /server stm parameters", 1)[0]
     assert "kioku is not addressed" in setup.split("> /server addressing", 1)[0]
     assert "Saved: how members call kioku" in setup and "form: The persona" in setup
     assert "Saved: the persona" in setup
