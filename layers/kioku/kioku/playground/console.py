@@ -14,6 +14,7 @@ import shlex
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -87,6 +88,8 @@ class Playground:
         self.open_form: tuple[dict, dict] | None = None  # (the command that opened it, the modal)
         self.buttons: tuple[world.Channel, list[dict]] | None = None  # the last message with buttons
         self.overwrites: dict[str, tuple[dict, ...]] = {}  # channels whose privacy :private/:public changed
+        # Told of each answer Discord would show (the command's payload, the answer): the inspector's page.
+        self.on_answer: Callable[[dict, dict], None] | None = None
         self._set_up_world()
 
     def _set_up_world(self) -> None:
@@ -374,10 +377,14 @@ class Playground:
         if isinstance(picked, str):
             self.fail(picked)
             return
-        self.print(f"(clicked {picked['label']})")
+        self.press(channel, rows, picked)
+
+    def press(self, channel: world.Channel, rows: list[dict], button: dict) -> None:
+        """A MESSAGE_COMPONENT for ``button`` of a message with ``rows``, by the current member."""
+        self.print(f"(clicked {button['label']})")
         message = {"id": self.stack.discord.new_id(), "flags": EPHEMERAL_FLAG, "components": rows}
         payload = component_click(
-            self._command("click", None, {}, channel), picked["custom_id"], message=message
+            self._command("click", None, {}, channel), button["custom_id"], message=message
         )
         self.send_interaction(payload, channel)
 
@@ -385,11 +392,7 @@ class Playground:
         if self.open_form is None:
             self.fail("no form is open: run a command that opens one first (e.g. /server stm prompt-edit)")
             return
-        command, form = self.open_form
-        fields = {
-            row["components"][0]["custom_id"]: row["components"][0].get("value", "")
-            for row in form["data"]["components"]
-        }
+        fields = form_fields(self.open_form[1])
         try:
             words = shlex.split(argument)
         except ValueError as exc:
@@ -400,6 +403,15 @@ class Playground:
             self.fail(f'write each field as field:"text" (or field="text"); the form has {", ".join(fields)}')
             return
         changes = dict(pair for pair in assignments if pair is not None)
+        self.submit_fields(changes)
+
+    def submit_fields(self, changes: dict[str, str]) -> None:
+        """Send the open form with ``changes`` to its fields (the others keep their prefilled text)."""
+        if self.open_form is None:
+            self.fail("no form is open: run a command that opens one first (e.g. /server stm prompt-edit)")
+            return
+        command, form = self.open_form
+        fields = form_fields(form)
         unknown = set(changes) - set(fields)
         if unknown:
             self.fail(f"the form has no field {', '.join(sorted(unknown))}; it has {', '.join(fields)}")
@@ -426,7 +438,10 @@ class Playground:
             return
         self.print(render_interaction_response(answer))
         self.keep_buttons(answer, channel)
-        if answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
+        deferred = answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
+        if self.on_answer is not None and not deferred:
+            self.on_answer(payload, answer)
+        if deferred:
             token = payload["token"]
             before = len(self.stack.discord.channel_messages(self.channel.channel_id))
             self.deliver()
@@ -435,6 +450,9 @@ class Playground:
                 self.fail("the deferred answer was never filled in")
                 return
             self.print(render_message({"author": {"username": "kioku"}, **edited}))
+            if self.on_answer is not None:
+                filled = {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": edited}
+                self.on_answer(payload, filled)
             for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
                 self.print(render_message(posted))
 
@@ -487,6 +505,14 @@ def render_form(modal: dict) -> str:
         field = row["components"][0]
         lines.append(f"│ {field['custom_id']} — {field.get('label', '')}: {field.get('value', '')!r}")
     return "\n".join(lines)
+
+
+def form_fields(modal: dict) -> dict[str, str]:
+    """Each text input of a modal by its custom_id, with the text it is prefilled with."""
+    return {
+        row["components"][0]["custom_id"]: row["components"][0].get("value", "")
+        for row in modal["data"]["components"]
+    }
 
 
 def pick_button(rows: list[dict], choice: str) -> dict | str:
