@@ -139,6 +139,9 @@ def test_slash_commands_answer_in_the_console_log(inspector_url):
         ("/api/command", b'{"channel": "general", "member": "alice", "line": "hello"}', 400),
         ("/api/command", b'{"channel": "general", "member": "alice", "line": ":wait soon"}', 422),
         ("/api/nothing", b"{}", 404),
+        ("/api/click", b'{"channel": "general", "member": "alice", "answer": 99, "button": "x"}', 400),
+        ("/api/form", b'{"channel": "general", "member": "alice", "fields": {"name": "Mimi"}}', 400),
+        ("/api/form", b'{"channel": "general", "member": "alice", "fields": ["name"]}', 400),
     ],
 )
 def test_bad_input_is_refused_with_a_message(inspector_url, path, body, status):
@@ -202,3 +205,45 @@ def test_kioku_playground_web_port_0_prints_its_url_and_serves():
     finally:
         process.terminate()
         assert process.wait(timeout=30) == 0
+
+
+def test_an_answer_is_its_askers_and_its_form_and_buttons_work_over_the_api(inspector_url):
+    # Given: alice opens the persona form; only she sees it, in #general
+    assert command(inspector_url, "/persona edit").status_code == 200
+    assert state(inspector_url)["form"]["fields"][0] == {
+        "id": "name",
+        "label": "Name",
+        "value": "Kioku",
+        "placeholder": "",
+        "long": False,
+        "required": True,
+        "max_length": state(inspector_url)["form"]["fields"][0]["max_length"],
+    }
+    assert (
+        httpx.get(f"{inspector_url}/api/state", params={"channel": "general", "member": "bob"}).json()["form"]
+        is None
+    )
+    refused = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "bob", "fields": {"name": "Bobbot"}},
+    )
+    assert refused.status_code == 400
+
+    # When: she sends it with a field the form does not have, then with its own
+    wrong = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "alice", "fields": {"colour": "red"}},
+    )
+    sent = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "alice", "fields": {"name": "Mimi"}},
+    )
+
+    # Then: the wrong one changes nothing, the right one is answered inline, to her alone
+    assert wrong.status_code == 422 and "has no field colour" in wrong.json()["output"]
+    assert sent.status_code == 200, sent.text
+    (answer,) = [m for m in state(inspector_url)["messages"] if m.get("answer")]
+    assert answer["answer"]["ephemeral"] and answer["answer"]["by"] == "Alice"
+    assert answer["embeds"][0]["title"] == "Saved: the persona"
+    bobs = httpx.get(f"{inspector_url}/api/state", params={"channel": "general", "member": "bob"}).json()
+    assert not any(m.get("answer") for m in bobs["messages"])

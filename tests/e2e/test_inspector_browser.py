@@ -15,7 +15,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 WAIT_SECONDS = 60
 SCREENSHOT_TO = "INSPECTOR_SCREENSHOT"
-"""Set to a path to keep the screenshot (docs/img/inspector.png is made this way)."""
+"""Set to a path to keep the screenshot of a review with its buttons (docs/img/inspector.png is
+made this way)."""
 
 
 @pytest.fixture
@@ -98,8 +99,6 @@ def test_the_page_shows_a_reply_with_its_labelled_model_request(browser, inspect
     screenshot = tmp_path / "inspector.png"
     assert browser.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 10_000
-    if os.environ.get(SCREENSHOT_TO):
-        shutil.copyfile(screenshot, Path(os.environ[SCREENSHOT_TO]))
 
 
 def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, inspector_url, tmp_path):
@@ -151,18 +150,18 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     review = answers()[-1]
     assert "<@" not in review.text and "<#" not in review.text  # mentions are shown as names
     approve = next(b for b in review.find_elements(By.CSS_SELECTOR, "button") if b.text.startswith("Approve"))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", review)
+    screenshot = tmp_path / "answers.png"
+    assert browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
+    if os.environ.get(SCREENSHOT_TO):
+        shutil.copyfile(screenshot, Path(os.environ[SCREENSHOT_TO]))
     approve.click()
     wait.until(lambda _: "Approved server memory" in conversation())
 
     # /chat's answer is in the conversation
     send("/chat message:hello there")
     wait.until(lambda _: 'said: "hello there"' in conversation())
-
-    browser.execute_script("document.getElementById('messages').scrollTop = 0")
-    screenshot = tmp_path / "answers.png"
-    assert browser.save_screenshot(str(screenshot))
-    if os.environ.get(SCREENSHOT_TO + "_ANSWERS"):
-        shutil.copyfile(screenshot, Path(os.environ[SCREENSHOT_TO + "_ANSWERS"]))
 
     # The speaker changes only when you change it: bob's DM is bob's, and alice stays alice
     browser.find_element(By.CSS_SELECTOR, "#dms li[data-channel=dm-bob]").click()

@@ -215,6 +215,7 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     review = reviewed.split("> :click Approve", 1)[0]
     assert f"#{memory_id} · pending review" in review and "the book club meets on Fridays" in review
     assert f"[1: Approve #{memory_id}]  [2: Reject #{memory_id}]" in review
+    assert "by @Bobby in #general" in review  # mentions shown by name, as Discord shows them
     assert f"Approved server memory #{memory_id}" in reviewed
     listing = reviewed.split("> /server memories list", 1)[1].split("> @kioku", 1)[0]
     assert f"#{memory_id} · active" in listing and "the book club meets on Fridays" in listing

@@ -35,7 +35,7 @@ DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 MAX_WAIT = timedelta(days=3650)
 CONTEXT_LINE_CHARS = 160
 TIMESTAMP_MARKUP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
-HEADING_MARKUP = re.compile(r"^#{1,3} ", re.MULTILINE)
+HEADING_MARKUP = re.compile(r"^(?:#{1,3}|-#) ", re.MULTILINE)  # headings and subtext
 EMPHASIS_MARKUP = (
     re.compile(r"\*\*(.+?)\*\*"),
     re.compile(r"__(.+?)__"),
@@ -314,7 +314,7 @@ class Playground:
             return
         self.deliver()
         for posted in discord.channel_messages(self.channel.channel_id)[before + 1 :]:
-            self.print(render_message(posted))
+            self.show(render_message(posted))
 
     def deliver(self) -> None:
         for batch in self.stack.deliver_turns():
@@ -434,9 +434,9 @@ class Playground:
         answer = response.json()
         if answer.get("type") == ResponseType.MODAL:
             self.open_form = (payload, answer)
-            self.print(render_form(answer))
+            self.show(render_form(answer))
             return
-        self.print(render_interaction_response(answer))
+        self.show(render_interaction_response(answer))
         self.keep_buttons(answer, channel)
         deferred = answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
         if self.on_answer is not None and not deferred:
@@ -449,12 +449,12 @@ class Playground:
             if edited is None:
                 self.fail("the deferred answer was never filled in")
                 return
-            self.print(render_message({"author": {"username": "kioku"}, **edited}))
+            self.show(render_message({"author": {"username": "kioku"}, **edited}))
             if self.on_answer is not None:
                 filled = {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": edited}
                 self.on_answer(payload, filled)
             for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
-                self.print(render_message(posted))
+                self.show(render_message(posted))
 
     def keep_buttons(self, answer: dict, channel: world.Channel) -> None:
         """A new message with buttons becomes the one ``:click`` clicks; an updated message replaces it."""
@@ -470,6 +470,18 @@ class Playground:
 
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def show(self, text: str) -> None:
+        """What Discord shows: mentions of the guild's members and channels by name."""
+        self.print(named_mentions(text, self.mentions()))
+
+    def mentions(self) -> dict[str, str]:
+        """The names ``named_mentions`` shows for kioku, each member and each guild channel."""
+        return (
+            {self.stack.application_id: "kioku"}
+            | {member.user_id: member.global_name or member.key for member in world.MEMBERS}
+            | {f"#{channel.channel_id}": channel.name for channel in world.CHANNELS}
+        )
 
 
 def parse_duration(text: str) -> timedelta:
@@ -610,6 +622,16 @@ def _wrapped(text: Any, prefix: str, width: int) -> list[str]:
         for paragraph in readable(str(text)).splitlines()
         for line in textwrap.wrap(paragraph, width, replace_whitespace=False) or [""]
     ]
+
+
+def named_mentions(text: str, mentions: dict[str, str]) -> str:
+    """``<@id>`` as ``@name``; a ``#id`` key names a channel, ``<#id>`` shown as ``#name``."""
+    for key, name in mentions.items():
+        if key.startswith("#"):
+            text = text.replace(f"<{key}>", f"#{name}")
+        else:
+            text = text.replace(f"<@{key}>", f"@{name}").replace(f"<@!{key}>", f"@{name}")
+    return text
 
 
 def readable(text: str) -> str:

@@ -9,6 +9,7 @@ from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory
 from kioku.domain.stm.entries import StmEntry
+from kioku.playground.console import named_mentions as _named
 from kioku.playground.console import readable
 from kioku.playground.inspect import ModelRound, rounds_of, tool_schema
 from kioku.services.commands.discord import EPHEMERAL_FLAG
@@ -194,16 +195,6 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str]) -> dic
         },
         "updated_at": _iso(memory.updated_at),
     }
-
-
-def _named(text: str, mentions: dict[str, str]) -> str:
-    """``<@id>`` as ``@name``; a ``#id`` key names a channel, ``<#id>`` shown as ``#name``."""
-    for key, name in mentions.items():
-        if key.startswith("#"):
-            text = text.replace(f"<{key}>", f"#{name}")
-        else:
-            text = text.replace(f"<@{key}>", f"@{name}").replace(f"<@!{key}>", f"@{name}")
-    return text
 
 
 def _iso(moment: datetime | None) -> str | None:
