@@ -36,7 +36,7 @@ def request_texts(turn: dict) -> str:
 
 def test_a_reply_shows_with_the_labelled_model_request_that_made_it(inspector_url):
     # Given / When
-    response = say(inspector_url, "kioku, I am planning a picnic on Saturday")
+    response = say(inspector_url, "@kioku I am planning a picnic on Saturday")
 
     # Then
     assert response.status_code == 200, response.text
@@ -52,14 +52,16 @@ def test_a_reply_shows_with_the_labelled_model_request_that_made_it(inspector_ur
     assert "picnic on Saturday" in dialogue[-1]["text"]
     assert "update_short_term_memory" in first["tool_names"]
     assert all(tool["schema"].startswith("{") for tool in first["tools"])
-    assert shown["stm"]["raw"][0]["text"] == "kioku, I am planning a picnic on Saturday"
+    assert (
+        shown["stm"]["raw"][0]["text"] == "@Kioku I am planning a picnic on Saturday"
+    )  # the mention, by name
 
 
 def test_the_nudge_and_the_short_term_memory_block_are_labelled_when_due(inspector_url):
     # Given: a cadence of 2, so the third turn carries the reminder
-    assert command(inspector_url, "/server stm parameters refresh_cadence=2").status_code == 200
+    assert command(inspector_url, "/server stm parameters refresh_cadence:2").status_code == 200
     for text in ("the picnic is on saturday", "who brings drinks?", "I bring sandwiches", "and Bob lemonade"):
-        assert say(inspector_url, f"kioku, {text}").status_code == 200
+        assert say(inspector_url, f"@kioku {text}").status_code == 200
 
     # When
     turns = sorted(state(inspector_url)["turns"].values(), key=lambda turn: turn["number"])
@@ -77,11 +79,11 @@ def test_the_nudge_and_the_short_term_memory_block_are_labelled_when_due(inspect
 
 def test_a_secret_said_in_private_secret_stays_out_of_generals_request(inspector_url):
     # Given
-    assert say(inspector_url, "kioku, the launch code is swordfish-4512", channel="secret").status_code == 200
+    assert say(inspector_url, "@kioku the launch code is swordfish-4512", channel="secret").status_code == 200
     assert "swordfish-4512" in str(state(inspector_url, "secret")["stm"])
 
     # When
-    assert say(inspector_url, "kioku, what is new around here?").status_code == 200
+    assert say(inspector_url, "@kioku what is new around here?").status_code == 200
 
     # Then
     general = state(inspector_url)
@@ -137,6 +139,9 @@ def test_slash_commands_answer_in_the_console_log(inspector_url):
         ("/api/command", b'{"channel": "general", "member": "alice", "line": "hello"}', 400),
         ("/api/command", b'{"channel": "general", "member": "alice", "line": ":wait soon"}', 422),
         ("/api/nothing", b"{}", 404),
+        ("/api/click", b'{"channel": "general", "member": "alice", "answer": 99, "button": "x"}', 400),
+        ("/api/form", b'{"channel": "general", "member": "alice", "fields": {"name": "Mimi"}}', 400),
+        ("/api/form", b'{"channel": "general", "member": "alice", "fields": ["name"]}', 400),
     ],
 )
 def test_bad_input_is_refused_with_a_message(inspector_url, path, body, status):
@@ -200,3 +205,45 @@ def test_kioku_playground_web_port_0_prints_its_url_and_serves():
     finally:
         process.terminate()
         assert process.wait(timeout=30) == 0
+
+
+def test_an_answer_is_its_askers_and_its_form_and_buttons_work_over_the_api(inspector_url):
+    # Given: alice opens the persona form; only she sees it, in #general
+    assert command(inspector_url, "/persona edit").status_code == 200
+    assert state(inspector_url)["form"]["fields"][0] == {
+        "id": "name",
+        "label": "Name",
+        "value": "Kioku",
+        "placeholder": "",
+        "long": False,
+        "required": True,
+        "max_length": state(inspector_url)["form"]["fields"][0]["max_length"],
+    }
+    assert (
+        httpx.get(f"{inspector_url}/api/state", params={"channel": "general", "member": "bob"}).json()["form"]
+        is None
+    )
+    refused = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "bob", "fields": {"name": "Bobbot"}},
+    )
+    assert refused.status_code == 400
+
+    # When: she sends it with a field the form does not have, then with its own
+    wrong = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "alice", "fields": {"colour": "red"}},
+    )
+    sent = httpx.post(
+        f"{inspector_url}/api/form",
+        json={"channel": "general", "member": "alice", "fields": {"name": "Mimi"}},
+    )
+
+    # Then: the wrong one changes nothing, the right one is answered inline, to her alone
+    assert wrong.status_code == 422 and "has no field colour" in wrong.json()["output"]
+    assert sent.status_code == 200, sent.text
+    (answer,) = [m for m in state(inspector_url)["messages"] if m.get("answer")]
+    assert answer["answer"]["ephemeral"] and answer["answer"]["by"] == "Alice"
+    assert answer["embeds"][0]["title"] == "Saved: the persona"
+    bobs = httpx.get(f"{inspector_url}/api/state", params={"channel": "general", "member": "bob"}).json()
+    assert not any(m.get("answer") for m in bobs["messages"])

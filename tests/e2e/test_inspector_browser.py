@@ -15,7 +15,8 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 CHROMEDRIVER = shutil.which("chromedriver")
 WAIT_SECONDS = 60
 SCREENSHOT_TO = "INSPECTOR_SCREENSHOT"
-"""Set to a path to keep the screenshot (docs/img/inspector.png is made this way)."""
+"""Set to a path to keep the screenshot of a review with its buttons (docs/img/inspector.png is
+made this way)."""
 
 
 @pytest.fixture
@@ -67,13 +68,13 @@ def test_the_page_shows_a_reply_with_its_labelled_model_request(browser, inspect
     # Given: the page, and a cadence of 2 so the third turn carries the reminder
     browser.get(inspector_url + "/")
     wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
-    send("/server stm parameters refresh_cadence=2", logged=1)
+    send("/server stm parameters refresh_cadence:2", logged=1)
 
     # When: four turns in #general through the composer
-    send("kioku, remember that the picnic is on saturday by the lake", replies_expected=1)
-    send("kioku, who brings drinks?", replies_expected=2)
-    send("kioku, I bring sandwiches", replies_expected=3)
-    send("kioku, and Bob brings lemonade", replies_expected=4)
+    send("@kioku remember that the picnic is on saturday by the lake", replies_expected=1)
+    send("@kioku who brings drinks?", replies_expected=2)
+    send("@kioku I bring sandwiches", replies_expected=3)
+    send("@kioku and Bob brings lemonade", replies_expected=4)
 
     # Then: the newest reply is selected, its request shows both memories, the dialogue and its depths
     wait.until(lambda _: "short-term memory" in badges())
@@ -98,5 +99,79 @@ def test_the_page_shows_a_reply_with_its_labelled_model_request(browser, inspect
     screenshot = tmp_path / "inspector.png"
     assert browser.save_screenshot(str(screenshot))
     assert screenshot.stat().st_size > 10_000
+
+
+def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, inspector_url, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select, WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_SECONDS)
+
+    def answers() -> list:
+        return browser.find_elements(By.CSS_SELECTOR, "#messages li.message.answer")
+
+    def conversation() -> str:
+        return browser.find_element(By.ID, "messages").text
+
+    def send(text: str) -> None:
+        browser.find_element(By.ID, "text").send_keys(text)
+        browser.find_element(By.ID, "send").click()
+
+    def speak_as(key: str) -> None:
+        Select(browser.find_element(By.ID, "member")).select_by_value(key)
+
+    browser.get(inspector_url + "/")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
+
+    # A form opens as a form: filled in and submitted, its answer is shown inline, only to its asker
+    send("/persona edit")
+    wait.until(lambda _: browser.find_element(By.ID, "form").is_displayed())
+    name = browser.find_element(By.ID, "field-name")
+    assert name.get_attribute("value") == "Kioku"
+    name.clear()
+    name.send_keys("Mimi")
+    browser.find_element(By.ID, "field-prompt").send_keys("You are {bot}, a librarian.")
+    browser.find_element(By.ID, "form-submit").click()
+    wait.until(lambda _: "Saved: the persona" in conversation())
+    saved = answers()[-1]
+    assert "Only you can see this" in saved.text and "Alice used :submit" in saved.text
+    assert "Mimi" in saved.text and not browser.find_element(By.ID, "form").is_displayed()
+
+    # Buttons are buttons: bob's memory waits for review, alice approves it with a click
+    send("/server memories moderation mode:approval")
+    wait.until(lambda _: "Saved: memory moderation is approval" in conversation())
+    speak_as("bob")
+    wait.until(lambda _: "Saved: the persona" not in conversation())  # alice's answers are hers alone
+    send("@kioku remember that the book club meets on Fridays")
+    wait.until(lambda _: "awaits a manager's review" in conversation())
+    speak_as("alice")
+    send("/server memories review")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages button.component"))
+    review = answers()[-1]
+    assert "<@" not in review.text and "<#" not in review.text  # mentions are shown as names
+    approve = next(b for b in review.find_elements(By.CSS_SELECTOR, "button") if b.text.startswith("Approve"))
+    browser.execute_script("arguments[0].scrollIntoView({block: 'end'})", review)
+    screenshot = tmp_path / "answers.png"
+    assert browser.save_screenshot(str(screenshot))
+    assert screenshot.stat().st_size > 10_000
     if os.environ.get(SCREENSHOT_TO):
         shutil.copyfile(screenshot, Path(os.environ[SCREENSHOT_TO]))
+    approve.click()
+    wait.until(lambda _: "Approved server memory" in conversation())
+
+    # /chat's answer is in the conversation
+    send("/chat message:hello there")
+    wait.until(lambda _: 'said: "hello there"' in conversation())
+
+    # The speaker changes only when you change it: bob's DM is bob's, and alice stays alice
+    browser.find_element(By.CSS_SELECTOR, "#dms li[data-channel=dm-bob]").click()
+    wait.until(lambda _: browser.find_element(By.ID, "text").get_attribute("disabled"))
+    assert (
+        Select(browser.find_element(By.ID, "member")).first_selected_option.get_attribute("value") == "alice"
+    )
+    assert "speak as Bobby" in browser.find_element(By.ID, "text").get_attribute("placeholder")
+    browser.find_element(By.CSS_SELECTOR, "#channels li[data-channel=general]").click()
+    wait.until(lambda _: not browser.find_element(By.ID, "text").get_attribute("disabled"))
+    assert (
+        Select(browser.find_element(By.ID, "member")).first_selected_option.get_attribute("value") == "alice"
+    )

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import pty
 import re
+import select
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -85,7 +88,7 @@ def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
         tmp_path,
         [
             "hello everyone",
-            "kioku, remember that I love green tea",
+            "@kioku remember that I love green tea",
             "@kioku what do I like?",
             ":context",
             ":memory",
@@ -107,11 +110,70 @@ def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
     assert "turns since refresh: 2" in out
 
 
+def test_the_playground_starts_like_a_server_that_just_added_kioku(tmp_path):
+    # Given a fresh playground: no trigger words, as a real deployment's default
+    result = run_playground(
+        tmp_path,
+        [
+            "kioku, hi",
+            "@kioku hi",
+            '/server addressing trigger_words:"kioku, kio"',
+            "kio, hi again",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    before, after = result.stdout.split("> /server addressing", 1)
+    # Then only a mention reaches it until a manager sets trigger words, which then work
+    assert before.count("kioku: [scripted]") == 1 and "kioku is not addressed" in before
+    assert 'said: "kio, hi again"' in after
+
+
+def test_options_are_written_as_discord_writes_them_and_a_wrong_one_changes_nothing(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "/server stm parameters refresh_cadence:3",
+            "/server memories moderation mode:approval",
+            "/server stm parameters refresh_cadance:5",
+            "/help stm",
+        ],
+    )
+    out = result.stdout
+    assert result.returncode == 1  # the misspelt option failed the script
+    assert "Something went wrong" not in out
+    assert "3 turns" in out.split("> /server memories moderation", 1)[0]
+    assert "Saved: memory moderation is approval" in out
+    assert "has no option 'refresh_cadance'" in out
+    assert "the cadence (here 3)" in out.split("> /help stm", 1)[1]  # the misspelt 5 was not sent
+
+
+def test_a_fact_about_oneself_is_a_personal_memory_and_forget_all_removes_it(tmp_path):
+    result = run_playground(
+        tmp_path,
+        [
+            "@kioku remember that my favourite colour is teal",
+            "@kioku remember that the picnic is on saturday",
+            "/personal memories list",
+            "/server memories list",
+            "/personal memories forget-all",
+            ":click Forget everything",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    personal = out.split("> /personal memories list", 1)[1].split("> /server memories list", 1)[0]
+    server = out.split("> /server memories list", 1)[1].split("> /personal memories forget-all", 1)[0]
+    assert "favourite colour is teal" in personal and "picnic" not in personal
+    assert "picnic" in server and "teal" not in server
+    forgot = " ".join(out.split("> :click Forget everything", 1)[1].replace("┃", " ").split())
+    assert "1 long-term memor" in forgot
+
+
 def test_make_run_drives_the_settings_commands_and_their_forms(tmp_path):
     result = run_playground(
         tmp_path,
         [
-            "/server stm parameters refresh_cadence=3",
+            "/server stm parameters refresh_cadence:3",
             "/server stm prompt-edit",
             ':submit update_nudge="Refresh your notes on {category_labels}"',
             "/persona stm view",
@@ -131,15 +193,15 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     result = run_playground(
         tmp_path,
         [
-            "/server memories moderation mode=approval",
+            "/server memories moderation mode:approval",
             ":as bob",
-            "kioku, remember that the book club meets on Fridays",
+            "@kioku remember that the book club meets on Fridays",
             "/server memories review",
             ":as alice",
             "/server memories review",
             ":click Approve",
             "/server memories list",
-            "kioku, what do you remember?",
+            "@kioku what do you remember?",
             ":context",
         ],
     )
@@ -153,8 +215,9 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     review = reviewed.split("> :click Approve", 1)[0]
     assert f"#{memory_id} · pending review" in review and "the book club meets on Fridays" in review
     assert f"[1: Approve #{memory_id}]  [2: Reject #{memory_id}]" in review
+    assert "by @Bobby in #general" in review  # mentions shown by name, as Discord shows them
     assert f"Approved server memory #{memory_id}" in reviewed
-    listing = reviewed.split("> /server memories list", 1)[1].split("> kioku,", 1)[0]
+    listing = reviewed.split("> /server memories list", 1)[1].split("> @kioku", 1)[0]
     assert f"#{memory_id} · active" in listing and "the book club meets on Fridays" in listing
     context = reviewed.split("> :context", 1)[1]
     assert f"[#{memory_id}] the book club meets on Fridays" in context
@@ -164,7 +227,7 @@ def test_make_run_shows_exports_and_forgets_a_person_with_a_confirmation(tmp_pat
     result = run_playground(
         tmp_path,
         [
-            "kioku, my favourite colour is teal",
+            "@kioku my favourite colour is teal",
             ":memory",
             "/personal memories list",
             "/personal memories export",
@@ -196,13 +259,13 @@ def test_make_run_moves_the_clock_and_runs_the_janitor(tmp_path):
     result = run_playground(
         tmp_path,
         [
-            "kioku, the picnic is on saturday",
+            "@kioku the picnic is on saturday",
             ":memory",
             ":janitor",
             ":wait 91d",
             ":janitor",
             ":memory",
-            "kioku, hello again",
+            "@kioku hello again",
             ":context",
         ],
     )
@@ -222,6 +285,12 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     result = run_playground(tmp_path, tour.read_text().splitlines())
     assert result.returncode == 0, result.stdout + result.stderr
     sections = re.split(r"^> :context(?: full)?\n", result.stdout, flags=re.MULTILINE)
+    # 0. Set up as a manager would: trigger words first (unaddressed before), then the persona's form
+    setup = result.stdout.split("> /server stm parameters", 1)[0]
+    assert "kioku is not addressed" in setup.split("> /server addressing", 1)[0]
+    assert "Saved: how members call kioku" in setup and "form: The persona" in setup
+    assert "Saved: the persona" in setup
+    assert "the picnic club's cheerful note-taker" in sections[1]  # the model is sent the persona
     # 1. Cadence: no summary after two turns; turn three carries the reminder and gets one written
     assert "summary: (none yet)" in sections[0].split("> :memory", 1)[1]
     third, fourth = sections[1], sections[2]
@@ -256,11 +325,48 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
 
 def test_make_run_waits_out_the_rate_window(tmp_path):
     # Given one turn a minute: three quick messages, then two minutes of quiet
-    lines = ["kioku, one", "kioku, two", "kioku, three", ":wait 2m", "kioku, four"]
+    lines = ["@kioku one", "@kioku two", "@kioku three", ":wait 2m", "@kioku four"]
     result = run_playground(tmp_path, lines, TURN_RATE_LIMIT_PER_MINUTE="1")
     assert result.returncode == 0, result.stdout + result.stderr
     before, after = result.stdout.split("> :wait 2m", 1)
     # Then the quick ones run into the limit (a minute can turn over once among them, not twice)
     assert "faster than I can keep up" in before
     # and the moved clock opens a new window
-    assert 'said: "kioku, four"' in after and "faster than I can keep up" not in after
+    assert 'four"' in after and "faster than I can keep up" not in after
+
+
+def test_at_a_terminal_the_console_has_line_editing_and_history():
+    # Given the playground at a terminal (a pseudo-terminal)
+    main, child = pty.openpty()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kioku.cli", "playground"], stdin=child, stdout=child, stderr=child
+    )
+    os.close(child)
+    seen = b""
+
+    def read_until(marker: bytes, count: int = 1) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + 60
+        while seen.count(marker) < count and time.monotonic() < deadline:
+            if select.select([main], [], [], 1)[0]:
+                seen += os.read(main, 65536)
+
+    try:
+        read_until(b"kioku> ")
+        # When a command is typed, then called back with the up arrow, and a word edited with
+        # backspace and the left arrow
+        os.write(main, b"/help stm\r")
+        read_until(b"kioku> ", 2)
+        os.write(main, b"\x1b[A\r")
+        read_until(b"kioku> ", 3)
+        os.write(main, b":whre\x1b[D\x1b[De\r")
+        read_until(b"kioku> ", 4)
+        os.write(main, b":quit\r")
+        process.wait(timeout=30)
+    finally:
+        process.kill()
+        os.close(main)
+    # Then the recalled line ran again and the edited one is :where
+    text = seen.decode(errors="replace")
+    assert text.count("Short-term memory: what you can customise") == 2, text
+    assert "(you are Alice in #general)" in text, text

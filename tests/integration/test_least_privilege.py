@@ -48,7 +48,7 @@ TRANSACT_ACTIONS: Final = {
 # forms, buttons, privacy changes, /chat, export and forgetting.
 SESSION: Final = [
     "hello everyone",
-    "kioku, remember that I love green tea",
+    "@kioku remember that I love green tea",
     "@kioku what do I like?",
     "/help stm",
     "/server stm parameters refresh_cadence=3",
@@ -208,8 +208,8 @@ def run_everything(log: CallLog) -> dict[str, str]:
 
 
 def model_tools_and_a_broken_job() -> None:
-    """What the offline model never does: save a personal memory (checked against the person's
-    privacy), delete one; a reply Discord refuses once, which comes back soon; and a job the worker
+    """What the offline model never does: save a personal memory and delete it again (both checked
+    against the person's privacy); a reply Discord refuses once, which comes back soon; and a job the worker
     cannot read, which it moves to the dead-letter queue."""
     with (
         OpenAIStandIn(api_key="k", responder=lambda body: completion_body("Sure.")) as llm,
@@ -221,16 +221,16 @@ def model_tools_and_a_broken_job() -> None:
         llm.enqueue(
             completion_body(tool_calls=[("create_long_term_memory", save)]), completion_body("Noted.")
         )
-        playground.handle_line("kioku, remember I like tea")
+        playground.handle_line("@kioku remember I like tea")
         memory_id = re.search(r"Personal memory #([0-9]+)", out.getvalue())[1]
         forget = {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"}
         llm.enqueue(
             completion_body(tool_calls=[("update_long_term_memory", forget)]), completion_body("Gone.")
         )
-        playground.handle_line("kioku, forget that I like tea")
+        playground.handle_line("@kioku forget that I like tea")
         assert playground.failures == 0 and "Memory forgotten" in out.getvalue(), out.getvalue()
         stack.discord.fail_post(1, 500, {"message": "500: Internal Server Error", "code": 0})
-        playground.handle_line("kioku, are you there?")
+        playground.handle_line("@kioku are you there?")
 
         stack.sqs.send_message(
             QueueUrl=stack.resources.turn_queue_url,

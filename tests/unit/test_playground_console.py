@@ -102,3 +102,7 @@ def test_an_embed_keeps_its_line_breaks_and_reads_without_markdown():
 
 def test_readable_leaves_lone_stars_and_snake_case_alone():
     assert readable("2 * 3 * 4 and some_snake_case") == "2 * 3 * 4 and some_snake_case"
+
+
+def test_readable_shows_discord_subtext_without_its_marker():
+    assert readable("-# by Bobby in #general\n# Title") == "by Bobby in #general\nTitle"

@@ -152,12 +152,31 @@ def test_remember_requests_create_a_server_wide_memory():
     }
 
 
+def test_what_a_speaker_says_about_themself_is_saved_as_their_personal_memory():
+    response = complete(
+        [SYSTEM, said("Alice (alice)", "kioku, remember that my favourite colour is teal and I'm vegan")],
+        tools=[LTM_TOOL],
+    )
+
+    assert json.loads(response.tool_calls[0].arguments) == {
+        "memory_scope": "target_user",
+        "target_user": "Alice",
+        "memory_content": "{user}'s favourite colour is teal and {user} is vegan",
+    }
+
+
 def test_japanese_and_dont_forget_phrasings_count_as_remember():
     japanese = complete([said("taro", "私の誕生日は5月1日だと覚えておいて")], tools=[LTM_TOOL])
     english = complete([said("bob", "don't forget: I prefer tea")], tools=[LTM_TOOL])
+    about_a_place = complete([said("bob", "don't forget: the vault code is okapi")], tools=[LTM_TOOL])
 
-    assert json.loads(japanese.tool_calls[0].arguments)["memory_content"] == "私の誕生日は5月1日だ"
-    assert json.loads(english.tool_calls[0].arguments)["memory_content"] == "I prefer tea"
+    assert json.loads(japanese.tool_calls[0].arguments) == {
+        "memory_scope": "target_user",
+        "target_user": "taro",
+        "memory_content": "{user}の誕生日は5月1日だ",
+    }
+    assert json.loads(english.tool_calls[0].arguments)["memory_content"] == "{user} prefer tea"
+    assert json.loads(about_a_place.tool_calls[0].arguments)["memory_scope"] == "server_wide"
 
 
 def test_remember_without_the_tool_offered_is_just_echoed():

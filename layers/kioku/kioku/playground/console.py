@@ -14,6 +14,7 @@ import shlex
 import sys
 import textwrap
 import uuid
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, TextIO
@@ -21,7 +22,7 @@ from typing import Any, TextIO
 import httpx
 
 from kioku import clock
-from kioku.playground import world
+from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.inspect import rounds_of, tool_schema
@@ -34,7 +35,7 @@ DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 MAX_WAIT = timedelta(days=3650)
 CONTEXT_LINE_CHARS = 160
 TIMESTAMP_MARKUP = re.compile(r"<t:(-?\d{1,12})(?::[tTdDfFR])?>")
-HEADING_MARKUP = re.compile(r"^#{1,3} ", re.MULTILINE)
+HEADING_MARKUP = re.compile(r"^(?:#{1,3}|-#) ", re.MULTILINE)  # headings and subtext
 EMPHASIS_MARKUP = (
     re.compile(r"\*\*(.+?)\*\*"),
     re.compile(r"__(.+?)__"),
@@ -45,15 +46,18 @@ EMPHASIS_MARKUP = (
 
 BANNER = """\
 kioku playground: the real handlers on an embedded moto DynamoDB and a Discord stand-in.
-You are {user} in {channel}. Say "kioku, …" or "@kioku …" to address the bot; in a DM just talk.
-Slash commands work as in Discord (/help stm, /chat message="hi"). :help lists console commands."""
+You are {user} in {channel}. Say "@kioku …" to address the bot (as on a server that just added it,
+it has no trigger words: /server addressing trigger_words:kioku makes "kioku, …" work); in a DM
+just talk. Slash commands work as in Discord (/help stm, /chat message:hi). :help lists the rest."""
 
 CONSOLE_HELP = """\
 text                                    say something as the current user in the current channel
-@kioku … / kioku, …                     address the bot (in a guild channel it only answers when addressed)
-/name [group] [sub] [option=value ...]  a signed slash command, e.g. /help stm, /chat message="hello",
-                                        /server stm parameters refresh_cadence=3, /persona stm view
-:submit [field=value ...]               fill in and send the form (modal) the last command opened
+@kioku …                                address the bot (in a guild channel it only answers when addressed:
+                                        mentioned, replied to, or by a trigger word /server addressing sets)
+/name [group] [sub] [option:value ...]  a signed slash command as Discord sends it, e.g. /help stm,
+                                        /chat message:hello there, /server stm parameters refresh_cadence:3,
+                                        /server addressing trigger_words:"kioku, kio" (option=value works too)
+:submit [field:"text" ...]              fill in and send the form (modal) the last command opened
                                         (fields you leave out keep their prefilled text)
 :click LABEL|N                          click a button of the last message that showed buttons, by its
                                         label (or the start of it) or its number, as the current user
@@ -84,13 +88,12 @@ class Playground:
         self.open_form: tuple[dict, dict] | None = None  # (the command that opened it, the modal)
         self.buttons: tuple[world.Channel, list[dict]] | None = None  # the last message with buttons
         self.overwrites: dict[str, tuple[dict, ...]] = {}  # channels whose privacy :private/:public changed
+        # Told of each answer Discord would show (the command's payload, the answer): the inspector's page.
+        self.on_answer: Callable[[dict, dict], None] | None = None
         self._set_up_world()
 
     def _set_up_world(self) -> None:
-        from kioku.adapters.dynamodb.config_store import ConfigStore
-        from kioku.adapters.dynamodb.table import KiokuTable
-
-        ConfigStore(KiokuTable(self.stack.resources.table_name)).save_server_config(world.server_config())
+        """Discord's side only: kioku starts as on a server that just added it, configured by nobody."""
         discord = self.stack.discord
         for channel in world.CHANNELS:
             discord.seed_channel(
@@ -261,17 +264,19 @@ class Playground:
         return indent + (textwrap.shorten(text, width, placeholder=" …") or text[:width] + " …")
 
     def show_memory(self) -> None:
+        from kioku.adapters.dynamodb.config_store import ConfigStore
         from kioku.adapters.dynamodb.stm_store import StmStore
         from kioku.adapters.dynamodb.table import KiokuTable
+        from kioku.domain.models import ServerConfig
         from kioku.domain.stm.entries import StmAddress
 
+        table = KiokuTable(self.stack.resources.table_name)
+        guild_id = self.channel.guild_id
+        config = ConfigStore(table).get_server_config(guild_id) if guild_id else ServerConfig()
         address = StmAddress.of(
-            self.channel.guild_id,
-            self.member.user_id,
-            self.channel.channel_id,
-            world.server_config().persona.persona_id,
+            guild_id, self.member.user_id, self.channel.channel_id, config.persona.persona_id
         )
-        entry = StmStore(KiokuTable(self.stack.resources.table_name)).get(address)
+        entry = StmStore(table).get(address)
         if entry is None:
             self.print("(no short-term memory in this channel yet)")
             return
@@ -299,14 +304,17 @@ class Playground:
             headers={"content-type": "application/json", **sign_request(self.stack.relay_signing_key, body)},
         )
         if response.status_code == 204:
-            self.print('(kioku is not addressed, so it stays quiet; say "kioku, …" or "@kioku …")')
+            self.print(
+                '(kioku is not addressed, so it stays quiet; say "@kioku …", or give it trigger words '
+                "with /server addressing trigger_words:kioku)"
+            )
             return
         if response.status_code != 202:
             self.fail(f"relay answered HTTP {response.status_code}: {response.text}")
             return
         self.deliver()
         for posted in discord.channel_messages(self.channel.channel_id)[before + 1 :]:
-            self.print(render_message(posted))
+            self.show(render_message(posted))
 
     def deliver(self) -> None:
         for batch in self.stack.deliver_turns():
@@ -314,22 +322,30 @@ class Playground:
                 self.fail(f"the turn worker reported failures: {batch['batchItemFailures']}")
 
     def slash(self, line: str) -> None:
+        from kioku.services.commands.registry import definitions
+
         try:
-            words = shlex.split(line[1:])
-        except ValueError as exc:
-            self.fail(f"could not read that command: {exc}")
+            command = slash.parse(line, definitions(), self._channel_id)
+        except slash.UnreadableCommand as exc:
+            self.fail(str(exc))
             return
-        if not words:
-            self.fail("type a command name after the slash")
-            return
-        name, rest = words[0], words[1:]
-        path = [word for word in rest[:2] if "=" not in word]
-        options = dict(_option(word) for word in rest[len(path) :] if "=" in word)
         self.send_interaction(
-            self._command(name, " ".join(path) or None, options, self.channel), self.channel
+            self._command(command.name, command.path, command.options, self.channel, command.option_types),
+            self.channel,
         )
 
-    def _command(self, name: str, path: str | None, options: dict[str, Any], channel: world.Channel) -> dict:
+    def _channel_id(self, name: str) -> str | None:
+        channel = world.find_channel(name, self.member)
+        return channel.channel_id if channel is not None and channel.guild_id else None
+
+    def _command(
+        self,
+        name: str,
+        path: str | None,
+        options: dict[str, Any],
+        channel: world.Channel,
+        option_types: dict[str, int] | None = None,
+    ) -> dict:
         """A fresh interaction by the current member in ``channel``, with their permissions."""
         return slash_command(
             self.stack.application_id,
@@ -345,6 +361,7 @@ class Playground:
             interaction_id=self.stack.discord.new_id(),
             token=uuid.uuid4().hex,
             permissions=self.member.permissions,
+            option_types=option_types,
         )
 
     def click(self, choice: str) -> None:
@@ -360,10 +377,14 @@ class Playground:
         if isinstance(picked, str):
             self.fail(picked)
             return
-        self.print(f"(clicked {picked['label']})")
+        self.press(channel, rows, picked)
+
+    def press(self, channel: world.Channel, rows: list[dict], button: dict) -> None:
+        """A MESSAGE_COMPONENT for ``button`` of a message with ``rows``, by the current member."""
+        self.print(f"(clicked {button['label']})")
         message = {"id": self.stack.discord.new_id(), "flags": EPHEMERAL_FLAG, "components": rows}
         payload = component_click(
-            self._command("click", None, {}, channel), picked["custom_id"], message=message
+            self._command("click", None, {}, channel), button["custom_id"], message=message
         )
         self.send_interaction(payload, channel)
 
@@ -371,16 +392,26 @@ class Playground:
         if self.open_form is None:
             self.fail("no form is open: run a command that opens one first (e.g. /server stm prompt-edit)")
             return
-        command, form = self.open_form
-        fields = {
-            row["components"][0]["custom_id"]: row["components"][0].get("value", "")
-            for row in form["data"]["components"]
-        }
+        fields = form_fields(self.open_form[1])
         try:
-            changes = dict(word.split("=", 1) for word in shlex.split(argument) if "=" in word)
+            words = shlex.split(argument)
         except ValueError as exc:
             self.fail(f"could not read those fields: {exc}")
             return
+        assignments = [slash.split_assignment(word) for word in words]
+        if None in assignments:
+            self.fail(f'write each field as field:"text" (or field="text"); the form has {", ".join(fields)}')
+            return
+        changes = dict(pair for pair in assignments if pair is not None)
+        self.submit_fields(changes)
+
+    def submit_fields(self, changes: dict[str, str]) -> None:
+        """Send the open form with ``changes`` to its fields (the others keep their prefilled text)."""
+        if self.open_form is None:
+            self.fail("no form is open: run a command that opens one first (e.g. /server stm prompt-edit)")
+            return
+        command, form = self.open_form
+        fields = form_fields(form)
         unknown = set(changes) - set(fields)
         if unknown:
             self.fail(f"the form has no field {', '.join(sorted(unknown))}; it has {', '.join(fields)}")
@@ -403,11 +434,14 @@ class Playground:
         answer = response.json()
         if answer.get("type") == ResponseType.MODAL:
             self.open_form = (payload, answer)
-            self.print(render_form(answer))
+            self.show(render_form(answer))
             return
-        self.print(render_interaction_response(answer))
+        self.show(render_interaction_response(answer))
         self.keep_buttons(answer, channel)
-        if answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE:
+        deferred = answer.get("type") == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE
+        if self.on_answer is not None and not deferred:
+            self.on_answer(payload, answer)
+        if deferred:
             token = payload["token"]
             before = len(self.stack.discord.channel_messages(self.channel.channel_id))
             self.deliver()
@@ -415,9 +449,12 @@ class Playground:
             if edited is None:
                 self.fail("the deferred answer was never filled in")
                 return
-            self.print(render_message({"author": {"username": "kioku"}, **edited}))
+            self.show(render_message({"author": {"username": "kioku"}, **edited}))
+            if self.on_answer is not None:
+                filled = {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": edited}
+                self.on_answer(payload, filled)
             for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
-                self.print(render_message(posted))
+                self.show(render_message(posted))
 
     def keep_buttons(self, answer: dict, channel: world.Channel) -> None:
         """A new message with buttons becomes the one ``:click`` clicks; an updated message replaces it."""
@@ -433,6 +470,18 @@ class Playground:
 
     def print(self, text: str) -> None:
         print(text, file=self.out, flush=True)
+
+    def show(self, text: str) -> None:
+        """What Discord shows: mentions of the guild's members and channels by name."""
+        self.print(named_mentions(text, self.mentions()))
+
+    def mentions(self) -> dict[str, str]:
+        """The names ``named_mentions`` shows for kioku, each member and each guild channel."""
+        return (
+            {self.stack.application_id: "kioku"}
+            | {member.user_id: member.global_name or member.key for member in world.MEMBERS}
+            | {f"#{channel.channel_id}": channel.name for channel in world.CHANNELS}
+        )
 
 
 def parse_duration(text: str) -> timedelta:
@@ -463,11 +512,19 @@ def scheduler_event(moment: datetime) -> dict[str, Any]:
 def render_form(modal: dict) -> str:
     """A modal as text: its title and each field with what it is prefilled with."""
     data = modal.get("data") or {}
-    lines = [f'┌ form: {data.get("title", "")}   (fill in with :submit field="text" …)']
+    lines = [f'┌ form: {data.get("title", "")}   (fill in with :submit field:"text" …)']
     for row in data.get("components") or []:
         field = row["components"][0]
         lines.append(f"│ {field['custom_id']} — {field.get('label', '')}: {field.get('value', '')!r}")
     return "\n".join(lines)
+
+
+def form_fields(modal: dict) -> dict[str, str]:
+    """Each text input of a modal by its custom_id, with the text it is prefilled with."""
+    return {
+        row["components"][0]["custom_id"]: row["components"][0].get("value", "")
+        for row in modal["data"]["components"]
+    }
 
 
 def pick_button(rows: list[dict], choice: str) -> dict | str:
@@ -491,16 +548,6 @@ def pick_button(rows: list[dict], choice: str) -> dict | str:
     if matches[0].get("disabled"):
         return f"the button {matches[0].get('label')!r} is disabled"
     return matches[0]
-
-
-def _option(word: str) -> tuple[str, Any]:
-    """``name=value`` typed as Discord would send it: booleans, integers, or text."""
-    name, value = word.split("=", 1)
-    if value.lower() in {"true", "false"}:
-        return name, value.lower() == "true"
-    if value.lstrip("-").isdigit():
-        return name, int(value)
-    return name, value
 
 
 def render_message(message: dict[str, Any]) -> str:
@@ -577,6 +624,16 @@ def _wrapped(text: Any, prefix: str, width: int) -> list[str]:
     ]
 
 
+def named_mentions(text: str, mentions: dict[str, str]) -> str:
+    """``<@id>`` as ``@name``; a ``#id`` key names a channel, ``<#id>`` shown as ``#name``."""
+    for key, name in mentions.items():
+        if key.startswith("#"):
+            text = text.replace(f"<{key}>", f"#{name}")
+        else:
+            text = text.replace(f"<@{key}>", f"@{name}").replace(f"<@!{key}>", f"@{name}")
+    return text
+
+
 def readable(text: str) -> str:
     """Discord markdown as a reader sees it: emphasis without its stars, timestamps as dates."""
     text = TIMESTAMP_MARKUP.sub(
@@ -620,6 +677,8 @@ def _lines(source: TextIO, interactive: bool):
     if not interactive:
         yield from source
         return
+    import readline  # noqa: F401 -- importing it gives input() line editing and history at a terminal
+
     while True:
         try:
             yield input(PROMPT)

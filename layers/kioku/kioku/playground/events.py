@@ -83,11 +83,17 @@ def slash_command(
     interaction_id: str = "500000000000000001",
     token: str = "interaction-token",
     permissions: str = "0",
+    option_types: dict[str, int] | None = None,
 ) -> dict[str, Any]:
     """An APPLICATION_COMMAND interaction as Discord sends it for ``/name [group] [subcommand]
     [options]``; ``subcommand`` may be a path such as ``"stm parameters"``. A channel with a
-    ``parent_channel_id`` is a thread of it."""
-    data_options = [{"name": k, "value": v, "type": _option_type(v)} for k, v in (options or {}).items()]
+    ``parent_channel_id`` is a thread of it. An option's type is ``option_types``' or read from
+    its value."""
+    types = option_types or {}
+    data_options = [
+        {"name": k, "value": v, "type": int(types.get(k) or _option_type(v))}
+        for k, v in (options or {}).items()
+    ]
     path = subcommand.split() if subcommand else []
     if path:
         data_options = [{"name": path[-1], "type": SUB_COMMAND, "options": data_options}]

@@ -8,10 +8,8 @@ and ``GET /guilds/{id}/roles`` like it would in production.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Final
-
-from kioku.domain.models import ServerConfig
 
 GUILD_ID: Final = "200000000000000001"
 
@@ -72,12 +70,6 @@ MEMBERS: Final = (
     Member("bob", "400000000000000002", "bob", "Bobby", "310000000000000002"),
     Member("carol", "400000000000000003", "carol", None, "310000000000000003"),
 )
-TRIGGER_WORDS: Final = ("kioku",)
-
-
-def server_config() -> ServerConfig:
-    """The playground guild: saying "kioku" addresses the bot."""
-    return replace(ServerConfig(server_id=GUILD_ID), trigger_words=TRIGGER_WORDS)
 
 
 def dm_channel(member: Member) -> Channel:

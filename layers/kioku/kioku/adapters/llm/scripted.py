@@ -7,7 +7,8 @@ reads the request the way a real model is asked to:
    outside the dialogue that names the tool and is not a memory block), and the tool has not been
    answered yet: call it with a short summary of the conversation (or one text per category).
 2. Else, when the last user message asks to remember something and ``create_long_term_memory`` is
-   offered and not yet called: call it with ``memory_scope: "server_wide"`` and the fact.
+   offered and not yet called: call it with the fact, as the tool asks: about the speaker
+   (``target_user`` and ``{user}`` for "I"/"my") when they talk about themself, else server-wide.
 3. Else: answer the last user message in a sentence that quotes it (so tests can see what the
    model saw), saying what its memory tools did this turn.
 """
@@ -29,6 +30,7 @@ SCRIPTED_MODEL_NAME: Final = "scripted"
 STM_TOOL: Final = "update_short_term_memory"
 LTM_TOOL: Final = "create_long_term_memory"
 SERVER_WIDE_SCOPE: Final = "server_wide"
+TARGET_USER_SCOPE: Final = "target_user"
 ECHO_PREFIX: Final = "[scripted]"
 MAX_ECHO_CHARS: Final = 1500
 MAX_QUOTE_CHARS: Final = 80
@@ -40,6 +42,19 @@ _MARKED = re.compile(re.escape(START_OF_MESSAGE) + r"(.*?)" + re.escape(END_OF_M
 _SPEAKER = re.compile(r"^\[([^|\]\n]+?)\s*\|")
 _WORD = re.compile(r"[^\W\d_][\w'-]{3,}")
 _ADDRESS = re.compile(r"^\s*(?:<@!?\d+>|@?kioku\b)[\s,:!]*", re.IGNORECASE)
+_FIRST_PERSON = re.compile(r"\b(?:I'm|I am|I've|I have|I|my|mine|me|myself)\b", re.IGNORECASE)
+_ABOUT_ONESELF = re.compile(r"^(?:私|僕|俺|わたし)")
+_AS_SPEAKER: Final = {
+    "i'm": "{user} is",
+    "i am": "{user} is",
+    "i've": "{user} has",
+    "i have": "{user} has",
+    "i": "{user}",
+    "my": "{user}'s",
+    "mine": "{user}'s",
+    "me": "{user}",
+    "myself": "{user}",
+}
 _GREETING = re.compile(r"\b(hi|hello|hey|good (morning|evening)|こんにちは)\b", re.IGNORECASE)
 _REMEMBER = (
     re.compile(r"\b(?:please\s+)?remember(?:\s+that)?[\s:,]+(?P<fact>.+)", re.IGNORECASE | re.DOTALL),
@@ -132,12 +147,25 @@ class ScriptedChatModel:
         ):
             schema = _tool_parameters(request.tools, STM_TOOL)
             return _tool_response(request, STM_TOOL, _memory_arguments(schema, _dialogue(request.messages)))
-        fact = _fact_to_remember(_last_user_text(request.messages))
+        said = _last_user_text(request.messages)
+        fact = _fact_to_remember(said)
         if fact and LTM_TOOL in offered and LTM_TOOL not in called:
-            return _tool_response(
-                request, LTM_TOOL, {"memory_scope": SERVER_WIDE_SCOPE, "memory_content": fact}
-            )
+            return _tool_response(request, LTM_TOOL, _memory_to_save(fact, said or ""))
         return _text_response(_reply(request.messages))
+
+
+def _memory_to_save(fact: str, said: str) -> dict[str, str]:
+    """A fact the speaker tells about themself ("my…", "I…") is theirs, written with ``{user}``
+    as the tool asks; any other is the server's."""
+    speaker = _SPEAKER.match(said)
+    if speaker is None or not (_FIRST_PERSON.search(fact) or _ABOUT_ONESELF.match(fact)):
+        return {"memory_scope": SERVER_WIDE_SCOPE, "memory_content": fact}
+    content = _ABOUT_ONESELF.sub("{user}", _FIRST_PERSON.sub(lambda m: _AS_SPEAKER[m[0].lower()], fact))
+    return {
+        "memory_scope": TARGET_USER_SCOPE,
+        "target_user": speaker.group(1).split(" (", 1)[0],
+        "memory_content": content,
+    }
 
 
 def _reply(messages: list[dict[str, Any]]) -> str:

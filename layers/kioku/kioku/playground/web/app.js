@@ -12,7 +12,7 @@ function el(tag, attrs, ...children) {
     else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
     else node.setAttribute(name, value === true ? "" : value);
   }
-  for (const child of children.flat()) {
+  for (const child of children.flat(Infinity)) {
     if (child === null || child === undefined || child === false) continue;
     node.append(child instanceof Node ? child : document.createTextNode(String(child)));
   }
@@ -24,7 +24,8 @@ const kindClass = (kind) => "kind-" + String(kind).replace(/[^a-z]+/gi, "-").toL
 
 async function poll() {
   try {
-    const response = await fetch("/api/state?channel=" + encodeURIComponent(view.channel));
+    const response = await fetch("/api/state?channel=" + encodeURIComponent(view.channel) +
+      "&member=" + encodeURIComponent(view.member));
     const text = await response.text();
     if (response.ok && text !== view.lastJson) {
       view.lastJson = text;
@@ -37,7 +38,7 @@ async function poll() {
 }
 
 async function act(path, body) {
-  const line = body.text || body.line;
+  const line = body.text || body.line || path;
   view.pending.push(line);
   $("busy").hidden = false;
   try {
@@ -73,6 +74,7 @@ function render(state) {
   renderStm(state.stm, state);
   renderLtm(state.ltm);
   renderRounds(state);
+  renderForm(state.form);
 }
 
 function renderChannels(state) {
@@ -88,9 +90,14 @@ function renderChannels(state) {
   if (members.options.length !== state.members.length) {
     members.replaceChildren(...state.members.map((m) => el("option", { value: m.key }, m.name)));
   }
-  if (current.owner) view.member = current.owner;
   members.value = view.member;
-  members.disabled = Boolean(current.owner);
+  // A DM is its owner's: the speaker stays whom you picked, and writes only in their own DM.
+  const elsewhere = current.owner && current.owner !== view.member;
+  const owner = elsewhere ? state.members.find((m) => m.key === current.owner) : null;
+  $("text").disabled = $("send").disabled = Boolean(elsewhere);
+  $("text").placeholder = elsewhere
+    ? `Only ${owner.name} writes in this DM: speak as ${owner.name} to write here`
+    : "Say something (@kioku …), a /slash command (option:value) or a :console line";
   $("channel-title").textContent = current.label;
   const guildChannel = current.kind === "channel";
   $("make-private").disabled = !guildChannel || current.private;
@@ -114,7 +121,8 @@ function renderMessages(state) {
   }
   list.replaceChildren(...state.messages.map((message) => {
     const turn = message.turn ? state.turns[message.turn] : null;
-    const classes = ["message", message.bot ? "bot" : "", turn ? "turn" : "", message.id === view.selected ? "selected" : ""];
+    const classes = ["message", message.bot ? "bot" : "", turn ? "turn" : "", message.id === view.selected ? "selected" : "",
+      message.answer ? "answer" : "", message.answer && message.answer.ephemeral ? "ephemeral" : ""];
     return el("li", {
       class: classes.join(" "), "data-id": message.id, "data-turn": message.turn,
       onclick: turn ? () => { view.selected = message.id; view.pinned = true; render(JSON.parse(view.lastJson)); } : null,
@@ -123,11 +131,59 @@ function renderMessages(state) {
     el("span", { class: "time" }, (message.timestamp || "").slice(0, 16).replace("T", " ")),
     turn ? el("span", { class: "chip", title: "the model requests of the turn that posted this" },
       `turn ${turn.number} · ${turn.rounds.length} model request${turn.rounds.length === 1 ? "" : "s"} ▸`) : null,
+    message.answer ? renderAnswerHead(message.answer) : null,
     message.content ? el("div", { class: "content" }, message.content) : null,
     message.embeds.map(renderEmbed),
-    message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)));
+    message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)),
+    message.answer ? renderButtons(message.answer) : null);
   }));
   if (atBottom) list.scrollTop = list.scrollHeight;
+}
+
+function renderAnswerHead(answer) {
+  return el("div", { class: "answer-head" },
+    el("span", { class: "used" }, `${answer.by} used ${answer.line}`),
+    answer.ephemeral ? el("span", { class: "chip only-you", title: "an ephemeral answer" }, "Only you can see this") : null);
+}
+
+function renderButtons(answer) {
+  if (!answer.buttons.length) return null;
+  return el("div", { class: "buttons" }, answer.buttons.map((row) => el("div", { class: "row" },
+    row.map((button) => el("button", {
+      class: "component style-" + button.style, disabled: button.disabled, "data-custom-id": button.custom_id,
+      onclick: (event) => { event.stopPropagation(); act("/api/click", { answer: answer.id, button: button.custom_id, line: ":click " + button.label }); },
+    }, button.label)))));
+}
+
+function renderForm(form) {
+  const box = $("form");
+  if (!form) {
+    box.hidden = true;
+    box.dataset.form = "";
+    return;
+  }
+  if (box.dataset.form === form.custom_id && !box.hidden) return; // keep what is being typed
+  box.dataset.form = form.custom_id;
+  box.hidden = false;
+  const inputs = form.fields.map((field) => {
+    const attrs = { id: "field-" + field.id, name: field.id, "data-field": field.id, placeholder: field.placeholder || null,
+      maxlength: field.max_length || null, required: field.required };
+    const input = field.long ? el("textarea", { ...attrs, rows: 5 }) : el("input", attrs);
+    input.value = field.value;
+    return el("label", {}, el("span", {}, field.label), input);
+  });
+  const submit = (event) => {
+    event.preventDefault();
+    const fields = {};
+    for (const input of box.querySelectorAll("[data-field]")) fields[input.dataset.field] = input.value;
+    box.hidden = true;
+    act("/api/form", { fields, line: ":submit " + form.title });
+  };
+  box.replaceChildren(el("form", { class: "modal", onsubmit: submit },
+    el("h2", {}, form.title), inputs,
+    el("div", { class: "actions" },
+      el("button", { type: "button", class: "cancel", onclick: () => { box.hidden = true; act("/api/form", { fields: null, line: "(form closed)" }); } }, "Cancel"),
+      el("button", { type: "submit", id: "form-submit" }, "Submit"))));
 }
 
 function renderEmbed(embed) {
@@ -226,7 +282,7 @@ document.addEventListener("DOMContentLoaded", () => {
     if (text.startsWith("/") || text.startsWith(":")) act("/api/command", { line: text });
     else act("/api/say", { text });
   });
-  $("member").addEventListener("change", () => { view.member = $("member").value; });
+  $("member").addEventListener("change", () => { view.member = $("member").value; view.lastJson = ""; poll(); });
   $("wait-form").addEventListener("submit", (event) => {
     event.preventDefault();
     act("/api/command", { line: ":wait " + $("wait-span").value.trim() });

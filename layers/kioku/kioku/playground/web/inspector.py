@@ -25,14 +25,20 @@ from kioku.entrypoints import turn_worker
 from kioku.playground import world
 from kioku.playground.console import Playground
 from kioku.playground.web import serialize
+from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.services.turn import TurnRecord
 
 LOG_LENGTH: Final = 30
 MAX_TEXT: Final = 2000
 """Discord's limit on a message's length."""
+MAX_ANSWERS: Final = 200
 REFUSED_LINES: Final = frozenset({":quit", ":q", ":exit"})
 PAGE_PICKS: Final = (":as", ":in")
 """Who speaks and where is the page's choice, sent with each action."""
+
+
+def _ephemeral(answer: dict[str, Any]) -> bool:
+    return bool(((answer["response"].get("data") or {}).get("flags") or 0) & EPHEMERAL_FLAG)
 
 
 class BadInput(ValueError):
@@ -62,6 +68,10 @@ class Inspector:
         self._turns: list[TurnRecord] = []
         self._log: deque[dict[str, Any]] = deque(maxlen=LOG_LENGTH)
         self._ids = itertools.count(1)
+        self._answers: deque[dict[str, Any]] = deque(maxlen=MAX_ANSWERS)
+        self._answer_ids = itertools.count(1)
+        self._clicked: dict[str, Any] | None = None  # the answer whose button is being clicked
+        self._form_for: tuple[str, str] | None = None  # (channel key, member key) of the open form
         self._places = {place.key: place for place in places()}
         table = KiokuTable(self.stack.resources.table_name)
         self._config = ConfigStore(table)
@@ -91,6 +101,45 @@ class Inspector:
             raise BadInput(f"{name} is not for the page: pick who speaks and where beside the composer")
         return self._act(channel, member, line, lambda playground: playground.handle_line(line))
 
+    def click(self, channel: Any, member: Any, answer: Any, button: Any) -> dict[str, Any]:
+        """``member`` clicks the button whose custom_id is ``button`` on the answer ``answer`` shows."""
+        shown = next((each for each in self._answers if each["id"] == answer), None)
+        if shown is None or shown["channel"] != self.place(channel).key:
+            raise BadInput(f"no answer {answer!r} with buttons in {channel!r}")
+        rows = (shown["response"].get("data") or {}).get("components") or []
+        buttons = [part for row in rows for part in row.get("components", []) if "custom_id" in part]
+        picked = next((each for each in buttons if each["custom_id"] == button), None)
+        if picked is None:
+            raise BadInput(f"that answer has no button {button!r}")
+        if picked.get("disabled"):
+            raise BadInput(f"the button {picked.get('label')!r} is disabled")
+
+        def press(playground: Playground) -> None:
+            self._clicked = shown
+            try:
+                playground.press(playground.channel, rows, picked)
+            finally:
+                self._clicked = None
+
+        return self._act(channel, member, f":click {picked.get('label', '')}", press)
+
+    def submit(self, channel: Any, member: Any, fields: Any) -> dict[str, Any]:
+        """``member`` sends the form open for them with ``fields`` (by custom_id), or closes it (None)."""
+        if fields is not None and (
+            not isinstance(fields, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in fields.items())
+            or sum(len(v) for v in fields.values()) > 4 * MAX_TEXT
+        ):
+            raise BadInput("fields must be an object of text fields by their id")
+        place, speaker = self.place(channel), self.member(member)
+        if self.playground.open_form is None or self._form_for != (place.key, speaker.key):
+            raise BadInput(f"no form is open for {speaker.key} in {place.key}")
+        if fields is None:
+            with self._actions:
+                self.playground.open_form, self._form_for = None, None
+            return {"ok": True, "output": "(form closed)"}
+        return self._act(channel, member, ":submit", lambda playground: playground.submit_fields(fields))
+
     def _act(
         self, channel: Any, member: Any, line: str, action: Callable[[Playground], Any]
     ) -> dict[str, Any]:
@@ -103,7 +152,14 @@ class Inspector:
             playground.out = io.StringIO()
             failures = playground.failures
             before = list(turn_worker.recent_turns)
-            action(playground)
+            form = playground.open_form
+            playground.on_answer = lambda payload, answer: self._keep_answer(place, speaker, line, answer)
+            try:
+                action(playground)
+            finally:
+                playground.on_answer = None
+            if playground.open_form is not form:
+                self._form_for = (place.key, speaker.key) if playground.open_form else None
             # The worker keeps its last few turns; one action delivers one or two, so none is missed.
             self._turns += [turn for turn in turn_worker.recent_turns if not any(turn is t for t in before)]
             done = {
@@ -116,6 +172,37 @@ class Inspector:
             }
             self._log.append(done)
             return done
+
+    def _keep_answer(self, place: Room, speaker: world.Member, line: str, response: dict) -> None:
+        """An interaction's answer, shown in the conversation where it was asked for; a button's
+        UPDATE_MESSAGE rewrites the message it was clicked on, as in Discord."""
+        if response.get("type") == ResponseType.UPDATE_MESSAGE:
+            clicked = self._clicked or next(
+                (
+                    each
+                    for each in reversed(self._answers)
+                    if each["channel"] == place.key and each["buttons"]
+                ),
+                None,
+            )
+            if clicked is not None:
+                data = {**(clicked["response"].get("data") or {}), **(response.get("data") or {})}
+                clicked["response"] = {**clicked["response"], "data": data}
+                clicked["buttons"] = bool(data.get("components"))
+                return
+        data = response.get("data") or {}
+        self._answers.append(
+            {
+                "id": next(self._answer_ids),
+                "channel": place.key,
+                "member": speaker.key,
+                "line": line,
+                "after": len(self.stack.discord.channel_messages(place.channel.channel_id)),
+                "timestamp": clock.now().isoformat(timespec="seconds"),
+                "response": response,
+                "buttons": bool(data.get("components")),
+            }
+        )
 
     # -- what the page shows ------------------------------------------------------------------------
 
@@ -131,9 +218,10 @@ class Inspector:
             raise BadInput(f"no member {key!r}: try " + ", ".join(member.key for member in world.MEMBERS))
         return found
 
-    def state(self, channel: Any) -> dict[str, Any]:
-        """Everything the page shows for ``channel``; safe to read while an action runs."""
-        place = self.place(channel)
+    def state(self, channel: Any, member: Any = "alice") -> dict[str, Any]:
+        """Everything the page shows for ``channel`` to ``member`` (whose ephemeral answers and form
+        are theirs alone); safe to read while an action runs."""
+        place, viewer = self.place(channel), self.member(member)
         turns = list(self._turns)
         turn_of_reply = {
             reply_id: number for number, turn in enumerate(turns, 1) for reply_id in turn.reply_ids
@@ -141,10 +229,18 @@ class Inspector:
         mentions = {self.stack.application_id: "kioku"} | {
             m.user_id: m.global_name or m.key for m in world.MEMBERS
         }
+        mentions |= {f"#{each.channel.channel_id}": each.key for each in self._places.values()}
         messages = [
             serialize.message_json(message, turn_of_reply.get(message.get("id")), mentions)
             for message in self.stack.discord.channel_messages(place.channel.channel_id)
         ]
+        answers = [
+            each
+            for each in list(self._answers)
+            if each["channel"] == place.key and (each["member"] == viewer.key or not _ephemeral(each))
+        ]
+        for answer in reversed(answers):
+            messages.insert(min(answer["after"], len(messages)), self._answer_json(answer, mentions))
         shown = sorted({message["turn"] for message in messages if message["turn"]})
         return {
             "clock": f"{clock.now():%Y-%m-%d %H:%M} UTC",
@@ -157,7 +253,25 @@ class Inspector:
             "stm": serialize.stm_json(self._stm_entry(place)),
             "ltm": self._memories(place),
             "log": list(self._log),
+            "form": self._form_json(place, viewer),
         }
+
+    def _answer_json(self, answer: dict[str, Any], mentions: dict[str, str]) -> dict[str, Any]:
+        speaker = self.member(answer["member"])
+        return serialize.answer_json(
+            answer["id"],
+            answer["response"],
+            line=answer["line"],
+            by=speaker.global_name or speaker.key,
+            timestamp=answer["timestamp"],
+            mentions=mentions,
+        )
+
+    def _form_json(self, place: Room, viewer: world.Member) -> dict[str, Any] | None:
+        form = self.playground.open_form
+        if form is None or self._form_for != (place.key, viewer.key):
+            return None
+        return serialize.form_json(form[1])
 
     def _channel_json(self, place: Room) -> dict[str, Any]:
         channel = self._described(place.channel)

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory
 from kioku.domain.stm.entries import StmEntry
+from kioku.playground.console import named_mentions as _named
 from kioku.playground.console import readable
 from kioku.playground.inspect import ModelRound, rounds_of, tool_schema
+from kioku.services.commands.discord import EPHEMERAL_FLAG
 from kioku.services.turn import TurnRecord
+
+PARAGRAPH_STYLE: Final = 2
+"""A text input Discord shows as a multi-line box."""
 
 
 def turn_json(number: int, turn: TurnRecord) -> dict[str, Any]:
@@ -62,23 +67,92 @@ def message_json(
         "bot": bool(author.get("bot")),
         "timestamp": message.get("timestamp"),
         "content": readable(_named(message.get("content") or "", mentions)),
-        "embeds": [embed_json(embed) for embed in message.get("embeds") or []],
+        "embeds": [embed_json(embed, mentions) for embed in message.get("embeds") or []],
         "attachments": [attachment.get("filename") for attachment in message.get("attachments") or []],
         "turn": turn_number,
     }
 
 
-def embed_json(embed: dict[str, Any]) -> dict[str, Any]:
-    """An embed's parts with Discord's markdown made readable (the console's ``readable``)."""
+def embed_json(embed: dict[str, Any], mentions: dict[str, str] | None = None) -> dict[str, Any]:
+    """An embed's parts with Discord's markdown made readable (the console's ``readable``) and
+    mentions shown as names."""
+
+    def shown(text: Any) -> str:
+        return readable(_named(str(text or ""), mentions or {}))
+
     return {
-        "title": readable(str(embed.get("title") or "")),
-        "description": readable(str(embed.get("description") or "")),
+        "title": shown(embed.get("title")),
+        "description": shown(embed.get("description")),
         "fields": [
-            {"name": readable(str(field.get("name", ""))), "value": readable(str(field.get("value", "")))}
+            {"name": shown(field.get("name", "")), "value": shown(field.get("value", ""))}
             for field in embed.get("fields") or []
         ],
-        "footer": readable(str((embed.get("footer") or {}).get("text") or "")),
+        "footer": shown((embed.get("footer") or {}).get("text")),
     }
+
+
+def answer_json(
+    answer_id: int,
+    response: dict[str, Any],
+    *,
+    line: str,
+    by: str,
+    timestamp: str,
+    mentions: dict[str, str],
+) -> dict[str, Any]:
+    """An interaction's answer as Discord shows it in the conversation: kioku's message under the
+    command that asked for it, marked when only its asker sees it, with its buttons."""
+    data = response.get("data") or {}
+    buttons = [
+        [
+            {
+                "custom_id": part["custom_id"],
+                "label": part.get("label", ""),
+                "style": part.get("style", 2),
+                "disabled": bool(part.get("disabled")),
+            }
+            for part in row.get("components", [])
+            if "custom_id" in part
+        ]
+        for row in data.get("components") or []
+    ]
+    return {
+        "id": f"answer-{answer_id}",
+        "author": "kioku",
+        "bot": True,
+        "timestamp": timestamp,
+        "content": readable(_named(data.get("content") or "", mentions)),
+        "embeds": [embed_json(embed, mentions) for embed in data.get("embeds") or []],
+        "attachments": [attachment.get("filename") for attachment in data.get("attachments") or []],
+        "turn": None,
+        "answer": {
+            "id": answer_id,
+            "line": line,
+            "by": by,
+            "ephemeral": bool((data.get("flags") or 0) & EPHEMERAL_FLAG),
+            "buttons": [row for row in buttons if row],
+        },
+    }
+
+
+def form_json(modal: dict[str, Any]) -> dict[str, Any]:
+    """A modal (form) as the page lays it out: its title and each text input, prefilled."""
+    data = modal.get("data") or {}
+    fields = []
+    for row in data.get("components") or []:
+        field = row["components"][0]
+        fields.append(
+            {
+                "id": field["custom_id"],
+                "label": field.get("label", ""),
+                "value": field.get("value", ""),
+                "placeholder": field.get("placeholder", ""),
+                "long": field.get("style") == PARAGRAPH_STYLE,
+                "required": bool(field.get("required")),
+                "max_length": field.get("max_length"),
+            }
+        )
+    return {"custom_id": data.get("custom_id"), "title": data.get("title", ""), "fields": fields}
 
 
 def stm_json(entry: StmEntry | None) -> dict[str, Any] | None:
@@ -121,12 +195,6 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str]) -> dic
         },
         "updated_at": _iso(memory.updated_at),
     }
-
-
-def _named(text: str, mentions: dict[str, str]) -> str:
-    for user_id, name in mentions.items():
-        text = text.replace(f"<@{user_id}>", f"@{name}").replace(f"<@!{user_id}>", f"@{name}")
-    return text
 
 
 def _iso(moment: datetime | None) -> str | None:

@@ -1,9 +1,11 @@
 """``kioku playground --web``: the inspector page and its JSON API, on 127.0.0.1 only.
 
-``GET /`` (with ``/app.js`` and ``/app.css``) is the page; ``GET /api/state?channel=general`` is
-what it shows; ``POST /api/say`` ``{"channel", "member", "text"}`` says something;
+``GET /`` (with ``/app.js`` and ``/app.css``) is the page; ``GET /api/state?channel=general&member=alice``
+is what it shows that member; ``POST /api/say`` ``{"channel", "member", "text"}`` says something;
 ``POST /api/command`` ``{"channel", "member", "line"}`` runs a slash command or a console line
-(``:wait 25h``, ``:janitor``, ``:private #general``). Bad input is a 400 with ``{"error": …}``; an
+(``:wait 25h``, ``:janitor``, ``:private #general``); ``POST /api/click`` ``{…, "answer", "button"}``
+clicks a button (its custom_id) of an answer shown; ``POST /api/form`` ``{…, "fields"}`` sends the
+form open for that member (``"fields": null`` closes it). Bad input is a 400 with ``{"error": …}``; an
 action the playground refused is a 422 with its output. Requests naming another host (DNS
 rebinding) and cross-origin POSTs are refused with 403.
 """
@@ -114,20 +116,27 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
                 name, content_type = ASSETS[url.path]
                 return HTTPStatus.OK, resources.files(__package__).joinpath(name).read_bytes(), content_type
             if url.path == "/api/state":
-                channel = parse_qs(url.query).get("channel", ["general"])[0]
-                return HTTPStatus.OK, _json(inspector.state(channel)), "application/json"
+                query = parse_qs(url.query)
+                channel = query.get("channel", ["general"])[0]
+                member = query.get("member", ["alice"])[0]
+                return HTTPStatus.OK, _json(inspector.state(channel, member)), "application/json"
             raise Refused(HTTPStatus.NOT_FOUND, f"nothing at {url.path}")
 
         def _post(self) -> tuple[HTTPStatus, bytes, str]:
             self._check_origin()
             path = urlsplit(self.path).path
-            if path not in {"/api/say", "/api/command"}:
+            if path not in {"/api/say", "/api/command", "/api/click", "/api/form"}:
                 raise Refused(HTTPStatus.NOT_FOUND, f"nothing to post at {path}")
             body = self._json_body()
+            where = body.get("channel"), body.get("member")
             if path == "/api/say":
-                done = inspector.say(body.get("channel"), body.get("member"), body.get("text"))
+                done = inspector.say(*where, body.get("text"))
+            elif path == "/api/click":
+                done = inspector.click(*where, body.get("answer"), body.get("button"))
+            elif path == "/api/form":
+                done = inspector.submit(*where, body.get("fields"))
             else:
-                done = inspector.command(body.get("channel"), body.get("member"), body.get("line"))
+                done = inspector.command(*where, body.get("line"))
             status = HTTPStatus.OK if done["ok"] else HTTPStatus.UNPROCESSABLE_ENTITY
             return status, _json(done), "application/json"
 
