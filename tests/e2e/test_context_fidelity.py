@@ -283,3 +283,17 @@ def test_the_target_ladder_takes_a_username_over_a_nickname_and_the_result_names
     embeds = [e for m in stack.discord.channel_messages(CHANNEL) for e in m.get("embeds") or []]
     assert "Rin Tohsaka plays chess" in embeds[0]["description"]
     assert named["id"] not in json.dumps(embeds)
+
+
+def test_a_reply_that_echoes_headers_posts_only_the_bots_own_words(stack, llm):
+    # Given a model that opens with its recalled-line header, writes ⏎ for line breaks and goes on
+    # to write Bob's next turn
+    bob = stack.discord.seed_user("bob")
+    bot = stack.discord.bot_user["id"]
+    echoed = f"<som>[Kioku (you) | UserID:{bot}] Sure ⏎ see you Friday<eom>\n[bob | UserID:{bob['id']}] <som>thanks"
+    llm.enqueue(completion_body(echoed))
+    # When Bob addresses the bot
+    turn(stack, bob, "see you?")
+    # Then only the bot's words are posted, with a real line break
+    posted = [m["content"] for m in stack.discord.channel_messages(CHANNEL) if m["author"]["id"] == bot]
+    assert posted == ["Sure\nsee you Friday"]

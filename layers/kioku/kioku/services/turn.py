@@ -496,7 +496,7 @@ class TurnService:
             finally:
                 record.model_seconds.append(time.perf_counter() - asked)
             if not response.tool_calls or not offered:
-                return strip_echoed_metadata(response.content or "").strip()
+                return strip_echoed_metadata(response.content or "", turn.bot.user_id).strip()
             messages.append(response.assistant_message())
             announced = len(self._notices(state))
             for call in response.tool_calls:
