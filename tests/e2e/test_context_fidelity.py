@@ -317,3 +317,24 @@ def test_a_reply_that_echoes_headers_posts_only_the_bots_own_words(stack, llm):
     # Then only the bot's words are posted, with a real line break
     posted = [m["content"] for m in stack.discord.channel_messages(CHANNEL) if m["author"]["id"] == bot]
     assert posted == ["Sure\nsee you Friday"]
+
+
+def test_the_target_ladder_resolves_a_name_with_a_title_or_an_honorific(stack, llm):
+    # Given a member named sparrow whom nobody in the conversation is
+    sparrow = stack.discord.seed_user("sparrow", global_name="Sparrow")
+    stack.discord.seed_member(GUILD, sparrow)
+    alice = stack.discord.seed_user("alice")
+    stack.discord.seed_member(GUILD, alice)
+    for target, fact in (("Master Sparrow", "sails"), ("sparrow-san", "keeps a parrot")):
+        save = {"memory_content": f"{{user}} {fact}", "memory_scope": "target_user", "target_user": target}
+        llm.enqueue(
+            completion_body(tool_calls=[("create_long_term_memory", save)]), completion_body("Noted.")
+        )
+        # When the model saves a memory about the persona's name for Sparrow
+        turn(stack, alice, f"remember that {target} {fact}")
+        # Then it is Sparrow's
+        result = json.loads(llm.bodies[-1]["messages"][-1]["content"])
+        assert result["status"] == "memory_saved_successfully", target
+        assert result["about"] == "Sparrow (@sparrow)"
+    store = DynamoMemoryStore(table(stack))
+    assert len(store.memories_of(ScopeKind.PERSONAL, sparrow["id"])) == 2
