@@ -14,7 +14,7 @@ export SAM_CLI_TELEMETRY := 0
 PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | tail -1); \
 	if [ -n "$$v" ]; then echo "$$(pyenv root)/versions/$$v/bin"; else dirname "$$(command -v python3.13 || echo /nonexistent/python3.13)"; fi)
 
-.PHONY: run test lint bench scaling build deploy-check lock events venv clean
+.PHONY: run test lint bench real-llm-check scaling build deploy-check lock events venv clean
 
 # The tests run against the layer's locked versions: what they pass with is what deploys. (pip
 # takes the pins as constraints without their hashes, which would demand hashes of every package.)
@@ -45,6 +45,10 @@ lint: venv
 bench: venv
 	$(MAKE) --no-print-directory build ARCH=$(HOST_ARCH) BUILD_DIR=.aws-sam/bench-$(HOST_ARCH)
 	PATH="$(PY313_DIR):$$PATH" BENCH_BUILD_DIR=.aws-sam/bench-$(HOST_ARCH) $(BIN)/python -m bench
+
+## make real-llm-check: a few turns against a real OpenAI-compatible server at LLM_BASE_URL (not CI: needs one)
+real-llm-check: venv
+	$(BIN)/python -m scripts.real_llm_check
 
 ## make build [ARCH=x86_64]: sam build for ARCH (default arm64) with python3.13 (from PATH or pyenv)
 BUILD_DIR ?= .aws-sam/build

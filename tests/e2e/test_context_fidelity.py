@@ -283,3 +283,58 @@ def test_the_target_ladder_takes_a_username_over_a_nickname_and_the_result_names
     embeds = [e for m in stack.discord.channel_messages(CHANNEL) for e in m.get("embeds") or []]
     assert "Rin Tohsaka plays chess" in embeds[0]["description"]
     assert named["id"] not in json.dumps(embeds)
+
+
+def test_mentions_of_other_channels_read_as_their_names_and_a_private_ones_does_not(stack, llm):
+    # Given a public channel and one @everyone may not view, both mentioned in the history
+    discord = stack.discord
+    bob = discord.seed_user("bob")
+    hidden = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]
+    discord.seed_channel("300000000000000012", name="random", guild_id=GUILD)
+    discord.seed_channel("300000000000000013", name="layoffs", guild_id=GUILD, permission_overwrites=hidden)
+    discord.seed_message(CHANNEL, bob, "moved to <#300000000000000012>, not <#300000000000000013>")
+    # When Bob addresses the bot twice, mentioning the public channel
+    turn(stack, bob, "see <#300000000000000012>")
+    turn(stack, bob, "and <#300000000000000012> again")
+    # Then the model reads the public one's name and not the private one's
+    texts = [text_of(t) for t in dialogue(llm.bodies[0])]
+    assert texts[0].endswith("<som>moved to #random, not #unknown-channel<eom>")
+    assert texts[-1].endswith("<som>@Kioku see #random<eom>")
+    assert "layoffs" not in json.dumps(llm.bodies)
+    # ...and the guild's channels were asked once: the list is kept for a while like the roles
+    assert len(discord.requests_to("GET", rf".*/guilds/{GUILD}/channels")) == 1
+
+
+def test_a_reply_that_echoes_headers_posts_only_the_bots_own_words(stack, llm):
+    # Given a model that opens with its recalled-line header, writes ⏎ for line breaks and goes on
+    # to write Bob's next turn
+    bob = stack.discord.seed_user("bob")
+    bot = stack.discord.bot_user["id"]
+    echoed = f"<som>[Kioku (you) | UserID:{bot}] Sure ⏎ see you Friday<eom>\n[bob | UserID:{bob['id']}] <som>thanks"
+    llm.enqueue(completion_body(echoed))
+    # When Bob addresses the bot
+    turn(stack, bob, "see you?")
+    # Then only the bot's words are posted, with a real line break
+    posted = [m["content"] for m in stack.discord.channel_messages(CHANNEL) if m["author"]["id"] == bot]
+    assert posted == ["Sure\nsee you Friday"]
+
+
+def test_the_target_ladder_resolves_a_name_with_a_title_or_an_honorific(stack, llm):
+    # Given a member named sparrow whom nobody in the conversation is
+    sparrow = stack.discord.seed_user("sparrow", global_name="Sparrow")
+    stack.discord.seed_member(GUILD, sparrow)
+    alice = stack.discord.seed_user("alice")
+    stack.discord.seed_member(GUILD, alice)
+    for target, fact in (("Master Sparrow", "sails"), ("sparrow-san", "keeps a parrot")):
+        save = {"memory_content": f"{{user}} {fact}", "memory_scope": "target_user", "target_user": target}
+        llm.enqueue(
+            completion_body(tool_calls=[("create_long_term_memory", save)]), completion_body("Noted.")
+        )
+        # When the model saves a memory about the persona's name for Sparrow
+        turn(stack, alice, f"remember that {target} {fact}")
+        # Then it is Sparrow's
+        result = json.loads(llm.bodies[-1]["messages"][-1]["content"])
+        assert result["status"] == "memory_saved_successfully", target
+        assert result["about"] == "Sparrow (@sparrow)"
+    store = DynamoMemoryStore(table(stack))
+    assert len(store.memories_of(ScopeKind.PERSONAL, sparrow["id"])) == 2

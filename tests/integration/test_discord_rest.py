@@ -270,6 +270,21 @@ def test_guild_roles_and_members(discord, rest):
     ]
 
 
+def test_guild_channels_list_the_guilds_channels_without_threads(discord, rest):
+    # Given a guild with two channels and a thread, and a channel of another guild
+    discord.seed_channel("300000000000000031", name="general", guild_id=GUILD)
+    discord.seed_channel("300000000000000032", name="random", guild_id=GUILD)
+    discord.seed_channel(
+        "300000000000000033", name="a-thread", guild_id=GUILD, parent_id="300000000000000031"
+    )
+    discord.seed_channel("300000000000000034", name="elsewhere", guild_id="7001")
+    # When its channels are asked for
+    channels = rest.get_guild_channels(GUILD)
+    # Then its own channels come back in one request, as Discord lists them (threads aside)
+    assert sorted(channel["name"] for channel in channels) == ["general", "random"]
+    assert [r.path for r in discord.requests] == [f"/api/v10/guilds/{GUILD}/channels"]
+
+
 def test_a_member_lookup_that_discord_refuses_is_an_error_not_a_stranger(discord, rest):
     discord.fail_next(403, {"code": 50001, "message": "Missing Access"})
     with pytest.raises(DiscordError):

@@ -381,7 +381,7 @@ def test_help_stm_shows_the_values_in_force_and_every_macro_that_works(invoke, s
     from kioku.config import get_settings
     from kioku.domain.stm.update_tool import PROMPT_MACROS
 
-    monkeypatch.setenv("STM_MAX_CATEGORIES", "7")
+    monkeypatch.setenv("STM_MAX_CATEGORIES", "4")
     monkeypatch.setenv("STM_FRESH_WINDOW_MINUTES", "90")
     monkeypatch.setenv("STM_FRESH_INJECTION_DEPTH", "3")
     monkeypatch.setenv("SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT", "8")
@@ -397,7 +397,7 @@ def test_help_stm_shows_the_values_in_force_and_every_macro_that_works(invoke, s
     embed = body["data"]["embeds"][0]
     text = embed["description"] + " ".join(f["name"] + " " + f["value"] for f in embed["fields"])
     for stated in (
-        "up to 7 categories",
+        "up to 4 categories",
         "the latest 8 raw messages",
         "up to 4 other channels",
         "cadence (here 9)",

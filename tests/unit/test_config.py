@@ -62,6 +62,8 @@ def test_a_blank_variable_counts_as_missing():
         ("LLM_SUPPORTS_TOOLS", "maybe"),
         ("DIALOGUE_HISTORY_LIMIT", "0"),
         ("MAX_MEMORY_LENGTH", "lots"),
+        # the categories form is one Discord modal, which holds five inputs: no sixth category fits
+        ("STM_MAX_CATEGORIES", "6"),
     ],
 )
 def test_an_invalid_variable_is_named(name, value):

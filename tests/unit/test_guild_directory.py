@@ -16,6 +16,7 @@ class FakeDiscord:
         self.calls: list[tuple[str, ...]] = []
         self.everyone = VIEW
         self.fail_roles = False
+        self.fail_channels = False
         self.channels = {
             CHANNEL: {"id": CHANNEL, "type": 0, "permission_overwrites": []},
             THREAD: {"id": THREAD, "type": 11, "parent_id": CHANNEL},
@@ -33,6 +34,18 @@ class FakeDiscord:
         if channel_id not in self.channels:
             raise DiscordError(404, 10003, "Unknown Channel")
         return self.channels[channel_id]
+
+    def get_guild_channels(self, guild_id: str) -> list[dict]:
+        self.calls.append(("channels", guild_id))
+        if self.fail_channels:
+            raise DiscordError(403, 50001, "Missing Access")
+        hidden = [{"id": guild_id, "type": 0, "allow": "0", "deny": str(VIEW)}]
+        return [
+            {"id": CHANNEL, "type": 0, "name": "general", "permission_overwrites": []},
+            {"id": "101", "type": 0, "name": "random", "permission_overwrites": []},
+            {"id": "102", "type": 0, "name": "mods-only", "permission_overwrites": hidden},
+            {"id": "103", "type": 4, "name": "Text Channels"},
+        ]
 
     def get_guild_member(self, guild_id: str, user_id: str) -> dict | None:
         self.calls.append(("member", user_id))
@@ -93,3 +106,21 @@ def test_members_and_strangers_are_cached(directory, discord, clock):
     clock[0] = 61
     directory.member(GUILD, "8")
     assert discord.calls[-1] == ("member", "8")
+
+
+def test_the_guilds_public_channels_are_named_from_one_cached_request(directory, discord, clock):
+    # a private channel's name is not for every channel to read: mentions of it stay unnamed
+    expected = {CHANNEL: "general", "101": "random", "103": "Text Channels"}
+    assert directory.public_channel_names(GUILD) == expected
+    assert directory.public_channel_names(GUILD) == expected
+    assert discord.calls.count(("channels", GUILD)) == 1  # within the minute: no new request
+    clock[0] = 61
+    directory.public_channel_names(GUILD)
+    assert discord.calls.count(("channels", GUILD)) == 2
+
+
+def test_channels_discord_will_not_list_are_not_named(directory, discord):
+    discord.fail_channels = True
+    assert directory.public_channel_names(GUILD) == {}
+    discord.fail_channels, discord.fail_roles = False, True
+    assert directory.public_channel_names(GUILD) == {}  # without the roles every channel is private

@@ -237,3 +237,34 @@ def test_a_direct_message_does_not_search_a_guild():
 
 def test_blank_after_trimming_is_not_found():
     assert resolve_target(" @ ", make_turn(), Search([])).kind is TargetKind.NOT_FOUND
+
+
+@pytest.mark.parametrize(
+    ("target", "user_id"),
+    [
+        ("Master Bob", BOB.user_id),
+        ("bob-san", BOB.user_id),
+        ("Bobby-kun", BOB.user_id),
+        ("Dr. Alice", ALICE.user_id),
+        ("@Lady Mary Jane", MARY.user_id),
+        ("aliceさん", ALICE.user_id),
+    ],
+)
+def test_a_name_with_a_title_or_an_honorific_finds_the_person(target, user_id):
+    # seed 003: affixed labels ("Master Sparrow") resolve on the ladder
+    resolution = resolve_target(target, make_turn(), Search([member("999", "someone")]), member_lookup)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, user_id)
+
+
+def test_someone_whose_name_carries_the_affix_is_found_first():
+    search = Search([member("301", "master bob")])
+    resolution = resolve_target("Master Bob", make_turn(), search, member_lookup)
+    assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, "301")
+    assert search.queries == [(SERVER, "Master Bob")]
+
+
+def test_affixes_alone_or_around_the_bot_resolve_as_the_rest_of_the_ladder_says():
+    assert resolve_target("Master", make_turn(), Search([]), member_lookup).kind is TargetKind.NOT_FOUND
+    assert resolve_target("Kioku-san", make_turn(), Search([]), member_lookup).kind is TargetKind.BOT_SELF
+    dm = resolve_target("Alice-chan", make_turn(server_id=None), Search([]), member_lookup)
+    assert (dm.kind, dm.user.user_id) == (TargetKind.USER, ALICE.user_id)

@@ -112,6 +112,30 @@ def test_strip_echoed_metadata(echoed, clean):
     assert strip_echoed_metadata(echoed) == clean
 
 
+@pytest.mark.parametrize(
+    ("echoed", "clean"),
+    [
+        # a recalled line's header, its marker first, as a llama.cpp model echoed it
+        ("<som>[Kioku (you) | UserID:900] Hello there<eom>", "Hello there"),
+        ("<som> [Kioku (you) | UserID:900]\nSent: 2024-05-01 UTC\nHi", "Hi"),
+        # recalled lines write their line breaks as ⏎; the reply gets real ones back
+        ("First line ⏎ second line⏎third", "First line\nsecond line\nthird"),
+        # the bot's own header on a later line: only the header goes
+        ("Sure.\n[Kioku | UserID:900 | MessageID:7]\n<som>And more.<eom>", "Sure.\nAnd more."),
+        # the model writing someone else's next turn: the reply ends before it
+        ("Sure thing!\n[Alice (alice) | UserID:111 | MessageID:8]\n<som>thanks bot<eom>", "Sure thing!"),
+        ("Sure thing!<eom>\n<som>[Alice | UserID:111] thanks", "Sure thing!"),
+        ("Done ⏎ [Alice | UserID:111] <som>thanks<eom>", "Done"),
+    ],
+)
+def test_strip_echoed_metadata_anywhere_a_line_starts_with_a_header(echoed, clean):
+    assert strip_echoed_metadata(echoed, bot_user_id="900") == clean
+
+
+def test_a_later_header_ends_the_reply_when_the_bots_id_is_not_known():
+    assert strip_echoed_metadata("Yes.\n[Kioku | UserID:900] more") == "Yes."
+
+
 def test_at_most_keeps_the_first_chunks_and_marks_the_cut():
     from kioku.domain.replies import at_most
 

@@ -95,7 +95,6 @@ GATES = [
     ({"stm_enabled": False}, "turned off"),
     ({"llm_has_tools": False}, "cannot use tools"),
     ({"llm_provider": "novelai"}, "provider"),
-    ({"explicit_ltm_intent": True}, "long-term memory"),
 ]
 
 
@@ -108,6 +107,14 @@ def test_the_tool_is_not_offered_and_refuses_when_called_anyway(overrides, reaso
     assert reason in status(result)["message"]
     assert "Nothing was saved" in status(result)["message"]
     assert store.writes == []
+
+
+def test_a_long_term_memory_request_keeps_the_tool_offered_and_working():
+    # seed 000: explicitLongTermMemoryIntent suppresses the STM hint, not the tool
+    memory, store = stm_turn(turn(explicit_ltm_intent=True))
+    assert memory.tool_definition() is not None
+    assert memory.run_update_tool({"summary": "Alice asked to remember her birthday"}).ok
+    assert len(store.writes) == 1
 
 
 # -- arguments ------------------------------------------------------------------------------------

@@ -182,6 +182,13 @@ class DiscordRest:
             raise DiscordError(200, None, "guild roles were not a list")
         return roles
 
+    def get_guild_channels(self, guild_id: str) -> list[dict[str, Any]]:
+        """Every channel of the guild the bot can see, threads aside, with their permission overwrites."""
+        channels = self._request("GET", f"/guilds/{_id(guild_id)}/channels")
+        if not isinstance(channels, list):
+            raise DiscordError(200, None, "guild channels were not a list")
+        return channels
+
     def get_guild_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
         """The guild member, or None when the user is not (or no longer) a member of the guild."""
         try:

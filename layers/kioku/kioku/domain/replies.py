@@ -15,19 +15,45 @@ FENCE: Final = "```"
 FENCE_CLOSE: Final = "\n" + FENCE
 
 _FENCE_TAG = re.compile(r"[\w+#.-]{0,20}")
-_ECHOED_HEADER = re.compile(r"\s*\[[^\[\]\n]*\|\s*UserID:[^\[\]\n]*\][ \t]*\n?")
+_MARKER = rf"(?:{re.escape(START_OF_MESSAGE)}|{re.escape(END_OF_MESSAGE)})"
+_ECHOED_HEADER = re.compile(
+    rf"[ \t]*(?:{_MARKER}[ \t]*)*\[[^\[\]\n]*\|\s*UserID:\s*(?P<user_id>[^\s|\[\]]*)[^\[\]\n]*\][ \t]*"
+)
+"""A dialogue or recalled-line header at the start of a line, after any markers: ``<som>[Name | UserID:1]``."""
 _METADATA_PREFIXES = ("Sent: ", "Replying to @", "Reactions: ")
+RECALLED_LINE_BREAK: Final = "⏎"
+"""How a recalled line writes its line breaks (kioku.domain.stm.context); a model copies it as is."""
 
 
-def strip_echoed_metadata(text: str) -> str:
-    """Remove the history format a model sometimes imitates: a leading header, its metadata lines, markers."""
-    header = _ECHOED_HEADER.match(text)
-    if header:
-        lines = text[header.end() :].splitlines()
-        while lines and lines[0].startswith(_METADATA_PREFIXES):
-            lines.pop(0)
-        text = "\n".join(lines)
-    return text.replace(START_OF_MESSAGE, "").replace(END_OF_MESSAGE, "").strip()
+def strip_echoed_metadata(text: str, bot_user_id: str | None = None) -> str:
+    """Remove the history format a model sometimes imitates: headers, their metadata lines, markers
+    and recalled lines' ``⏎``. A header after the reply has begun is the model writing the next turn
+    of the conversation: the bot's own (``bot_user_id``) just loses its header, anyone else's ends
+    the reply there, so the bot never posts words in someone else's name."""
+    text = (
+        text.replace("\r\n", "\n")
+        .replace(f" {RECALLED_LINE_BREAK} ", "\n")
+        .replace(RECALLED_LINE_BREAK, "\n")
+    )
+    kept: list[str] = []
+    in_metadata = False
+    for line in text.split("\n"):
+        header = _ECHOED_HEADER.match(line)
+        if header:
+            if _has_words(kept) and header.group("user_id") != bot_user_id:
+                break
+            line, in_metadata = line[header.end() :], True
+            if not line.strip():
+                continue
+        if in_metadata and re.sub(rf"^\s*{_MARKER}*", "", line).startswith(_METADATA_PREFIXES):
+            continue
+        in_metadata = False
+        kept.append(line)
+    return "\n".join(kept).replace(START_OF_MESSAGE, "").replace(END_OF_MESSAGE, "").strip()
+
+
+def _has_words(lines: list[str]) -> bool:
+    return any(line.replace(START_OF_MESSAGE, "").replace(END_OF_MESSAGE, "").strip() for line in lines)
 
 
 @dataclass(frozen=True, slots=True)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -16,6 +16,7 @@ _WHITESPACE = re.compile(r"\s+")
 USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
 """A Discord user mention, ``<@id>`` or the legacy nickname form ``<@!id>``; group 1 is the id."""
 _ANY_MENTION = re.compile(r"<(@!?|@&|#)(\d{1,20})>")
+_CHANNEL_MENTION = re.compile(r"<#(\d{1,20})>")
 
 START_OF_MESSAGE: Final = "<som>"
 END_OF_MESSAGE: Final = "<eom>"
@@ -67,6 +68,11 @@ class MentionNames:
 
     def with_users(self, users: Mapping[str, str]) -> MentionNames:
         return MentionNames({**users, **self.users}, self.roles, self.channels)
+
+
+def mentioned_channels(texts: Iterable[str]) -> set[str]:
+    """The ids of the channels ``<#id>`` mentions in ``texts``."""
+    return {match.group(1) for text in texts for match in _CHANNEL_MENTION.finditer(text)}
 
 
 def readable_mentions(text: str, names: MentionNames) -> str:

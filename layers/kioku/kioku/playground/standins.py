@@ -258,6 +258,7 @@ class DiscordStandIn(_StandInServer):
             ("GET", re.compile(r"/guilds/(\d+)/members/search"), self._search_members),
             ("GET", re.compile(r"/guilds/(\d+)/members/(\d+)"), self._get_member),
             ("GET", re.compile(r"/guilds/(\d+)/roles"), self._get_roles),
+            ("GET", re.compile(r"/guilds/(\d+)/channels"), self._get_guild_channels),
             ("GET", re.compile(r"/guilds/(\d+)"), self._get_guild),
             ("GET", re.compile(r"/applications/@me"), self._get_application),
             ("GET", re.compile(r"/applications/(\d+)/commands"), self._get_commands),
@@ -574,6 +575,15 @@ class DiscordStandIn(_StandInServer):
 
     def _get_roles(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         return CannedResponse(200, list(self._roles.get(guild_id) or [self._everyone(guild_id)]))
+
+    def _get_guild_channels(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
+        listed = [
+            dict(channel)
+            for channel in self._channel_info.values()
+            if channel.get("guild_id") == guild_id
+            and channel.get("type") not in (DISCORD_PUBLIC_THREAD_TYPE, DISCORD_PRIVATE_THREAD_TYPE)
+        ]  # threads are listed by other routes in Discord too
+        return CannedResponse(200, listed)
 
     def _get_application(self, request: RecordedRequest) -> CannedResponse:
         return CannedResponse(

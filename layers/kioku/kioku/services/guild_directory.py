@@ -1,8 +1,9 @@
 """What a turn asks Discord about its guild: how private its channel is, and who is a member.
 
 The channel is asked every turn (its permission overwrites decide what may be recalled elsewhere,
-and a channel can turn private at any moment); the @everyone role and member lookups change
-rarely and are kept for a short while per container.
+and a channel can turn private at any moment); the @everyone role, the guild's channel list (to
+name the channels a message mentions) and member lookups change rarely and are kept for a short
+while per container.
 """
 
 from __future__ import annotations
@@ -59,6 +60,7 @@ class GuildDirectory:
         self._roles = _TtlCache(cache_seconds, clock)
         self._members = _TtlCache(cache_seconds, clock)
         self._guilds = _TtlCache(cache_seconds, clock)
+        self._channels = _TtlCache(cache_seconds, clock)
 
     def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
         """``channel``'s privacy (the object of ``GET /channels/{id}``); whatever Discord will not
@@ -77,6 +79,27 @@ class GuildDirectory:
         except DiscordError as exc:
             logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
             return None
+
+    def public_channel_names(self, guild_id: str) -> dict[str, str]:
+        """The names of the guild's channels that @everyone may view, by id: a message may mention
+        any channel, and a private channel's name is not for every channel to read. Nothing when
+        Discord will not tell."""
+        try:
+            channels = self._channels.get(
+                ("channels", guild_id), lambda: self._discord.get_guild_channels(guild_id)
+            )
+        except DiscordError as exc:
+            logger.warning("the guild's channels could not be read (%s); mentions of them stay unnamed", exc)
+            return {}
+        roles = self.roles(guild_id)
+        named = {}
+        for channel in channels:
+            if not isinstance(channel, dict) or not channel.get("name"):
+                continue
+            description = describe_channel(guild_id, channel, roles)
+            if not description.private and description.name:
+                named[description.channel_id] = description.name
+        return named
 
     def manages_server(self, guild_id: str, user_id: str, member: dict[str, Any] | None) -> bool:
         """Whether the member may manage the server: the interaction's ``permissions`` when Discord

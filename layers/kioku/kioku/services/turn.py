@@ -57,7 +57,7 @@ from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.system_prompt import system_prompt
-from kioku.domain.text import MentionNames, person_label, readable_mentions
+from kioku.domain.text import MentionNames, mentioned_channels, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
@@ -496,7 +496,7 @@ class TurnService:
             finally:
                 record.model_seconds.append(time.perf_counter() - asked)
             if not response.tool_calls or not offered:
-                return strip_echoed_metadata(response.content or "").strip()
+                return strip_echoed_metadata(response.content or "", turn.bot.user_id).strip()
             messages.append(response.assistant_message())
             announced = len(self._notices(state))
             for call in response.tool_calls:
@@ -624,12 +624,17 @@ class TurnService:
     ) -> MentionNames:
         """Names for the mentions in the turn's text: the people the history carries (the bot by its
         persona's name), the guild's roles (read for the channel's privacy already, so no extra
-        request) and this channel."""
+        request), this channel and, only when a message mentions another one, the guild's public
+        channels (one cached request)."""
         roles = (self.directory.roles(job.guild_id) if self.directory and job.guild_id else None) or []
+        channels = {channel.channel_id: channel.name} if channel.name else {}
+        texts = [job.content, *(str(message.get("content") or "") for message in history)]
+        if self.directory and job.guild_id and mentioned_channels(texts) - channels.keys():
+            channels = {**self.directory.public_channel_names(job.guild_id), **channels}
         return MentionNames(
             users={**user_names(history), bot_user_id: bot_name},
             roles={str(role.get("id")): str(role.get("name") or "") for role in roles if role.get("name")},
-            channels={channel.channel_id: channel.name} if channel.name else {},
+            channels=channels,
         )
 
     def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:

@@ -17,6 +17,16 @@ MAX_AMBIGUOUS_CANDIDATES: Final = 3
 MEMBER_SEARCH_LIMIT: Final = 100
 """Members the guild search returns for a name, as the original asks."""
 _SNOWFLAKE = re.compile(r"^\d{17,20}$")
+_AFFIX_PREFIX = re.compile(
+    r"^(?:master|mistress|mister|mr|mrs|ms|miss|mx|dr|doctor|sir|madam|madame|lady|lord|dame|"
+    r"captain|capt|professor|prof|senpai|sensei)\.?\s+",
+    re.IGNORECASE,
+)
+_AFFIX_SUFFIX = re.compile(
+    r"(?:[-\s](?:san|sama|kun|chan|senpai|sensei|dono|tan|shi)|"
+    r"さん|様|さま|くん|君|ちゃん|先輩|先生|殿)$",
+    re.IGNORECASE,
+)
 T = TypeVar("T")
 
 
@@ -62,6 +72,7 @@ def resolve_target(
 ) -> TargetResolution:
     """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); the
     people in the conversation; the guild's member search; the names of webhook personas (bridges).
+    A name no rung finds is tried again without its titles and honorifics (``without_affixes``).
     At each rung a match on a primary name (username, global name) wins over one on a nickname
     (the guild display name); the result is ambiguous only when a rung finds several people on its
     best tier.
@@ -72,12 +83,37 @@ def resolve_target(
     and failed.
     """
     raw = target.strip()
+    core = without_affixes(raw)
     if turn.is_dm:
-        return _resolve_in_dm(raw, turn)
+        resolution = _resolve_in_dm(raw, turn)
+        if resolution.kind is TargetKind.NOT_FOUND and core != raw.removeprefix("@").strip():
+            return _resolve_in_dm(core, turn)
+        return resolution
     people = _people_in_conversation(turn)
     user_id = _mentioned_id(raw, known_ids={turn.bot.user_id, *people})
     if user_id is not None:
         return _resolve_id(user_id, turn, people, lookup_member)
+    resolution = _resolve_name(raw, turn, people, search_members, lookup_member)
+    if resolution.kind is TargetKind.NOT_FOUND and core != raw.removeprefix("@").strip():
+        return _resolve_name(core, turn, people, search_members, lookup_member)
+    return resolution
+
+
+def without_affixes(name: str) -> str:
+    """``name`` without the titles and honorifics a persona addresses people with ("Master
+    Sparrow", "sparrow-san", "スズメさん"): the name that is left, or ``name`` itself when nothing is."""
+    core = name.strip().removeprefix("@").strip()
+    core = _AFFIX_SUFFIX.sub("", _AFFIX_PREFIX.sub("", core)).strip()
+    return core or name.strip().removeprefix("@").strip()
+
+
+def _resolve_name(
+    raw: str,
+    turn: TurnContext,
+    people: Mapping[str, Participant],
+    search_members: SearchMembers | None,
+    lookup_member: LookupMember | None,
+) -> TargetResolution:
     wanted = comparable_name(raw)
     if not wanted:
         return TargetResolution(TargetKind.NOT_FOUND)

@@ -1,4 +1,4 @@
-"""Does the user explicitly ask for long-term memory? Then the STM tool and nudge step aside.
+"""Does the user explicitly ask for long-term memory? Then the STM nudge steps aside (the tool stays offered).
 
 Matching is on NFKC-normalised, case-folded text. English phrases match on word boundaries (so
 "notebook" and "remembered" do not count) and ``remember`` only as a request: at the start of a

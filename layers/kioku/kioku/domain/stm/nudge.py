@@ -31,9 +31,14 @@ CATEGORY_NUDGE: Final = (
 
 def nudge_due(turn: TurnContext, current: StmEntry | None) -> bool:
     """Due when the tool is offered and the bot has taken part in ``refresh_cadence`` turns since
-    the last write; a channel with no row counts as 0 turns."""
+    the last write; a channel with no row counts as 0 turns. Seed 000: a user asking for long-term
+    memory suppresses the hint only (it would compete with the long-term save); the tool stays."""
     turns = current.turns_since_refresh if current is not None else 0
-    return unavailable_reason(turn) is None and turns >= turn.config.stm.refresh_cadence
+    return (
+        unavailable_reason(turn) is None
+        and not turn.explicit_ltm_intent
+        and turns >= turn.config.stm.refresh_cadence
+    )
 
 
 def build_nudge(turn: TurnContext, limits: StmLimits) -> ContextItem:

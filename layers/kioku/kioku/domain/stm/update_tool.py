@@ -53,10 +53,6 @@ REFUSALS: Final = {
     "capability": "short-term memory management is turned off on this server",
     "tools": "the current model cannot use tools",
     "provider": "the current provider does not support this tool",
-    "ltm_intent": (
-        "the user asked you to remember something for the long term; save it to long-term memory "
-        "instead, not to the short-term summary"
-    ),
     "once": "it was already used this turn; the memory has been saved, do not call it again",
 }
 
@@ -75,15 +71,14 @@ class StmUpdate:
 
 
 def unavailable_reason(turn: TurnContext) -> str | None:
-    """Why the tool is not offered this turn, or None when it is. The nudge follows the same gate."""
+    """Why the tool is not offered this turn, or None when it is. The nudge follows the same gate
+    (and steps aside too when the user asks for long-term memory; the tool stays offered)."""
     if not turn.config.capabilities.short_term_memory_enabled:
         return REFUSALS["capability"]
     if not turn.llm_has_tools:
         return REFUSALS["tools"]
     if turn.llm_provider.casefold() in PROVIDERS_WITHOUT_STM_TOOL:
         return REFUSALS["provider"]
-    if turn.explicit_ltm_intent:
-        return REFUSALS["ltm_intent"]
     return None
 
 
