@@ -33,6 +33,7 @@ from kioku.domain.ltm.memory import (
     ScopeKind,
     TargetPrivacyRestricted,
 )
+from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
@@ -96,9 +97,18 @@ LONGEST_ORIGIN = Origin(LONGEST_AUTHOR, "2" * 20, "3" * 20, private=True, privat
 
 
 def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origin = LONGEST_ORIGIN) -> Memory:
-    """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte characters."""
+    """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte
+    characters, and an embedding."""
     return Memory(
-        scope, memory_id, WIDE * chars, LONGEST_AUTHOR, LATEST, LATEST, origin=origin, subject_id="4" * 20
+        scope,
+        memory_id,
+        WIDE * chars,
+        LONGEST_AUTHOR,
+        LATEST,
+        LATEST,
+        origin=origin,
+        subject_id="4" * 20,
+        embedding=bytes(range(128)) * (VECTOR_BYTES // 128),
     )
 
 
@@ -399,8 +409,8 @@ def test_without_shards_the_longest_entries_would_not_fit_one_item(table):
     assert layout.shards(ScopeKind.SERVER) == 2
 
 
-def test_the_defaults_keep_two_shards_of_ninety_entries():
-    assert (BookLayout().capacity, BookLayout().shards(ScopeKind.SERVER)) == (90, 2)
+def test_the_defaults_keep_two_shards_of_eighty_five_entries():
+    assert (BookLayout().capacity, BookLayout().shards(ScopeKind.SERVER)) == (85, 2)
 
 
 def test_a_save_into_a_full_shard_goes_to_another_and_recall_reads_every_shard_in_one_request(table):

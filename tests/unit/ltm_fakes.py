@@ -151,7 +151,15 @@ class FakeMemoryStore:
         return self.memories.get((kind, owner_id, memory_id))
 
     def replace_content(
-        self, memory: Memory, content: str, now: datetime, *, origin=None, author_id=None, said_at=None
+        self,
+        memory: Memory,
+        content: str,
+        now: datetime,
+        *,
+        origin=None,
+        author_id=None,
+        said_at=None,
+        embedding=None,
     ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
@@ -171,6 +179,7 @@ class FakeMemoryStore:
             updated_at=now,
             origin=origin or memory.origin,
             author_id=author_id or memory.author_id,
+            embedding=embedding,
         )
         self.memories[key] = updated
         return updated

@@ -67,7 +67,17 @@ def turn_service(settings: Settings) -> TurnService:
         ltm_store=DynamoMemoryStore(table, layout=BookLayout.from_settings(settings)),
         turns=TurnRepository(table),
         rates=RateLedger(table),
+        embedder=_embedder(settings, secrets.llm_api_key),
     )
+
+
+def _embedder(settings: Settings, api_key: str | None) -> Any:
+    """``EMBEDDINGS_MODEL``'s client, imported only when it is set."""
+    if not settings.EMBEDDINGS_MODEL:
+        return None
+    from kioku.adapters.llm.embeddings import OpenAIEmbeddings
+
+    return OpenAIEmbeddings.from_settings(settings, api_key=api_key)
 
 
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:

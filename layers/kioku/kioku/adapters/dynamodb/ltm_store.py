@@ -9,7 +9,7 @@ partition, beside their profile. An owner's partition holds:
 - ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
 - the recall book of each scope, in shards (``BOOK#L{lineage}``, ``BOOK#L{lineage}#1``, … on a
   server, ``LTM#BOOK#L{lineage}``… on a person): one top-level attribute ``m{memory_id}`` per memory,
-  ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id}``, and ``k``, the shard's
+  ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id, v: embedding}``, and ``k``, the shard's
   number of entries; the origin (``guild/channel/parent/flags``) is what recall's privacy rules
   read, so a book entry without one (written before origins were kept) is never recalled. Recall
   reads books, which have fixed keys, so a turn fetches every shard in the BatchGetItem it already
@@ -17,6 +17,8 @@ partition, beside their profile. An owner's partition holds:
   drifts from its memories. Entries keep the whole content; a shard takes an entry only while
   ``k`` is below ``BookLayout.capacity`` (a condition of the save), so a shard full of the longest
   entries stays under DynamoDB's 400 KB item size, and a scope has as many shards as its limit needs.
+  The room of an embedding (``v``, 256 bytes, binary) is kept in every entry whether embeddings are
+  on or not, so turning them on or off never changes a scope's shards.
 
 A server save is one transaction: ``ADD n_L 1`` if ``n_L < limit``, guard and memory put if absent.
 A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression can state, so it reads
@@ -38,6 +40,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
+
+from boto3.dynamodb.types import Binary
 
 from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
@@ -65,6 +69,7 @@ from kioku.domain.ltm.memory import (
     new_memory_id,
 )
 from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.models import PrivacyLevel
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
@@ -80,8 +85,9 @@ _ENTRY_PREFIX: Final = "m"
 _SHARD_COUNT: Final = "k"
 BOOK_ITEM_BYTES: Final = 380_000
 """What a book shard may take, under DynamoDB's 400 KB item limit."""
-BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
-"""An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes)."""
+BOOK_ENTRY_OVERHEAD_BYTES: Final = 200 + 4 + VECTOR_BYTES
+"""An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes),
+and its embedding (``v``: 256 bytes)."""
 _MAX_UTF8_BYTES: Final = 4
 _PENDING: Final = "p"
 _ORIGIN_PRIVATE: Final = "p"
@@ -96,6 +102,7 @@ _NAMES: Final = {
     "#status": "status",
     "#origin": "origin",
     "#author_id": "author_id",
+    "#embedding": "embedding",
 }
 
 
@@ -171,6 +178,8 @@ def book_entry(memory: Memory) -> Item:
         entry["s"] = memory.subject_id
     if memory.status is MemoryStatus.PENDING:
         entry["st"] = _PENDING
+    if memory.embedding:
+        entry["v"] = memory.embedding
     return entry
 
 
@@ -287,25 +296,31 @@ class DynamoMemoryStore:
         origin: Origin | None = None,
         author_id: str | None = None,
         said_at: datetime | None = None,
+        embedding: bytes | None = None,
     ) -> Memory:
         """``memory`` with new content; given ``origin`` and ``author_id`` (where and by whom the new
         text was written), it belongs there from now on, as new text would. Given ``said_at`` (when
         the new text was said), raises ``ForgottenSinceSaid`` if its author, or a personal memory's
-        owner, asked to forget everything since."""
+        owner, asked to forget everything since. ``embedding`` is the new content's (None: the old
+        one goes, it described the old text)."""
         updated = replace(
             memory,
             content=content,
             updated_at=now,
             origin=origin or memory.origin,
             author_id=author_id or memory.author_id,
+            embedding=embedding,
         )
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
-                "#origin = :origin, #author_id = :author_id",
+                "#origin = :origin, #author_id = :author_id"
+                + (", #embedding = :embedding" if embedding else " REMOVE #embedding"),
                 condition="#fingerprint = :read_fingerprint",
-                names=_names("#content", "#fingerprint", "#updated_at", "#origin", "#author_id"),
+                names=_names(
+                    "#content", "#fingerprint", "#updated_at", "#origin", "#author_id", "#embedding"
+                ),
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
@@ -313,6 +328,7 @@ class DynamoMemoryStore:
                     ":origin": origin_text(updated.origin),
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
+                    **({":embedding": embedding} if embedding else {}),
                 },
             ),
             "book": self._write_entry(updated),
@@ -651,6 +667,7 @@ def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> lis
                     subject_id=_optional_str(entry.get("s")),
                     status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
                     book_shard=shard,
+                    embedding=_optional_bytes(entry.get("v")),
                 )
             )
     return memories
@@ -680,6 +697,7 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: 
         "status": draft.status.value,
         "book_shard": shard,
         **({"subject_id": draft.subject_id} if draft.subject_id else {}),
+        **({"embedding": draft.embedding} if draft.embedding else {}),
     }
 
 
@@ -695,8 +713,16 @@ def memory_from_item(item: Item) -> Memory:
         subject_id=_optional_str(item.get("subject_id")),
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
         book_shard=int(item.get("book_shard", 0)),
+        embedding=_optional_bytes(item.get("embedding")),
     )
 
 
 def _optional_str(value: Any) -> str | None:
     return str(value) if value else None
+
+
+def _optional_bytes(value: Any) -> bytes | None:
+    """A binary attribute as bytes (boto3 reads it as ``Binary``); anything else, None."""
+    if isinstance(value, Binary):
+        value = value.value
+    return bytes(value) if isinstance(value, bytes | bytearray) and value else None
