@@ -698,8 +698,8 @@ class EmbeddingsStandIn(_StandInServer):
     """``POST /v1/embeddings``: deterministic vectors, a hashed bag of the text's words where a few
     groups of English synonyms share one slot (``standin_embedding``), so a paraphrase lands near
     what it rewords, as a real model's would. ``supports_dimensions=False`` answers a request for
-    ``dimensions`` as OpenAI does for a model that cannot (HTTP 400); ``fail_with`` answers every
-    request with that status."""
+    ``dimensions`` as OpenAI does for a model that cannot (HTTP 400); ``answer_with`` makes it
+    answer every request with one canned response instead (a failure, a malformed body)."""
 
     def __init__(
         self,
@@ -707,13 +707,17 @@ class EmbeddingsStandIn(_StandInServer):
         api_key: str | None = None,
         supports_dimensions: bool = True,
         native_dimensions: int = STANDIN_NATIVE_DIMENSIONS,
-        fail_with: int | None = None,
     ) -> None:
         super().__init__()
         self.api_key = api_key
         self.supports_dimensions = supports_dimensions
         self.native_dimensions = native_dimensions
-        self.fail_with = fail_with
+        self._canned: CannedResponse | None = None
+
+    def answer_with(self, response: CannedResponse | None) -> None:
+        """Answer every request with ``response`` from now on (None: embed again)."""
+        with self._lock:
+            self._canned = response
 
     @property
     def base_url(self) -> str:
@@ -729,8 +733,8 @@ class EmbeddingsStandIn(_StandInServer):
             return _openai_error(404, "not found")
         if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
             return _openai_error(401, "Incorrect API key provided")
-        if self.fail_with is not None:
-            return _openai_error(self.fail_with, "the stand-in was told to fail")
+        if self._canned is not None:
+            return self._canned
         body = request.body
         texts = body.get("input") if isinstance(body, dict) else None
         if isinstance(texts, str):

@@ -16,7 +16,13 @@ from typing import Any, Final
 import httpx
 
 from kioku import __version__
-from kioku.adapters.llm.openai import HTTP_CLIENT_ERROR, MAX_CONNECT_TIMEOUT_SECONDS, provider_error_detail
+from kioku.adapters.llm.openai import (
+    HTTP_CLIENT_ERROR,
+    HTTP_FORBIDDEN,
+    HTTP_UNAUTHORIZED,
+    MAX_CONNECT_TIMEOUT_SECONDS,
+    provider_error_detail,
+)
 from kioku.config import Settings
 from kioku.domain.ltm.ports import EmbeddingsUnavailable
 from kioku.domain.ltm.vectors import DIMENSIONS, InvalidVector, quantise
@@ -84,11 +90,12 @@ class OpenAIEmbeddings:
             logger.info("the embeddings model takes no dimensions; its vectors are cut to %d", DIMENSIONS)
             self.asks_dimensions = False
             response = self._post(body)
-        if response.status_code != HTTP_OK:
-            raise EmbeddingsUnavailable(
-                f"the embeddings endpoint answered HTTP {response.status_code} "
-                f"{provider_error_detail(response, self._api_key) if response.status_code >= HTTP_CLIENT_ERROR else ''}".strip()
-            )
+        status = response.status_code
+        if status != HTTP_OK:
+            # a rejected key is quoted in the message; never repeat it, even scrubbed
+            quoted = status >= HTTP_CLIENT_ERROR and status not in (HTTP_UNAUTHORIZED, HTTP_FORBIDDEN)
+            detail = provider_error_detail(response, self._api_key) if quoted else ""
+            raise EmbeddingsUnavailable(f"the embeddings endpoint answered HTTP {status} {detail}".strip())
         return _vectors(response, len(texts))
 
     def _post(self, body: dict[str, Any]) -> httpx.Response:
