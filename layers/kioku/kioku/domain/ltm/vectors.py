@@ -9,6 +9,7 @@ scale is kept: 256 bytes per memory, and the cosine of the bytes is that of the 
 from __future__ import annotations
 
 import math
+import operator
 from array import array
 from collections.abc import Sequence
 from typing import Final
@@ -17,7 +18,7 @@ DIMENSIONS: Final = 256
 VECTOR_BYTES: Final = DIMENSIONS
 _INT8_MAX: Final = 127
 _UNPACKED_CACHE_LIMIT: Final = 20_000
-_unpacked: dict[bytes, tuple[array, float]] = {}
+_unpacked: dict[bytes, tuple[list[int], float]] = {}
 
 
 def embedded_text(content: str) -> str:
@@ -47,14 +48,14 @@ def cosine(first: bytes, second: bytes) -> float:
     b, norm_b = _unpack(second)
     if len(a) != len(b) or not norm_a or not norm_b:
         return 0.0
-    return sum(x * y for x, y in zip(a, b, strict=True)) / (norm_a * norm_b)
+    return sum(map(operator.mul, a, b)) / (norm_a * norm_b)
 
 
-def _unpack(data: bytes) -> tuple[array, float]:
+def _unpack(data: bytes) -> tuple[list[int], float]:
     """``data`` as numbers and its norm, memoised: a warm worker compares the same books each turn."""
     known = _unpacked.get(data)
     if known is None:
-        numbers = array("b", data)
+        numbers = array("b", data).tolist()
         known = (numbers, math.sqrt(sum(x * x for x in numbers)))
         if len(_unpacked) >= _UNPACKED_CACHE_LIMIT:
             _unpacked.clear()
