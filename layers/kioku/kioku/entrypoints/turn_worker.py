@@ -27,6 +27,7 @@ from pydantic import SecretStr
 
 from kioku import clock
 from kioku.config import Settings, get_settings
+from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
@@ -71,7 +72,7 @@ def turn_service(settings: Settings) -> TurnService:
     )
 
 
-def _embedder(settings: Settings, api_key: str | None) -> Any:
+def _embedder(settings: Settings, api_key: str | None) -> Embedder | None:
     """``EMBEDDINGS_MODEL``'s client, imported only when it is set."""
     if not settings.EMBEDDINGS_MODEL:
         return None
