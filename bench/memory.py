@@ -7,18 +7,24 @@ store (one BatchGetItem), the real ranking within ``LTM_RECALL_BUDGET_CHARS``, a
 were left out, one ``search_long_term_memory`` call with the question. docs/memory.md explains the
 format (``--conversation FILE`` measures any conversation) and the numbers.
 
+Every size is measured twice: by words alone, and with embeddings (the deterministic stand-in
+server on 127.0.0.1, or a real endpoint given ``--embeddings-model``).
+
     python -m bench.memory [--conversation FILE] [--write FILE --memories N]
+                           [--embeddings-model NAME --embeddings-base-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -36,17 +42,24 @@ from kioku.adapters.dynamodb.ltm_store import (
     memory_to_item,
 )
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
+from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.ranking import RecallQuery, similarity
 from kioku.domain.ltm.recall import Recall, build_recall, fact_words, recall_subjects
+from kioku.domain.ltm.vectors import cosine, embedded_text
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground.aws import create_table, load_template
+from kioku.playground.standins import EmbeddingsStandIn
+from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.ltm import NEAR_DUPLICATE_SIMILARITY, recall_context, search_long_term_memory
 
 SIZES = (20, 200, 1000)
 BUDGET = 8_000
+SMALL_BUDGET = 1_000
+"""A tight budget (about a dozen memories) to tell rankings apart where the default holds most."""
 SEED_BUDGET = 24_000
 """The seed's recall: every memory, newest first, until 24,000 characters."""
 SCOPE_LIMIT = 1_000
@@ -561,6 +574,7 @@ class Measured:
     found: int = 0
     found_with_search: int = 0
     found_by_seed: int = 0
+    found_small: int = 0
     corrected: int = 0
     superseded_answers: int = 0
     superseded_answers_by_seed: int = 0
@@ -570,10 +584,13 @@ class Measured:
     in_scope: list[int] = field(default_factory=list)
 
 
-def measure(conversation: Conversation, dynamodb: Any, table_name: str) -> Measured:
-    """Save every memory of ``conversation`` into a fresh server's books, then ask every question."""
+def measure(
+    conversation: Conversation, dynamodb: Any, table_name: str, embedder: Embedder | None = None
+) -> Measured:
+    """Save every memory of ``conversation`` into a fresh server's books (with its embedding, given
+    ``embedder``), then ask every question (its message embedded once, as a turn does)."""
     people = _participants(conversation)
-    memory_ids = _fill(dynamodb, table_name, conversation, people)
+    memory_ids = _fill(dynamodb, table_name, conversation, people, embedder)
     layout = BookLayout(SCOPE_LIMIT, SCOPE_LIMIT, 1000)
     store = DynamoMemoryStore(KiokuTable(table_name, client=dynamodb), layout=layout)
     end = conversation.utterances[-1].date + timedelta(days=1)
@@ -594,12 +611,14 @@ def measure(conversation: Conversation, dynamodb: Any, table_name: str) -> Measu
         query = RecallQuery(
             f"kioku, {question.text}", tuple(u.text for u in earlier), BOT.names(turn.bot_name)
         )
+        embeddings = TurnEmbeddings(embedder) if embedder else None
         started = time.perf_counter()
-        recall = recall_context(turn, loaded, query=query, budget=BUDGET)
+        recall = recall_context(turn, loaded, query=query, budget=BUDGET, embeddings=embeddings)
         result.ranking_ms.append((time.perf_counter() - started) * 1000)
+        small = recall_context(turn, loaded, query=query, budget=SMALL_BUDGET, embeddings=embeddings)
         seed = build_recall(turn, loaded.server, loaded.personal, subjects, budget=SEED_BUDGET)
         shown = _shown(recall)
-        searched = shown | _searched(recall, question, turn)
+        searched = shown | _searched(recall, question, turn, embeddings)
         seed_shown = _shown(seed)
         evidence = {memory_ids[e] for e in question.evidence if e in memory_ids}
         superseded = {memory_ids[s] for s in question.superseded if s in memory_ids}
@@ -607,6 +626,7 @@ def measure(conversation: Conversation, dynamodb: Any, table_name: str) -> Measu
         result.found += evidence <= shown
         result.found_with_search += evidence <= searched
         result.found_by_seed += evidence <= seed_shown
+        result.found_small += evidence <= _shown(small)
         if superseded:
             result.corrected += 1
             result.superseded_answers += bool(superseded & searched) and not evidence <= searched
@@ -621,11 +641,13 @@ def _shown(recall: Recall) -> set[tuple[str, str, str]]:
     return {_identity(recall.candidates[index]) for index in recall.shown}
 
 
-def _searched(recall: Recall, question: Question, turn: TurnContext) -> set[tuple[str, str, str]]:
+def _searched(
+    recall: Recall, question: Question, turn: TurnContext, embeddings: TurnEmbeddings | None
+) -> set[tuple[str, str, str]]:
     """What one search with the question's words finds (a model offered the search would make it)."""
     if not recall.left_out:
         return set()
-    result = search_long_term_memory({"query": question.text}, turn, recall)
+    result = search_long_term_memory({"query": question.text}, turn, recall, embeddings)
     found = {entry["memory_id"] for entry in result.data.get("memories", ())}
     return {_identity(c) for c in recall.not_shown() if c.memory.memory_id in found}
 
@@ -645,25 +667,35 @@ def _participants(conversation: Conversation) -> dict[str, Participant]:
 
 
 def _fill(
-    dynamodb: Any, table_name: str, conversation: Conversation, people: Mapping[str, Participant]
+    dynamodb: Any,
+    table_name: str,
+    conversation: Conversation,
+    people: Mapping[str, Participant],
+    embedder: Embedder | None = None,
 ) -> dict[str, tuple[str, str, str]]:
     """Write each utterance's memory and its book entry as a save would, in batches (moto copies the
-    whole table for every transaction: saving a thousand memories one by one would take minutes)."""
+    whole table for every transaction: saving a thousand memories one by one would take minutes);
+    given ``embedder``, each with the embedding a save computes."""
     layout = BookLayout(SCOPE_LIMIT, SCOPE_LIMIT, 1000)
     items, books, ids = [], {}, {}
-    for n, utterance in enumerate(conversation.utterances):
-        if utterance.memory is None:
-            continue
+    saved = [(n, u) for n, u in enumerate(conversation.utterances) if u.memory is not None]
+    contents = [_content(u, people[u.speaker]) for _, u in saved]
+    vectors = embedder.embed([embedded_text(c) for c in contents]) if embedder else [None] * len(saved)
+    for (n, utterance), content, vector in zip(saved, contents, vectors, strict=True):
         speaker = people[utterance.speaker]
         if utterance.scope == "server":
             scope = MemoryScope.server(SERVER_ID, LINEAGE)
-            content = utterance.memory.replace("{user}", speaker.display_name)
         else:
             scope = MemoryScope.personal(speaker.user_id, LINEAGE)
-            content = utterance.memory
         origin = Origin(SERVER_ID, _channel_id(utterance.channel), private=False)
         draft = MemoryDraft(
-            scope, content, speaker.user_id, utterance.date, origin=origin, subject_id=speaker.user_id
+            scope,
+            content,
+            speaker.user_id,
+            utterance.date,
+            origin=origin,
+            subject_id=speaker.user_id,
+            embedding=vector,
         )
         memory_id = str(10000 + n)
         shard = int(memory_id) % layout.shards(scope.kind)
@@ -679,6 +711,14 @@ def _fill(
             RequestItems={table_name: [{"PutRequest": {"Item": to_wire(i)}} for i in chunk]}
         )
     return ids
+
+
+def _content(utterance: Utterance, speaker: Participant) -> str:
+    """What a save keeps: a server memory names its person (``pin_user_token``)."""
+    assert utterance.memory is not None
+    if utterance.scope == "server":
+        return utterance.memory.replace("{user}", speaker.display_name)
+    return utterance.memory
 
 
 def _channel_id(name: str) -> str:
@@ -713,6 +753,8 @@ def report(measured: Measured, label: str) -> list[str]:
         f"memory.evidence_recall={measured.found / q:.2f} {label} questions={measured.questions} "
         f"(after one search {measured.found_with_search / q:.2f}; the seed's newest-first 24,000 characters "
         f"{measured.found_by_seed / q:.2f})",
+        f"memory.evidence_recall_small_budget={measured.found_small / q:.2f} {label} "
+        f"(the same within {SMALL_BUDGET:,} characters, about a dozen memories, no search)",
         f"memory.ltm_chars_per_turn={statistics.mean(chars):.0f} {label} (max {chars[-1]}, budget {BUDGET}; "
         f"the seed's {statistics.mean(measured.seed_chars):.0f})",
         f"memory.superseded_answer_share={measured.superseded_answers / q:.2f} {label} "
@@ -770,6 +812,30 @@ REWORDINGS = (
 """The same fact written twice, as a model rewords it."""
 
 
+def near_duplicates_by_meaning(embedder: Embedder, label: str) -> str:
+    """Why saving is refused by words, not by meaning: the cosine of one scope's distinct facts at
+    1,000 memories against that of rewordings of one fact."""
+    memories: dict[tuple[str, str], list[str]] = {}
+    for u in generate(1000).utterances:
+        if u.memory:
+            memories.setdefault((u.scope, u.speaker if u.scope == "personal" else ""), []).append(u.memory)
+    distinct, cosines = 0, []
+    for texts in memories.values():
+        vectors = embedder.embed([embedded_text(text) for text in dict.fromkeys(texts)])
+        for i, first in enumerate(vectors):
+            for second in vectors[i + 1 :]:
+                distinct += 1
+                cosines.append(cosine(first, second))
+    reworded = [cosine(*embedder.embed([embedded_text(a), embedded_text(b)])) for a, b in REWORDINGS]
+    threshold = min(reworded)
+    over = sum(c >= threshold for c in cosines)
+    return (
+        f"memory.near_duplicate_by_meaning {label} rewordings_min_cosine={threshold:.2f} "
+        f"distinct_facts_at_or_over_it={over}/{distinct} (why a save is refused by its words: a cosine "
+        f"that catches every rewording also catches distinct facts)"
+    )
+
+
 def near_duplicates() -> str:
     """How ``NEAR_DUPLICATE_SIMILARITY`` splits the generated 1,000 memories' distinct facts of one
     scope (none may reach it) from rewordings of one fact (most should)."""
@@ -791,18 +857,32 @@ def near_duplicates() -> str:
     )
 
 
-def run(conversations: Iterable[tuple[str, Conversation]]) -> None:
+def run(conversations: Iterable[tuple[str, Conversation]], embedder: Embedder, embeddings_label: str) -> None:
+    """Each conversation measured by words alone, then with ``embedder``."""
     template = load_template()
     with mock_aws():
         dynamodb = boto3.client("dynamodb", region_name="us-east-1")
         for number, (label, conversation) in enumerate(conversations):
-            table_name = f"kioku-memory-bench-{number}"
-            create_table(dynamodb, template, table_name)
-            try:
-                for line in report(measure(conversation, dynamodb, table_name), label):
-                    print(line, flush=True)
-            finally:
-                dynamodb.delete_table(TableName=table_name)
+            for suffix, used in (("", None), (f" embeddings={embeddings_label}", embedder)):
+                table_name = f"kioku-memory-bench-{number}{'-e' if used else ''}"
+                create_table(dynamodb, template, table_name)
+                try:
+                    for line in report(measure(conversation, dynamodb, table_name, used), label + suffix):
+                        print(line, flush=True)
+                finally:
+                    dynamodb.delete_table(TableName=table_name)
+
+
+@contextmanager
+def embeddings_for(model: str | None, base_url: str | None) -> Iterator[tuple[Embedder, str]]:
+    """A real endpoint when ``model`` is given (its key from ``LLM_API_KEY``), else the stand-in."""
+    if model:
+        api_key = os.environ.get("LLM_API_KEY") or None
+        url = base_url or "https://api.openai.com/v1"
+        yield OpenAIEmbeddings(base_url=url, model=model, api_key=api_key, timeout_seconds=30), model
+        return
+    with EmbeddingsStandIn() as server:
+        yield OpenAIEmbeddings(base_url=server.base_url, model="stand-in", api_key=None), "stand-in"
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -812,17 +892,21 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--memories", type=int, default=200, help="memories of the conversation --write writes"
     )
+    parser.add_argument("--embeddings-model", help="a real embeddings model instead of the stand-in")
+    parser.add_argument("--embeddings-base-url", help="its OpenAI-compatible endpoint (key: LLM_API_KEY)")
     args = parser.parse_args(argv if argv is not None else [])
     if args.write:
         args.write.write_text(json.dumps(conversation_json(generate(args.memories)), indent=1))
         return
-    if args.conversation:
-        conversation = read_conversation(json.loads(args.conversation.read_text()))
-        run([(f"file={args.conversation.name}", conversation)])
-        return
-    run((f"memories={size}", generate(size)) for size in SIZES)
-    print(ranking_of_a_thousand())
-    print(near_duplicates())
+    with embeddings_for(args.embeddings_model, args.embeddings_base_url) as (embedder, label):
+        if args.conversation:
+            conversation = read_conversation(json.loads(args.conversation.read_text()))
+            run([(f"file={args.conversation.name}", conversation)], embedder, label)
+            return
+        run(((f"memories={size}", generate(size)) for size in SIZES), embedder, label)
+        print(ranking_of_a_thousand())
+        print(near_duplicates())
+        print(near_duplicates_by_meaning(embedder, label))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,7 @@ from kioku.domain.ltm.memory import (
     ScopeKind,
     TargetPrivacyRestricted,
 )
+from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
@@ -96,9 +97,18 @@ LONGEST_ORIGIN = Origin(LONGEST_AUTHOR, "2" * 20, "3" * 20, private=True, privat
 
 
 def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origin = LONGEST_ORIGIN) -> Memory:
-    """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte characters."""
+    """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte
+    characters, and an embedding."""
     return Memory(
-        scope, memory_id, WIDE * chars, LONGEST_AUTHOR, LATEST, LATEST, origin=origin, subject_id="4" * 20
+        scope,
+        memory_id,
+        WIDE * chars,
+        LONGEST_AUTHOR,
+        LATEST,
+        LATEST,
+        origin=origin,
+        subject_id="4" * 20,
+        embedding=bytes(range(128)) * (VECTOR_BYTES // 128),
     )
 
 
@@ -399,8 +409,8 @@ def test_without_shards_the_longest_entries_would_not_fit_one_item(table):
     assert layout.shards(ScopeKind.SERVER) == 2
 
 
-def test_the_defaults_keep_two_shards_of_ninety_entries():
-    assert (BookLayout().capacity, BookLayout().shards(ScopeKind.SERVER)) == (90, 2)
+def test_the_defaults_keep_two_shards_of_eighty_five_entries():
+    assert (BookLayout().capacity, BookLayout().shards(ScopeKind.SERVER)) == (85, 2)
 
 
 def test_a_save_into_a_full_shard_goes_to_another_and_recall_reads_every_shard_in_one_request(table):
@@ -532,3 +542,71 @@ def test_a_save_of_words_said_before_its_author_or_subject_forgot_everything_is_
         store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=before)
     store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=after)
     assert store.find(ScopeKind.PERSONAL, BOB, kept.memory_id).content == "{user} owes Alice dinner"
+
+
+# -- embeddings ---------------------------------------------------------------------------------------
+
+PORTO_VECTOR = bytes(range(0, 256))
+LISBON_VECTOR = bytes(range(255, -1, -1))
+
+
+def test_a_memorys_embedding_is_kept_in_its_book_and_recalled_with_it_in_the_same_one_request(table):
+    # Given a memory saved with its embedding
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    saved = replace(draft(scope, "Bob lives in Porto"), embedding=PORTO_VECTOR)
+    memory_id = store.create(saved, limit=5).memory_id
+
+    # Then its book entry holds the 256 bytes as a binary attribute, and the memory item too
+    (book,) = stored_items(table, ScopeKind.SERVER, SERVER, "BOOK#")
+    assert bytes(book[entry_attribute(memory_id)]["v"]) == PORTO_VECTOR
+    assert store.find(ScopeKind.SERVER, SERVER, memory_id).embedding == PORTO_VECTOR
+    # and recall returns it, still in one request
+    calls = count_requests(table)
+    (recalled,) = store.recall(SERVER, 1, [], **SEEN_HERE).server
+    assert recalled.embedding == PORTO_VECTOR and calls == ["BatchGetItem"]
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
+
+
+def test_an_update_replaces_the_embedding_or_drops_it_and_an_approval_keeps_it(table):
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    memory_id = store.create(
+        replace(draft(scope, "Bob lives in Porto"), embedding=PORTO_VECTOR), limit=5
+    ).memory_id
+    memory = store.find(ScopeKind.SERVER, SERVER, memory_id)
+
+    # When the content is replaced with its new embedding, then with none (embeddings failed)
+    store.replace_content(memory, "Bob lives in Lisbon", NOW, embedding=LISBON_VECTOR)
+    after_first = store.find(ScopeKind.SERVER, SERVER, memory_id)
+    assert after_first.embedding == LISBON_VECTOR
+    assert store.recall(SERVER, 1, [], **SEEN_HERE).server[0].embedding == LISBON_VECTOR
+    store.replace_content(after_first, "Bob lives in Braga", NOW)
+
+    # Then the old vector, which described the old text, is gone from the memory and its book
+    assert store.find(ScopeKind.SERVER, SERVER, memory_id).embedding is None
+    assert store.recall(SERVER, 1, [], **SEEN_HERE).server[0].embedding is None
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
+
+    # And a pending memory approved keeps the embedding it was saved with
+    pending = replace(
+        draft(scope, "Quiz night is on Tuesdays"), embedding=PORTO_VECTOR, status=MemoryStatus.PENDING
+    )
+    pending_id = store.create(pending, limit=5).memory_id
+    store.approve(store.find(ScopeKind.SERVER, SERVER, pending_id))
+    recalled = {m.memory_id: m for m in store.recall(SERVER, 1, [], **SEEN_HERE).server}
+    assert recalled[pending_id].embedding == PORTO_VECTOR
+
+
+def test_a_full_scope_of_the_highest_settings_with_embeddings_stays_inside_the_item_limit(table):
+    # Given the highest limit (1,000 memories a scope) and longest memories (4,000 4-byte characters)
+    layout = BookLayout(MAX_MEMORIES, MAX_MEMORIES, MAX_LENGTH)
+    scope = MemoryScope.server(SERVER, 1)
+    # When every shard is written full of the longest entries, each with its embedding
+    held = 0
+    for shard in range(layout.shards(ScopeKind.SERVER)):
+        entries = min(layout.capacity, MAX_MEMORIES - held)
+        table.put(full_book(scope, entries, MAX_LENGTH, shard=shard, first=held))
+        held += entries
+    # Then DynamoDB (moto enforces 400 KB) took them all, and they hold the whole limit
+    assert held == MAX_MEMORIES

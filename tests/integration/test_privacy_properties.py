@@ -31,6 +31,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore, entry_from_item
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
+from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig, UserProfile
@@ -40,6 +41,7 @@ from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.aws import create_table, load_template
+from kioku.playground.standins import EmbeddingsStandIn
 from kioku.services.ltm import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.services.personal_memories import forget_everything
 from kioku.services.turn import TurnService
@@ -200,6 +202,26 @@ def test_the_bypass_widens_reading_while_it_is_on_and_never_moves_a_memory(dynam
     assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
+@settings(PROPERTY_SETTINGS, max_examples=8)
+@given(scenario=scenarios(turns=(10, 18)))
+def test_with_embeddings_the_hybrid_ranking_only_chooses_among_what_may_be_seen(
+    dynamodb, embeddings_server, scenario: Scenario
+):
+    # Given the same small budget, and every memory saved with its embedding (a real HTTP stand-in)
+    embedder = OpenAIEmbeddings(base_url=embeddings_server.base_url, model="stand-in", api_key=None)
+    # When its people talk to the bot
+    problems = play(scenario, dynamodb, settings=BUDGETED, embedder=embedder)
+
+    # Then ranking by meaning too changes what is chosen, never what may be chosen from
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@pytest.fixture(scope="module")
+def embeddings_server():
+    with EmbeddingsStandIn() as server:
+        yield server
+
+
 # -- gaps the properties found, kept closed ---------------------------------------------------------
 # 1. A guild's overrides travel with what is said: a memory someone saves about themself is stamped
 #    with the privacy its channel had after the guild's overrides, so it follows them (or not) elsewhere.
@@ -342,7 +364,11 @@ def dynamodb(aws):
 
 
 def play(
-    scenario: Scenario, client, oracle: Oracle | None = None, settings: Settings = SETTINGS
+    scenario: Scenario,
+    client,
+    oracle: Oracle | None = None,
+    settings: Settings = SETTINGS,
+    embedder: OpenAIEmbeddings | None = None,
 ) -> list[str]:
     """Run every turn of ``scenario`` on a fresh table (moto already running); the problems found, one
     line each (see the module's docstring). With a recall budget too small for every memory, a memory
@@ -357,7 +383,7 @@ def play(
         _configure(ConfigStore(table), world)
         discord, model = FakeDiscord(world), TokenWritingModel()
         clock = _Clock()
-        service = _service(table, discord, model, clock, settings)
+        service = replace(_service(table, discord, model, clock, settings), embedder=embedder)
         new_token = _tokens()
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()

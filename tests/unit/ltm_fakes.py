@@ -160,6 +160,7 @@ class FakeMemoryStore:
         author_id=None,
         said_at=None,
         subject_id=None,
+        embedding=None,
     ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
@@ -180,6 +181,7 @@ class FakeMemoryStore:
             origin=origin or memory.origin,
             author_id=author_id or memory.author_id,
             subject_id=subject_id or memory.subject_id,
+            embedding=embedding,
         )
         self.memories[key] = updated
         return updated

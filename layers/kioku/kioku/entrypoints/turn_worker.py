@@ -27,6 +27,7 @@ from pydantic import SecretStr
 
 from kioku import clock
 from kioku.config import Settings, get_settings
+from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
@@ -67,7 +68,17 @@ def turn_service(settings: Settings) -> TurnService:
         ltm_store=DynamoMemoryStore(table, layout=BookLayout.from_settings(settings)),
         turns=TurnRepository(table),
         rates=RateLedger(table),
+        embedder=_embedder(settings, secrets.llm_api_key),
     )
+
+
+def _embedder(settings: Settings, api_key: str | None) -> Embedder | None:
+    """``EMBEDDINGS_MODEL``'s client, imported only when it is set."""
+    if not settings.EMBEDDINGS_MODEL:
+        return None
+    from kioku.adapters.llm.embeddings import OpenAIEmbeddings
+
+    return OpenAIEmbeddings.from_settings(settings, api_key=api_key)
 
 
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:

@@ -6,7 +6,9 @@ implement only what kioku calls, but answer it the way the real services do, err
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import re
 import threading
 from collections import deque
@@ -20,6 +22,7 @@ from urllib.parse import parse_qs, urlsplit
 
 from kioku import clock
 from kioku.domain.forgetting import first_snowflake_at
+from kioku.domain.ltm.ranking import stem, terms
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
@@ -43,6 +46,8 @@ ERROR_EMPTY_MESSAGE: Final = 50006
 ERROR_INVALID_FORM_BODY: Final = 50035
 APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
+STANDIN_NATIVE_DIMENSIONS: Final = 1536
+"""What the embeddings stand-in answers when not asked for ``dimensions`` (as text-embedding-3-small)."""
 SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
 
 
@@ -697,6 +702,121 @@ class OpenAIStandIn(_StandInServer):
         if self._responder is not None:
             return _canned(self._responder(request.body))
         return CannedResponse(500, {"error": {"message": "OpenAIStandIn has no canned response left"}})
+
+
+class EmbeddingsStandIn(_StandInServer):
+    """``POST /v1/embeddings``: deterministic vectors, a hashed bag of the text's words where a few
+    groups of English synonyms share one slot (``standin_embedding``), so a paraphrase lands near
+    what it rewords, as a real model's would. ``supports_dimensions=False`` answers a request for
+    ``dimensions`` as OpenAI does for a model that cannot (HTTP 400); ``answer_with`` makes it
+    answer every request with one canned response instead (a failure, a malformed body)."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None = None,
+        supports_dimensions: bool = True,
+        native_dimensions: int = STANDIN_NATIVE_DIMENSIONS,
+    ) -> None:
+        super().__init__()
+        self.api_key = api_key
+        self.supports_dimensions = supports_dimensions
+        self.native_dimensions = native_dimensions
+        self._canned: CannedResponse | None = None
+
+    def answer_with(self, response: CannedResponse | None) -> None:
+        """Answer every request with ``response`` from now on (None: embed again)."""
+        with self._lock:
+            self._canned = response
+
+    @property
+    def base_url(self) -> str:
+        """What ``EMBEDDINGS_BASE_URL`` (or ``LLM_BASE_URL``) should be set to."""
+        return self.url + "/v1"
+
+    @property
+    def bodies(self) -> list[Any]:
+        return [r.body for r in self.requests_to("POST", "/v1/embeddings")]
+
+    def _answer(self, request: RecordedRequest) -> CannedResponse:
+        if request.method != "POST" or request.path != "/v1/embeddings":
+            return _openai_error(404, "not found")
+        if self.api_key is not None and request.headers.get("authorization") != f"Bearer {self.api_key}":
+            return _openai_error(401, "Incorrect API key provided")
+        if self._canned is not None:
+            return self._canned
+        body = request.body
+        texts = body.get("input") if isinstance(body, dict) else None
+        if isinstance(texts, str):
+            texts = [texts]
+        if (
+            not isinstance(body, dict)
+            or not isinstance(body.get("model"), str)
+            or not isinstance(texts, list)
+            or not texts
+            or not all(isinstance(text, str) and text for text in texts)
+        ):
+            return _openai_error(
+                400, "'input' must be a non-empty string or array of strings, with a 'model'"
+            )
+        dimensions = body.get("dimensions")
+        if dimensions is not None and not self.supports_dimensions:
+            return _openai_error(400, "This model does not support specifying dimensions.")
+        if dimensions is not None and (not isinstance(dimensions, int) or dimensions < 1):
+            return _openai_error(400, "'dimensions' must be a positive integer")
+        size = dimensions or self.native_dimensions
+        return CannedResponse(
+            200,
+            {
+                "object": "list",
+                "model": body["model"],
+                "data": [
+                    {"object": "embedding", "index": index, "embedding": standin_embedding(text, size)}
+                    for index, text in enumerate(texts)
+                ],
+                "usage": {"prompt_tokens": sum(len(t.split()) for t in texts), "total_tokens": 0},
+            },
+        )
+
+
+STANDIN_SYNONYMS: Final = (
+    "live lives based reside resides home house city town moved",
+    "dog dogs puppy pup pet",
+    "job work works working career profession line occupation",
+    "favourite favorite love loves like eat food dish",
+    "sister brother sibling",
+    "hobby hobbies pastime spare free taken",
+    "car drive drives vehicle",
+    "team club support supports supporter fan",
+    "allergic allergy avoid never",
+    "instrument music play plays band",
+    "learn learning study studying",
+    "book read reading novel",
+    "went going trip outing visit",
+)
+"""What the stand-in knows of meaning: words of one line are one concept."""
+_STANDIN_CONCEPTS: Final = {stem(word): line.split()[0] for line in STANDIN_SYNONYMS for word in line.split()}
+
+
+def standin_embedding(text: str, dimensions: int) -> list[float]:
+    """A unit vector of ``dimensions``: each of the text's words (as ranking folds and stems them,
+    a synonym as its concept) adds ±1 at two places its hash picks. Deterministic, and the first 256
+    components alone are as good as the whole (the hash spreads evenly)."""
+    vector = [0.0] * dimensions
+    for term in terms(text):
+        concept = _STANDIN_CONCEPTS.get(term, term)
+        digest = hashlib.blake2b(concept.encode(), digest_size=16).digest()
+        for offset in (0, 8):
+            slot = int.from_bytes(digest[offset : offset + 4], "big") % dimensions
+            vector[slot] += 1.0 if digest[offset + 4] & 1 else -1.0
+    norm = math.sqrt(sum(x * x for x in vector)) or 1.0
+    if not any(vector):
+        vector[0] = 1.0  # a text of stop words only still has a direction, as a model's would
+    return [x / norm for x in vector]
+
+
+def _openai_error(status: int, message: str) -> CannedResponse:
+    return CannedResponse(status, {"error": {"message": message, "type": "invalid_request_error"}})
 
 
 def completion_body(

@@ -57,10 +57,12 @@ from kioku.domain.ltm.recall import (
 )
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
+from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.models import ContextItem, MemoryModeration
 from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.services.embeddings import TurnEmbeddings
 
 CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
@@ -215,18 +217,28 @@ def create_long_term_memory(
     lookup_member: LookupMember | None = None,
     speaker_manages_server: Callable[[], bool] | None = None,
     recalled: Recall | None = None,
+    embeddings: TurnEmbeddings | None = None,
 ) -> ToolResult:
     """Validate, resolve the target, sanitise, guard the lineage, then save in one limited write.
 
     On a server that reviews memories, a server memory from a member who does not manage the server
     is saved as pending (``speaker_manages_server`` is asked only then). ``recalled``, the turn's
     recall, holds the memories of the scope this turn may see: one that says nearly the same is
-    answered instead of saving, and a full scope names the most similar, to update one of them."""
+    answered instead of saving, and a full scope names the most similar, to update one of them.
+    With ``embeddings``, the memory is saved with its content's embedding (none if that fails)."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(SaveStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         return _create(
-            arguments, turn, store, search_members, lookup_member, speaker_manages_server, settings, recalled
+            arguments,
+            turn,
+            store,
+            search_members,
+            lookup_member,
+            speaker_manages_server,
+            settings,
+            recalled,
+            embeddings,
         )
     except InvalidArguments as exc:
         return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
@@ -248,13 +260,15 @@ def update_long_term_memory(
     search_members: SearchMembers | None,
     settings: Settings,
     lookup_member: LookupMember | None = None,
+    embeddings: TurnEmbeddings | None = None,
 ) -> ToolResult:
-    """Replace a memory's content, or delete it (blank content), giving its slot back."""
+    """Replace a memory's content (with its new embedding, given ``embeddings``), or delete it
+    (blank content), giving its slot back."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, lookup_member)
+        return _update(request, turn, store, search_members, lookup_member, embeddings)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -301,9 +315,11 @@ def recall_context(
     *,
     query: RecallQuery | None = None,
     budget: int = DEFAULT_RECALL_BUDGET_CHARS,
+    embeddings: TurnEmbeddings | None = None,
 ) -> Recall:
     """The recall of memories already read (and filtered for privacy) for this turn, within ``budget``
-    characters, ranked for ``query`` when not everything fits."""
+    characters, ranked for ``query`` when not everything fits (hybrid, given ``embeddings``: the
+    query's message is embedded then, once)."""
     search_tool = SEARCH_TOOL_NAME if turn.llm_has_tools else None
     return build_recall(
         turn,
@@ -314,11 +330,15 @@ def recall_context(
         budget=budget,
         query=query,
         search_tool=search_tool,
+        embed=embeddings.embed if embeddings else None,
     )
 
 
 def search_long_term_memory(
-    arguments: str | dict[str, Any] | None, turn: TurnContext, recalled: Recall
+    arguments: str | dict[str, Any] | None,
+    turn: TurnContext,
+    recalled: Recall,
+    embeddings: TurnEmbeddings | None = None,
 ) -> ToolResult:
     """The memories this turn may see but was not shown, best first for the model's ``query``, within
     ``SEARCH_BUDGET_CHARS``: no read, since recall already holds every memory the turn may see."""
@@ -329,7 +349,12 @@ def search_long_term_memory(
     hidden = recalled.not_shown()
     if not hidden:
         return _result(SearchStatus.NOTHING_FOUND, "every memory you have here is already in your context")
-    ranked = rank_recalled(hidden, RecallQuery(query, ignored=turn.bot.names(turn.bot_name)), turn.now)
+    ranked = rank_recalled(
+        hidden,
+        RecallQuery(query, ignored=turn.bot.names(turn.bot_name)),
+        turn.now,
+        embeddings.embed if embeddings else None,
+    )
     found: list[dict[str, Any]] = []
     room = SEARCH_BUDGET_CHARS
     for place in ranked:
@@ -364,6 +389,7 @@ def _create(
     speaker_manages_server: Callable[[], bool] | None,
     settings: Settings,
     recalled: Recall | None,
+    embeddings: TurnEmbeddings | None,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
     subject = _speaker(turn)
@@ -405,6 +431,7 @@ def _create(
     remembered = _already_remembered(similar, content)
     if remembered is not None:
         return remembered
+    embedding = embeddings.embed(embedded_text(content)) if embeddings else None
     draft = MemoryDraft(
         scope=scope,
         content=content,
@@ -414,10 +441,13 @@ def _create(
         subject_id=named.user_id if named else None,
         status=status,
         said_at=turn.sent_at,
+        embedding=embedding,
     )
     try:
         outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
     except MemoryLimitReached as exc:
+        if embedding is not None:
+            similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT, embedding)
         return ToolResult(
             SaveStatus.LIMIT_EXCEEDED,
             {
@@ -461,6 +491,7 @@ def _update(
     store: MemoryStore,
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None,
+    embeddings: TurnEmbeddings | None,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
     if lineage <= GLOBAL_LINEAGE:
@@ -517,6 +548,7 @@ def _update(
         author_id=turn.user.user_id,
         said_at=turn.sent_at,
         subject_id=named,
+        embedding=embeddings.embed(embedded_text(content)) if embeddings else None,
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(

@@ -39,7 +39,7 @@ from kioku.config import Settings
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
-from kioku.domain.ltm.ports import MemberSearchFailed
+from kioku.domain.ltm.ports import Embedder, MemberSearchFailed
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import (
@@ -62,6 +62,7 @@ from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
+from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.guild_directory import GuildDirectory
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
@@ -132,6 +133,8 @@ class TurnState:
     read: TurnRead | None = None
     stm: ShortTermMemoryTurn | None = None
     recalled: Recall = field(default_factory=Recall)
+    embeddings: TurnEmbeddings | None = None
+    """The turn's embeddings (``EMBEDDINGS_MODEL``): each text embedded once, none after a failure."""
     messages: list[dict[str, Any]] = field(default_factory=list)
     tools: list[dict[str, Any]] = field(default_factory=list)
     outbox: Outbox | None = None
@@ -155,6 +158,8 @@ class TurnService:
     directory: GuildDirectory | None = None
     rates: RateLedger | None = None
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
+    embedder: Embedder | None = None
+    """``EMBEDDINGS_MODEL``'s endpoint; None ranks memories by their words alone."""
 
     def __post_init__(self) -> None:
         if self.directory is None:
@@ -350,6 +355,8 @@ class TurnService:
         if state.answered or turn is None or read is None:
             return
         lineage = turn.config.persona.lineage_id
+        if self.embedder is not None:
+            state.embeddings = TurnEmbeddings(self.embedder)
         try:
             where = {"place": turn.place, "policy": turn.config.privacy}
             if lineage == state.guessed_lineage:
@@ -367,7 +374,11 @@ class TurnService:
             state.dialogue.items if state.dialogue else [],
         )
         state.recalled = ltm.recall_context(
-            turn, memories, query=query, budget=self.settings.LTM_RECALL_BUDGET_CHARS
+            turn,
+            memories,
+            query=query,
+            budget=self.settings.LTM_RECALL_BUDGET_CHARS,
+            embeddings=state.embeddings,
         )
 
     def _assemble(self, state: TurnState) -> None:
@@ -504,7 +515,9 @@ class TurnService:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
                     record.tool_calls_not_run += 1
                 else:
-                    result = self._run_tool(call, turn, stm, state.job.member, state.recalled)
+                    result = self._run_tool(
+                        call, turn, stm, state.job.member, state.recalled, state.embeddings
+                    )
                     record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
@@ -534,12 +547,14 @@ class TurnService:
         stm: ShortTermMemoryTurn,
         member: dict[str, Any] | None,
         recalled: Recall,
+        embeddings: TurnEmbeddings | None,
     ) -> ToolResult:
         common = {
             "store": self.ltm_store,
             "search_members": self._search_members,
             "lookup_member": self._lookup_member,
             "settings": self.settings,
+            "embeddings": embeddings,
         }
         try:
             if call.name == STM_TOOL_NAME:
@@ -555,7 +570,7 @@ class TurnService:
             if call.name == ltm.UPDATE_TOOL_NAME:
                 return ltm.update_long_term_memory(call.arguments, turn, **common)
             if call.name == ltm.SEARCH_TOOL_NAME:
-                return ltm.search_long_term_memory(call.arguments, turn, recalled)
+                return ltm.search_long_term_memory(call.arguments, turn, recalled, embeddings)
         except Exception:
             logger.exception("tool %s failed", call.name)
             return ToolResult("error", {"message": "the tool failed on our side; do not retry it this turn"})

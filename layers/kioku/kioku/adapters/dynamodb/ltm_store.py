@@ -12,7 +12,7 @@ partition, beside their profile. An owner's partition holds:
   person's server memories without a scan.
 - the recall book of each scope, in shards (``BOOK#L{lineage}``, ``BOOK#L{lineage}#1``, … on a
   server, ``LTM#BOOK#L{lineage}``… on a person): one top-level attribute ``m{memory_id}`` per memory,
-  ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id}``, and ``k``, the shard's
+  ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id, v: embedding}``, and ``k``, the shard's
   number of entries; the origin (``guild/channel/parent/flags``) is what recall's privacy rules
   read, so a book entry without one (written before origins were kept) is never recalled. Recall
   reads books, which have fixed keys, so a turn fetches every shard in the BatchGetItem it already
@@ -20,6 +20,8 @@ partition, beside their profile. An owner's partition holds:
   drifts from its memories. Entries keep the whole content; a shard takes an entry only while
   ``k`` is below ``BookLayout.capacity`` (a condition of the save), so a shard full of the longest
   entries stays under DynamoDB's 400 KB item size, and a scope has as many shards as its limit needs.
+  The room of an embedding (``v``, 256 bytes, binary) is kept in every entry whether embeddings are
+  on or not, so turning them on or off never changes a scope's shards.
 
 A server save is one transaction: ``ADD n_L 1`` if ``n_L < limit``, guard and memory put if absent.
 A personal save must fit ``n_L + n_0 < limit``, a sum no condition expression can state, so it reads
@@ -41,6 +43,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
+
+from boto3.dynamodb.types import Binary
 
 from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
@@ -69,6 +73,7 @@ from kioku.domain.ltm.memory import (
     new_memory_id,
 )
 from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.models import PrivacyLevel
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
@@ -85,8 +90,9 @@ _SHARD_COUNT: Final = "k"
 _SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
 BOOK_ITEM_BYTES: Final = 380_000
 """What a book shard may take, under DynamoDB's 400 KB item limit."""
-BOOK_ENTRY_OVERHEAD_BYTES: Final = 200
-"""An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes)."""
+BOOK_ENTRY_OVERHEAD_BYTES: Final = 200 + 4 + VECTOR_BYTES
+"""An entry besides its content: its name, time, author, origin and subject (at most ~170 bytes),
+and its embedding (``v``: 256 bytes)."""
 _MAX_UTF8_BYTES: Final = 4
 _PENDING: Final = "p"
 _ORIGIN_PRIVATE: Final = "p"
@@ -102,6 +108,7 @@ _NAMES: Final = {
     "#origin": "origin",
     "#author_id": "author_id",
     "#subject_id": "subject_id",
+    "#embedding": "embedding",
 }
 
 
@@ -182,6 +189,8 @@ def book_entry(memory: Memory) -> Item:
         entry["s"] = memory.subject_id
     if memory.status is MemoryStatus.PENDING:
         entry["st"] = _PENDING
+    if memory.embedding:
+        entry["v"] = memory.embedding
     return entry
 
 
@@ -299,11 +308,13 @@ class DynamoMemoryStore:
         author_id: str | None = None,
         said_at: datetime | None = None,
         subject_id: str | None = None,
+        embedding: bytes | None = None,
     ) -> Memory:
         """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
         would. Given ``said_at`` (when the new text was said), raises ``ForgottenSinceSaid`` if its
-        author, or a personal memory's owner, asked to forget everything since."""
+        author, or a personal memory's owner, asked to forget everything since. ``embedding`` is the
+        new content's (None: the old one goes, it described the old text)."""
         updated = replace(
             memory,
             content=content,
@@ -311,13 +322,15 @@ class DynamoMemoryStore:
             origin=origin or memory.origin,
             author_id=author_id or memory.author_id,
             subject_id=subject_id or memory.subject_id,
+            embedding=embedding,
         )
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
-                f"#origin = :origin, #author_id = :author_id{subject}",
+                f"#origin = :origin, #author_id = :author_id{subject}"
+                + (", #embedding = :embedding" if embedding else " REMOVE #embedding"),
                 condition="#fingerprint = :read_fingerprint",
                 names=_names(
                     "#content",
@@ -325,6 +338,7 @@ class DynamoMemoryStore:
                     "#updated_at",
                     "#origin",
                     "#author_id",
+                    "#embedding",
                     *(("#subject_id",) if subject else ()),
                 ),
                 values={
@@ -335,6 +349,7 @@ class DynamoMemoryStore:
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
                     **({":subject_id": updated.subject_id} if subject else {}),
+                    **({":embedding": embedding} if embedding else {}),
                 },
             ),
             "book": self._write_entry(updated),
@@ -741,6 +756,7 @@ def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> lis
                     subject_id=_optional_str(entry.get("s")),
                     status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
                     book_shard=shard,
+                    embedding=_optional_bytes(entry.get("v")),
                 )
             )
     return memories
@@ -770,6 +786,7 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: 
         "status": draft.status.value,
         "book_shard": shard,
         **({"subject_id": draft.subject_id} if draft.subject_id else {}),
+        **({"embedding": draft.embedding} if draft.embedding else {}),
     }
 
 
@@ -785,8 +802,16 @@ def memory_from_item(item: Item) -> Memory:
         subject_id=_optional_str(item.get("subject_id")),
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
         book_shard=int(item.get("book_shard", 0)),
+        embedding=_optional_bytes(item.get("embedding")),
     )
 
 
 def _optional_str(value: Any) -> str | None:
     return str(value) if value else None
+
+
+def _optional_bytes(value: Any) -> bytes | None:
+    """A binary attribute as bytes (boto3 reads it as ``Binary``); anything else, None."""
+    if isinstance(value, Binary):
+        value = value.value
+    return bytes(value) if isinstance(value, bytes | bytearray) and value else None

@@ -147,7 +147,7 @@ class OpenAIChatModel:
             raise LlmUnavailable(f"the model endpoint rejected the credentials: HTTP {status}", status=status)
         if status >= HTTP_CLIENT_ERROR:
             raise LlmUnavailable(
-                f"the model refused the request: HTTP {status} {_detail(response, self._api_key)}",
+                f"the model refused the request: HTTP {status} {provider_error_detail(response, self._api_key)}",
                 status=status,
             )
         return response
@@ -173,7 +173,7 @@ class OpenAIChatModel:
         return parse_chat_completion(body)
 
 
-def _detail(response: httpx.Response, api_key: str) -> str:
+def provider_error_detail(response: httpx.Response, api_key: str) -> str:
     """The provider's error message, shortened, without the key or any part of it it quotes."""
     try:
         error = response.json().get("error")

@@ -73,6 +73,8 @@ class MemoryDraft:
     subject_id: str | None = None
     status: MemoryStatus = MemoryStatus.ACTIVE
     said_at: datetime | None = None
+    embedding: bytes | None = field(default=None, repr=False)
+    """The content's quantised embedding (``vectors``), when embeddings are on and answered."""
 
     @property
     def duplicate_domain(self) -> str:
@@ -89,6 +91,7 @@ class MemoryDraft:
             origin=self.origin,
             subject_id=self.subject_id,
             status=self.status,
+            embedding=self.embedding,
         )
 
 
@@ -105,6 +108,8 @@ class Memory:
     status: MemoryStatus = MemoryStatus.ACTIVE
     book_shard: int = field(default=0, compare=False)
     """Which item of its scope's recall book holds it (the store's bookkeeping)."""
+    embedding: bytes | None = field(default=None, compare=False, repr=False)
+    """Its content's quantised embedding (``vectors``); None when embeddings were off or failed."""
 
     @property
     def fingerprint(self) -> str:

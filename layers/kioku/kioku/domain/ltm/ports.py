@@ -29,6 +29,18 @@ class MemberSearchFailed(Exception):
     """The guild member search could not answer (Discord unreachable, no permission)."""
 
 
+class EmbeddingsUnavailable(Exception):
+    """The embeddings endpoint could not answer (down, slow, refusing, or answering nonsense)."""
+
+
+class Embedder(Protocol):
+    """Texts to quantised embeddings (``kioku.domain.ltm.vectors``), one per text, in order.
+
+    Raises ``EmbeddingsUnavailable`` when it cannot."""
+
+    def embed(self, texts: Sequence[str]) -> list[bytes]: ...
+
+
 @dataclass(frozen=True, slots=True)
 class RecallSet:
     """The memories a turn may show: its server's, and those of participants who allow them."""
@@ -65,10 +77,11 @@ class MemoryStore(Protocol):
         author_id: str | None = None,
         said_at: datetime | None = None,
         subject_id: str | None = None,
+        embedding: bytes | None = None,
     ) -> Memory:
-        """``memory`` with new content, written at ``origin`` by ``author_id`` about ``subject_id``
-        when given; raises ``DuplicateMemory``, ``MemoryNotFound`` (changed) or, given ``said_at``,
-        ``ForgottenSinceSaid``."""
+        """``memory`` with new content (and ``embedding``, its embedding, if any), written at
+        ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory``,
+        ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``."""
         ...
 
     def delete(self, memory: Memory) -> None:

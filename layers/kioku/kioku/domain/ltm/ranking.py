@@ -24,6 +24,9 @@ TIER_BOOST: Final = (0.15, 0.08, 0.0)
 RECENCY_BOOST: Final = 0.1
 """The newest memory gets this much more relevance than the oldest, so a correction outranks the
 fact it corrects when both match alike."""
+SEMANTIC_WEIGHT: Final = 0.5
+"""With embeddings, a memory's relevance is this share of its cosine with the query (from 0) and the
+rest its BM25 as a share of a full match (``bm25_ceiling``): half what it means, half its words."""
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 SPEAKER, PARTICIPANT, SERVER = 0, 1, 2
@@ -206,11 +209,17 @@ def rank(
     tiers: Sequence[int],
     ages: Sequence[float],
     ids: Sequence[str],
+    semantic: Sequence[float | None] | None = None,
 ) -> list[Ranked]:
     """Documents best first: by relevance (lifted a little for the speaker's own, then the other
     participants', and for newer ones), then by tier, then newest, then id: the same input always
-    ranks the same. ``ages`` are seconds since each was written; ``tiers`` use ``SPEAKER`` …"""
-    relevance = bm25(documents, query.weights())
+    ranks the same. ``ages`` are seconds since each was written; ``tiers`` use ``SPEAKER`` …;
+    ``semantic``, each document's cosine with the query's embedding (None: it has none), makes the
+    relevance ``hybrid``."""
+    weights = query.weights()
+    relevance = bm25(documents, weights)
+    if semantic is not None:
+        relevance = hybrid(relevance, semantic, bm25_ceiling(documents, weights))
     oldest = max(ages, default=0.0) or 1.0
     boosted = [
         score * (1 + TIER_BOOST[tier] + RECENCY_BOOST * (1 - age / oldest))
@@ -219,6 +228,28 @@ def rank(
     keys = [(-score, *rest) for score, *rest in zip(boosted, tiers, ages, ids, strict=True)]
     order = sorted(range(len(documents)), key=keys.__getitem__)
     return [Ranked(i, boosted[i]) for i in order]
+
+
+def bm25_ceiling(documents: Sequence[Document], weights: dict[str, float]) -> float:
+    """The BM25 of a document of average length holding every query term once: what a full match
+    scores. A term no document has counts too (as rare as can be), so a question whose telling
+    words match nothing is a poor lexical match, however common the one word it shares."""
+    n = len(documents)
+    frequency = {term: sum(1 for d in documents if term in d.counts) for term in weights}
+    return sum(weights[term] * math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items())
+
+
+def hybrid(lexical: Sequence[float], semantic: Sequence[float | None], ceiling: float) -> list[float]:
+    """BM25 as a share of ``ceiling`` (at most 1), blended with the cosine (below 0: 0) by
+    ``SEMANTIC_WEIGHT``; a document without an embedding keeps its share alone."""
+    ceiling = ceiling or 1.0
+    blended = []
+    for score, cosine in zip(lexical, semantic, strict=True):
+        share = min(score / ceiling, 1.0)
+        if cosine is not None:
+            share = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * max(cosine, 0.0)
+        blended.append(share)
+    return blended
 
 
 def token_set(text: str) -> frozenset[str]:

@@ -3,7 +3,7 @@ within the turn's budget (the best-ranked memories first when not everything fit
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Final
@@ -22,6 +22,7 @@ from kioku.domain.ltm.ranking import (
     similarity,
     token_set,
 )
+from kioku.domain.ltm.vectors import cosine
 from kioku.domain.models import ContextItem, ContextTag, Participant
 from kioku.domain.turn import TurnContext
 
@@ -33,6 +34,10 @@ _MAX_LEFT_OUT: Final = 99_999
 _THIS_SERVER: Final = "this server"
 _NAMED_CACHE_LIMIT: Final = 20_000
 _named_lines: dict[tuple[str, str, str], str] = {}
+
+Embed = Callable[[str], bytes | None]
+"""A text's quantised embedding, or None when there is none (embeddings off, or failing): ranking
+is then lexical alone."""
 
 RECALL_ROLE: Final = "system"
 """The bot's own knowledge, not something a participant just said; the header marks it as facts."""
@@ -121,6 +126,7 @@ def build_recall(
     budget: int = DEFAULT_RECALL_BUDGET_CHARS,
     query: RecallQuery | None = None,
     search_tool: str | None = None,
+    embed: Embed | None = None,
 ) -> Recall:
     """One message of at most ``budget`` characters with the memories a turn is shown.
 
@@ -128,7 +134,8 @@ def build_recall(
     every memory fits, every one is shown, newest first; when not, those ranked best for ``query``
     (``ranking.rank``) fill the budget, and the message says how many were left out (and that
     ``search_tool`` finds them, when it is offered). How to correct a memory is explained only when
-    ``update_tool`` (its name) is offered this turn.
+    ``update_tool`` (its name) is offered this turn. ``embed`` is asked for the query's embedding
+    only when ranking is needed.
     """
     speaker, bot = turn.user.display_name, turn.bot_name
     sections: list[tuple[str, Sequence[Memory], str, int, str]] = []
@@ -171,6 +178,7 @@ def build_recall(
             query or RecallQuery(),
             turn,
             budget - len(header) - 1 - len(_note(_MAX_LEFT_OUT, search_tool)),
+            embed,
         )
 
     lines = [header]
@@ -185,31 +193,52 @@ def build_recall(
     return Recall(item, tuple(candidates), tuple(chosen))
 
 
-def rank_recalled(candidates: Sequence[Recalled], query: RecallQuery, now: datetime) -> list[Ranked]:
-    """``candidates`` best first for ``query`` (see ``ranking.rank``)."""
+def rank_recalled(
+    candidates: Sequence[Recalled], query: RecallQuery, now: datetime, embed: Embed | None = None
+) -> list[Ranked]:
+    """``candidates`` best first for ``query`` (see ``ranking.rank``); hybrid when ``embed`` gives the
+    query's message an embedding and some candidates have one."""
+    semantic = None
+    if embed is not None and any(candidate.memory.embedding for candidate in candidates):
+        vector = embed(query.message)
+        if vector is not None:
+            semantic = [_cosine(vector, candidate.memory.embedding) for candidate in candidates]
     return rank(
         [candidate.document() for candidate in candidates],
         query,
         tiers=[candidate.tier for candidate in candidates],
         ages=[max((now - candidate.memory.updated_at).total_seconds(), 0.0) for candidate in candidates],
         ids=[candidate.memory.memory_id for candidate in candidates],
+        semantic=semantic,
     )
 
 
+def _cosine(vector: bytes, embedding: bytes | None) -> float | None:
+    return cosine(vector, embedding) if embedding else None
+
+
 def most_similar(
-    recall: Recall, scope: MemoryScope, content: str, limit: int
+    recall: Recall, scope: MemoryScope, content: str, limit: int, embedding: bytes | None = None
 ) -> list[tuple[float, Recalled]]:
     """The memories of ``scope``'s owner this turn may see, most like ``content`` first (Jaccard
-    similarity of their ``fact_words``, above 0), at most ``limit``: recall already holds them all."""
+    similarity of their ``fact_words``, above 0), at most ``limit``: recall already holds them all.
+    Given ``content``'s ``embedding``, a memory with one is as similar as the higher of its Jaccard
+    similarity and its cosine."""
     words = fact_words(content)
     alike = [
-        (similarity(words, fact_words(candidate.memory.content)), candidate)
+        (_alike(words, embedding, candidate), candidate)
         for candidate in recall.candidates
         if (candidate.memory.scope.kind, candidate.memory.scope.owner_id) == (scope.kind, scope.owner_id)
     ]
     alike = [(score, candidate) for score, candidate in alike if score > 0]
     alike.sort(key=lambda pair: (-pair[0], pair[1].memory.memory_id))
     return alike[:limit]
+
+
+def _alike(words: frozenset[str], embedding: bytes | None, candidate: Recalled) -> float:
+    lexical = similarity(words, fact_words(candidate.memory.content))
+    semantic = _cosine(embedding, candidate.memory.embedding) if embedding else None
+    return lexical if semantic is None else max(lexical, semantic)
 
 
 def fact_words(content: str) -> frozenset[str]:
@@ -224,13 +253,18 @@ def recall_query(turn: TurnContext, message: str, dialogue: Sequence[ContextItem
 
 
 def _fill(
-    candidates: Sequence[Recalled], headings: Sequence[str], query: RecallQuery, turn: TurnContext, room: int
+    candidates: Sequence[Recalled],
+    headings: Sequence[str],
+    query: RecallQuery,
+    turn: TurnContext,
+    room: int,
+    embed: Embed | None,
 ) -> list[int]:
     """The best-ranked candidates that fit ``room`` characters (with their sections' headings)."""
     chosen: list[int] = []
     opened: set[int] = set()
     shortest = min(len(candidate.line) for candidate in candidates) + 1
-    for ranked in rank_recalled(candidates, query, turn.now):
+    for ranked in rank_recalled(candidates, query, turn.now, embed):
         candidate = candidates[ranked.index]
         cost = len(candidate.line) + 1
         if candidate.section not in opened:
