@@ -68,12 +68,13 @@ def inspector_url() -> Iterator[str]:
     import threading
 
     from kioku.playground.console import Playground
+    from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS
     from kioku.playground.web.inspector import Inspector
     from kioku.playground.web.server import make_server
 
     with LocalStack(extra_env={"POWERTOOLS_METRICS_DISABLED": "true"}) as stack:
         server = make_server(Inspector(Playground(stack, io.StringIO())), 0)
-        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread = threading.Thread(target=server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), daemon=True)
         thread.start()
         try:
             yield f"http://127.0.0.1:{server.server_address[1]}"

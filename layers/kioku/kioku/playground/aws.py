@@ -123,12 +123,14 @@ class MotoServer:
         logging.getLogger("werkzeug").setLevel(logging.ERROR)
 
         app = DomainDispatcherApplication(create_backend_app)
-        from kioku.playground.http_server import quiet_handle_error
+        from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, quiet_handle_error
 
         self._server = make_server(host, port, app, threaded=False)
         self._server.handle_error = quiet_handle_error
         self.url = f"http://{host}:{self._server.server_port}"
-        self._thread = threading.Thread(target=self._server.serve_forever, name="moto", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name="moto", daemon=True
+        )
 
     def __enter__(self) -> MotoServer:
         self._thread.start()

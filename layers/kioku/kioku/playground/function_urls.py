@@ -8,7 +8,7 @@ from http.server import BaseHTTPRequestHandler
 
 from kioku.playground.events import function_url_event
 from kioku.playground.functions import LambdaContext, LambdaHandler
-from kioku.playground.http_server import LoopbackHTTPServer
+from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
 
 _TEXT_TYPES = ("application/json", "text/")
 
@@ -52,7 +52,9 @@ class FunctionUrlServer:
 
         self._server = LoopbackHTTPServer((host, port), RequestHandler)
         self.url = f"http://{host}:{self._server.server_port}/"
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), daemon=True
+        )
 
     def __enter__(self) -> FunctionUrlServer:
         self._thread.start()

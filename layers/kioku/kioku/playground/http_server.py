@@ -5,6 +5,9 @@ from __future__ import annotations
 import logging
 import sys
 from http.server import ThreadingHTTPServer
+from typing import Final
+
+SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast shutdown() returns; serve_forever polls at this interval
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from kioku import clock
 from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.ltm.ranking import stem, terms
 from kioku.domain.text import USER_MENTION
-from kioku.playground.http_server import LoopbackHTTPServer
+from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
 from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 
 LOOPBACK: Final = "127.0.0.1"
@@ -48,7 +48,6 @@ APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
 STANDIN_NATIVE_DIMENSIONS: Final = 1536
 """What the embeddings stand-in answers when not asked for ``dimensions`` (as text-embedding-3-small)."""
-SHUTDOWN_POLL_SECONDS: Final = 0.05  # how fast stop() returns; serve_forever polls at this interval
 
 
 @dataclass(frozen=True, slots=True)
