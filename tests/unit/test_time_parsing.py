@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+import kioku
 from kioku.clock import InvalidTime, parse_time
 
 
@@ -45,3 +47,14 @@ def test_a_time_with_an_offset_is_read_as_the_same_instant_in_utc(text, expected
 def test_anything_else_is_refused_never_read_as_naive(text):
     with pytest.raises(InvalidTime):
         parse_time(text)
+
+
+def test_every_time_kioku_reads_goes_through_the_one_parser():
+    # a second parser is how a naive datetime got in (merge_crude's TypeError): only clock.py parses
+    package = Path(kioku.__file__).parent
+    parsing = [
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "fromisoformat" in path.read_text(encoding="utf-8") and path.name != "clock.py"
+    ]
+    assert parsing == []

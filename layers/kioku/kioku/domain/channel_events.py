@@ -17,6 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any, Final
 
+from kioku.clock import InvalidTime, parse_time
 from kioku.domain.privacy import (
     THREAD_TYPES,
     VIEW_CHANNEL,
@@ -246,9 +247,6 @@ def _optional_time(value: Any, name: str) -> datetime | None:
     if value is None:
         return None
     try:
-        moment = datetime.fromisoformat(value) if isinstance(value, str) and len(value) <= 40 else None
-    except ValueError:
-        moment = None
-    if moment is None or moment.tzinfo is None:
-        raise InvalidChannelEvent(f"{name} is not an RFC 3339 time with an offset")
-    return moment
+        return parse_time(value)
+    except InvalidTime:
+        raise InvalidChannelEvent(f"{name} is not an RFC 3339 time with an offset") from None

@@ -16,6 +16,7 @@ from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.clock import parse_time
 
 FORGOTTEN_SK: Final = "FORGOTTEN"
 _NAMES: Final = {"#forgotten_at": "forgotten_at"}
@@ -28,7 +29,7 @@ def forgotten_key(user_id: str) -> Key:
 def forgotten_at_from_item(item: Item | None) -> datetime | None:
     if not item or not item.get("forgotten_at"):
         return None
-    return datetime.fromisoformat(str(item["forgotten_at"]))
+    return parse_time(str(item["forgotten_at"]))
 
 
 def op_not_forgotten_since(table: KiokuTable, user_id: str, sent_at: datetime) -> dict[str, Any]:
