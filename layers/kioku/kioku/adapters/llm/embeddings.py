@@ -15,12 +15,11 @@ from typing import Any, Final
 
 import httpx
 
-from kioku import __version__
 from kioku.adapters.llm.openai import (
     HTTP_CLIENT_ERROR,
     HTTP_FORBIDDEN,
     HTTP_UNAUTHORIZED,
-    MAX_CONNECT_TIMEOUT_SECONDS,
+    provider_client,
     provider_error_detail,
 )
 from kioku.config import Settings
@@ -46,11 +45,7 @@ class OpenAIEmbeddings:
         api_key: str | None,
         timeout_seconds: float = EMBEDDINGS_TIMEOUT_SECONDS,
     ) -> None:
-        headers = {"User-Agent": f"kioku/{__version__}", "Content-Type": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, MAX_CONNECT_TIMEOUT_SECONDS))
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._client = provider_client(base_url, api_key, timeout_seconds)
         self._api_key = api_key or ""
         self._model = model
         self.asks_dimensions = True

@@ -57,6 +57,16 @@ class _Retryable:
     retry_after: float | None = None  # the server's own wait, already capped
 
 
+def provider_client(base_url: str, api_key: str | None, timeout_seconds: float) -> httpx.Client:
+    """The HTTP client of an OpenAI-compatible endpoint: kioku's user agent, the bearer key if any,
+    a connect timeout no longer than ``MAX_CONNECT_TIMEOUT_SECONDS``."""
+    headers = {"User-Agent": f"kioku/{__version__}", "Content-Type": "application/json"}
+    if api_key:
+        headers["Authorization"] = f"Bearer {api_key}"
+    timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, MAX_CONNECT_TIMEOUT_SECONDS))
+    return httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+
+
 class OpenAIChatModel:
     """``POST {base_url}/chat/completions`` with ``Authorization: Bearer <key>``."""
 
@@ -72,11 +82,7 @@ class OpenAIChatModel:
         clock: Callable[[], float] = time.monotonic,
         jitter: Callable[[], float] = random.random,
     ) -> None:
-        headers = {"User-Agent": f"kioku/{__version__}", "Content-Type": "application/json"}
-        if api_key:
-            headers["Authorization"] = f"Bearer {api_key}"
-        timeout = httpx.Timeout(timeout_seconds, connect=min(timeout_seconds, MAX_CONNECT_TIMEOUT_SECONDS))
-        self._client = httpx.Client(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout)
+        self._client = provider_client(base_url, api_key, timeout_seconds)
         self._api_key = api_key or ""
         self._model = model
         self._timeout_seconds = timeout_seconds
