@@ -457,49 +457,59 @@ class DynamoMemoryStore:
         """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
         since it was read."""
         anonymous = replace(memory, author_id=NO_AUTHOR)
-        operations = [
-            self._table.op_update(
-                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
-                "SET #author_id = :no_author",
-                condition="#fingerprint = :read_fingerprint AND #author_id = :read_author",
-                names=_names("#author_id", "#fingerprint"),
-                values={
-                    ":no_author": NO_AUTHOR,
-                    ":read_fingerprint": memory.fingerprint,
-                    ":read_author": memory.author_id,
-                },
-            ),
-            self._write_entry(anonymous),
-        ]
-        try:
-            self._transact_retrying(operations)
-        except TransactionCancelled as exc:
-            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
-        return anonymous
+        return self._rewrite(
+            memory,
+            anonymous,
+            "SET #author_id = :no_author",
+            condition="#fingerprint = :read_fingerprint AND #author_id = :read_author",
+            names=("#author_id", "#fingerprint"),
+            values={":no_author": NO_AUTHOR, ":read_author": memory.author_id},
+            refused=f"memory #{memory.memory_id} changed or was deleted",
+        )
 
     def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
         pending memory that was read (approved, rejected or changed meanwhile)."""
         approved = replace(memory, status=MemoryStatus.ACTIVE)
+        return self._rewrite(
+            memory,
+            approved,
+            "SET #status = :active",
+            condition="#status = :pending AND #fingerprint = :read_fingerprint",
+            names=("#status", "#fingerprint"),
+            values={":active": MemoryStatus.ACTIVE.value, ":pending": MemoryStatus.PENDING.value},
+            refused=f"memory #{memory.memory_id} is no longer pending",
+        )
+
+    def _rewrite(
+        self,
+        memory: Memory,
+        rewritten: Memory,
+        update: str,
+        *,
+        condition: str,
+        names: Sequence[str],
+        values: dict[str, Any],
+        refused: str,
+    ) -> Memory:
+        """Update ``memory``'s item (only while it is what was read: ``condition`` may use
+        ``:read_fingerprint``) and its book entry, as ``rewritten``, in one transaction; raises
+        ``MemoryNotFound`` with ``refused`` when the condition fails."""
         operations = [
             self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
-                "SET #status = :active",
-                condition="#status = :pending AND #fingerprint = :read_fingerprint",
-                names=_names("#status", "#fingerprint"),
-                values={
-                    ":active": MemoryStatus.ACTIVE.value,
-                    ":pending": MemoryStatus.PENDING.value,
-                    ":read_fingerprint": memory.fingerprint,
-                },
+                update,
+                condition=condition,
+                names=_names(*names),
+                values={**values, ":read_fingerprint": memory.fingerprint},
             ),
-            self._write_entry(approved),
+            self._write_entry(rewritten),
         ]
         try:
             self._transact_retrying(operations)
         except TransactionCancelled as exc:
-            raise MemoryNotFound(f"memory #{memory.memory_id} is no longer pending") from exc
-        return approved
+            raise MemoryNotFound(refused) from exc
+        return rewritten
 
     def recall(
         self,
