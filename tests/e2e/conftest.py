@@ -67,8 +67,8 @@ def inspector_url() -> Iterator[str]:
     import io
     import threading
 
-    from kioku.playground.console import Playground
     from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS
+    from kioku.playground.session import Playground
     from kioku.playground.web.inspector import Inspector
     from kioku.playground.web.server import make_server
 

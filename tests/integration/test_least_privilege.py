@@ -26,7 +26,7 @@ from scripts.sam_template import evaluate, transform
 
 from kioku.config import get_settings
 from kioku.playground import stack as stack_module
-from kioku.playground.console import Playground
+from kioku.playground.session import Playground
 from kioku.playground.stack import PLAYGROUND_BOT_TOKEN, LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
 from kioku.signatures import sign_request

@@ -7,7 +7,8 @@ from datetime import timedelta
 
 import pytest
 
-from kioku.playground.console import parse_duration, pick_button, readable, render_buttons, render_embed
+from kioku.playground.render import readable, render_buttons, render_embed
+from kioku.playground.session import parse_duration, pick_button
 
 ROWS = [
     {

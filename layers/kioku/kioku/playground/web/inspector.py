@@ -23,7 +23,7 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.entries import StmAddress, StmEntry
 from kioku.entrypoints import turn_worker
 from kioku.playground import world
-from kioku.playground.console import Playground
+from kioku.playground.session import Playground
 from kioku.playground.web import serialize
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.services.turn import TurnRecord

@@ -9,9 +9,9 @@ from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory
 from kioku.domain.stm.entries import StmEntry
-from kioku.playground.console import named_mentions as _named
-from kioku.playground.console import readable
 from kioku.playground.inspect import ModelRound, rounds_of, tool_schema
+from kioku.playground.render import named_mentions as _named
+from kioku.playground.render import readable
 from kioku.services.commands.discord import EPHEMERAL_FLAG
 from kioku.services.turn import TurnRecord
 

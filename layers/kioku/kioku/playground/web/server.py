@@ -22,8 +22,8 @@ from importlib import resources
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
 
-from kioku.playground.console import Playground
 from kioku.playground.http_server import LoopbackHTTPServer
+from kioku.playground.session import Playground
 from kioku.playground.web.inspector import BadInput, Inspector
 
 logger = logging.getLogger(__name__)
