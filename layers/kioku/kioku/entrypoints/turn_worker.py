@@ -17,7 +17,7 @@ duplicated job neither replies nor counts again.
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Callable
 from functools import lru_cache
 from typing import Any, Final
 
@@ -40,8 +40,9 @@ RETRYABLE_4XX: Final = frozenset({408, 429})
 UNGROUPED: Final = "ungrouped"
 CORRELATED: Final = ("turn_id", "channel_id", "guild_id", "source")
 SAVED_STATUSES: Final = frozenset({SaveStatus.SAVED, SaveStatus.PENDING_REVIEW})
-recent_turns: deque[TurnRecord] = deque(maxlen=5)
-"""The last few turns of this container, for the playground's ``/context``."""
+turn_observers: list[Callable[[TurnRecord], None]] = []
+"""Told of each turn this container finishes. A deployed worker has none, so it keeps no turn; the
+playground registers one to show a turn's model requests (``:context``, the web inspector)."""
 
 
 @lru_cache(maxsize=1)
@@ -105,7 +106,8 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     except Exception as exc:
         count(Metric.FAILED_TURNS)
         return _failed(record, job, exc)
-    recent_turns.append(turn)
+    for observe in turn_observers:
+        observe(turn)
     count_turn(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
 

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from kioku.playground.session import Playground
 from kioku.playground.stack import LocalStack
+from kioku.playground.web.server import serve_forever
 
 PROMPT = "kioku> "
 
@@ -36,8 +37,6 @@ def run(argv: list[str]) -> int:
     with LocalStack(extra_env=quiet) as stack:
         playground = Playground(stack, sys.stdout)
         if options.web:
-            from kioku.playground.web.server import serve_forever
-
             return serve_forever(playground, options.port)
         if interactive:
             playground.print(BANNER.format(user="Alice", channel=playground.label(playground.channel)))

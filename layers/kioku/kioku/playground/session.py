@@ -34,6 +34,7 @@ from kioku.playground.render import (
 )
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
+from kioku.services.turn import TurnRecord
 from kioku.signatures import sign_request
 
 DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
@@ -67,6 +68,8 @@ text                                    say something as the current user in the
 
 
 class Playground:
+    """One person's seat at the local stack: the console's and the web inspector's state."""
+
     def __init__(self, stack: LocalStack, out: TextIO) -> None:
         self.stack = stack
         self.out = out
@@ -79,6 +82,8 @@ class Playground:
         self.overwrites: dict[str, tuple[dict, ...]] = {}  # channels whose privacy :private/:public changed
         # Told of each answer Discord would show (the command's payload, the answer): the inspector's page.
         self.on_answer: Callable[[dict, dict], None] | None = None
+        self.turns: list[TurnRecord] = []  # every turn TurnFunction finished since the start
+        stack.observe_turns(self.turns.append)
         self._set_up_world()
 
     def _set_up_world(self) -> None:
@@ -212,15 +217,13 @@ class Playground:
 
     def show_context(self, argument: str = "") -> None:
         """Every model request of the last turn, labelled (``render_context``); ``full`` cuts no line."""
-        from kioku.entrypoints.turn_worker import recent_turns
-
         if argument not in {"", "full"}:
             self.fail(f"unknown :context option {argument!r}: use :context or :context full")
             return
-        if not recent_turns or not recent_turns[-1].requests:
+        if not self.turns or not self.turns[-1].requests:
             self.print("(no turn yet: say something to kioku first)")
             return
-        for line in render_context(recent_turns[-1], full=argument == "full"):
+        for line in render_context(self.turns[-1], full=argument == "full"):
             self.print(line)
 
     def show_memory(self) -> None:

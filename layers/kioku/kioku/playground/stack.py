@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kioku import clock
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
@@ -16,6 +17,9 @@ from kioku.playground.function_urls import FunctionUrlServer
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.standins import DiscordStandIn
 from kioku.signatures import new_key_pair
+
+if TYPE_CHECKING:
+    from kioku.services.turn import TurnRecord
 
 APPLICATION_ID = "100000000000000001"
 BOT_USERNAME = "kioku"
@@ -105,6 +109,14 @@ class LocalStack:
         from kioku.config import get_settings
 
         get_settings.cache_clear()
+
+    def observe_turns(self, observer: Callable[[TurnRecord], None]) -> None:
+        """Tell ``observer`` of every turn TurnFunction finishes until the stack stops (the worker's
+        ``turn_observers``, which a deployed worker leaves empty)."""
+        from kioku.entrypoints import turn_worker
+
+        turn_worker.turn_observers.append(observer)
+        self._exit.callback(turn_worker.turn_observers.remove, observer)
 
     def deliver_turns(self, *, max_batches: int = 10) -> list[dict[str, Any]]:
         """Do what Lambda's SQS poller does until the queue is empty: receive a batch, invoke

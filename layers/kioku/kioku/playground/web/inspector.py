@@ -1,6 +1,6 @@
 """The playground behind the web page: actions run one at a time through ``Playground`` (the stack
-and the playground are not thread-safe), every turn since the start is kept (the turn worker keeps
-only the last few), and the page's state is read from what Discord and the table hold."""
+and the playground are not thread-safe), whose turns since the start are the model requests shown,
+and the page's state is read from what Discord and the table hold."""
 
 from __future__ import annotations
 
@@ -21,12 +21,10 @@ from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
 from kioku.domain.models import ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.entries import StmAddress, StmEntry
-from kioku.entrypoints import turn_worker
 from kioku.playground import world
 from kioku.playground.session import Playground
 from kioku.playground.web import serialize
 from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
-from kioku.services.turn import TurnRecord
 
 LOG_LENGTH: Final = 30
 MAX_TEXT: Final = 2000
@@ -65,7 +63,6 @@ class Inspector:
         self.playground = playground
         self.stack = playground.stack
         self._actions = threading.Lock()
-        self._turns: list[TurnRecord] = []
         self._log: deque[dict[str, Any]] = deque(maxlen=LOG_LENGTH)
         self._ids = itertools.count(1)
         self._answers: deque[dict[str, Any]] = deque(maxlen=MAX_ANSWERS)
@@ -151,7 +148,6 @@ class Inspector:
             playground.member, playground.channel = speaker, place.channel
             playground.out = io.StringIO()
             failures = playground.failures
-            before = list(turn_worker.recent_turns)
             form = playground.open_form
             playground.on_answer = lambda payload, answer: self._keep_answer(place, speaker, line, answer)
             try:
@@ -160,8 +156,6 @@ class Inspector:
                 playground.on_answer = None
             if playground.open_form is not form:
                 self._form_for = (place.key, speaker.key) if playground.open_form else None
-            # The worker keeps its last few turns; one action delivers one or two, so none is missed.
-            self._turns += [turn for turn in turn_worker.recent_turns if not any(turn is t for t in before)]
             done = {
                 "id": next(self._ids),
                 "channel": place.key,
@@ -222,7 +216,7 @@ class Inspector:
         """Everything the page shows for ``channel`` to ``member`` (whose ephemeral answers and form
         are theirs alone); safe to read while an action runs."""
         place, viewer = self.place(channel), self.member(member)
-        turns = list(self._turns)
+        turns = list(self.playground.turns)
         turn_of_reply = {
             reply_id: number for number, turn in enumerate(turns, 1) for reply_id in turn.reply_ids
         }

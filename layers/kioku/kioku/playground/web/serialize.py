@@ -20,7 +20,7 @@ PARAGRAPH_STYLE: Final = 2
 
 
 def turn_json(number: int, turn: TurnRecord) -> dict[str, Any]:
-    """Turn ``number`` (counted from the inspector's start): every model request, labelled."""
+    """Turn ``number`` (counted from the playground's start): every model request, labelled."""
     rounds = rounds_of(turn)
     return {
         "number": number,
