@@ -19,6 +19,8 @@ FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction", "JanitorFu
 UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024  # Lambda: function and all its layers, unzipped
 ELF_MACHINES = {"arm64": 0xB7, "x86_64": 0x3E}
 PYC_UNCHECKED_HASH_FLAGS = 0b01  # PEP 552: hash-based, source not checked
+NOT_SHIPPED = ("playground", "relay")
+"""kioku's packages no function runs: layers/kioku/Makefile leaves them out of the layer."""
 FORBIDDEN = ("tests", ".venv", ".git", "secret*.json", "*.pem", "*.key", ".env", ".env.*", "env.local.json")
 
 
@@ -38,6 +40,15 @@ def pyc_problems(site: Path) -> list[str]:
     return problems
 
 
+def unshipped_problems(site: Path) -> list[str]:
+    """The layer holds none of kioku's packages that no function runs."""
+    return [
+        f"the layer ships kioku/{package}, which no function runs"
+        for package in NOT_SHIPPED
+        if (site / "kioku" / package).exists()
+    ]
+
+
 def elf_problems(site: Path, arch: str) -> list[str]:
     problems = []
     for library in site.rglob("*.so"):
@@ -50,7 +61,7 @@ def elf_problems(site: Path, arch: str) -> list[str]:
 def check_artifacts(build: Path, arch: str) -> list[str]:
     site = build / "KiokuLayer" / "python"
     problems = [] if (site / "kioku" / "__init__.py").is_file() else [f"{site}/kioku is missing"]
-    problems += pyc_problems(site) + elf_problems(site, arch)
+    problems += pyc_problems(site) + elf_problems(site, arch) + unshipped_problems(site)
     for name in ("boto3", "botocore"):
         if (site / name).exists():
             problems.append(f"the layer bundles {name}, which the runtime provides")

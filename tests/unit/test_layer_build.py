@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from scripts.check_deploy import pyc_problems
+from scripts.check_deploy import pyc_problems, unshipped_problems
 from scripts.layer_requirements import REPO_ROOT, requirement_name, runtime_requirements
 
 LAYER_DIR = REPO_ROOT / "layers" / "kioku"
@@ -192,6 +192,26 @@ def test_the_layer_is_built_for_the_templates_architecture_without_any_environme
     assert done.returncode == 0, done.stdout + done.stderr
     assert "manylinux2014_x86_64" in done.stdout and "aarch64" not in done.stdout
     assert (tmp_path / "artifacts" / "python" / "tinydep" / "__init__.py").is_file()
+
+
+def test_the_layer_leaves_out_the_playground_and_the_relay_which_no_function_runs(tmp_path):
+    # When sam build runs the layer's make step
+    done = run_layer_make_as_sam_does(tmp_path, "x86_64")
+
+    # Then kioku is there without its playground and relay packages (modules named alike stay)
+    assert done.returncode == 0, done.stdout + done.stderr
+    site = tmp_path / "artifacts" / "python"
+    assert (site / "kioku" / "entrypoints" / "relay.py").is_file()
+    assert not (site / "kioku" / "playground").exists()
+    assert not (site / "kioku" / "relay").exists()
+    assert unshipped_problems(site) == []
+
+
+def test_the_deploy_check_names_a_package_the_layer_must_not_ship(tmp_path):
+    site = tmp_path / "python"
+    (site / "kioku" / "relay").mkdir(parents=True)
+
+    assert unshipped_problems(site) == ["the layer ships kioku/relay, which no function runs"]
 
 
 def test_an_arm64_build_does_not_take_x86_64_wheels(tmp_path):
