@@ -1,0 +1,143 @@
+"""kioku's imports, read from the source (tests/unit/import_graph.py): the package has no import
+cycle, the playground's modules depend one way, and no Lambda handler can reach the playground or
+the relay, which the layer does not ship.
+
+A cycle here is one among the imports that run when a module is imported. Imports inside a function
+(kioku's lazy imports, kept for the cold start) and under ``if TYPE_CHECKING:`` do not count: they
+run after every module involved is loaded, or never.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Final
+
+import pytest
+
+from tests.unit.import_graph import ImportGraph, Kind, Module, cycles, imports_of
+
+REPO_ROOT: Final = Path(__file__).resolve().parents[2]
+PACKAGE_ROOT: Final = REPO_ROOT / "layers" / "kioku"
+HANDLERS: Final = sorted((REPO_ROOT / "functions").glob("*/app.py"))
+NOT_SHIPPED: Final = ("kioku.playground", "kioku.relay")
+
+KNOWN_CYCLES: Final[list[list[str]]] = []
+"""Cycles main still has, each as ``cycles`` prints it, until the part that owns them breaks them."""
+
+
+@pytest.fixture(scope="module")
+def kioku() -> ImportGraph:
+    return ImportGraph.of(PACKAGE_ROOT, "kioku")
+
+
+def test_the_package_has_no_import_cycle(kioku):
+    found = cycles(kioku.eager())
+    assert found == KNOWN_CYCLES, "import cycles (a → b: a imports b when it is imported):\n" + "\n".join(
+        " → ".join(cycle) for cycle in found
+    )
+
+
+def test_the_playground_depends_one_way_even_through_its_lazy_imports(kioku):
+    # console → web → session → render: the web inspector never reaches back into the console
+    playground = {
+        name: {target for target in targets if target.startswith("kioku.playground")}
+        for name, targets in kioku.every().items()
+        if name.startswith("kioku.playground")
+    }
+    assert cycles(playground) == []
+    assert "kioku.playground.console" not in kioku.reachable(["kioku.playground.web.server"])
+
+
+@pytest.mark.parametrize("handler", HANDLERS, ids=lambda path: path.parent.name)
+def test_no_handler_path_imports_the_playground_or_the_relay(kioku, handler):
+    # Given what the handler imports, and everything that may import in turn, now or in any function
+    outside = Module(f"functions.{handler.parent.name}.app", handler, is_package=False)
+    imported = {target for target, _ in kioku.imported_by(handler.read_text(encoding="utf-8"), outside)}
+    reached = kioku.reachable(imported)
+    # Then it reaches its entry point, and nothing the layer leaves out
+    assert any(name.startswith("kioku.entrypoints.") for name in reached)
+    assert sorted(name for name in reached if name.startswith(NOT_SHIPPED)) == []
+
+
+def test_the_turn_handler_reaches_the_modules_it_loads_lazily_and_by_name(kioku):
+    # The graph is only a proof if it follows what the turn worker imports late: the adapters in
+    # turn_service(), and a chat model named in a table for importlib
+    outside = Module("functions.turn.app", REPO_ROOT / "functions" / "turn" / "app.py", is_package=False)
+    imported = {target for target, _ in kioku.imported_by(outside.path.read_text(encoding="utf-8"), outside)}
+    reached = kioku.reachable(imported)
+    assert {
+        "kioku.adapters.discord_rest",
+        "kioku.adapters.llm.openai",
+        "kioku.adapters.llm.scripted",
+    } <= reached
+
+
+# -- the graph itself, on a package made for the purpose ---------------------------------------------
+
+
+def write_package(root: Path, files: dict[str, str]) -> ImportGraph:
+    for name, source in {"pkg/__init__.py": "", **files}.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(source)
+    return ImportGraph.of(root, "pkg")
+
+
+def test_two_modules_importing_each_other_are_a_cycle_printed_in_order(tmp_path):
+    graph = write_package(
+        tmp_path,
+        {
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "import pkg.c\n",
+            "pkg/c.py": "from pkg.a import VALUE\n",
+            "pkg/d.py": "from . import a\n",
+        },
+    )
+    assert cycles(graph.eager()) == [["pkg.a", "pkg.b", "pkg.c", "pkg.a"]]
+
+
+def test_imports_in_functions_and_for_type_checking_are_no_cycle(tmp_path):
+    graph = write_package(
+        tmp_path,
+        {
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": (
+                "from typing import TYPE_CHECKING\n"
+                "if TYPE_CHECKING:\n    from pkg.a import A\n"
+                "def later():\n    from pkg import a\n"
+            ),
+        },
+    )
+    assert cycles(graph.eager()) == []
+    assert cycles(graph.every()) == [["pkg.a", "pkg.b", "pkg.a"]]
+    assert ("pkg.a", Kind.LAZY) in graph.edges["pkg.b"]
+
+
+def test_importing_a_submodule_runs_the_packages_above_it(tmp_path):
+    # Importing pkg.sub.inner runs pkg/sub/__init__ first, which imports the importer back
+    graph = write_package(
+        tmp_path,
+        {
+            "pkg/sub/__init__.py": "from pkg.other import Y\n",
+            "pkg/sub/inner.py": "X = 1\n",
+            "pkg/other.py": "from pkg.sub.inner import X\nY = 2\n",
+        },
+    )
+    assert cycles(graph.eager()) == [["pkg.other", "pkg.sub", "pkg.other"]]
+
+
+def test_a_package_importing_its_own_modules_is_no_cycle(tmp_path):
+    graph = write_package(
+        tmp_path,
+        {
+            "pkg/sub/__init__.py": "from pkg.sub.inner import X\n",
+            "pkg/sub/inner.py": "from pkg.sub.helper import Z\nX = Z\n",
+            "pkg/sub/helper.py": "Z = 1\n",
+        },
+    )
+    assert cycles(graph.eager()) == []
+
+
+def test_a_module_named_in_a_string_is_a_lazy_import(tmp_path):
+    modules = {"pkg": Module("pkg", tmp_path, True), "pkg.impl": Module("pkg.impl", tmp_path, False)}
+    here = Module("pkg.table", tmp_path, False)
+    assert imports_of('PROVIDERS = {"x": "pkg.impl:Model"}\n', here, modules) == {("pkg.impl", Kind.LAZY)}
