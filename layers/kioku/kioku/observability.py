@@ -8,9 +8,8 @@ Every module logs through ``logging.getLogger(__name__)``. Those loggers are chi
 
 from __future__ import annotations
 
-import functools
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
 from typing import Any, Final
@@ -91,14 +90,3 @@ def flush_metrics() -> None:
     if metrics.metric_set:
         metrics.flush_metrics()
         metrics.clear_metrics()  # flush_metrics keeps them when POWERTOOLS_METRICS_DISABLED is set
-
-
-def observed(handler: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
-    """The decorator of a Lambda handler: see :func:`invocation`."""
-
-    @functools.wraps(handler)
-    def run(event: Any, context: Any) -> Any:
-        with invocation(context):
-            return handler(event, context)
-
-    return run
