@@ -7,7 +7,7 @@ import json
 import boto3
 import pytest
 
-from kioku.adapters.secrets import load_secrets
+from kioku.adapters.secrets import load_secrets, read_secret
 from kioku.config import ConfigurationError, Settings
 
 
@@ -44,3 +44,11 @@ def test_a_malformed_secret_is_a_clear_configuration_error(base_env, secret_stri
 def test_no_token_and_no_secret_names_both_ways_to_fix_it(base_env):
     with pytest.raises(ConfigurationError, match=r"DISCORD_BOT_TOKEN.*KIOKU_SECRET_ARN"):
         load_secrets(Settings.from_environ(base_env))
+
+
+def test_operator_tools_read_kiokus_fields_of_the_secret_and_a_null_one_is_absent(base_env):
+    arn = boto3.client("secretsmanager").create_secret(
+        Name="kioku-partial",
+        SecretString=json.dumps({"DISCORD_BOT_TOKEN": None, "LLM_API_KEY": "sk", "NOTES": "not ours"}),
+    )["ARN"]
+    assert read_secret(arn) == {"LLM_API_KEY": "sk"}

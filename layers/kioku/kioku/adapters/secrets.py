@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from kioku.config import ConfigurationError, Settings
 
 SECRET_FIELDS = ("DISCORD_BOT_TOKEN", "LLM_API_KEY")
+"""What kioku reads of the template's secret; any other field is ignored."""
 SECRET_CACHE_SECONDS = 300
 
 
@@ -33,17 +34,12 @@ def load_secrets(settings: Settings) -> Secrets:
         )
     from aws_lambda_powertools.utilities.parameters import get_secret
 
-    try:
-        stored = json.loads(get_secret(settings.KIOKU_SECRET_ARN, max_age=SECRET_CACHE_SECONDS))
-    except ValueError:
-        raise ConfigurationError(
-            "invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object"
-        ) from None
-    if not isinstance(stored, dict) or not (token or stored.get("DISCORD_BOT_TOKEN")):
+    stored = _secret_fields(get_secret(settings.KIOKU_SECRET_ARN, max_age=SECRET_CACHE_SECONDS))
+    if not (token or stored.get("DISCORD_BOT_TOKEN")):
         raise ConfigurationError(
             "invalid configuration: the KIOKU_SECRET_ARN secret has no DISCORD_BOT_TOKEN"
         )
-    return Secrets(token or str(stored["DISCORD_BOT_TOKEN"]), llm_key or stored.get("LLM_API_KEY"))
+    return Secrets(token or stored["DISCORD_BOT_TOKEN"], llm_key or stored.get("LLM_API_KEY"))
 
 
 def read_secret(secret_arn: str) -> dict[str, str]:
@@ -58,16 +54,21 @@ def read_secret(secret_arn: str) -> dict[str, str]:
         raise ConfigurationError("invalid configuration: KIOKU_SECRET_ARN is not a Secrets Manager ARN")
     provider = SecretsProvider(boto_config=Config(region_name=parts[3]))
     try:
-        stored = json.loads(provider.get(secret_arn, max_age=0))
+        secret = provider.get(secret_arn, max_age=0)
     except GetParameterError as exc:
         reason = str(exc).split(":")[0]  # botocore's error name and operation, never the secret
         raise ConfigurationError(
             f"the secret could not be read ({reason}): check the ARN and credentials"
         ) from None
+    return _secret_fields(secret)
+
+
+def _secret_fields(secret: str | bytes | None) -> dict[str, str]:
+    """The ``SECRET_FIELDS`` the secret's JSON object holds (a null one is left out)."""
+    try:
+        stored = json.loads(secret or "")
     except ValueError:
-        raise ConfigurationError(
-            "invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object"
-        ) from None
+        stored = None
     if not isinstance(stored, dict):
         raise ConfigurationError("invalid configuration: the KIOKU_SECRET_ARN secret is not a JSON object")
-    return {name: str(value) for name, value in stored.items() if name in SECRET_FIELDS}
+    return {name: str(stored[name]) for name in SECRET_FIELDS if stored.get(name) is not None}
