@@ -223,6 +223,24 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     assert f"[#{memory_id}] the book club meets on Fridays" in context
 
 
+def test_in_approval_mode_the_owners_chat_memory_is_saved_at_once_and_a_members_waits(tmp_path):
+    # Given approval mode, set by alice, who owns the server
+    result = run_playground(
+        tmp_path,
+        [
+            "/server memories moderation mode:approval",
+            "@kioku remember that the picnic is on saturday",
+            ":as bob",
+            "@kioku remember that the book club meets on Fridays",
+        ],
+    )
+    # Then a chat turn, whose member carries no permissions, knows she manages it from the guild's owner
+    assert result.returncode == 0, result.stdout + result.stderr
+    alices, bobs = result.stdout.split("> :as bob", 1)
+    assert "Memory saved" in alices and "awaits a manager's review" not in alices
+    assert "Memory awaiting review" in bobs
+
+
 def test_make_run_shows_exports_and_forgets_a_person_with_a_confirmation(tmp_path):
     result = run_playground(
         tmp_path,

@@ -101,6 +101,7 @@ class Playground:
             discord.seed_user(member.username, user_id=member.user_id, global_name=member.global_name)
             discord.seed_member(world.GUILD_ID, member.user())
             discord.seed_channel(member.dm_channel_id, name=f"dm-{member.key}")
+        discord.seed_owner(world.GUILD_ID, world.OWNER.user_id)
 
     def handle_line(self, line: str) -> bool:
         """Run one console line; False when the console should stop."""

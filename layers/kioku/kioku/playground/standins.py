@@ -345,6 +345,7 @@ class DiscordStandIn(_StandInServer):
             )
 
     def seed_owner(self, guild_id: str, owner_id: str) -> None:
+        """Who owns the guild (``GET /guilds/{id}`` says so): Discord lets the owner manage it."""
         with self._lock:
             self._owners[guild_id] = owner_id
 

@@ -70,6 +70,9 @@ MEMBERS: Final = (
     Member("bob", "400000000000000002", "bob", "Bobby", "310000000000000002"),
     Member("carol", "400000000000000003", "carol", None, "310000000000000003"),
 )
+OWNER: Final = MEMBERS[0]
+"""Alice owns the guild. Discord lets the owner manage it whatever the roles say, and that is how a
+chat turn, whose member carries no permissions, knows she manages the server."""
 
 
 def dm_channel(member: Member) -> Channel:
