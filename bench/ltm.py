@@ -23,12 +23,13 @@ from kioku.adapters.dynamodb.ltm_store import (
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
 from kioku.config import Settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
-from kioku.domain.ltm.recall import recall_subjects, render_recall
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.recall import build_recall, recall_subjects
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground.aws import create_local_resources
-from kioku.services.ltm import create_long_term_memory, recall
+from kioku.services.ltm import create_long_term_memory, recall_context
 
 SERVER = "500"
 HERE = Origin(SERVER, "700", private=False)
@@ -65,20 +66,22 @@ def main() -> None:
         print(f"ltm.create_operations server={_describe(server_calls)} personal={_describe(personal_calls)}")
 
         _fill(dynamodb, resources.table_name)
-        recall_calls = _requests_for(calls, lambda: recall(turn, store=store))
-        median, p95 = _time(lambda: recall(turn, store=store), RECALL_RUNS)
+        subjects = recall_subjects(turn)
+
+        def read() -> RecallSet:
+            return store.recall(
+                SERVER, 1, [s.user_id for s in subjects], place=turn.place, policy=turn.config.privacy
+            )
+
+        recall_calls = _requests_for(calls, lambda: recall_context(turn, read()))
+        median, p95 = _time(lambda: recall_context(turn, read()), RECALL_RUNS)
         print(
             f"ltm.recall_us median={median:.0f} p95={p95:.0f} requests={sum(recall_calls.values())} "
             "memories=100+3x100 (store on in-process moto + render)"
         )
-        subjects = recall_subjects(turn)
-        loaded = store.recall(
-            SERVER, 1, [s.user_id for s in subjects], place=turn.place, policy=turn.config.privacy
-        )
-        item = render_recall(turn, loaded.server, loaded.personal, subjects)
-        median, p95 = _time(
-            lambda: render_recall(turn, loaded.server, loaded.personal, subjects), RENDER_RUNS
-        )
+        loaded = read()
+        item = build_recall(turn, loaded.server, loaded.personal, subjects).item
+        median, p95 = _time(lambda: build_recall(turn, loaded.server, loaded.personal, subjects), RENDER_RUNS)
         print(
             f"ltm.recall_render_us median={median:.0f} p95={p95:.0f} chars={len(item.content) if item else 0}"
         )

@@ -24,9 +24,19 @@ from kioku.domain.ltm.memory import (
     content_fingerprint,
 )
 from kioku.domain.ltm.ports import RecallSet
-from kioku.domain.models import Capabilities, Participant, Persona, PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.ltm.recall import recall_subjects
+from kioku.domain.models import (
+    Capabilities,
+    ContextItem,
+    Participant,
+    Persona,
+    PrivacyLevel,
+    ServerConfig,
+    UserProfile,
+)
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 from kioku.domain.turn import BotIdentity, TurnContext
+from kioku.services.ltm import recall_context
 
 SERVER = "500"
 NOW = datetime(2025, 5, 1, 12, 0, tzinfo=UTC)
@@ -99,6 +109,20 @@ def make_turn(
     )
 
 
+def turn_recall(turn: TurnContext, store: FakeMemoryStore) -> ContextItem | None:
+    """The long-term memory item ``turn`` is shown, as the turn's recall stage makes it: the books of
+    the people ``recall_subjects`` names, read for the turn's place, then ``recall_context``."""
+    subjects = [person.user_id for person in recall_subjects(turn)]
+    memories = store.recall(
+        turn.server_id,
+        turn.config.persona.lineage_id,
+        subjects,
+        place=turn.place,
+        policy=turn.config.privacy,
+    )
+    return recall_context(turn, memories).item
+
+
 class FakeMemoryStore:
     """The ``MemoryStore`` contract, kept in a dict: limits, duplicates, privacy, lineage 0."""
 
@@ -106,7 +130,6 @@ class FakeMemoryStore:
         self.memories: dict[tuple[ScopeKind, str, str], Memory] = {}
         self.privacy = dict(privacy or {})
         self.broken = False
-        self.recall_calls: list[tuple[str | None, int, tuple[str, ...]]] = []
         self._next_id = 10000
 
     def add(self, memory: Memory) -> Memory:
@@ -201,7 +224,6 @@ class FakeMemoryStore:
         policy: PrivacyPolicy,
     ) -> RecallSet:
         self._check()
-        self.recall_calls.append((server_id, lineage, tuple(user_ids)))
 
         def shown(memories: list[Memory]) -> tuple[Memory, ...]:
             return tuple(memory for memory in memories if memory.recallable_at(place, policy))

@@ -10,13 +10,24 @@ from kioku.domain.ltm.recall import (
     DEFAULT_RECALL_BUDGET_CHARS,
     RECALL_MAX_LINES,
     RECALL_ROLE,
+    build_recall,
     recall_subjects,
-    render_recall,
 )
 from kioku.domain.models import Capabilities, ContextTag, PrivacyLevel
 from kioku.domain.privacy import Origin
-from kioku.services.ltm import recall
-from tests.unit.ltm_fakes import ALICE, BOB, BRIDGED, HERE, MARY, NOW, SERVER, FakeMemoryStore, make_turn
+from kioku.services.ltm import recall_context
+from tests.unit.ltm_fakes import (
+    ALICE,
+    BOB,
+    BRIDGED,
+    HERE,
+    MARY,
+    NOW,
+    SERVER,
+    FakeMemoryStore,
+    make_turn,
+    turn_recall,
+)
 
 
 def memory(scope: MemoryScope, memory_id: str, content: str, age_minutes: int = 0) -> Memory:
@@ -38,7 +49,7 @@ def test_recall_shows_ids_names_and_the_right_lineages():
     # Given memories of the server, the speaker (lineage 1 and global) and Bob
     store = stocked_store()
     # When
-    item = recall(make_turn(), store=store)
+    item = turn_recall(make_turn(), store)
     # Then
     assert item.tag is ContextTag.KNOWLEDGE_LONG_TERM_MEMORY
     assert item.role == RECALL_ROLE == "system"
@@ -60,30 +71,38 @@ def test_recall_explains_corrections_only_when_the_update_tool_is_offered():
     off = replace(off, config=replace(off.config, capabilities=Capabilities(self_teaching_enabled=False)))
     no_tools = replace(make_turn(), llm_has_tools=False)
     for turn in (off, no_tools):
-        text = recall(turn, store=store).content
+        text = turn_recall(turn, store).content
         assert "[#10001]" in text and "update_long_term_memory" not in text
 
 
-def test_recall_reads_once_for_the_people_in_the_conversation():
-    store = stocked_store()
-    recall(make_turn(), store=store)
-    assert store.recall_calls == [(SERVER, 1, (ALICE.user_id, BOB.user_id, MARY.user_id))]
+def test_recall_reads_the_books_of_the_people_in_the_conversation():
+    assert [person.user_id for person in recall_subjects(make_turn())] == [
+        ALICE.user_id,
+        BOB.user_id,
+        MARY.user_id,
+    ]
 
 
 def test_private_users_personal_memories_are_left_out():
     store = stocked_store(**{BOB.user_id: PrivacyLevel.PARTIAL})
-    text = recall(make_turn(), store=store).content
+    text = turn_recall(make_turn(), store).content
     assert "teases" not in text
     assert "Alice is learning Rust" in text
 
 
 def test_no_personal_memories_when_the_server_turns_them_off():
+    # Given a turn that read its books before it knew the server had turned personal memories off
     store = stocked_store()
+    where = make_turn()
+    read = store.recall(
+        SERVER, 1, [ALICE.user_id, BOB.user_id], place=where.place, policy=where.config.privacy
+    )
     turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
-    text = recall(turn, store=store).content
+    # Then the server's are shown, nobody's own, and the next read is of nobody's books
+    text = recall_context(turn, read).item.content
     assert "movie night" in text
     assert "Rust" not in text and "teases" not in text
-    assert store.recall_calls[0][2] == ()
+    assert recall_subjects(turn) == ()
 
 
 def test_bots_and_bridges_have_no_personal_section():
@@ -92,12 +111,12 @@ def test_bots_and_bridges_have_no_personal_section():
 
 
 def test_nothing_remembered_is_no_item():
-    assert recall(make_turn(), store=FakeMemoryStore()) is None
+    assert turn_recall(make_turn(), FakeMemoryStore()) is None
 
 
 def test_a_direct_message_shows_personal_memories_only():
     store = stocked_store()
-    text = recall(make_turn(server_id=None, participants=(ALICE,)), store=store).content
+    text = turn_recall(make_turn(server_id=None, participants=(ALICE,)), store).content
     assert "Rust" in text and "movie night" not in text
 
 
@@ -106,7 +125,7 @@ def test_the_line_cap_keeps_the_newest_and_says_how_many_are_left_out():
     memories = [
         memory(scope, str(10000 + i), f"fact {i}", age_minutes=i) for i in range(RECALL_MAX_LINES + 20)
     ]
-    item = render_recall(make_turn(), memories, {}, ())
+    item = build_recall(make_turn(), memories, {}, ()).item
     lines = [line for line in item.content.splitlines() if line.startswith("[#")]
     assert len(lines) == RECALL_MAX_LINES
     assert lines[0] == "[#10000] fact 0"
@@ -116,25 +135,20 @@ def test_the_line_cap_keeps_the_newest_and_says_how_many_are_left_out():
 def test_the_character_cap_holds_with_long_memories():
     scope = MemoryScope.server(SERVER, 1)
     memories = [memory(scope, str(10000 + i), "x" * 1000, age_minutes=i) for i in range(100)]
-    item = render_recall(make_turn(), memories, {}, ())
+    item = build_recall(make_turn(), memories, {}, ()).item
     assert len(item.content) <= DEFAULT_RECALL_BUDGET_CHARS
     assert "more memories are not shown" in item.content
 
 
 def test_only_people_taking_part_have_their_personal_memories_loaded():
     # Given Bob and Mary in the conversation, but only Bob wrote in it (Mary was merely mentioned)
-    store = stocked_store()
     turn = make_turn(author_ids=[ALICE.user_id, BOB.user_id])
-    # When
-    recall(turn, store=store)
     # Then Mary's memories are not even read
-    assert store.recall_calls == [(SERVER, 1, (ALICE.user_id, BOB.user_id))]
+    assert [person.user_id for person in recall_subjects(turn)] == [ALICE.user_id, BOB.user_id]
 
 
 def test_in_a_direct_message_only_the_partners_memories_are_loaded():
-    store = stocked_store()
-    recall(make_turn(server_id=None), store=store)
-    assert store.recall_calls == [(None, 1, (ALICE.user_id,))]
+    assert [person.user_id for person in recall_subjects(make_turn(server_id=None))] == [ALICE.user_id]
 
 
 def test_memories_are_recalled_only_where_their_origin_allows():
@@ -176,9 +190,9 @@ def test_memories_are_recalled_only_where_their_origin_allows():
         )
     )
     # When Alice speaks in this server's public channel
-    text = recall(make_turn(), store=store).content
+    text = turn_recall(make_turn(), store).content
     # Then only what she said about herself follows her here
     assert "okapi" not in text and "owes Bob" not in text
     assert "likes tea" in text
     # and in the private channel itself the server memory is back
-    assert "okapi" in recall(make_turn(channel_id="701"), store=store).content
+    assert "okapi" in turn_recall(make_turn(channel_id="701"), store).content

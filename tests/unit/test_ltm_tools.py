@@ -18,7 +18,6 @@ from kioku.services.ltm import (
     UPDATE_TOOL,
     create_long_term_memory,
     long_term_memory_tools,
-    recall,
     update_long_term_memory,
 )
 from tests.unit.ltm_fakes import (
@@ -31,6 +30,7 @@ from tests.unit.ltm_fakes import (
     make_turn,
     member_lookup,
     settings,
+    turn_recall,
 )
 
 SETTINGS = settings(MAX_SERVER_MEMORIES=3, MAX_PERSONAL_MEMORIES=3)
@@ -572,7 +572,7 @@ def test_in_approval_mode_a_members_server_memory_waits_for_review_and_is_not_re
     assert "review" in result.data["message"] and result.notification["title"] == "Memory awaiting review"
     (saved,) = store.memories.values()
     assert saved.status is MemoryStatus.PENDING
-    assert recall(reviewing_turn(), store=store) is None
+    assert turn_recall(reviewing_turn(), store) is None
 
 
 def test_in_approval_mode_a_managers_server_memory_is_saved_at_once_and_members_are_asked_lazily():

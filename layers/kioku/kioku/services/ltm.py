@@ -58,7 +58,7 @@ from kioku.domain.ltm.recall import (
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
 from kioku.domain.ltm.vectors import embedded_text
-from kioku.domain.models import ContextItem, MemoryModeration
+from kioku.domain.models import MemoryModeration
 from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
@@ -284,29 +284,6 @@ def update_long_term_memory(
         )
     except MemoryStoreFailed:
         return _result(UpdateStatus.DB_ERROR, "the memory could not be changed; do not retry in this turn")
-
-
-def recall(
-    turn: TurnContext,
-    *,
-    store: MemoryStore,
-    query: RecallQuery | None = None,
-    budget: int = DEFAULT_RECALL_BUDGET_CHARS,
-) -> ContextItem | None:
-    """The long-term memory context item of a turn, or None when nothing is remembered.
-
-    One BatchGetItem: the recall books and the privacy levels of the participants shown.
-    Raises ``MemoryStoreFailed`` when the store cannot answer.
-    """
-    subjects = recall_subjects(turn)
-    memories = store.recall(
-        turn.server_id,
-        turn.config.persona.lineage_id,
-        [s.user_id for s in subjects],
-        place=turn.place,
-        policy=turn.config.privacy,
-    )
-    return recall_context(turn, memories, query=query, budget=budget).item
 
 
 def recall_context(

@@ -105,17 +105,6 @@ class Recall:
         return [candidate for index, candidate in enumerate(self.candidates) if index not in shown]
 
 
-def render_recall(
-    turn: TurnContext,
-    server_memories: Sequence[Memory],
-    personal: Mapping[str, Sequence[Memory]],
-    subjects: Sequence[Participant],
-    update_tool: str | None = None,
-) -> ContextItem | None:
-    """``build_recall``'s item with the default budget and no query."""
-    return build_recall(turn, server_memories, personal, subjects, update_tool).item
-
-
 def build_recall(
     turn: TurnContext,
     server_memories: Sequence[Memory],
