@@ -153,9 +153,9 @@ class ShortTermMemoryTurn:
 
     def capture_of(self, messages: Sequence[CrudeMessage]) -> TurnCapture:
         """What the turn's commit writes to short-term memory, once per bot turn: its messages
-        appended to the row as this turn read it, and the turn counted, unless the speaker asked to
-        forget everything after sending the message. A speaker with full privacy has nothing stored;
-        the turn is still counted."""
+        appended to the row as this turn read it, and the turn counted (nothing of it if the speaker
+        asked to forget everything after sending the message). A speaker with full privacy has
+        nothing stored; the turn is still counted."""
         turn = self._turn
         return TurnCapture(
             identity=self._identity,
