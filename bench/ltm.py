@@ -13,13 +13,8 @@ from datetime import UTC, datetime
 import boto3
 from moto import mock_aws
 
-from kioku.adapters.dynamodb.ltm_store import (
-    DynamoMemoryStore,
-    book_entry,
-    book_key,
-    entry_attribute,
-    memory_to_item,
-)
+from kioku.adapters.dynamodb.keys import book_key
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, book_entry, entry_attribute, memory_to_item
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
 from kioku.config import Settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
@@ -123,7 +118,7 @@ def _fill(dynamodb, table_name: str) -> None:
     scopes = [MemoryScope.server(SERVER, 1)] + [MemoryScope.personal(p.user_id, 1) for p in PEOPLE]
     items = []
     for scope in scopes:
-        book = book_key(scope)
+        book = book_key(scope).as_item()
         for i in range(MEMORIES_PER_SCOPE):
             draft = MemoryDraft(
                 scope, f"{{user}} fact number {i}: " + "detail " * 12, "101", now, origin=HERE

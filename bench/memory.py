@@ -33,11 +33,11 @@ from typing import Any
 import boto3
 from moto import mock_aws
 
+from kioku.adapters.dynamodb.keys import book_key
 from kioku.adapters.dynamodb.ltm_store import (
     BookLayout,
     DynamoMemoryStore,
     book_entry,
-    book_key,
     entry_attribute,
     memory_to_item,
 )
@@ -700,7 +700,7 @@ def _fill(
         memory_id = str(10000 + n)
         shard = int(memory_id) % layout.shards(scope.kind)
         items.append(memory_to_item(draft, memory_id, "", shard))
-        book = books.setdefault((scope, shard), {**book_key(scope, shard), "k": 0})
+        book = books.setdefault((scope, shard), {**book_key(scope, shard).as_item(), "k": 0})
         book[entry_attribute(memory_id)] = book_entry(draft.saved_as(memory_id))
         book["k"] += 1
         ids[utterance.id] = (scope.kind.value, scope.owner_id, memory_id)

@@ -105,15 +105,10 @@ def _fill(store: StmStore, categories: tuple[StmCategory, ...], now: datetime, l
 
 def _load(store: StmStore, now: datetime, limits: StmLimits):
     stm_service._persona_hints.clear()  # a cold container, which has no persona guess but the default
-    return stm_service.load_turn_memory(
-        store,
-        server_id=SERVER,
-        channel_id=CHANNEL,
-        user_id=USER,
-        parent_channel_id=None,
-        now=now,
-        limits=limits,
+    query = stm_service.turn_memory_query(
+        server_id=SERVER, channel_id=CHANNEL, user_id=USER, parent_channel_id=None, now=now, limits=limits
     )
+    return store.load_turn(query)
 
 
 def _turn(config: ServerConfig, profile: UserProfile, now: datetime) -> TurnContext:

@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
+from kioku.adapters.dynamodb.keys import stm_row_key
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore, stm_row_key
+from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 from scripts.scaling import Recorder
 
-from kioku.adapters.dynamodb.ltm_store import book_key, entry_attribute
+from kioku.adapters.dynamodb.keys import book_key
+from kioku.adapters.dynamodb.ltm_store import entry_attribute
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.ltm.memory import MemoryScope
 from kioku.domain.ltm.vectors import DIMENSIONS, embedded_text, quantise

@@ -1,10 +1,15 @@
-"""Short-term memory row identities for the store-level tests."""
+"""Short-term memory row identities for the store-level tests, and the size DynamoDB gives an item."""
 
 from __future__ import annotations
 
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity
+from collections.abc import Mapping
+from typing import Any, Final
+
+from kioku.adapters.dynamodb.stm_store import StmRowIdentity, TurnMemoryQuery
 from kioku.domain.stm.entries import StmAddress
 from tests.unit.stm_builders import CHANNEL, SERVER, USER
+
+MAX_ITEM_BYTES: Final = 400 * 1024
 
 
 def identity(
@@ -44,12 +49,33 @@ def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = N
     from datetime import timedelta
 
     loaded = store.load_turn(
-        server_id=guild_id,
-        channel_id=channel_id,
-        user_id=USER,
-        parent_channel_id=parent,
-        persona_hint="kioku",
-        active_since=now - timedelta(days=1),
-        other_limit=10,
+        TurnMemoryQuery(
+            server_id=guild_id,
+            channel_id=channel_id,
+            user_id=USER,
+            parent_channel_id=parent,
+            persona_hint="kioku",
+            active_since=now - timedelta(days=1),
+            other_limit=10,
+        )
     )
     return " ".join(message.text for entry in loaded.state.others for message in entry.crude)
+
+
+def item_size_bytes(item: Mapping[str, Any]) -> int:
+    """DynamoDB's item size: attribute names plus values, strings in UTF-8 bytes."""
+    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
+
+
+def _value_size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value.encode())
+    if isinstance(value, bool) or value is None:
+        return 1
+    if isinstance(value, int | float) or hasattr(value, "as_tuple"):
+        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
+    if isinstance(value, Mapping):
+        return 3 + sum(1 + len(str(k).encode()) + _value_size(v) for k, v in value.items())
+    if isinstance(value, list | tuple):
+        return 3 + sum(1 + _value_size(v) for v in value)
+    raise TypeError(f"unexpected attribute type {type(value).__name__}")

@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmStore, item_size_bytes
+from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, MAX_RELAY_BODY_BYTES
 from kioku.domain.channel_events import parse_guild_create
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
@@ -21,7 +21,7 @@ from kioku.playground.events import signed_event
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.services.channel_events import reconcile_guild
 from tests.integration import stm_rows
-from tests.integration.stm_rows import identity
+from tests.integration.stm_rows import identity, item_size_bytes
 from tests.unit.stm_builders import USER
 
 GUILD = "900"

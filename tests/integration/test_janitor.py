@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
+from kioku.adapters.dynamodb.keys import stm_row_key
+from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.functions import LambdaContext, load_handler
 from tests.integration.stm_rows import identity

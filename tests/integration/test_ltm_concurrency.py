@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, counter_key, owner_pk
+from kioku.adapters.dynamodb.keys import counter_key, owner_pk
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.domain.ltm.memory import (
     Memory,
     MemoryDraft,

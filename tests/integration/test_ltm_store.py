@@ -7,17 +7,22 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.config_store import ConfigStore, user_profile_key
+from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.errors import StoreUnavailable
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    book_key,
+    counter_key,
+    index_by_key,
+    owner_pk,
+    user_profile_key,
+)
 from kioku.adapters.dynamodb.ltm_store import (
     BookLayout,
     DynamoMemoryStore,
     book_entry,
-    book_key,
-    counter_key,
     entry_attribute,
     memory_from_item,
-    owner_pk,
 )
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import (
@@ -75,13 +80,13 @@ def assert_books_match_memories(table, kind: ScopeKind, owner_id: str) -> None:
         if item["sk"].startswith("M#"):
             memory = memory_from_item(item)
             entry = book_entry(memory)
-            book = expected.setdefault(book_key(memory.scope, memory.book_shard)["sk"], {"k": 0})
+            book = expected.setdefault(book_key(memory.scope, memory.book_shard).sk, {"k": 0})
             book[entry_attribute(memory.memory_id)] = entry
             book["k"] += 1
     books = {
         item["sk"]: {name: value for name, value in item.items() if name not in ("pk", "sk")}
         for item in items
-        if item["sk"].startswith(book_key(MemoryScope(kind, owner_id, 0))["sk"][:-1])
+        if item["sk"].startswith(book_key(MemoryScope(kind, owner_id, 0)).sk[:-1])
     }
     assert {sk: entries for sk, entries in books.items() if entries.get("k")} == expected
 
@@ -123,7 +128,7 @@ def full_book(
 ) -> dict:
     """A book shard of ``entries`` entries, each the longest an entry can be (``chars`` 4-byte
     characters), counted as the store counts them."""
-    book: dict = {**book_key(scope, shard), "k": entries}
+    book: dict = {**book_key(scope, shard).as_item(), "k": entries}
     for index in range(first, first + entries):
         memory_id = str(10000 + index)
         book[entry_attribute(memory_id)] = book_entry(longest_memory(scope, memory_id, chars, origin))
@@ -333,14 +338,14 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
     store = DynamoMemoryStore(None, layout=BookLayout(server_limit=100, personal_limit=50, max_length=1000))
     keys = store.recall_keys(SERVER, 2, [ALICE, BOB])
     assert keys == [
-        {"pk": f"LTM#S#{SERVER}", "sk": "BOOK#L2"},
-        {"pk": f"LTM#S#{SERVER}", "sk": "BOOK#L2#1"},  # 100 memories of 1,000 characters: two shards
+        ItemKey(f"LTM#S#{SERVER}", "BOOK#L2"),
+        ItemKey(f"LTM#S#{SERVER}", "BOOK#L2#1"),  # 100 memories of 1,000 characters: two shards
         user_profile_key(ALICE),
-        {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L2"},
-        {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0"},
+        ItemKey(f"USER#{ALICE}", "LTM#BOOK#L2"),
+        ItemKey(f"USER#{ALICE}", "LTM#BOOK#L0"),
         user_profile_key(BOB),
-        {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2"},
-        {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L0"},
+        ItemKey(f"USER#{BOB}", "LTM#BOOK#L2"),
+        ItemKey(f"USER#{BOB}", "LTM#BOOK#L0"),
     ]
     assert store.recall_keys(None, 2, []) == []
     # When the items found come back, by key, Bob's profile forbidding personal memories
@@ -355,13 +360,15 @@ def test_recall_keys_are_fixed_and_recall_from_items_maps_them():
         "m55555": from_before_origins,
         "m66666": from_private_channel,
     }
-    items = {
-        ("LTM#S#500", "BOOK#L2"): {"pk": "LTM#S#500", "sk": "BOOK#L2", **server_book},
-        (f"USER#{ALICE}", "LTM#BOOK#L0"): {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0", "m33333": entry},
-        (f"USER#{BOB}", "PROFILE"): {"pk": f"USER#{BOB}", "sk": "PROFILE", "privacy_level": "full"},
-        (f"USER#{BOB}", "LTM#BOOK#L2"): {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2", "m44444": entry},
-    }
-    items[("LTM#S#500", "BOOK#L2#1")] = {"pk": "LTM#S#500", "sk": "BOOK#L2#1", "m77777": older}
+    items = index_by_key(
+        [
+            {"pk": "LTM#S#500", "sk": "BOOK#L2", **server_book},
+            {"pk": f"USER#{ALICE}", "sk": "LTM#BOOK#L0", "m33333": entry},
+            {"pk": f"USER#{BOB}", "sk": "PROFILE", "privacy_level": "full"},
+            {"pk": f"USER#{BOB}", "sk": "LTM#BOOK#L2", "m44444": entry},
+            {"pk": "LTM#S#500", "sk": "BOOK#L2#1", "m77777": older},
+        ]
+    )
     recalled = store.recall_from_items(items, SERVER, 2, [ALICE, BOB], **SEEN_HERE)
     # Then the memories are those of the books this channel may see, newest first, without Bob's
     assert [(m.memory_id, m.content, m.author_id) for m in recalled.server] == [
@@ -426,7 +433,7 @@ def test_a_save_into_a_full_shard_goes_to_another_and_recall_reads_every_shard_i
         entries = min(capacity, MAX_MEMORIES - 1 - held)
         table.put(full_book(scope, entries, 10, origin=recallable_here, shard=shard, first=held))
         held += entries
-    table.put({**counter_key(ScopeKind.SERVER, SERVER), "n_1": MAX_MEMORIES - 1})
+    table.put({**counter_key(ScopeKind.SERVER, SERVER).as_item(), "n_1": MAX_MEMORIES - 1})
     longest = MemoryDraft(scope, WIDE * MAX_LENGTH, LONGEST_AUTHOR, LATEST, origin=HERE)
     # When the last memory is saved at full length, then rewritten
     memory_id = store.create(longest, limit=MAX_MEMORIES).memory_id

@@ -7,6 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
@@ -425,7 +426,7 @@ def test_persona_view_shows_the_default_persona_to_every_member(invoke, table):
 
     assert embed["fields"] == [{"name": "Name", "value": "Kioku", "inline": False}]
     assert embed["description"].startswith("*The default personality:*")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_persona_edit_round_trip_keeps_the_rest_of_the_configuration(invoke, configs):

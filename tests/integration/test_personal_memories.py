@@ -10,7 +10,7 @@ import boto3
 import pytest
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnCapture
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.models import MemoryModeration
@@ -213,8 +213,8 @@ def alices_footprint(ltm: DynamoMemoryStore, stm: StmStore) -> None:
         row = identity(channel, server_id=server)
         address = row.address if server else StmAddress.of(None, ALICE, channel, "kioku")
         row = type(row)(address=address, lineage_id=1, private=False)
-        notes = [stm.op_note_lines(ALICE, address, NOW, LIMITS.retention)] if server else []
-        stm.capture(row, None, lines, NOW, LIMITS, also=notes)
+        # captured as a turn of Alice's: in a server's shared row, with the note of where her lines are
+        stm.capture_turn(TurnCapture(row, None, tuple(lines), ALICE, NOW, LIMITS))
 
 
 def test_forget_all_asks_first_then_deletes_everything_and_reports_the_counts(interact, ltm, stm):

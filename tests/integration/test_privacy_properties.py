@@ -476,13 +476,15 @@ def _service(
     clock: _Clock,
     settings: Settings = SETTINGS,
 ) -> TurnService:
+    stm_store = StmStore(table)
+    ltm_store = DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6))
     return TurnService(
         settings=settings,
         discord=discord,  # type: ignore[arg-type]
         model=model,
-        stm_store=StmStore(table),
-        ltm_store=DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6)),
-        turns=TurnRepository(table),
+        stm_store=stm_store,
+        ltm_store=ltm_store,
+        turns=TurnRepository(table, stm_store, ltm_store),
         clock=clock,
     )
 

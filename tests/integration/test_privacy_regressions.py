@@ -9,7 +9,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmStore, stm_row_key
+from kioku.adapters.dynamodb.keys import stm_row_key
+from kioku.adapters.dynamodb.stm_store import StmStore, TurnMemoryQuery
 from kioku.domain.dialogue import read_dialogue
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.context import build_short_term_memory_context
@@ -216,13 +217,15 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_recalled
 
     # When a turn in a public channel recalls it
     loaded = store.load_turn(
-        server_id=GUILD,
-        channel_id=PUBLIC,
-        user_id=USER,
-        parent_channel_id=None,
-        persona_hint="kioku",
-        active_since=NOW - timedelta(days=1),
-        other_limit=10,
+        TurnMemoryQuery(
+            server_id=GUILD,
+            channel_id=PUBLIC,
+            user_id=USER,
+            parent_channel_id=None,
+            persona_hint="kioku",
+            active_since=NOW - timedelta(days=1),
+            other_limit=10,
+        )
     )
     turn = replace(stm_turn(server_id=GUILD, channel_id=PUBLIC), now=NOW)
     recalled = " ".join(

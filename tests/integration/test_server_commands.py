@@ -8,6 +8,7 @@ from dataclasses import replace
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
@@ -99,7 +100,7 @@ def test_parameters_without_options_show_the_defaults_and_store_nothing(invoke, 
     assert shown["render_mode"] == "crude_summary"
     assert shown["crude_message_count"] == "6 (default)"
     assert shown["content_depth"].startswith("-1")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_parameters_are_saved_and_shown(invoke, store):
@@ -146,7 +147,7 @@ def test_parameters_are_saved_and_shown(invoke, store):
 def test_out_of_range_parameters_are_refused_and_nothing_is_saved(invoke, table, options, complaint):
     body = invoke(command("server", "stm", "parameters", **{"nudge_depth": 3, **options}))
     assert_ephemeral_error(body, "Nothing was saved", complaint)
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_a_concurrent_save_is_reported_and_kept(invoke, store, monkeypatch):
@@ -246,7 +247,7 @@ def test_malformed_form_submits_are_refused(invoke, table, data):
     payload["data"] = data
     body = invoke(payload)
     assert_ephemeral_error(body, "Nothing was saved")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 # -- /server stm categories-edit -------------------------------------------------------------------
@@ -334,7 +335,7 @@ def test_capabilities_are_saved(invoke, store):
 def test_a_capability_that_is_not_a_boolean_is_refused(invoke, table):
     body = invoke(command("capabilities", "manage", short_term_memory="no"))
     assert_ephemeral_error(body, "`short_term_memory` must be true or false")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 # -- who may -----------------------------------------------------------------------------------------
@@ -358,14 +359,14 @@ def _attempts(permissions: str, guild_id: str | None = GUILD) -> list[dict]:
 def test_members_without_manage_server_are_refused_and_nothing_changes(invoke, table, attempt):
     body = invoke(_attempts(NOT_MANAGER)[attempt])
     assert_ephemeral_error(body, "Manage Server")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 @pytest.mark.parametrize("attempt", range(5))
 def test_direct_messages_are_refused(invoke, table, attempt):
     body = invoke(_attempts(MANAGER, guild_id=None)[attempt])
     assert_ephemeral_error(body, "direct messages")
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_a_categories_form_that_comes_back_without_its_fields_changes_nothing(invoke, store):
@@ -457,7 +458,7 @@ def test_addressing_without_options_shows_the_current_words_and_stores_nothing(i
         "Trigger words": "None",
         "Answers other bots": "**No**: other bots and webhooks are never answered.",
     }
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_trigger_words_and_other_bots_set_by_command_are_what_the_relay_answers(invoke, store, relay_event):
@@ -517,7 +518,7 @@ def test_bad_addressing_is_refused_as_such_and_nothing_is_saved(invoke, table, o
 
     assert_ephemeral_error(body, complaint)
     assert body["data"]["embeds"][0]["title"] == "Nothing was saved"
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
 def test_addressing_is_for_managers_only_and_a_refusal_says_so(invoke, table):
@@ -525,4 +526,4 @@ def test_addressing_is_for_managers_only_and_a_refusal_says_so(invoke, table):
 
     assert_ephemeral_error(body, "Manage Server")
     assert body["data"]["embeds"][0]["title"] == "Not allowed"
-    assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
+    assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None

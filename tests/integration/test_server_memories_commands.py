@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, book_key, counter_key, entry_attribute
+from kioku.adapters.dynamodb.keys import book_key, counter_key
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, entry_attribute
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, ScopeKind
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Origin, Place, PrivacyMode, PrivacyPolicy

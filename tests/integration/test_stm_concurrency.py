@@ -12,7 +12,7 @@ import pytest
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.stm.entries import StmAddress
 from kioku.services import stm as stm_service
-from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
+from kioku.services.stm import ShortTermMemoryTurn, turn_memory_query
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
 WORKERS = 32
@@ -29,19 +29,20 @@ def capture_concurrently(moto_server, limits) -> None:
 
     def one_turn(index: int) -> None:
         store = StmStore(moto_server.table())  # its own client: its own Lambda container
-        loaded = load_turn_memory(
-            store,
-            server_id=SERVER,
-            channel_id=CHANNEL,
-            user_id=USER,
-            parent_channel_id=None,
-            now=NOW,
-            limits=limits,
+        loaded = store.load_turn(
+            turn_memory_query(
+                server_id=SERVER,
+                channel_id=CHANNEL,
+                user_id=USER,
+                parent_channel_id=None,
+                now=NOW,
+                limits=limits,
+            )
         )
         memory = ShortTermMemoryTurn(store, turn(loaded.config), loaded.state, limits)
         line = message(f"turn-{index:02d}", age=timedelta(seconds=WORKERS - index), message_id=str(index))
         start.wait()  # every container read the same row before anyone writes
-        assert memory.capture([line])
+        store.capture_turn(memory.capture_of([line]))
 
     with ThreadPoolExecutor(max_workers=WORKERS) as pool:
         for future in [pool.submit(one_turn, index) for index in range(WORKERS)]:
@@ -71,8 +72,8 @@ def test_concurrent_captures_count_every_turn_and_lose_no_message(moto_server, c
 def test_the_same_turn_finished_by_many_attempts_at_once_counts_once(moto_server):
     # Given eight attempts of ONE turn (a duplicated delivery), each in its own container, each
     # ready to commit its capture together with the turn's completion record
-    from kioku.adapters.dynamodb.stm_store import TurnAlreadyRecorded
     from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
+    from kioku.domain.turn import TurnAlreadyRecorded
 
     attempts = 8
     start = threading.Barrier(attempts)

@@ -8,24 +8,18 @@ from datetime import timedelta
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.stm_store import (
-    MAX_ITEM_BYTES,
-    NewerMemoryExists,
-    SpeakerForgotten,
-    StmStore,
-    item_size_bytes,
-    stm_row_key,
-)
+from kioku.adapters.dynamodb.keys import stm_row_key, turn_record_key
+from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome, turn_record_key
-from kioku.domain.forgetting import Said
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
+from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.services import stm as stm_service
-from kioku.services.stm import ShortTermMemoryTurn, load_turn_memory
-from tests.integration.stm_rows import identity
+from kioku.services.stm import ShortTermMemoryTurn, remember_persona, turn_memory_query
+from tests.integration.stm_rows import MAX_ITEM_BYTES, identity, item_size_bytes
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
 MINUTE = timedelta(minutes=1)
@@ -38,8 +32,8 @@ def _fresh_container(monkeypatch):
 
 
 def load(store: StmStore, *, server_id=SERVER, channel_id=CHANNEL, limits=LIMITS, now=NOW):
-    return load_turn_memory(
-        store,
+    """The turn's read of its short-term memory, as the turn service makes it."""
+    query = turn_memory_query(
         server_id=server_id,
         channel_id=channel_id,
         user_id=USER,
@@ -47,6 +41,9 @@ def load(store: StmStore, *, server_id=SERVER, channel_id=CHANNEL, limits=LIMITS
         now=now,
         limits=limits,
     )
+    loaded = store.load_turn(query)
+    remember_persona(server_id, loaded.config.persona)
+    return loaded
 
 
 class RequestCounter:
@@ -147,7 +144,9 @@ def test_full_privacy_counts_the_turn_and_stores_no_text(table):
     store = StmStore(table)
     base = turn()
     private = replace(base, profile=UserProfile(user_id=USER, privacy_level=PrivacyLevel.FULL))
-    ShortTermMemoryTurn(store, private, load(store).state, LIMITS).capture([message("secret")])
+    store.capture_turn(
+        ShortTermMemoryTurn(store, private, load(store).state, LIMITS).capture_of([message("secret")])
+    )
     entry = store.get(identity().address)
     assert entry.crude == () and entry.turns_since_refresh == 1
 
@@ -289,6 +288,16 @@ def test_a_write_in_one_container_is_seen_by_the_next_read_in_another(table):
         assert load(first).state.current.turns_since_refresh == 1
 
 
+def test_a_turn_captured_in_a_server_notes_where_the_speakers_lines_are_and_a_dm_needs_no_note(table):
+    store = StmStore(table)
+    for server_id in (SERVER, None):
+        here = turn(server_id=server_id)
+        memory = ShortTermMemoryTurn(store, here, load(store, server_id=server_id).state, LIMITS)
+        store.capture_turn(memory.capture_of([message(f"hello from {server_id}")]))
+    assert store.get(identity(server_id=None).address).crude[0].text == "hello from None"
+    assert [row.address for row in store.rows_with_lines_of(USER)] == [identity().address]
+
+
 def test_the_service_runs_a_whole_turn(table):
     store = StmStore(table)
     limits = StmLimits()
@@ -296,11 +305,13 @@ def test_the_service_runs_a_whole_turn(table):
     here = turn(loaded.config)
     memory = ShortTermMemoryTurn(store, here, loaded.state, limits, channel_name="general")
     assert memory.run_update_tool('{"summary": "Alice is planning a picnic."}').ok
-    memory.capture(
-        [
-            message("let's go Sunday", message_id="10"),
-            message("sounds fun", role="assistant", message_id="11"),
-        ]
+    store.capture_turn(
+        memory.capture_of(
+            [
+                message("let's go Sunday", message_id="10"),
+                message("sounds fun", role="assistant", message_id="11"),
+            ]
+        )
     )
     entry = store.get(identity().address)
     assert entry.summary == "Alice is planning a picnic."
@@ -368,11 +379,12 @@ def test_a_capture_of_a_message_sent_before_its_speakers_forget_all_writes_nothi
     # and through the turn's short-term memory too: the turn's commit names it and drops the capture
     stm = ShortTermMemoryTurn(store, turn(sent_at=sent), load(store).state, LIMITS)
     with pytest.raises(SpeakerForgotten):
-        stm.capture([message("my secret")], also=[done])
+        store.capture_turn(stm.capture_of([message("my secret")]), also=[done])
     # while a message sent after the forget-all is captured as usual
     later = ShortTermMemoryTurn(store, turn(sent_at=sent + 2 * MINUTE), load(store).state, LIMITS)
-    assert later.capture([message("a new start")], also=[done]) is True
+    store.capture_turn(later.capture_of([message("a new start")]), also=[done])
     assert [m.text for m in store.get(identity().address).crude] == ["a new start"]
+    assert table.get(turn_record_key("message", "700000000000000001")) is not None
 
 
 def test_a_dm_summary_of_words_said_before_the_forget_all_does_not_bring_the_dm_row_back(table):

@@ -7,28 +7,30 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnAlreadyRecorded, TurnMemoryLoad, stm_row_key
+from kioku.adapters.dynamodb.errors import StoreUnavailable
+from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, mark_forgotten
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    attempts_key,
+    forgotten_key,
+    outbox_key,
+    stm_row_key,
+    turn_record_key,
+)
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore, TurnCapture, TurnMemoryQuery
 from kioku.adapters.dynamodb.turn_ledger import (
     RECORD_RETENTION,
     TurnLedger,
     TurnOutcome,
-    attempts_key,
     outcome_from_item,
-    turn_record_key,
 )
-from kioku.adapters.dynamodb.turn_repository import (
-    Committed,
-    Outbox,
-    TurnKey,
-    TurnRepository,
-    _outbox_from_item,
-    outbox_key,
-)
-from kioku.domain.models import ServerConfig, UserProfile
-from kioku.domain.stm.context import StmState
+from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRepository, _outbox_from_item
+from kioku.domain.forgetting import Said, SpeakerForgotten
+from kioku.domain.stm.entries import StmAddress
+from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 from tests.integration.stm_rows import identity
-from tests.unit.stm_builders import LIMITS, NOW, message
+from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
 
 
 def test_the_record_commits_with_the_capture_and_a_second_attempt_changes_nothing(table):
@@ -72,10 +74,12 @@ def test_a_full_privacy_turn_is_counted_and_recorded_once(table):
 
 
 def test_recording_alone_says_whether_it_was_first(table):
-    ledger = TurnLedger(table)
+    turns = repository(table)
     now = datetime(2026, 11, 30, tzinfo=UTC)
-    assert ledger.record("slash_command", "4", TurnOutcome(apologised=True), now) is True
-    assert ledger.record("slash_command", "4", TurnOutcome(), now) is False
+    key = TurnKey("slash_command", "4", "42", now)
+    turns.commit(key, TurnOutcome(apologised=True), now, None)
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.commit(key, TurnOutcome(), now, None)
     item = table.get(turn_record_key("slash_command", "4"))
     assert item["apologised"] is True and item["expires_at"] > now.timestamp()
     assert table.get(stm_row_key(identity().address)) is None
@@ -108,9 +112,17 @@ def _key(author: str, turn_id: str, sent: datetime = SENT) -> TurnKey:
     return TurnKey("message", turn_id, author, sent)
 
 
+def outbox_of(key: TurnKey) -> ItemKey:
+    return outbox_key(key.author_id, key.source, key.turn_id)
+
+
+def repository(table) -> TurnRepository:
+    return TurnRepository(table, StmStore(table), DynamoMemoryStore(table))
+
+
 def test_forget_all_drops_every_reply_waiting_for_the_person_and_those_quoting_them(table):
     # Given outboxes kept for Alice, and one kept for Bob whose notice shows a memory about Alice
-    turns, ledger = TurnRepository(table), TurnLedger(table)
+    turns, ledger = repository(table), TurnLedger(table)
     for turn_id in ("700000000000000001", "700000000000000002"):
         assert turns.keep(_key(ALICE, turn_id), Outbox("hi", ("hi",)), NOW)
     assert turns.keep(_key(BOB, "700000000000000003"), Outbox("noted", ("noted",), quoted=(ALICE,)), NOW)
@@ -118,26 +130,26 @@ def test_forget_all_drops_every_reply_waiting_for_the_person_and_those_quoting_t
     # When Alice forgets everything
     assert ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=1)) == 3
     # Then none of them is left, Bob's other reply is, and she is marked
-    assert [table.get(outbox_key(_key(ALICE, t))) for t in ("700000000000000001", "700000000000000002")] == [
+    assert [table.get(outbox_of(_key(ALICE, t))) for t in ("700000000000000001", "700000000000000002")] == [
         None,
         None,
     ]
-    assert table.get(outbox_key(_key(BOB, "700000000000000003"))) is None
-    assert _outbox_from_item(table.get(outbox_key(_key(BOB, "700000000000000004")))).reply == "x"
+    assert table.get(outbox_of(_key(BOB, "700000000000000003"))) is None
+    assert _outbox_from_item(table.get(outbox_of(_key(BOB, "700000000000000004")))).reply == "x"
     assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(minutes=1)
 
 
 def test_a_reply_to_or_quoting_someone_who_forgot_since_is_not_kept(table):
-    turns = TurnRepository(table)
+    turns = repository(table)
     TurnLedger(table).forget_turns_of(ALICE, SENT)
     assert turns.keep(_key(ALICE, "1"), Outbox("a", ("a",)), NOW) is False
     assert turns.keep(_key(BOB, "2"), Outbox("b", ("b",), quoted=(ALICE,)), NOW) is False
-    assert table.get(outbox_key(_key(ALICE, "1"))) is None
-    assert table.get(outbox_key(_key(BOB, "2"))) is None
+    assert table.get(outbox_of(_key(ALICE, "1"))) is None
+    assert table.get(outbox_of(_key(BOB, "2"))) is None
     # what was said after the forget-all is kept as usual
     later = SENT + timedelta(milliseconds=1)
     assert turns.keep(_key(ALICE, "3", later), Outbox("c", ("c",)), NOW)
-    assert table.get(outbox_key(_key(ALICE, "3"))) is not None
+    assert table.get(outbox_of(_key(ALICE, "3"))) is not None
 
 
 def test_the_mark_only_moves_forward(table):
@@ -152,30 +164,29 @@ def test_the_mark_only_moves_forward(table):
 # -- the turn repository: its one read, its outbox, its commit ------------------------------------
 
 KEY = TurnKey("message", "700000000000000005", "42", SENT)
+DM = StmRowIdentity(StmAddress.of(None, KEY.author_id, CHANNEL, "kioku"), lineage_id=1)  # their DM's row
 
 
-def _reader(table):
-    """The turn's read as the service makes it: the repository's keys ride in one BatchGetItem."""
+def _memory() -> TurnMemoryQuery:
+    """The turn's read of its short-term memory, in the DM of ``KEY``'s author."""
+    return TurnMemoryQuery(
+        server_id=None,
+        channel_id=CHANNEL,
+        user_id=KEY.author_id,
+        parent_channel_id=None,
+        persona_hint="kioku",
+        active_since=NOW - timedelta(days=1),
+        other_limit=0,
+    )
 
-    def load(keys):
-        found = {(item["pk"], item["sk"]): item for item in table.batch_get(keys)}
-        return TurnMemoryLoad(ServerConfig(server_id=None), UserProfile(user_id="42"), StmState(), found)
 
-    return load
-
-
-def _capturing(store, lines):
-    """The capture the service hands the commit: the STM row written with the commit's operations."""
-
-    def capture(operations):
-        store.capture(identity(), None, lines, NOW, LIMITS, also=operations)
-        return True
-
-    return capture
+def _capture(lines, said: Said | None = None) -> TurnCapture:
+    """What the turn writes to its short-term memory row with its commit."""
+    return TurnCapture(DM, None, tuple(lines), KEY.author_id, NOW, LIMITS, said=said)
 
 
 def test_an_outbox_is_read_with_the_turn_and_dropped_by_the_commit_that_captures_it(table):
-    repository, store = TurnRepository(table), StmStore(table)
+    turns, store = repository(table), StmStore(table)
     lines = (message("hi", message_id=KEY.turn_id), message("hello there", message_id="900"))
     outbox = Outbox(
         reply="hello there",
@@ -184,33 +195,56 @@ def test_an_outbox_is_read_with_the_turn_and_dropped_by_the_commit_that_captures
         lines=lines,
         reply_ids=("900",),
     )
-    repository.keep(KEY, outbox, NOW)
-    assert table.get(outbox_key(KEY))["pk"] == "USER#42"  # in its author's partition
+    turns.keep(KEY, outbox, NOW)
+    assert table.get(outbox_of(KEY))["pk"] == "USER#42"  # in its author's partition
 
-    read = repository.read(KEY, _reader(table))
-    assert read.outbox == outbox and read.done is None
+    read = turns.read(KEY, _memory(), recall_lineage=1)
+    assert read.outbox == outbox and read.done is None and read.author_forgotten_at is None
 
-    capture = _capturing(store, lines)
-    assert repository.commit(KEY, TurnOutcome(reply_ids=("900", "901")), NOW, capture).committed
+    turns.commit(KEY, TurnOutcome(reply_ids=("900", "901")), NOW, _capture(lines))
 
-    read = repository.read(KEY, _reader(table))
+    read = turns.read(KEY, _memory(), recall_lineage=1)
     assert read.outbox is None and read.done == TurnOutcome(reply_ids=("900", "901"))
-    assert [line.text for line in store.get(identity().address).crude] == ["hi", "hello there"]
+    assert [line.text for line in read.memory.state.current.crude] == ["hi", "hello there"]
     # a second attempt's commit is refused by the record and captures nothing
-    again = repository.commit(KEY, TurnOutcome(), NOW, capture)
-    assert again == Committed(False, ("done",))
-    assert store.get(identity().address).turns_since_refresh == 1
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.commit(KEY, TurnOutcome(), NOW, _capture([message("hi again", message_id="902")]))
+    assert store.get(DM.address).turns_since_refresh == 1
 
 
-def test_a_named_part_whose_condition_fails_refuses_the_whole_commit(table):
-    repository, store = TurnRepository(table), StmStore(table)
-    repository.keep(KEY, Outbox(reply="hi", chunks=("hi",)), NOW)
-    table.put({"pk": "USER#42", "sk": "FORGOTTEN"})
-    author_kept = table.op_check({"pk": "USER#42", "sk": "FORGOTTEN"}, "attribute_not_exists(pk)")
-    capture = _capturing(store, [message("hi")])
+def test_a_speaker_who_forgot_everything_since_refuses_the_whole_commit(table):
+    # Given a kept outbox, and its author's forget-all mark written after the message was sent
+    turns, store = repository(table), StmStore(table)
+    turns.keep(KEY, Outbox(reply="hi", chunks=("hi",)), NOW)
+    mark_forgotten(table, KEY.author_id, SENT + timedelta(minutes=1))
 
-    result = repository.commit(KEY, TurnOutcome(), NOW, capture, parts={"author": author_kept})
+    # When the turn commits what it captured of the message
+    with pytest.raises(SpeakerForgotten):
+        turns.commit(KEY, TurnOutcome(), NOW, _capture([message("hi")], said=Said(KEY.author_id, SENT)))
 
-    assert result == Committed(False, ("author",))
-    assert store.get(identity().address) is None
-    assert repository.read(KEY, _reader(table)).outbox is not None
+    # Then nothing was written: no line, no record, and the outbox stays
+    read = turns.read(KEY, _memory(), recall_lineage=1)
+    assert store.get(DM.address) is None and read.done is None
+    assert read.outbox is not None
+    assert read.author_forgotten_at == SENT + timedelta(minutes=1)
+
+
+def test_a_capture_that_cannot_be_written_fails_the_commit_and_keeps_the_outbox(table, monkeypatch):
+    # Given a kept outbox, and DynamoDB refusing every transaction
+    turns = repository(table)
+    turns.keep(KEY, Outbox(reply="hi", chunks=("hi",)), NOW)
+    real_call = table._call
+
+    def unavailable(operation, **params):
+        if operation == "transact_write_items":
+            raise StoreUnavailable("transact_write_items failed: EndpointConnectionError")
+        return real_call(operation, **params)
+
+    monkeypatch.setattr(table, "_call", unavailable)
+
+    # When the turn commits, Then it fails for the retry, with nothing recorded and its outbox kept
+    with pytest.raises(TurnCommitFailed):
+        turns.commit(KEY, TurnOutcome(), NOW, _capture([message("hi")]))
+    monkeypatch.setattr(table, "_call", real_call)
+    read = turns.read(KEY, _memory(), recall_lineage=1)
+    assert read.done is None and read.outbox is not None

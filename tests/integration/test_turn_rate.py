@@ -6,6 +6,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
+from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.adapters.dynamodb.turn_ledger import RateLedger
 
 NOW = datetime(2026, 11, 30, 12, 0, 30, tzinfo=UTC)
@@ -36,5 +37,5 @@ def test_the_next_minute_starts_again_and_people_count_apart(table):
     assert ledger.take("1", NOW, LIMIT) is None
     assert ledger.take("2", NOW, LIMIT) == 1
     assert ledger.take("1", NOW + timedelta(seconds=30), LIMIT) == 1
-    stored = table.get({"pk": "USER#1", "sk": f"RATE#{int(NOW.timestamp()) // 60}"})
+    stored = table.get(ItemKey("USER#1", f"RATE#{int(NOW.timestamp()) // 60}"))
     assert stored["turns"] == LIMIT + 1 and stored["expires_at"] > NOW.timestamp()

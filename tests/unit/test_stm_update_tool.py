@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
 
+from kioku.domain.forgetting import Said
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.domain.stm.context import StmState
+from kioku.domain.stm.entries import StmAddress, StmEntry
 from kioku.domain.stm.update_tool import TOOL_NAME, StmUpdate
 from kioku.services.stm import ShortTermMemoryTurn
-from tests.unit.stm_builders import ALICE, CATEGORIES, CHANNEL, LIMITS, config, message, turn
+from tests.unit.stm_builders import ALICE, CATEGORIES, CHANNEL, LIMITS, NOW, SERVER, config, message, turn
 
 
 @dataclass
@@ -19,26 +22,14 @@ class RecordingStore:
     """An in-memory stand-in for StmStore: remembers what it was asked to write."""
 
     writes: list[StmUpdate] = field(default_factory=list)
-    captures: list[tuple] = field(default_factory=list)
-    counted: int = 0
 
     def write_memory(self, identity, update, categories, now, retention, *, said=None):
         self.writes.append(update)
 
-    def capture(self, identity, read, messages, now, limits, *, also=(), said=None):
-        self.captures.append(tuple(messages))
-        self.also = list(also)
 
-    def op_note_lines(self, user_id, address, now, retention):
-        return {"note": (user_id, address.channel_id)}
-
-    def count_turn(self, identity, now, limits, *, also=()):
-        self.counted += 1
-
-
-def stm_turn(turn_context=None, store=None) -> tuple[ShortTermMemoryTurn, RecordingStore]:
+def stm_turn(turn_context=None, store=None, state=None) -> tuple[ShortTermMemoryTurn, RecordingStore]:
     store = store or RecordingStore()
-    return ShortTermMemoryTurn(store, turn_context or turn(), StmState(), LIMITS), store
+    return ShortTermMemoryTurn(store, turn_context or turn(), state or StmState(), LIMITS), store
 
 
 def status(result) -> dict:
@@ -196,20 +187,23 @@ def test_the_tool_runs_at_most_once_per_turn_but_a_rejected_call_does_not_count(
 # -- capture --------------------------------------------------------------------------------------
 
 
-def test_capture_stores_the_turns_messages_and_notes_where_the_speakers_lines_are():
-    memory, store = stm_turn()
-    memory.capture([message("hello"), message("hi!", role="assistant")], also=[{"done": 1}])
-    assert [m.text for m in store.captures[0]] == ["hello", "hi!"]
-    assert store.also == [{"done": 1}, {"note": ("7", CHANNEL)}]
+def test_the_capture_holds_the_turns_messages_for_the_row_it_read_checked_against_its_speaker():
+    read = StmEntry(StmAddress.of(SERVER, ALICE.user_id, CHANNEL, "kioku"), lineage_id=1)
+    sent = NOW - timedelta(minutes=1)
+    memory, _ = stm_turn(turn(sent_at=sent), state=StmState(read))
+    capture = memory.capture_of([message("hello"), message("hi!", role="assistant")])
+    assert [m.text for m in capture.lines] == ["hello", "hi!"]
+    assert capture.read is read and capture.identity.address == read.address
+    assert capture.speaker_id == ALICE.user_id and capture.said == Said(ALICE.user_id, sent)
+    assert capture.keep_lines
 
 
-def test_capture_stores_nothing_for_a_user_with_full_privacy_but_still_counts_the_turn():
+def test_the_capture_keeps_no_lines_of_a_user_with_full_privacy_but_still_counts_the_turn():
     from dataclasses import replace
 
     private_turn = replace(turn(), profile=UserProfile(user_id="7", privacy_level=PrivacyLevel.FULL))
-    memory, store = stm_turn(private_turn)
-    memory.capture([message("secret")])
-    assert store.captures == [] and store.counted == 1
+    memory, _ = stm_turn(private_turn)
+    assert not memory.capture_of([message("secret")]).keep_lines
 
 
 def test_every_listed_prompt_macro_is_filled_in_and_no_other():

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from kioku.keys import ConfigurationError, hex_public_key
+from kioku.public_keys import ConfigurationError, hex_public_key
 
 __all__ = ["ConfigurationError", "Settings", "describe_validation_error", "get_settings"]
 

@@ -44,3 +44,7 @@ def forgotten_since(forgotten_at: datetime | None, sent_at: datetime) -> bool:
     """Whether a person who said something at ``sent_at`` asked to forget everything afterwards (or in
     the same instant: the snowflake's millisecond cannot tell which came first, so it is forgotten)."""
     return forgotten_at is not None and forgotten_at >= sent_at
+
+
+class SpeakerForgotten(Exception):
+    """The speaker asked to forget everything after sending the message: nothing of it was written."""

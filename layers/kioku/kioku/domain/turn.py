@@ -79,3 +79,11 @@ class TurnContext:
     @property
     def bot_name(self) -> str:
         return self.config.persona.name
+
+
+class TurnAlreadyRecorded(Exception):
+    """Another attempt recorded this turn as done: nothing of this attempt's commit was written."""
+
+
+class TurnCommitFailed(Exception):
+    """The turn's commit could not be written: its outbox stays, and the redelivery commits."""

@@ -12,7 +12,7 @@ from typing import Any, Final
 
 from kioku.entrypoints.function_url import error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
-from kioku.keys import public_key_from_env
+from kioku.public_keys import public_key_from_env
 
 INTERACTION_PING: Final = 1
 RESPONSE_PONG: Final = 1

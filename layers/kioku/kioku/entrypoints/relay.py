@@ -21,8 +21,8 @@ from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
-from kioku.keys import public_key_from_env
 from kioku.observability import Metric, correlate, count, invocation, logger
+from kioku.public_keys import public_key_from_env
 from kioku.services import warm
 
 _NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kioku.entrypoints.function_url import UnreadableBody, error_response, header, raw_body
-from kioku.keys import ConfigurationError
+from kioku.public_keys import ConfigurationError
 from kioku.signatures import SIGNATURE_HEADER, TIMESTAMP_HEADER, RequestVerifier, SignatureRejected
 
 logger = logging.getLogger(__name__)

@@ -61,13 +61,15 @@ def turn_service(settings: Settings) -> TurnService:
     model_settings = settings
     if secrets.llm_api_key:
         model_settings = settings.model_copy(update={"LLM_API_KEY": SecretStr(secrets.llm_api_key)})
+    stm_store = StmStore(table)
+    ltm_store = DynamoMemoryStore(table, layout=BookLayout.from_settings(settings))
     return TurnService(
         settings=settings,
         discord=DiscordRest(settings.DISCORD_API_BASE_URL, secrets.discord_bot_token),
         model=make_chat_model(model_settings),
-        stm_store=StmStore(table),
-        ltm_store=DynamoMemoryStore(table, layout=BookLayout.from_settings(settings)),
-        turns=TurnRepository(table),
+        stm_store=stm_store,
+        ltm_store=ltm_store,
+        turns=TurnRepository(table, stm_store, ltm_store),
         rates=RateLedger(table),
         embedder=_embedder(settings, secrets.llm_api_key),
     )

@@ -1,4 +1,4 @@
-"""Short-term memory for one turn: load the state, build the context, run the tool, capture the turn.
+"""Short-term memory for one turn: what to load, the context, the tool, what the turn captures.
 
 No cache: every load reads DynamoDB (the current row with a consistent read), so no container ever
 sees state older than a write acknowledged before the read began. The only thing remembered across
@@ -15,12 +15,12 @@ from typing import Any
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.stm_store import (
     NewerMemoryExists,
-    SpeakerForgotten,
     StmRowIdentity,
     StmStore,
-    TurnAlreadyRecorded,
-    TurnMemoryLoad,
+    TurnCapture,
+    TurnMemoryQuery,
 )
+from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.context import StmContext, StmState, build_short_term_memory_context
@@ -48,8 +48,13 @@ def hinted_persona(server_id: str | None) -> Persona:
     return _persona_hints.get(server_id or "", Persona())
 
 
-def load_turn_memory(
-    store: StmStore,
+def remember_persona(server_id: str | None, persona: Persona) -> None:
+    """Note the persona a turn's read found on ``server_id``: the next turn's guess."""
+    if server_id:
+        _persona_hints[server_id] = persona
+
+
+def turn_memory_query(
     *,
     server_id: str | None,
     channel_id: str,
@@ -57,11 +62,11 @@ def load_turn_memory(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
-    extra_keys: Sequence[dict[str, str]] = (),
-) -> TurnMemoryLoad:
-    """The server config, the user's profile and the STM state of a turn, in two requests (cross-server
-    folding included)."""
-    loaded = store.load_turn(
+) -> TurnMemoryQuery:
+    """What a turn reads of short-term memory, with the server config and the user's profile, in two
+    requests (cross-server folding included): the row of the persona this container last saw, and the
+    other channels' rows active within the retention."""
+    return TurnMemoryQuery(
         server_id=server_id,
         channel_id=channel_id,
         user_id=user_id,
@@ -70,11 +75,7 @@ def load_turn_memory(
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
-        extra_keys=extra_keys,
     )
-    if server_id:
-        _persona_hints[server_id] = loaded.config.persona
-    return loaded
 
 
 class ShortTermMemoryTurn:
@@ -150,43 +151,22 @@ class ShortTermMemoryTurn:
             data["message"] += f" Over {limits.max_summary_length} characters, so it was shortened."
         return ToolResult(status="success", data=data)
 
-    def capture(self, messages: Sequence[CrudeMessage], *, also: Sequence[dict[str, Any]] = ()) -> bool:
-        """Post-turn capture, once per bot turn: append the turn's messages and count the turn, with
-        ``also`` (the turn's completion record) in the same transaction. True when it was written.
-
-        A user with full privacy has nothing stored; the turn is still counted. Store failures are
-        logged and answered False. Raised, nothing written: ``TurnAlreadyRecorded`` (another attempt
-        finished the turn) and ``SpeakerForgotten`` (the speaker asked to forget everything after
-        sending the message: the transaction's condition drops it).
-        """
-        try:
-            if self._turn.profile.privacy_level is PrivacyLevel.FULL:
-                self._store.count_turn(self._identity, self._turn.now, self._limits, also=also)
-            else:
-                if self._identity.address.server_id:
-                    # a shared row: note where the speaker's lines are, so they can have them forgotten
-                    note = self._store.op_note_lines(
-                        self._turn.user.user_id,
-                        self._identity.address,
-                        self._turn.now,
-                        self._limits.retention,
-                    )
-                    also = [*also, note]
-                self._store.capture(
-                    self._identity,
-                    self._state.current,
-                    messages,
-                    self._turn.now,
-                    self._limits,
-                    also=also,
-                    said=self._turn.said,
-                )
-        except (TurnAlreadyRecorded, SpeakerForgotten):
-            raise
-        except StoreError:
-            logger.exception("short-term memory capture failed")
-            return False
-        return True
+    def capture_of(self, messages: Sequence[CrudeMessage]) -> TurnCapture:
+        """What the turn's commit writes to short-term memory, once per bot turn: its messages
+        appended to the row as this turn read it, and the turn counted (nothing of it if the speaker
+        asked to forget everything after sending the message). A speaker with full privacy has
+        nothing stored; the turn is still counted."""
+        turn = self._turn
+        return TurnCapture(
+            identity=self._identity,
+            read=self._state.current,
+            lines=tuple(messages),
+            speaker_id=turn.user.user_id,
+            now=turn.now,
+            limits=self._limits,
+            said=turn.said,
+            keep_lines=turn.profile.privacy_level is not PrivacyLevel.FULL,
+        )
 
 
 def _error(message: str) -> ToolResult:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, Final
@@ -23,21 +24,14 @@ from typing import Any, Final
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, forgotten_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
-from kioku.adapters.dynamodb.turn_repository import (
-    DONE_PART,
-    Outbox,
-    TurnKey,
-    TurnRead,
-    TurnRepository,
-)
+from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRead, TurnRepository
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
-from kioku.domain.forgetting import forgotten_since, snowflake_time
+from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemberSearchFailed
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
@@ -59,12 +53,12 @@ from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.text import MentionNames, mentioned_channels, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import BotIdentity, TurnContext
+from kioku.domain.turn import BotIdentity, TurnAlreadyRecorded, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.guild_directory import GuildDirectory
-from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
+from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
 
 logger = logging.getLogger(__name__)
@@ -291,21 +285,18 @@ class TurnService:
         state.subject_ids = [person.user_id for person in recall_subjects(turn)]
         read = self.turns.read(
             state.key,
-            lambda keys: load_turn_memory(
-                self.stm_store,
+            turn_memory_query(
                 server_id=job.guild_id,
                 channel_id=job.channel_id,
                 user_id=turn.user.user_id,
                 parent_channel_id=turn.parent_channel_id,
                 now=state.now,
                 limits=limits,
-                extra_keys=keys,
             ),
-            extra_keys=[
-                forgotten_key(state.key.author_id),
-                *self.ltm_store.recall_keys(job.guild_id, state.guessed_lineage, state.subject_ids),
-            ],
+            recall_lineage=state.guessed_lineage,
+            recall_people=state.subject_ids,
         )
+        remember_persona(job.guild_id, read.memory.config.persona)
         state.read = read
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
@@ -358,13 +349,7 @@ class TurnService:
         if self.embedder is not None:
             state.embeddings = TurnEmbeddings(self.embedder)
         try:
-            where = {"place": turn.place, "policy": turn.config.privacy}
-            if lineage == state.guessed_lineage:
-                memories = self.ltm_store.recall_from_items(
-                    read.items, turn.server_id, lineage, state.subject_ids, **where
-                )
-            else:
-                memories = self.ltm_store.recall(turn.server_id, lineage, state.subject_ids, **where)
+            memories = self.turns.recall(read, lineage, place=turn.place, policy=turn.config.privacy)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
             return
@@ -464,16 +449,18 @@ class TurnService:
         outcome = TurnOutcome(reply_ids=tuple(state.record.reply_ids), apologised=state.record.apologised)
         capture = None
         if state.capture and outbox is not None and stm is not None:
-            lines = _with_reply_id(outbox.lines, outcome.reply_ids)
-            capture = lambda operations: stm.capture(lines, also=operations)  # noqa: E731
-        result = self.turns.commit(state.key, outcome, state.now, capture)
-        if result.committed:
-            return
-        if DONE_PART in result.refused:
+            capture = stm.capture_of(_with_reply_id(outbox.lines, outcome.reply_ids))
+        try:
+            self.turns.commit(state.key, outcome, state.now, capture)
+        except TurnAlreadyRecorded:
             logger.info("turn %s was recorded by another attempt meanwhile", state.job.turn_id)
-            return
-        logger.warning("turn %s is dropped, not captured: %s refused it", state.job.turn_id, result.refused)
-        self.turns.commit(state.key, outcome, state.now, None)
+        except SpeakerForgotten:
+            logger.warning(
+                "turn %s is dropped, not captured: its speaker asked to forget everything since",
+                state.job.turn_id,
+            )
+            with suppress(TurnAlreadyRecorded):
+                self.turns.commit(state.key, outcome, state.now, None)
 
     def _keep_posted(self, state: TurnState, outbox: Outbox) -> None:
         try:
@@ -690,7 +677,7 @@ class TurnService:
 
 
 def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
-    return forgotten_since(forgotten_at_from_item(read.item(forgotten_key(key.author_id))), key.sent_at)
+    return forgotten_since(read.author_forgotten_at, key.sent_at)
 
 
 def _with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:

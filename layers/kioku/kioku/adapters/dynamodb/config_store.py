@@ -1,4 +1,5 @@
-"""Server configuration and user profiles: one item each, read together in one request."""
+"""Server configuration and user profiles: one item each, read together in a turn's first request
+(``StmStore.load_turn``)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,8 @@ from dataclasses import replace
 from typing import Any
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.keys import server_config_key, user_profile_key
+from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.domain.models import (
     Capabilities,
     MemoryModeration,
@@ -18,7 +20,7 @@ from kioku.domain.models import (
     StmConfig,
     UserProfile,
 )
-from kioku.domain.privacy import PrivacyMode, parse_overrides
+from kioku.domain.privacy import parse_overrides
 
 
 class StaleConfiguration(Exception):
@@ -29,27 +31,9 @@ class StaleConfiguration(Exception):
         self.current = current
 
 
-def server_config_key(server_id: str) -> Key:
-    return {"pk": f"SERVER#{server_id}", "sk": "CONFIG"}
-
-
-def user_profile_key(user_id: str) -> Key:
-    return {"pk": f"USER#{user_id}", "sk": "PROFILE"}
-
-
 class ConfigStore:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
-
-    def load(self, server_id: str | None, user_id: str) -> tuple[ServerConfig, UserProfile]:
-        """The server's configuration (defaults for DMs and unknown servers) and the user's profile."""
-        keys = [user_profile_key(user_id)]
-        if server_id:
-            keys.append(server_config_key(server_id))
-        by_pk = {item["pk"]: item for item in self._table.batch_get(keys)}
-        config = server_config_from_item(by_pk.get(f"SERVER#{server_id}"), server_id)
-        profile = user_profile_from_item(by_pk.get(f"USER#{user_id}"), user_id)
-        return config, profile
 
     def get_server_config(self, server_id: str) -> ServerConfig:
         return server_config_from_item(self._table.get(server_config_key(server_id)), server_id)
@@ -103,7 +87,7 @@ def server_config_from_item(item: Item | None, server_id: str | None) -> ServerC
             system_prompt=str(persona.get("system_prompt", "")),
         ),
         capabilities=Capabilities(**{k: bool(v) for k, v in capabilities.items() if k in _CAPABILITY_FLAGS}),
-        channel_privacy=_channel_privacy(item),
+        channel_privacy=parse_overrides(item.get("channel_privacy")),
         stm_privacy_bypass=bool(item.get("stm_privacy_bypass", False)),
         stm=StmConfig(
             render_mode=RenderMode(stm.get("render_mode", defaults.render_mode)),
@@ -141,7 +125,7 @@ _CAPABILITY_FLAGS = frozenset(Capabilities.__dataclass_fields__)
 def server_config_to_item(config: ServerConfig) -> Item:
     stm = config.stm
     return {
-        **server_config_key(config.server_id or ""),
+        **server_config_key(config.server_id or "").as_item(),
         "persona": {
             "persona_id": config.persona.persona_id,
             "lineage_id": config.persona.lineage_id,
@@ -186,17 +170,11 @@ def user_profile_from_item(item: Item | None, user_id: str) -> UserProfile:
 
 def user_profile_to_item(profile: UserProfile) -> Item:
     return {
-        **user_profile_key(profile.user_id),
+        **user_profile_key(profile.user_id).as_item(),
         "privacy_level": profile.privacy_level.value,
         "cross_server_opt_in": profile.cross_server_opt_in,
         "version": profile.version,
     }
-
-
-def _channel_privacy(item: Item) -> dict[str, PrivacyMode]:
-    """The overrides; an older item's ``private_channel_ids`` list reads as private overrides."""
-    legacy = {str(channel): PrivacyMode.PRIVATE.value for channel in item.get("private_channel_ids", ())}
-    return parse_overrides({**legacy, **(item.get("channel_privacy") or {})})
 
 
 def _moderation(value: Any) -> MemoryModeration:

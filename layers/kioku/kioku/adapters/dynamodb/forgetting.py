@@ -1,9 +1,8 @@
 """The mark ``/personal memories forget-all`` leaves on a person, and the check every write of what
 they said carries.
 
-    pk = USER#{user_id}   sk = FORGOTTEN   (forgotten_at: when they last asked to forget everything)
-
-The mark only moves forward (a conditional write keeps the latest). A capture of their lines or a
+The mark (``keys.forgotten_key``) holds ``forgotten_at``, when they last asked to forget everything,
+and only moves forward (a conditional write keeps the latest). A capture of their lines or a
 save of a memory they wrote or that is about them carries ``op_not_forgotten_since`` in its own
 transaction: a condition DynamoDB checks as it writes, so no forget-all can slip between a read and
 the write.
@@ -15,15 +14,11 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.keys import forgotten_key
+from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.clock import parse_time
 
-FORGOTTEN_SK: Final = "FORGOTTEN"
 _NAMES: Final = {"#forgotten_at": "forgotten_at"}
-
-
-def forgotten_key(user_id: str) -> Key:
-    return {"pk": f"USER#{user_id}", "sk": FORGOTTEN_SK}
 
 
 def forgotten_at_from_item(item: Item | None) -> datetime | None:

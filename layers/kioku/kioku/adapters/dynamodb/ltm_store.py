@@ -1,17 +1,16 @@
 """Long-term memories in the kioku table; limits and duplicates are enforced by each write's transaction.
 
-One partition per owner: ``LTM#S#{server_id}`` for a server; for a person, their own ``USER#{user_id}``
-partition, beside their profile. An owner's partition holds:
+One partition per owner (``keys.owner_pk``): a server's own; for a person, their own partition,
+beside their profile. An owner's partition holds:
 
-- ``M#{memory_id}``: the memory (lineage, content, fingerprint, author, times). Ids are unique per
-  owner across lineages, so an id and its owner find a memory with one GetItem.
-- ``H#{lineage}#{fingerprint}``: the duplicate guard of a scope, holding the id of the memory it guards.
-- ``COUNT``: ``n_{lineage}`` per lineage; the user's counter also carries a ``version``.
-- on a person, ``SERVERLTM#{server_id}``: a note that memories of that server name them (saved by
+- the memories (``keys.memory_key``: lineage, content, fingerprint, author, times). Ids are unique
+  per owner across lineages, so an id and its owner find a memory with one GetItem.
+- the duplicate guards of each scope (``keys.guard_key``), holding the id of the memory they guard.
+- the counter (``keys.counter_key``): ``n_{lineage}`` per lineage; a person's also carries a ``version``.
+- on a person, a note per server whose memories name them (``keys.server_note_key``: saved by
   them, or about them), put by every write that names them, so forget-all and the export find a
   person's server memories without a scan.
-- the recall book of each scope, in shards (``BOOK#L{lineage}``, ``BOOK#L{lineage}#1``, … on a
-  server, ``LTM#BOOK#L{lineage}``… on a person): one top-level attribute ``m{memory_id}`` per memory,
+- the recall book of each scope, in shards (``keys.book_key``): one top-level attribute ``m{memory_id}`` per memory,
   ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id, v: embedding}``, and ``k``, the shard's
   number of entries; the origin (``guild/channel/parent/flags``) is what recall's privacy rules
   read, so a book entry without one (written before origins were kept) is never recalled. Recall
@@ -39,17 +38,30 @@ from __future__ import annotations
 import math
 import random
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
 from boto3.dynamodb.types import Binary
 
-from kioku.adapters.dynamodb.config_store import user_profile_from_item, user_profile_key
+from kioku.adapters.dynamodb.config_store import user_profile_from_item
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    book_key,
+    counter_key,
+    guard_key,
+    index_by_key,
+    memory_key,
+    memory_range,
+    noted_server,
+    server_note_key,
+    server_note_range,
+    user_profile_key,
+)
+from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
@@ -80,14 +92,9 @@ from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
 _BACKOFF_SECONDS: Final = 0.01
-_COUNTER_SK: Final = "COUNT"
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
-_MEMORY_PREFIX: Final = "M#"
-_OWNER_PREFIX: Final = {ScopeKind.SERVER: "LTM#S#", ScopeKind.PERSONAL: "USER#"}
-_BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
 _ENTRY_PREFIX: Final = "m"
 _SHARD_COUNT: Final = "k"
-_SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
 BOOK_ITEM_BYTES: Final = 380_000
 """What a book shard may take, under DynamoDB's 400 KB item limit."""
 BOOK_ENTRY_OVERHEAD_BYTES: Final = 200 + 4 + VECTOR_BYTES
@@ -112,39 +119,8 @@ _NAMES: Final = {
 }
 
 
-def owner_pk(kind: ScopeKind, owner_id: str) -> str:
-    return f"{_OWNER_PREFIX[kind]}{owner_id}"
-
-
-def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> Key:
-    return {"pk": owner_pk(kind, owner_id), "sk": f"{_MEMORY_PREFIX}{memory_id}"}
-
-
-def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> Key:
-    """The duplicate guard of a fact within a scope and duplicate domain (see ``duplicate_domain``)."""
-    return {"pk": owner_pk(scope.kind, scope.owner_id), "sk": f"H#{scope.lineage}#{domain}#{fingerprint}"}
-
-
-def server_note_key(user_id: str, server_id: str) -> Key:
-    """The note, in a person's partition, that memories of ``server_id`` name them."""
-    return {"pk": owner_pk(ScopeKind.PERSONAL, user_id), "sk": f"{_SERVER_NOTE_PREFIX}{server_id}"}
-
-
-def counter_key(kind: ScopeKind, owner_id: str) -> Key:
-    return {"pk": owner_pk(kind, owner_id), "sk": _COUNTER_SK}
-
-
 def count_attribute(lineage: int) -> str:
     return f"n_{lineage}"
-
-
-def book_key(scope: MemoryScope, shard: int = 0) -> Key:
-    """The key of one shard of a scope's book; shard 0 has the key books had before they were sharded."""
-    suffix = f"#{shard}" if shard else ""
-    return {
-        "pk": owner_pk(scope.kind, scope.owner_id),
-        "sk": f"{_BOOK_PREFIX[scope.kind]}{scope.lineage}{suffix}",
-    }
 
 
 def entry_attribute(memory_id: str) -> str:
@@ -173,7 +149,7 @@ class BookLayout:
         limit = self.server_limit if kind is ScopeKind.SERVER else self.personal_limit
         return math.ceil(limit / self.capacity)
 
-    def keys(self, scope: MemoryScope) -> list[Key]:
+    def keys(self, scope: MemoryScope) -> list[ItemKey]:
         return [book_key(scope, shard) for shard in range(self.shards(scope.kind))]
 
 
@@ -217,15 +193,6 @@ def origin_from_text(text: Any) -> Origin:
     )
 
 
-def index_by_key(items: Iterable[Item]) -> dict[tuple[str, str], Item]:
-    """Items by ``(pk, sk)``, as ``recall_from_items`` takes them."""
-    return {(item["pk"], item["sk"]): item for item in items}
-
-
-def _pair(key: Key) -> tuple[str, str]:
-    return key["pk"], key["sk"]
-
-
 class DynamoMemoryStore:
     """The ``MemoryStore`` port on DynamoDB; every data-layer error becomes a domain error."""
 
@@ -245,8 +212,8 @@ class DynamoMemoryStore:
     def personal_target(self, user_id: str) -> PersonalTarget:
         profile_key, counts_key = user_profile_key(user_id), counter_key(ScopeKind.PERSONAL, user_id)
         items = index_by_key(self._guarded(self._table.batch_get, [profile_key, counts_key]))
-        profile = user_profile_from_item(items.get(_pair(profile_key)), user_id)
-        return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(_pair(counts_key))))
+        profile = user_profile_from_item(items.get(profile_key), user_id)
+        return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(counts_key)))
 
     def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
         personal = draft.scope.kind is ScopeKind.PERSONAL
@@ -361,7 +328,7 @@ class DynamoMemoryStore:
             operations["old_guard"] = self._release_guard(memory)
             operations["new_guard"] = self._table.op_put(
                 {
-                    **guard_key(memory.scope, updated.fingerprint, updated.duplicate_domain),
+                    **guard_key(memory.scope, updated.fingerprint, updated.duplicate_domain).as_item(),
                     "memory_id": memory.memory_id,
                 },
                 condition="attribute_not_exists(pk)",
@@ -423,15 +390,10 @@ class DynamoMemoryStore:
         """Every memory of an owner (a server's, or all that are about a person), every lineage,
         oldest first; one query of the owner's partition (a few hundred items at most)."""
         memories: list[Memory] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
             items, start_key = self._guarded(
-                self._table.query,
-                "#pk = :pk AND begins_with(#sk, :memory)",
-                names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": owner_pk(kind, owner_id), ":memory": _MEMORY_PREFIX},
-                consistent=True,
-                start_key=start_key,
+                self._table.query_range, memory_range(kind, owner_id), consistent=True, start_key=start_key
             )
             memories.extend(memory_from_item(item) for item in items)
             if start_key is None:
@@ -525,7 +487,7 @@ class DynamoMemoryStore:
         items = index_by_key(self._guarded(self._table.batch_get, keys))
         return self.recall_from_items(items, server_id, lineage, user_ids, place=place, policy=policy)
 
-    def recall_keys(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[Key]:
+    def recall_keys(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[ItemKey]:
         """The items recall reads, all with fixed keys: every shard of the server's book of
         ``lineage``, and per person their profile (for the privacy level) and every shard of their
         books of ``lineage`` and of global memories."""
@@ -538,7 +500,7 @@ class DynamoMemoryStore:
 
     def recall_from_items(
         self,
-        items_by_key: Mapping[tuple[str, str], Item],
+        items_by_key: Mapping[ItemKey, Item],
         server_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
@@ -546,22 +508,20 @@ class DynamoMemoryStore:
         place: Place,
         policy: PrivacyPolicy,
     ) -> RecallSet:
-        """The memories in the items of ``recall_keys`` (by ``(pk, sk)``, missing ones left out) that a
+        """The memories in the items of ``recall_keys`` (by key, missing ones left out) that a
         turn at ``place`` may be shown (``Memory.recallable_at``), without the people whose privacy
         level forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``:
         books keep only what recall shows."""
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
             shards = range(self.layout.shards(scope.kind))
-            book = memories_from_book(
-                [items_by_key.get(_pair(book_key(scope, shard))) for shard in shards], scope
-            )
+            book = memories_from_book([items_by_key.get(book_key(scope, shard)) for shard in shards], scope)
             return tuple(memory for memory in book if memory.recallable_at(place, policy))
 
         server = read(MemoryScope.server(server_id, lineage)) if server_id else ()
         personal: dict[str, tuple[Memory, ...]] = {}
         for user_id in user_ids:
-            profile = user_profile_from_item(items_by_key.get(_pair(user_profile_key(user_id))), user_id)
+            profile = user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id)
             if allows_personal_memories(profile.privacy_level):
                 personal[user_id] = tuple(
                     memory
@@ -611,7 +571,7 @@ class DynamoMemoryStore:
         if draft.said_at is not None:
             operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
         operations["guard"] = table.op_put(
-            {**guard_key(scope, fingerprint, draft.duplicate_domain), "memory_id": memory_id},
+            {**guard_key(scope, fingerprint, draft.duplicate_domain).as_item(), "memory_id": memory_id},
             condition="attribute_not_exists(pk)",
         )
         operations["counter"] = counter
@@ -648,23 +608,18 @@ class DynamoMemoryStore:
             return {}
         people = dict.fromkeys(person for person in (memory.author_id, memory.subject_id) if person)
         return {
-            f"note_{n}": self._table.op_put(server_note_key(person, memory.scope.owner_id))
+            f"note_{n}": self._table.op_put(server_note_key(person, memory.scope.owner_id).as_item())
             for n, person in enumerate(people)
         }
 
     def _noted_servers(self, user_id: str) -> list[str]:
         servers: list[str] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
             items, start_key = self._guarded(
-                self._table.query,
-                "#pk = :pk AND begins_with(#sk, :note)",
-                names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": owner_pk(ScopeKind.PERSONAL, user_id), ":note": _SERVER_NOTE_PREFIX},
-                consistent=True,
-                start_key=start_key,
+                self._table.query_range, server_note_range(user_id), consistent=True, start_key=start_key
             )
-            servers += [str(item["sk"])[len(_SERVER_NOTE_PREFIX) :] for item in items]
+            servers += [noted_server(ItemKey.of(item)) for item in items]
             if start_key is None:
                 return servers
 
@@ -782,7 +737,7 @@ def ledger_from_item(item: Item | None) -> PersonalLedger:
 def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: int = 0) -> Item:
     scope = draft.scope
     return {
-        **memory_key(scope.kind, scope.owner_id, memory_id),
+        **memory_key(scope.kind, scope.owner_id, memory_id).as_item(),
         "kind": scope.kind.value,
         "owner_id": scope.owner_id,
         "lineage": scope.lineage,

@@ -1,12 +1,8 @@
-"""Short-term memory rows: one live item per (server, channel, persona), or per (user, persona) in DMs.
-
-    guild row  pk = STM#S#{server_id}   sk = C#{channel_id}#P#{persona_id}
-    DM row     pk = STM#U#{user_id}     sk = DM#P#{persona_id}   (one DM channel per user and bot)
-    Recency    gsi1pk = {pk}#L#{lineage_id}, + "#PRIVATE" for a private channel's row
-               gsi1sk = last_updated (ISO UTC)
-    JanitorAge gsi2pk = STMAGE#{0..7}         gsi2sk = last_updated
-    ThreadParent gsi3pk = {pk}#PARENT#{parent channel}, on a thread's row once a turn described it
-    TTL        expires_at = last_updated + STM_JANITOR_RETENTION_DAYS (a backstop for the janitor)
+"""Short-term memory rows: one live item per (server, channel, persona), or per (user, persona) in DMs
+(``keys.stm_row_key``), in the ``Recency`` index by scope and lineage (a private channel's row in a
+partition of its own) and by ``gsi1sk = last_updated`` (ISO UTC), in ``JanitorAge`` by
+``gsi2sk = last_updated``, and a thread's row, once a turn described it, in ``ThreadParent``; a TTL
+(``expires_at = last_updated + STM_JANITOR_RETENTION_DAYS``) is the janitor's backstop.
 
 A turn loads its state in two requests: one BatchGetItem (server config, user profile, the current
 row, in a thread its parent's row, and in a guild the user's DM row for cross-server folding) and one
@@ -21,23 +17,36 @@ from __future__ import annotations
 import logging
 import random
 import time
-import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.config_store import (
-    server_config_from_item,
-    server_config_key,
-    user_profile_from_item,
-    user_profile_key,
-)
+from kioku.adapters.dynamodb.config_store import server_config_from_item, user_profile_from_item
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.keys import (
+    AGE_SHARDS,
+    ItemKey,
+    KeyRange,
+    age_shard,
+    age_shard_partition,
+    channel_row_range,
+    dm_row_range,
+    guild_row_range,
+    index_by_key,
+    lines_note_key,
+    lines_note_range,
+    noted_row,
+    recency_partition,
+    server_config_key,
+    stm_row_key,
+    thread_parent_partition,
+    user_profile_key,
+)
+from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 from kioku.clock import parse_time
-from kioku.domain.forgetting import Said
+from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import ServerConfig, StmCategory, UserProfile
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyMode
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
@@ -53,23 +62,20 @@ from kioku.domain.stm.entries import (
     merge_crude,
 )
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.domain.turn import TurnAlreadyRecorded
 
 logger = logging.getLogger(__name__)
 
 RECENCY_INDEX: Final = "Recency"
-AGE_SHARDS: Final = 8
 ANY_TIME: Final = object()  # write_memory's default: any earlier write may be replaced
 JANITOR_INDEX: Final = "JanitorAge"
 THREAD_PARENT_INDEX: Final = "ThreadParent"
-MAX_ITEM_BYTES: Final = 400 * 1024
 MAX_CHANNEL_NAME_CHARS: Final = 100
 MAX_CAPTURE_ATTEMPTS: Final = 48
 MAX_RECENT_PAGES: Final = 4
 _PAGE_SLACK: Final = 2
 _MAX_PRIVATE_SLACK: Final = 10
 _BACKOFF_STEP_SECONDS: Final = 0.002
-_PRIVATE_SUFFIX: Final = "#PRIVATE"
-_LINES_PREFIX: Final = "STMLINES#"
 MAX_FORGET_ATTEMPTS: Final = 16
 _STAMP_ATTRIBUTES: Final = (
     "channel_id",
@@ -96,23 +102,6 @@ class PurgeReport:
     kept: int = 0
 
 
-class TurnAlreadyRecorded(StoreError):
-    """The capture's companion operations found the turn already recorded: nothing was written.
-    ``failed``: the positions, in ``also``, of the companions whose condition failed."""
-
-    def __init__(self, message: str, failed: Sequence[int] = ()) -> None:
-        super().__init__(message)
-        self.failed = tuple(failed)
-
-
-def _failed_positions(reasons: Sequence[Any]) -> list[int]:
-    return [index for index, reason in enumerate(reasons) if reason.condition_failed]
-
-
-class SpeakerForgotten(StoreError):
-    """The speaker asked to forget everything after sending the message: nothing of it was written."""
-
-
 class CaptureConflict(StoreError):
     """The crude list kept changing under us; the capture gave up (nothing of it was stored)."""
 
@@ -132,48 +121,45 @@ class StmRowIdentity:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnMemoryQuery:
+    """What a turn's read of its short-term memory needs: where the turn is and who speaks, the persona
+    whose row to guess (``persona_hint``), how far back other channels' rows count
+    (``active_since``) and how many of them (``other_limit``), and since when a raw line counts as
+    something to show (``crude_since``, by default ``active_since``)."""
+
+    server_id: str | None
+    channel_id: str
+    user_id: str
+    parent_channel_id: str | None
+    persona_hint: str
+    active_since: datetime
+    other_limit: int
+    crude_since: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class TurnMemoryLoad:
     config: ServerConfig
     profile: UserProfile
     state: StmState
-    extra: Mapping[tuple[str, str], Item] = field(default_factory=dict)
-    """Items of ``extra_keys`` that rode in the same BatchGetItem, by (pk, sk)."""
+    extra: Mapping[ItemKey, Item] = field(default_factory=dict)
+    """Items of ``extra_keys`` that rode in the same BatchGetItem."""
 
 
-def stm_row_key(address: StmAddress) -> Key:
-    """A guild row per (server, channel, persona); a DM row per (user, persona): Discord gives a
-    user exactly one DM channel with the bot, so the key needs no channel and a guild turn can
-    fetch the user's DM row (cross-server folding) in its first BatchGetItem."""
-    if address.server_id:
-        return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
-    return {"pk": _scope_pk(address), "sk": f"DM#P#{address.persona_id}"}
+@dataclass(frozen=True, slots=True)
+class TurnCapture:
+    """What a turn's commit writes to its short-term memory row: ``lines`` merged into ``read`` (the
+    row as the turn loaded it), refused if ``said``'s speaker asked to forget everything since; with
+    ``keep_lines`` False (a speaker with full privacy) the turn is only counted."""
 
-
-def lines_key(user_id: str, row: Key) -> Key:
-    """A note, in the user's partition, that they have raw lines in ``row``: how forget-all and export
-    find them without a scan. It expires with the row's retention."""
-    return {"pk": f"USER#{user_id}", "sk": f"{_LINES_PREFIX}{row['pk']}|{row['sk']}"}
-
-
-def thread_parent_partition(server_id: str, parent_channel_id: str) -> str:
-    """The ``ThreadParent`` partition of a channel's threads."""
-    return f"{_scope_pk(StmAddress.of(server_id, '', parent_channel_id, ''))}#PARENT#{parent_channel_id}"
-
-
-def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
-    """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage; a
-    server's private channels have their own."""
-    partition = f"{_scope_pk(address)}#L#{lineage_id}"
-    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.server_id else partition
-
-
-def _scope_pk(address: StmAddress) -> str:
-    return f"STM#S#{address.server_id}" if address.server_id else f"STM#U#{address.user_id}"
-
-
-def _age_shard(key: Key) -> str:
-    row = f"{key['pk']}|{key['sk']}"
-    return f"STMAGE#{zlib.crc32(row.encode()) % AGE_SHARDS}"
+    identity: StmRowIdentity
+    read: StmEntry | None
+    lines: tuple[CrudeMessage, ...]
+    speaker_id: str
+    now: datetime
+    limits: StmLimits
+    said: Said | None = None
+    keep_lines: bool = True
 
 
 class StmStore:
@@ -182,24 +168,15 @@ class StmStore:
 
     # -- reads -------------------------------------------------------------------------------------
 
-    def load_turn(
-        self,
-        *,
-        server_id: str | None,
-        channel_id: str,
-        user_id: str,
-        parent_channel_id: str | None,
-        persona_hint: str,
-        active_since: datetime,
-        other_limit: int,
-        extra_keys: Sequence[Key] = (),
-        crude_since: datetime | None = None,
-    ) -> TurnMemoryLoad:
+    def load_turn(self, query: TurnMemoryQuery, *, extra_keys: Sequence[ItemKey] = ()) -> TurnMemoryLoad:
         """Config, profile and STM state of a turn. ``persona_hint`` guesses the current row's persona
         so it can ride in the same BatchGetItem; a wrong guess costs one GetItem, never a wrong row.
         Other rows count only when they hold something to show (``has_live_content``: a summary, a
-        section, or a raw line sent after ``crude_since``, by default ``active_since``).
+        section, or a raw line sent after ``crude_since``).
         ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
+        server_id, channel_id, user_id = query.server_id, query.channel_id, query.user_id
+        parent_channel_id, persona_hint = query.parent_channel_id, query.persona_hint
+        active_since, other_limit, crude_since = query.active_since, query.other_limit, query.crude_since
         guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
         parent_guess = (
@@ -212,14 +189,14 @@ class StmStore:
             keys += [server_config_key(server_id), stm_row_key(dm_guess)]
         if parent_guess is not None:
             keys.append(stm_row_key(parent_guess))
-        found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
-        config_item = found.get(tuple(server_config_key(server_id).values())) if server_id else None
+        found = index_by_key(self._table.batch_get(keys))
+        config_item = found.get(server_config_key(server_id)) if server_id else None
         config = server_config_from_item(config_item, server_id)
-        profile = user_profile_from_item(found.get(tuple(user_profile_key(user_id).values())), user_id)
+        profile = user_profile_from_item(found.get(user_profile_key(user_id)), user_id)
 
         def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
             if address == guessed:
-                return entry_from_item(found.get(tuple(stm_row_key(address).values())))
+                return entry_from_item(found.get(stm_row_key(address)))
             return entry_from_item(self._table.get(stm_row_key(address)))
 
         persona_id = config.persona.persona_id
@@ -260,7 +237,7 @@ class StmStore:
                 own_dm = row(StmAddress.of(None, user_id, channel_id, persona_id), dm_guess)
                 if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
                     others.append(own_dm)
-            unique = {tuple(stm_row_key(entry.address).values()): entry for entry in others}
+            unique = {stm_row_key(entry.address): entry for entry in others}
             others = [entry for entry in unique.values() if eligible(entry)]
         return TurnMemoryLoad(
             config=config, profile=profile, state=StmState(current, tuple(others)), extra=found
@@ -277,7 +254,7 @@ class StmStore:
         """Rows of ``partition`` updated since ``active_since``, newest first, until ``want`` of them
         are ``eligible`` (a small first page; more pages only when filtering left too few)."""
         rows: list[StmEntry] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         for _ in range(MAX_RECENT_PAGES):
             items, start_key = self._table.query(
                 "#pk = :pk AND #sk >= :since",
@@ -302,12 +279,12 @@ class StmStore:
         report = PurgeReport()
         cutoff = _iso(idle_before)
         for shard in range(AGE_SHARDS):
-            start_key: Key | None = None
+            start_key: Cursor | None = None
             while True:
                 keys, start_key = self._table.query(
                     "#pk = :shard AND #sk < :cutoff",
                     names={"#pk": "gsi2pk", "#sk": "gsi2sk"},
-                    values={":shard": f"STMAGE#{shard}", ":cutoff": cutoff},
+                    values={":shard": age_shard_partition(shard), ":cutoff": cutoff},
                     index=JANITOR_INDEX,
                     limit=page_size,
                     start_key=start_key,
@@ -316,7 +293,7 @@ class StmStore:
                     report.found += 1
                     try:
                         self._table.delete(
-                            {"pk": key["pk"], "sk": key["sk"]},
+                            ItemKey.of(key),
                             condition="#last_updated < :cutoff",
                             names={"#last_updated": "last_updated"},
                             values={":cutoff": cutoff},
@@ -333,26 +310,24 @@ class StmStore:
 
     # -- a person's own data ---------------------------------------------------------------------------
 
-    def op_note_lines(self, user_id: str, address: StmAddress, now: datetime, retention: timedelta) -> dict:
-        """The transaction operation that notes ``user_id``'s raw lines in ``address``'s row."""
-        note = lines_key(user_id, stm_row_key(address))
-        return self._table.op_put({**note, "expires_at": int((now + retention).timestamp())})
+    def _op_note_lines(self, user_id: str, address: StmAddress, now: datetime, retention: timedelta) -> dict:
+        """The transaction operation that notes ``user_id``'s raw lines in ``address``'s row; the note
+        expires with the row's retention."""
+        note = lines_note_key(user_id, stm_row_key(address))
+        return self._table.op_put({**note.as_item(), "expires_at": int((now + retention).timestamp())})
 
     def rows_with_lines_of(self, user_id: str) -> list[StmEntry]:
         """The rows noted as holding ``user_id``'s raw lines (rows gone since are left out)."""
         rows = []
         for note in self._notes_of(user_id):
-            pk, _, sk = note["sk"][len(_LINES_PREFIX) :].partition("|")
-            entry = entry_from_item(self._table.get({"pk": pk, "sk": sk}))
+            entry = entry_from_item(self._table.get(noted_row(note)))
             if entry is not None:
                 rows.append(entry)
         return rows
 
     def dm_rows_of(self, user_id: str) -> list[StmEntry]:
         """Every DM row of ``user_id`` (one per persona)."""
-        items = self._all(
-            {"#pk": "pk"}, "#pk = :pk", {":pk": _scope_pk(StmAddress.of(None, user_id, "", ""))}
-        )
+        items = self._all(dm_row_range(user_id))
         return [entry for entry in map(entry_from_item, items) if entry is not None]
 
     def forget_lines_of(self, user_id: str) -> int:
@@ -361,9 +336,8 @@ class StmStore:
         read again). Returns the lines removed."""
         removed = 0
         for note in self._notes_of(user_id):
-            pk, _, sk = note["sk"][len(_LINES_PREFIX) :].partition("|")
-            removed += self._strip_lines({"pk": pk, "sk": sk}, user_id)
-            self._table.delete({"pk": note["pk"], "sk": note["sk"]})
+            removed += self._strip_lines(noted_row(note), user_id)
+            self._table.delete(note)
         return removed
 
     def delete_dm_rows_of(self, user_id: str) -> int:
@@ -372,7 +346,7 @@ class StmStore:
             self._table.delete(stm_row_key(entry.address))
         return len(rows)
 
-    def _strip_lines(self, key: Key, user_id: str) -> int:
+    def _strip_lines(self, key: ItemKey, user_id: str) -> int:
         for attempt in range(MAX_FORGET_ATTEMPTS):
             entry = entry_from_item(self._table.get(key))
             if entry is None:
@@ -396,20 +370,14 @@ class StmStore:
                 _backoff(attempt)
         raise CaptureConflict(f"a row kept changing while forgetting lines ({MAX_FORGET_ATTEMPTS} attempts)")
 
-    def _notes_of(self, user_id: str) -> list[Item]:
-        return self._all(
-            {"#pk": "pk", "#sk": "sk"},
-            "#pk = :pk AND begins_with(#sk, :notes)",
-            {":pk": f"USER#{user_id}", ":notes": _LINES_PREFIX},
-        )
+    def _notes_of(self, user_id: str) -> list[ItemKey]:
+        return [ItemKey.of(note) for note in self._all(lines_note_range(user_id))]
 
-    def _all(self, names: dict[str, str], condition: str, values: dict[str, Any]) -> list[Item]:
+    def _all(self, key_range: KeyRange) -> list[Item]:
         items: list[Item] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
-            page, start_key = self._table.query(
-                condition, names=names, values=values, consistent=True, start_key=start_key
-            )
+            page, start_key = self._table.query_range(key_range, consistent=True, start_key=start_key)
             items.extend(page)
             if start_key is None:
                 return items
@@ -472,12 +440,10 @@ class StmStore:
         privacy stamp: pages of one key-range Query on the server's partition, at most ``max_rows``
         rows; True when that was all of them."""
         rows: list[StmEntry] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
-            items, start_key = self._table.query(
-                "#pk = :pk AND begins_with(#sk, :channels)",
-                names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": _scope_pk(StmAddress.of(server_id, "", "", "")), ":channels": "C#"},
+            items, start_key = self._table.query_range(
+                guild_row_range(server_id),
                 limit=max_rows - len(rows),
                 start_key=start_key,
                 attributes=_STAMP_ATTRIBUTES,
@@ -548,21 +514,14 @@ class StmStore:
 
     def _own_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of ``channel_id``, one per persona: a key-range query."""
-        items = self._all(
-            {"#pk": "pk", "#sk": "sk"},
-            "#pk = :pk AND begins_with(#sk, :channel)",
-            {
-                ":pk": _scope_pk(StmAddress.of(server_id, "", channel_id, "")),
-                ":channel": f"C#{channel_id}#P#",
-            },
-        )
+        items = self._all(channel_row_range(server_id, channel_id))
         return [entry for entry in map(entry_from_item, items) if entry is not None]
 
     def _thread_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of the channel's threads, through the sparse ``ThreadParent`` index (its projection
         holds what a re-stamp needs)."""
         rows: list[StmEntry] = []
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
             items, start_key = self._table.query(
                 "#pk = :pk",
@@ -644,6 +603,28 @@ class StmStore:
                 raise NewerMemoryExists("a newer short-term memory was saved meanwhile") from exc
             raise
 
+    def capture_turn(self, capture: TurnCapture, *, also: Sequence[dict[str, Any]] = ()) -> None:
+        """Write a turn's capture in one transaction with ``also`` (the turn's completion record and
+        the drop of its outbox): its lines (see ``capture``), in a guild with the note of where the
+        speaker's lines are (the row is shared, so they can have them forgotten), or, for a speaker
+        with full privacy, only the count (see ``count_turn``)."""
+        if not capture.keep_lines:
+            self.count_turn(capture.identity, capture.now, capture.limits, also=also)
+            return
+        address = capture.identity.address
+        if address.server_id:
+            note = self._op_note_lines(capture.speaker_id, address, capture.now, capture.limits.retention)
+            also = [*also, note]
+        self.capture(
+            capture.identity,
+            capture.read,
+            capture.lines,
+            capture.now,
+            capture.limits,
+            also=also,
+            said=capture.said,
+        )
+
     def capture(
         self,
         identity: StmRowIdentity,
@@ -715,9 +696,7 @@ class StmStore:
                 if any(reason.condition_failed for reason in others[: len(checks)]):
                     raise SpeakerForgotten("the speaker asked to forget everything since") from exc
                 if any(reason.condition_failed for reason in others[len(checks) :]):
-                    raise TurnAlreadyRecorded(
-                        "another attempt already recorded this turn", _failed_positions(others[len(checks) :])
-                    ) from exc
+                    raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
                 if not (row.condition_failed or exc.conflicted):
                     raise
                 if row.condition_failed:
@@ -755,9 +734,7 @@ class StmStore:
             self._table.transact_write([row_update, *also])
         except TransactionCancelled as exc:
             if any(reason.condition_failed for reason in exc.reasons[1:]):
-                raise TurnAlreadyRecorded(
-                    "another attempt already recorded this turn", _failed_positions(exc.reasons[1:])
-                ) from exc
+                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
             raise
 
     def _commit_also(self, also: Sequence[dict[str, Any]]) -> None:
@@ -767,9 +744,7 @@ class StmStore:
             self._table.transact_write(list(also))
         except TransactionCancelled as exc:
             if any(reason.condition_failed for reason in exc.reasons):
-                raise TurnAlreadyRecorded(
-                    "another attempt already recorded this turn", _failed_positions(exc.reasons)
-                ) from exc
+                raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
             raise
 
 
@@ -820,25 +795,6 @@ def entry_from_item(item: Item | None) -> StmEntry | None:
     except (KeyError, TypeError, ValueError):
         logger.warning("skipping a damaged STM item %s/%s", item.get("pk"), item.get("sk"))
         return None
-
-
-def item_size_bytes(item: Mapping[str, Any]) -> int:
-    """DynamoDB's item size: attribute names plus values, strings in UTF-8 bytes."""
-    return sum(len(name.encode()) + _value_size(value) for name, value in item.items())
-
-
-def _value_size(value: Any) -> int:
-    if isinstance(value, str):
-        return len(value.encode())
-    if isinstance(value, bool) or value is None:
-        return 1
-    if isinstance(value, int | float) or hasattr(value, "as_tuple"):
-        return len(str(value).lstrip("-").replace(".", "")) // 2 + 2
-    if isinstance(value, Mapping):
-        return 3 + sum(1 + len(str(k).encode()) + _value_size(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return 3 + sum(1 + _value_size(v) for v in value)
-    raise TypeError(f"unexpected attribute type {type(value).__name__}")
 
 
 def _crude_messages(items: Iterable[Mapping[str, Any]]) -> Iterable[CrudeMessage]:
@@ -896,7 +852,7 @@ def _set_identity(
     expression.set("private_thread", identity.private_thread, if_missing=not describe)
     if identity.described_at is not None:
         expression.set("described_at", _iso(identity.described_at), if_missing=not describe)
-    expression.set("gsi2pk", _age_shard(key))
+    expression.set("gsi2pk", age_shard(key))
     parent = identity.parent_channel_id
     if describe and address.server_id and parent:
         expression.set("gsi3pk", thread_parent_partition(address.server_id, parent))

@@ -16,9 +16,10 @@ from kioku.adapters.dynamodb.errors import (
     StoreUnavailable,
     TransactionCancelled,
 )
+from kioku.adapters.dynamodb.keys import Item, ItemKey, KeyRange
 
-Item = dict[str, Any]
-Key = dict[str, str]
+Cursor = dict[str, Any]
+"""Where a query's page ended (its LastEvaluatedKey: the item's key, and an index's keys)."""
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=2, read_timeout=5)
 _BATCH_GET_LIMIT = 100
@@ -48,14 +49,16 @@ class KiokuTable:
         self.name = table_name
         self.client = client if client is not None else make_client()
 
-    def get(self, key: Key, *, consistent: bool = True) -> Item | None:
-        response = self._call("get_item", TableName=self.name, Key=to_wire(key), ConsistentRead=consistent)
+    def get(self, key: ItemKey, *, consistent: bool = True) -> Item | None:
+        response = self._call(
+            "get_item", TableName=self.name, Key=to_wire(key.as_item()), ConsistentRead=consistent
+        )
         return from_wire(response.get("Item"))
 
-    def batch_get(self, keys: Sequence[Key], *, consistent: bool = True) -> list[Item]:
+    def batch_get(self, keys: Sequence[ItemKey], *, consistent: bool = True) -> list[Item]:
         """Items for ``keys`` (missing ones left out), retrying unprocessed keys."""
         found: list[Item] = []
-        pending = [to_wire(dict(key)) for key in dict.fromkeys(tuple(sorted(k.items())) for k in keys)]
+        pending = [to_wire(key.as_item()) for key in dict.fromkeys(keys)]
         while pending:
             chunk, pending = pending[:_BATCH_GET_LIMIT], pending[_BATCH_GET_LIMIT:]
             request = {self.name: {"Keys": chunk, "ConsistentRead": consistent}}
@@ -72,7 +75,7 @@ class KiokuTable:
 
     def update(
         self,
-        key: Key,
+        key: ItemKey,
         update: str,
         *,
         condition: str | None = None,
@@ -80,15 +83,23 @@ class KiokuTable:
         values: Mapping[str, Any] | None = None,
         return_new: bool = False,
     ) -> Item | None:
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "UpdateExpression": update}
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": to_wire(key.as_item()),
+            "UpdateExpression": update,
+        }
         self._add_condition(params, condition, names, values)
         if return_new:
             params["ReturnValues"] = "ALL_NEW"
         response = self._call("update_item", **params)
         return from_wire(response.get("Attributes"))
 
-    def delete(self, key: Key, *, condition: str | None = None, names=None, values=None) -> Item | None:
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "ReturnValues": "ALL_OLD"}
+    def delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> Item | None:
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": to_wire(key.as_item()),
+            "ReturnValues": "ALL_OLD",
+        }
         self._add_condition(params, condition, names, values)
         return from_wire(self._call("delete_item", **params).get("Attributes"))
 
@@ -102,10 +113,10 @@ class KiokuTable:
         newest_first: bool = False,
         limit: int | None = None,
         consistent: bool = False,
-        start_key: Key | None = None,
+        start_key: Cursor | None = None,
         filter_expression: str | None = None,
         attributes: Sequence[str] = (),
-    ) -> tuple[list[Item], Key | None]:
+    ) -> tuple[list[Item], Cursor | None]:
         """One page of a query: the items (only ``attributes`` of them, when given) and the key to
         continue from (None at the end)."""
         params: dict[str, Any] = {
@@ -134,6 +145,31 @@ class KiokuTable:
         items = [from_wire(item) for item in response.get("Items", [])]
         return items, from_wire(response.get("LastEvaluatedKey"))
 
+    def query_range(
+        self,
+        key_range: KeyRange,
+        *,
+        consistent: bool = False,
+        limit: int | None = None,
+        start_key: Cursor | None = None,
+        attributes: Sequence[str] = (),
+    ) -> tuple[list[Item], Cursor | None]:
+        """One page of the items of ``key_range`` (see ``query``)."""
+        names, values = {"#pk": "pk"}, {":pk": key_range.pk}
+        condition = "#pk = :pk"
+        if key_range.prefix:
+            names["#sk"], values[":prefix"] = "sk", key_range.prefix
+            condition += " AND begins_with(#sk, :prefix)"
+        return self.query(
+            condition,
+            names=names,
+            values=values,
+            consistent=consistent,
+            limit=limit,
+            start_key=start_key,
+            attributes=attributes,
+        )
+
     def transact_write(self, operations: Iterable[Mapping[str, Any]]) -> None:
         """Run ``operations`` (already in wire form, see ``op_*``) all-or-nothing."""
         self._call("transact_write_items", TransactItems=list(operations))
@@ -145,18 +181,22 @@ class KiokuTable:
         self._add_condition(params, condition, names, values)
         return {"Put": params}
 
-    def op_update(self, key: Key, update: str, *, condition: str | None = None, names=None, values=None):
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key), "UpdateExpression": update}
+    def op_update(self, key: ItemKey, update: str, *, condition: str | None = None, names=None, values=None):
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": to_wire(key.as_item()),
+            "UpdateExpression": update,
+        }
         self._add_condition(params, condition, names, values)
         return {"Update": params}
 
-    def op_delete(self, key: Key, *, condition: str | None = None, names=None, values=None) -> dict:
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key)}
+    def op_delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> dict:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key.as_item())}
         self._add_condition(params, condition, names, values)
         return {"Delete": params}
 
-    def op_check(self, key: Key, condition: str, *, names=None, values=None) -> dict:
-        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key)}
+    def op_check(self, key: ItemKey, condition: str, *, names=None, values=None) -> dict:
+        params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key.as_item())}
         self._add_condition(params, condition, names, values)
         return {"ConditionCheck": params}
 

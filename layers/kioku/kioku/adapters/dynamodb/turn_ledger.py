@@ -2,14 +2,12 @@
 a redelivered or duplicated turn is recognised (and never replies or counts twice) with no
 request of its own: the record is read in the turn's first BatchGetItem.
 
-    pk = TURN#{source}#{turn_id}   sk = DONE   (reply ids, apologised, expires_at after a week)
-    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}   (the turn's outbox: see
-                                   turn_repository; in its author's partition, so forget-all finds it)
-    pk = USER#{quoted_id}          sk = OUTBOX#{source}#{turn_id}   (answers = author_id: a pointer
-                                   to a reply whose notices show a memory about this person)
-    pk = TURN#{source}#{turn_id}   sk = ATTEMPTS   (the failed attempts of a turn the worker counts
-                                   itself, so that it dead-letters by attempts, not by receives)
-    pk = USER#{user_id}            sk = RATE#{unix minute}   (turns of the person that minute; TTL)
+Besides the record (``keys.turn_record_key``: reply ids, apologised, expires_at after a week), the
+ledger keeps the failed attempts of a turn (``keys.attempts_key``: the worker counts them itself,
+so that it dead-letters by attempts, not by receives), drops a person's outboxes when they forget
+everything (``keys.outbox_range``: their turns' outboxes, see turn_repository, and the pointers to
+replies whose notices show a memory about them), and counts a person's turns per minute
+(``keys.rate_key``, expiring).
 """
 
 from __future__ import annotations
@@ -20,10 +18,17 @@ from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.forgetting import mark_forgotten
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    attempts_key,
+    outbox_range,
+    pointed_outbox,
+    rate_key,
+    turn_record_key,
+)
+from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 
 RECORD_RETENTION: Final = timedelta(days=7)
-OUTBOX_PREFIX: Final = "OUTBOX#"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,23 +37,10 @@ class TurnOutcome:
     apologised: bool = False
 
 
-def turn_record_key(source: str, turn_id: str) -> Key:
-    return {"pk": f"TURN#{source}#{turn_id}", "sk": "DONE"}
-
-
-def outbox_key(author_id: str, source: str, turn_id: str) -> Key:
-    """Where a turn's outbox waits: in the partition of the person it answers."""
-    return {"pk": _user_pk(author_id), "sk": f"{OUTBOX_PREFIX}{source}#{turn_id}"}
-
-
 def outcome_from_item(item: Item | None) -> TurnOutcome | None:
     if item is None:
         return None
     return TurnOutcome(reply_ids=tuple(item.get("reply_ids", ())), apologised=bool(item.get("apologised")))
-
-
-def attempts_key(source: str, turn_id: str) -> Key:
-    return {"pk": f"TURN#{source}#{turn_id}", "sk": "ATTEMPTS"}
 
 
 class TurnLedger:
@@ -86,33 +78,22 @@ class TurnLedger:
             _record_item(source, turn_id, outcome, now), condition="attribute_not_exists(pk)"
         )
 
-    def record(self, source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> bool:
-        """Record the turn as done on its own (when there is no capture to ride with); False if it was."""
-        try:
-            self._table.put(_record_item(source, turn_id, outcome, now), condition="attribute_not_exists(pk)")
-        except ConditionFailed:
-            return False
-        return True
-
     def forget_turns_of(self, user_id: str, at: datetime) -> int:
         """``user_id`` asked at ``at`` to forget everything: mark it (before anything is deleted, so no
         turn can keep or capture what they said before), then drop every unfinished reply that
         answers them or quotes a memory about them. Returns the replies dropped."""
         mark_forgotten(self._table, user_id, at)
         dropped = 0
-        start_key: Key | None = None
+        start_key: Cursor | None = None
         while True:
-            items, start_key = self._table.query(
-                "#pk = :pk AND begins_with(#sk, :outbox)",
-                names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": _user_pk(user_id), ":outbox": OUTBOX_PREFIX},
-                consistent=True,
-                start_key=start_key,
+            items, start_key = self._table.query_range(
+                outbox_range(user_id), consistent=True, start_key=start_key
             )
             for item in items:
+                key = ItemKey.of(item)
                 if item.get("answers"):  # a pointer to a reply to someone else that quotes them
-                    self._table.delete({"pk": _user_pk(str(item["answers"])), "sk": item["sk"]})
-                self._table.delete({"pk": item["pk"], "sk": item["sk"]})
+                    self._table.delete(pointed_outbox(key, str(item["answers"])))
+                self._table.delete(key)
                 dropped += 1
             if start_key is None:
                 return dropped
@@ -133,7 +114,7 @@ class RateLedger:
         minute = int(now.timestamp()) // RATE_WINDOW_SECONDS
         try:
             item = self._table.update(
-                {"pk": _user_pk(user_id), "sk": f"RATE#{minute}"},
+                rate_key(user_id, minute),
                 "ADD #turns :one SET #expires_at = :expires_at",
                 condition="attribute_not_exists(#turns) OR #turns <= :limit",
                 names={"#turns": "turns", "#expires_at": "expires_at"},
@@ -149,13 +130,9 @@ class RateLedger:
         return int((item or {}).get("turns", 0))
 
 
-def _user_pk(user_id: str) -> str:
-    return f"USER#{user_id}"
-
-
 def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> Item:
     return {
-        **turn_record_key(source, turn_id),
+        **turn_record_key(source, turn_id).as_item(),
         "reply_ids": list(outcome.reply_ids),
         "apologised": outcome.apologised,
         "completed_at": now.isoformat(),

@@ -1,8 +1,10 @@
-"""A turn's own items: its single read and its commit, and between them its outbox.
+"""A turn's own items: its single read and its commit, and between them its outbox; the repository
+composes both, with the short-term memory store (the row, the configuration and the profile) and
+the long-term memory store (the books recall reads).
 
-    pk = TURN#{source}#{turn_id}   sk = DONE                     (TurnLedger: the completion record)
-    pk = USER#{author_id}          sk = OUTBOX#{source}#{turn_id}
-    pk = USER#{quoted_id}          sk = OUTBOX#{source}#{turn_id}  (answers = author_id: a pointer)
+The record that the turn is done is the ledger's (``TurnLedger``); the outbox waits in its author's
+partition and, as a pointer (``answers`` = the author), in the partition of each person whose
+memory its notices show (``keys.outbox_key``).
 
 The outbox is a transactional outbox: once the turn's answer exists, what must still happen (the
 chunks to post, the memory notices, the raw lines to capture) is put here before the first post,
@@ -15,43 +17,44 @@ outbox with no answer yet), so a memory saved by an attempt that died is still a
 It lives in its author's partition so that forgetting a person can drop their planned replies with
 one Query; a person whose memory its notices show gets a pointer to it in theirs, so their
 forget-all drops it too. It is kept only while none of them has forgotten everything since the
-message was sent (a condition of the put's own transaction). Both items ride in the turn's first BatchGetItem, next to its memory: no request of
+message was sent (a condition of the put's own transaction). The record, the outbox and the
+author's forget-all mark ride in the turn's first BatchGetItem, next to its memory: no request of
 their own.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import StoreError, TransactionCancelled
-from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
+from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
+from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, turn_record_key
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import (
-    SpeakerForgotten,
-    TurnAlreadyRecorded,
+    StmStore,
+    TurnCapture,
     TurnMemoryLoad,
+    TurnMemoryQuery,
     crude_lines_from_items,
     crude_lines_to_items,
 )
-from kioku.adapters.dynamodb.table import Item, Key, KiokuTable
+from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import (
     RECORD_RETENTION,
     TurnLedger,
     TurnOutcome,
     outcome_from_item,
-    turn_record_key,
 )
-from kioku.adapters.dynamodb.turn_ledger import outbox_key as _ledger_outbox_key
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage
+from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 
-DONE_PART: Final = "done"
 OUTBOX_PART: Final = "outbox"
-SPEAKER_FORGOTTEN: Final = "speaker forgotten since"
-
-Operation = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +66,8 @@ class TurnKey:
     """When the turn's message was sent (its snowflake's time): what a forget-all is measured against."""
 
 
-def outbox_key(key: TurnKey, person_id: str | None = None) -> Key:
-    return _ledger_outbox_key(person_id or key.author_id, key.source, key.turn_id)
+def _outbox_key(key: TurnKey, person_id: str | None = None) -> ItemKey:
+    return outbox_key(person_id or key.author_id, key.source, key.turn_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,54 +93,66 @@ class Outbox:
 
 @dataclass(frozen=True, slots=True)
 class TurnRead:
-    """The turn's one read: its memory, whether it is done, its outbox, and every item read (for the
-    stores whose keys rode along: recall's books, ``extra_keys``)."""
+    """The turn's one read: its memory (the short-term memory, the configuration and the profile),
+    whether it is done, its outbox, when its author last asked to forget everything, and what its
+    recall was read for (see ``TurnRepository.recall``)."""
 
     memory: TurnMemoryLoad
     done: TurnOutcome | None
     outbox: Outbox | None
-    items: Mapping[tuple[str, str], Item] = field(default_factory=dict)
-
-    def item(self, key: Key) -> Item | None:
-        return self.items.get((key["pk"], key["sk"]))
-
-
-@dataclass(frozen=True, slots=True)
-class Committed:
-    """``committed``: this attempt's transaction wrote the turn. Else ``refused`` names the parts
-    whose condition failed (``done``: another attempt had recorded the turn)."""
-
-    committed: bool
-    refused: tuple[str, ...] = ()
-
-
-class TurnCommitFailed(StoreError):
-    """The commit could not be written: the outbox stays, and the redelivery commits."""
+    author_forgotten_at: datetime | None
+    query: TurnMemoryQuery
+    recall_lineage: int
+    recall_people: tuple[str, ...]
 
 
 class TurnRepository:
-    def __init__(self, table: KiokuTable) -> None:
+    def __init__(self, table: KiokuTable, stm: StmStore, memories: DynamoMemoryStore) -> None:
         self._table = table
         self._ledger = TurnLedger(table)
+        self._stm = stm
+        self._memories = memories
 
     def read(
         self,
         key: TurnKey,
-        load_memory: Callable[[Sequence[Key]], TurnMemoryLoad],
+        memory: TurnMemoryQuery,
         *,
-        extra_keys: Sequence[Key] = (),
+        recall_lineage: int,
+        recall_people: Sequence[str] = (),
     ) -> TurnRead:
-        """Read the turn with its memory: ``load_memory`` runs the one BatchGetItem, given the keys
-        that must ride in it (this turn's record and outbox, then ``extra_keys``)."""
-        done_at, outbox_at = turn_record_key(key.source, key.turn_id), outbox_key(key)
-        memory = load_memory([done_at, outbox_at, *extra_keys])
-        items = memory.extra
-        return TurnRead(
-            memory=memory,
-            done=outcome_from_item(items.get((done_at["pk"], done_at["sk"]))),
-            outbox=_outbox_from_item(items.get((outbox_at["pk"], outbox_at["sk"]))),
-            items=items,
+        """Read the turn in one BatchGetItem (``StmStore.load_turn``): its ``memory``, its record and
+        its outbox, its author's forget-all mark, and the memory books recall reads in the persona
+        lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``."""
+        done_at, outbox_at, forgotten_at = (
+            turn_record_key(key.source, key.turn_id),
+            _outbox_key(key),
+            forgotten_key(key.author_id),
         )
+        people = tuple(recall_people)
+        books = self._memories.recall_keys(memory.server_id, recall_lineage, people)
+        loaded = self._stm.load_turn(memory, extra_keys=[done_at, outbox_at, forgotten_at, *books])
+        found = loaded.extra
+        return TurnRead(
+            memory=loaded,
+            done=outcome_from_item(found.get(done_at)),
+            outbox=_outbox_from_item(found.get(outbox_at)),
+            author_forgotten_at=forgotten_at_from_item(found.get(forgotten_at)),
+            query=memory,
+            recall_lineage=recall_lineage,
+            recall_people=people,
+        )
+
+    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
+        """The memories the turn at ``place`` may be shown with a persona of ``lineage``: from the books
+        its read fetched when that is the lineage it guessed, else with one BatchGetItem more."""
+        server_id, people = read.query.server_id, read.recall_people
+        if lineage == read.recall_lineage:
+            found = read.memory.extra
+            return self._memories.recall_from_items(
+                found, server_id, lineage, people, place=place, policy=policy
+            )
+        return self._memories.recall(server_id, lineage, people, place=place, policy=policy)
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.
@@ -149,7 +164,11 @@ class TurnRepository:
             "author_not_forgotten": op_not_forgotten_since(self._table, key.author_id, key.sent_at),
         }
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
-            pointer = {**outbox_key(key, person), "answers": key.author_id, "expires_at": item["expires_at"]}
+            pointer = {
+                **_outbox_key(key, person).as_item(),
+                "answers": key.author_id,
+                "expires_at": item["expires_at"],
+            }
             parts[f"pointer {person}"] = self._table.op_put(pointer)
             parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
         try:
@@ -161,50 +180,33 @@ class TurnRepository:
             raise
         return True
 
-    def commit(
-        self,
-        key: TurnKey,
-        outcome: TurnOutcome,
-        now: datetime,
-        capture: Callable[[Sequence[Operation]], bool] | None,
-        *,
-        parts: Mapping[str, Operation] | None = None,
-    ) -> Committed:
-        """Record the turn as done and drop its outbox in one transaction with ``capture`` (which
-        writes the short-term memory row with the operations it is given; None: the turn stores
-        nothing) and the named ``parts`` of other stores (e.g. a condition on the author)."""
-        named: dict[str, Operation] = {
-            DONE_PART: self._ledger.op_record(key.source, key.turn_id, outcome, now),
-            OUTBOX_PART: self._table.op_delete(outbox_key(key)),
-            **(parts or {}),
-        }
-        operations = list(named.values())
+    def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
+        """Record the turn as done and drop its outbox in one transaction with ``capture``, what the
+        turn writes to its short-term memory row (None: it stores nothing). Nothing is written if
+        another attempt recorded the turn (``TurnAlreadyRecorded``) or if the speaker asked to forget
+        everything since (``SpeakerForgotten``); a capture that cannot be written raises
+        ``TurnCommitFailed``: the outbox stays, and the redelivery commits."""
+        done = [
+            self._ledger.op_record(key.source, key.turn_id, outcome, now),
+            self._table.op_delete(_outbox_key(key)),
+        ]
+        if capture is None:
+            try:
+                self._table.transact_write(done)
+            except TransactionCancelled as exc:
+                if any(reason.condition_failed for reason in exc.reasons):
+                    raise TurnAlreadyRecorded("another attempt already recorded this turn") from exc
+                raise
+            return
         try:
-            if capture is None:
-                self._table.transact_write(operations)
-            elif not capture(operations):
-                raise TurnCommitFailed("the turn's capture could not be written")
-        except SpeakerForgotten:
-            return Committed(False, (SPEAKER_FORGOTTEN,))
-        except TurnAlreadyRecorded as exc:
-            names = list(named)
-            return Committed(False, tuple(names[index] for index in exc.failed if index < len(names)))
+            self._stm.capture_turn(capture, also=done)
         except StoreError as exc:
-            refused = _refused_parts(exc, list(named))
-            if refused:
-                return Committed(False, refused)
-            raise
-        return Committed(True)
-
-
-def _refused_parts(exc: StoreError, names: list[str]) -> tuple[str, ...]:
-    reasons = getattr(exc, "reasons", None) or []
-    return tuple(name for name, reason in zip(names, reasons, strict=False) if reason.condition_failed)
+            raise TurnCommitFailed("the turn's capture could not be written") from exc
 
 
 def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
     item: Item = {
-        **outbox_key(key),
+        **_outbox_key(key).as_item(),
         "author_id": key.author_id,
         "turn_id": key.turn_id,
         "source": key.source,

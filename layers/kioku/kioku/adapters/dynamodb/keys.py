@@ -1,0 +1,292 @@
+"""Every key of the kioku table: each item's partition and sort key, the key ranges the queries
+read, and the partitions of the indexes. The stores build every key here and nowhere else
+(docs/data-model.md describes the items).
+
+    partition               sort key                           item (store)
+    SERVER#{guild}          CONFIG                             server configuration (config_store)
+    USER#{user}             PROFILE                            profile (config_store)
+                            FORGOTTEN                          forget-all mark (forgetting)
+                            RATE#{unix minute}                 turns that minute (turn_ledger)
+                            OUTBOX#{source}#{turn}             a turn's outbox, or a pointer to one
+                                                               (turn_repository)
+                            STMLINES#{row pk}|{row sk}         a row holding their raw lines (stm_store)
+                            SERVERLTM#{server}                 a server whose memories name them (ltm_store)
+                            M#{id}, H#{lineage}#{domain}#{fingerprint}, COUNT, LTM#BOOK#L{lineage}[#{shard}]
+                                                               their personal memories (ltm_store)
+    LTM#S#{server}          M#{id}, H#…, COUNT, BOOK#L{lineage}[#{shard}]   server memories (ltm_store)
+    STM#S#{server}          C#{channel}#P#{persona}            a guild channel's short-term memory row
+    STM#U#{user}            DM#P#{persona}                     a DM's short-term memory row
+    TURN#{source}#{turn}    DONE, ATTEMPTS                     a turn's completion record, its failed attempts
+
+    Recency       gsi1pk = {STM pk}#L#{lineage}, + "#PRIVATE" for a private channel's row
+    JanitorAge    gsi2pk = STMAGE#{0..7}
+    ThreadParent  gsi3pk = {STM pk}#PARENT#{parent channel}
+
+Four stores share a person's ``USER#`` partition: each of their sort keys begins with a word of its
+own, so no query's prefix reads another store's items (tests/unit/test_item_keys.py proves it).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, NamedTuple
+
+from kioku.domain.ltm.memory import MemoryScope, ScopeKind
+from kioku.domain.stm.entries import StmAddress
+
+Item = dict[str, Any]
+
+SERVER_PARTITION: Final = "SERVER#"
+USER_PARTITION: Final = "USER#"
+SERVER_MEMORY_PARTITION: Final = "LTM#S#"
+GUILD_STM_PARTITION: Final = "STM#S#"
+DM_STM_PARTITION: Final = "STM#U#"
+TURN_PARTITION: Final = "TURN#"
+
+CONFIG: Final = "CONFIG"
+PROFILE: Final = "PROFILE"
+FORGOTTEN: Final = "FORGOTTEN"
+RATE_PREFIX: Final = "RATE#"
+OUTBOX_PREFIX: Final = "OUTBOX#"
+LINES_NOTE_PREFIX: Final = "STMLINES#"
+SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
+MEMORY_PREFIX: Final = "M#"
+GUARD_PREFIX: Final = "H#"
+COUNTER: Final = "COUNT"
+BOOK_PREFIX: Final = {ScopeKind.SERVER: "BOOK#L", ScopeKind.PERSONAL: "LTM#BOOK#L"}
+CHANNEL_ROW_PREFIX: Final = "C#"
+DM_ROW_PREFIX: Final = "DM#P#"
+DONE: Final = "DONE"
+ATTEMPTS: Final = "ATTEMPTS"
+
+AGE_SHARDS: Final = 8
+_AGE_SHARD_PREFIX: Final = "STMAGE#"
+_PRIVATE_SUFFIX: Final = "#PRIVATE"
+_PAIR_SEPARATOR: Final = "|"
+
+
+class ItemKey(NamedTuple):
+    """An item's primary key: the one spelling of a (pk, sk) pair."""
+
+    pk: str
+    sk: str
+
+    @classmethod
+    def of(cls, item: Mapping[str, Any]) -> ItemKey:
+        """The key of a stored item (or of a query's keys-only result)."""
+        return cls(str(item["pk"]), str(item["sk"]))
+
+    def as_item(self) -> dict[str, str]:
+        """The key as attributes: what a request addresses, and how a new item starts."""
+        return {"pk": self.pk, "sk": self.sk}
+
+    def joined(self) -> str:
+        """``pk|sk``: the key as one string, where another item refers to this one."""
+        return f"{self.pk}{_PAIR_SEPARATOR}{self.sk}"
+
+
+class KeyRange(NamedTuple):
+    """What one key-condition query reads: the items of partition ``pk`` whose sort key begins with
+    ``prefix`` (every item of the partition when it is empty)."""
+
+    pk: str
+    prefix: str = ""
+
+    def holds(self, key: ItemKey) -> bool:
+        return key.pk == self.pk and key.sk.startswith(self.prefix)
+
+
+def index_by_key(items: Iterable[Item]) -> dict[ItemKey, Item]:
+    """Items by their key, as read together in one BatchGetItem."""
+    return {ItemKey.of(item): item for item in items}
+
+
+# -- partitions ---------------------------------------------------------------------------------------
+
+
+def user_pk(user_id: str) -> str:
+    """A person's partition: their profile, marks, notes, outboxes and personal memories."""
+    return f"{USER_PARTITION}{user_id}"
+
+
+def owner_pk(kind: ScopeKind, owner_id: str) -> str:
+    """The partition of an owner's long-term memories: a server's own, or the person's ``USER#``."""
+    if kind is ScopeKind.PERSONAL:
+        return user_pk(owner_id)
+    return f"{SERVER_MEMORY_PARTITION}{owner_id}"
+
+
+def _stm_pk(address: StmAddress) -> str:
+    if address.server_id:
+        return _guild_stm_pk(address.server_id)
+    return _dm_stm_pk(address.user_id or "")
+
+
+def _guild_stm_pk(server_id: str) -> str:
+    return f"{GUILD_STM_PARTITION}{server_id}"
+
+
+def _dm_stm_pk(user_id: str) -> str:
+    return f"{DM_STM_PARTITION}{user_id}"
+
+
+def _turn_pk(source: str, turn_id: str) -> str:
+    return f"{TURN_PARTITION}{source}#{turn_id}"
+
+
+# -- server configuration and people ---------------------------------------------------------------------
+
+
+def server_config_key(server_id: str) -> ItemKey:
+    return ItemKey(f"{SERVER_PARTITION}{server_id}", CONFIG)
+
+
+def user_profile_key(user_id: str) -> ItemKey:
+    return ItemKey(user_pk(user_id), PROFILE)
+
+
+def forgotten_key(user_id: str) -> ItemKey:
+    """The mark of a person's last ``/personal memories forget-all``."""
+    return ItemKey(user_pk(user_id), FORGOTTEN)
+
+
+def rate_key(user_id: str, minute: int) -> ItemKey:
+    """A person's turns in the unix minute ``minute``."""
+    return ItemKey(user_pk(user_id), f"{RATE_PREFIX}{minute}")
+
+
+# -- turns ------------------------------------------------------------------------------------------------
+
+
+def turn_record_key(source: str, turn_id: str) -> ItemKey:
+    """The record that a turn is done."""
+    return ItemKey(_turn_pk(source, turn_id), DONE)
+
+
+def attempts_key(source: str, turn_id: str) -> ItemKey:
+    """The count of a turn's failed attempts."""
+    return ItemKey(_turn_pk(source, turn_id), ATTEMPTS)
+
+
+def outbox_key(person_id: str, source: str, turn_id: str) -> ItemKey:
+    """A turn's outbox in its author's partition, or a pointer to it in the partition of someone its
+    notices quote: the same sort key either way."""
+    return ItemKey(user_pk(person_id), f"{OUTBOX_PREFIX}{source}#{turn_id}")
+
+
+def outbox_range(user_id: str) -> KeyRange:
+    """Every outbox answering ``user_id`` and every pointer to one quoting them."""
+    return KeyRange(user_pk(user_id), OUTBOX_PREFIX)
+
+
+def pointed_outbox(pointer: ItemKey, author_id: str) -> ItemKey:
+    """The outbox ``pointer`` points to: the same sort key, in the partition of the turn's author."""
+    return ItemKey(user_pk(author_id), pointer.sk)
+
+
+# -- short-term memory --------------------------------------------------------------------------------------
+
+
+def stm_row_key(address: StmAddress) -> ItemKey:
+    """A guild row per (server, channel, persona); a DM row per (user, persona): Discord gives a
+    user exactly one DM channel with the bot, so the key needs no channel and a guild turn can
+    fetch the user's DM row (cross-server folding) in its first BatchGetItem."""
+    if address.server_id:
+        return ItemKey(_stm_pk(address), f"{CHANNEL_ROW_PREFIX}{address.channel_id}#P#{address.persona_id}")
+    return ItemKey(_stm_pk(address), f"{DM_ROW_PREFIX}{address.persona_id}")
+
+
+def guild_row_range(server_id: str) -> KeyRange:
+    """Every channel's and thread's row of a server, every persona."""
+    return KeyRange(_guild_stm_pk(server_id), CHANNEL_ROW_PREFIX)
+
+
+def channel_row_range(server_id: str, channel_id: str) -> KeyRange:
+    """The rows of one channel of a server, one per persona."""
+    return KeyRange(_guild_stm_pk(server_id), f"{CHANNEL_ROW_PREFIX}{channel_id}#P#")
+
+
+def dm_row_range(user_id: str) -> KeyRange:
+    """Every DM row of a person, one per persona: their whole DM partition."""
+    return KeyRange(_dm_stm_pk(user_id))
+
+
+def lines_note_key(user_id: str, row: ItemKey) -> ItemKey:
+    """A note, in the person's partition, that they have raw lines in ``row``: how forget-all and
+    the export find them without a scan."""
+    return ItemKey(user_pk(user_id), f"{LINES_NOTE_PREFIX}{row.joined()}")
+
+
+def lines_note_range(user_id: str) -> KeyRange:
+    return KeyRange(user_pk(user_id), LINES_NOTE_PREFIX)
+
+
+def noted_row(note: ItemKey) -> ItemKey:
+    """The row a ``lines_note_key`` note names."""
+    pk, _, sk = note.sk[len(LINES_NOTE_PREFIX) :].partition(_PAIR_SEPARATOR)
+    return ItemKey(pk, sk)
+
+
+def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
+    """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage; a
+    server's private channels have their own."""
+    partition = f"{_stm_pk(address)}#L#{lineage_id}"
+    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.server_id else partition
+
+
+def thread_parent_partition(server_id: str, parent_channel_id: str) -> str:
+    """The ``ThreadParent`` partition of a channel's threads."""
+    return f"{_guild_stm_pk(server_id)}#PARENT#{parent_channel_id}"
+
+
+def age_shard(row: ItemKey) -> str:
+    """The ``JanitorAge`` partition of a row: rows spread over ``AGE_SHARDS`` partitions."""
+    return age_shard_partition(zlib.crc32(row.joined().encode()) % AGE_SHARDS)
+
+
+def age_shard_partition(shard: int) -> str:
+    return f"{_AGE_SHARD_PREFIX}{shard}"
+
+
+# -- long-term memory ---------------------------------------------------------------------------------------
+
+
+def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> ItemKey:
+    return ItemKey(owner_pk(kind, owner_id), f"{MEMORY_PREFIX}{memory_id}")
+
+
+def memory_range(kind: ScopeKind, owner_id: str) -> KeyRange:
+    """Every memory of an owner, every lineage."""
+    return KeyRange(owner_pk(kind, owner_id), MEMORY_PREFIX)
+
+
+def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> ItemKey:
+    """The duplicate guard of a fact within a scope and duplicate domain (see ``duplicate_domain``)."""
+    return ItemKey(
+        owner_pk(scope.kind, scope.owner_id), f"{GUARD_PREFIX}{scope.lineage}#{domain}#{fingerprint}"
+    )
+
+
+def counter_key(kind: ScopeKind, owner_id: str) -> ItemKey:
+    return ItemKey(owner_pk(kind, owner_id), COUNTER)
+
+
+def book_key(scope: MemoryScope, shard: int = 0) -> ItemKey:
+    """The key of one shard of a scope's book; shard 0 has the key books had before they were sharded."""
+    suffix = f"#{shard}" if shard else ""
+    return ItemKey(owner_pk(scope.kind, scope.owner_id), f"{BOOK_PREFIX[scope.kind]}{scope.lineage}{suffix}")
+
+
+def server_note_key(user_id: str, server_id: str) -> ItemKey:
+    """The note, in a person's partition, that memories of ``server_id`` name them."""
+    return ItemKey(user_pk(user_id), f"{SERVER_NOTE_PREFIX}{server_id}")
+
+
+def server_note_range(user_id: str) -> KeyRange:
+    return KeyRange(user_pk(user_id), SERVER_NOTE_PREFIX)
+
+
+def noted_server(note: ItemKey) -> str:
+    """The server a ``server_note_key`` note names."""
+    return note.sk[len(SERVER_NOTE_PREFIX) :]
