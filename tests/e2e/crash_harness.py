@@ -1,12 +1,14 @@
 """Kill TurnFunction at a chosen point of a turn, then let a fresh one take the redelivery.
 
 The real handler (``functions/turn/app.py``) runs in a child process (``turn_child``), against the
-local stack: moto over HTTP behind a small proxy, the Discord and LLM stand-ins. A ``Fault`` names a
-point by the hop and request it fires on; when that request arrives the harness SIGKILLs the child
-(``kill``) or lets the request apply and loses its response (``lose``: the connection closes
-without an answer). The proxy honours a transaction's ``ClientRequestToken`` as DynamoDB does (a
-retry of a transaction that was applied succeeds without applying it again), as the Discord
-stand-in honours ``nonce`` + ``enforce_nonce``.
+local stack: moto over HTTP behind small proxies (one for DynamoDB, one for SQS), the Discord, LLM
+and embeddings stand-ins. A ``Fault`` names a point by the hop and request it fires on; when that
+request arrives the harness SIGKILLs the child (``kill``) or lets the request apply and loses its
+response (``lose``: the connection closes without an answer). The DynamoDB proxy honours a
+transaction's ``ClientRequestToken`` as DynamoDB does (a retry of a transaction that was applied
+succeeds without applying it again), as the Discord stand-in honours ``nonce`` + ``enforce_nonce``;
+the SQS proxy keeps SQS's five-minute deduplication window on the harness's own clock, which moves
+on by a killed worker's visibility timeout when its message comes back (see ``SqsProxy``).
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ CHILD_TIMEOUT_SECONDS: Final = 60
 
 @dataclass(frozen=True)
 class Fault:
-    """On the ``nth`` request of ``hop`` ("discord", "llm", "dynamodb") that ``matches``: ``kill``
+    """On the ``nth`` request of ``hop`` ("discord", "llm", "embeddings", "dynamodb", "sqs") that ``matches``: ``kill``
     the worker before it is applied ("before") or after ("after"), or ``lose`` its response."""
 
     name: str
@@ -85,10 +87,11 @@ def _kill(pid: int) -> None:
 
 
 class DynamoDbProxy:
-    """Forwards the worker's DynamoDB requests to moto, with ``Chaos`` deciding their fate."""
+    """Forwards the worker's DynamoDB requests (or another JSON-protocol service's, named by ``hop``)
+    to moto, with ``Chaos`` deciding their fate."""
 
-    def __init__(self, target: str, chaos: Chaos) -> None:
-        self.target, self.chaos = target, chaos
+    def __init__(self, target: str, chaos: Chaos, hop: str = "dynamodb") -> None:
+        self.target, self.chaos, self.hop = target, chaos, hop
         self.tokens: dict[str, tuple[int, bytes]] = {}
         self.operations: list[str] = []
         self._client = httpx.Client(timeout=10)
@@ -143,10 +146,10 @@ class DynamoDbProxy:
                     if name.lower() not in {"host", "content-length", "connection"}
                 }
                 try:
-                    proxy.chaos.intercept("dynamodb", "before", request)
+                    proxy.chaos.intercept(proxy.hop, "before", request)
                     proxy.operations.append(operation)
                     status, body = proxy._forward(request, headers)
-                    proxy.chaos.intercept("dynamodb", "after", request)
+                    proxy.chaos.intercept(proxy.hop, "after", request)
                 except DropConnection:
                     self.close_connection = True
                     return
@@ -162,6 +165,44 @@ class DynamoDbProxy:
         return Handler
 
 
+class SqsProxy(DynamoDbProxy):
+    """Forwards the worker's SQS requests to moto, keeping SQS's deduplication window on a clock of
+    its own: a second send with the same deduplication id lands again once five minutes of that
+    clock have passed since the first, as SQS would take it (moto, which compares real time with
+    what its queue still holds, is sent a fresh id then). The harness moves the clock on by the
+    visibility timeout a killed worker's message comes back after, instead of waiting for it:
+    what the worker last set for it (``visibility``, by receipt handle), else the queue's own."""
+
+    DEDUPLICATION_WINDOW_SECONDS: Final = 300
+
+    def __init__(self, target: str, chaos: Chaos) -> None:
+        super().__init__(target, chaos, hop="sqs")
+        self.clock = 0.0
+        self.visibility: dict[str, int] = {}
+        self._first_sent: dict[tuple[str, str], float] = {}
+        self._late_sends = 0
+
+    def _forward(self, request: RecordedRequest, headers: dict[str, str]) -> tuple[int, bytes]:
+        body = request.body or {}
+        if request.path == "ChangeMessageVisibility":
+            self.visibility[body["ReceiptHandle"]] = int(body["VisibilityTimeout"])
+        if request.path == "SendMessage" and body.get("MessageDeduplicationId"):
+            first = self._first_sent.setdefault(
+                (body["QueueUrl"], body["MessageDeduplicationId"]), self.clock
+            )
+            if self.clock - first >= self.DEDUPLICATION_WINDOW_SECONDS:
+                self._late_sends += 1
+                body = {
+                    **body,
+                    "MessageDeduplicationId": f"{body['MessageDeduplicationId']}~{self._late_sends}",
+                }
+                raw = json.dumps(body).encode()
+                request = RecordedRequest(
+                    request.method, request.path, request.query, request.headers, body, raw
+                )
+        return super()._forward(request, headers)
+
+
 @dataclass
 class CrashHarness:
     """Feeds the stack's queue to TurnFunction children, as Lambda's poller would."""
@@ -169,11 +210,18 @@ class CrashHarness:
     stack: LocalStack
     chaos: Chaos
     containers: Containers
+    sqs: SqsProxy | None = None
     outcomes: list[str] = field(default_factory=list)
+    message_ids: list[str] = field(default_factory=list)
+    """The SQS id of every message delivered, in order (once each)."""
 
-    def deliver(self, fault: Fault | None = None, *, max_deliveries: int = 5) -> list[str]:
-        """Deliver until the queue is empty; ``fault`` is armed for the first child only. Each
-        delivery's outcome: "killed", "failed" (a batch item failure) or "done"."""
+    def deliver(
+        self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
+    ) -> list[str]:
+        """Deliver until the queue is empty; ``fault`` is armed for the first child only, ``env`` is
+        added to every child's environment. Each delivery's outcome: "killed", "failed" (a batch
+        item failure) or "done". A message comes back at once, the SQS proxy's clock moved on by
+        the visibility timeout it would have waited out."""
         queue = self.stack.resources.turn_queue_url
         outcomes: list[str] = []
         self.chaos.fault, self.chaos.seen, self.chaos.fired = fault, 0, False
@@ -183,22 +231,36 @@ class CrashHarness:
             ).get("Messages", [])
             if not received:
                 break
-            outcome, failed = self._run_child(self.stack.sqs_event(received))
+            self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
+            outcome, failed = self._run_child(self.stack.sqs_event(received), env)
             self.chaos.fault = None  # the redeliveries go to healthy workers
             outcomes.append(outcome)
+            waited = 0
             for message in received:
                 if outcome == "killed" or message["MessageId"] in failed:
+                    waited = max(waited, self._visibility_of(message["ReceiptHandle"]))
                     self.stack.sqs.change_message_visibility(
                         QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"], VisibilityTimeout=0
                     )
                 else:
                     self.stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=message["ReceiptHandle"])
+            if self.sqs is not None:
+                self.sqs.clock += waited
         return outcomes
 
-    def _run_child(self, event: dict[str, Any]) -> tuple[str, set[str]]:
+    def _visibility_of(self, receipt_handle: str) -> int:
+        """How long SQS would keep the message hidden: what the worker last asked, else the queue's."""
+        if self.sqs is not None and receipt_handle in self.sqs.visibility:
+            return self.sqs.visibility[receipt_handle]
+        attributes = self.stack.sqs.get_queue_attributes(
+            QueueUrl=self.stack.resources.turn_queue_url, AttributeNames=["VisibilityTimeout"]
+        )["Attributes"]
+        return int(attributes["VisibilityTimeout"])
+
+    def _run_child(self, event: dict[str, Any], env: dict[str, str] | None = None) -> tuple[str, set[str]]:
         with tempfile.TemporaryDirectory() as scratch:
             answer, errors = Path(scratch) / "response.json", Path(scratch) / "stderr"
-            code = self.containers.run(event, answer, errors, self.chaos)
+            code = self.containers.run(event, answer, errors, self.chaos, env)
             if code == -signal.SIGKILL:
                 return "killed", set()
             if code != 0 or not answer.exists():
@@ -211,8 +273,10 @@ class CrashHarness:
 class Containers:
     """``turn_child``: the handler imported once, a forked container per delivery."""
 
-    def __init__(self, dynamodb_url: str) -> None:
+    def __init__(self, dynamodb_url: str, sqs_url: str | None = None) -> None:
         env = {**os.environ, "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_url, "PYTHONUNBUFFERED": "1"}
+        if sqs_url is not None:
+            env["AWS_ENDPOINT_URL_SQS"] = sqs_url
         self._process = subprocess.Popen(
             [sys.executable, "-m", "tests.e2e.turn_child"],
             cwd=ROOT,
@@ -222,10 +286,18 @@ class Containers:
             text=True,
         )
 
-    def run(self, event: dict[str, Any], answer: Path, errors: Path, chaos: Chaos) -> int:
-        """Run one container to its end; its exit code (negative: the signal that killed it)."""
+    def run(
+        self,
+        event: dict[str, Any],
+        answer: Path,
+        errors: Path,
+        chaos: Chaos,
+        env: dict[str, str] | None = None,
+    ) -> int:
+        """Run one container (``env`` added to its environment) to its end; its exit code
+        (negative: the signal that killed it)."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        request = {"event": event, "answer": str(answer), "errors": str(errors)}
+        request = {"event": event, "answer": str(answer), "errors": str(errors), "env": env or {}}
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         chaos.child_pid = int(self._read("pid"))

@@ -1,12 +1,14 @@
 """A turn survives its container being killed between any two of its effects.
 
-The turn: the model saves a long-term memory (a tool call), then answers in three chunks; the
-worker posts the chunks, then the "Memory saved" notice, then commits. TurnFunction runs in a
-child process (``crash_harness``); at each point the stand-ins SIGKILL it, or let the request apply
-and lose its response, and a fresh child takes the redelivery. Whatever the point, afterwards:
-every chunk is posted once and in order, the notice once, the turn captured once (its lines once,
-the cadence counter at one), the memory saved once, no outbox left, and the model not asked again
-once an answer was recorded.
+The turn: the model saves a long-term memory (a tool call; with ``EMBEDDINGS_MODEL`` set, its
+content embedded first), then answers in three chunks; the worker keeps its outbox, posts the
+chunks, then the "Memory saved" notice, then commits. TurnFunction runs in a child process
+(``crash_harness``); at each point the stand-ins SIGKILL it, or let the request apply and lose its
+response, and a fresh child takes the redelivery. Whatever the point, afterwards: every chunk is
+posted once and in order, the notice once, the turn captured once (its lines once, the cadence
+counter at one), the memory saved once, no outbox left, and the model not asked again once an
+answer was recorded. A turn Discord refuses for good is dead-lettered once, even when the worker
+dies between sending it to the dead-letter queue and the end of its invocation.
 """
 
 from __future__ import annotations
@@ -19,15 +21,19 @@ from typing import Any
 import httpx
 import pytest
 
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.adapters.turn_queue import REASON_ATTRIBUTE
+from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
+from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
-from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
+from kioku.playground.standins import EmbeddingsStandIn, OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
-from tests.e2e.crash_harness import Chaos, Containers, CrashHarness, DynamoDbProxy, Fault
+from tests.e2e.crash_harness import Chaos, Containers, CrashHarness, DynamoDbProxy, Fault, SqsProxy
 
 pytestmark = pytest.mark.e2e
 
@@ -48,20 +54,23 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def running() -> Iterator[tuple[LocalStack, OpenAIStandIn, CrashHarness, dict[str, str]]]:
+def running() -> Iterator[tuple[LocalStack, OpenAIStandIn, CrashHarness, dict[str, str], EmbeddingsStandIn]]:
     """One stack for the module (each test takes a channel and a person of its own)."""
     chaos = Chaos()
     with (
         OpenAIStandIn(api_key="stand-in-key", responder=answer) as llm,
+        EmbeddingsStandIn(api_key="stand-in-key") as embeddings,
         LocalStack(llm_base_url=llm.base_url) as stack,
         DynamoDbProxy(stack.moto_url, chaos) as proxy,
+        SqsProxy(stack.moto_url, chaos) as sqs,
     ):
-        containers = Containers(proxy.url)
+        containers = Containers(proxy.url, sqs.url)
         stack.discord.interceptor = lambda when, request: chaos.intercept("discord", when, request)
         llm.interceptor = lambda when, request: chaos.intercept("llm", when, request)
+        embeddings.interceptor = lambda when, request: chaos.intercept("embeddings", when, request)
         env = {name: os.environ[name] for name in stack._saved_env}
         try:
-            yield stack, llm, CrashHarness(stack, chaos, containers), env
+            yield stack, llm, CrashHarness(stack, chaos, containers, sqs), env, embeddings
         finally:
             containers.close()
 
@@ -69,10 +78,15 @@ def running() -> Iterator[tuple[LocalStack, OpenAIStandIn, CrashHarness, dict[st
 @pytest.fixture
 def world(running, monkeypatch) -> tuple[LocalStack, OpenAIStandIn, CrashHarness]:
     """The module's stack, its environment set again (every test starts from a bare one)."""
-    stack, llm, harness, env = running
+    stack, llm, harness, env, _ = running
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     return stack, llm, harness
+
+
+@pytest.fixture
+def embeddings(running) -> EmbeddingsStandIn:
+    return running[4]
 
 
 # -- where the worker dies -------------------------------------------------------------------------
@@ -84,13 +98,49 @@ def model_call(nth: int) -> Fault:
     )
 
 
-def chunk_post(n: int, action: str = "kill") -> Fault:
+def chunk_post(n: int, action: str = "kill", when: str = "after") -> Fault:
     def matches(request: RecordedRequest) -> bool:
         return request.method == "POST" and str((request.body or {}).get("content", "")).startswith(
             f"Part {n}:"
         )
 
-    return Fault(f"chunk {n} posted", "discord", matches, action)
+    return Fault(
+        f"chunk {n} {'posted' if when == 'after' else 'about to be posted'}", "discord", matches, action, when
+    )
+
+
+def outbox_keep(when: str) -> Fault:
+    """The transaction that keeps the turn's answer in its outbox, before the first post."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and b"Part 1:" in request.raw_body
+        )
+
+    return Fault(f"outbox keep ({when})", "dynamodb", matches, "kill", when)
+
+
+def embeddings_request(when: str) -> Fault:
+    return Fault(
+        f"embeddings request ({when})", "embeddings", lambda r: r.path == "/v1/embeddings", "kill", when
+    )
+
+
+def save_transaction(when: str) -> Fault:
+    """The save tool's transaction (the memory, its book entry, its duplicate guard)."""
+    return Fault(
+        f"save transaction ({when})",
+        "dynamodb",
+        lambda r: r.path == "TransactWriteItems" and b"LTM#" in r.raw_body and not _is_commit(r),
+        "kill",
+        when,
+    )
+
+
+def dead_letter_send() -> Fault:
+    return Fault("dead-letter SendMessage", "sqs", lambda r: r.path == "SendMessage", "kill", "after")
 
 
 def notice_post(action: str = "kill") -> Fault:
@@ -124,6 +174,8 @@ def dynamodb_write(operation: str, nth: int = 1, *, having: bytes = b"") -> Faul
 KILL_POINTS = [
     (model_call(1), 1 + 2),
     (model_call(2), 2 + 2),
+    (outbox_keep("after"), 2),
+    (chunk_post(1, when="before"), 2),
     (chunk_post(1), 2),
     (chunk_post(2), 2),
     (chunk_post(3), 2),
@@ -153,19 +205,11 @@ LOST_RESPONSES = [
 )
 def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(world, fault, model_calls):
     stack, llm, harness = world
-    channel = stack.discord.new_id()
-    stack.discord.seed_channel(channel, name="general", guild_id=GUILD)
-    alice = stack.discord.seed_user("alice", global_name="Alice")
-    stack.discord.seed_member(GUILD, alice)
+    channel, alice = new_channel_and_person(stack)
     asked_before = len(llm.bodies)
 
     # Given Alice's message queued for the worker
-    trigger = stack.discord.seed_message(
-        channel, alice, f"<@{stack.application_id}> remember I love green tea"
-    )
-    body = gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []})
-    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
-    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    trigger = queue_message(stack, channel, alice)
 
     # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
     outcomes = harness.deliver(fault)
@@ -173,30 +217,84 @@ def test_a_turn_interrupted_at_any_point_is_delivered_and_captured_exactly_once(
     # Then the point was reached, and the turn ended done
     assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
     assert outcomes[-1] == "done" and len(outcomes) >= (2 if fault.action == "kill" else 1), outcomes
-    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
-    # every chunk exactly once and in order, the first replying to Alice, then the notice once
-    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
-    assert (posted[0].get("message_reference") or {}).get("message_id") == trigger["id"]
-    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
-    # the turn captured exactly once
-    row = StmStore(KiokuTable(stack.resources.table_name)).get(
-        StmAddress.of(GUILD, "", channel, Persona().persona_id)
-    )
-    assert row is not None
-    said, answered = row.crude  # the answer's line is kept cut to what a line may hold
-    assert said.text == "@Kioku remember I love green tea"
-    assert ANSWER.startswith(answered.text.rstrip("…")) and len(answered.text) > 100
-    assert answered.message_id == posted[0]["id"]
-    assert row.turns_since_refresh == 1
-    items = _table_items(stack)
-    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
-    assert [i["pk"]["S"] for i in items if i["sk"]["S"] == "DONE" and trigger["id"] in i["pk"]["S"]]
-    # the memory saved once
-    guards = [i for i in items if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")]
-    assert len(guards) == 1
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
     # and the model asked again only when no answer had been recorded
     assert len(llm.bodies) - asked_before == model_calls
     assert all(json.dumps(b).count(trigger["id"]) for b in llm.bodies[asked_before:])
+
+
+EMBEDDING_POINTS = [
+    (embeddings_request("before"), 1 + 2),
+    (embeddings_request("after"), 1 + 2),
+    (save_transaction("before"), 1 + 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "model_calls"),
+    [pytest.param(fault, calls, id=f"{fault.action} at {fault.name}") for fault, calls in EMBEDDING_POINTS],
+)
+def test_a_save_interrupted_around_its_embedding_saves_the_memory_once(world, embeddings, fault, model_calls):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    asked_before, embedded_before = len(llm.bodies), len(embeddings.bodies)
+
+    # Given Alice's message queued for a worker that embeds what it saves
+    trigger = queue_message(stack, channel, alice)
+    env = {"EMBEDDINGS_MODEL": "stand-in", "EMBEDDINGS_BASE_URL": embeddings.base_url}
+
+    # When the worker dies asking for the memory's embedding, once it is answered, or just before
+    # the save's transaction, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault, env=env)
+
+    # Then the turn ended done, the memory saved once, with its embedding, asked for by each attempt
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes == ["killed", "done"], outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    (memory,) = DynamoMemoryStore(KiokuTable(stack.resources.table_name)).memories_of(
+        ScopeKind.PERSONAL, alice["id"]
+    )
+    assert memory.content == "{user} loves green tea" and memory.embedding
+    assert len(embeddings.bodies) - embedded_before == 2
+    assert len(llm.bodies) - asked_before == model_calls
+
+
+def test_a_worker_killed_once_it_dead_lettered_a_turn_leaves_the_turn_dead_lettered_once(world):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    asked_before = len(llm.bodies)
+
+    # Given Alice's message, whose reply Discord refuses as such (the bot may not post there)
+    refusal = {"message": "Missing Permissions", "code": 50013}
+    stack.discord.fail_post(1, 403, refusal)
+    stack.discord.fail_post(2, 403, refusal)
+    trigger = queue_message(stack, channel, alice)
+
+    # When the worker dies right after sending the turn to the dead-letter queue, before its
+    # invocation ends (when Lambda would delete the message), and a fresh worker takes it again
+    outcomes = harness.deliver(dead_letter_send())
+
+    # Then the retry dead-lettered it too, and the dead-letter queue holds it once: the turn's own
+    # message, in its channel's group, under the id SQS first gave it
+    assert harness.chaos.fired and outcomes == ["killed", "done"], outcomes
+    (dead,) = dead_letters(stack)
+    assert TurnJob.from_json(dead["Body"]).turn_id == trigger["id"]
+    assert dead["Attributes"]["MessageGroupId"] == channel
+    assert dead["Attributes"]["MessageDeduplicationId"] == harness.message_ids[-1]
+    reason = dead["MessageAttributes"][REASON_ATTRIBUTE]["StringValue"]
+    assert reason.startswith("cannot succeed: DiscordError") and "403" in reason
+    # nothing posted, the memory saved once, the model asked by the first attempt only
+    assert [
+        m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id
+    ] == []
+    assert len(memory_guards(stack, alice)) == 1
+    assert len(llm.bodies) - asked_before == 2
+
+    # And redriven once Discord lets the bot post, the turn is delivered and captured once
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert len(llm.bodies) - asked_before == 2
 
 
 def edit_original(action: str = "kill") -> Fault:
@@ -270,10 +368,85 @@ def test_a_chat_command_interrupted_at_any_point_is_answered_and_captured_exactl
     assert said.text == "remember I love green tea" and ANSWER.startswith(answered.text.rstrip("…"))
     items = _table_items(stack)
     assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
-    assert (
-        len([i for i in items if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")]) == 1
-    )
+    assert len(memory_guards(stack, alice)) == 1
     assert len(llm.bodies) - asked_before == model_calls
+
+
+# -- the turn and what it left -----------------------------------------------------------------
+
+
+def new_channel_and_person(stack: LocalStack) -> tuple[str, dict[str, Any]]:
+    channel = stack.discord.new_id()
+    stack.discord.seed_channel(channel, name="general", guild_id=GUILD)
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    return channel, alice
+
+
+def queue_message(stack: LocalStack, channel: str, alice: dict[str, Any]) -> dict[str, Any]:
+    """Alice's message, relayed and queued for the worker."""
+    trigger = stack.discord.seed_message(
+        channel, alice, f"<@{stack.application_id}> remember I love green tea"
+    )
+    body = gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []})
+    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    return trigger
+
+
+def dead_letters(stack: LocalStack) -> list[dict[str, Any]]:
+    received = stack.sqs.receive_message(
+        QueueUrl=stack.resources.dead_letter_queue_url,
+        MaxNumberOfMessages=10,
+        AttributeNames=["All"],
+        MessageAttributeNames=["All"],
+    )
+    return received.get("Messages", [])
+
+
+def redrive(stack: LocalStack, dead: dict[str, Any]) -> None:
+    """What SQS's redrive does with a dead letter: back to the turn queue, in its group."""
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=dead["Body"],
+        MessageGroupId=dead["Attributes"]["MessageGroupId"],
+        MessageDeduplicationId=f"redrive-{dead['MessageId']}",
+    )
+    stack.sqs.delete_message(
+        QueueUrl=stack.resources.dead_letter_queue_url, ReceiptHandle=dead["ReceiptHandle"]
+    )
+
+
+def memory_guards(stack: LocalStack, alice: dict[str, Any]) -> list[dict[str, Any]]:
+    """The duplicate guards of Alice's memories: one a memory saved."""
+    return [
+        i for i in _table_items(stack) if i["pk"]["S"].endswith(alice["id"]) and i["sk"]["S"].startswith("H#")
+    ]
+
+
+def assert_delivered_and_captured_once(
+    stack: LocalStack, channel: str, alice: dict[str, Any], trigger: dict[str, Any]
+) -> None:
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    # every chunk exactly once and in order, the first replying to Alice, then the notice once
+    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
+    assert (posted[0].get("message_reference") or {}).get("message_id") == trigger["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    # the turn captured exactly once
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    assert row is not None
+    said, answered = row.crude  # the answer's line is kept cut to what a line may hold
+    assert said.text == "@Kioku remember I love green tea"
+    assert ANSWER.startswith(answered.text.rstrip("…")) and len(answered.text) > 100
+    assert answered.message_id == posted[0]["id"]
+    assert row.turns_since_refresh == 1
+    items = _table_items(stack)
+    assert [i for i in items if i["sk"]["S"].startswith("OUTBOX#")] == []
+    assert [i["pk"]["S"] for i in items if i["sk"]["S"] == "DONE" and trigger["id"] in i["pk"]["S"]]
+    # the memory saved once
+    assert len(memory_guards(stack, alice)) == 1
 
 
 def _table_items(stack: LocalStack) -> list[dict[str, Any]]:

@@ -1,7 +1,8 @@
 """TurnFunction containers for the crash harness: this process imports the handler once, then for
 each SQS event it reads (a JSON line on stdin, with the file to write the response to) forks a
-fresh container, says its pid, and says how it ended. A forked container starts as a cold Lambda
-container does after its init: modules imported, no client, no cache, nothing of an earlier turn.
+fresh container (with the request's ``env`` added to its environment), says its pid, and says how
+it ended. A forked container starts as a cold Lambda container does after its init: modules
+imported, no client, no cache, nothing of an earlier turn.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ def _contain(handler, request: dict) -> None:
     os.dup2(devnull, 1)  # the metrics Powertools prints must not mix with what the harness reads
     errors = os.open(request["errors"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(errors, 2)
+    os.environ.update(request.get("env") or {})
     try:
         response = handler(request["event"], LambdaContext())
         Path(request["answer"]).write_text(json.dumps(response))

@@ -49,6 +49,8 @@ _USER_BASE: Final = 400_000_000_000_000_000
 _DM_BASE: Final = 500_000_000_000_000_000
 _MESSAGE_BASE: Final = 600_000_000_000_000_000
 TOKEN: Final = re.compile(r"TOK[MSGP]\d{4}")
+CHANNEL_NAME: Final = re.compile(r"room-(\d{2})")
+"""Every channel and thread is named ``room-`` and the last two digits of its id (unique in a world)."""
 
 
 # -- the world ---------------------------------------------------------------------------------------
@@ -140,6 +142,8 @@ class TurnPlan:
     where: Where
     mention: str | None = None
     """Someone the message names without taking part (``<@id>``)."""
+    channel_mention: str | None = None
+    """A channel or thread of the world (of any guild) the message mentions (``<#id>``)."""
     summary: bool = False
     server_memory: bool = False
     names_speaker: bool = False
@@ -251,6 +255,7 @@ def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) 
         speaker=speaker.user_id,
         where=where,
         mention=draw(st.none() | st.sampled_from(others)),
+        channel_mention=draw(st.none() | st.sampled_from([channel.channel_id for channel in world.channels])),
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
         names_speaker=draw(st.booleans()),
@@ -356,6 +361,14 @@ class FakeDiscord:
         if not channel.is_thread:
             found["permission_overwrites"] = self._overwrites(channel)
         return found
+
+    def get_guild_channels(self, guild_id: str) -> list[dict[str, Any]]:
+        """The guild's channels as Discord lists them: no threads."""
+        return [
+            self.get_channel(channel.channel_id)
+            for channel in self.world.channels
+            if channel.guild_id == guild_id and not channel.is_thread
+        ]
 
     def get_guild_roles(self, guild_id: str) -> list[dict[str, Any]]:
         everyone = self.world.guild(guild_id).everyone_permissions
@@ -478,6 +491,12 @@ def tokens_in(value: Any) -> set[str]:
     return set(TOKEN.findall(json.dumps(value, ensure_ascii=False, default=str)))
 
 
+def channels_named_in(value: Any, world: World) -> set[str]:
+    """The ids of the world's channels whose names ``value`` holds."""
+    suffixes = set(CHANNEL_NAME.findall(json.dumps(value, ensure_ascii=False, default=str)))
+    return {channel.channel_id for channel in world.channels if channel.channel_id[-2:] in suffixes}
+
+
 # -- what was written, and the oracle ----------------------------------------------------------------
 
 
@@ -571,6 +590,24 @@ class Oracle:
         if (bypass and self.bypass[written.guild_id]) or not self.private(written):
             return True
         return written.channel_id in (at.channel_id, at.parent_id)
+
+    def where_is(self, channel_id: str) -> Where:
+        channel = self.world.channel(channel_id)
+        assert channel is not None
+        return Where(channel.guild_id, channel.channel_id, channel.parent_id if channel.is_thread else None)
+
+    def may_name(self, channel_id: str, at: Where) -> bool:
+        """A channel's name may reach a turn where the channel's memory could be shown."""
+        return self.guild_rule(self.where_is(channel_id), at)
+
+    def must_name(self, channel_id: str, at: Where) -> bool:
+        """A mention of the turn's own channel, of its thread's channel, or of a channel public after
+        the overrides reads as its name (a mention of another thread cannot: Discord's list of the
+        guild's channels holds none)."""
+        where = self.where_is(channel_id)
+        if where.guild_id != at.guild_id or channel_id == at.channel_id:
+            return where.guild_id == at.guild_id
+        return where.parent_id is None and (channel_id == at.parent_id or not self.private(where))
 
     def reach(self, written: Written) -> frozenset[Where]:
         """Every place of the world where ``written`` may be shown, bypass aside, to a turn its

@@ -31,6 +31,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore, entry_from_item
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
+from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.domain.ltm.memory import ScopeKind
@@ -49,6 +50,7 @@ from tests.integration import stm_rows
 from tests.integration.privacy_world import (
     BOT_ID,
     PRIVATE_THREAD,
+    PUBLIC_THREAD,
     VIEW_CHANNEL_BIT,
     Channel,
     FakeDiscord,
@@ -67,6 +69,7 @@ from tests.integration.privacy_world import (
     Where,
     World,
     Written,
+    channels_named_in,
     forget_races,
     lost_channel_events,
     scenarios,
@@ -226,6 +229,8 @@ def embeddings_server():
 # 1. A guild's overrides travel with what is said: a memory someone saves about themself is stamped
 #    with the privacy its channel had after the guild's overrides, so it follows them (or not) elsewhere.
 # 2. A rewritten memory belongs where (and to whom) its new text was written.
+# 3. A mention of another channel reads as its name only where that channel's memory could be shown,
+#    after the guild's overrides (the bypass aside: the name stays in the turn's kept line).
 
 
 def test_what_is_written_over_a_public_memory_in_a_private_thread_stays_in_the_thread(dynamodb):
@@ -330,6 +335,67 @@ def test_a_memory_rewritten_through_the_bypass_stays_where_it_was_said(dynamodb)
     assert not problems, "\n".join(problems)
 
 
+def test_a_mentioned_channel_is_named_as_its_overrides_say_not_as_discord_alone_does(dynamodb):
+    # Given a channel everyone may view that its manager made private, with a thread, and one
+    # nobody may view that the manager made public
+    guild = "200000000000000000"
+    general, secret, opened, thread = (f"30000000000000000{n}" for n in (0, 1, 2, 5))
+    ann = User("400000000000000000", "ann", "500000000000000000", frozenset({guild}))
+    overrides = {secret: PrivacyMode.PRIVATE, opened: PrivacyMode.PUBLIC}
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT, overrides),),
+        channels=(
+            Channel(general, guild),
+            Channel(secret, guild),
+            Channel(opened, guild, overwrite=Overwrite.DENY_VIEW),
+            Channel(thread, guild, PUBLIC_THREAD, parent_id=secret),
+        ),
+        users=(ann,),
+    )
+
+    # When ann mentions each of them in the public channel, and the private one in its thread
+    turns = (
+        TurnPlan(ann.user_id, Where(guild, general), channel_mention=secret),
+        TurnPlan(ann.user_id, Where(guild, general), channel_mention=opened),
+        TurnPlan(ann.user_id, Where(guild, thread, secret), channel_mention=secret),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then the private one reads as #unknown-channel in the public channel and as its name in its
+    # thread, and the one made public reads as its name
+    assert problems == []
+
+
+def test_a_channel_named_while_the_bypass_was_on_is_not_named_by_what_was_kept_after_it(dynamodb):
+    # Given a private channel, and the bypass on
+    guild = "200000000000000000"
+    general, other, hidden = (f"30000000000000000{n}" for n in (0, 1, 2))
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT, bypass=True),),
+        channels=(
+            Channel(general, guild),
+            Channel(other, guild),
+            Channel(hidden, guild, overwrite=Overwrite.DENY_VIEW),
+        ),
+        users=(ann, bo),
+    )
+
+    # When ann mentions it in a public channel, and once the bypass is off bo talks in another one,
+    # shown the lines kept of the first
+    turns = (
+        TurnPlan(ann.user_id, Where(guild, general), channel_mention=hidden),
+        TurnPlan(bo.user_id, Where(guild, other), bypass=False),
+    )
+    problems = play(Scenario(world, turns), dynamodb)
+
+    # Then bo does not read the private channel's name in them
+    assert problems == []
+
+
 def test_forget_all_erases_the_server_memories_about_someone_and_unlinks_those_they_only_saved(dynamodb):
     # Given two server memories ann saved: one that writes {user} for her, one that does not
     guild, general = "200000000000000000", "300000000000000000"
@@ -403,6 +469,7 @@ def play(
             said = new_token(Kind.MESSAGE)
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
+            content += f" in <#{plan.channel_mention}>" if plan.channel_mention else ""
             message = discord.user_says(speaker, plan.where, content, now, mention=mention)
             revised = _memory_to_revise(plan, written)
             planned = _tool_calls(
@@ -421,6 +488,7 @@ def play(
             probe = Probe(plan.where, speaker.user_id, _taking_part(plan, shown))
             seen = tokens_in([request.messages for request in model.requests[first_request:]])
             problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world, budgeted)
+            problems += _check_names(oracle, plan, number, model.requests[first_request:])
             if budgeted:
                 recalled = _recall_message(model.requests[first_request].messages)
                 problems += _check_budget(oracle, probe, number, recalled, written, settings)
@@ -532,6 +600,23 @@ def _check(
             continue  # a memory may be left out by the budget: _check_budget counts those
         if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
             problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
+    return problems
+
+
+def _check_names(oracle: Oracle, plan: TurnPlan, number: int, requests: list[ChatRequest]) -> list[str]:
+    """No channel's name reaches a turn where its memory could not be shown (NAMED); a mention of a
+    channel whose name the turn may read is read as that name (UNNAMED)."""
+    world = oracle.world
+    named = channels_named_in([request.messages for request in requests], world)
+    where = f"turn {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}"
+    problems = [
+        f"NAMED at {where} read the name of {_place(oracle, oracle.where_is(channel_id))}"
+        for channel_id in sorted(named)
+        if not oracle.may_name(channel_id, plan.where)
+    ]
+    mentioned = plan.channel_mention
+    if mentioned and mentioned not in named and oracle.must_name(mentioned, plan.where):
+        problems.append(f"UNNAMED at {where}: its mention of {_place(oracle, oracle.where_is(mentioned))}")
     return problems
 
 
@@ -829,6 +914,8 @@ def story(scenario: Scenario) -> str:
         if plan.forget_all:
             does.insert(0, "forget-all first")
         mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
+        if plan.channel_mention:
+            mention += f" and {_place(oracle, oracle.where_is(plan.channel_mention))}"
         lines.append(
             f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "
             + (", ".join(does) or "just talks")

@@ -11,7 +11,9 @@ import pytest
 from scripts.sam_template import REPO_ROOT, evaluate, load, transform
 
 from kioku.config import Settings
+from kioku.entrypoints.turn_worker import DEAD_LETTER_HOLD_SECONDS
 
+SQS_DEDUPLICATION_SECONDS: Final = 300
 PUBLIC_FUNCTIONS: Final = {
     "InteractionsFunction": "InteractionsReservedConcurrency",
     "RelayFunction": "RelayReservedConcurrency",
@@ -103,6 +105,13 @@ def test_the_worker_dead_letters_by_its_own_count_and_the_queues_is_only_a_gener
     assert int(redrive["maxReceiveCount"]) >= 3 * worker_limit + 1
     turn = cfn["Resources"]["TurnFunction"]["Properties"]
     assert turn["Environment"]["Variables"]["TURN_DEAD_LETTER_QUEUE_URL"] == {"Ref": "TurnDeadLetterQueue"}
+
+
+def test_a_message_being_dead_lettered_is_hidden_past_its_invocation_and_back_within_sqs_deduplication(cfn):
+    # Lambda deletes a dead-lettered message when the invocation ends; a worker that dies after the
+    # send must have it back while the dead-letter queue still drops a second send of it.
+    timeout = cfn["Resources"]["TurnFunction"]["Properties"]["Timeout"]
+    assert int(timeout) < DEAD_LETTER_HOLD_SECONDS < SQS_DEDUPLICATION_SECONDS
 
 
 def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, cfn):

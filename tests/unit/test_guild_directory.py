@@ -5,10 +5,13 @@ from __future__ import annotations
 import pytest
 
 from kioku.adapters.discord_rest import DiscordError
+from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.services.guild_directory import GuildDirectory
 
 GUILD, CHANNEL, THREAD = "900", "100", "150"
 VIEW = 1 << 10
+ELSEWHERE = Place(GUILD, "199")
+NO_SETTINGS = PrivacyPolicy(GUILD)
 
 
 class FakeDiscord:
@@ -111,16 +114,30 @@ def test_members_and_strangers_are_cached(directory, discord, clock):
 def test_the_guilds_public_channels_are_named_from_one_cached_request(directory, discord, clock):
     # a private channel's name is not for every channel to read: mentions of it stay unnamed
     expected = {CHANNEL: "general", "101": "random", "103": "Text Channels"}
-    assert directory.public_channel_names(GUILD) == expected
-    assert directory.public_channel_names(GUILD) == expected
+    assert directory.channel_names(GUILD, ELSEWHERE, NO_SETTINGS) == expected
+    assert directory.channel_names(GUILD, ELSEWHERE, NO_SETTINGS) == expected
     assert discord.calls.count(("channels", GUILD)) == 1  # within the minute: no new request
     clock[0] = 61
-    directory.public_channel_names(GUILD)
+    directory.channel_names(GUILD, ELSEWHERE, NO_SETTINGS)
     assert discord.calls.count(("channels", GUILD)) == 2
+
+
+def test_a_channel_is_named_where_its_memory_may_be_recalled_after_the_servers_overrides(directory):
+    # Given the manager made #general private and #mods-only public
+    overrides = {CHANNEL: PrivacyMode.PRIVATE, "102": PrivacyMode.PUBLIC}
+    policy = PrivacyPolicy(GUILD, overrides)
+    # Then elsewhere #general is not named and #mods-only is; in #general and its threads, both are
+    assert directory.channel_names(GUILD, ELSEWHERE, policy).keys() == {"101", "102", "103"}
+    in_thread = Place(GUILD, THREAD, CHANNEL)
+    assert directory.channel_names(GUILD, in_thread, policy).keys() == {CHANNEL, "101", "102", "103"}
+    # and the bypass, which widens what may be read, names no private channel
+    bypass = PrivacyPolicy(GUILD, {CHANNEL: PrivacyMode.PRIVATE}, bypass=True)
+    assert directory.channel_names(GUILD, ELSEWHERE, bypass).keys() == {"101", "103"}
 
 
 def test_channels_discord_will_not_list_are_not_named(directory, discord):
     discord.fail_channels = True
-    assert directory.public_channel_names(GUILD) == {}
+    assert directory.channel_names(GUILD, ELSEWHERE, NO_SETTINGS) == {}
     discord.fail_channels, discord.fail_roles = False, True
-    assert directory.public_channel_names(GUILD) == {}  # without the roles every channel is private
+    # without the roles every channel is private
+    assert directory.channel_names(GUILD, ELSEWHERE, NO_SETTINGS) == {}

@@ -13,7 +13,7 @@ Whatever cannot be told for sure counts as private: a leak is worse than a missi
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import IntEnum, StrEnum
 from typing import Any, Final
 
@@ -108,6 +108,10 @@ class ChannelDescription:
     parent_channel_id: str | None = None
     private: bool = True
     private_thread: bool = False
+
+    def origin(self, guild_id: str) -> Origin:
+        """Where this channel is, as what is written there is stamped."""
+        return Origin(guild_id, self.channel_id, self.parent_channel_id, self.private, self.private_thread)
 
 
 def everyone_can_view(
@@ -237,6 +241,13 @@ def may_recall(origin: Origin, place: Place, policy: PrivacyPolicy) -> bool:
     if not effective_private(origin, policy) or policy.bypass:
         return True
     return origin.channel_id in (place.channel_id, place.parent_channel_id)
+
+
+def may_name_channel(channel: Origin, place: Place, policy: PrivacyPolicy) -> bool:
+    """Whether a turn at ``place`` may read a mention of ``channel`` as its name: where the channel's
+    memory may be recalled, after the server's overrides, the bypass aside. The name stays in what
+    the turn keeps (its own line in short-term memory), which is recalled after the bypass is off."""
+    return may_recall(channel, place, replace(policy, bypass=False))
 
 
 def origin_known_to(origin: Origin, *, person_id: str, author_id: str, place: Place) -> bool:

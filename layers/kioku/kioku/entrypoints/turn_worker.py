@@ -7,7 +7,8 @@ itself (``TurnLedger.count_failed_attempt``), because a turn skipped behind a fa
 received, and its receive count climbs, without being tried. A message that cannot succeed (not a
 turn job, Discord refusing the request itself) or a turn that failed ``TURN_MAX_ATTEMPTS`` times
 is moved to the dead-letter queue by the worker, with its reason as a message attribute, and the
-channel's next turns go on. The queue's own ``maxReceiveCount`` is only the backstop for attempts
+channel's next turns go on (a worker that dies after moving it has it back within SQS's
+deduplication window: its second move lands once, see ``DEAD_LETTER_HOLD_SECONDS``). The queue's own ``maxReceiveCount`` is only the backstop for attempts
 that die without an exception (a timeout of the whole invocation).
 
 Each turn is done once: its completion record is written in the same DynamoDB transaction as its
@@ -36,6 +37,11 @@ from kioku.services.ltm import CREATE_TOOL_NAME
 from kioku.services.turn import TurnRecord, TurnService
 
 RETRY_DELAY_SECONDS: Final = 30
+DEAD_LETTER_HOLD_SECONDS: Final = 180
+"""How long a message the worker dead-letters stays hidden: past the end of the invocation
+(TurnFunction's timeout, 120 s), when Lambda deletes it, yet inside SQS's five-minute deduplication
+window, so that a worker dying after the send has it back in time for its second send (under the
+same deduplication id) to be dropped, not to wait out the queue's 12-minute visibility timeout."""
 RETRYABLE_4XX: Final = frozenset({408, 429})
 UNGROUPED: Final = "ungrouped"
 CORRELATED: Final = ("turn_id", "channel_id", "guild_id", "source")
@@ -170,6 +176,7 @@ def _dead_letter(record: SQSRecord, reason: str, *, attempt: int, error: Excepti
     if queue is None:
         logger.error("TURN_DEAD_LETTER_QUEUE_URL is not set: SQS message %s stays queued", record.message_id)
         return False
+    _retry_soon(record.receipt_handle, DEAD_LETTER_HOLD_SECONDS)
     try:
         queue.send(
             record.body,
@@ -228,13 +235,13 @@ def _export(job: TurnJob) -> dict[str, Any]:
     return {"exported": True}
 
 
-def _retry_soon(receipt_handle: str) -> None:
+def _retry_soon(receipt_handle: str, seconds: int = RETRY_DELAY_SECONDS) -> None:
     from kioku.adapters.turn_queue import QueueUnavailable
 
     try:
-        warm.turn_queue().retry_soon(receipt_handle, RETRY_DELAY_SECONDS)
+        warm.turn_queue().retry_soon(receipt_handle, seconds)
     except QueueUnavailable:
-        logger.warning("a failed turn waits for the queue's visibility timeout instead")
+        logger.warning("the turn's message waits for the queue's visibility timeout instead of %d s", seconds)
 
 
 def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:

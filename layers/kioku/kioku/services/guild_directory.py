@@ -19,9 +19,12 @@ from kioku.domain.privacy import (
     ADMINISTRATOR,
     MANAGE_GUILD,
     ChannelDescription,
+    Place,
+    PrivacyPolicy,
     describe_channel,
     is_thread,
     manages_server,
+    may_name_channel,
 )
 
 logger = logging.getLogger(__name__)
@@ -80,10 +83,11 @@ class GuildDirectory:
             logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
             return None
 
-    def public_channel_names(self, guild_id: str) -> dict[str, str]:
-        """The names of the guild's channels that @everyone may view, by id: a message may mention
-        any channel, and a private channel's name is not for every channel to read. Nothing when
-        Discord will not tell."""
+    def channel_names(self, guild_id: str, place: Place, policy: PrivacyPolicy) -> dict[str, str]:
+        """The names of the guild's channels a turn at ``place`` may read, by id: a message may
+        mention any channel, and a channel whose memory the turn could not be shown keeps its name
+        (``may_name_channel``: Discord's privacy after the server's overrides). Nothing when Discord
+        will not tell."""
         try:
             channels = self._channels.get(
                 ("channels", guild_id), lambda: self._discord.get_guild_channels(guild_id)
@@ -97,7 +101,7 @@ class GuildDirectory:
             if not isinstance(channel, dict) or not channel.get("name"):
                 continue
             description = describe_channel(guild_id, channel, roles)
-            if not description.private and description.name:
+            if description.name and may_name_channel(description.origin(guild_id), place, policy):
                 named[description.channel_id] = description.name
         return named
 

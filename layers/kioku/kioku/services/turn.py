@@ -250,7 +250,8 @@ class TurnService:
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
         guessed_name = hinted_persona(job.guild_id).name
-        names = self._mention_names(job, state.channel, state.history, bot.user_id, guessed_name)
+        # Other channels are named only once the server's privacy settings are read, with memory.
+        names = self._mention_names(job, state.channel, state.history, bot.user_id, guessed_name, None)
         state.dialogue = self._dialogue(state.history, bot.user_id, names, guessed_name)
         state.dialogue_bot_name = guessed_name
         state.turn = TurnContext(
@@ -314,8 +315,13 @@ class TurnService:
             return
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
-        if turn.bot_name != state.dialogue_bot_name and state.channel is not None:
-            names = self._mention_names(job, state.channel, state.history, turn.bot.user_id, turn.bot_name)
+        if state.channel is not None and (
+            turn.bot_name != state.dialogue_bot_name
+            or _mentions_another_channel(job, state.channel, state.history)
+        ):
+            names = self._mention_names(
+                job, state.channel, state.history, turn.bot.user_id, turn.bot_name, turn
+            )
             state.dialogue = self._dialogue(state.history, turn.bot.user_id, names, turn.bot_name)
             turn = replace(turn, mention_names=names)
         state.turn = turn
@@ -623,16 +629,18 @@ class TurnService:
         history: list[dict[str, Any]],
         bot_user_id: str,
         bot_name: str,
+        turn: TurnContext | None,
     ) -> MentionNames:
         """Names for the mentions in the turn's text: the people the history carries (the bot by its
         persona's name), the guild's roles (read for the channel's privacy already, so no extra
-        request), this channel and, only when a message mentions another one, the guild's public
-        channels (one cached request)."""
+        request), this channel and, only when a message mentions another one, the guild's channels
+        ``turn`` may name under its server's privacy settings (one cached request; None: not read
+        yet, none named)."""
         roles = (self.directory.roles(job.guild_id) if self.directory and job.guild_id else None) or []
         channels = {channel.channel_id: channel.name} if channel.name else {}
-        texts = [job.content, *(str(message.get("content") or "") for message in history)]
-        if self.directory and job.guild_id and mentioned_channels(texts) - channels.keys():
-            channels = {**self.directory.public_channel_names(job.guild_id), **channels}
+        if self.directory and job.guild_id and turn and _mentions_another_channel(job, channel, history):
+            named = self.directory.channel_names(job.guild_id, turn.place, turn.config.privacy)
+            channels = {**named, **channels}
         return MentionNames(
             users={**user_names(history), bot_user_id: bot_name},
             roles={str(role.get("id")): str(role.get("name") or "") for role in roles if role.get("name")},
@@ -674,6 +682,13 @@ class TurnService:
             message_id=f"{job.turn_id}-reply",
         )
         return [said, answered]
+
+
+def _mentions_another_channel(
+    job: TurnJob, channel: ChannelDescription, history: list[dict[str, Any]]
+) -> bool:
+    texts = [job.content, *(str(message.get("content") or "") for message in history)]
+    return bool(mentioned_channels(texts) - {channel.channel_id})
 
 
 def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
