@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -18,6 +19,7 @@ from tests.e2e.conftest import relay_post, running_stack
 pytestmark = pytest.mark.e2e
 
 GUILD, CHANNEL = "200000000000000001", "300000000000000001"
+REAL_ANSWERS = Path(__file__).resolve().parents[1] / "contracts" / "llama_cpp_small_model_answers.json"
 
 
 @pytest.fixture
@@ -66,6 +68,40 @@ def test_a_very_long_answer_is_cut_to_three_messages_with_a_visible_mark(stack, 
     assert len(replies) == 3 and all(len(m["content"]) <= 2000 for m in replies)
     assert replies[-1]["content"].endswith("…")
     assert replies[0]["message_reference"]["message_id"] == trigger["id"]
+
+
+def real_answer(what: str) -> dict:
+    """A response body a real small model gave (tests/contracts/llama_cpp_small_model_answers.json)."""
+    answers = json.loads(REAL_ANSWERS.read_text())["answers"]
+    (answer,) = [answer for answer in answers if answer["what"].startswith(what)]
+    return answer
+
+
+def test_an_answer_the_model_stopped_at_the_token_limit_ends_with_a_visible_mark(stack, llm):
+    # Given a real small model's answer that stopped at max_tokens mid-thought, after its own header
+    answer = real_answer("its own header, Sent line and <som> first, stopped at max_tokens")
+    assert answer["body"]["choices"][0]["finish_reason"] == "length"
+    llm.enqueue(answer["body"])
+
+    # When the turn runs
+    turn(stack, "anything else to remember for Friday?")
+
+    # Then the reply is the answer without the header, marked as cut
+    (reply,) = bot_messages(stack)
+    assert reply["content"] == answer["cleaned"] + " …"
+
+
+def test_a_cut_answer_whose_tail_was_someone_elses_turn_is_not_marked(stack, llm):
+    # Given a real answer stopped at max_tokens while writing Bob's next turn for him
+    answer = real_answer("Bob's header and next turn mid-reply")
+    assert "[Bob (bob) | UserID:" in answer["body"]["choices"][0]["message"]["content"]
+    llm.enqueue(answer["body"])
+
+    turn(stack, "what did alice say about the trip?")
+
+    # Then the reply ends where Bob's turn began: nothing of it was cut, so no mark
+    (reply,) = bot_messages(stack)
+    assert reply["content"] == answer["cleaned"]
 
 
 def test_every_model_request_is_bounded_in_tokens(stack, llm):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 
@@ -12,6 +13,7 @@ from kioku.adapters.llm.openai import OpenAIChatModel, RetryPolicy
 from kioku.config import ConfigurationError, Settings
 from kioku.playground.standins import CannedResponse, OpenAIStandIn, completion_body
 
+REAL_ANSWERS = Path(__file__).resolve().parents[1] / "contracts" / "llama_cpp_small_model_answers.json"
 API_KEY = "sk-test-secret-key-123"
 TOOLS = [{"type": "function", "function": {"name": "lookup", "parameters": {"type": "object"}}}]
 REQUEST = ChatRequest(messages=[{"role": "user", "content": "hi"}])
@@ -89,6 +91,23 @@ def test_parses_tool_calls(server, sleep):
     (call,) = response.tool_calls
     assert (call.id, call.name, json.loads(call.arguments)) == ("call_0", "lookup", {"q": "kioku"})
     assert response.assistant_message()["tool_calls"][0]["function"]["name"] == "lookup"
+
+
+def test_an_answer_stopped_at_the_token_limit_is_known_as_cut_short(server, sleep):
+    # Given what llama-cpp-python's server answered with a small model, stopped at max_tokens or not
+    answers = json.loads(REAL_ANSWERS.read_text())["answers"]
+    for answer in answers:
+        server.enqueue(answer["body"])
+
+    # When each is read
+    responses = [client_for(server, sleep).complete(REQUEST) for _ in answers]
+
+    # Then an answer is cut short exactly when the server says it stopped at the limit ("length")
+    assert [response.cut_short for response in responses] == [
+        answer["body"]["choices"][0]["finish_reason"] == "length" for answer in answers
+    ]
+    assert any(response.cut_short for response in responses)
+    assert not all(response.cut_short for response in responses)
 
 
 def test_waits_out_429_retry_after_then_succeeds(server, sleep):

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Final
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kioku.domain.replies import split_reply, strip_echoed_metadata
+
+REAL_ANSWERS: Final = Path(__file__).resolve().parents[1] / "contracts" / "llama_cpp_small_model_answers.json"
+REAL_BOT_USER_ID: Final = "100000000000000001"
 
 
 def test_short_text_is_one_chunk():
@@ -126,6 +133,14 @@ def test_strip_echoed_metadata(echoed, clean):
         ("Sure thing!\n[Alice (alice) | UserID:111 | MessageID:8]\n<som>thanks bot<eom>", "Sure thing!"),
         ("Sure thing!<eom>\n<som>[Alice | UserID:111] thanks", "Sure thing!"),
         ("Done ⏎ [Alice | UserID:111] <som>thanks<eom>", "Done"),
+        # what Gemma 3 270M wrote: the history's Sent line, closing-tag markers, a header mid-line
+        ("Sent: 2026-12-02 00:05:18 UTC (unix 1796169918)\n<som>Hi<eom>", "Hi"),
+        ("Hi there</som>", "Hi there"),
+        ("Sure!</eom>  [Bob (bob) | UserID:111 | MessageID:8]\n<som>thanks", "Sure!"),
+        ("Sure!\nSent: 2026-12-02 00:05:18 UTC (unix 1796169918)\n<som>next one<eom>", "Sure!"),
+        ("Sure. [Kioku | UserID:900] And more.", "Sure.\nAnd more."),
+        # words that only look like it stay
+        ("Sent: yesterday, by mail", "Sent: yesterday, by mail"),
     ],
 )
 def test_strip_echoed_metadata_anywhere_a_line_starts_with_a_header(echoed, clean):
@@ -142,3 +157,32 @@ def test_at_most_keeps_the_first_chunks_and_marks_the_cut():
     assert at_most(["a", "b"], 3) == ["a", "b"]
     kept = at_most(["one", "two", "x" * 2000, "four"], 3)
     assert kept[:2] == ["one", "two"] and kept[2].endswith(" …") and len(kept[2]) <= 2000
+
+
+def real_answers() -> list[dict]:
+    """What a real small model answered kioku (tests/contracts/llama_cpp_small_model_answers.json)."""
+    return json.loads(REAL_ANSWERS.read_text())["answers"]
+
+
+@pytest.mark.parametrize("answer", real_answers(), ids=lambda answer: answer["what"])
+def test_a_real_small_models_answers_lose_the_headers_markers_and_sent_lines_it_imitated(answer):
+    content = answer["body"]["choices"][0]["message"]["content"]
+
+    cleaned = strip_echoed_metadata(content, REAL_BOT_USER_ID)
+
+    assert cleaned == answer["cleaned"]
+    assert not any(
+        part in cleaned for part in ("<som>", "<eom>", "</som>", "</eom>", "UserID:", "Sent: ", "⏎")
+    )
+
+
+def test_the_history_s_own_sent_line_starting_a_later_line_ends_the_reply():
+    # Given the Sent line kioku writes into the history (kioku.domain.dialogue), as a model copies it
+    from kioku.domain.dialogue import _sent_line
+
+    sent = _sent_line("2026-12-02T00:05:18+00:00")
+    assert sent is not None
+
+    # Then first it is dropped, and after words it is a message of its own: the reply ends there
+    assert strip_echoed_metadata(f"{sent}\n<som>Friday works.<eom>") == "Friday works."
+    assert strip_echoed_metadata(f"Friday works.\n{sent}\n<som>me too<eom>") == "Friday works."

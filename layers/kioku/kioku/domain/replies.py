@@ -15,11 +15,24 @@ FENCE: Final = "```"
 FENCE_CLOSE: Final = "\n" + FENCE
 
 _FENCE_TAG = re.compile(r"[\w+#.-]{0,20}")
-_MARKER = rf"(?:{re.escape(START_OF_MESSAGE)}|{re.escape(END_OF_MESSAGE)})"
+_MARKERS = (
+    START_OF_MESSAGE,
+    END_OF_MESSAGE,
+    *(marker.replace("<", "</", 1) for marker in (START_OF_MESSAGE, END_OF_MESSAGE)),
+)
+"""The markers, and the closing-tag spelling a model sometimes gives them (``</som>``)."""
+_MARKER = "(?:" + "|".join(map(re.escape, _MARKERS)) + ")"
+_ANY_MARKER = re.compile(_MARKER)
 _ECHOED_HEADER = re.compile(
     rf"[ \t]*(?:{_MARKER}[ \t]*)*\[[^\[\]\n]*\|\s*UserID:\s*(?P<user_id>[^\s|\[\]]*)[^\[\]\n]*\][ \t]*"
 )
 """A dialogue or recalled-line header at the start of a line, after any markers: ``<som>[Name | UserID:1]``."""
+_HEADER_MID_LINE = re.compile(r"(?<=[^\s])[ \t]*(?=\[[^\[\]\n]*\|\s*UserID:[^\[\]\n]*\])")
+"""Where a header starts after other text on its line: it starts a line of its own there."""
+_SENT_LINE = re.compile(
+    rf"[ \t]*(?:{_MARKER}[ \t]*)*Sent: \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(unix \d+\)[ \t]*"
+)
+"""The history's own "Sent:" line (kioku.domain.dialogue), which no reply has reason to contain."""
 _METADATA_PREFIXES = ("Sent: ", "Replying to @", "Reactions: ")
 RECALLED_LINE_BREAK: Final = "⏎"
 """How a recalled line writes its line breaks (kioku.domain.stm.context); a model copies it as is."""
@@ -37,7 +50,7 @@ def strip_echoed_metadata(text: str, bot_user_id: str | None = None) -> str:
     )
     kept: list[str] = []
     in_metadata = False
-    for line in text.split("\n"):
+    for line in _HEADER_MID_LINE.sub("\n", text).split("\n"):
         header = _ECHOED_HEADER.match(line)
         if header:
             if _has_words(kept) and header.group("user_id") != bot_user_id:
@@ -45,15 +58,19 @@ def strip_echoed_metadata(text: str, bot_user_id: str | None = None) -> str:
             line, in_metadata = line[header.end() :], True
             if not line.strip():
                 continue
-        if in_metadata and re.sub(rf"^\s*{_MARKER}*", "", line).startswith(_METADATA_PREFIXES):
+        if _SENT_LINE.fullmatch(line) and not in_metadata:
+            if _has_words(kept):
+                break  # a message of its own begins: the model is writing the conversation on
+            continue
+        if in_metadata and _ANY_MARKER.sub("", line).lstrip().startswith(_METADATA_PREFIXES):
             continue
         in_metadata = False
         kept.append(line)
-    return "\n".join(kept).replace(START_OF_MESSAGE, "").replace(END_OF_MESSAGE, "").strip()
+    return _ANY_MARKER.sub("", "\n".join(kept)).strip()
 
 
 def _has_words(lines: list[str]) -> bool:
-    return any(line.replace(START_OF_MESSAGE, "").replace(END_OF_MESSAGE, "").strip() for line in lines)
+    return any(_ANY_MARKER.sub("", line).strip() for line in lines)
 
 
 @dataclass(frozen=True, slots=True)

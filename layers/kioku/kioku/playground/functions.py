@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import time
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
@@ -27,7 +28,10 @@ def load_handler(name: str) -> LambdaHandler:
 
 
 class LambdaContext:
-    """The few attributes of Lambda's context object that Powertools reads."""
+    """The few attributes of Lambda's context object that Powertools and the turn worker read.
+
+    As in Lambda, the remaining time runs down from ``timeout_seconds`` from the invocation's start,
+    so a turn's model calls share one deadline however many tool rounds it takes."""
 
     function_name = "kioku-local"
     function_version = "$LATEST"
@@ -35,5 +39,9 @@ class LambdaContext:
     invoked_function_arn = "arn:aws:lambda:us-east-1:000000000000:function:kioku-local"
     aws_request_id = "local-request"
 
+    def __init__(self, timeout_seconds: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
+        self._clock = clock
+        self._deadline = clock() + timeout_seconds
+
     def get_remaining_time_in_millis(self) -> int:
-        return 30_000
+        return max(0, int((self._deadline - self._clock()) * 1000))

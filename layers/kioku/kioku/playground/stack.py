@@ -33,10 +33,13 @@ class LocalStack:
 
     ``llm_base_url`` points the worker at an OpenAI-compatible server; without it (and without
     ``LLM_BASE_URL`` + ``LLM_API_KEY`` in the environment) the offline scripted model answers.
+    ``turn_timeout_seconds`` is TurnFunction's time per invocation (short here, so a hung stand-in
+    fails a test quickly; a real model on a CPU wants the deployed function's).
     """
 
     extra_env: dict[str, str] = field(default_factory=dict)
     llm_base_url: str | None = None
+    turn_timeout_seconds: float = 30.0
     application_id: str = APPLICATION_ID
     urls: dict[str, str] = field(default_factory=dict)
     resources: LocalResources | None = None
@@ -131,7 +134,7 @@ class LocalStack:
             ).get("Messages", [])
             if not received:
                 break
-            response = self.turn_handler(self.sqs_event(received), LambdaContext())
+            response = self.turn_handler(self.sqs_event(received), LambdaContext(self.turn_timeout_seconds))
             responses.append(response)
             failed = {item["itemIdentifier"] for item in response.get("batchItemFailures", [])}
             for message in received:

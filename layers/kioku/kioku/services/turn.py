@@ -46,7 +46,7 @@ from kioku.domain.models import (
 )
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
-from kioku.domain.replies import at_most, split_reply, strip_echoed_metadata
+from kioku.domain.replies import CUT_MARK, at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
@@ -500,7 +500,11 @@ class TurnService:
             finally:
                 record.model_seconds.append(time.perf_counter() - asked)
             if not response.tool_calls or not offered:
-                return strip_echoed_metadata(response.content or "", turn.bot.user_id).strip()
+                # An answer stopped by the token limit ends mid-sentence: it says so, as a reply cut
+                # to MAX_REPLY_MESSAGES does; marked before cleaning, the mark goes with any part
+                # the cleaner drops (the model writing someone else's turn).
+                answer = (response.content or "").rstrip() + (CUT_MARK if response.cut_short else "")
+                return strip_echoed_metadata(answer, turn.bot.user_id).strip()
             messages.append(response.assistant_message())
             announced = len(self._notices(state))
             for call in response.tool_calls:

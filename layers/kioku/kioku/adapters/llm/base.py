@@ -48,6 +48,8 @@ class ChatResponse:
     content: str | None
     tool_calls: tuple[ToolCall, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict)
+    cut_short: bool = False
+    """The model stopped at the token limit (``finish_reason`` ``length``), likely mid-sentence."""
 
     def assistant_message(self) -> dict[str, Any]:
         """The assistant turn to append before sending tool results back."""
@@ -66,7 +68,9 @@ class ChatModel(Protocol):
 def parse_chat_completion(body: Any) -> ChatResponse:
     """Read the first choice of a chat-completions response body; anything unexpected → LlmUnavailable."""
     try:
-        message = body["choices"][0]["message"]
+        choice = body["choices"][0]
+        message = choice["message"]
+        cut_short = choice.get("finish_reason") == "length"
         content = message.get("content")
         raw_calls = message.get("tool_calls") or []
         calls = tuple(_tool_call(call) for call in raw_calls)
@@ -78,7 +82,7 @@ def parse_chat_completion(body: Any) -> ChatResponse:
         raise LlmUnavailable("the model answered with non-text content")
     if content is None and not calls:
         raise LlmUnavailable("the model answered with neither text nor tool calls")
-    return ChatResponse(content=content, tool_calls=calls, raw=body)
+    return ChatResponse(content=content, tool_calls=calls, raw=body, cut_short=cut_short)
 
 
 def _tool_call(call: Any) -> ToolCall:
