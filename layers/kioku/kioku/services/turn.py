@@ -34,6 +34,7 @@ from kioku.adapters.dynamodb.turn_repository import (
     TurnRead,
     TurnRepository,
 )
+from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
@@ -63,7 +64,6 @@ from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.guild_directory import GuildDirectory
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, load_turn_memory
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
 
