@@ -11,10 +11,12 @@ from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import persona, personal
 from kioku.services.commands.discord import Permission
+from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"
@@ -357,16 +359,26 @@ def test_invalid_personal_options_are_refused_and_change_nothing(invoke, configs
     assert configs.get_user_profile(USER) == UserProfile(user_id=USER)
 
 
-def test_a_concurrent_profile_change_asks_to_retry(invoke, configs, monkeypatch):
+class ReadsBefore(ConfigStore):
+    """A store that answers every read of a profile with ``stale``, read before another save."""
+
+    def __init__(self, table, stale: UserProfile) -> None:
+        super().__init__(table)
+        self.stale = stale
+
+    def get_user_profile(self, user_id: str) -> UserProfile:
+        return self.stale
+
+
+def test_a_concurrent_profile_change_asks_to_retry(settings, table, configs):
     # Given a profile read before someone else saved it
     stale = configs.get_user_profile(USER)
     configs.save_user_profile(UserProfile(user_id=USER, privacy_level=PrivacyLevel.FULL))
-    monkeypatch.setattr(ConfigStore, "get_user_profile", lambda self, user_id: stale)
+    context = Container(settings, config_store=ReadsBefore(table, stale))
     # When this command saves on top of the stale read
-    body = invoke(personal_command([cross_server(True)]))
+    body = route_interaction(personal_command([cross_server(True)]), context)
     # Then it asks to retry and the other save stands
     assert "again" in embed_of(body)["description"]
-    monkeypatch.undo()
     assert configs.get_user_profile(USER).privacy_level is PrivacyLevel.FULL
     assert configs.get_user_profile(USER).cross_server_opt_in is False
 

@@ -9,10 +9,12 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
+from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import capabilities, server
 from kioku.services.commands.discord import Permission
+from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"
@@ -149,19 +151,20 @@ def test_out_of_range_parameters_are_refused_and_nothing_is_saved(invoke, table,
     assert table.get({"pk": f"SERVER#{GUILD}", "sk": "CONFIG"}) is None
 
 
-def test_a_concurrent_save_is_reported_and_kept(invoke, store, monkeypatch):
-    # Given someone else saves between our read and our write
-    read = ConfigStore.get_server_config
+class SomeoneSavesMeanwhile(ConfigStore):
+    """A store whose every read of a server is followed by someone else's save of it."""
 
-    def read_then_someone_saves(self, server_id):
-        config = read(self, server_id)
+    def get_server_config(self, server_id):
+        config = super().get_server_config(server_id)
         ConfigStore(self._table).save_server_config(replace(config, trigger_words=("kioku",)))
         return config
 
-    monkeypatch.setattr(ConfigStore, "get_server_config", read_then_someone_saves)
+
+def test_a_concurrent_save_is_reported_and_kept(settings, table, store):
+    # Given someone else saves between our read and our write
+    context = Container(settings, config_store=SomeoneSavesMeanwhile(table))
     # When the admin's change is saved
-    body = invoke(command("server", "stm", "parameters", refresh_cadence=9))
-    monkeypatch.undo()
+    body = route_interaction(command("server", "stm", "parameters", refresh_cadence=9), context)
     # Then it is refused as stale and the other change survives
     assert_ephemeral_error(body, "changed meanwhile", "try again")
     saved = store.get_server_config(GUILD)

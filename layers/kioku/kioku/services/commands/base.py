@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import (
     DM_CHANNEL_TYPE,
     INTEGRATION_GUILD_INSTALL,
@@ -103,7 +104,8 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-Handler = Callable[[Interaction], dict]
+Handler = Callable[[Interaction, CommandContext], dict]
+"""A handler answers an interaction with what its container hands it."""
 
 
 @dataclass(frozen=True)

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import OptionType, Refusal, ResponseType, error_message, refusal_message
 
 logger = logging.getLogger(__name__)
@@ -14,7 +14,7 @@ logger = logging.getLogger(__name__)
 MAX_CHAT_MESSAGE_LENGTH = 2000
 
 
-def on_chat(interaction: Interaction) -> dict:
+def on_chat(interaction: Interaction, context: CommandContext) -> dict:
     from kioku.adapters.turn_queue import QueueUnavailable
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
@@ -44,7 +44,7 @@ def on_chat(interaction: Interaction) -> dict:
         application_id=interaction.application_id,
     )
     try:
-        warm.turn_queue().enqueue(job)
+        context.turn_queue.enqueue(job)
     except QueueUnavailable:
         logger.exception("could not queue /chat interaction %s", interaction.id)
         return error_message("I could not take that message right now. Please try again in a moment.")

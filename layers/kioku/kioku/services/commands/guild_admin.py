@@ -13,8 +13,8 @@ from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Handler, Interaction
 from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import Permission, Refusal, error_message, refusal_message
-from kioku.services.warm import config_store
 
 if TYPE_CHECKING:
     from kioku.domain.models import ServerConfig
@@ -47,14 +47,14 @@ def managed(handler: Handler) -> Handler:
     ephemerally: the one place these domain errors become replies."""
 
     @wraps(handler)
-    def guarded(interaction: Interaction) -> dict:
+    def guarded(interaction: Interaction, context: CommandContext) -> dict:
         from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
         refusal = manager_refusal(interaction)
         if refusal is not None:
             return refusal
         try:
-            return handler(interaction)
+            return handler(interaction, context)
         except (InvalidSettingsEdit, InvalidModalSubmit) as exc:
             return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved:\n{exc}")
         except StaleConfiguration:
@@ -67,6 +67,6 @@ def managed(handler: Handler) -> Handler:
     return guarded
 
 
-def load_server_config(interaction: Interaction) -> ServerConfig:
+def load_server_config(interaction: Interaction, context: CommandContext) -> ServerConfig:
     """The interaction's guild configuration (defaults when none is stored yet)."""
-    return config_store().get_server_config(str(interaction.guild_id))
+    return context.config_store.get_server_config(str(interaction.guild_id))

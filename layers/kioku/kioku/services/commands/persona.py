@@ -48,6 +48,7 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
     OptionType,
@@ -59,7 +60,6 @@ from kioku.services.commands.discord import (
     relative_time,
 )
 from kioku.services.commands.guild_admin import load_server_config, managed
-from kioku.services.warm import config_store, stm_store
 
 EDIT_MODAL_ID: Final = "persona:stm-edit"
 SUMMARY_INPUT: Final = "summary"
@@ -68,12 +68,6 @@ EMPTY_SECTION: Final = "*(empty)*"
 NO_MEMORY_YET: Final = "No short-term memory here yet."
 
 STALE_FORM = "{what} changed while you were editing, so nothing was saved. Run `/persona stm edit` again."
-
-
-def _settings():
-    from kioku.config import get_settings
-
-    return get_settings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +81,15 @@ class _Here:
     entry: StmEntry | None
 
 
-def _here(interaction: Interaction, limits: StmLimits) -> _Here | None:
+def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here | None:
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         return None
     server_id = interaction.guild_id
-    config = config_store().get_server_config(server_id) if server_id else ServerConfig()
+    config = context.config_store.get_server_config(server_id) if server_id else ServerConfig()
     persona = config.persona
     address = StmAddress.of(server_id, invoker.id, interaction.channel_id, persona.persona_id)
-    entry = stm_store().get(address)
+    entry = context.stm_store.get(address)
     if entry is not None and entry.lineage_id != persona.lineage_id:
         entry = None  # a row of an earlier persona lineage is not injected, so it is not "here"
     categories = active_categories(config.categories, limits.max_categories)
@@ -175,9 +169,9 @@ def _mode(categories: Sequence[StmCategory]) -> str:
     return "Categories: " + ", ".join(category.label for category in categories)
 
 
-def on_view(interaction: Interaction) -> dict:
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
+def on_view(interaction: Interaction, context: CommandContext) -> dict:
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
     return message(embeds=[memory_embed(here, clock.now(), limits)])
@@ -218,12 +212,12 @@ def _edited_inputs(here: _Here) -> tuple[str, ...]:
     return tuple(category.slug for category in here.categories[:MAX_MODAL_INPUTS])
 
 
-def on_edit(interaction: Interaction) -> dict:
+def on_edit(interaction: Interaction, context: CommandContext) -> dict:
     refusal = _edit_refusal(interaction)
     if refusal:
         return refusal_message(Refusal.NOT_ALLOWED, refusal)
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
     entry = here.entry
@@ -257,7 +251,7 @@ def on_edit(interaction: Interaction) -> dict:
     )
 
 
-def on_modal(interaction: Interaction) -> dict:
+def on_modal(interaction: Interaction, context: CommandContext) -> dict:
     """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
     from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
@@ -274,8 +268,8 @@ def on_modal(interaction: Interaction) -> dict:
         submitted = submitted_values(interaction.data)
     except InvalidModalSubmit as exc:
         return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved: {exc}.")
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
     if here is None:
         return error_message("I cannot tell which channel this is.")
     if tag != _persona_tag(here.persona):
@@ -308,12 +302,14 @@ def on_modal(interaction: Interaction) -> dict:
         else (channel is not None and channel.type == ChannelType.PRIVATE_THREAD),
     )
     try:
-        stm_store().write_memory(
+        context.stm_store.write_memory(
             identity, update, here.categories, now, limits.retention, reset_counter=False
         )
     except NewerMemoryExists:
         return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
-    saved = _Here(here.address, here.persona, here.config, here.categories, stm_store().get(here.address))
+    saved = _Here(
+        here.address, here.persona, here.config, here.categories, context.stm_store.get(here.address)
+    )
     return message(embeds=[memory_embed(saved, now, limits, title="Short-term memory saved")])
 
 
@@ -345,16 +341,18 @@ DEFAULT_PERSONALITY_SHOWN: Final = (
 _PERSONA_FORM_ID = re.compile(rf"{PERSONA_FORM}:(?P<version>[0-9]{{1,12}})", re.ASCII)
 
 
-def on_persona_view(interaction: Interaction) -> dict:
+def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
     config = (
-        config_store().get_server_config(interaction.guild_id) if interaction.guild_id else ServerConfig()
+        context.config_store.get_server_config(interaction.guild_id)
+        if interaction.guild_id
+        else ServerConfig()
     )
     return message(embeds=[persona_embed(config.persona, f"Who I am {_where(interaction)}")])
 
 
 @managed
-def on_persona_edit(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     persona = config.persona
     return modal(
         f"{PERSONA_FORM}:{config.version}",
@@ -380,7 +378,7 @@ def on_persona_edit(interaction: Interaction) -> dict:
 
 
 @managed
-def on_persona_form(interaction: Interaction) -> dict:
+def on_persona_form(interaction: Interaction, context: CommandContext) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
@@ -388,11 +386,11 @@ def on_persona_form(interaction: Interaction) -> dict:
     values = submitted_values(interaction.data)
     if set(values) != {NAME_INPUT, PROMPT_INPUT}:
         raise InvalidModalSubmit("the form came back without its fields")
-    config = load_server_config(interaction)
+    config = load_server_config(interaction, context)
     if config.version != int(version):
         raise StaleConfiguration(config)
     persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
-    saved = config_store().save_server_config(replace(config, persona=persona))
+    saved = context.config_store.save_server_config(replace(config, persona=persona))
     return message(embeds=[persona_embed(saved.persona, "Saved: the persona")])
 
 
@@ -421,20 +419,20 @@ _SUBCOMMANDS = {
 }
 
 
-def on_persona(interaction: Interaction) -> dict:
+def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     handler = _SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
         return refusal_message(
             Refusal.NOT_UNDERSTOOD,
             "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
         )
-    return handler(interaction)
+    return handler(interaction, context)
 
 
-def on_any_modal(interaction: Interaction) -> dict:
+def on_any_modal(interaction: Interaction, context: CommandContext) -> dict:
     if _PERSONA_FORM_ID.fullmatch(interaction.custom_id):
-        return on_persona_form(interaction)
-    return on_modal(interaction)
+        return on_persona_form(interaction, context)
+    return on_modal(interaction, context)
 
 
 COMMAND = Command(

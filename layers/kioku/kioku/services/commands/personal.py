@@ -14,8 +14,8 @@ from typing import Any, Final
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands import personal_memories
 from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
-from kioku.services.warm import config_store
 
 CROSS_SERVER_OPTION: Final = "cross_server"
 PRIVACY_OPTION: Final = "privacy"
@@ -81,19 +81,19 @@ def _requested_change(options: dict[str, Any]) -> dict[str, Any] | str:
     return change
 
 
-def on_personal(interaction: Interaction) -> dict:
+def on_personal(interaction: Interaction, context: CommandContext) -> dict:
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
     invoker = interaction.invoker
     memories_command = personal_memories.SUBCOMMANDS.get(interaction.subcommand_path())
     if memories_command is not None and invoker is not None:
-        return memories_command(interaction)
+        return memories_command(interaction, context)
     if interaction.subcommand_path() != ("stm",) or invoker is None:
         return error_message("Try `/personal stm` or `/personal memories list`.")
     change = _requested_change(interaction.option_values())
     if isinstance(change, str):
         return error_message(change + " Nothing was changed.")
-    store = config_store()
+    store = context.config_store
     profile = store.get_user_profile(invoker.id)
     wanted = replace(profile, **change)
     if wanted == profile:

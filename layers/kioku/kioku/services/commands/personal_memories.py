@@ -12,9 +12,9 @@ from typing import Any, Final
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
-from kioku.services import warm
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
     EMBED_COLOR_INFO,
@@ -42,17 +42,17 @@ NOT_YOURS: Final = "These buttons belong to someone else's request."
 NO_SUCH_MEMORY: Final = "I keep no memory #{id} about you."
 
 
-def list_memories(interaction: Interaction) -> dict:
-    embed, buttons = _list_page(interaction, 0)
+def list_memories(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _list_page(interaction, context, 0)
     return message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
     from kioku.services.personal_memories import memories_about
 
     user_id = _invoker_id(interaction)
-    memories = memories_about(user_id, warm.ltm_store())
+    memories = memories_about(user_id, context.ltm_store)
     place = _place(interaction)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
@@ -81,20 +81,20 @@ def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
     return embed, buttons
 
 
-def forget(interaction: Interaction) -> dict:
+def forget(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     raw = interaction.option_values().get(MEMORY_ID_OPTION)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 < raw < MAX_MEMORY_ID:
         return error_message("`memory_id` is the number shown as #12345 in `/personal memories list`.")
     from kioku.services.personal_memories import forget_one
 
-    forgotten = forget_one(user_id, str(raw), warm.ltm_store())
+    forgotten = forget_one(user_id, str(raw), context.ltm_store)
     if forgotten is None:
         return error_message(NO_SUCH_MEMORY.format(id=raw))
     return message(f"Forgotten: memory #{forgotten.memory_id}.")
 
 
-def ask_to_forget_everything(interaction: Interaction) -> dict:
+def ask_to_forget_everything(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     embed = {
         "title": "Forget everything about you?",
@@ -121,7 +121,7 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
     return message(embeds=[embed], components=buttons)
 
 
-def export(interaction: Interaction) -> dict:
+def export(interaction: Interaction, context: CommandContext) -> dict:
     """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
     from kioku.adapters.turn_queue import QueueUnavailable
     from kioku.domain.turn_jobs import TurnJob, TurnSource
@@ -140,7 +140,7 @@ def export(interaction: Interaction) -> dict:
         application_id=interaction.application_id,
     )
     try:
-        warm.turn_queue().enqueue(job)
+        context.turn_queue.enqueue(job)
     except QueueUnavailable:
         return error_message("I could not start the export right now. Please try again in a moment.")
     return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
@@ -154,28 +154,28 @@ SUBCOMMANDS: Final = {
 }
 
 
-def on_component(interaction: Interaction) -> dict:
+def on_component(interaction: Interaction, context: CommandContext) -> dict:
     """Page buttons of the list, and the forget-all confirmation."""
     custom_id = interaction.custom_id
     clicker = _invoker_id(interaction)
     if page := _LIST_PAGE.fullmatch(custom_id):
         if page["user"] != clicker:
             return error_message(NOT_YOURS)
-        embed, buttons = _list_page(interaction, int(page["page"]))
+        embed, buttons = _list_page(interaction, context, int(page["page"]))
         return updated_message(embeds=[embed], components=buttons)
     if choice := _FORGET_ALL.fullmatch(custom_id):
         if choice["user"] != clicker:
             return error_message(NOT_YOURS)
         if choice["choice"] == "cancel":
             return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
-        return _forget_everything(clicker)
+        return _forget_everything(clicker, context)
     return error_message("This button is from an older version of me. Run the command again.")
 
 
-def _forget_everything(user_id: str) -> dict:
+def _forget_everything(user_id: str, context: CommandContext) -> dict:
     from kioku.services.personal_memories import forget_everything
 
-    report = forget_everything(user_id, warm.ltm_store(), warm.stm_store(), ledger=warm.turn_ledger())
+    report = forget_everything(user_id, context.ltm_store, context.stm_store, ledger=context.turn_ledger)
     if report.nothing:
         description = "There was nothing left to forget."
     else:

@@ -7,6 +7,7 @@ import logging
 from pydantic import ValidationError
 
 from kioku.services.commands.base import Command, Handler, Interaction
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import InteractionType, autocomplete, error_message, message
 from kioku.services.commands.registry import by_name
 
@@ -19,17 +20,17 @@ class InvalidInteraction(ValueError):
     """A verified body that is not a Discord interaction kioku can read."""
 
 
-def route_interaction(payload: dict) -> dict:
+def route_interaction(payload: dict, context: CommandContext) -> dict:
     """The interaction response for a verified, non-PING interaction payload."""
     try:
         interaction = Interaction.model_validate(payload)
     except ValidationError as exc:
         logger.info("verified body is not a valid interaction: %s", exc.error_count())
         raise InvalidInteraction("body is not a valid Discord interaction") from None
-    return respond(interaction)
+    return respond(interaction, context)
 
 
-def respond(interaction: Interaction) -> dict:
+def respond(interaction: Interaction, context: CommandContext) -> dict:
     """The interaction response Discord shows; failures become ephemeral messages, never errors."""
     commands = by_name()
     if interaction.type in (InteractionType.MESSAGE_COMPONENT, InteractionType.MODAL_SUBMIT):
@@ -44,7 +45,7 @@ def respond(interaction: Interaction) -> dict:
         logger.info("no handler for %s interaction %r", interaction.type.name, name)
         return message("I don't know that command (yet). It may have been removed; try `/help`.")
     try:
-        return handler(interaction)
+        return handler(interaction, context)
     except Exception:
         logger.exception("command %r failed", name)
         return error_message("That did not work because of a problem on my side. Please try again later.")

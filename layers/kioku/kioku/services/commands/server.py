@@ -12,6 +12,7 @@ import re
 from dataclasses import replace
 from typing import Final
 
+from kioku.config import Settings
 from kioku.domain.models import ANCHORED_TOP_DEPTH, RenderMode, ServerConfig, StmConfig
 from kioku.domain.settings_edit import (
     INTEGER_RANGES,
@@ -33,9 +34,9 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
-from kioku.services.warm import config_store
 
 NAME: Final = "server"
 GROUP: Final = "stm"
@@ -55,17 +56,21 @@ PARAMETER_DESCRIPTIONS: Final = {
 }
 
 
-def show_or_set_parameters(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def show_or_set_parameters(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     values = interaction.option_values()
     if not values:
-        return message(embeds=[parameters_embed(config.stm, "Short-term memory parameters")])
-    saved = config_store().save_server_config(replace(config, stm=apply_parameters(config.stm, values)))
-    return message(embeds=[parameters_embed(saved.stm, "Saved: short-term memory parameters")])
+        return message(
+            embeds=[parameters_embed(config.stm, "Short-term memory parameters", context.settings)]
+        )
+    saved = context.config_store.save_server_config(replace(config, stm=apply_parameters(config.stm, values)))
+    return message(
+        embeds=[parameters_embed(saved.stm, "Saved: short-term memory parameters", context.settings)]
+    )
 
 
-def open_prompt_form(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def open_prompt_form(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     return modal(
         _form_id(PROMPT_EDIT, config),
         "Short-term memory prompts",
@@ -88,17 +93,17 @@ def open_prompt_form(interaction: Interaction) -> dict:
     )
 
 
-def save_prompts(interaction: Interaction, config: ServerConfig) -> dict:
+def save_prompts(interaction: Interaction, context: CommandContext, config: ServerConfig) -> dict:
     values = submitted_values(interaction.data)
     if TOOL_DESCRIPTION_INPUT not in values or UPDATE_NUDGE_INPUT not in values:
         raise InvalidModalSubmit("the form came back without its fields")
     stm = apply_prompt_overrides(config.stm, values[TOOL_DESCRIPTION_INPUT], values[UPDATE_NUDGE_INPUT])
-    saved = config_store().save_server_config(replace(config, stm=stm))
+    saved = context.config_store.save_server_config(replace(config, stm=stm))
     return message(embeds=[prompts_embed(saved.stm)])
 
 
-def open_categories_form(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def open_categories_form(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     lines = [category_line(category) for category in config.categories]
     rows = [
         TextInput(
@@ -109,19 +114,21 @@ def open_categories_form(interaction: Interaction) -> dict:
             placeholder="Label: description (e.g. Plans: what people mean to do next)",
             max_length=MAX_CATEGORY_LINE_CHARS,
         )
-        for number in range(1, _category_capacity() + 1)
+        for number in range(1, _category_capacity(context.settings) + 1)
     ]
     return modal(_form_id(CATEGORIES_EDIT, config), "Short-term memory categories", rows)
 
 
-def save_categories(interaction: Interaction, config: ServerConfig) -> dict:
+def save_categories(interaction: Interaction, context: CommandContext, config: ServerConfig) -> dict:
     values = submitted_values(interaction.data)
-    expected = [f"{CATEGORY_INPUT_PREFIX}{number}" for number in range(1, _category_capacity() + 1)]
+    expected = [
+        f"{CATEGORY_INPUT_PREFIX}{number}" for number in range(1, _category_capacity(context.settings) + 1)
+    ]
     if sorted(values) != sorted(expected):
         raise InvalidModalSubmit("the form came back without its fields")
     lines = [values[key] for key in expected]
-    categories = parse_categories(lines, config.categories, _category_capacity())
-    saved = config_store().save_server_config(replace(config, categories=categories))
+    categories = parse_categories(lines, config.categories, _category_capacity(context.settings))
+    saved = context.config_store.save_server_config(replace(config, categories=categories))
     return message(embeds=[categories_embed(saved)])
 
 
@@ -137,7 +144,7 @@ FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
 
 @managed
-def on_server(interaction: Interaction) -> dict:
+def on_server(interaction: Interaction, context: CommandContext) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
         return refusal_message(
@@ -145,11 +152,11 @@ def on_server(interaction: Interaction) -> dict:
             "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view`, "
             "`/server memories list` or `/server addressing`.",
         )
-    return handler(interaction)
+    return handler(interaction, context)
 
 
 @managed
-def on_form_submit(interaction: Interaction) -> dict:
+def on_form_submit(interaction: Interaction, context: CommandContext) -> dict:
     """A submitted form, saved only if the configuration is still the version it was filled from."""
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
@@ -157,22 +164,20 @@ def on_form_submit(interaction: Interaction) -> dict:
     save = FORMS.get(match["form"]) if match else None
     if save is None:
         raise InvalidModalSubmit("this form is not one I know; open it again with its command")
-    config = load_server_config(interaction)
+    config = load_server_config(interaction, context)
     if config.version != int(match["version"]):
         raise StaleConfiguration(config)
-    return save(interaction, config)
+    return save(interaction, context, config)
 
 
 @managed
-def on_button(interaction: Interaction) -> dict:
+def on_button(interaction: Interaction, context: CommandContext) -> dict:
     """A click on a button of a ``/server`` answer: only a manager's click does anything."""
-    return server_memories.on_button(interaction)
+    return server_memories.on_button(interaction, context)
 
 
-def parameters_embed(stm: StmConfig, title: str) -> dict:
-    from kioku.config import get_settings
-
-    default_crude = get_settings().SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
+def parameters_embed(stm: StmConfig, title: str, settings: Settings) -> dict:
+    default_crude = settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
     crude = f"{default_crude} (default)" if stm.crude_message_count is None else str(stm.crude_message_count)
     content = (
         f"{ANCHORED_TOP_DEPTH} (near the top)"
@@ -229,10 +234,8 @@ def _form_id(form: str, config: ServerConfig) -> str:
     return f"{NAME}:{form}:{config.version}"
 
 
-def _category_capacity() -> int:
-    from kioku.config import get_settings
-
-    return min(get_settings().STM_MAX_CATEGORIES, MAX_MODAL_INPUTS)
+def _category_capacity(settings: Settings) -> int:
+    return min(settings.STM_MAX_CATEGORIES, MAX_MODAL_INPUTS)
 
 
 def _integer_option(name: str) -> dict:

@@ -24,6 +24,7 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
     OptionType,
@@ -33,7 +34,6 @@ from kioku.services.commands.discord import (
     updated_message,
 )
 from kioku.services.commands.guild_admin import load_server_config
-from kioku.services.warm import config_store, ltm_store
 
 GROUP: Final = "memories"
 LIST: Final = "list"
@@ -89,8 +89,8 @@ class _Viewer:
     config: ServerConfig
 
 
-def _viewer(interaction: Interaction) -> _Viewer:
-    config = load_server_config(interaction)
+def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
+    config = load_server_config(interaction, context)
     channel = interaction.channel
     parent = channel.parent_id if channel is not None and channel.id == interaction.channel_id else None
     permissions = int(interaction.member.permissions) if interaction.member else 0
@@ -102,8 +102,8 @@ def _viewer(interaction: Interaction) -> _Viewer:
     )
 
 
-def _server_memories(interaction: Interaction) -> list[Memory]:
-    return ltm_store().memories_of(ScopeKind.SERVER, str(interaction.guild_id))
+def _server_memories(interaction: Interaction, context: CommandContext) -> list[Memory]:
+    return context.ltm_store.memories_of(ScopeKind.SERVER, str(interaction.guild_id))
 
 
 # -- showing memories --------------------------------------------------------------------------------
@@ -136,20 +136,20 @@ def _provenance(memory: Memory) -> str:
 # -- /server memories list ---------------------------------------------------------------------------
 
 
-def list_memories(interaction: Interaction) -> dict:
-    embed, buttons = _list_page(interaction, 0)
+def list_memories(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _list_page(interaction, context, 0)
     return message(embeds=[embed], components=buttons)
 
 
-def _show_page(interaction: Interaction, page: int) -> dict:
-    embed, buttons = _list_page(interaction, page)
+def _show_page(interaction: Interaction, context: CommandContext, page: int) -> dict:
+    embed, buttons = _list_page(interaction, context, page)
     return updated_message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
-    viewer = _viewer(interaction)
-    memories = _server_memories(interaction)
+    viewer = _viewer(interaction, context)
+    memories = _server_memories(interaction, context)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -187,16 +187,16 @@ def _page_id(page: int) -> str:
 # -- /server memories forget -------------------------------------------------------------------------
 
 
-def forget(interaction: Interaction) -> dict:
+def forget(interaction: Interaction, context: CommandContext) -> dict:
     memory_id = _memory_id(interaction.option_values().get(MEMORY_ID_OPTION))
-    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
+    memory = context.ltm_store.find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
     if memory is None:
         raise MemoryNotFound(f"there is no server memory #{memory_id} here")
-    ltm_store().delete(memory)
+    context.ltm_store.delete(memory)
     embed = {
         "title": f"Forgot server memory #{memory_id}",
         "color": EMBED_COLOR_INFO,
-        "fields": [_memory_field(memory, _viewer(interaction), "the list")],
+        "fields": [_memory_field(memory, _viewer(interaction, context), "the list")],
     }
     return message(embeds=[embed])
 
@@ -210,13 +210,13 @@ def _memory_id(value: Any) -> str:
 # -- /server memories moderation ---------------------------------------------------------------------
 
 
-def set_moderation(interaction: Interaction) -> dict:
+def set_moderation(interaction: Interaction, context: CommandContext) -> dict:
     try:
         mode = MemoryModeration(str(interaction.option_values().get(MODE_OPTION)))
     except ValueError:
         raise InvalidSettingsEdit(["mode must be open or approval"]) from None
-    config = load_server_config(interaction)
-    saved = config_store().save_server_config(replace(config, memory_moderation=mode))
+    config = load_server_config(interaction, context)
+    saved = context.config_store.save_server_config(replace(config, memory_moderation=mode))
     embed = {
         "title": f"Saved: memory moderation is {saved.memory_moderation.value}",
         "description": MODERATION_MEANING[saved.memory_moderation],
@@ -228,26 +228,26 @@ def set_moderation(interaction: Interaction) -> dict:
 # -- /server memories review -------------------------------------------------------------------------
 
 
-def review(interaction: Interaction) -> dict:
-    embed, buttons = _review_list(interaction)
+def review(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _review_list(interaction, context)
     return message(embeds=[embed], components=buttons)
 
 
-def _judge(interaction: Interaction, verdict: str, memory_id: str, tag: str) -> dict:
+def _judge(interaction: Interaction, context: CommandContext, verdict: str, memory_id: str, tag: str) -> dict:
     """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
-    memory = _awaiting_review(interaction, memory_id, tag)
+    memory = _awaiting_review(interaction, context, memory_id, tag)
     if verdict == APPROVE:
-        ltm_store().approve(memory)
+        context.ltm_store.approve(memory)
         note = f"Approved server memory #{memory_id}: kioku may recall it from now on."
     else:
-        ltm_store().reject(memory)
+        context.ltm_store.reject(memory)
         note = f"Rejected server memory #{memory_id}: it is deleted."
-    embed, buttons = _review_list(interaction)
+    embed, buttons = _review_list(interaction, context)
     return updated_message(note, embeds=[embed], components=buttons)
 
 
-def _awaiting_review(interaction: Interaction, memory_id: str, tag: str) -> Memory:
-    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
+def _awaiting_review(interaction: Interaction, context: CommandContext, memory_id: str, tag: str) -> Memory:
+    memory = context.ltm_store.find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
     if memory is None:
         raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
     if memory.status is not MemoryStatus.PENDING:
@@ -259,10 +259,12 @@ def _awaiting_review(interaction: Interaction, memory_id: str, tag: str) -> Memo
     return memory
 
 
-def _review_list(interaction: Interaction) -> tuple[dict, list[dict]]:
+def _review_list(interaction: Interaction, context: CommandContext) -> tuple[dict, list[dict]]:
     """The oldest memories awaiting review, each with its Approve and Reject buttons."""
-    viewer = _viewer(interaction)
-    pending = [memory for memory in _server_memories(interaction) if memory.status is MemoryStatus.PENDING]
+    viewer = _viewer(interaction, context)
+    pending = [
+        memory for memory in _server_memories(interaction, context) if memory.status is MemoryStatus.PENDING
+    ]
     shown = pending[:PAGE_SIZE]
     embed: dict[str, Any] = {"title": "Server memories awaiting review", "color": EMBED_COLOR_INFO}
     if not pending:
@@ -300,15 +302,15 @@ def _tag(memory: Memory) -> str:
 # -- the buttons -------------------------------------------------------------------------------------
 
 
-def on_button(interaction: Interaction) -> dict:
+def on_button(interaction: Interaction, context: CommandContext) -> dict:
     """A click on a list page or review button (the manager check is the caller's)."""
     custom_id = interaction.custom_id
     page = _PAGE_ID.fullmatch(custom_id)
     if page:
-        return _show_page(interaction, int(page["page"]))
+        return _show_page(interaction, context, int(page["page"]))
     verdict = _REVIEW_ID.fullmatch(custom_id)
     if verdict:
-        return _judge(interaction, verdict["verdict"], verdict["memory_id"], verdict["tag"])
+        return _judge(interaction, context, verdict["verdict"], verdict["memory_id"], verdict["tag"])
     raise UnknownComponent("this button is not one I know; run the command again")
 
 
