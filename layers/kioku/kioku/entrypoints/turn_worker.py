@@ -177,7 +177,7 @@ def count_turn(turn: TurnRecord) -> None:
 
 def _export(job: TurnJob) -> dict[str, Any]:
 
-    from kioku.services.personal_memories import send_export
+    from kioku.services.memory_control import send_export
 
     parts = container()
     send_export(job, parts.discord, parts.ltm_store, parts.stm_store, parts.clock())

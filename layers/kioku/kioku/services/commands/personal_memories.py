@@ -9,9 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
+from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.context import CommandContext
@@ -49,10 +50,8 @@ def list_memories(interaction: Interaction, context: CommandContext) -> dict:
 
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
-    from kioku.services.personal_memories import memories_about
-
     user_id = _invoker_id(interaction)
-    memories = memories_about(user_id, context.ltm_store)
+    memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
@@ -86,15 +85,14 @@ def forget(interaction: Interaction, context: CommandContext) -> dict:
     raw = interaction.option_values().get(MEMORY_ID_OPTION)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 < raw < MAX_MEMORY_ID:
         return error_message("`memory_id` is the number shown as #12345 in `/personal memories list`.")
-    from kioku.services.personal_memories import forget_one
-
-    forgotten = forget_one(user_id, str(raw), context.ltm_store)
-    if forgotten is None:
+    try:
+        forgotten = memory_control.forget_memory_about(user_id, str(raw), context.ltm_store)
+    except MemoryNotFound:
         return error_message(NO_SUCH_MEMORY.format(id=raw))
     return message(f"Forgotten: memory #{forgotten.memory_id}.")
 
 
-def ask_to_forget_everything(interaction: Interaction, context: CommandContext) -> dict:
+def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     embed = {
         "title": "Forget everything about you?",
@@ -149,7 +147,7 @@ def export(interaction: Interaction, context: CommandContext) -> dict:
 SUBCOMMANDS: Final = {
     (GROUP, LIST): list_memories,
     (GROUP, FORGET): forget,
-    (GROUP, FORGET_ALL): ask_to_forget_everything,
+    (GROUP, FORGET_ALL): ask_to_forget_all,
     (GROUP, EXPORT): export,
 }
 
@@ -168,14 +166,14 @@ def on_component(interaction: Interaction, context: CommandContext) -> dict:
             return error_message(NOT_YOURS)
         if choice["choice"] == "cancel":
             return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
-        return _forget_everything(clicker, context)
+        return _forget_all(clicker, context)
     return error_message("This button is from an older version of me. Run the command again.")
 
 
-def _forget_everything(user_id: str, context: CommandContext) -> dict:
-    from kioku.services.personal_memories import forget_everything
-
-    report = forget_everything(user_id, context.ltm_store, context.stm_store, ledger=context.turn_ledger)
+def _forget_all(user_id: str, context: CommandContext) -> dict:
+    report = memory_control.forget_all(
+        user_id, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=context.clock()
+    )
     if report.nothing:
         description = "There was nothing left to forget."
     else:
@@ -194,13 +192,11 @@ def _place(interaction: Interaction) -> Place:
 
 
 def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
-    from kioku.services.personal_memories import UNSEEN_CHANNEL
-
     origin = memory.origin
     if origin.channel_id is None:
         where = "somewhere I did not record"
     elif not origin_known_to(origin, person_id=user_id, author_id=memory.author_id, place=place):
-        where = f"in {UNSEEN_CHANNEL}"
+        where = f"in {memory_control.UNSEEN_CHANNEL}"
     elif origin.guild_id is None:
         where = "in our DM"
     else:

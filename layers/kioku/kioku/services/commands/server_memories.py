@@ -17,11 +17,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kioku.domain.ltm.curation import text_shown_to_manager
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.models import MemoryModeration, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
+from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
 from kioku.services.commands.context import CommandContext
@@ -102,10 +103,6 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
     )
 
 
-def _server_memories(interaction: Interaction, context: CommandContext) -> list[Memory]:
-    return context.ltm_store.memories_of(ScopeKind.SERVER, str(interaction.guild_id))
-
-
 # -- showing memories --------------------------------------------------------------------------------
 
 
@@ -149,7 +146,7 @@ def _show_page(interaction: Interaction, context: CommandContext, page: int) -> 
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
     viewer = _viewer(interaction, context)
-    memories = _server_memories(interaction, context)
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -189,10 +186,7 @@ def _page_id(page: int) -> str:
 
 def forget(interaction: Interaction, context: CommandContext) -> dict:
     memory_id = _memory_id(interaction.option_values().get(MEMORY_ID_OPTION))
-    memory = context.ltm_store.find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
-    if memory is None:
-        raise MemoryNotFound(f"there is no server memory #{memory_id} here")
-    context.ltm_store.delete(memory)
+    memory = memory_control.forget_server_memory(str(interaction.guild_id), memory_id, context.ltm_store)
     embed = {
         "title": f"Forgot server memory #{memory_id}",
         "color": EMBED_COLOR_INFO,
@@ -235,36 +229,21 @@ def review(interaction: Interaction, context: CommandContext) -> dict:
 
 def _judge(interaction: Interaction, context: CommandContext, verdict: str, memory_id: str, tag: str) -> dict:
     """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
-    memory = _awaiting_review(interaction, context, memory_id, tag)
+    guild_id = str(interaction.guild_id)
     if verdict == APPROVE:
-        context.ltm_store.approve(memory)
+        memory_control.approve(guild_id, memory_id, tag, context.ltm_store)
         note = f"Approved server memory #{memory_id}: kioku may recall it from now on."
     else:
-        context.ltm_store.reject(memory)
+        memory_control.reject(guild_id, memory_id, tag, context.ltm_store)
         note = f"Rejected server memory #{memory_id}: it is deleted."
     embed, buttons = _review_list(interaction, context)
     return updated_message(note, embeds=[embed], components=buttons)
 
 
-def _awaiting_review(interaction: Interaction, context: CommandContext, memory_id: str, tag: str) -> Memory:
-    memory = context.ltm_store.find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
-    if memory is None:
-        raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
-    if memory.status is not MemoryStatus.PENDING:
-        raise MemoryNotFound(f"server memory #{memory_id} was already approved")
-    if _tag(memory) != tag:
-        raise MemoryNotFound(
-            f"server memory #{memory_id} changed since this list was shown; run `/server memories review` again"
-        )
-    return memory
-
-
 def _review_list(interaction: Interaction, context: CommandContext) -> tuple[dict, list[dict]]:
     """The oldest memories awaiting review, each with its Approve and Reject buttons."""
     viewer = _viewer(interaction, context)
-    pending = [
-        memory for memory in _server_memories(interaction, context) if memory.status is MemoryStatus.PENDING
-    ]
+    pending = memory_control.awaiting_review(str(interaction.guild_id), context.ltm_store)
     shown = pending[:PAGE_SIZE]
     embed: dict[str, Any] = {"title": "Server memories awaiting review", "color": EMBED_COLOR_INFO}
     if not pending:
