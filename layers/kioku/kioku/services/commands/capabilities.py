@@ -13,7 +13,8 @@ from kioku.domain.models import Capabilities
 from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 
 MANAGE: Final = "manage"
@@ -27,7 +28,7 @@ CAPABILITY_DESCRIPTIONS: Final = {
 @managed
 def on_capabilities(interaction: Interaction, context: CommandContext) -> dict:
     if interaction.subcommand_path() != (MANAGE,):
-        return refusal_message(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
+        raise Refused(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
     config = load_server_config(interaction, context)
     values = interaction.option_values()
     if not values:

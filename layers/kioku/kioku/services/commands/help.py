@@ -7,7 +7,8 @@ from kioku.domain.models import RenderMode, ServerConfig
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config
 
 STM_GUIDE_DESCRIPTION = (
@@ -178,9 +179,7 @@ def on_help(interaction: Interaction, context: CommandContext) -> dict:
         return message(embeds=[stm_guide_embed(settings, config)])
     if topic == ("memories",):
         return message(embeds=[memories_guide_embed(settings)])
-    return refusal_message(
-        Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`."
-    )
+    raise Refused(Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`.")
 
 
 COMMAND = Command(

@@ -25,7 +25,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
-from kioku import clock
 from kioku.domain.models import Persona, ServerConfig, StmCategory
 from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
@@ -49,17 +48,9 @@ from kioku.services.commands.components import (
     submitted_values,
 )
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import (
-    EMBED_COLOR_INFO,
-    OptionType,
-    Permission,
-    Refusal,
-    error_message,
-    message,
-    refusal_message,
-    relative_time,
-)
-from kioku.services.commands.guild_admin import load_server_config, managed
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message, relative_time
+from kioku.services.commands.error_replies import Refusal, Refused
+from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
 
 EDIT_MODAL_ID: Final = "persona:stm-edit"
 SUMMARY_INPUT: Final = "summary"
@@ -81,10 +72,10 @@ class _Here:
     entry: StmEntry | None
 
 
-def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here | None:
+def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here:
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
-        return None
+        raise Refused(Refusal.NOT_UNDERSTOOD, "I cannot tell which channel this is.")
     server_id = interaction.guild_id
     config = context.config_store.get_server_config(server_id) if server_id else ServerConfig()
     persona = config.persona
@@ -172,22 +163,22 @@ def _mode(categories: Sequence[StmCategory]) -> str:
 def on_view(interaction: Interaction, context: CommandContext) -> dict:
     limits = StmLimits.from_settings(context.settings)
     here = _here(interaction, context, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
-    return message(embeds=[memory_embed(here, clock.now(), limits)])
+    return message(embeds=[memory_embed(here, context.clock(), limits)])
 
 
 # -- /persona stm edit -------------------------------------------------------------------------------
 
 
-def _edit_refusal(interaction: Interaction) -> str | None:
-    """Why the invoker may not edit here, or None. In a DM the row is the user's own."""
+def _check_editor(interaction: Interaction) -> None:
+    """Refuse an invoker who may not edit here. In a DM the row is the user's own."""
     if interaction.guild_id is None:
-        return None if interaction.user is not None else "I cannot tell who you are."
-    permissions = int(interaction.member.permissions) if interaction.member else 0
-    if permissions & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR):
-        return None
-    return "Editing this channel's short-term memory needs the **Manage Server** permission."
+        if interaction.user is None:
+            raise Refused(Refusal.NOT_ALLOWED, "I cannot tell who you are.")
+    elif not manages_server(interaction):
+        raise Refused(
+            Refusal.NOT_ALLOWED,
+            "Editing this channel's short-term memory needs the **Manage Server** permission.",
+        )
 
 
 def _persona_tag(persona: Persona) -> str:
@@ -213,13 +204,9 @@ def _edited_inputs(here: _Here) -> tuple[str, ...]:
 
 
 def on_edit(interaction: Interaction, context: CommandContext) -> dict:
-    refusal = _edit_refusal(interaction)
-    if refusal:
-        return refusal_message(Refusal.NOT_ALLOWED, refusal)
+    _check_editor(interaction)
     limits = StmLimits.from_settings(context.settings)
     here = _here(interaction, context, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
     entry = here.entry
     if not here.categories:
         summary = live_summary(entry) if entry else None
@@ -253,33 +240,24 @@ def on_edit(interaction: Interaction, context: CommandContext) -> dict:
 
 def on_modal(interaction: Interaction, context: CommandContext) -> dict:
     """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
-    from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity
+    from kioku.adapters.dynamodb.stm_store import StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
 
     form, tag, seen_stamp = [*interaction.custom_id.rsplit(":", 2), "", ""][:3]
     if form != EDIT_MODAL_ID:
-        return refusal_message(
-            Refusal.NOT_UNDERSTOOD, "I do not know that form. It may be from an older version of me."
-        )
-    refusal = _edit_refusal(interaction)
-    if refusal:
-        return refusal_message(Refusal.NOT_ALLOWED, refusal)
-    try:
-        submitted = submitted_values(interaction.data)
-    except InvalidModalSubmit as exc:
-        return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved: {exc}.")
+        raise InvalidModalSubmit("this form is not one I know; open it again with its command")
+    _check_editor(interaction)
+    submitted = submitted_values(interaction.data)
     limits = StmLimits.from_settings(context.settings)
     here = _here(interaction, context, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
     if tag != _persona_tag(here.persona):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
     if seen_stamp != _stamp(_written_at(here)):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory's categories"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory's categories"))
 
-    now = clock.now()
+    now = context.clock()
     macros = _value_macros(interaction)
     if not here.categories:
         update = StmUpdate(summary=_clean(submitted[SUMMARY_INPUT], limits, macros))
@@ -301,12 +279,9 @@ def on_modal(interaction: Interaction, context: CommandContext) -> dict:
         if entry
         else (channel is not None and channel.type == ChannelType.PRIVATE_THREAD),
     )
-    try:
-        context.stm_store.write_memory(
-            identity, update, here.categories, now, limits.retention, reset_counter=False
-        )
-    except NewerMemoryExists:
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
+    context.stm_store.write_memory(
+        identity, update, here.categories, now, limits.retention, reset_counter=False
+    )
     saved = _Here(
         here.address, here.persona, here.config, here.categories, context.stm_store.get(here.address)
     )
@@ -422,7 +397,7 @@ _SUBCOMMANDS = {
 def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     handler = _SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_UNDERSTOOD,
             "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
         )

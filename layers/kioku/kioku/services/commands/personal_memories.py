@@ -9,12 +9,12 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, ButtonStyle, action_rows
+from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
@@ -22,11 +22,11 @@ from kioku.services.commands.discord import (
     EPHEMERAL_FLAG,
     OptionType,
     ResponseType,
-    error_message,
     message,
     relative_time,
     updated_message,
 )
+from kioku.services.commands.error_replies import Refusal, Refused
 
 GROUP: Final = "memories"
 LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
@@ -40,7 +40,6 @@ _LIST_PAGE = re.compile(r"personal:list:(?P<user>[0-9]{1,20}):(?P<page>[0-9]{1,4
 _FORGET_ALL = re.compile(r"personal:forget-all:(?P<choice>confirm|cancel):(?P<user>[0-9]{1,20})", re.ASCII)
 
 NOT_YOURS: Final = "These buttons belong to someone else's request."
-NO_SUCH_MEMORY: Final = "I keep no memory #{id} about you."
 
 
 def list_memories(interaction: Interaction, context: CommandContext) -> dict:
@@ -84,11 +83,10 @@ def forget(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     raw = interaction.option_values().get(MEMORY_ID_OPTION)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 < raw < MAX_MEMORY_ID:
-        return error_message("`memory_id` is the number shown as #12345 in `/personal memories list`.")
-    try:
-        forgotten = memory_control.forget_memory_about(user_id, str(raw), context.ltm_store)
-    except MemoryNotFound:
-        return error_message(NO_SUCH_MEMORY.format(id=raw))
+        raise Refused(
+            Refusal.NOT_UNDERSTOOD, "`memory_id` is the number shown as #12345 in `/personal memories list`."
+        )
+    forgotten = memory_control.forget_memory_about(user_id, str(raw), context.ltm_store)
     return message(f"Forgotten: memory #{forgotten.memory_id}.")
 
 
@@ -121,12 +119,11 @@ def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict
 
 def export(interaction: Interaction, context: CommandContext) -> dict:
     """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
-    from kioku.adapters.turn_queue import QueueUnavailable
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
-        return error_message("I could not tell who is asking.")
+        raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
     job = TurnJob(
         source=TurnSource.EXPORT,
         turn_id=interaction.id,
@@ -137,10 +134,7 @@ def export(interaction: Interaction, context: CommandContext) -> dict:
         interaction_token=interaction.token,
         application_id=interaction.application_id,
     )
-    try:
-        context.turn_queue.enqueue(job)
-    except QueueUnavailable:
-        return error_message("I could not start the export right now. Please try again in a moment.")
+    context.turn_queue.enqueue(job)
     return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
 
 
@@ -158,16 +152,16 @@ def on_component(interaction: Interaction, context: CommandContext) -> dict:
     clicker = _invoker_id(interaction)
     if page := _LIST_PAGE.fullmatch(custom_id):
         if page["user"] != clicker:
-            return error_message(NOT_YOURS)
+            raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
         embed, buttons = _list_page(interaction, context, int(page["page"]))
         return updated_message(embeds=[embed], components=buttons)
     if choice := _FORGET_ALL.fullmatch(custom_id):
         if choice["user"] != clicker:
-            return error_message(NOT_YOURS)
+            raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
         if choice["choice"] == "cancel":
             return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
         return _forget_all(clicker, context)
-    return error_message("This button is from an older version of me. Run the command again.")
+    raise UnknownComponent("this button is not one I know; run the command again")
 
 
 def _forget_all(user_id: str, context: CommandContext) -> dict:

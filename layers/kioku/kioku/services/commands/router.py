@@ -1,4 +1,5 @@
-"""Routes a verified interaction to its command's handler; the one place errors become replies."""
+"""Routes a verified interaction to its command's handler; what a handler raises is answered by
+``error_replies``."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pydantic import ValidationError
 
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import InteractionType, autocomplete, error_message, message
+from kioku.services.commands.discord import InteractionType, autocomplete, message
+from kioku.services.commands.error_replies import reply_for
 from kioku.services.commands.registry import by_name
 
 logger = logging.getLogger(__name__)
@@ -46,9 +48,8 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
         return message("I don't know that command (yet). It may have been removed; try `/help`.")
     try:
         return handler(interaction, context)
-    except Exception:
-        logger.exception("command %r failed", name)
-        return error_message("That did not work because of a problem on my side. Please try again later.")
+    except Exception as exc:
+        return reply_for(exc, name)
 
 
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:

@@ -35,7 +35,8 @@ from kioku.services.commands.components import (
     submitted_values,
 )
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 
 NAME: Final = "server"
@@ -147,7 +148,7 @@ FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 def on_server(interaction: Interaction, context: CommandContext) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_UNDERSTOOD,
             "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view`, "
             "`/server memories list` or `/server addressing`.",
