@@ -9,8 +9,9 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.domain.ltm.memory import MemoryStoreFailed
+from kioku.domain.models import ServerConfig
 from kioku.entrypoints.composition import Container
-from kioku.playground.events import component_click, slash_command
+from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 
@@ -157,3 +158,31 @@ def test_an_unexpected_error_is_a_failure_and_is_logged_with_its_command(setting
     assert title(body) == FAILURE and "problem on my side" in description(body)
     (record,) = [r for r in caplog.records if r.levelno == logging.ERROR]
     assert "'server'" in record.getMessage() and record.exc_info[0] is RuntimeError
+
+
+FORGED = {
+    "a button past Discord's 100 characters": ("button", "server:memories:page:" + "9" * 5000),
+    "a button of a kind kioku never wrote": ("button", "personal:list:1:2:3"),
+    "a review button with a forged fingerprint": ("button", "server:memories:approve:12345:ZZZZZZZZZZZZ"),
+    "a button of no command": ("button", "gone:1"),
+    "a form past Discord's 100 characters": ("form", "server:prompt-edit:" + "1" * 200),
+    "a form of a kind kioku never wrote": ("form", "persona:edit:abc"),
+    "a form of no command": ("form", "wipe:everything"),
+}
+
+
+@pytest.mark.parametrize(("kind", "custom_id"), FORGED.values(), ids=FORGED.keys())
+def test_a_forged_id_is_refused_and_changes_nothing(interact, table, kind, custom_id):
+    # Given a server with its settings saved
+    ConfigStore(table).save_server_config(ServerConfig(server_id=GUILD, trigger_words=("kioku",)))
+    before = stored_items(table)
+    asked = command("server", "stm prompt-edit", permissions=MANAGER)
+    # When a manager's click or submit carries an id kioku did not write
+    if kind == "button":
+        body = interact(component_click(asked, custom_id))
+    else:
+        body = interact(modal_submit(asked, custom_id, {"tool_description": "x", "update_nudge": "y"}))
+    # Then it is refused ephemerally, as a refusal, and nothing changes
+    assert title(body) == ("Nothing was changed" if kind == "button" else "Nothing was saved")
+    assert "not one I know" in description(body)
+    assert stored_items(table) == before

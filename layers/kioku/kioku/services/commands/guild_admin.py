@@ -6,10 +6,11 @@ but server admins can override that per role, so the permission is checked again
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import wraps
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from kioku.services.commands.base import Handler, Interaction
+from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import Permission
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -39,13 +40,13 @@ def check_manager(interaction: Interaction) -> None:
         raise Refused(Refusal.NOT_ALLOWED, PERMISSION_REFUSAL)
 
 
-def managed(handler: Handler) -> Handler:
-    """``handler`` behind the manager check."""
+def managed(handler: Callable[..., dict]) -> Callable[..., dict]:
+    """``handler`` (of a command, a button or a form) behind the manager check."""
 
     @wraps(handler)
-    def guarded(interaction: Interaction, context: CommandContext) -> dict:
+    def guarded(interaction: Interaction, context: CommandContext, *fields: Any) -> dict:
         check_manager(interaction)
-        return handler(interaction, context)
+        return handler(interaction, context, *fields)
 
     return guarded
 

@@ -18,7 +18,6 @@ overwrites a summary the bot refreshed while the form was open (the editor saw t
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -48,11 +47,15 @@ from kioku.services.commands.components import (
     submitted_values,
 )
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message, relative_time
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
 
-EDIT_MODAL_ID: Final = "persona:stm-edit"
+STM_EDIT_FORM: Final = CustomId(
+    "persona", "stm-edit", hexadecimal("persona", 8), hexadecimal("written_at", (1, 16))
+)
+"""The persona and the time the text the form shows was written: a submit saves only onto them."""
 SUMMARY_INPUT: Final = "summary"
 MAX_EMBED_DESCRIPTION_CHARS: Final = 4096
 EMPTY_SECTION: Final = "*(empty)*"
@@ -232,20 +235,17 @@ def on_edit(interaction: Interaction, context: CommandContext) -> dict:
             for category in here.categories[:MAX_MODAL_INPUTS]
         ]
     return modal(
-        f"{EDIT_MODAL_ID}:{_persona_tag(here.persona)}:{_stamp(_written_at(here))}",
+        STM_EDIT_FORM.encode(_persona_tag(here.persona), _stamp(_written_at(here))),
         f"{here.persona.name}: short-term memory",
         inputs,
     )
 
 
-def on_modal(interaction: Interaction, context: CommandContext) -> dict:
+def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, seen_stamp: str) -> dict:
     """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
     from kioku.adapters.dynamodb.stm_store import StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
 
-    form, tag, seen_stamp = [*interaction.custom_id.rsplit(":", 2), "", ""][:3]
-    if form != EDIT_MODAL_ID:
-        raise InvalidModalSubmit("this form is not one I know; open it again with its command")
     _check_editor(interaction)
     submitted = submitted_values(interaction.data)
     limits = StmLimits.from_settings(context.settings)
@@ -306,14 +306,13 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
 
 # -- /persona view and /persona edit: the name and the personality -----------------------------------
 
-PERSONA_FORM: Final = "persona:edit"
+PERSONA_FORM: Final = CustomId("persona", "edit", number("version", 12))
 NAME_INPUT: Final = "name"
 PROMPT_INPUT: Final = "prompt"
 DEFAULT_PERSONALITY_SHOWN: Final = (
     "*The default personality:* a friendly, thoughtful member of this community who remembers what "
     "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
 )
-_PERSONA_FORM_ID = re.compile(rf"{PERSONA_FORM}:(?P<version>[0-9]{{1,12}})", re.ASCII)
 
 
 def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
@@ -330,7 +329,7 @@ def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
     config = load_server_config(interaction, context)
     persona = config.persona
     return modal(
-        f"{PERSONA_FORM}:{config.version}",
+        PERSONA_FORM.encode(config.version),
         "The persona",
         [
             TextInput(
@@ -353,16 +352,15 @@ def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
 
 
 @managed
-def on_persona_form(interaction: Interaction, context: CommandContext) -> dict:
+def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
-    version = _PERSONA_FORM_ID.fullmatch(interaction.custom_id)["version"]
     values = submitted_values(interaction.data)
     if set(values) != {NAME_INPUT, PROMPT_INPUT}:
         raise InvalidModalSubmit("the form came back without its fields")
     config = load_server_config(interaction, context)
-    if config.version != int(version):
+    if config.version != version:
         raise StaleConfiguration(config)
     persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
     saved = context.config_store.save_server_config(replace(config, persona=persona))
@@ -404,12 +402,6 @@ def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     return handler(interaction, context)
 
 
-def on_any_modal(interaction: Interaction, context: CommandContext) -> dict:
-    if _PERSONA_FORM_ID.fullmatch(interaction.custom_id):
-        return on_persona_form(interaction, context)
-    return on_modal(interaction, context)
-
-
 COMMAND = Command(
     name="persona",
     description="Who kioku is in this server, and its memory of this channel",
@@ -443,7 +435,7 @@ COMMAND = Command(
         },
     ],
     on_command=on_persona,
-    on_modal=on_any_modal,
+    forms={PERSONA_FORM: on_persona_form, STM_EDIT_FORM: on_edit_form},
     # No default_member_permissions: Discord applies it to the whole /persona command, which would
     # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
     dm_permission=True,

@@ -134,6 +134,6 @@ COMMAND = Command(
         personal_memories.OPTIONS,
     ],
     on_command=on_personal,
-    on_component=personal_memories.on_component,
+    buttons=personal_memories.BUTTONS,
     dm_permission=True,
 )

@@ -6,7 +6,6 @@ in their custom_id and are refused to anyone else, so a copied button cannot act
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
@@ -14,8 +13,9 @@ from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
+from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
     EMBED_COLOR_INFO,
@@ -36,8 +36,11 @@ MAX_SHOWN_CHARS: Final = 900
 """Five memories of this length, with their headers, stay under Discord's 6,000-character embed total."""
 MAX_MEMORY_ID: Final = 10**12
 
-_LIST_PAGE = re.compile(r"personal:list:(?P<user>[0-9]{1,20}):(?P<page>[0-9]{1,4})", re.ASCII)
-_FORGET_ALL = re.compile(r"personal:forget-all:(?P<choice>confirm|cancel):(?P<user>[0-9]{1,20})", re.ASCII)
+CONFIRM, CANCEL = "confirm", "cancel"
+PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
+FORGET_ALL_BUTTON: Final = CustomId(
+    "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
+)
 
 NOT_YOURS: Final = "These buttons belong to someone else's request."
 
@@ -71,8 +74,8 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
         buttons = action_rows(
             [
                 [
-                    Button(f"personal:list:{user_id}:{page - 1}", "Previous", disabled=page == 0),
-                    Button(f"personal:list:{user_id}:{page + 1}", "Next", disabled=page >= pages - 1),
+                    Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
+                    Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
                 ]
             ]
         )
@@ -108,9 +111,9 @@ def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict
         [
             [
                 Button(
-                    f"personal:forget-all:confirm:{user_id}", "Forget everything", style=ButtonStyle.DANGER
+                    FORGET_ALL_BUTTON.encode(CONFIRM, user_id), "Forget everything", style=ButtonStyle.DANGER
                 ),
-                Button(f"personal:forget-all:cancel:{user_id}", "Cancel"),
+                Button(FORGET_ALL_BUTTON.encode(CANCEL, user_id), "Cancel"),
             ]
         ]
     )
@@ -146,22 +149,28 @@ SUBCOMMANDS: Final = {
 }
 
 
-def on_component(interaction: Interaction, context: CommandContext) -> dict:
-    """Page buttons of the list, and the forget-all confirmation."""
-    custom_id = interaction.custom_id
-    clicker = _invoker_id(interaction)
-    if page := _LIST_PAGE.fullmatch(custom_id):
-        if page["user"] != clicker:
-            raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
-        embed, buttons = _list_page(interaction, context, int(page["page"]))
-        return updated_message(embeds=[embed], components=buttons)
-    if choice := _FORGET_ALL.fullmatch(custom_id):
-        if choice["user"] != clicker:
-            raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
-        if choice["choice"] == "cancel":
-            return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
-        return _forget_all(clicker, context)
-    raise UnknownComponent("this button is not one I know; run the command again")
+def turn_page(interaction: Interaction, context: CommandContext, owner: str, page: int) -> dict:
+    """A Previous or Next button of the list: only the person it lists may turn it."""
+    _check_owner(interaction, owner)
+    embed, buttons = _list_page(interaction, context, page)
+    return updated_message(embeds=[embed], components=buttons)
+
+
+def answer_forget_all(interaction: Interaction, context: CommandContext, choice: str, owner: str) -> dict:
+    """The confirmation of forget-all, confirmed or cancelled by the person it would forget."""
+    _check_owner(interaction, owner)
+    if choice == CANCEL:
+        return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
+    return _forget_all(owner, context)
+
+
+BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
+
+
+def _check_owner(interaction: Interaction, owner: str) -> None:
+    """Refuse a click by anyone but the person whose request the buttons answered."""
+    if _invoker_id(interaction) != owner:
+        raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
 
 
 def _forget_all(user_id: str, context: CommandContext) -> dict:

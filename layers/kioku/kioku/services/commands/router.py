@@ -8,14 +8,14 @@ import logging
 from pydantic import ValidationError
 
 from kioku.services.commands.base import Command, Handler, Interaction
+from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
 from kioku.services.commands.discord import InteractionType, autocomplete, message
 from kioku.services.commands.error_replies import reply_for
-from kioku.services.commands.registry import by_name
+from kioku.services.commands.registry import COMMANDS, by_name
 
 logger = logging.getLogger(__name__)
-
-CUSTOM_ID_SEPARATOR = ":"
 
 
 class InvalidInteraction(ValueError):
@@ -34,12 +34,10 @@ def route_interaction(payload: dict, context: CommandContext) -> dict:
 
 def respond(interaction: Interaction, context: CommandContext) -> dict:
     """The interaction response Discord shows; failures become ephemeral messages, never errors."""
-    commands = by_name()
     if interaction.type in (InteractionType.MESSAGE_COMPONENT, InteractionType.MODAL_SUBMIT):
-        name = interaction.custom_id.split(CUSTOM_ID_SEPARATOR, 1)[0]
-    else:
-        name = interaction.command_name
-    command = commands.get(name)
+        return _answer_custom_id(interaction, context)
+    name = interaction.command_name
+    command = by_name().get(name)
     handler = _handler_for(command, interaction.type) if command else None
     if handler is None:
         if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
@@ -52,10 +50,31 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
         return reply_for(exc, name)
 
 
+def _answer_custom_id(interaction: Interaction, context: CommandContext) -> dict:
+    """A click or a submit, answered by the handler of the id it carries, with the id's fields; an
+    id kioku does not write is refused, and nothing is read or changed."""
+    form = interaction.type == InteractionType.MODAL_SUBMIT
+    custom_id = interaction.custom_id
+    for command in COMMANDS:
+        for kind, handler in (command.forms if form else command.buttons).items():
+            fields = kind.decode(custom_id)
+            if fields is not None:
+                try:
+                    return handler(interaction, context, *fields)
+                except Exception as exc:
+                    return reply_for(exc, command.name)
+    logger.info(
+        "refused a %s of unknown id %r", "form" if form else "button", custom_id[:MAX_CUSTOM_ID_CHARS]
+    )
+    if form:
+        return reply_for(
+            InvalidModalSubmit("this form is not one I know; open it again with its command"), ""
+        )
+    return reply_for(UnknownComponent("this button is not one I know; run the command again"), "")
+
+
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:
     return {
         InteractionType.APPLICATION_COMMAND: command.on_command,
         InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE: command.on_autocomplete,
-        InteractionType.MESSAGE_COMPONENT: command.on_component,
-        InteractionType.MODAL_SUBMIT: command.on_modal,
     }.get(kind)

@@ -8,7 +8,7 @@ Buttons (``server:memories:…``) are checked like the commands: Manage Server, 
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
@@ -35,6 +35,7 @@ from kioku.services.commands.components import (
     submitted_values,
 )
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, number
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
@@ -47,7 +48,10 @@ CATEGORIES_EDIT: Final = "categories-edit"
 TOOL_DESCRIPTION_INPUT: Final = "tool_description"
 UPDATE_NUDGE_INPUT: Final = "update_nudge"
 CATEGORY_INPUT_PREFIX: Final = "category_"
-_FORM_ID = re.compile(rf"{NAME}:(?P<form>[a-z-]+):(?P<version>[0-9]{{1,12}})", re.ASCII)
+CONFIGURATION_VERSION: Final = number("version", 12)
+"""The configuration version a form was filled from: a submit saves only onto that version."""
+PROMPT_FORM: Final = CustomId(NAME, PROMPT_EDIT, CONFIGURATION_VERSION)
+CATEGORIES_FORM: Final = CustomId(NAME, CATEGORIES_EDIT, CONFIGURATION_VERSION)
 
 PARAMETER_DESCRIPTIONS: Final = {
     "refresh_cadence": "Turns between reminders to refresh the summary (default 5)",
@@ -73,7 +77,7 @@ def show_or_set_parameters(interaction: Interaction, context: CommandContext) ->
 def open_prompt_form(interaction: Interaction, context: CommandContext) -> dict:
     config = load_server_config(interaction, context)
     return modal(
-        _form_id(PROMPT_EDIT, config),
+        PROMPT_FORM.encode(config.version),
         "Short-term memory prompts",
         [
             TextInput(
@@ -117,7 +121,7 @@ def open_categories_form(interaction: Interaction, context: CommandContext) -> d
         )
         for number in range(1, _category_capacity(context.settings) + 1)
     ]
-    return modal(_form_id(CATEGORIES_EDIT, config), "Short-term memory categories", rows)
+    return modal(CATEGORIES_FORM.encode(config.version), "Short-term memory categories", rows)
 
 
 def save_categories(interaction: Interaction, context: CommandContext, config: ServerConfig) -> dict:
@@ -141,7 +145,6 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     **server_memories.HANDLERS,
     **server_addressing.HANDLERS,
 }
-FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
 
 @managed
@@ -156,25 +159,22 @@ def on_server(interaction: Interaction, context: CommandContext) -> dict:
     return handler(interaction, context)
 
 
-@managed
-def on_form_submit(interaction: Interaction, context: CommandContext) -> dict:
-    """A submitted form, saved only if the configuration is still the version it was filled from."""
-    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+def saved_if_current(
+    save: Callable[[Interaction, CommandContext, ServerConfig], dict],
+) -> Callable[..., dict]:
+    """A form's handler: ``save`` runs only for a manager, and only if the configuration is still the
+    version the form was filled from."""
 
-    match = _FORM_ID.fullmatch(interaction.custom_id)
-    save = FORMS.get(match["form"]) if match else None
-    if save is None:
-        raise InvalidModalSubmit("this form is not one I know; open it again with its command")
-    config = load_server_config(interaction, context)
-    if config.version != int(match["version"]):
-        raise StaleConfiguration(config)
-    return save(interaction, context, config)
+    @managed
+    def submit(interaction: Interaction, context: CommandContext, version: int) -> dict:
+        from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
+        config = load_server_config(interaction, context)
+        if config.version != version:
+            raise StaleConfiguration(config)
+        return save(interaction, context, config)
 
-@managed
-def on_button(interaction: Interaction, context: CommandContext) -> dict:
-    """A click on a button of a ``/server`` answer: only a manager's click does anything."""
-    return server_memories.on_button(interaction, context)
+    return submit
 
 
 def parameters_embed(stm: StmConfig, title: str, settings: Settings) -> dict:
@@ -229,10 +229,6 @@ def categories_embed(config: ServerConfig) -> dict:
         "description": description,
         "color": EMBED_COLOR_INFO,
     }
-
-
-def _form_id(form: str, config: ServerConfig) -> str:
-    return f"{NAME}:{form}:{config.version}"
 
 
 def _category_capacity(settings: Settings) -> int:
@@ -293,8 +289,9 @@ COMMAND = Command(
         server_addressing.OPTIONS,
     ],
     on_command=on_server,
-    on_component=on_button,
-    on_modal=on_form_submit,
+    # every click on a /server answer is checked like the commands: Manage Server, each time
+    buttons={kind: managed(handler) for kind, handler in server_memories.BUTTONS.items()},
+    forms={PROMPT_FORM: saved_if_current(save_prompts), CATEGORIES_FORM: saved_if_current(save_categories)},
     dm_permission=False,
     default_member_permissions=MANAGE_SERVER,
 )

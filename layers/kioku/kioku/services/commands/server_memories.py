@@ -12,7 +12,6 @@ nothing: the store's writes are conditional on the memory still being what was s
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
@@ -24,8 +23,9 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
+from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
     OptionType,
@@ -54,11 +54,13 @@ MAX_SHOWN_CHARS: Final = 900
 TAG_CHARS: Final = 12
 MAX_MEMORY_ID_DIGITS: Final = 20
 
-_PAGE_ID = re.compile(rf"server:{GROUP}:page:(?P<page>[0-9]{{1,6}})", re.ASCII)
-_REVIEW_ID = re.compile(
-    rf"server:{GROUP}:(?P<verdict>{APPROVE}|{REJECT}):(?P<memory_id>[0-9]{{1,{MAX_MEMORY_ID_DIGITS}}})"
-    rf":(?P<tag>[0-9a-f]{{{TAG_CHARS}}})",
-    re.ASCII,
+PAGE_BUTTON: Final = CustomId("server", GROUP, "page", number("page", 6))
+REVIEW_BUTTON: Final = CustomId(
+    "server",
+    GROUP,
+    one_of("verdict", APPROVE, REJECT),
+    digits("memory_id", MAX_MEMORY_ID_DIGITS),
+    hexadecimal("fingerprint", TAG_CHARS),
 )
 
 STATUS_NAMES: Final = {MemoryStatus.ACTIVE: "active", MemoryStatus.PENDING: "pending review"}
@@ -138,7 +140,7 @@ def list_memories(interaction: Interaction, context: CommandContext) -> dict:
     return message(embeds=[embed], components=buttons)
 
 
-def _show_page(interaction: Interaction, context: CommandContext, page: int) -> dict:
+def show_page(interaction: Interaction, context: CommandContext, page: int) -> dict:
     embed, buttons = _list_page(interaction, context, page)
     return updated_message(embeds=[embed], components=buttons)
 
@@ -170,15 +172,11 @@ def _page_buttons(page: int, pages: int) -> list[dict]:
     return action_rows(
         [
             [
-                Button(_page_id(max(page - 1, 0)), "Previous", disabled=page == 0),
-                Button(_page_id(page + 1), "Next", disabled=page == pages - 1),
+                Button(PAGE_BUTTON.encode(max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(PAGE_BUTTON.encode(page + 1), "Next", disabled=page == pages - 1),
             ]
         ]
     )
-
-
-def _page_id(page: int) -> str:
-    return f"server:{GROUP}:page:{page}"
 
 
 # -- /server memories forget -------------------------------------------------------------------------
@@ -227,7 +225,7 @@ def review(interaction: Interaction, context: CommandContext) -> dict:
     return message(embeds=[embed], components=buttons)
 
 
-def _judge(interaction: Interaction, context: CommandContext, verdict: str, memory_id: str, tag: str) -> dict:
+def judge(interaction: Interaction, context: CommandContext, verdict: str, memory_id: str, tag: str) -> dict:
     """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
     guild_id = str(interaction.guild_id)
     if verdict == APPROVE:
@@ -271,7 +269,7 @@ def _review_buttons(memory: Memory) -> list[Button]:
 
 
 def _review_id(verdict: str, memory: Memory) -> str:
-    return f"server:{GROUP}:{verdict}:{memory.memory_id}:{_tag(memory)}"
+    return REVIEW_BUTTON.encode(verdict, memory.memory_id, _tag(memory))
 
 
 def _tag(memory: Memory) -> str:
@@ -281,16 +279,8 @@ def _tag(memory: Memory) -> str:
 # -- the buttons -------------------------------------------------------------------------------------
 
 
-def on_button(interaction: Interaction, context: CommandContext) -> dict:
-    """A click on a list page or review button (the manager check is the caller's)."""
-    custom_id = interaction.custom_id
-    page = _PAGE_ID.fullmatch(custom_id)
-    if page:
-        return _show_page(interaction, context, int(page["page"]))
-    verdict = _REVIEW_ID.fullmatch(custom_id)
-    if verdict:
-        return _judge(interaction, context, verdict["verdict"], verdict["memory_id"], verdict["tag"])
-    raise UnknownComponent("this button is not one I know; run the command again")
+BUTTONS: Final = {PAGE_BUTTON: show_page, REVIEW_BUTTON: judge}
+"""The list's page buttons and the review's verdicts (the manager check is the command's)."""
 
 
 HANDLERS: Final = {
