@@ -10,7 +10,7 @@ from tests.unit.stm_builders import CHANNEL, SERVER, USER
 def identity(
     channel_id: str = CHANNEL,
     *,
-    server_id: str | None = SERVER,
+    guild_id: str | None = SERVER,
     persona: str = "kioku",
     lineage=1,
     private: bool = False,
@@ -20,7 +20,7 @@ def identity(
 ) -> StmRowIdentity:
     """A row's identity; public unless ``private``."""
     return StmRowIdentity(
-        address=StmAddress.of(server_id, USER, channel_id, persona),
+        address=StmAddress.of(guild_id, USER, channel_id, persona),
         lineage_id=lineage,
         parent_channel_id=parent,
         private=private,
@@ -36,7 +36,7 @@ def remember(store, guild_id: str, channel_id: str, text: str, now, **identity_f
     from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 
     said = CrudeMessage("Alice", USER, CrudeRole.USER, text, now - timedelta(minutes=1), f"{channel_id}1")
-    store.capture(identity(channel_id, server_id=guild_id, **identity_fields), None, [said], now, StmLimits())
+    store.capture(identity(channel_id, guild_id=guild_id, **identity_fields), None, [said], now, StmLimits())
 
 
 def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = None) -> str:
@@ -44,7 +44,7 @@ def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = N
     from datetime import timedelta
 
     loaded = store.load_turn(
-        server_id=guild_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         user_id=USER,
         parent_channel_id=parent,

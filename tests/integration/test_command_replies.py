@@ -133,7 +133,7 @@ class UnreachableMemories(DynamoMemoryStore):
 
 
 class BrokenConfigStore(ConfigStore):
-    def get_server_config(self, server_id):
+    def get_server_config(self, guild_id):
         raise RuntimeError("a bug")
 
 
@@ -174,7 +174,7 @@ FORGED = {
 @pytest.mark.parametrize(("kind", "custom_id"), FORGED.values(), ids=FORGED.keys())
 def test_a_forged_id_is_refused_and_changes_nothing(interact, table, kind, custom_id):
     # Given a server with its settings saved
-    ConfigStore(table).save_server_config(ServerConfig(server_id=GUILD, trigger_words=("kioku",)))
+    ConfigStore(table).save_server_config(ServerConfig(guild_id=GUILD, trigger_words=("kioku",)))
     before = stored_items(table)
     asked = command("server", "stm prompt-edit", permissions=MANAGER)
     # When a manager's click or submit carries an id kioku did not write

@@ -93,7 +93,7 @@ CATEGORIES = (
 
 
 def use_categories(configs: ConfigStore) -> None:
-    configs.save_server_config(ServerConfig(server_id=GUILD, categories=CATEGORIES))
+    configs.save_server_config(ServerConfig(guild_id=GUILD, categories=CATEGORIES))
 
 
 def persona_command(
@@ -486,7 +486,7 @@ def test_persona_edit_round_trip_keeps_the_rest_of_the_configuration(invoke, con
     ],
 )
 def test_a_bad_persona_is_refused_as_such_and_nothing_is_saved(invoke, configs, values, complaint):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
 
     embed = embed_of(invoke(persona_form(custom_id, values, permissions=MANAGE_GUILD)))
@@ -496,7 +496,7 @@ def test_a_bad_persona_is_refused_as_such_and_nothing_is_saved(invoke, configs, 
 
 
 def test_a_persona_form_filled_before_another_save_is_stale(invoke, configs):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
     invoke(persona_form(custom_id, {"name": "First", "prompt": ""}, permissions=MANAGE_GUILD))
 
@@ -509,7 +509,7 @@ def test_a_persona_form_filled_before_another_save_is_stale(invoke, configs):
 
 
 def test_only_managers_change_the_persona_and_only_in_a_server(invoke, configs, table):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
 
     refused = [

@@ -210,7 +210,7 @@ def alices_footprint(ltm: DynamoMemoryStore, stm: StmStore) -> None:
             CrudeMessage("Alice", ALICE, CrudeRole.USER, f"alice in {channel}", NOW, f"{channel}-a"),
             CrudeMessage("Bob", BOB, CrudeRole.USER, f"bob in {channel}", NOW, f"{channel}-b"),
         ]
-        row = identity(channel, server_id=server)
+        row = identity(channel, guild_id=server)
         address = row.address if server else StmAddress.of(None, ALICE, channel, "kioku")
         row = type(row)(address=address, lineage_id=1, private=False)
         notes = [stm.op_note_lines(ALICE, address, NOW, LIMITS.retention)] if server else []

@@ -731,7 +731,7 @@ def _configure(store: ConfigStore, world: World) -> None:
     for guild in world.guilds:
         if guild.overrides or guild.bypass:
             config = ServerConfig(
-                server_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
+                guild_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
             )
             store.save_server_config(config)
     for user in world.users:

@@ -159,7 +159,7 @@ def _reader(table):
 
     def load(keys):
         found = {(item["pk"], item["sk"]): item for item in table.batch_get(keys)}
-        return TurnMemoryLoad(ServerConfig(server_id=None), UserProfile(user_id="42"), StmState(), found)
+        return TurnMemoryLoad(ServerConfig(guild_id=None), UserProfile(user_id="42"), StmState(), found)
 
     return load
 

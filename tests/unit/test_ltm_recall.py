@@ -97,7 +97,7 @@ def test_nothing_remembered_is_no_item():
 
 def test_a_direct_message_shows_personal_memories_only():
     store = stocked_store()
-    text = recall(make_turn(server_id=None, participants=(ALICE,)), store=store).content
+    text = recall(make_turn(guild_id=None, participants=(ALICE,)), store=store).content
     assert "Rust" in text and "movie night" not in text
 
 
@@ -133,7 +133,7 @@ def test_only_people_taking_part_have_their_personal_memories_loaded():
 
 def test_in_a_direct_message_only_the_partners_memories_are_loaded():
     store = stocked_store()
-    recall(make_turn(server_id=None), store=store)
+    recall(make_turn(guild_id=None), store=store)
     assert store.recall_calls == [(None, 1, (ALICE.user_id,))]
 
 

@@ -58,7 +58,7 @@ def _answer(body: bytes) -> dict[str, Any]:
     correlate(message_id=message.message_id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
-    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
+    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
         config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(message, bot_user_id=bot_user_id, config=config)

@@ -110,7 +110,7 @@ def forget_all(
                 memories += 1
             except MemoryNotFound:
                 continue  # changed or deleted meanwhile: the next round reads it again
-        for server_id, named in servers.items():
+        for guild_id, named in servers.items():
             settled = True
             for memory in named:
                 try:
@@ -123,7 +123,7 @@ def forget_all(
                 except MemoryNotFound:
                     settled = False  # the next round reads it again, through the note kept
             if settled:
-                ltm_store.drop_server_note(user_id, server_id)
+                ltm_store.drop_server_note(user_id, guild_id)
     lines = stm_store.forget_lines_of(user_id)
     dm_rows = stm_store.delete_dm_rows_of(user_id)
     return ForgetAllReport(memories=memories, dm_rows=dm_rows, lines=lines, unnamed=unnamed)
@@ -200,7 +200,7 @@ def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
 def _row_record(row: StmEntry, user_id: str, *, only_own_lines: bool = False) -> dict[str, Any]:
     lines: Sequence = [m for m in row.crude if m.user_id == user_id] if only_own_lines else row.crude
     record: dict[str, Any] = {
-        "server_id": row.address.server_id,
+        "server_id": row.address.guild_id,
         "channel_id": row.channel_id,
         "persona": row.address.persona_id,
         "messages": [

@@ -42,16 +42,16 @@ logger = logging.getLogger(__name__)
 _persona_hints: dict[str, Persona] = {}
 
 
-def hinted_persona(server_id: str | None) -> Persona:
-    """The persona this container last saw on ``server_id``: a guess for the keys of the turn's
+def hinted_persona(guild_id: str | None) -> Persona:
+    """The persona this container last saw on ``guild_id``: a guess for the keys of the turn's
     first read, checked against the configuration that read returns."""
-    return _persona_hints.get(server_id or "", Persona())
+    return _persona_hints.get(guild_id or "", Persona())
 
 
 def load_turn_memory(
     store: StmStore,
     *,
-    server_id: str | None,
+    guild_id: str | None,
     channel_id: str,
     user_id: str,
     parent_channel_id: str | None,
@@ -62,18 +62,18 @@ def load_turn_memory(
     """The server config, the user's profile and the STM state of a turn, in two requests (cross-server
     folding included)."""
     loaded = store.load_turn(
-        server_id=server_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=hinted_persona(server_id).persona_id,
+        persona_hint=hinted_persona(guild_id).persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
         extra_keys=extra_keys,
     )
-    if server_id:
-        _persona_hints[server_id] = loaded.config.persona
+    if guild_id:
+        _persona_hints[guild_id] = loaded.config.persona
     return loaded
 
 
@@ -96,7 +96,7 @@ class ShortTermMemoryTurn:
         self._limits = limits
         self._identity = StmRowIdentity(
             address=StmAddress.of(
-                turn.server_id, turn.user.user_id, turn.channel_id, turn.config.persona.persona_id
+                turn.guild_id, turn.user.user_id, turn.channel_id, turn.config.persona.persona_id
             ),
             lineage_id=turn.config.persona.lineage_id,
             parent_channel_id=turn.parent_channel_id,
@@ -163,7 +163,7 @@ class ShortTermMemoryTurn:
             if self._turn.profile.privacy_level is PrivacyLevel.FULL:
                 self._store.count_turn(self._identity, self._turn.now, self._limits, also=also)
             else:
-                if self._identity.address.server_id:
+                if self._identity.address.guild_id:
                     # a shared row: note where the speaker's lines are, so they can have them forgotten
                     note = self._store.op_note_lines(
                         self._turn.user.user_id,

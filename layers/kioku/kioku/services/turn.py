@@ -260,11 +260,11 @@ class TurnService:
         state.dialogue = self._dialogue(state.history, bot.user_id, names, guessed_name)
         state.dialogue_bot_name = guessed_name
         state.turn = TurnContext(
-            server_id=job.guild_id,
+            guild_id=job.guild_id,
             channel_id=job.channel_id,
             user=_author(job, participants),
             bot=bot,
-            config=ServerConfig(server_id=job.guild_id),
+            config=ServerConfig(guild_id=job.guild_id),
             profile=UserProfile(user_id=state.key.author_id),
             now=state.now,
             parent_channel_id=state.channel.parent_channel_id,
@@ -293,7 +293,7 @@ class TurnService:
             state.key,
             lambda keys: load_turn_memory(
                 self.stm_store,
-                server_id=job.guild_id,
+                guild_id=job.guild_id,
                 channel_id=job.channel_id,
                 user_id=turn.user.user_id,
                 parent_channel_id=turn.parent_channel_id,
@@ -361,10 +361,10 @@ class TurnService:
             where = {"place": turn.place, "policy": turn.config.privacy}
             if lineage == state.guessed_lineage:
                 memories = self.ltm_store.recall_from_items(
-                    read.items, turn.server_id, lineage, state.subject_ids, **where
+                    read.items, turn.guild_id, lineage, state.subject_ids, **where
                 )
             else:
-                memories = self.ltm_store.recall(turn.server_id, lineage, state.subject_ids, **where)
+                memories = self.ltm_store.recall(turn.guild_id, lineage, state.subject_ids, **where)
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
             return
@@ -584,10 +584,10 @@ class TurnService:
 
     def _manages_server(self, turn: TurnContext, member: dict[str, Any] | None) -> bool:
         assert self.directory is not None
-        if turn.server_id is None:
+        if turn.guild_id is None:
             return False
         try:
-            return self.directory.manages_server(turn.server_id, turn.user.user_id, member)
+            return self.directory.manages_server(turn.guild_id, turn.user.user_id, member)
         except (DiscordError, ValueError):
             logger.warning("could not tell whether the speaker manages the server; treated as a member")
             return False

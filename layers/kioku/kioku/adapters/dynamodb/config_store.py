@@ -29,8 +29,8 @@ class StaleConfiguration(Exception):
         self.current = current
 
 
-def server_config_key(server_id: str) -> Key:
-    return {"pk": f"SERVER#{server_id}", "sk": "CONFIG"}
+def server_config_key(guild_id: str) -> Key:
+    return {"pk": f"SERVER#{guild_id}", "sk": "CONFIG"}
 
 
 def user_profile_key(user_id: str) -> Key:
@@ -41,22 +41,22 @@ class ConfigStore:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
 
-    def load(self, server_id: str | None, user_id: str) -> tuple[ServerConfig, UserProfile]:
+    def load(self, guild_id: str | None, user_id: str) -> tuple[ServerConfig, UserProfile]:
         """The server's configuration (defaults for DMs and unknown servers) and the user's profile."""
         keys = [user_profile_key(user_id)]
-        if server_id:
-            keys.append(server_config_key(server_id))
+        if guild_id:
+            keys.append(server_config_key(guild_id))
         by_pk = {item["pk"]: item for item in self._table.batch_get(keys)}
-        config = server_config_from_item(by_pk.get(f"SERVER#{server_id}"), server_id)
+        config = server_config_from_item(by_pk.get(f"SERVER#{guild_id}"), guild_id)
         profile = user_profile_from_item(by_pk.get(f"USER#{user_id}"), user_id)
         return config, profile
 
-    def get_server_config(self, server_id: str) -> ServerConfig:
-        return server_config_from_item(self._table.get(server_config_key(server_id)), server_id)
+    def get_server_config(self, guild_id: str) -> ServerConfig:
+        return server_config_from_item(self._table.get(server_config_key(guild_id)), guild_id)
 
     def save_server_config(self, config: ServerConfig) -> ServerConfig:
         """Store ``config`` if nobody saved since it was read (its ``version``); returns the saved one."""
-        if not config.server_id:
+        if not config.guild_id:
             raise ValueError("a DM has no server configuration to save")
         saved = replace(config, version=config.version + 1)
         try:
@@ -67,7 +67,7 @@ class ConfigStore:
                 values={":read_version": config.version},
             )
         except ConditionFailed as exc:
-            raise StaleConfiguration(server_config_from_item(exc.old_item, config.server_id)) from exc
+            raise StaleConfiguration(server_config_from_item(exc.old_item, config.guild_id)) from exc
         return saved
 
     def get_user_profile(self, user_id: str) -> UserProfile:
@@ -87,15 +87,15 @@ class ConfigStore:
         return saved
 
 
-def server_config_from_item(item: Item | None, server_id: str | None) -> ServerConfig:
+def server_config_from_item(item: Item | None, guild_id: str | None) -> ServerConfig:
     if item is None:
-        return ServerConfig(server_id=server_id)
+        return ServerConfig(guild_id=guild_id)
     persona = item.get("persona", {})
     capabilities = item.get("capabilities", {})
     stm = item.get("stm", {})
     defaults = StmConfig()
     return ServerConfig(
-        server_id=server_id,
+        guild_id=guild_id,
         persona=Persona(
             persona_id=str(persona.get("persona_id", Persona.persona_id)),
             lineage_id=int(persona.get("lineage_id", Persona.lineage_id)),
@@ -141,7 +141,7 @@ _CAPABILITY_FLAGS = frozenset(Capabilities.__dataclass_fields__)
 def server_config_to_item(config: ServerConfig) -> Item:
     stm = config.stm
     return {
-        **server_config_key(config.server_id or ""),
+        **server_config_key(config.guild_id or ""),
         "persona": {
             "persona_id": config.persona.persona_id,
             "lineage_id": config.persona.lineage_id,

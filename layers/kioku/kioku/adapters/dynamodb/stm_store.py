@@ -144,7 +144,7 @@ def stm_row_key(address: StmAddress) -> Key:
     """A guild row per (server, channel, persona); a DM row per (user, persona): Discord gives a
     user exactly one DM channel with the bot, so the key needs no channel and a guild turn can
     fetch the user's DM row (cross-server folding) in its first BatchGetItem."""
-    if address.server_id:
+    if address.guild_id:
         return {"pk": _scope_pk(address), "sk": f"C#{address.channel_id}#P#{address.persona_id}"}
     return {"pk": _scope_pk(address), "sk": f"DM#P#{address.persona_id}"}
 
@@ -155,20 +155,20 @@ def lines_key(user_id: str, row: Key) -> Key:
     return {"pk": f"USER#{user_id}", "sk": f"{_LINES_PREFIX}{row['pk']}|{row['sk']}"}
 
 
-def thread_parent_partition(server_id: str, parent_channel_id: str) -> str:
+def thread_parent_partition(guild_id: str, parent_channel_id: str) -> str:
     """The ``ThreadParent`` partition of a channel's threads."""
-    return f"{_scope_pk(StmAddress.of(server_id, '', parent_channel_id, ''))}#PARENT#{parent_channel_id}"
+    return f"{_scope_pk(StmAddress.of(guild_id, '', parent_channel_id, ''))}#PARENT#{parent_channel_id}"
 
 
 def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = False) -> str:
     """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage; a
     server's private channels have their own."""
     partition = f"{_scope_pk(address)}#L#{lineage_id}"
-    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.server_id else partition
+    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.guild_id else partition
 
 
 def _scope_pk(address: StmAddress) -> str:
-    return f"STM#S#{address.server_id}" if address.server_id else f"STM#U#{address.user_id}"
+    return f"STM#S#{address.guild_id}" if address.guild_id else f"STM#U#{address.user_id}"
 
 
 def _age_shard(key: Key) -> str:
@@ -185,7 +185,7 @@ class StmStore:
     def load_turn(
         self,
         *,
-        server_id: str | None,
+        guild_id: str | None,
         channel_id: str,
         user_id: str,
         parent_channel_id: str | None,
@@ -200,21 +200,21 @@ class StmStore:
         Other rows count only when they hold something to show (``has_live_content``: a summary, a
         section, or a raw line sent after ``crude_since``, by default ``active_since``).
         ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
-        guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
+        guess = StmAddress.of(guild_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
         parent_guess = (
-            StmAddress.of(server_id, user_id, parent_channel_id, persona_hint)
-            if server_id and parent_channel_id
+            StmAddress.of(guild_id, user_id, parent_channel_id, persona_hint)
+            if guild_id and parent_channel_id
             else None
         )
         keys = [user_profile_key(user_id), stm_row_key(guess), *extra_keys]
-        if server_id:
-            keys += [server_config_key(server_id), stm_row_key(dm_guess)]
+        if guild_id:
+            keys += [server_config_key(guild_id), stm_row_key(dm_guess)]
         if parent_guess is not None:
             keys.append(stm_row_key(parent_guess))
         found = {(item["pk"], item["sk"]): item for item in self._table.batch_get(keys)}
-        config_item = found.get(tuple(server_config_key(server_id).values())) if server_id else None
-        config = server_config_from_item(config_item, server_id)
+        config_item = found.get(tuple(server_config_key(guild_id).values())) if guild_id else None
+        config = server_config_from_item(config_item, guild_id)
         profile = user_profile_from_item(found.get(tuple(user_profile_key(user_id).values())), user_id)
 
         def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
@@ -223,10 +223,10 @@ class StmStore:
             return entry_from_item(self._table.get(stm_row_key(address)))
 
         persona_id = config.persona.persona_id
-        address = StmAddress.of(server_id, user_id, channel_id, persona_id)
+        address = StmAddress.of(guild_id, user_id, channel_id, persona_id)
         current = row(address, guess)
 
-        place = Place(server_id, channel_id, parent_channel_id)
+        place = Place(guild_id, channel_id, parent_channel_id)
         policy = config.privacy
 
         def eligible(entry: StmEntry) -> bool:
@@ -246,17 +246,17 @@ class StmStore:
             others = self.recent_rows(
                 recency_partition(address, lineage), active_since, other_limit, eligible, slack
             )
-            if server_id and policy.reads_private_rows:
+            if guild_id and policy.reads_private_rows:
                 others += self.recent_rows(
                     recency_partition(address, lineage, private=True), active_since, other_limit, eligible
                 )
             if parent_guess is not None:
                 parent = row(
-                    StmAddress.of(server_id, user_id, parent_channel_id or "", persona_id), parent_guess
+                    StmAddress.of(guild_id, user_id, parent_channel_id or "", persona_id), parent_guess
                 )
                 if parent is not None and parent.last_updated and parent.last_updated >= active_since:
                     others.append(parent)
-            if server_id and profile.cross_server_opt_in:
+            if guild_id and profile.cross_server_opt_in:
                 own_dm = row(StmAddress.of(None, user_id, channel_id, persona_id), dm_guess)
                 if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
                     others.append(own_dm)
@@ -417,7 +417,7 @@ class StmStore:
     # -- channel events ------------------------------------------------------------------------------
 
     def restamp_channel(
-        self, server_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
+        self, guild_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
     ) -> int:
         """A channel changed: its rows (every persona) take its new privacy, and so do the rows of its
         threads that a turn has described as its threads (a private thread keeps its own; a row never
@@ -427,7 +427,7 @@ class StmStore:
         no turn or event described after ``now`` (when the event was seen), so a late event cannot
         stamp an older privacy over a newer look. Returns the rows changed."""
         changed = 0
-        for entry in [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]:
+        for entry in [*self._own_rows(guild_id, channel_id), *self._thread_rows(guild_id, channel_id)]:
             own = entry.channel_id == channel_id
             expression = _Update()
             if own and name and name[:MAX_CHANNEL_NAME_CHARS] != entry.channel_name:
@@ -458,17 +458,17 @@ class StmStore:
                 continue
         return changed
 
-    def delete_channel(self, server_id: str, channel_id: str) -> int:
+    def delete_channel(self, guild_id: str, channel_id: str) -> int:
         """A channel or thread is gone: delete its rows and its threads' rows. Returns how many."""
-        rows = [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]
+        rows = [*self._own_rows(guild_id, channel_id), *self._thread_rows(guild_id, channel_id)]
         for entry in rows:
             self._table.delete(stm_row_key(entry.address))
         return len(rows)
 
     # -- a guild's whole channel list (GUILD_CREATE) --------------------------------------------------
 
-    def guild_rows(self, server_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
-        """Every channel's and thread's row of ``server_id`` (every persona), only their identity and
+    def guild_rows(self, guild_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
+        """Every channel's and thread's row of ``guild_id`` (every persona), only their identity and
         privacy stamp: pages of one key-range Query on the server's partition, at most ``max_rows``
         rows; True when that was all of them."""
         rows: list[StmEntry] = []
@@ -477,7 +477,7 @@ class StmStore:
             items, start_key = self._table.query(
                 "#pk = :pk AND begins_with(#sk, :channels)",
                 names={"#pk": "pk", "#sk": "sk"},
-                values={":pk": _scope_pk(StmAddress.of(server_id, "", "", "")), ":channels": "C#"},
+                values={":pk": _scope_pk(StmAddress.of(guild_id, "", "", "")), ":channels": "C#"},
                 limit=max_rows - len(rows),
                 start_key=start_key,
                 attributes=_STAMP_ATTRIBUTES,
@@ -511,7 +511,7 @@ class StmStore:
             expression.add("version", 1)
             if parent:
                 expression.set("parent_channel_id", parent)
-                expression.set("gsi3pk", thread_parent_partition(entry.address.server_id or "", parent))
+                expression.set("gsi3pk", thread_parent_partition(entry.address.guild_id or "", parent))
             else:
                 expression.remove("parent_channel_id")
                 expression.remove("gsi3pk")
@@ -546,19 +546,19 @@ class StmStore:
             return False
         return True
 
-    def _own_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+    def _own_rows(self, guild_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of ``channel_id``, one per persona: a key-range query."""
         items = self._all(
             {"#pk": "pk", "#sk": "sk"},
             "#pk = :pk AND begins_with(#sk, :channel)",
             {
-                ":pk": _scope_pk(StmAddress.of(server_id, "", channel_id, "")),
+                ":pk": _scope_pk(StmAddress.of(guild_id, "", channel_id, "")),
                 ":channel": f"C#{channel_id}#P#",
             },
         )
         return [entry for entry in map(entry_from_item, items) if entry is not None]
 
-    def _thread_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+    def _thread_rows(self, guild_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of the channel's threads, through the sparse ``ThreadParent`` index (its projection
         holds what a re-stamp needs)."""
         rows: list[StmEntry] = []
@@ -567,7 +567,7 @@ class StmStore:
             items, start_key = self._table.query(
                 "#pk = :pk",
                 names={"#pk": "gsi3pk"},
-                values={":pk": thread_parent_partition(server_id, channel_id)},
+                values={":pk": thread_parent_partition(guild_id, channel_id)},
                 index=THREAD_PARENT_INDEX,
                 start_key=start_key,
             )
@@ -794,7 +794,7 @@ def entry_from_item(item: Item | None) -> StmEntry | None:
         address = StmAddress(
             channel_id=str(item["channel_id"]),
             persona_id=str(item["persona_id"]),
-            server_id=_optional_str(item.get("server_id")),
+            guild_id=_optional_str(item.get("server_id")),
             user_id=_optional_str(item.get("user_id")),
         )
         return StmEntry(
@@ -886,9 +886,9 @@ def _set_identity(
     key = stm_row_key(address)
     expression.set("persona_id", address.persona_id)
     expression.set("channel_id", address.channel_id)
-    expression.set("server_id" if address.server_id else "user_id", address.server_id or address.user_id)
+    expression.set("server_id" if address.guild_id else "user_id", address.guild_id or address.user_id)
     expression.set("lineage_id", identity.lineage_id)
-    private = bool(identity.private and address.server_id)
+    private = bool(identity.private and address.guild_id)
     expression.set(
         "gsi1pk", recency_partition(address, identity.lineage_id, private=private), if_missing=not describe
     )
@@ -898,9 +898,9 @@ def _set_identity(
         expression.set("described_at", _iso(identity.described_at), if_missing=not describe)
     expression.set("gsi2pk", _age_shard(key))
     parent = identity.parent_channel_id
-    if describe and address.server_id and parent:
-        expression.set("gsi3pk", thread_parent_partition(address.server_id, parent))
-    elif describe and address.server_id:
+    if describe and address.guild_id and parent:
+        expression.set("gsi3pk", thread_parent_partition(address.guild_id, parent))
+    elif describe and address.guild_id:
         # a channel in a category is not a thread; an older row may hold the category as its parent
         expression.remove("parent_channel_id")
         expression.remove("gsi3pk")

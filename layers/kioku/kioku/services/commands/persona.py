@@ -79,10 +79,10 @@ def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) 
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I cannot tell which channel this is.")
-    server_id = interaction.guild_id
-    config = context.config_store.get_server_config(server_id) if server_id else ServerConfig()
+    guild_id = interaction.guild_id
+    config = context.config_store.get_server_config(guild_id) if guild_id else ServerConfig()
     persona = config.persona
-    address = StmAddress.of(server_id, invoker.id, interaction.channel_id, persona.persona_id)
+    address = StmAddress.of(guild_id, invoker.id, interaction.channel_id, persona.persona_id)
     entry = context.stm_store.get(address)
     if entry is not None and entry.lineage_id != persona.lineage_id:
         entry = None  # a row of an earlier persona lineage is not injected, so it is not "here"

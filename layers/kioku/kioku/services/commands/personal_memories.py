@@ -161,21 +161,8 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
     _check_owner(interaction, owner)
     if choice == CANCEL:
         return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
-    return _forget_all(owner, context)
-
-
-BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
-
-
-def _check_owner(interaction: Interaction, owner: str) -> None:
-    """Refuse a click by anyone but the person whose request the buttons answered."""
-    if _invoker_id(interaction) != owner:
-        raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
-
-
-def _forget_all(user_id: str, context: CommandContext) -> dict:
     report = memory_control.forget_all(
-        user_id, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=context.clock()
+        owner, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=context.clock()
     )
     if report.nothing:
         description = "There was nothing left to forget."
@@ -186,6 +173,15 @@ def _forget_all(user_id: str, context: CommandContext) -> dict:
             f"{report.unnamed} server memories you saved that do not name you stay, without your name."
         )
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
+
+
+BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
+
+
+def _check_owner(interaction: Interaction, owner: str) -> None:
+    """Refuse a click by anyone but the person whose request the buttons answered."""
+    if _invoker_id(interaction) != owner:
+        raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
 
 
 def _place(interaction: Interaction) -> Place:
