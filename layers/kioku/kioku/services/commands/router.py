@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pydantic import ValidationError
 
-from kioku.services.commands.base import Command, Handler, Interaction
+from kioku.services.commands.base import Command, CustomIdHandler, Handler, Interaction
 from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
@@ -34,43 +35,50 @@ def route_interaction(payload: dict, context: CommandContext) -> dict:
 
 def respond(interaction: Interaction, context: CommandContext) -> dict:
     """The interaction response Discord shows; failures become ephemeral messages, never errors."""
+    fields: tuple[Any, ...] = ()
     if interaction.type in (InteractionType.MESSAGE_COMPONENT, InteractionType.MODAL_SUBMIT):
-        return _answer_custom_id(interaction, context)
-    name = interaction.command_name
-    command = by_name().get(name)
-    handler = _handler_for(command, interaction.type) if command else None
-    if handler is None:
-        if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
-            return autocomplete([])
-        logger.info("no handler for %s interaction %r", interaction.type.name, name)
-        return message("I don't know that command (yet). It may have been removed; try `/help`.")
+        routed = _route_custom_id(interaction)
+        if routed is None:
+            return reply_for(_unknown_id(interaction), "")
+        name, handler, fields = routed
+    else:
+        name = interaction.command_name
+        command = by_name().get(name)
+        handler = _handler_for(command, interaction.type) if command else None
+        if handler is None:
+            if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
+                return autocomplete([])
+            logger.info("no handler for %s interaction %r", interaction.type.name, name)
+            return message("I don't know that command (yet). It may have been removed; try `/help`.")
     try:
-        return handler(interaction, context)
+        return handler(interaction, context, *fields)
     except Exception as exc:
         return reply_for(exc, name)
 
 
-def _answer_custom_id(interaction: Interaction, context: CommandContext) -> dict:
-    """A click or a submit, answered by the handler of the id it carries, with the id's fields; an
-    id kioku does not write is refused, and nothing is read or changed."""
+def _route_custom_id(interaction: Interaction) -> tuple[str, CustomIdHandler, tuple[Any, ...]] | None:
+    """The command, the handler and the fields of the button or form id a click or a submit carries;
+    None for an id kioku does not write."""
     form = interaction.type == InteractionType.MODAL_SUBMIT
-    custom_id = interaction.custom_id
     for command in COMMANDS:
         for kind, handler in (command.forms if form else command.buttons).items():
-            fields = kind.decode(custom_id)
+            fields = kind.decode(interaction.custom_id)
             if fields is not None:
-                try:
-                    return handler(interaction, context, *fields)
-                except Exception as exc:
-                    return reply_for(exc, command.name)
+                return command.name, handler, fields
+    return None
+
+
+def _unknown_id(interaction: Interaction) -> Exception:
+    """What a click or a submit of an id kioku does not write is refused with; nothing is read."""
+    form = interaction.type == InteractionType.MODAL_SUBMIT
     logger.info(
-        "refused a %s of unknown id %r", "form" if form else "button", custom_id[:MAX_CUSTOM_ID_CHARS]
+        "refused a %s of unknown id %r",
+        "form" if form else "button",
+        interaction.custom_id[:MAX_CUSTOM_ID_CHARS],
     )
     if form:
-        return reply_for(
-            InvalidModalSubmit("this form is not one I know; open it again with its command"), ""
-        )
-    return reply_for(UnknownComponent("this button is not one I know; run the command again"), "")
+        return InvalidModalSubmit("this form is not one I know; open it again with its command")
+    return UnknownComponent("this button is not one I know; run the command again")
 
 
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:
