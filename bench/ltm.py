@@ -158,11 +158,11 @@ def _settings(table_name: str) -> Settings:
 
 def _turn() -> TurnContext:
     return TurnContext(
-        server_id=SERVER,
+        guild_id=SERVER,
         channel_id="700",
         user=PEOPLE[0],
         bot=BotIdentity(user_id="900", username="kioku"),
-        config=ServerConfig(server_id=SERVER),
+        config=ServerConfig(guild_id=SERVER),
         profile=UserProfile(PEOPLE[0].user_id),
         now=datetime.now(UTC),
         participants=PEOPLE,

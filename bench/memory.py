@@ -727,11 +727,11 @@ def _channel_id(name: str) -> str:
 
 def _turn(user: Participant, participants: Sequence[Participant], channel: str, now: datetime) -> TurnContext:
     return TurnContext(
-        server_id=SERVER_ID,
+        guild_id=SERVER_ID,
         channel_id=_channel_id(channel),
         user=user,
         bot=BOT,
-        config=ServerConfig(server_id=SERVER_ID),
+        config=ServerConfig(guild_id=SERVER_ID),
         profile=UserProfile(user.user_id),
         now=now,
         participants=tuple(participants),

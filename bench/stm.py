@@ -41,7 +41,7 @@ def main() -> None:
             StmCategory(slug=f"section_{i}", label=f"Section {i}", description="", position=i)
             for i in range(CATEGORY_COUNT)
         )
-        ConfigStore(table).save_server_config(ServerConfig(server_id=SERVER, categories=categories))
+        ConfigStore(table).save_server_config(ServerConfig(guild_id=SERVER, categories=categories))
         _fill(store, categories, now, limits)
 
         calls: list[str] = []
@@ -82,8 +82,8 @@ def _offline_aws() -> None:
 def _fill(store: StmStore, categories: tuple[StmCategory, ...], now: datetime, limits: StmLimits) -> None:
     texts = {c.slug: ("The conversation went on about the plan. " * 40)[:CATEGORY_CHARS] for c in categories}
     rows = [(SERVER, None, channel) for channel in (CHANNEL, *OTHER_CHANNELS)] + [(None, USER, "dm-1")]
-    for age, (server_id, user_id, channel) in enumerate(rows):
-        address = StmAddress(channel_id=channel, persona_id="kioku", server_id=server_id, user_id=user_id)
+    for age, (guild_id, user_id, channel) in enumerate(rows):
+        address = StmAddress(channel_id=channel, persona_id="kioku", guild_id=guild_id, user_id=user_id)
         identity = StmRowIdentity(
             address=address, lineage_id=1, channel_name=f"channel-{channel}", private=False, described_at=now
         )
@@ -106,7 +106,7 @@ def _fill(store: StmStore, categories: tuple[StmCategory, ...], now: datetime, l
 def _load(store: StmStore, now: datetime, limits: StmLimits):
     stm_service._persona_hints.clear()  # a cold container, which has no persona guess but the default
     query = stm_service.turn_memory_query(
-        server_id=SERVER, channel_id=CHANNEL, user_id=USER, parent_channel_id=None, now=now, limits=limits
+        guild_id=SERVER, channel_id=CHANNEL, user_id=USER, parent_channel_id=None, now=now, limits=limits
     )
     return store.load_turn(query)
 
@@ -114,7 +114,7 @@ def _load(store: StmStore, now: datetime, limits: StmLimits):
 def _turn(config: ServerConfig, profile: UserProfile, now: datetime) -> TurnContext:
     alice = Participant(user_id=USER, username="alice", global_name="Alice")
     return TurnContext(
-        server_id=SERVER,
+        guild_id=SERVER,
         channel_id=CHANNEL,
         user=alice,
         bot=BotIdentity(user_id="1", username="kioku"),

@@ -17,8 +17,7 @@ from typing import Any
 
 import httpx
 
-from kioku.config import get_settings
-from kioku.entrypoints import turn_worker
+from kioku.entrypoints.composition import container
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, completion_body
@@ -129,12 +128,9 @@ class _DynamoDbCalls:
         self.names: list[str] = []
         self.seconds = 0.0
         self._started = 0.0
-        service = turn_worker.turn_service(get_settings())
-        tables = (service.stm_store._table, service.ltm_store._table)
-        clients = {id(client): client for client in (t.client for t in tables)}
-        for client in clients.values():
-            client.meta.events.register("before-call.dynamodb", self._before)
-            client.meta.events.register("after-call.dynamodb", self._after)
+        client = container().table.client
+        client.meta.events.register("before-call.dynamodb", self._before)
+        client.meta.events.register("after-call.dynamodb", self._after)
 
     def clear(self) -> None:
         self.names.clear()

@@ -116,13 +116,13 @@ def moto_server() -> Iterator[RemoteAws]:
 def _fresh_settings() -> Iterator[None]:
     """Each test reads the environment it set up and makes its own clients, as a cold start would."""
     from kioku.config import get_settings
-    from kioku.services import warm
+    from kioku.entrypoints import composition
 
     get_settings.cache_clear()
-    warm.forget()
+    composition.forget()
     yield
     get_settings.cache_clear()
-    warm.forget()
+    composition.forget()
 
 
 @pytest.fixture

@@ -83,7 +83,7 @@ REMEMBER_TEA = completion_body(
 )
 
 
-def forget_everything_as(stack, person: dict) -> None:
+def forget_all_as(stack, person: dict) -> None:
     """``person`` runs ``/personal memories forget-all`` and confirms, as Discord sends it."""
     command = slash_command(
         stack.application_id,
@@ -130,7 +130,7 @@ def test_a_reply_left_unfinished_before_forget_all_is_not_posted_or_captured_aft
     (first,) = stack.deliver_turns(max_batches=1)
     assert len(first["batchItemFailures"]) == 1  # back on the queue, its reply and notice kept
     # When Alice forgets everything before SQS hands the turn out again
-    forget_everything_as(stack, alice)
+    forget_all_as(stack, alice)
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     # Then the redelivery posted no "Memory saved" notice quoting her, kept none of her lines, and
     # nothing about her is left; the turn is done (nothing comes back, nothing waits in her partition)
@@ -149,7 +149,7 @@ def test_a_message_still_queued_at_forget_all_saves_and_captures_nothing_of_it(s
     message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> I like oolong tea")
     assert relay_post(stack, message, GUILD).status_code == 202
     # When she forgets everything, and only then the worker takes the turn, whose model saves a memory
-    forget_everything_as(stack, alice)
+    forget_all_as(stack, alice)
     llm.enqueue(REMEMBER_TEA, completion_body("Noted."))
     assert stack.deliver_turns() == [{"batchItemFailures": []}]
     # Then the save was refused, and the model told so; her line was not captured; nothing was posted

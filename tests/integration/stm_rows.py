@@ -15,7 +15,7 @@ MAX_ITEM_BYTES: Final = 400 * 1024
 def identity(
     channel_id: str = CHANNEL,
     *,
-    server_id: str | None = SERVER,
+    guild_id: str | None = SERVER,
     persona: str = "kioku",
     lineage=1,
     private: bool = False,
@@ -25,7 +25,7 @@ def identity(
 ) -> StmRowIdentity:
     """A row's identity; public unless ``private``."""
     return StmRowIdentity(
-        address=StmAddress.of(server_id, USER, channel_id, persona),
+        address=StmAddress.of(guild_id, USER, channel_id, persona),
         lineage_id=lineage,
         parent_channel_id=parent,
         private=private,
@@ -41,7 +41,7 @@ def remember(store, guild_id: str, channel_id: str, text: str, now, **identity_f
     from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 
     said = CrudeMessage("Alice", USER, CrudeRole.USER, text, now - timedelta(minutes=1), f"{channel_id}1")
-    store.capture(identity(channel_id, server_id=guild_id, **identity_fields), None, [said], now, StmLimits())
+    store.capture(identity(channel_id, guild_id=guild_id, **identity_fields), None, [said], now, StmLimits())
 
 
 def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = None) -> str:
@@ -50,7 +50,7 @@ def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = N
 
     loaded = store.load_turn(
         TurnMemoryQuery(
-            server_id=guild_id,
+            guild_id=guild_id,
             channel_id=channel_id,
             user_id=USER,
             parent_channel_id=parent,

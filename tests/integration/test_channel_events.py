@@ -163,7 +163,7 @@ def test_a_capture_that_looked_before_the_channel_turned_private_cannot_make_it_
     looked = datetime.now(UTC)
     relay_event("CHANNEL_UPDATE", channel(SECRET, deny=VIEW_CHANNEL))
     # When the turn's capture lands afterwards with its public description
-    stale = identity(SECRET, server_id=GUILD, private=False, described_at=looked - timedelta(seconds=1))
+    stale = identity(SECRET, guild_id=GUILD, private=False, described_at=looked - timedelta(seconds=1))
     said = CrudeMessage("Alice", USER, CrudeRole.USER, "second", NOW, "x2")
     store.capture(stale, row(store, SECRET), [said], NOW, LIMITS)
     # Then the row keeps the newer, private description, and nothing of it is recalled elsewhere
@@ -171,7 +171,7 @@ def test_a_capture_that_looked_before_the_channel_turned_private_cannot_make_it_
     assert seen_from(store, OTHER) == ""
     # And a turn that looked later describes it again
     fresh = identity(
-        SECRET, server_id=GUILD, private=False, described_at=datetime.now(UTC) + timedelta(seconds=1)
+        SECRET, guild_id=GUILD, private=False, described_at=datetime.now(UTC) + timedelta(seconds=1)
     )
     store.capture(
         fresh, row(store, SECRET), [CrudeMessage("Alice", USER, CrudeRole.USER, "t", NOW, "x3")], NOW, LIMITS
@@ -182,7 +182,7 @@ def test_a_capture_that_looked_before_the_channel_turned_private_cannot_make_it_
 def test_the_summary_tool_never_changes_a_rows_privacy(store):
     remember(store, SECRET, "first", private=True)
     store.write_memory(
-        identity(SECRET, server_id=GUILD, private=False), StmUpdate(summary="sum"), (), NOW, LIMITS.retention
+        identity(SECRET, guild_id=GUILD, private=False), StmUpdate(summary="sum"), (), NOW, LIMITS.retention
     )
     assert row(store, SECRET).private is True
 
@@ -194,6 +194,6 @@ def test_bypass_and_public_overrides_read_the_private_partition(store, table):
     remember(store, SECRET, "private words", private=True)
     assert seen_from(store, OTHER) == ""
     ConfigStore(table).save_server_config(
-        ServerConfig(server_id=GUILD, channel_privacy={SECRET: PrivacyMode.PUBLIC})
+        ServerConfig(guild_id=GUILD, channel_privacy={SECRET: PrivacyMode.PUBLIC})
     )
     assert "private words" in seen_from(store, OTHER)

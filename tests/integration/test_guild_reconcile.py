@@ -221,7 +221,7 @@ def test_a_capture_that_looked_before_the_list_cannot_make_the_channel_public_ag
     received = NOW - timedelta(minutes=1)
     assert guild_create(guild([channel(SECRET, deny=VIEW_CHANNEL)]), received_at=received) == 204
     # When a turn that looked (public) before the list was received captures afterwards
-    stale = identity(SECRET, server_id=GUILD, private=False, described_at=received - timedelta(seconds=1))
+    stale = identity(SECRET, guild_id=GUILD, private=False, described_at=received - timedelta(seconds=1))
     said = CrudeMessage("Alice", USER, CrudeRole.USER, "second", NOW, "x2")
     store.capture(stale, row(store, SECRET), [said], NOW, StmLimits())
     # Then the list's private stamp stands
@@ -236,7 +236,7 @@ def test_a_received_at_in_the_future_counts_as_now(guild_create, store):
     assert row(store, SECRET).described_at < future - timedelta(hours=1)
     # so a turn that looks a minute from now may describe the channel again
     later = identity(
-        SECRET, server_id=GUILD, private=False, described_at=datetime.now(UTC) + timedelta(minutes=1)
+        SECRET, guild_id=GUILD, private=False, described_at=datetime.now(UTC) + timedelta(minutes=1)
     )
     store.capture(
         later,
@@ -350,7 +350,7 @@ def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_r
         ]
         store.capture(
             replace(
-                identity(channel_id, server_id=GUILD, described_at=NOW - timedelta(minutes=5)),
+                identity(channel_id, guild_id=GUILD, described_at=NOW - timedelta(minutes=5)),
                 channel_name=f"chan-{channel_id}",
             ),
             None,

@@ -12,10 +12,12 @@ from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import persona, personal
 from kioku.services.commands.discord import Permission
+from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"
@@ -92,7 +94,7 @@ CATEGORIES = (
 
 
 def use_categories(configs: ConfigStore) -> None:
-    configs.save_server_config(ServerConfig(server_id=GUILD, categories=CATEGORIES))
+    configs.save_server_config(ServerConfig(guild_id=GUILD, categories=CATEGORIES))
 
 
 def persona_command(
@@ -358,16 +360,26 @@ def test_invalid_personal_options_are_refused_and_change_nothing(invoke, configs
     assert configs.get_user_profile(USER) == UserProfile(user_id=USER)
 
 
-def test_a_concurrent_profile_change_asks_to_retry(invoke, configs, monkeypatch):
+class ReadsBefore(ConfigStore):
+    """A store that answers every read of a profile with ``stale``, read before another save."""
+
+    def __init__(self, table, stale: UserProfile) -> None:
+        super().__init__(table)
+        self.stale = stale
+
+    def get_user_profile(self, user_id: str) -> UserProfile:
+        return self.stale
+
+
+def test_a_concurrent_profile_change_asks_to_retry(settings, table, configs):
     # Given a profile read before someone else saved it
     stale = configs.get_user_profile(USER)
     configs.save_user_profile(UserProfile(user_id=USER, privacy_level=PrivacyLevel.FULL))
-    monkeypatch.setattr(ConfigStore, "get_user_profile", lambda self, user_id: stale)
+    context = Container(settings, config_store=ReadsBefore(table, stale))
     # When this command saves on top of the stale read
-    body = invoke(personal_command([cross_server(True)]))
+    body = route_interaction(personal_command([cross_server(True)]), context)
     # Then it asks to retry and the other save stands
     assert "again" in embed_of(body)["description"]
-    monkeypatch.undo()
     assert configs.get_user_profile(USER).privacy_level is PrivacyLevel.FULL
     assert configs.get_user_profile(USER).cross_server_opt_in is False
 
@@ -475,7 +487,7 @@ def test_persona_edit_round_trip_keeps_the_rest_of_the_configuration(invoke, con
     ],
 )
 def test_a_bad_persona_is_refused_as_such_and_nothing_is_saved(invoke, configs, values, complaint):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
 
     embed = embed_of(invoke(persona_form(custom_id, values, permissions=MANAGE_GUILD)))
@@ -485,7 +497,7 @@ def test_a_bad_persona_is_refused_as_such_and_nothing_is_saved(invoke, configs, 
 
 
 def test_a_persona_form_filled_before_another_save_is_stale(invoke, configs):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
     invoke(persona_form(custom_id, {"name": "First", "prompt": ""}, permissions=MANAGE_GUILD))
 
@@ -498,7 +510,7 @@ def test_a_persona_form_filled_before_another_save_is_stale(invoke, configs):
 
 
 def test_only_managers_change_the_persona_and_only_in_a_server(invoke, configs, table):
-    configs.save_server_config(ServerConfig(server_id=GUILD))
+    configs.save_server_config(ServerConfig(guild_id=GUILD))
     custom_id = invoke(persona_top("edit", permissions=MANAGE_GUILD))["data"]["custom_id"]
 
     refused = [

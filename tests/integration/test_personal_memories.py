@@ -19,7 +19,7 @@ from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLim
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.playground.events import slash_command
 from kioku.services import ltm as ltm_tools
-from kioku.services import personal_memories
+from kioku.services import memory_control
 from kioku.services.commands.personal_memories import PAGE_SIZE
 from tests.conftest import APPLICATION_ID
 from tests.integration.stm_rows import identity
@@ -107,7 +107,7 @@ def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels
     in_general = fields_by_id(interact(personal("memories", "list")))
     in_secret = fields_by_id(interact(personal("memories", "list", channel=SECRET)))
     in_dm = fields_by_id(interact(personal("memories", "list", guild=None, channel="310000000000000009")))
-    exported = personal_memories.export(ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL))
+    exported = memory_control.export(ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL))
     records = {record["id"]: record for record in exported["long_term_memories"]}
     # Then the lists and the export hold every memory about her, wherever it was said, and no other
     for shown_ids in (in_general, in_secret, in_dm, records):
@@ -210,7 +210,7 @@ def alices_footprint(ltm: DynamoMemoryStore, stm: StmStore) -> None:
             CrudeMessage("Alice", ALICE, CrudeRole.USER, f"alice in {channel}", NOW, f"{channel}-a"),
             CrudeMessage("Bob", BOB, CrudeRole.USER, f"bob in {channel}", NOW, f"{channel}-b"),
         ]
-        row = identity(channel, server_id=server)
+        row = identity(channel, guild_id=server)
         address = row.address if server else StmAddress.of(None, ALICE, channel, "kioku")
         row = type(row)(address=address, lineage_id=1, private=False)
         # captured as a turn of Alice's: in a server's shared row, with the note of where her lines are
@@ -278,7 +278,7 @@ def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm, table):
 
     ltm.memories_of = racing
     # When forget-all runs
-    report = personal_memories.forget_everything(ALICE, ltm, stm, ledger=TurnLedger(table))
+    report = memory_control.forget_all(ALICE, ltm, stm, ledger=TurnLedger(table))
     # Then the racing memory is gone too, and counted
     ltm.memories_of = real
     assert ltm.memories_of(ScopeKind.PERSONAL, ALICE) == [] and report.memories == 2
@@ -311,7 +311,7 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
     rules = save_server_memory(ltm, "No spoilers before Monday")
     bobs = save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
     # When Alice forgets everything
-    report = personal_memories.forget_everything(fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table))
+    report = memory_control.forget_all(fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table))
     # Then those about her are gone, pending or not; the one she only saved stays without her name
     kept = {memory.memory_id: memory for memory in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)}
     assert about_her not in kept and pending not in kept
@@ -323,9 +323,7 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
         fakes.SERVER, 1, [], place=Place(fakes.SERVER, fakes.CHANNEL), policy=PrivacyPolicy(fakes.SERVER)
     )
     assert {memory.memory_id for memory in recalled.server} == {rules, bobs}
-    assert personal_memories.forget_everything(
-        fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table)
-    ).nothing
+    assert memory_control.forget_all(fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table)).nothing
 
 
 def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, ltm):
@@ -346,7 +344,7 @@ def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, st
     pending = save_server_memory(ltm, "{user} wants a quiz channel", reviewed=True)
     rules = save_server_memory(ltm, "No spoilers before Monday")
     save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
-    document = personal_memories.export(
+    document = memory_control.export(
         fakes.ALICE.user_id, ltm, stm, NOW, place=Place(fakes.SERVER, fakes.CHANNEL)
     )
     about = {record["id"]: record for record in document["long_term_memories"]}
@@ -372,9 +370,7 @@ def test_export_answers_thinking_ephemerally_and_queues_the_job(interact, resour
 
 def test_the_export_holds_my_memories_my_dm_row_and_only_my_lines(ltm, stm):
     alices_footprint(ltm, stm)
-    document = personal_memories.export(
-        ALICE, ltm, stm, NOW + timedelta(minutes=1), place=Place(GUILD, GENERAL)
-    )
+    document = memory_control.export(ALICE, ltm, stm, NOW + timedelta(minutes=1), place=Place(GUILD, GENERAL))
     assert sorted(m["text"] for m in document["long_term_memories"]) == [
         "{user} likes chess",
         "{user} likes tea",

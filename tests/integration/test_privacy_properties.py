@@ -44,7 +44,7 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
 from kioku.services.ltm import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
-from kioku.services.personal_memories import forget_everything
+from kioku.services.memory_control import forget_all
 from kioku.services.turn import TurnService
 from tests.integration import stm_rows
 from tests.integration.privacy_world import (
@@ -458,7 +458,7 @@ def play(
                 _switch_bypass(ConfigStore(table), plan.where.guild_id, plan.bypass)
                 oracle.bypass[plan.where.guild_id] = plan.bypass
             if plan.forget_all:
-                forget_everything(
+                forget_all(
                     speaker.user_id,
                     service.ltm_store,
                     service.stm_store,
@@ -650,7 +650,7 @@ def play_race(race: ForgetRace, client) -> list[str]:
             with pytest.raises(DiscordError):
                 service.run(job)
             discord.refusing_posts = False
-        forget_everything(
+        forget_all(
             forgetter, service.ltm_store, service.stm_store, ledger=TurnLedger(table), now=clock.tick()
         )
         posted_before = {m["id"] for messages in discord.messages.values() for m in messages}
@@ -818,7 +818,7 @@ def _configure(store: ConfigStore, world: World) -> None:
     for guild in world.guilds:
         if guild.overrides or guild.bypass:
             config = ServerConfig(
-                server_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
+                guild_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
             )
             store.save_server_config(config)
     for user in world.users:

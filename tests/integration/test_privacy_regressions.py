@@ -54,9 +54,7 @@ def test_a_category_update_never_opens_a_private_channel_it_holds(relay_event, t
     make_legacy(table, SECRET)
     read = store.get(StmAddress.of(GUILD, USER, SECRET, "kioku"))
     said = CrudeMessage("Alice", USER, CrudeRole.USER, "the vault code is okapi", NOW, "x2")
-    store.capture(
-        identity(SECRET, server_id=GUILD, private=True, described_at=NOW), read, [said], NOW, LIMITS
-    )
+    store.capture(identity(SECRET, guild_id=GUILD, private=True, described_at=NOW), read, [said], NOW, LIMITS)
     assert store.get(StmAddress.of(GUILD, USER, SECRET, "kioku")).parent_channel_id is None
     # When the category is renamed, with @everyone allowed to view it
     category = {
@@ -95,7 +93,7 @@ def test_a_never_described_thread_row_ignores_its_parents_public_override(table)
     from kioku.domain.models import ServerConfig
 
     ConfigStore(table).save_server_config(
-        ServerConfig(server_id=GUILD, channel_privacy={PUBLIC: PrivacyMode.PUBLIC})
+        ServerConfig(guild_id=GUILD, channel_privacy={PUBLIC: PrivacyMode.PUBLIC})
     )
     assert "thread secret" not in seen_from(store, OTHER)
 
@@ -147,7 +145,7 @@ def test_a_self_memory_said_in_a_channel_made_private_by_override_stays_in_its_s
     turn = replace(base, config=replace(base.config, channel_privacy={SECRET: PrivacyMode.PRIVATE}))
     create(store, turn, "{user} is job hunting", memory_scope="target_user", target_user="Alice")
     (memory,) = store.memories.values()
-    assert not memory.recallable_at(Place(turn.server_id, OTHER), turn.config.privacy)
+    assert not memory.recallable_at(Place(turn.guild_id, OTHER), turn.config.privacy)
     assert not memory.recallable_at(Place("777", "1"), PrivacyPolicy("777"))
 
 
@@ -213,12 +211,12 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_recalled
     # Given Bob's forged message captured in another channel of the server
     store = StmStore(table)
     said = CrudeMessage("Bob", BOB_ID, CrudeRole.USER, forged_by_bob(end), NOW - timedelta(minutes=1), "301")
-    store.capture(identity(OTHER, server_id=GUILD), None, [said], NOW, LIMITS)
+    store.capture(identity(OTHER, guild_id=GUILD), None, [said], NOW, LIMITS)
 
     # When a turn in a public channel recalls it
     loaded = store.load_turn(
         TurnMemoryQuery(
-            server_id=GUILD,
+            guild_id=GUILD,
             channel_id=PUBLIC,
             user_id=USER,
             parent_channel_id=None,
@@ -227,7 +225,7 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_recalled
             other_limit=10,
         )
     )
-    turn = replace(stm_turn(server_id=GUILD, channel_id=PUBLIC), now=NOW)
+    turn = replace(stm_turn(guild_id=GUILD, channel_id=PUBLIC), now=NOW)
     recalled = " ".join(
         item.content for item in build_short_term_memory_context(turn, loaded.state, LIMITS).memory_items
     )

@@ -98,7 +98,7 @@ def test_messages_not_for_the_bot_answer_204_and_queue_nothing(invoke, relay_key
 
 
 def test_trigger_words_come_from_the_servers_configuration(invoke, relay_keys, resources, table):
-    ConfigStore(table).save_server_config(replace(ServerConfig(server_id=GUILD), trigger_words=("kioku",)))
+    ConfigStore(table).save_server_config(replace(ServerConfig(guild_id=GUILD), trigger_words=("kioku",)))
     assert (
         invoke(signed_event(gateway_message("hey Kioku, what's up"), relay_keys.signing_hex))["statusCode"]
         == 202

@@ -10,10 +10,12 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
+from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import capabilities, server
 from kioku.services.commands.discord import Permission
+from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"
@@ -105,7 +107,7 @@ def test_parameters_without_options_show_the_defaults_and_store_nothing(invoke, 
 
 def test_parameters_are_saved_and_shown(invoke, store):
     # Given a server with a prompt override already set
-    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(update_nudge_override="Refresh!")))
+    store.save_server_config(ServerConfig(guild_id=GUILD, stm=StmConfig(update_nudge_override="Refresh!")))
     # When an admin sets every parameter
     body = invoke(
         command(
@@ -150,19 +152,20 @@ def test_out_of_range_parameters_are_refused_and_nothing_is_saved(invoke, table,
     assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
 
-def test_a_concurrent_save_is_reported_and_kept(invoke, store, monkeypatch):
-    # Given someone else saves between our read and our write
-    read = ConfigStore.get_server_config
+class SomeoneSavesMeanwhile(ConfigStore):
+    """A store whose every read of a server is followed by someone else's save of it."""
 
-    def read_then_someone_saves(self, server_id):
-        config = read(self, server_id)
+    def get_server_config(self, guild_id):
+        config = super().get_server_config(guild_id)
         ConfigStore(self._table).save_server_config(replace(config, trigger_words=("kioku",)))
         return config
 
-    monkeypatch.setattr(ConfigStore, "get_server_config", read_then_someone_saves)
+
+def test_a_concurrent_save_is_reported_and_kept(settings, table, store):
+    # Given someone else saves between our read and our write
+    context = Container(settings, config_store=SomeoneSavesMeanwhile(table))
     # When the admin's change is saved
-    body = invoke(command("server", "stm", "parameters", refresh_cadence=9))
-    monkeypatch.undo()
+    body = route_interaction(command("server", "stm", "parameters", refresh_cadence=9), context)
     # Then it is refused as stale and the other change survives
     assert_ephemeral_error(body, "changed meanwhile", "try again")
     saved = store.get_server_config(GUILD)
@@ -175,7 +178,7 @@ def test_a_concurrent_save_is_reported_and_kept(invoke, store, monkeypatch):
 def test_prompt_edit_round_trip(invoke, store):
     # Given a server with a custom tool description
     store.save_server_config(
-        ServerConfig(server_id=GUILD, stm=StmConfig(tool_description_override="Summarise for {bot}."))
+        ServerConfig(guild_id=GUILD, stm=StmConfig(tool_description_override="Summarise for {bot}."))
     )
     # When an admin opens the form
     form = invoke(command("server", "stm", "prompt-edit"))
@@ -217,7 +220,7 @@ def test_an_overlong_prompt_is_refused(invoke, store):
 def test_a_form_submitted_after_someone_else_saved_is_stale(invoke, store):
     # Given the form is opened, then someone else changes the prompts
     form = invoke(command("server", "stm", "prompt-edit"))
-    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(update_nudge_override="theirs")))
+    store.save_server_config(ServerConfig(guild_id=GUILD, stm=StmConfig(update_nudge_override="theirs")))
     # When the form is submitted
     body = invoke(modal_submit(form["data"]["custom_id"], {"tool_description": "", "update_nudge": "mine"}))
     # Then it is refused and their text stays
@@ -255,7 +258,7 @@ def test_malformed_form_submits_are_refused(invoke, table, data):
 
 def test_categories_edit_round_trip(invoke, store):
     # Given two stored categories
-    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS, MOOD)))
+    store.save_server_config(ServerConfig(guild_id=GUILD, categories=(PLANS, MOOD)))
     # When the form is opened
     form = invoke(command("server", "stm", "categories-edit"))
     # Then it has one short input per allowed category, the stored ones prefilled
@@ -284,7 +287,7 @@ def test_categories_edit_round_trip(invoke, store):
 
 
 def test_an_empty_categories_form_returns_to_single_summary_mode(invoke, store):
-    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    store.save_server_config(ServerConfig(guild_id=GUILD, categories=(PLANS,)))
     body = invoke(modal_submit("server:categories-edit:1", {f"category_{n}": "" for n in range(1, 6)}))
     assert store.get_server_config(GUILD).categories == ()
     assert "one running summary" in body["data"]["embeds"][0]["description"]
@@ -307,7 +310,7 @@ def test_the_form_offers_no_more_inputs_than_the_limit(invoke, monkeypatch):
     ids=["duplicate", "too-many", "long-label", "long-description"],
 )
 def test_bad_categories_are_refused_and_nothing_is_saved(invoke, store, values, complaint):
-    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    store.save_server_config(ServerConfig(guild_id=GUILD, categories=(PLANS,)))
     body = invoke(modal_submit("server:categories-edit:1", values))
     assert_ephemeral_error(body, "Nothing was saved", complaint)
     saved = store.get_server_config(GUILD)
@@ -319,7 +322,7 @@ def test_bad_categories_are_refused_and_nothing_is_saved(invoke, store, values, 
 
 def test_capabilities_without_options_show_the_current_state(invoke, store):
     store.save_server_config(
-        ServerConfig(server_id=GUILD, capabilities=Capabilities(self_teaching_enabled=False))
+        ServerConfig(guild_id=GUILD, capabilities=Capabilities(self_teaching_enabled=False))
     )
     body = invoke(command("capabilities", "manage"))
     assert fields(body) == {"short_term_memory": "on", "self_teaching": "off", "personal_memories": "on"}
@@ -370,7 +373,7 @@ def test_direct_messages_are_refused(invoke, table, attempt):
 
 
 def test_a_categories_form_that_comes_back_without_its_fields_changes_nothing(invoke, store):
-    store.save_server_config(ServerConfig(server_id=GUILD, categories=(PLANS,)))
+    store.save_server_config(ServerConfig(guild_id=GUILD, categories=(PLANS,)))
     submit = modal_submit("server:categories-edit:1", {})
     submit["data"]["components"] = []
     assert_ephemeral_error(invoke(submit), "Nothing was saved")
@@ -391,7 +394,7 @@ def test_help_stm_shows_the_values_in_force_and_every_macro_that_works(invoke, s
     monkeypatch.setenv("STM_JANITOR_RETENTION_DAYS", "30")
     get_settings.cache_clear()
     stm = StmConfig(refresh_cadence=9, nudge_injection_depth=4, content_injection_depth=1)
-    store.save_server_config(ServerConfig(server_id=GUILD, stm=stm))
+    store.save_server_config(ServerConfig(guild_id=GUILD, stm=stm))
     # When anyone asks for the guide there
     body = invoke(command("help", "stm", permissions="0"))
     # Then it states those values, not the defaults
@@ -463,7 +466,7 @@ def test_addressing_without_options_shows_the_current_words_and_stores_nothing(i
 
 def test_trigger_words_and_other_bots_set_by_command_are_what_the_relay_answers(invoke, store, relay_event):
     # Given a server whose persona was set before
-    store.save_server_config(ServerConfig(server_id=GUILD, stm=StmConfig(refresh_cadence=3)))
+    store.save_server_config(ServerConfig(guild_id=GUILD, stm=StmConfig(refresh_cadence=3)))
     assert (
         relay_event("MESSAGE_CREATE", relayed("hey Mimi, what's up", message_id="700000000000000001")) == 204
     )

@@ -174,7 +174,7 @@ def test_the_memories_group_has_exactly_the_contracts_subcommands_and_options():
 
 def test_the_list_shows_each_memory_with_its_id_status_author_channel_and_time(interact, seed, configs):
     # Given an active memory, a pending one, and one an earlier persona saved
-    configs.save_server_config(ServerConfig(server_id=GUILD, persona=Persona(lineage_id=2)))
+    configs.save_server_config(ServerConfig(guild_id=GUILD, persona=Persona(lineage_id=2)))
     quiz = seed("quiz night is on fridays", lineage=2)
     pending = seed("{bot} loves puns", author=BOB, status=MemoryStatus.PENDING, lineage=2)
     earlier = seed("the old rules", lineage=1)
@@ -309,7 +309,7 @@ def test_overrides_decide_privacy_and_the_bypass_reveals_nothing(interact, seed,
     # When #general is overridden private, #secret public... then only the bypass is on
     configs.save_server_config(
         ServerConfig(
-            server_id=GUILD, channel_privacy={GENERAL: PrivacyMode.PRIVATE, SECRET: PrivacyMode.PUBLIC}
+            guild_id=GUILD, channel_privacy={GENERAL: PrivacyMode.PRIVATE, SECRET: PrivacyMode.PUBLIC}
         )
     )
     overridden = interact(run("list", channel=THREAD_OF_SECRET, parent=SECRET))
@@ -422,7 +422,7 @@ def test_an_unknown_moderation_mode_saves_nothing(interact, configs):
     body = interact(run("moderation", mode="closed"))
 
     assert_ephemeral_error(body, "Nothing was saved", "mode must be open or approval")
-    assert configs.get_server_config(GUILD) == ServerConfig(server_id=GUILD)
+    assert configs.get_server_config(GUILD) == ServerConfig(guild_id=GUILD)
 
 
 # -- /server memories review -------------------------------------------------------------------------
@@ -451,7 +451,7 @@ def test_review_lists_pending_memories_oldest_first_with_approve_and_reject(inte
 def test_approving_makes_a_memory_recalled_and_rejecting_deletes_it(interact, table, seed, memories):
     # Given two pending memories, in a server in approval mode
     ConfigStore(table).save_server_config(
-        ServerConfig(server_id=GUILD, memory_moderation=MemoryModeration.APPROVAL)
+        ServerConfig(guild_id=GUILD, memory_moderation=MemoryModeration.APPROVAL)
     )
     quiz = seed("quiz night is on fridays", author=BOB, status=MemoryStatus.PENDING)
     puns = seed("loves puns", author=BOB, status=MemoryStatus.PENDING)
@@ -490,7 +490,7 @@ def test_review_shows_the_oldest_five_and_says_how_many_wait(interact, seed):
 
 def test_review_with_nothing_pending_says_whether_moderation_is_on(interact, configs):
     open_server = interact(run("review"))
-    configs.save_server_config(ServerConfig(server_id=GUILD, memory_moderation=MemoryModeration.APPROVAL))
+    configs.save_server_config(ServerConfig(guild_id=GUILD, memory_moderation=MemoryModeration.APPROVAL))
     approval_server = interact(run("review"))
 
     assert "Memory moderation is open" in embed(open_server)["description"]

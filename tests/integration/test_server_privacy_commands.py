@@ -40,7 +40,7 @@ def test_the_bypass_is_switched_and_shown(interact, store):
 
 
 def test_view_lists_the_overrides(interact, store):
-    store.save_server_config(ServerConfig(server_id=GUILD, channel_privacy={SECRET: PrivacyMode.PRIVATE}))
+    store.save_server_config(ServerConfig(guild_id=GUILD, channel_privacy={SECRET: PrivacyMode.PRIVATE}))
     shown = fields(interact(command("server", "privacy", "view")))
     assert f"<#{SECRET}>: private" in shown["Overrides"]
     assert "**Off**" in shown["Bypass"]
@@ -76,7 +76,7 @@ def test_refusals_change_nothing(interact, store, payload):
 
 def test_overrides_are_capped(interact, store):
     full = {str(10**17 + n): PrivacyMode.PRIVATE for n in range(MAX_PRIVACY_OVERRIDES)}
-    store.save_server_config(ServerConfig(server_id=GUILD, channel_privacy=full))
+    store.save_server_config(ServerConfig(guild_id=GUILD, channel_privacy=full))
     body = interact(command("server", "privacy", "channel", channel=SECRET, mode="public"))
     assert_ephemeral_error(body, "overrides")
     assert SECRET not in store.get_server_config(GUILD).channel_privacy

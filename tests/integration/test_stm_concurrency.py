@@ -31,7 +31,7 @@ def capture_concurrently(moto_server, limits) -> None:
         store = StmStore(moto_server.table())  # its own client: its own Lambda container
         loaded = store.load_turn(
             turn_memory_query(
-                server_id=SERVER,
+                guild_id=SERVER,
                 channel_id=CHANNEL,
                 user_id=USER,
                 parent_channel_id=None,

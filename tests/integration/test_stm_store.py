@@ -31,10 +31,10 @@ def _fresh_container(monkeypatch):
     monkeypatch.setattr(stm_service, "_persona_hints", {})
 
 
-def load(store: StmStore, *, server_id=SERVER, channel_id=CHANNEL, limits=LIMITS, now=NOW):
+def load(store: StmStore, *, guild_id=SERVER, channel_id=CHANNEL, limits=LIMITS, now=NOW):
     """The turn's read of its short-term memory, as the turn service makes it."""
     query = turn_memory_query(
-        server_id=server_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         user_id=USER,
         parent_channel_id=None,
@@ -42,7 +42,7 @@ def load(store: StmStore, *, server_id=SERVER, channel_id=CHANNEL, limits=LIMITS
         limits=limits,
     )
     loaded = store.load_turn(query)
-    remember_persona(server_id, loaded.config.persona)
+    remember_persona(guild_id, loaded.config.persona)
     return loaded
 
 
@@ -201,13 +201,13 @@ def test_a_turn_loads_in_two_requests_and_sees_other_channels_newest_first(table
 
 
 def test_a_wrong_persona_guess_costs_one_get_and_still_reads_the_right_row(table):
-    ConfigStore(table).save_server_config(ServerConfig(server_id=SERVER, persona=Persona(persona_id="aoi")))
+    ConfigStore(table).save_server_config(ServerConfig(guild_id=SERVER, persona=Persona(persona_id="aoi")))
     store = StmStore(table)
     store.write_memory(identity(persona="aoi"), StmUpdate(summary="aoi's"), (), NOW, LIMITS.retention)
     store.write_memory(identity(persona="kioku"), StmUpdate(summary="kioku's"), (), NOW, LIMITS.retention)
     counter = RequestCounter(table)
-    first = load(store, server_id=SERVER)
-    second = load(store, server_id=SERVER)  # the container now knows the persona
+    first = load(store, guild_id=SERVER)
+    second = load(store, guild_id=SERVER)  # the container now knows the persona
     assert first.state.current.summary == second.state.current.summary == "aoi's"
     assert counter.calls == ["BatchGetItem", "GetItem", "Query", "BatchGetItem", "Query"]
 
@@ -216,7 +216,7 @@ def test_cross_server_folding_adds_the_users_dm_row_without_another_request(tabl
     ConfigStore(table).save_user_profile(UserProfile(user_id=USER, cross_server_opt_in=True))
     store = StmStore(table)
     store.write_memory(
-        identity("dm-1", server_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
+        identity("dm-1", guild_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
     )
     counter = RequestCounter(table)
     loaded = load(store)
@@ -228,7 +228,7 @@ def test_cross_server_folding_adds_the_users_dm_row_without_another_request(tabl
 def test_without_the_opt_in_the_dm_row_stays_out_even_though_it_was_read(table):
     store = StmStore(table)
     store.write_memory(
-        identity("dm-1", server_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
+        identity("dm-1", guild_id=None), StmUpdate(summary="from DMs"), (), NOW, LIMITS.retention
     )
     store.write_memory(identity("200"), StmUpdate(summary="from #200"), (), NOW, LIMITS.retention)
     loaded = load(store)
@@ -242,7 +242,7 @@ def test_a_dm_row_idle_past_the_retention_is_not_folded(table):
     store = StmStore(table)
     stale = NOW - LIMITS.retention - MINUTE
     store.write_memory(
-        identity("dm-1", server_id=None), StmUpdate(summary="old DMs"), (), stale, LIMITS.retention
+        identity("dm-1", guild_id=None), StmUpdate(summary="old DMs"), (), stale, LIMITS.retention
     )
     assert load(store).state.others == ()
 
@@ -290,11 +290,11 @@ def test_a_write_in_one_container_is_seen_by_the_next_read_in_another(table):
 
 def test_a_turn_captured_in_a_server_notes_where_the_speakers_lines_are_and_a_dm_needs_no_note(table):
     store = StmStore(table)
-    for server_id in (SERVER, None):
-        here = turn(server_id=server_id)
-        memory = ShortTermMemoryTurn(store, here, load(store, server_id=server_id).state, LIMITS)
-        store.capture_turn(memory.capture_of([message(f"hello from {server_id}")]))
-    assert store.get(identity(server_id=None).address).crude[0].text == "hello from None"
+    for guild_id in (SERVER, None):
+        here = turn(guild_id=guild_id)
+        memory = ShortTermMemoryTurn(store, here, load(store, guild_id=guild_id).state, LIMITS)
+        store.capture_turn(memory.capture_of([message(f"hello from {guild_id}")]))
+    assert store.get(identity(guild_id=None).address).crude[0].text == "hello from None"
     assert [row.address for row in store.rows_with_lines_of(USER)] == [identity().address]
 
 
@@ -391,7 +391,7 @@ def test_a_dm_summary_of_words_said_before_the_forget_all_does_not_bring_the_dm_
     # Given Alice forgot everything a minute after the message a DM turn answers
     store, sent = StmStore(table), NOW - 2 * MINUTE
     TurnLedger(table).forget_turns_of(USER, sent + MINUTE)
-    dm = identity(server_id=None)
+    dm = identity(guild_id=None)
     # When the turn's model writes the DM's summary
     with pytest.raises(SpeakerForgotten):
         store.write_memory(
@@ -400,7 +400,7 @@ def test_a_dm_summary_of_words_said_before_the_forget_all_does_not_bring_the_dm_
     # Then no DM row is there; through the tool, the model is told nothing was saved
     assert store.get(dm.address) is None
     tool = ShortTermMemoryTurn(
-        store, turn(server_id=None, sent_at=sent), load(store, server_id=None).state, LIMITS
+        store, turn(guild_id=None, sent_at=sent), load(store, guild_id=None).state, LIMITS
     )
     result = tool.run_update_tool({"summary": "Alice's secret"})
     assert result.status == "error" and "forget everything" in result.data["message"]

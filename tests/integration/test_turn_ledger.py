@@ -170,7 +170,7 @@ DM = StmRowIdentity(StmAddress.of(None, KEY.author_id, CHANNEL, "kioku"), lineag
 def _memory() -> TurnMemoryQuery:
     """The turn's read of its short-term memory, in the DM of ``KEY``'s author."""
     return TurnMemoryQuery(
-        server_id=None,
+        guild_id=None,
         channel_id=CHANNEL,
         user_id=KEY.author_id,
         parent_channel_id=None,

@@ -80,7 +80,7 @@ def make_turn(
     *,
     user: Participant = ALICE,
     participants: Sequence[Participant] = (ALICE, BOB, MARY, BRIDGED, OTHER_BOT),
-    server_id: str | None = SERVER,
+    guild_id: str | None = SERVER,
     lineage: int = 1,
     capabilities: Capabilities = DEFAULT_CAPABILITIES,
     llm_has_tools: bool = True,
@@ -90,10 +90,10 @@ def make_turn(
     author_ids: Sequence[str] | None = None,
 ) -> TurnContext:
     config = ServerConfig(
-        server_id=server_id, persona=Persona(lineage_id=lineage, name="Kioku"), capabilities=capabilities
+        guild_id=guild_id, persona=Persona(lineage_id=lineage, name="Kioku"), capabilities=capabilities
     )
     return TurnContext(
-        server_id=server_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         user=user,
         bot=BOT,
@@ -114,7 +114,7 @@ def turn_recall(turn: TurnContext, store: FakeMemoryStore) -> ContextItem | None
     the people ``recall_subjects`` names, read for the turn's place, then ``recall_context``."""
     subjects = [person.user_id for person in recall_subjects(turn)]
     memories = store.recall(
-        turn.server_id,
+        turn.guild_id,
         turn.config.persona.lineage_id,
         subjects,
         place=turn.place,
@@ -216,7 +216,7 @@ class FakeMemoryStore:
 
     def recall(
         self,
-        server_id: str | None,
+        guild_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
         *,
@@ -228,7 +228,7 @@ class FakeMemoryStore:
         def shown(memories: list[Memory]) -> tuple[Memory, ...]:
             return tuple(memory for memory in memories if memory.recallable_at(place, policy))
 
-        server = shown(self.in_scope(ScopeKind.SERVER, server_id, {lineage})) if server_id else ()
+        server = shown(self.in_scope(ScopeKind.SERVER, guild_id, {lineage})) if guild_id else ()
         personal = {
             user_id: shown(self.in_scope(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE}))
             for user_id in user_ids

@@ -35,13 +35,13 @@ def config(**stm: object) -> ServerConfig:
     """A server config; keyword arguments go to its StmConfig unless they name a ServerConfig field."""
     server_fields = {k: v for k, v in stm.items() if k in ServerConfig.__dataclass_fields__}
     stm_fields = {k: v for k, v in stm.items() if k not in server_fields}
-    return replace(ServerConfig(server_id=SERVER, stm=StmConfig(**stm_fields)), **server_fields)
+    return replace(ServerConfig(guild_id=SERVER, stm=StmConfig(**stm_fields)), **server_fields)
 
 
 def turn(
     server_config: ServerConfig | None = None,
     *,
-    server_id: str | None = SERVER,
+    guild_id: str | None = SERVER,
     channel_id: str = CHANNEL,
     parent_channel_id: str | None = None,
     opted_in: bool = False,
@@ -51,10 +51,10 @@ def turn(
     base = server_config or config()
     if not stm_enabled:
         base = replace(base, capabilities=Capabilities(short_term_memory_enabled=False))
-    if server_id is None:
-        base = replace(base, server_id=None)
+    if guild_id is None:
+        base = replace(base, guild_id=None)
     return TurnContext(
-        server_id=server_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         parent_channel_id=parent_channel_id,
         user=ALICE,
@@ -86,7 +86,7 @@ def row(
     summary: str | None = None,
     categories: dict[str, str] | None = None,
     crude: tuple[CrudeMessage, ...] = (),
-    server_id: str | None = SERVER,
+    guild_id: str | None = SERVER,
     user_id: str | None = None,
     lineage_id: int = 1,
     persona_id: str = "kioku",
@@ -99,9 +99,7 @@ def row(
 ) -> StmEntry:
     written = NOW - (content_age if content_age is not None else age)
     return StmEntry(
-        address=StmAddress(
-            channel_id=channel_id, persona_id=persona_id, server_id=server_id, user_id=user_id
-        ),
+        address=StmAddress(channel_id=channel_id, persona_id=persona_id, guild_id=guild_id, user_id=user_id),
         lineage_id=lineage_id,
         last_updated=NOW - age,
         parent_channel_id=parent_channel_id,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from kioku.adapters.discord_rest import DiscordError
+from kioku.adapters.guild_directory import GuildDirectory
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
-from kioku.services.guild_directory import GuildDirectory
 
 GUILD, CHANNEL, THREAD = "900", "100", "150"
 VIEW = 1 << 10

@@ -116,7 +116,7 @@ def test_nothing_remembered_is_no_item():
 
 def test_a_direct_message_shows_personal_memories_only():
     store = stocked_store()
-    text = turn_recall(make_turn(server_id=None, participants=(ALICE,)), store).content
+    text = turn_recall(make_turn(guild_id=None, participants=(ALICE,)), store).content
     assert "Rust" in text and "movie night" not in text
 
 
@@ -148,7 +148,7 @@ def test_only_people_taking_part_have_their_personal_memories_loaded():
 
 
 def test_in_a_direct_message_only_the_partners_memories_are_loaded():
-    assert [person.user_id for person in recall_subjects(make_turn(server_id=None))] == [ALICE.user_id]
+    assert [person.user_id for person in recall_subjects(make_turn(guild_id=None))] == [ALICE.user_id]
 
 
 def test_memories_are_recalled_only_where_their_origin_allows():

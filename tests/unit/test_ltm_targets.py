@@ -82,7 +82,7 @@ def test_a_name_of_someone_who_left_goes_on_down_the_ladder_to_a_member_of_that_
 
 @pytest.mark.parametrize("target", ["Alice", "alice", "<@101>", "101"])
 def test_in_a_direct_message_the_partner_is_the_only_person(target):
-    turn = make_turn(server_id=None)
+    turn = make_turn(guild_id=None)
     resolution = resolve_target(target, turn, Search([]), member_lookup)
     assert (resolution.kind, resolution.user.user_id) == (TargetKind.USER, ALICE.user_id)
 
@@ -90,7 +90,7 @@ def test_in_a_direct_message_the_partner_is_the_only_person(target):
 @pytest.mark.parametrize("target", ["Bob", "<@102>", "102", "123456789012345678"])
 def test_in_a_direct_message_nobody_else_is_a_target(target):
     search = Search([member("102", "bob")])
-    turn = make_turn(server_id=None)
+    turn = make_turn(guild_id=None)
     assert resolve_target(target, turn, search, member_lookup).kind is TargetKind.NOT_FOUND
     assert search.queries == []
 
@@ -230,7 +230,7 @@ def test_nobody_by_that_name_is_not_found():
 
 def test_a_direct_message_does_not_search_a_guild():
     search = Search([member("201", "zee")])
-    resolution = resolve_target("zee", make_turn(server_id=None), search)
+    resolution = resolve_target("zee", make_turn(guild_id=None), search)
     assert resolution.kind is TargetKind.NOT_FOUND
     assert search.queries == []
 
@@ -266,5 +266,5 @@ def test_someone_whose_name_carries_the_affix_is_found_first():
 def test_affixes_alone_or_around_the_bot_resolve_as_the_rest_of_the_ladder_says():
     assert resolve_target("Master", make_turn(), Search([]), member_lookup).kind is TargetKind.NOT_FOUND
     assert resolve_target("Kioku-san", make_turn(), Search([]), member_lookup).kind is TargetKind.BOT_SELF
-    dm = resolve_target("Alice-chan", make_turn(server_id=None), Search([]), member_lookup)
+    dm = resolve_target("Alice-chan", make_turn(guild_id=None), Search([]), member_lookup)
     assert (dm.kind, dm.user.user_id) == (TargetKind.USER, ALICE.user_id)

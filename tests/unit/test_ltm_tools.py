@@ -231,7 +231,7 @@ def test_bad_arguments_get_their_status_and_store_nothing(arguments, status):
 
 def test_a_server_memory_in_a_direct_message_is_an_invalid_scope():
     result = create(
-        {"memory_content": "a fact", "memory_scope": "server_wide"}, turn=make_turn(server_id=None)
+        {"memory_content": "a fact", "memory_scope": "server_wide"}, turn=make_turn(guild_id=None)
     )
     assert result.status == SaveStatus.INVALID_SCOPE
 
@@ -481,7 +481,7 @@ def test_another_bot_gets_a_server_memory_instead():
 
 def test_in_a_direct_message_only_the_partner_is_a_target():
     store = FakeMemoryStore()
-    dm = make_turn(server_id=None)
+    dm = make_turn(guild_id=None)
     refused = create(
         {"memory_content": "{user} x", "memory_scope": "target_user", "target_user": "<@102>"},
         turn=dm,

@@ -298,13 +298,13 @@ FOLDING = [
 def test_cross_server_folding_only_brings_in_the_users_own_dm_rows_when_opted_in(
     guild, opted_in, owner, shown
 ):
-    dm_row = row("dm-channel", summary="FROM-DMS", server_id=None, user_id=owner)
-    here = turn(server_id=SERVER if guild else None, opted_in=opted_in)
+    dm_row = row("dm-channel", summary="FROM-DMS", guild_id=None, user_id=owner)
+    here = turn(guild_id=SERVER if guild else None, opted_in=opted_in)
     assert any("FROM-DMS" in t for t in texts(build(here, others=[dm_row]))) is shown
 
 
 def test_another_servers_rows_are_never_folded_in():
-    foreign = row("200", summary="FOREIGN", server_id="other-server")
+    foreign = row("200", summary="FOREIGN", guild_id="other-server")
     assert build(turn(opted_in=True), others=[foreign]).memory_items == ()
 
 

@@ -54,7 +54,7 @@ def test_an_address_belongs_to_exactly_one_of_a_server_or_a_user():
     with pytest.raises(ValueError):
         StmAddress(channel_id="1", persona_id="p")
     with pytest.raises(ValueError):
-        StmAddress(channel_id="1", persona_id="p", server_id="s", user_id="u")
+        StmAddress(channel_id="1", persona_id="p", guild_id="s", user_id="u")
     assert StmAddress.of(None, "u", "1", "p").is_dm
     assert not StmAddress.of("s", "u", "1", "p").is_dm
 

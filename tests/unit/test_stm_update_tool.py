@@ -164,7 +164,7 @@ def test_values_are_trimmed_macro_expanded_sanitised_and_cut():
 
 
 def test_in_a_dm_the_users_own_row_keeps_the_user_token():
-    memory, store = stm_turn(turn(server_id=None))
+    memory, store = stm_turn(turn(guild_id=None))
     assert memory.run_update_tool({"summary": "{user} is learning the cello"}).ok
     assert store.writes[0].summary == "{user} is learning the cello"
 

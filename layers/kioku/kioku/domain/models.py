@@ -81,7 +81,7 @@ class ServerConfig:
     A server with no stored row, and every DM, gets these defaults.
     """
 
-    server_id: str | None = None
+    guild_id: str | None = None
     persona: Persona = field(default_factory=Persona)
     capabilities: Capabilities = field(default_factory=Capabilities)
     channel_privacy: Mapping[str, PrivacyMode] = field(default_factory=dict)
@@ -96,7 +96,7 @@ class ServerConfig:
     @property
     def privacy(self) -> PrivacyPolicy:
         """The channel overrides and the bypass, as the privacy rules take them."""
-        return PrivacyPolicy(self.server_id, self.channel_privacy, self.stm_privacy_bypass)
+        return PrivacyPolicy(self.guild_id, self.channel_privacy, self.stm_privacy_bypass)
 
 
 @dataclass(frozen=True, slots=True)

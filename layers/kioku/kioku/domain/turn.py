@@ -27,7 +27,7 @@ class BotIdentity:
 
 @dataclass(frozen=True, slots=True)
 class TurnContext:
-    server_id: str | None
+    guild_id: str | None
     channel_id: str
     user: Participant
     bot: BotIdentity
@@ -52,19 +52,19 @@ class TurnContext:
 
     @property
     def is_dm(self) -> bool:
-        return self.server_id is None
+        return self.guild_id is None
 
     @property
     def place(self) -> Place:
-        return Place(self.server_id, self.channel_id, self.parent_channel_id)
+        return Place(self.guild_id, self.channel_id, self.parent_channel_id)
 
     @property
     def origin(self) -> Origin:
         """What this turn writes is stamped with this."""
-        if self.server_id is None:
+        if self.guild_id is None:
             return Origin.direct_message(self.channel_id)
         return Origin(
-            guild_id=self.server_id,
+            guild_id=self.guild_id,
             channel_id=self.channel_id,
             parent_channel_id=self.parent_channel_id,
             private=self.channel_private,

@@ -1,8 +1,8 @@
 """The Discord interactions endpoint: verify, then parse, then route.
 
 Only the standard library and PyNaCl are imported up front; the logger and metrics (Powertools),
-the settings (pydantic) and the command router (boto3, httpx) are imported on the first real
-command, so a PING or a rejected request never pays for them.
+the settings (pydantic), the composition root and the command router (boto3, httpx) are imported
+on the first real command, so a PING or a rejected request never pays for them.
 """
 
 from __future__ import annotations
@@ -40,13 +40,14 @@ def _answer(body: bytes, context: Any) -> dict[str, Any]:
     if payload["type"] == INTERACTION_PING:
         return json_response(200, {"type": RESPONSE_PONG})
 
+    from kioku.entrypoints.composition import container
     from kioku.observability import Metric, count, invocation
     from kioku.services.commands.router import InvalidInteraction, route_interaction
 
     with invocation(context, **_correlation_keys(payload)):
         count(Metric.COMMANDS)
         try:
-            return json_response(200, route_interaction(payload))
+            return json_response(200, route_interaction(payload, container()))
         except InvalidInteraction as exc:
             return error_response(400, str(exc))
 

@@ -7,9 +7,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kioku import clock
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.config import get_settings
+from kioku.entrypoints.composition import container
 from kioku.observability import Metric, count, invocation, logger
 
 
@@ -19,9 +17,9 @@ def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None =
 
 
 def _purge(moment: datetime) -> dict[str, int]:
-    settings = get_settings()
-    idle_before = moment - timedelta(days=settings.STM_JANITOR_RETENTION_DAYS)
-    report = StmStore(KiokuTable(settings.TABLE_NAME)).purge_idle(idle_before)
+    parts = container()
+    idle_before = moment - timedelta(days=parts.settings.STM_JANITOR_RETENTION_DAYS)
+    report = parts.stm_store.purge_idle(idle_before)
     count(Metric.STM_ROWS_PURGED, report.deleted)
     logger.info(
         "short-term memory janitor: %d idle rows found, %d deleted, %d resumed meanwhile and kept",

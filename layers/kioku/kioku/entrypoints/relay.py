@@ -19,11 +19,11 @@ from kioku.domain.addressing import (
 )
 from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
 from kioku.domain.models import ServerConfig
+from kioku.entrypoints.composition import container
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
 from kioku.observability import Metric, correlate, count, invocation, logger
 from kioku.public_keys import public_key_from_env
-from kioku.services import warm
 
 _NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}
 
@@ -58,9 +58,9 @@ def _answer(body: bytes) -> dict[str, Any]:
     correlate(message_id=message.message_id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
-    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(server_id=message.guild_id))
+    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
-        config = warm.config_store().get_server_config(message.guild_id)
+        config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(message, bot_user_id=bot_user_id, config=config)
     if not decision.answer:
         count(Metric.RELAY_IGNORED)
@@ -70,7 +70,7 @@ def _answer(body: bytes) -> dict[str, Any]:
     from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob
 
     try:
-        warm.turn_queue().enqueue(TurnJob.from_gateway_message(dict(message.raw)).fitted())
+        container().turn_queue.enqueue(TurnJob.from_gateway_message(dict(message.raw)).fitted())
     except InvalidTurnJob as exc:
         return error_response(400, f"invalid relay event: {exc}")
     except QueueUnavailable:
@@ -85,7 +85,7 @@ def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
     from kioku.services.channel_events import apply_channel_event
 
     try:
-        apply_channel_event(event, warm.stm_store())
+        apply_channel_event(event, container().stm_store)
     except StoreError:
         logger.exception("could not apply %s for channel %s", event.kind, event.channel_id)
         return error_response(503, "could not apply the channel event; retry")
@@ -97,7 +97,7 @@ def _reconcile_guild(snapshot: GuildSnapshot) -> dict[str, Any]:
     from kioku.services.channel_events import reconcile_guild
 
     try:
-        report = reconcile_guild(snapshot, warm.stm_store())
+        report = reconcile_guild(snapshot, container().stm_store)
     except StoreError:
         logger.exception("could not reconcile guild %s", snapshot.guild_id)
         return error_response(503, "could not reconcile the guild's memory; retry")

@@ -19,22 +19,19 @@ duplicated job neither replies nor counts again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Any, Final
 
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
-from pydantic import SecretStr
 
 from kioku import clock
-from kioku.config import Settings, get_settings
-from kioku.domain.ltm.ports import Embedder
+from kioku.config import get_settings
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
+from kioku.entrypoints.composition import container
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
-from kioku.services import warm
 from kioku.services.ltm import CREATE_TOOL_NAME
-from kioku.services.turn import TurnRecord, TurnService
+from kioku.services.turn import TurnRecord
 
 RETRY_DELAY_SECONDS: Final = 30
 DEAD_LETTER_HOLD_SECONDS: Final = 180
@@ -49,45 +46,6 @@ SAVED_STATUSES: Final = frozenset({SaveStatus.SAVED, SaveStatus.PENDING_REVIEW})
 turn_observers: list[Callable[[TurnRecord], None]] = []
 """Told of each turn this container finishes. A deployed worker has none, so it keeps no turn; the
 playground registers one to show a turn's model requests (``:context``, the web inspector)."""
-
-
-@lru_cache(maxsize=1)
-def turn_service(settings: Settings) -> TurnService:
-    from kioku.adapters.discord_rest import DiscordRest
-    from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
-    from kioku.adapters.dynamodb.stm_store import StmStore
-    from kioku.adapters.dynamodb.table import KiokuTable
-    from kioku.adapters.dynamodb.turn_ledger import RateLedger
-    from kioku.adapters.dynamodb.turn_repository import TurnRepository
-    from kioku.adapters.llm.registry import make_chat_model
-    from kioku.adapters.secrets import load_secrets
-
-    secrets = load_secrets(settings)
-    table = KiokuTable(settings.TABLE_NAME)
-    model_settings = settings
-    if secrets.llm_api_key:
-        model_settings = settings.model_copy(update={"LLM_API_KEY": SecretStr(secrets.llm_api_key)})
-    stm_store = StmStore(table)
-    ltm_store = DynamoMemoryStore(table, layout=BookLayout.from_settings(settings))
-    return TurnService(
-        settings=settings,
-        discord=DiscordRest(settings.DISCORD_API_BASE_URL, secrets.discord_bot_token),
-        model=make_chat_model(model_settings),
-        stm_store=stm_store,
-        ltm_store=ltm_store,
-        turns=TurnRepository(table, stm_store, ltm_store),
-        rates=RateLedger(table),
-        embedder=_embedder(settings, secrets.llm_api_key),
-    )
-
-
-def _embedder(settings: Settings, api_key: str | None) -> Embedder | None:
-    """``EMBEDDINGS_MODEL``'s client, imported only when it is set."""
-    if not settings.EMBEDDINGS_MODEL:
-        return None
-    from kioku.adapters.llm.embeddings import OpenAIEmbeddings
-
-    return OpenAIEmbeddings.from_settings(settings, api_key=api_key)
 
 
 def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, Any]:
@@ -106,7 +64,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     try:
         if job.source is TurnSource.EXPORT:
             return _export(job)
-        turn = turn_service(get_settings()).run(
+        turn = container().turn_service.run(
             job,
             redelivered=_receive_count(record) > 1,
             time_left=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
@@ -138,7 +96,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
     limit = get_settings().TURN_MAX_ATTEMPTS
     delivery = f"{record.message_id}#{_receive_count(record)}"
     try:
-        attempt = warm.turn_ledger().count_failed_attempt(
+        attempt = container().turn_ledger.count_failed_attempt(
             job.source.value, job.turn_id, delivery, clock.now()
         )
     except StoreError:
@@ -149,7 +107,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
         reason = f"{why}: {_describe(exc)}"
         if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
             try:
-                warm.turn_ledger().forget_attempts(job.source.value, job.turn_id)
+                container().turn_ledger.forget_attempts(job.source.value, job.turn_id)
             except StoreError:
                 logger.warning("turn %s, if redriven, starts with its attempts counted", job.turn_id)
             return {"dead_lettered": reason}
@@ -172,7 +130,7 @@ def _dead_letter(record: SQSRecord, reason: str, *, attempt: int, error: Excepti
     it cannot be moved (no dead-letter queue configured, SQS unreachable): the caller retries."""
     from kioku.adapters.turn_queue import QueueUnavailable
 
-    queue = warm.dead_letter_queue()
+    queue = container().dead_letter_queue
     if queue is None:
         logger.error("TURN_DEAD_LETTER_QUEUE_URL is not set: SQS message %s stays queued", record.message_id)
         return False
@@ -228,10 +186,10 @@ def count_turn(turn: TurnRecord) -> None:
 
 def _export(job: TurnJob) -> dict[str, Any]:
 
-    from kioku.services.personal_memories import send_export
+    from kioku.services.memory_control import send_export
 
-    service = turn_service(get_settings())
-    send_export(job, service.discord, service.ltm_store, service.stm_store, clock.now())
+    parts = container()
+    send_export(job, parts.discord, parts.ltm_store, parts.stm_store, parts.clock())
     return {"exported": True}
 
 
@@ -239,7 +197,7 @@ def _retry_soon(receipt_handle: str, seconds: int = RETRY_DELAY_SECONDS) -> None
     from kioku.adapters.turn_queue import QueueUnavailable
 
     try:
-        warm.turn_queue().retry_soon(receipt_handle, seconds)
+        container().turn_queue.retry_soon(receipt_handle, seconds)
     except QueueUnavailable:
         logger.warning("the turn's message waits for the queue's visibility timeout instead of %d s", seconds)
 

@@ -191,11 +191,9 @@ class LocalStack:
 def _forget_warm_containers() -> None:
     """A new stack is a new deployment: drop the clients the functions kept warm for an earlier
     stack in this process, which point at that stack's (stopped) moto server and queue."""
-    from kioku.entrypoints import turn_worker
-    from kioku.services import warm
+    from kioku.entrypoints import composition
 
-    warm.forget()
-    turn_worker.turn_service.cache_clear()
+    composition.forget()
 
 
 def gateway_dispatch(message: dict[str, Any], guild_id: str | None, member: dict[str, Any] | None) -> bytes:

@@ -384,7 +384,7 @@ def _create(
                 return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
         else:
             return _unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
-    if target is None and turn.server_id is None:
+    if target is None and turn.guild_id is None:
         return _result(SaveStatus.INVALID_SCOPE, "a direct message has no server; use target_user")
     content = clean_content(request.content)
     lineage = turn.config.persona.lineage_id
@@ -397,7 +397,7 @@ def _create(
     named = subject if about_subject else None
     if target is None:
         content = pin_user_token(content, subject.display_name)
-        scope, limit = MemoryScope.server(turn.server_id or "", lineage), settings.MAX_SERVER_MEMORIES
+        scope, limit = MemoryScope.server(turn.guild_id or "", lineage), settings.MAX_SERVER_MEMORIES
         if turn.config.memory_moderation is MemoryModeration.APPROVAL and not (
             speaker_manages_server is not None and speaker_manages_server()
         ):
@@ -476,12 +476,12 @@ def _update(
     owners: list[tuple[ScopeKind, TargetUser]] = []
     speaker = _speaker(turn)
     if request.target_user is None:
-        if turn.server_id is not None:
+        if turn.guild_id is not None:
             owners.append((ScopeKind.SERVER, speaker))
         owners.append((ScopeKind.PERSONAL, speaker))
     else:
         resolution = resolve_target(request.target_user, turn, search_members, lookup_member)
-        if resolution.kind in _SERVER_FALLBACK and turn.server_id is not None:
+        if resolution.kind in _SERVER_FALLBACK and turn.guild_id is not None:
             owners.append((ScopeKind.SERVER, speaker))
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             owners.append((ScopeKind.PERSONAL, resolution.user))
@@ -589,7 +589,7 @@ def _find(
     a user's global ones) that may be recalled here, about or by the speaker. Anything else is
     reported as not found, so nobody learns that it exists."""
     for kind, subject in owners:
-        owner_id = turn.server_id if kind is ScopeKind.SERVER else subject.user_id
+        owner_id = turn.guild_id if kind is ScopeKind.SERVER else subject.user_id
         memory = store.find(kind, owner_id or "", memory_id)
         visible = {lineage} if kind is ScopeKind.SERVER else {lineage, GLOBAL_LINEAGE}
         if (

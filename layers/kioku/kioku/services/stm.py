@@ -42,21 +42,21 @@ logger = logging.getLogger(__name__)
 _persona_hints: dict[str, Persona] = {}
 
 
-def hinted_persona(server_id: str | None) -> Persona:
-    """The persona this container last saw on ``server_id``: a guess for the keys of the turn's
+def hinted_persona(guild_id: str | None) -> Persona:
+    """The persona this container last saw on ``guild_id``: a guess for the keys of the turn's
     first read, checked against the configuration that read returns."""
-    return _persona_hints.get(server_id or "", Persona())
+    return _persona_hints.get(guild_id or "", Persona())
 
 
-def remember_persona(server_id: str | None, persona: Persona) -> None:
-    """Note the persona a turn's read found on ``server_id``: the next turn's guess."""
-    if server_id:
-        _persona_hints[server_id] = persona
+def remember_persona(guild_id: str | None, persona: Persona) -> None:
+    """Note the persona a turn's read found on ``guild_id``: the next turn's guess."""
+    if guild_id:
+        _persona_hints[guild_id] = persona
 
 
 def turn_memory_query(
     *,
-    server_id: str | None,
+    guild_id: str | None,
     channel_id: str,
     user_id: str,
     parent_channel_id: str | None,
@@ -67,11 +67,11 @@ def turn_memory_query(
     requests (cross-server folding included): the row of the persona this container last saw, and the
     other channels' rows active within the retention."""
     return TurnMemoryQuery(
-        server_id=server_id,
+        guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=hinted_persona(server_id).persona_id,
+        persona_hint=hinted_persona(guild_id).persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
@@ -97,7 +97,7 @@ class ShortTermMemoryTurn:
         self._limits = limits
         self._identity = StmRowIdentity(
             address=StmAddress.of(
-                turn.server_id, turn.user.user_id, turn.channel_id, turn.config.persona.persona_id
+                turn.guild_id, turn.user.user_id, turn.channel_id, turn.config.persona.persona_id
             ),
             lineage_id=turn.config.persona.lineage_id,
             parent_channel_id=turn.parent_channel_id,

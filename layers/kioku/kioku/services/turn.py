@@ -28,6 +28,7 @@ from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
 from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRead, TurnRepository
+from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
@@ -57,7 +58,6 @@ from kioku.domain.turn import BotIdentity, TurnAlreadyRecorded, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.guild_directory import GuildDirectory
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
 
@@ -255,11 +255,11 @@ class TurnService:
         state.dialogue = self._dialogue(state.history, bot.user_id, names, guessed_name)
         state.dialogue_bot_name = guessed_name
         state.turn = TurnContext(
-            server_id=job.guild_id,
+            guild_id=job.guild_id,
             channel_id=job.channel_id,
             user=_author(job, participants),
             bot=bot,
-            config=ServerConfig(server_id=job.guild_id),
+            config=ServerConfig(guild_id=job.guild_id),
             profile=UserProfile(user_id=state.key.author_id),
             now=state.now,
             parent_channel_id=state.channel.parent_channel_id,
@@ -287,7 +287,7 @@ class TurnService:
         read = self.turns.read(
             state.key,
             turn_memory_query(
-                server_id=job.guild_id,
+                guild_id=job.guild_id,
                 channel_id=job.channel_id,
                 user_id=turn.user.user_id,
                 parent_channel_id=turn.parent_channel_id,
@@ -581,10 +581,10 @@ class TurnService:
 
     def _manages_server(self, turn: TurnContext, member: dict[str, Any] | None) -> bool:
         assert self.directory is not None
-        if turn.server_id is None:
+        if turn.guild_id is None:
             return False
         try:
-            return self.directory.manages_server(turn.server_id, turn.user.user_id, member)
+            return self.directory.manages_server(turn.guild_id, turn.user.user_id, member)
         except (DiscordError, ValueError):
             logger.warning("could not tell whether the speaker manages the server; treated as a member")
             return False

@@ -35,12 +35,12 @@ class ConfigStore:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
 
-    def get_server_config(self, server_id: str) -> ServerConfig:
-        return server_config_from_item(self._table.get(server_config_key(server_id)), server_id)
+    def get_server_config(self, guild_id: str) -> ServerConfig:
+        return server_config_from_item(self._table.get(server_config_key(guild_id)), guild_id)
 
     def save_server_config(self, config: ServerConfig) -> ServerConfig:
         """Store ``config`` if nobody saved since it was read (its ``version``); returns the saved one."""
-        if not config.server_id:
+        if not config.guild_id:
             raise ValueError("a DM has no server configuration to save")
         saved = replace(config, version=config.version + 1)
         try:
@@ -51,7 +51,7 @@ class ConfigStore:
                 values={":read_version": config.version},
             )
         except ConditionFailed as exc:
-            raise StaleConfiguration(server_config_from_item(exc.old_item, config.server_id)) from exc
+            raise StaleConfiguration(server_config_from_item(exc.old_item, config.guild_id)) from exc
         return saved
 
     def get_user_profile(self, user_id: str) -> UserProfile:
@@ -71,15 +71,15 @@ class ConfigStore:
         return saved
 
 
-def server_config_from_item(item: Item | None, server_id: str | None) -> ServerConfig:
+def server_config_from_item(item: Item | None, guild_id: str | None) -> ServerConfig:
     if item is None:
-        return ServerConfig(server_id=server_id)
+        return ServerConfig(guild_id=guild_id)
     persona = item.get("persona", {})
     capabilities = item.get("capabilities", {})
     stm = item.get("stm", {})
     defaults = StmConfig()
     return ServerConfig(
-        server_id=server_id,
+        guild_id=guild_id,
         persona=Persona(
             persona_id=str(persona.get("persona_id", Persona.persona_id)),
             lineage_id=int(persona.get("lineage_id", Persona.lineage_id)),
@@ -125,7 +125,7 @@ _CAPABILITY_FLAGS = frozenset(Capabilities.__dataclass_fields__)
 def server_config_to_item(config: ServerConfig) -> Item:
     stm = config.stm
     return {
-        **server_config_key(config.server_id or "").as_item(),
+        **server_config_key(config.guild_id or "").as_item(),
         "persona": {
             "persona_id": config.persona.persona_id,
             "lineage_id": config.persona.lineage_id,

@@ -118,13 +118,13 @@ def owner_pk(kind: ScopeKind, owner_id: str) -> str:
 
 
 def _stm_pk(address: StmAddress) -> str:
-    if address.server_id:
-        return _guild_stm_pk(address.server_id)
+    if address.guild_id:
+        return _guild_stm_pk(address.guild_id)
     return _dm_stm_pk(address.user_id or "")
 
 
-def _guild_stm_pk(server_id: str) -> str:
-    return f"{GUILD_STM_PARTITION}{server_id}"
+def _guild_stm_pk(guild_id: str) -> str:
+    return f"{GUILD_STM_PARTITION}{guild_id}"
 
 
 def _dm_stm_pk(user_id: str) -> str:
@@ -138,8 +138,8 @@ def _turn_pk(source: str, turn_id: str) -> str:
 # -- server configuration and people ---------------------------------------------------------------------
 
 
-def server_config_key(server_id: str) -> ItemKey:
-    return ItemKey(f"{SERVER_PARTITION}{server_id}", CONFIG)
+def server_config_key(guild_id: str) -> ItemKey:
+    return ItemKey(f"{SERVER_PARTITION}{guild_id}", CONFIG)
 
 
 def user_profile_key(user_id: str) -> ItemKey:
@@ -192,19 +192,19 @@ def stm_row_key(address: StmAddress) -> ItemKey:
     """A guild row per (server, channel, persona); a DM row per (user, persona): Discord gives a
     user exactly one DM channel with the bot, so the key needs no channel and a guild turn can
     fetch the user's DM row (cross-server folding) in its first BatchGetItem."""
-    if address.server_id:
+    if address.guild_id:
         return ItemKey(_stm_pk(address), f"{CHANNEL_ROW_PREFIX}{address.channel_id}#P#{address.persona_id}")
     return ItemKey(_stm_pk(address), f"{DM_ROW_PREFIX}{address.persona_id}")
 
 
-def guild_row_range(server_id: str) -> KeyRange:
+def guild_row_range(guild_id: str) -> KeyRange:
     """Every channel's and thread's row of a server, every persona."""
-    return KeyRange(_guild_stm_pk(server_id), CHANNEL_ROW_PREFIX)
+    return KeyRange(_guild_stm_pk(guild_id), CHANNEL_ROW_PREFIX)
 
 
-def channel_row_range(server_id: str, channel_id: str) -> KeyRange:
+def channel_row_range(guild_id: str, channel_id: str) -> KeyRange:
     """The rows of one channel of a server, one per persona."""
-    return KeyRange(_guild_stm_pk(server_id), f"{CHANNEL_ROW_PREFIX}{channel_id}#P#")
+    return KeyRange(_guild_stm_pk(guild_id), f"{CHANNEL_ROW_PREFIX}{channel_id}#P#")
 
 
 def dm_row_range(user_id: str) -> KeyRange:
@@ -232,12 +232,12 @@ def recency_partition(address: StmAddress, lineage_id: int, *, private: bool = F
     """The ``Recency`` partition of a scope (a server, or a user's DMs) and persona lineage; a
     server's private channels have their own."""
     partition = f"{_stm_pk(address)}#L#{lineage_id}"
-    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.server_id else partition
+    return f"{partition}{_PRIVATE_SUFFIX}" if private and address.guild_id else partition
 
 
-def thread_parent_partition(server_id: str, parent_channel_id: str) -> str:
+def thread_parent_partition(guild_id: str, parent_channel_id: str) -> str:
     """The ``ThreadParent`` partition of a channel's threads."""
-    return f"{_guild_stm_pk(server_id)}#PARENT#{parent_channel_id}"
+    return f"{_guild_stm_pk(guild_id)}#PARENT#{parent_channel_id}"
 
 
 def age_shard(row: ItemKey) -> str:
@@ -278,9 +278,9 @@ def book_key(scope: MemoryScope, shard: int = 0) -> ItemKey:
     return ItemKey(owner_pk(scope.kind, scope.owner_id), f"{BOOK_PREFIX[scope.kind]}{scope.lineage}{suffix}")
 
 
-def server_note_key(user_id: str, server_id: str) -> ItemKey:
-    """The note, in a person's partition, that memories of ``server_id`` name them."""
-    return ItemKey(user_pk(user_id), f"{SERVER_NOTE_PREFIX}{server_id}")
+def server_note_key(user_id: str, guild_id: str) -> ItemKey:
+    """The note, in a person's partition, that memories of ``guild_id`` name them."""
+    return ItemKey(user_pk(user_id), f"{SERVER_NOTE_PREFIX}{guild_id}")
 
 
 def server_note_range(user_id: str) -> KeyRange:

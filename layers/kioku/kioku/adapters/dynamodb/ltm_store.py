@@ -403,17 +403,17 @@ class DynamoMemoryStore:
         """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the
         servers their notes name (one query of their notes, one of each such server's partition)."""
         found: dict[str, list[Memory]] = {}
-        for server_id in self._noted_servers(user_id):
-            found[server_id] = [
+        for guild_id in self._noted_servers(user_id):
+            found[guild_id] = [
                 memory
-                for memory in self.memories_of(ScopeKind.SERVER, server_id)
+                for memory in self.memories_of(ScopeKind.SERVER, guild_id)
                 if user_id in (memory.author_id, memory.about)
             ]
         return found
 
-    def drop_server_note(self, user_id: str, server_id: str) -> None:
-        """Forget that memories of ``server_id`` name ``user_id`` (once none does)."""
-        self._guarded(self._table.delete, server_note_key(user_id, server_id))
+    def drop_server_note(self, user_id: str, guild_id: str) -> None:
+        """Forget that memories of ``guild_id`` name ``user_id`` (once none does)."""
+        self._guarded(self._table.delete, server_note_key(user_id, guild_id))
 
     def forget_author(self, memory: Memory) -> Memory:
         """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
@@ -475,7 +475,7 @@ class DynamoMemoryStore:
 
     def recall(
         self,
-        server_id: str | None,
+        guild_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
         *,
@@ -483,15 +483,15 @@ class DynamoMemoryStore:
         policy: PrivacyPolicy,
     ) -> RecallSet:
         """One BatchGetItem of ``recall_keys``, read by ``recall_from_items``."""
-        keys = self.recall_keys(server_id, lineage, user_ids)
+        keys = self.recall_keys(guild_id, lineage, user_ids)
         items = index_by_key(self._guarded(self._table.batch_get, keys))
-        return self.recall_from_items(items, server_id, lineage, user_ids, place=place, policy=policy)
+        return self.recall_from_items(items, guild_id, lineage, user_ids, place=place, policy=policy)
 
-    def recall_keys(self, server_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[ItemKey]:
+    def recall_keys(self, guild_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[ItemKey]:
         """The items recall reads, all with fixed keys: every shard of the server's book of
         ``lineage``, and per person their profile (for the privacy level) and every shard of their
         books of ``lineage`` and of global memories."""
-        keys = self.layout.keys(MemoryScope.server(server_id, lineage)) if server_id else []
+        keys = self.layout.keys(MemoryScope.server(guild_id, lineage)) if guild_id else []
         for user_id in user_ids:
             keys.append(user_profile_key(user_id))
             for held in _personal_lineages(lineage):
@@ -501,7 +501,7 @@ class DynamoMemoryStore:
     def recall_from_items(
         self,
         items_by_key: Mapping[ItemKey, Item],
-        server_id: str | None,
+        guild_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
         *,
@@ -518,7 +518,7 @@ class DynamoMemoryStore:
             book = memories_from_book([items_by_key.get(book_key(scope, shard)) for shard in shards], scope)
             return tuple(memory for memory in book if memory.recallable_at(place, policy))
 
-        server = read(MemoryScope.server(server_id, lineage)) if server_id else ()
+        server = read(MemoryScope.server(guild_id, lineage)) if guild_id else ()
         personal: dict[str, tuple[Memory, ...]] = {}
         for user_id in user_ids:
             profile = user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id)

@@ -127,7 +127,7 @@ class TurnMemoryQuery:
     (``active_since``) and how many of them (``other_limit``), and since when a raw line counts as
     something to show (``crude_since``, by default ``active_since``)."""
 
-    server_id: str | None
+    guild_id: str | None
     channel_id: str
     user_id: str
     parent_channel_id: str | None
@@ -174,24 +174,24 @@ class StmStore:
         Other rows count only when they hold something to show (``has_live_content``: a summary, a
         section, or a raw line sent after ``crude_since``).
         ``extra_keys`` (other stores' items the turn needs) ride in the same BatchGetItem."""
-        server_id, channel_id, user_id = query.server_id, query.channel_id, query.user_id
+        guild_id, channel_id, user_id = query.guild_id, query.channel_id, query.user_id
         parent_channel_id, persona_hint = query.parent_channel_id, query.persona_hint
         active_since, other_limit, crude_since = query.active_since, query.other_limit, query.crude_since
-        guess = StmAddress.of(server_id, user_id, channel_id, persona_hint)
+        guess = StmAddress.of(guild_id, user_id, channel_id, persona_hint)
         dm_guess = StmAddress.of(None, user_id, channel_id, persona_hint)
         parent_guess = (
-            StmAddress.of(server_id, user_id, parent_channel_id, persona_hint)
-            if server_id and parent_channel_id
+            StmAddress.of(guild_id, user_id, parent_channel_id, persona_hint)
+            if guild_id and parent_channel_id
             else None
         )
         keys = [user_profile_key(user_id), stm_row_key(guess), *extra_keys]
-        if server_id:
-            keys += [server_config_key(server_id), stm_row_key(dm_guess)]
+        if guild_id:
+            keys += [server_config_key(guild_id), stm_row_key(dm_guess)]
         if parent_guess is not None:
             keys.append(stm_row_key(parent_guess))
         found = index_by_key(self._table.batch_get(keys))
-        config_item = found.get(server_config_key(server_id)) if server_id else None
-        config = server_config_from_item(config_item, server_id)
+        config_item = found.get(server_config_key(guild_id)) if guild_id else None
+        config = server_config_from_item(config_item, guild_id)
         profile = user_profile_from_item(found.get(user_profile_key(user_id)), user_id)
 
         def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
@@ -200,10 +200,10 @@ class StmStore:
             return entry_from_item(self._table.get(stm_row_key(address)))
 
         persona_id = config.persona.persona_id
-        address = StmAddress.of(server_id, user_id, channel_id, persona_id)
+        address = StmAddress.of(guild_id, user_id, channel_id, persona_id)
         current = row(address, guess)
 
-        place = Place(server_id, channel_id, parent_channel_id)
+        place = Place(guild_id, channel_id, parent_channel_id)
         policy = config.privacy
 
         def eligible(entry: StmEntry) -> bool:
@@ -223,17 +223,17 @@ class StmStore:
             others = self.recent_rows(
                 recency_partition(address, lineage), active_since, other_limit, eligible, slack
             )
-            if server_id and policy.reads_private_rows:
+            if guild_id and policy.reads_private_rows:
                 others += self.recent_rows(
                     recency_partition(address, lineage, private=True), active_since, other_limit, eligible
                 )
             if parent_guess is not None:
                 parent = row(
-                    StmAddress.of(server_id, user_id, parent_channel_id or "", persona_id), parent_guess
+                    StmAddress.of(guild_id, user_id, parent_channel_id or "", persona_id), parent_guess
                 )
                 if parent is not None and parent.last_updated and parent.last_updated >= active_since:
                     others.append(parent)
-            if server_id and profile.cross_server_opt_in:
+            if guild_id and profile.cross_server_opt_in:
                 own_dm = row(StmAddress.of(None, user_id, channel_id, persona_id), dm_guess)
                 if own_dm is not None and own_dm.last_updated and own_dm.last_updated >= active_since:
                     others.append(own_dm)
@@ -385,7 +385,7 @@ class StmStore:
     # -- channel events ------------------------------------------------------------------------------
 
     def restamp_channel(
-        self, server_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
+        self, guild_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
     ) -> int:
         """A channel changed: its rows (every persona) take its new privacy, and so do the rows of its
         threads that a turn has described as its threads (a private thread keeps its own; a row never
@@ -395,7 +395,7 @@ class StmStore:
         no turn or event described after ``now`` (when the event was seen), so a late event cannot
         stamp an older privacy over a newer look. Returns the rows changed."""
         changed = 0
-        for entry in [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]:
+        for entry in [*self._own_rows(guild_id, channel_id), *self._thread_rows(guild_id, channel_id)]:
             own = entry.channel_id == channel_id
             expression = _Update()
             if own and name and name[:MAX_CHANNEL_NAME_CHARS] != entry.channel_name:
@@ -426,24 +426,24 @@ class StmStore:
                 continue
         return changed
 
-    def delete_channel(self, server_id: str, channel_id: str) -> int:
+    def delete_channel(self, guild_id: str, channel_id: str) -> int:
         """A channel or thread is gone: delete its rows and its threads' rows. Returns how many."""
-        rows = [*self._own_rows(server_id, channel_id), *self._thread_rows(server_id, channel_id)]
+        rows = [*self._own_rows(guild_id, channel_id), *self._thread_rows(guild_id, channel_id)]
         for entry in rows:
             self._table.delete(stm_row_key(entry.address))
         return len(rows)
 
     # -- a guild's whole channel list (GUILD_CREATE) --------------------------------------------------
 
-    def guild_rows(self, server_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
-        """Every channel's and thread's row of ``server_id`` (every persona), only their identity and
+    def guild_rows(self, guild_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
+        """Every channel's and thread's row of ``guild_id`` (every persona), only their identity and
         privacy stamp: pages of one key-range Query on the server's partition, at most ``max_rows``
         rows; True when that was all of them."""
         rows: list[StmEntry] = []
         start_key: Cursor | None = None
         while True:
             items, start_key = self._table.query_range(
-                guild_row_range(server_id),
+                guild_row_range(guild_id),
                 limit=max_rows - len(rows),
                 start_key=start_key,
                 attributes=_STAMP_ATTRIBUTES,
@@ -477,7 +477,7 @@ class StmStore:
             expression.add("version", 1)
             if parent:
                 expression.set("parent_channel_id", parent)
-                expression.set("gsi3pk", thread_parent_partition(entry.address.server_id or "", parent))
+                expression.set("gsi3pk", thread_parent_partition(entry.address.guild_id or "", parent))
             else:
                 expression.remove("parent_channel_id")
                 expression.remove("gsi3pk")
@@ -512,12 +512,12 @@ class StmStore:
             return False
         return True
 
-    def _own_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+    def _own_rows(self, guild_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of ``channel_id``, one per persona: a key-range query."""
-        items = self._all(channel_row_range(server_id, channel_id))
+        items = self._all(channel_row_range(guild_id, channel_id))
         return [entry for entry in map(entry_from_item, items) if entry is not None]
 
-    def _thread_rows(self, server_id: str, channel_id: str) -> list[StmEntry]:
+    def _thread_rows(self, guild_id: str, channel_id: str) -> list[StmEntry]:
         """The rows of the channel's threads, through the sparse ``ThreadParent`` index (its projection
         holds what a re-stamp needs)."""
         rows: list[StmEntry] = []
@@ -526,7 +526,7 @@ class StmStore:
             items, start_key = self._table.query(
                 "#pk = :pk",
                 names={"#pk": "gsi3pk"},
-                values={":pk": thread_parent_partition(server_id, channel_id)},
+                values={":pk": thread_parent_partition(guild_id, channel_id)},
                 index=THREAD_PARENT_INDEX,
                 start_key=start_key,
             )
@@ -612,7 +612,7 @@ class StmStore:
             self.count_turn(capture.identity, capture.now, capture.limits, also=also)
             return
         address = capture.identity.address
-        if address.server_id:
+        if address.guild_id:
             note = self._op_note_lines(capture.speaker_id, address, capture.now, capture.limits.retention)
             also = [*also, note]
         self.capture(
@@ -769,7 +769,7 @@ def entry_from_item(item: Item | None) -> StmEntry | None:
         address = StmAddress(
             channel_id=str(item["channel_id"]),
             persona_id=str(item["persona_id"]),
-            server_id=_optional_str(item.get("server_id")),
+            guild_id=_optional_str(item.get("server_id")),
             user_id=_optional_str(item.get("user_id")),
         )
         return StmEntry(
@@ -842,9 +842,9 @@ def _set_identity(
     key = stm_row_key(address)
     expression.set("persona_id", address.persona_id)
     expression.set("channel_id", address.channel_id)
-    expression.set("server_id" if address.server_id else "user_id", address.server_id or address.user_id)
+    expression.set("server_id" if address.guild_id else "user_id", address.guild_id or address.user_id)
     expression.set("lineage_id", identity.lineage_id)
-    private = bool(identity.private and address.server_id)
+    private = bool(identity.private and address.guild_id)
     expression.set(
         "gsi1pk", recency_partition(address, identity.lineage_id, private=private), if_missing=not describe
     )
@@ -854,9 +854,9 @@ def _set_identity(
         expression.set("described_at", _iso(identity.described_at), if_missing=not describe)
     expression.set("gsi2pk", age_shard(key))
     parent = identity.parent_channel_id
-    if describe and address.server_id and parent:
-        expression.set("gsi3pk", thread_parent_partition(address.server_id, parent))
-    elif describe and address.server_id:
+    if describe and address.guild_id and parent:
+        expression.set("gsi3pk", thread_parent_partition(address.guild_id, parent))
+    elif describe and address.guild_id:
         # a channel in a category is not a thread; an older row may hold the category as its parent
         expression.remove("parent_channel_id")
         expression.remove("gsi3pk")

@@ -130,7 +130,7 @@ class TurnRepository:
             forgotten_key(key.author_id),
         )
         people = tuple(recall_people)
-        books = self._memories.recall_keys(memory.server_id, recall_lineage, people)
+        books = self._memories.recall_keys(memory.guild_id, recall_lineage, people)
         loaded = self._stm.load_turn(memory, extra_keys=[done_at, outbox_at, forgotten_at, *books])
         found = loaded.extra
         return TurnRead(
@@ -146,13 +146,13 @@ class TurnRepository:
     def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
         """The memories the turn at ``place`` may be shown with a persona of ``lineage``: from the books
         its read fetched when that is the lineage it guessed, else with one BatchGetItem more."""
-        server_id, people = read.query.server_id, read.recall_people
+        guild_id, people = read.query.guild_id, read.recall_people
         if lineage == read.recall_lineage:
             found = read.memory.extra
             return self._memories.recall_from_items(
-                found, server_id, lineage, people, place=place, policy=policy
+                found, guild_id, lineage, people, place=place, policy=policy
             )
-        return self._memories.recall(server_id, lineage, people, place=place, policy=policy)
+        return self._memories.recall(guild_id, lineage, people, place=place, policy=policy)
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.

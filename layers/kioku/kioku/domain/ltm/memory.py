@@ -47,8 +47,8 @@ class MemoryScope:
     lineage: int
 
     @classmethod
-    def server(cls, server_id: str, lineage: int) -> MemoryScope:
-        return cls(ScopeKind.SERVER, server_id, lineage)
+    def server(cls, guild_id: str, lineage: int) -> MemoryScope:
+        return cls(ScopeKind.SERVER, guild_id, lineage)
 
     @classmethod
     def personal(cls, user_id: str, lineage: int) -> MemoryScope:

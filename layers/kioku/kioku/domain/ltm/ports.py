@@ -90,7 +90,7 @@ class MemoryStore(Protocol):
 
     def recall(
         self,
-        server_id: str | None,
+        guild_id: str | None,
         lineage: int,
         user_ids: Sequence[str],
         *,

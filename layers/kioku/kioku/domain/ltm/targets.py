@@ -126,9 +126,9 @@ def _resolve_name(
             return resolution  # one who has left the guild since: the next rungs may find a member
     if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
         return TargetResolution(TargetKind.OTHER_BOT)
-    if turn.server_id is not None and search_members is not None:
+    if turn.guild_id is not None and search_members is not None:
         query = " ".join(raw.removeprefix("@").split())
-        members = _matching_members(search_members(turn.server_id, query), wanted, turn.bot.user_id)
+        members = _matching_members(search_members(turn.guild_id, query), wanted, turn.bot.user_id)
         if members:
             return _decide(members)
     bridges = _best_tier([p for p in people.values() if p.is_bridge], wanted, _participant_names)
@@ -199,7 +199,7 @@ def _resolve_id(
     person = people.get(user_id)
     if person is not None and person.is_bridge:
         return _from_participants([person])
-    member = lookup_member(turn.server_id or "", user_id) if lookup_member and turn.server_id else None
+    member = lookup_member(turn.guild_id or "", user_id) if lookup_member and turn.guild_id else None
     if member is None:
         return TargetResolution(TargetKind.NOT_FOUND)
     user = member.get("user") if isinstance(member.get("user"), dict) else {}
@@ -220,9 +220,9 @@ def _member_checked(
     """A person found by name in the conversation may have left the guild since they spoke."""
     if resolution.kind is not TargetKind.USER or resolution.user is None:
         return resolution
-    if lookup_member is None or turn.server_id is None:
+    if lookup_member is None or turn.guild_id is None:
         return TargetResolution(TargetKind.NOT_FOUND)
-    if lookup_member(turn.server_id, resolution.user.user_id) is None:
+    if lookup_member(turn.guild_id, resolution.user.user_id) is None:
         return TargetResolution(TargetKind.NOT_FOUND)
     return resolution
 

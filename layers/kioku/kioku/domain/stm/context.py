@@ -132,7 +132,7 @@ def other_channel_entries(turn: TurnContext, candidates: Iterable[StmEntry]) -> 
             )
         ):
             continue
-        allowed[(address.server_id, address.user_id, address.channel_id, address.persona_id)] = entry
+        allowed[(address.guild_id, address.user_id, address.channel_id, address.persona_id)] = entry
     return sorted(allowed.values(), key=_recency, reverse=True)
 
 
@@ -186,7 +186,7 @@ def _other_channel_item(
 def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
     if entry.address.is_dm:
         where = "your direct messages with this user"
-    elif entry.address.server_id != turn.server_id:
+    elif entry.address.guild_id != turn.guild_id:
         where = "a channel in another server"
     elif entry.channel_name:
         where = f"#{one_line_name(entry.channel_name)}"
@@ -248,7 +248,7 @@ def _is_current_row(turn: TurnContext, entry: StmEntry | None) -> bool:
 def _same_scope(turn: TurnContext, entry: StmEntry) -> bool:
     if turn.is_dm:
         return entry.address.user_id == turn.user.user_id
-    return entry.address.server_id == turn.server_id
+    return entry.address.guild_id == turn.guild_id
 
 
 def _recency(entry: StmEntry) -> datetime:

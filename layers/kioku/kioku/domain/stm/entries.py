@@ -59,22 +59,22 @@ class StmAddress:
 
     channel_id: str
     persona_id: str
-    server_id: str | None = None
+    guild_id: str | None = None
     user_id: str | None = None
 
     def __post_init__(self) -> None:
-        if (self.server_id is None) == (self.user_id is None):
+        if (self.guild_id is None) == (self.user_id is None):
             raise ValueError("an STM row belongs to exactly one of a server or a user")
 
     @property
     def is_dm(self) -> bool:
-        return self.server_id is None
+        return self.guild_id is None
 
     @classmethod
-    def of(cls, server_id: str | None, user_id: str, channel_id: str, persona_id: str) -> StmAddress:
+    def of(cls, guild_id: str | None, user_id: str, channel_id: str, persona_id: str) -> StmAddress:
         """The row a turn in ``channel_id`` reads and writes: the server's in a guild, else the user's."""
-        if server_id:
-            return cls(channel_id=channel_id, persona_id=persona_id, server_id=server_id)
+        if guild_id:
+            return cls(channel_id=channel_id, persona_id=persona_id, guild_id=guild_id)
         return cls(channel_id=channel_id, persona_id=persona_id, user_id=user_id)
 
 
@@ -109,7 +109,7 @@ class StmEntry:
         if self.address.is_dm:
             return Origin.direct_message(self.channel_id)
         return Origin(
-            guild_id=self.address.server_id,
+            guild_id=self.address.guild_id,
             channel_id=self.channel_id,
             parent_channel_id=self.parent_channel_id,
             private=self.private is not False,

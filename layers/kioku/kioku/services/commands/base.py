@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId
 from kioku.services.commands.discord import (
     DM_CHANNEL_TYPE,
     INTEGRATION_GUILD_INSTALL,
@@ -103,15 +105,18 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
 
 
-Handler = Callable[[Interaction], dict]
+Handler = Callable[[Interaction, CommandContext], dict]
+"""A handler answers an interaction with what its container hands it."""
+CustomIdHandler = Callable[..., dict]
+"""A button's or a form's handler: the interaction, the context, then the fields its id carried."""
 
 
 @dataclass(frozen=True)
 class Command:
     """A top-level slash command: its Discord definition and its handlers.
 
-    Components and modals route back to the command whose name prefixes their custom_id
-    (``"help:…"``), so each command owns its whole interaction surface.
+    ``buttons`` and ``forms`` are the ids its answers carry (``custom_ids``), each with the handler
+    a click or a submit of it is routed to, so each command owns its whole interaction surface.
     """
 
     name: str
@@ -119,10 +124,15 @@ class Command:
     options: list[dict[str, Any]] = field(default_factory=list)
     on_command: Handler | None = None
     on_autocomplete: Handler | None = None
-    on_component: Handler | None = None
-    on_modal: Handler | None = None
+    buttons: Mapping[CustomId, CustomIdHandler] = field(default_factory=dict)
+    forms: Mapping[CustomId, CustomIdHandler] = field(default_factory=dict)
     dm_permission: bool = True
     default_member_permissions: str | None = None
+
+    def __post_init__(self) -> None:
+        strays = [kind for kind in [*self.buttons, *self.forms] if kind.command != self.name]
+        if strays:
+            raise ValueError(f"/{self.name} answers with ids of another command: {strays}")
 
     def definition(self) -> dict[str, Any]:
         """The command as Discord's bulk-overwrite endpoint takes it."""

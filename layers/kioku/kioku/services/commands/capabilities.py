@@ -12,9 +12,10 @@ from typing import Final
 from kioku.domain.models import Capabilities
 from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
-from kioku.services.warm import config_store
 
 MANAGE: Final = "manage"
 CAPABILITY_DESCRIPTIONS: Final = {
@@ -25,15 +26,15 @@ CAPABILITY_DESCRIPTIONS: Final = {
 
 
 @managed
-def on_capabilities(interaction: Interaction) -> dict:
+def on_capabilities(interaction: Interaction, context: CommandContext) -> dict:
     if interaction.subcommand_path() != (MANAGE,):
-        return refusal_message(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
-    config = load_server_config(interaction)
+        raise Refused(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
+    config = load_server_config(interaction, context)
     values = interaction.option_values()
     if not values:
         return message(embeds=[capabilities_embed(config.capabilities, "Capabilities")])
     capabilities = apply_capabilities(config.capabilities, values)
-    saved = config_store().save_server_config(replace(config, capabilities=capabilities))
+    saved = context.config_store.save_server_config(replace(config, capabilities=capabilities))
     return message(embeds=[capabilities_embed(saved.capabilities, "Saved: capabilities")])
 
 

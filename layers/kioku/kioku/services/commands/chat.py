@@ -3,32 +3,28 @@ allows three seconds), queues the turn, and the turn worker edits the answer in.
 
 from __future__ import annotations
 
-import logging
-
-from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import OptionType, Refusal, ResponseType, error_message, refusal_message
-
-logger = logging.getLogger(__name__)
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.discord import OptionType, ResponseType
+from kioku.services.commands.error_replies import Refusal, Refused
 
 MAX_CHAT_MESSAGE_LENGTH = 2000
 
 
-def on_chat(interaction: Interaction) -> dict:
-    from kioku.adapters.turn_queue import QueueUnavailable
+def on_chat(interaction: Interaction, context: CommandContext) -> dict:
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     text = str(interaction.option_values().get("message") or "").strip()
     invoker = interaction.invoker
     if not text or invoker is None or interaction.channel_id is None:
-        return refusal_message(Refusal.NOT_UNDERSTOOD, "Tell me something: `/chat message:hello`.")
+        raise Refused(Refusal.NOT_UNDERSTOOD, "Tell me something: `/chat message:hello`.")
     if interaction.guild_id is None and not interaction.in_bot_dm:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_ALLOWED,
             "I only talk in servers and in my own DMs, where what I remember stays with you.",
         )
     if len(text) > MAX_CHAT_MESSAGE_LENGTH:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_UNDERSTOOD,
             f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.",
         )
@@ -43,11 +39,7 @@ def on_chat(interaction: Interaction) -> dict:
         interaction_token=interaction.token,
         application_id=interaction.application_id,
     )
-    try:
-        warm.turn_queue().enqueue(job)
-    except QueueUnavailable:
-        logger.exception("could not queue /chat interaction %s", interaction.id)
-        return error_message("I could not take that message right now. Please try again in a moment.")
+    context.turn_queue.enqueue(job)
     return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE}
 
 

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any, Final
 
+from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
 from kioku.services.commands.discord import ResponseType
 
 
@@ -34,7 +35,6 @@ MAX_MODAL_TITLE_CHARS: Final = 45
 MAX_INPUT_LABEL_CHARS: Final = 45
 MAX_INPUT_PLACEHOLDER_CHARS: Final = 100
 MAX_TEXT_INPUT_CHARS: Final = 4000
-MAX_CUSTOM_ID_CHARS: Final = 100
 MAX_ACTION_ROWS: Final = 5
 MAX_BUTTONS_PER_ROW: Final = 5
 MAX_BUTTON_LABEL_CHARS: Final = 80
@@ -51,6 +51,7 @@ class UnknownComponent(ValueError):
 @dataclass(frozen=True, slots=True)
 class Button:
     custom_id: str
+    """Encoded by ``custom_ids``, the router's decoder."""
     label: str
     style: ButtonStyle = ButtonStyle.SECONDARY
     disabled: bool = False
@@ -112,13 +113,16 @@ class TextInput:
 
 
 def modal(custom_id: str, title: str, inputs: Sequence[TextInput]) -> dict[str, Any]:
-    """The MODAL interaction response; Discord shows at most five inputs."""
+    """The MODAL interaction response (``custom_id`` encoded by ``custom_ids``); Discord shows at
+    most five inputs."""
     if not 1 <= len(inputs) <= MAX_MODAL_INPUTS:
         raise ValueError(f"a modal holds 1 to {MAX_MODAL_INPUTS} inputs, not {len(inputs)}")
+    if not 1 <= len(custom_id) <= MAX_CUSTOM_ID_CHARS:
+        raise ValueError(f"a custom_id holds 1 to {MAX_CUSTOM_ID_CHARS} characters: {custom_id!r}")
     return {
         "type": ResponseType.MODAL,
         "data": {
-            "custom_id": custom_id[:MAX_CUSTOM_ID_CHARS],
+            "custom_id": custom_id,
             "title": _fit(title, MAX_MODAL_TITLE_CHARS),
             "components": [text_input.component() for text_input in inputs],
         },

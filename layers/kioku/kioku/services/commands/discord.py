@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from enum import IntEnum, StrEnum
+from enum import IntEnum
 from typing import Any, Final
 
 
@@ -94,29 +94,6 @@ def updated_message(
         "allowed_mentions": NO_MENTIONS,
     }
     return {"type": ResponseType.UPDATE_MESSAGE, "data": data}
-
-
-class Refusal(StrEnum):
-    """Why a request was turned down, as the title its answer carries: the member can do something
-    about each (ask for the permission, go to the server, fix the option), unlike an error."""
-
-    NOT_ALLOWED = "Not allowed"
-    SERVER_ONLY = "Only in a server"
-    NOTHING_SAVED = "Nothing was saved"
-    NOTHING_CHANGED = "Nothing was changed"
-    NOT_UNDERSTOOD = "Not understood"
-
-
-def error_message(text: str) -> dict:
-    """Something failed on kioku's side (storage, a bug): the member can only try again."""
-    embed = {"title": "Something went wrong", "description": text, "color": EMBED_COLOR_ERROR}
-    return message(embeds=[embed])
-
-
-def refusal_message(reason: Refusal, text: str) -> dict:
-    """A request turned down on purpose, titled with why; nothing was changed."""
-    embed = {"title": reason.value, "description": text, "color": EMBED_COLOR_REFUSAL}
-    return message(embeds=[embed])
 
 
 def relative_time(moment: datetime | None) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from kioku.config import Settings, get_settings
+from kioku.config import Settings
 from kioku.domain.models import RenderMode, ServerConfig
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config
 
 STM_GUIDE_DESCRIPTION = (
@@ -168,18 +170,16 @@ def _duration(minutes: float) -> str:
     return f"{minutes:g} minute" + ("s" if minutes != 1 else "")
 
 
-def on_help(interaction: Interaction) -> dict:
+def on_help(interaction: Interaction, context: CommandContext) -> dict:
     topic = interaction.subcommand_path()[:1]
-    settings = get_settings()
+    settings = context.settings
     if topic == ("stm",):
         # the server's own parameters where there is a server; a DM shows the defaults
-        config = load_server_config(interaction) if interaction.guild_id else ServerConfig()
+        config = load_server_config(interaction, context) if interaction.guild_id else ServerConfig()
         return message(embeds=[stm_guide_embed(settings, config)])
     if topic == ("memories",):
         return message(embeds=[memories_guide_embed(settings)])
-    return refusal_message(
-        Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`."
-    )
+    raise Refused(Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`.")
 
 
 COMMAND = Command(

@@ -18,14 +18,12 @@ overwrites a summary the bot refreshed while the form was open (the editor saw t
 
 from __future__ import annotations
 
-import re
 import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
-from kioku import clock
 from kioku.domain.models import Persona, ServerConfig, StmCategory
 from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
@@ -48,32 +46,22 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
-from kioku.services.commands.discord import (
-    EMBED_COLOR_INFO,
-    OptionType,
-    Permission,
-    Refusal,
-    error_message,
-    message,
-    refusal_message,
-    relative_time,
-)
-from kioku.services.commands.guild_admin import load_server_config, managed
-from kioku.services.warm import config_store, stm_store
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message, relative_time
+from kioku.services.commands.error_replies import Refusal, Refused
+from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
 
-EDIT_MODAL_ID: Final = "persona:stm-edit"
+STM_EDIT_FORM: Final = CustomId(
+    "persona", "stm-edit", hexadecimal("persona", 8), hexadecimal("written_at", (1, 16))
+)
+"""The persona and the time the text the form shows was written: a submit saves only onto them."""
 SUMMARY_INPUT: Final = "summary"
 MAX_EMBED_DESCRIPTION_CHARS: Final = 4096
 EMPTY_SECTION: Final = "*(empty)*"
 NO_MEMORY_YET: Final = "No short-term memory here yet."
 
 STALE_FORM = "{what} changed while you were editing, so nothing was saved. Run `/persona stm edit` again."
-
-
-def _settings():
-    from kioku.config import get_settings
-
-    return get_settings()
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,15 +75,15 @@ class _Here:
     entry: StmEntry | None
 
 
-def _here(interaction: Interaction, limits: StmLimits) -> _Here | None:
+def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here:
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
-        return None
-    server_id = interaction.guild_id
-    config = config_store().get_server_config(server_id) if server_id else ServerConfig()
+        raise Refused(Refusal.NOT_UNDERSTOOD, "I cannot tell which channel this is.")
+    guild_id = interaction.guild_id
+    config = context.config_store.get_server_config(guild_id) if guild_id else ServerConfig()
     persona = config.persona
-    address = StmAddress.of(server_id, invoker.id, interaction.channel_id, persona.persona_id)
-    entry = stm_store().get(address)
+    address = StmAddress.of(guild_id, invoker.id, interaction.channel_id, persona.persona_id)
+    entry = context.stm_store.get(address)
     if entry is not None and entry.lineage_id != persona.lineage_id:
         entry = None  # a row of an earlier persona lineage is not injected, so it is not "here"
     categories = active_categories(config.categories, limits.max_categories)
@@ -175,25 +163,25 @@ def _mode(categories: Sequence[StmCategory]) -> str:
     return "Categories: " + ", ".join(category.label for category in categories)
 
 
-def on_view(interaction: Interaction) -> dict:
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
-    return message(embeds=[memory_embed(here, clock.now(), limits)])
+def on_view(interaction: Interaction, context: CommandContext) -> dict:
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
+    return message(embeds=[memory_embed(here, context.clock(), limits)])
 
 
 # -- /persona stm edit -------------------------------------------------------------------------------
 
 
-def _edit_refusal(interaction: Interaction) -> str | None:
-    """Why the invoker may not edit here, or None. In a DM the row is the user's own."""
+def _check_editor(interaction: Interaction) -> None:
+    """Refuse an invoker who may not edit here. In a DM the row is the user's own."""
     if interaction.guild_id is None:
-        return None if interaction.user is not None else "I cannot tell who you are."
-    permissions = int(interaction.member.permissions) if interaction.member else 0
-    if permissions & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR):
-        return None
-    return "Editing this channel's short-term memory needs the **Manage Server** permission."
+        if interaction.user is None:
+            raise Refused(Refusal.NOT_ALLOWED, "I cannot tell who you are.")
+    elif not manages_server(interaction):
+        raise Refused(
+            Refusal.NOT_ALLOWED,
+            "Editing this channel's short-term memory needs the **Manage Server** permission.",
+        )
 
 
 def _persona_tag(persona: Persona) -> str:
@@ -218,14 +206,10 @@ def _edited_inputs(here: _Here) -> tuple[str, ...]:
     return tuple(category.slug for category in here.categories[:MAX_MODAL_INPUTS])
 
 
-def on_edit(interaction: Interaction) -> dict:
-    refusal = _edit_refusal(interaction)
-    if refusal:
-        return refusal_message(Refusal.NOT_ALLOWED, refusal)
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
+def on_edit(interaction: Interaction, context: CommandContext) -> dict:
+    _check_editor(interaction)
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
     entry = here.entry
     if not here.categories:
         summary = live_summary(entry) if entry else None
@@ -251,41 +235,29 @@ def on_edit(interaction: Interaction) -> dict:
             for category in here.categories[:MAX_MODAL_INPUTS]
         ]
     return modal(
-        f"{EDIT_MODAL_ID}:{_persona_tag(here.persona)}:{_stamp(_written_at(here))}",
+        STM_EDIT_FORM.encode(_persona_tag(here.persona), _stamp(_written_at(here))),
         f"{here.persona.name}: short-term memory",
         inputs,
     )
 
 
-def on_modal(interaction: Interaction) -> dict:
+def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, seen_stamp: str) -> dict:
     """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
-    from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmRowIdentity
+    from kioku.adapters.dynamodb.stm_store import StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
 
-    form, tag, seen_stamp = [*interaction.custom_id.rsplit(":", 2), "", ""][:3]
-    if form != EDIT_MODAL_ID:
-        return refusal_message(
-            Refusal.NOT_UNDERSTOOD, "I do not know that form. It may be from an older version of me."
-        )
-    refusal = _edit_refusal(interaction)
-    if refusal:
-        return refusal_message(Refusal.NOT_ALLOWED, refusal)
-    try:
-        submitted = submitted_values(interaction.data)
-    except InvalidModalSubmit as exc:
-        return refusal_message(Refusal.NOTHING_SAVED, f"Nothing was saved: {exc}.")
-    limits = StmLimits.from_settings(_settings())
-    here = _here(interaction, limits)
-    if here is None:
-        return error_message("I cannot tell which channel this is.")
+    _check_editor(interaction)
+    submitted = submitted_values(interaction.data)
+    limits = StmLimits.from_settings(context.settings)
+    here = _here(interaction, context, limits)
     if tag != _persona_tag(here.persona):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
     if seen_stamp != _stamp(_written_at(here)):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory's categories"))
+        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory's categories"))
 
-    now = clock.now()
+    now = context.clock()
     macros = _value_macros(interaction)
     if not here.categories:
         update = StmUpdate(summary=_clean(submitted[SUMMARY_INPUT], limits, macros))
@@ -307,13 +279,12 @@ def on_modal(interaction: Interaction) -> dict:
         if entry
         else (channel is not None and channel.type == ChannelType.PRIVATE_THREAD),
     )
-    try:
-        stm_store().write_memory(
-            identity, update, here.categories, now, limits.retention, reset_counter=False
-        )
-    except NewerMemoryExists:
-        return refusal_message(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
-    saved = _Here(here.address, here.persona, here.config, here.categories, stm_store().get(here.address))
+    context.stm_store.write_memory(
+        identity, update, here.categories, now, limits.retention, reset_counter=False
+    )
+    saved = _Here(
+        here.address, here.persona, here.config, here.categories, context.stm_store.get(here.address)
+    )
     return message(embeds=[memory_embed(saved, now, limits, title="Short-term memory saved")])
 
 
@@ -335,29 +306,30 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
 
 # -- /persona view and /persona edit: the name and the personality -----------------------------------
 
-PERSONA_FORM: Final = "persona:edit"
+PERSONA_FORM: Final = CustomId("persona", "edit", number("version", 12))
 NAME_INPUT: Final = "name"
 PROMPT_INPUT: Final = "prompt"
 DEFAULT_PERSONALITY_SHOWN: Final = (
     "*The default personality:* a friendly, thoughtful member of this community who remembers what "
     "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
 )
-_PERSONA_FORM_ID = re.compile(rf"{PERSONA_FORM}:(?P<version>[0-9]{{1,12}})", re.ASCII)
 
 
-def on_persona_view(interaction: Interaction) -> dict:
+def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
     config = (
-        config_store().get_server_config(interaction.guild_id) if interaction.guild_id else ServerConfig()
+        context.config_store.get_server_config(interaction.guild_id)
+        if interaction.guild_id
+        else ServerConfig()
     )
     return message(embeds=[persona_embed(config.persona, f"Who I am {_where(interaction)}")])
 
 
 @managed
-def on_persona_edit(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     persona = config.persona
     return modal(
-        f"{PERSONA_FORM}:{config.version}",
+        PERSONA_FORM.encode(config.version),
         "The persona",
         [
             TextInput(
@@ -380,19 +352,18 @@ def on_persona_edit(interaction: Interaction) -> dict:
 
 
 @managed
-def on_persona_form(interaction: Interaction) -> dict:
+def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
-    version = _PERSONA_FORM_ID.fullmatch(interaction.custom_id)["version"]
     values = submitted_values(interaction.data)
     if set(values) != {NAME_INPUT, PROMPT_INPUT}:
         raise InvalidModalSubmit("the form came back without its fields")
-    config = load_server_config(interaction)
-    if config.version != int(version):
+    config = load_server_config(interaction, context)
+    if config.version != version:
         raise StaleConfiguration(config)
     persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
-    saved = config_store().save_server_config(replace(config, persona=persona))
+    saved = context.config_store.save_server_config(replace(config, persona=persona))
     return message(embeds=[persona_embed(saved.persona, "Saved: the persona")])
 
 
@@ -421,20 +392,14 @@ _SUBCOMMANDS = {
 }
 
 
-def on_persona(interaction: Interaction) -> dict:
+def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     handler = _SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_UNDERSTOOD,
             "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
         )
-    return handler(interaction)
-
-
-def on_any_modal(interaction: Interaction) -> dict:
-    if _PERSONA_FORM_ID.fullmatch(interaction.custom_id):
-        return on_persona_form(interaction)
-    return on_modal(interaction)
+    return handler(interaction, context)
 
 
 COMMAND = Command(
@@ -470,7 +435,7 @@ COMMAND = Command(
         },
     ],
     on_command=on_persona,
-    on_modal=on_any_modal,
+    forms={PERSONA_FORM: on_persona_form, STM_EDIT_FORM: on_edit_form},
     # No default_member_permissions: Discord applies it to the whole /persona command, which would
     # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
     dm_permission=True,

@@ -9,13 +9,14 @@ once never silently undo each other.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands import personal_memories
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
-from kioku.services.warm import config_store
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 
 CROSS_SERVER_OPTION: Final = "cross_server"
 PRIVACY_OPTION: Final = "privacy"
@@ -63,49 +64,43 @@ def settings_embed(profile: UserProfile, title: str) -> dict[str, Any]:
     }
 
 
-def _requested_change(options: dict[str, Any]) -> dict[str, Any] | str:
-    """The profile fields to change, or why the options cannot be used."""
+def _requested_change(options: dict[str, Any]) -> dict[str, Any]:
+    """The profile fields to change; refused when the options cannot be used."""
     unknown = set(options) - {CROSS_SERVER_OPTION, PRIVACY_OPTION}
     if unknown:
-        return "I do not know the option " + ", ".join(sorted(f"`{name}`" for name in unknown)) + "."
+        _refuse("I do not know the option " + ", ".join(sorted(f"`{name}`" for name in unknown)) + ".")
     change: dict[str, Any] = {}
     if CROSS_SERVER_OPTION in options:
         if not isinstance(options[CROSS_SERVER_OPTION], bool):
-            return "`cross_server` must be true or false."
+            _refuse("`cross_server` must be true or false.")
         change["cross_server_opt_in"] = options[CROSS_SERVER_OPTION]
     if PRIVACY_OPTION in options:
         try:
             change["privacy_level"] = PrivacyLevel(options[PRIVACY_OPTION])
         except ValueError:
-            return "`privacy` must be one of none, partial or full."
+            _refuse("`privacy` must be one of none, partial or full.")
     return change
 
 
-def on_personal(interaction: Interaction) -> dict:
-    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+def _refuse(problem: str) -> NoReturn:
+    raise Refused(Refusal.NOTHING_CHANGED, f"{problem} Nothing was changed.")
 
+
+def on_personal(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
     memories_command = personal_memories.SUBCOMMANDS.get(interaction.subcommand_path())
     if memories_command is not None and invoker is not None:
-        return memories_command(interaction)
+        return memories_command(interaction, context)
     if interaction.subcommand_path() != ("stm",) or invoker is None:
-        return error_message("Try `/personal stm` or `/personal memories list`.")
+        raise Refused(Refusal.NOT_UNDERSTOOD, "Try `/personal stm` or `/personal memories list`.")
     change = _requested_change(interaction.option_values())
-    if isinstance(change, str):
-        return error_message(change + " Nothing was changed.")
-    store = config_store()
+    store = context.config_store
     profile = store.get_user_profile(invoker.id)
     wanted = replace(profile, **change)
     if wanted == profile:
         title = "Your memory settings" if not change else "Your memory settings (already so)"
         return message(embeds=[settings_embed(profile, title)])
-    try:
-        saved = store.save_user_profile(wanted)
-    except StaleConfiguration:
-        return error_message(
-            "Your settings were changed somewhere else at the same moment, so nothing was saved. "
-            "Please run `/personal stm` again."
-        )
+    saved = store.save_user_profile(wanted)
     return message(embeds=[settings_embed(saved, "Your memory settings, saved")])
 
 
@@ -139,6 +134,6 @@ COMMAND = Command(
         personal_memories.OPTIONS,
     ],
     on_command=on_personal,
-    on_component=personal_memories.on_component,
+    buttons=personal_memories.BUTTONS,
     dm_permission=True,
 )

@@ -6,26 +6,27 @@ in their custom_id and are refused to anyone else, so a copied button cannot act
 
 from __future__ import annotations
 
-import re
 from typing import Any, Final
 
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
 from kioku.domain.text import shorten
-from kioku.services import warm
+from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.discord import (
     EMBED_COLOR_ERROR,
     EMBED_COLOR_INFO,
     EPHEMERAL_FLAG,
     OptionType,
     ResponseType,
-    error_message,
     message,
     relative_time,
     updated_message,
 )
+from kioku.services.commands.error_replies import Refusal, Refused
 
 GROUP: Final = "memories"
 LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
@@ -35,24 +36,24 @@ MAX_SHOWN_CHARS: Final = 900
 """Five memories of this length, with their headers, stay under Discord's 6,000-character embed total."""
 MAX_MEMORY_ID: Final = 10**12
 
-_LIST_PAGE = re.compile(r"personal:list:(?P<user>[0-9]{1,20}):(?P<page>[0-9]{1,4})", re.ASCII)
-_FORGET_ALL = re.compile(r"personal:forget-all:(?P<choice>confirm|cancel):(?P<user>[0-9]{1,20})", re.ASCII)
+CONFIRM, CANCEL = "confirm", "cancel"
+PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
+FORGET_ALL_BUTTON: Final = CustomId(
+    "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
+)
 
 NOT_YOURS: Final = "These buttons belong to someone else's request."
-NO_SUCH_MEMORY: Final = "I keep no memory #{id} about you."
 
 
-def list_memories(interaction: Interaction) -> dict:
-    embed, buttons = _list_page(interaction, 0)
+def list_memories(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _list_page(interaction, context, 0)
     return message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
-    from kioku.services.personal_memories import memories_about
-
     user_id = _invoker_id(interaction)
-    memories = memories_about(user_id, warm.ltm_store())
+    memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
@@ -73,28 +74,26 @@ def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
         buttons = action_rows(
             [
                 [
-                    Button(f"personal:list:{user_id}:{page - 1}", "Previous", disabled=page == 0),
-                    Button(f"personal:list:{user_id}:{page + 1}", "Next", disabled=page >= pages - 1),
+                    Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
+                    Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
                 ]
             ]
         )
     return embed, buttons
 
 
-def forget(interaction: Interaction) -> dict:
+def forget(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     raw = interaction.option_values().get(MEMORY_ID_OPTION)
     if isinstance(raw, bool) or not isinstance(raw, int) or not 0 < raw < MAX_MEMORY_ID:
-        return error_message("`memory_id` is the number shown as #12345 in `/personal memories list`.")
-    from kioku.services.personal_memories import forget_one
-
-    forgotten = forget_one(user_id, str(raw), warm.ltm_store())
-    if forgotten is None:
-        return error_message(NO_SUCH_MEMORY.format(id=raw))
+        raise Refused(
+            Refusal.NOT_UNDERSTOOD, "`memory_id` is the number shown as #12345 in `/personal memories list`."
+        )
+    forgotten = memory_control.forget_memory_about(user_id, str(raw), context.ltm_store)
     return message(f"Forgotten: memory #{forgotten.memory_id}.")
 
 
-def ask_to_forget_everything(interaction: Interaction) -> dict:
+def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict:
     user_id = _invoker_id(interaction)
     embed = {
         "title": "Forget everything about you?",
@@ -112,23 +111,22 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
         [
             [
                 Button(
-                    f"personal:forget-all:confirm:{user_id}", "Forget everything", style=ButtonStyle.DANGER
+                    FORGET_ALL_BUTTON.encode(CONFIRM, user_id), "Forget everything", style=ButtonStyle.DANGER
                 ),
-                Button(f"personal:forget-all:cancel:{user_id}", "Cancel"),
+                Button(FORGET_ALL_BUTTON.encode(CANCEL, user_id), "Cancel"),
             ]
         ]
     )
     return message(embeds=[embed], components=buttons)
 
 
-def export(interaction: Interaction) -> dict:
+def export(interaction: Interaction, context: CommandContext) -> dict:
     """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
-    from kioku.adapters.turn_queue import QueueUnavailable
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
-        return error_message("I could not tell who is asking.")
+        raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
     job = TurnJob(
         source=TurnSource.EXPORT,
         turn_id=interaction.id,
@@ -139,43 +137,33 @@ def export(interaction: Interaction) -> dict:
         interaction_token=interaction.token,
         application_id=interaction.application_id,
     )
-    try:
-        warm.turn_queue().enqueue(job)
-    except QueueUnavailable:
-        return error_message("I could not start the export right now. Please try again in a moment.")
+    context.turn_queue.enqueue(job)
     return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
 
 
 SUBCOMMANDS: Final = {
     (GROUP, LIST): list_memories,
     (GROUP, FORGET): forget,
-    (GROUP, FORGET_ALL): ask_to_forget_everything,
+    (GROUP, FORGET_ALL): ask_to_forget_all,
     (GROUP, EXPORT): export,
 }
 
 
-def on_component(interaction: Interaction) -> dict:
-    """Page buttons of the list, and the forget-all confirmation."""
-    custom_id = interaction.custom_id
-    clicker = _invoker_id(interaction)
-    if page := _LIST_PAGE.fullmatch(custom_id):
-        if page["user"] != clicker:
-            return error_message(NOT_YOURS)
-        embed, buttons = _list_page(interaction, int(page["page"]))
-        return updated_message(embeds=[embed], components=buttons)
-    if choice := _FORGET_ALL.fullmatch(custom_id):
-        if choice["user"] != clicker:
-            return error_message(NOT_YOURS)
-        if choice["choice"] == "cancel":
-            return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
-        return _forget_everything(clicker)
-    return error_message("This button is from an older version of me. Run the command again.")
+def turn_page(interaction: Interaction, context: CommandContext, owner: str, page: int) -> dict:
+    """A Previous or Next button of the list: only the person it lists may turn it."""
+    _check_owner(interaction, owner)
+    embed, buttons = _list_page(interaction, context, page)
+    return updated_message(embeds=[embed], components=buttons)
 
 
-def _forget_everything(user_id: str) -> dict:
-    from kioku.services.personal_memories import forget_everything
-
-    report = forget_everything(user_id, warm.ltm_store(), warm.stm_store(), ledger=warm.turn_ledger())
+def answer_forget_all(interaction: Interaction, context: CommandContext, choice: str, owner: str) -> dict:
+    """The confirmation of forget-all, confirmed or cancelled by the person it would forget."""
+    _check_owner(interaction, owner)
+    if choice == CANCEL:
+        return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
+    report = memory_control.forget_all(
+        owner, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=context.clock()
+    )
     if report.nothing:
         description = "There was nothing left to forget."
     else:
@@ -187,6 +175,15 @@ def _forget_everything(user_id: str) -> dict:
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
 
+BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
+
+
+def _check_owner(interaction: Interaction, owner: str) -> None:
+    """Refuse a click by anyone but the person whose request the buttons answered."""
+    if _invoker_id(interaction) != owner:
+        raise Refused(Refusal.NOT_ALLOWED, NOT_YOURS)
+
+
 def _place(interaction: Interaction) -> Place:
     channel = interaction.channel
     thread_parent = channel.parent_id if channel is not None and channel.type in THREAD_TYPES else None
@@ -194,13 +191,11 @@ def _place(interaction: Interaction) -> Place:
 
 
 def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
-    from kioku.services.personal_memories import UNSEEN_CHANNEL
-
     origin = memory.origin
     if origin.channel_id is None:
         where = "somewhere I did not record"
     elif not origin_known_to(origin, person_id=user_id, author_id=memory.author_id, place=place):
-        where = f"in {UNSEEN_CHANNEL}"
+        where = f"in {memory_control.UNSEEN_CHANNEL}"
     elif origin.guild_id is None:
         where = "in our DM"
     else:

@@ -1,59 +1,88 @@
-"""Routes a verified interaction to its command's handler; the one place errors become replies."""
+"""Routes a verified interaction to its command's handler; what a handler raises is answered by
+``error_replies``."""
 
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from pydantic import ValidationError
 
-from kioku.services.commands.base import Command, Handler, Interaction
-from kioku.services.commands.discord import InteractionType, autocomplete, error_message, message
-from kioku.services.commands.registry import by_name
+from kioku.services.commands.base import Command, CustomIdHandler, Handler, Interaction
+from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
+from kioku.services.commands.discord import InteractionType, autocomplete, message
+from kioku.services.commands.error_replies import reply_for
+from kioku.services.commands.registry import COMMANDS, by_name
 
 logger = logging.getLogger(__name__)
-
-CUSTOM_ID_SEPARATOR = ":"
 
 
 class InvalidInteraction(ValueError):
     """A verified body that is not a Discord interaction kioku can read."""
 
 
-def route_interaction(payload: dict) -> dict:
+def route_interaction(payload: dict, context: CommandContext) -> dict:
     """The interaction response for a verified, non-PING interaction payload."""
     try:
         interaction = Interaction.model_validate(payload)
     except ValidationError as exc:
         logger.info("verified body is not a valid interaction: %s", exc.error_count())
         raise InvalidInteraction("body is not a valid Discord interaction") from None
-    return respond(interaction)
+    return respond(interaction, context)
 
 
-def respond(interaction: Interaction) -> dict:
+def respond(interaction: Interaction, context: CommandContext) -> dict:
     """The interaction response Discord shows; failures become ephemeral messages, never errors."""
-    commands = by_name()
+    fields: tuple[Any, ...] = ()
     if interaction.type in (InteractionType.MESSAGE_COMPONENT, InteractionType.MODAL_SUBMIT):
-        name = interaction.custom_id.split(CUSTOM_ID_SEPARATOR, 1)[0]
+        routed = _route_custom_id(interaction)
+        if routed is None:
+            return reply_for(_unknown_id(interaction), "")
+        name, handler, fields = routed
     else:
         name = interaction.command_name
-    command = commands.get(name)
-    handler = _handler_for(command, interaction.type) if command else None
-    if handler is None:
-        if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
-            return autocomplete([])
-        logger.info("no handler for %s interaction %r", interaction.type.name, name)
-        return message("I don't know that command (yet). It may have been removed; try `/help`.")
+        command = by_name().get(name)
+        handler = _handler_for(command, interaction.type) if command else None
+        if handler is None:
+            if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
+                return autocomplete([])
+            logger.info("no handler for %s interaction %r", interaction.type.name, name)
+            return message("I don't know that command (yet). It may have been removed; try `/help`.")
     try:
-        return handler(interaction)
-    except Exception:
-        logger.exception("command %r failed", name)
-        return error_message("That did not work because of a problem on my side. Please try again later.")
+        return handler(interaction, context, *fields)
+    except Exception as exc:
+        return reply_for(exc, name)
+
+
+def _route_custom_id(interaction: Interaction) -> tuple[str, CustomIdHandler, tuple[Any, ...]] | None:
+    """The command, the handler and the fields of the button or form id a click or a submit carries;
+    None for an id kioku does not write."""
+    form = interaction.type == InteractionType.MODAL_SUBMIT
+    for command in COMMANDS:
+        for kind, handler in (command.forms if form else command.buttons).items():
+            fields = kind.decode(interaction.custom_id)
+            if fields is not None:
+                return command.name, handler, fields
+    return None
+
+
+def _unknown_id(interaction: Interaction) -> Exception:
+    """What a click or a submit of an id kioku does not write is refused with; nothing is read."""
+    form = interaction.type == InteractionType.MODAL_SUBMIT
+    logger.info(
+        "refused a %s of unknown id %r",
+        "form" if form else "button",
+        interaction.custom_id[:MAX_CUSTOM_ID_CHARS],
+    )
+    if form:
+        return InvalidModalSubmit("this form is not one I know; open it again with its command")
+    return UnknownComponent("this button is not one I know; run the command again")
 
 
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:
     return {
         InteractionType.APPLICATION_COMMAND: command.on_command,
         InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE: command.on_autocomplete,
-        InteractionType.MESSAGE_COMPONENT: command.on_component,
-        InteractionType.MODAL_SUBMIT: command.on_modal,
     }.get(kind)

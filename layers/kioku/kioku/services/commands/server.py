@@ -8,10 +8,11 @@ Buttons (``server:memories:…``) are checked like the commands: Manage Server, 
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Final
 
+from kioku.config import Settings
 from kioku.domain.models import ANCHORED_TOP_DEPTH, RenderMode, ServerConfig, StmConfig
 from kioku.domain.settings_edit import (
     INTEGER_RANGES,
@@ -33,9 +34,11 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, number
+from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
-from kioku.services.warm import config_store
 
 NAME: Final = "server"
 GROUP: Final = "stm"
@@ -45,7 +48,10 @@ CATEGORIES_EDIT: Final = "categories-edit"
 TOOL_DESCRIPTION_INPUT: Final = "tool_description"
 UPDATE_NUDGE_INPUT: Final = "update_nudge"
 CATEGORY_INPUT_PREFIX: Final = "category_"
-_FORM_ID = re.compile(rf"{NAME}:(?P<form>[a-z-]+):(?P<version>[0-9]{{1,12}})", re.ASCII)
+CONFIGURATION_VERSION: Final = number("version", 12)
+"""The configuration version a form was filled from: a submit saves only onto that version."""
+PROMPT_FORM: Final = CustomId(NAME, PROMPT_EDIT, CONFIGURATION_VERSION)
+CATEGORIES_FORM: Final = CustomId(NAME, CATEGORIES_EDIT, CONFIGURATION_VERSION)
 
 PARAMETER_DESCRIPTIONS: Final = {
     "refresh_cadence": "Turns between reminders to refresh the summary (default 5)",
@@ -55,19 +61,23 @@ PARAMETER_DESCRIPTIONS: Final = {
 }
 
 
-def show_or_set_parameters(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def show_or_set_parameters(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     values = interaction.option_values()
     if not values:
-        return message(embeds=[parameters_embed(config.stm, "Short-term memory parameters")])
-    saved = config_store().save_server_config(replace(config, stm=apply_parameters(config.stm, values)))
-    return message(embeds=[parameters_embed(saved.stm, "Saved: short-term memory parameters")])
+        return message(
+            embeds=[parameters_embed(config.stm, "Short-term memory parameters", context.settings)]
+        )
+    saved = context.config_store.save_server_config(replace(config, stm=apply_parameters(config.stm, values)))
+    return message(
+        embeds=[parameters_embed(saved.stm, "Saved: short-term memory parameters", context.settings)]
+    )
 
 
-def open_prompt_form(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def open_prompt_form(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     return modal(
-        _form_id(PROMPT_EDIT, config),
+        PROMPT_FORM.encode(config.version),
         "Short-term memory prompts",
         [
             TextInput(
@@ -88,17 +98,17 @@ def open_prompt_form(interaction: Interaction) -> dict:
     )
 
 
-def save_prompts(interaction: Interaction, config: ServerConfig) -> dict:
+def save_prompts(interaction: Interaction, context: CommandContext, config: ServerConfig) -> dict:
     values = submitted_values(interaction.data)
     if TOOL_DESCRIPTION_INPUT not in values or UPDATE_NUDGE_INPUT not in values:
         raise InvalidModalSubmit("the form came back without its fields")
     stm = apply_prompt_overrides(config.stm, values[TOOL_DESCRIPTION_INPUT], values[UPDATE_NUDGE_INPUT])
-    saved = config_store().save_server_config(replace(config, stm=stm))
+    saved = context.config_store.save_server_config(replace(config, stm=stm))
     return message(embeds=[prompts_embed(saved.stm)])
 
 
-def open_categories_form(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def open_categories_form(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     lines = [category_line(category) for category in config.categories]
     rows = [
         TextInput(
@@ -109,19 +119,21 @@ def open_categories_form(interaction: Interaction) -> dict:
             placeholder="Label: description (e.g. Plans: what people mean to do next)",
             max_length=MAX_CATEGORY_LINE_CHARS,
         )
-        for number in range(1, _category_capacity() + 1)
+        for number in range(1, _category_capacity(context.settings) + 1)
     ]
-    return modal(_form_id(CATEGORIES_EDIT, config), "Short-term memory categories", rows)
+    return modal(CATEGORIES_FORM.encode(config.version), "Short-term memory categories", rows)
 
 
-def save_categories(interaction: Interaction, config: ServerConfig) -> dict:
+def save_categories(interaction: Interaction, context: CommandContext, config: ServerConfig) -> dict:
     values = submitted_values(interaction.data)
-    expected = [f"{CATEGORY_INPUT_PREFIX}{number}" for number in range(1, _category_capacity() + 1)]
+    expected = [
+        f"{CATEGORY_INPUT_PREFIX}{number}" for number in range(1, _category_capacity(context.settings) + 1)
+    ]
     if sorted(values) != sorted(expected):
         raise InvalidModalSubmit("the form came back without its fields")
     lines = [values[key] for key in expected]
-    categories = parse_categories(lines, config.categories, _category_capacity())
-    saved = config_store().save_server_config(replace(config, categories=categories))
+    categories = parse_categories(lines, config.categories, _category_capacity(context.settings))
+    saved = context.config_store.save_server_config(replace(config, categories=categories))
     return message(embeds=[categories_embed(saved)])
 
 
@@ -133,46 +145,40 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     **server_memories.HANDLERS,
     **server_addressing.HANDLERS,
 }
-FORMS: Final = {PROMPT_EDIT: save_prompts, CATEGORIES_EDIT: save_categories}
 
 
 @managed
-def on_server(interaction: Interaction) -> dict:
+def on_server(interaction: Interaction, context: CommandContext) -> dict:
     handler = SUBCOMMANDS.get(interaction.subcommand_path())
     if handler is None:
-        return refusal_message(
+        raise Refused(
             Refusal.NOT_UNDERSTOOD,
             "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view`, "
             "`/server memories list` or `/server addressing`.",
         )
-    return handler(interaction)
+    return handler(interaction, context)
 
 
-@managed
-def on_form_submit(interaction: Interaction) -> dict:
-    """A submitted form, saved only if the configuration is still the version it was filled from."""
-    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+def saved_if_current(
+    save: Callable[[Interaction, CommandContext, ServerConfig], dict],
+) -> Callable[..., dict]:
+    """A form's handler: ``save`` runs only for a manager, and only if the configuration is still the
+    version the form was filled from."""
 
-    match = _FORM_ID.fullmatch(interaction.custom_id)
-    save = FORMS.get(match["form"]) if match else None
-    if save is None:
-        raise InvalidModalSubmit("this form is not one I know; open it again with its command")
-    config = load_server_config(interaction)
-    if config.version != int(match["version"]):
-        raise StaleConfiguration(config)
-    return save(interaction, config)
+    @managed
+    def submit(interaction: Interaction, context: CommandContext, version: int) -> dict:
+        from kioku.adapters.dynamodb.config_store import StaleConfiguration
 
+        config = load_server_config(interaction, context)
+        if config.version != version:
+            raise StaleConfiguration(config)
+        return save(interaction, context, config)
 
-@managed
-def on_button(interaction: Interaction) -> dict:
-    """A click on a button of a ``/server`` answer: only a manager's click does anything."""
-    return server_memories.on_button(interaction)
+    return submit
 
 
-def parameters_embed(stm: StmConfig, title: str) -> dict:
-    from kioku.config import get_settings
-
-    default_crude = get_settings().SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
+def parameters_embed(stm: StmConfig, title: str, settings: Settings) -> dict:
+    default_crude = settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT
     crude = f"{default_crude} (default)" if stm.crude_message_count is None else str(stm.crude_message_count)
     content = (
         f"{ANCHORED_TOP_DEPTH} (near the top)"
@@ -225,14 +231,8 @@ def categories_embed(config: ServerConfig) -> dict:
     }
 
 
-def _form_id(form: str, config: ServerConfig) -> str:
-    return f"{NAME}:{form}:{config.version}"
-
-
-def _category_capacity() -> int:
-    from kioku.config import get_settings
-
-    return min(get_settings().STM_MAX_CATEGORIES, MAX_MODAL_INPUTS)
+def _category_capacity(settings: Settings) -> int:
+    return min(settings.STM_MAX_CATEGORIES, MAX_MODAL_INPUTS)
 
 
 def _integer_option(name: str) -> dict:
@@ -289,8 +289,9 @@ COMMAND = Command(
         server_addressing.OPTIONS,
     ],
     on_command=on_server,
-    on_component=on_button,
-    on_modal=on_form_submit,
+    # every click on a /server answer is checked like the commands: Manage Server, each time
+    buttons={kind: managed(handler) for kind, handler in server_memories.BUTTONS.items()},
+    forms={PROMPT_FORM: saved_if_current(save_prompts), CATEGORIES_FORM: saved_if_current(save_categories)},
     dm_permission=False,
     default_member_permissions=MANAGE_SERVER,
 )

@@ -15,9 +15,9 @@ from kioku.domain.settings_edit import (
     parse_trigger_words,
 )
 from kioku.services.commands.base import Interaction
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
 from kioku.services.commands.guild_admin import load_server_config
-from kioku.services.warm import config_store
 
 SUBCOMMAND: Final = "addressing"
 TRIGGER_WORDS_OPTION: Final = "trigger_words"
@@ -25,9 +25,9 @@ ANSWER_OTHER_BOTS_OPTION: Final = "answer_other_bots"
 MAX_TRIGGER_WORDS_TEXT: Final = MAX_TRIGGER_WORDS * (MAX_TRIGGER_WORD_CHARS + 2)
 
 
-def show_or_set(interaction: Interaction) -> dict:
+def show_or_set(interaction: Interaction, context: CommandContext) -> dict:
     values = interaction.option_values()
-    config = load_server_config(interaction)
+    config = load_server_config(interaction, context)
     if TRIGGER_WORDS_OPTION not in values and ANSWER_OTHER_BOTS_OPTION not in values:
         return message(embeds=[addressing_embed(config, "How members call kioku")])
     changes = {}
@@ -43,7 +43,7 @@ def show_or_set(interaction: Interaction) -> dict:
         if not isinstance(answer, bool):
             raise InvalidSettingsEdit(["answer_other_bots must be true or false"])
         changes["answer_other_bots"] = answer
-    saved = config_store().save_server_config(replace(config, **changes))
+    saved = context.config_store.save_server_config(replace(config, **changes))
     return message(embeds=[addressing_embed(saved, "Saved: how members call kioku")])
 
 

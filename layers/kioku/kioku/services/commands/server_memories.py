@@ -12,18 +12,20 @@ nothing: the store's writes are conditional on the memory still being what was s
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from kioku.domain.ltm.curation import text_shown_to_manager
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.models import MemoryModeration, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
+from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
+from kioku.services.commands.components import Button, ButtonStyle, action_rows
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
     OptionType,
@@ -33,7 +35,6 @@ from kioku.services.commands.discord import (
     updated_message,
 )
 from kioku.services.commands.guild_admin import load_server_config
-from kioku.services.warm import config_store, ltm_store
 
 GROUP: Final = "memories"
 LIST: Final = "list"
@@ -53,11 +54,13 @@ MAX_SHOWN_CHARS: Final = 900
 TAG_CHARS: Final = 12
 MAX_MEMORY_ID_DIGITS: Final = 20
 
-_PAGE_ID = re.compile(rf"server:{GROUP}:page:(?P<page>[0-9]{{1,6}})", re.ASCII)
-_REVIEW_ID = re.compile(
-    rf"server:{GROUP}:(?P<verdict>{APPROVE}|{REJECT}):(?P<memory_id>[0-9]{{1,{MAX_MEMORY_ID_DIGITS}}})"
-    rf":(?P<tag>[0-9a-f]{{{TAG_CHARS}}})",
-    re.ASCII,
+PAGE_BUTTON: Final = CustomId("server", GROUP, "page", number("page", 6))
+REVIEW_BUTTON: Final = CustomId(
+    "server",
+    GROUP,
+    one_of("verdict", APPROVE, REJECT),
+    digits("memory_id", MAX_MEMORY_ID_DIGITS),
+    hexadecimal("fingerprint", TAG_CHARS),
 )
 
 STATUS_NAMES: Final = {MemoryStatus.ACTIVE: "active", MemoryStatus.PENDING: "pending review"}
@@ -89,8 +92,8 @@ class _Viewer:
     config: ServerConfig
 
 
-def _viewer(interaction: Interaction) -> _Viewer:
-    config = load_server_config(interaction)
+def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
+    config = load_server_config(interaction, context)
     channel = interaction.channel
     parent = channel.parent_id if channel is not None and channel.id == interaction.channel_id else None
     permissions = int(interaction.member.permissions) if interaction.member else 0
@@ -100,10 +103,6 @@ def _viewer(interaction: Interaction) -> _Viewer:
         sees_every_channel=bool(permissions & Permission.ADMINISTRATOR),
         config=config,
     )
-
-
-def _server_memories(interaction: Interaction) -> list[Memory]:
-    return ltm_store().memories_of(ScopeKind.SERVER, str(interaction.guild_id))
 
 
 # -- showing memories --------------------------------------------------------------------------------
@@ -136,20 +135,20 @@ def _provenance(memory: Memory) -> str:
 # -- /server memories list ---------------------------------------------------------------------------
 
 
-def list_memories(interaction: Interaction) -> dict:
-    embed, buttons = _list_page(interaction, 0)
+def list_memories(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _list_page(interaction, context, 0)
     return message(embeds=[embed], components=buttons)
 
 
-def _show_page(interaction: Interaction, page: int) -> dict:
-    embed, buttons = _list_page(interaction, page)
+def show_page(interaction: Interaction, context: CommandContext, page: int) -> dict:
+    embed, buttons = _list_page(interaction, context, page)
     return updated_message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, page: int) -> tuple[dict, list[dict]]:
+def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
-    viewer = _viewer(interaction)
-    memories = _server_memories(interaction)
+    viewer = _viewer(interaction, context)
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -173,30 +172,23 @@ def _page_buttons(page: int, pages: int) -> list[dict]:
     return action_rows(
         [
             [
-                Button(_page_id(max(page - 1, 0)), "Previous", disabled=page == 0),
-                Button(_page_id(page + 1), "Next", disabled=page == pages - 1),
+                Button(PAGE_BUTTON.encode(max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(PAGE_BUTTON.encode(page + 1), "Next", disabled=page == pages - 1),
             ]
         ]
     )
 
 
-def _page_id(page: int) -> str:
-    return f"server:{GROUP}:page:{page}"
-
-
 # -- /server memories forget -------------------------------------------------------------------------
 
 
-def forget(interaction: Interaction) -> dict:
+def forget(interaction: Interaction, context: CommandContext) -> dict:
     memory_id = _memory_id(interaction.option_values().get(MEMORY_ID_OPTION))
-    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
-    if memory is None:
-        raise MemoryNotFound(f"there is no server memory #{memory_id} here")
-    ltm_store().delete(memory)
+    memory = memory_control.forget_server_memory(str(interaction.guild_id), memory_id, context.ltm_store)
     embed = {
         "title": f"Forgot server memory #{memory_id}",
         "color": EMBED_COLOR_INFO,
-        "fields": [_memory_field(memory, _viewer(interaction), "the list")],
+        "fields": [_memory_field(memory, _viewer(interaction, context), "the list")],
     }
     return message(embeds=[embed])
 
@@ -210,13 +202,13 @@ def _memory_id(value: Any) -> str:
 # -- /server memories moderation ---------------------------------------------------------------------
 
 
-def set_moderation(interaction: Interaction) -> dict:
+def set_moderation(interaction: Interaction, context: CommandContext) -> dict:
     try:
         mode = MemoryModeration(str(interaction.option_values().get(MODE_OPTION)))
     except ValueError:
         raise InvalidSettingsEdit(["mode must be open or approval"]) from None
-    config = load_server_config(interaction)
-    saved = config_store().save_server_config(replace(config, memory_moderation=mode))
+    config = load_server_config(interaction, context)
+    saved = context.config_store.save_server_config(replace(config, memory_moderation=mode))
     embed = {
         "title": f"Saved: memory moderation is {saved.memory_moderation.value}",
         "description": MODERATION_MEANING[saved.memory_moderation],
@@ -228,41 +220,28 @@ def set_moderation(interaction: Interaction) -> dict:
 # -- /server memories review -------------------------------------------------------------------------
 
 
-def review(interaction: Interaction) -> dict:
-    embed, buttons = _review_list(interaction)
+def review(interaction: Interaction, context: CommandContext) -> dict:
+    embed, buttons = _review_list(interaction, context)
     return message(embeds=[embed], components=buttons)
 
 
-def _judge(interaction: Interaction, verdict: str, memory_id: str, tag: str) -> dict:
+def judge(interaction: Interaction, context: CommandContext, verdict: str, memory_id: str, tag: str) -> dict:
     """Approve or reject the memory a review button was shown for, if it still awaits review as shown."""
-    memory = _awaiting_review(interaction, memory_id, tag)
+    guild_id = str(interaction.guild_id)
     if verdict == APPROVE:
-        ltm_store().approve(memory)
+        memory_control.approve(guild_id, memory_id, tag, context.ltm_store)
         note = f"Approved server memory #{memory_id}: kioku may recall it from now on."
     else:
-        ltm_store().reject(memory)
+        memory_control.reject(guild_id, memory_id, tag, context.ltm_store)
         note = f"Rejected server memory #{memory_id}: it is deleted."
-    embed, buttons = _review_list(interaction)
+    embed, buttons = _review_list(interaction, context)
     return updated_message(note, embeds=[embed], components=buttons)
 
 
-def _awaiting_review(interaction: Interaction, memory_id: str, tag: str) -> Memory:
-    memory = ltm_store().find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
-    if memory is None:
-        raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
-    if memory.status is not MemoryStatus.PENDING:
-        raise MemoryNotFound(f"server memory #{memory_id} was already approved")
-    if _tag(memory) != tag:
-        raise MemoryNotFound(
-            f"server memory #{memory_id} changed since this list was shown; run `/server memories review` again"
-        )
-    return memory
-
-
-def _review_list(interaction: Interaction) -> tuple[dict, list[dict]]:
+def _review_list(interaction: Interaction, context: CommandContext) -> tuple[dict, list[dict]]:
     """The oldest memories awaiting review, each with its Approve and Reject buttons."""
-    viewer = _viewer(interaction)
-    pending = [memory for memory in _server_memories(interaction) if memory.status is MemoryStatus.PENDING]
+    viewer = _viewer(interaction, context)
+    pending = memory_control.awaiting_review(str(interaction.guild_id), context.ltm_store)
     shown = pending[:PAGE_SIZE]
     embed: dict[str, Any] = {"title": "Server memories awaiting review", "color": EMBED_COLOR_INFO}
     if not pending:
@@ -290,7 +269,7 @@ def _review_buttons(memory: Memory) -> list[Button]:
 
 
 def _review_id(verdict: str, memory: Memory) -> str:
-    return f"server:{GROUP}:{verdict}:{memory.memory_id}:{_tag(memory)}"
+    return REVIEW_BUTTON.encode(verdict, memory.memory_id, _tag(memory))
 
 
 def _tag(memory: Memory) -> str:
@@ -300,16 +279,8 @@ def _tag(memory: Memory) -> str:
 # -- the buttons -------------------------------------------------------------------------------------
 
 
-def on_button(interaction: Interaction) -> dict:
-    """A click on a list page or review button (the manager check is the caller's)."""
-    custom_id = interaction.custom_id
-    page = _PAGE_ID.fullmatch(custom_id)
-    if page:
-        return _show_page(interaction, int(page["page"]))
-    verdict = _REVIEW_ID.fullmatch(custom_id)
-    if verdict:
-        return _judge(interaction, verdict["verdict"], verdict["memory_id"], verdict["tag"])
-    raise UnknownComponent("this button is not one I know; run the command again")
+BUTTONS: Final = {PAGE_BUTTON: show_page, REVIEW_BUTTON: judge}
+"""The list's page buttons and the review's verdicts (the manager check is the command's)."""
 
 
 HANDLERS: Final = {

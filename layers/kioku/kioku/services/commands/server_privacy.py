@@ -14,9 +14,9 @@ from typing import Final
 from kioku.domain.privacy import MAX_PRIVACY_OVERRIDES, PrivacyMode
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Interaction
+from kioku.services.commands.context import CommandContext
 from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
 from kioku.services.commands.guild_admin import load_server_config
-from kioku.services.warm import config_store
 
 GROUP: Final = "privacy"
 CHANNEL: Final = "channel"
@@ -35,7 +35,7 @@ MODE_MEANING: Final = {
 }
 
 
-def set_channel_mode(interaction: Interaction) -> dict:
+def set_channel_mode(interaction: Interaction, context: CommandContext) -> dict:
     options = interaction.option_values()
     channel_id = options.get(CHANNEL)
     if not (
@@ -49,7 +49,7 @@ def set_channel_mode(interaction: Interaction) -> dict:
         mode = PrivacyMode(str(options.get(MODE_OPTION)))
     except ValueError:
         raise InvalidSettingsEdit(["mode must be auto, private or public"]) from None
-    config = load_server_config(interaction)
+    config = load_server_config(interaction, context)
     overrides = dict(config.channel_privacy)
     if mode is PrivacyMode.AUTO:
         overrides.pop(channel_id, None)
@@ -61,7 +61,7 @@ def set_channel_mode(interaction: Interaction) -> dict:
                 ]
             )
         overrides[channel_id] = mode
-    saved = config_store().save_server_config(replace(config, channel_privacy=overrides))
+    saved = context.config_store.save_server_config(replace(config, channel_privacy=overrides))
     return message(
         embeds=[
             privacy_embed(
@@ -73,18 +73,18 @@ def set_channel_mode(interaction: Interaction) -> dict:
     )
 
 
-def set_bypass(interaction: Interaction) -> dict:
+def set_bypass(interaction: Interaction, context: CommandContext) -> dict:
     enabled = interaction.option_values().get(ENABLED_OPTION)
     if not isinstance(enabled, bool):
         raise InvalidSettingsEdit(["enabled must be true or false"])
-    config = load_server_config(interaction)
-    saved = config_store().save_server_config(replace(config, stm_privacy_bypass=enabled))
+    config = load_server_config(interaction, context)
+    saved = context.config_store.save_server_config(replace(config, stm_privacy_bypass=enabled))
     title = "Saved: the privacy bypass is " + ("**on**" if enabled else "**off**")
     return message(embeds=[privacy_embed(saved.channel_privacy, saved.stm_privacy_bypass, title)])
 
 
-def view(interaction: Interaction) -> dict:
-    config = load_server_config(interaction)
+def view(interaction: Interaction, context: CommandContext) -> dict:
+    config = load_server_config(interaction, context)
     return message(
         embeds=[privacy_embed(config.channel_privacy, config.stm_privacy_bypass, "Channel privacy")]
     )

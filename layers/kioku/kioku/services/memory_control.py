@@ -1,14 +1,22 @@
-"""What kioku keeps about one person, for that person: see it, export it, forget one or all of it.
+"""Memory control: the use cases behind ``/personal memories`` and ``/server memories``.
 
-Long-term memories about them (their personal ones, whoever saved them, and the server memories that
-name them, in every persona lineage), the server memories they saved, their DM short-term rows, and
-the raw lines they wrote in servers' short-term rows (found through the notes each capture and each
+For a person (personal scope), what kioku keeps about them, for them: see it, export it, forget one
+or all of it. Long-term memories about them (their personal ones, whoever saved them, and the
+server memories that name them, in every persona lineage), the server memories they saved, their DM
+short-term rows, and the raw lines they wrote in servers' short-term rows (found through the notes each capture and each
 server memory leaves in their partition). The list and the export show every memory about them, with
 its full text: it is theirs to see wherever it was said; only a channel they may not see is not named
-(``origin_known_to``). Forgetting everything also marks the person (``forgotten_at``): a turn still
+(``origin_known_to``). Forgetting all also marks the person (``forgotten_at``): a turn still
 answering a message they sent before, queued or retried, can store nothing of it. Summaries are
 written by the bot from whole conversations and are not theirs alone, so they are neither exported
 nor rewritten here (docs/privacy.md says so).
+
+For a server (server scope), its managers' curation: list its memories, forget one, approve or
+reject one awaiting review. Every write is conditional on the memory still being what was shown
+(``fingerprint``), so a stale or repeated click changes nothing.
+
+The commands' Discord UI lives in ``kioku.services.commands`` (``personal_memories``,
+``server_memories``); the stores are handed in.
 """
 
 from __future__ import annotations
@@ -24,20 +32,22 @@ from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
 
 MAX_FORGET_ROUNDS: Final = 8
-"""Forget-all lists and deletes again until a round finds nothing, so a memory saved by a turn at the
-same moment is caught; a round finds more only while such turns keep racing."""
+"""Forgetting all lists and deletes again until a round finds nothing, so a memory saved by a turn at
+the same moment is caught; a round finds more only while such turns keep racing."""
 EXPORT_FORMAT: Final = "kioku-export/2"
 UNSEEN_CHANNEL: Final = "a channel you can't see"
 
 
 @dataclass(frozen=True, slots=True)
-class ForgetReport:
+class ForgetAllReport:
+    """What forgetting all about a person deleted, and what it kept without their name."""
+
     memories: int = 0
     dm_rows: int = 0
     lines: int = 0
@@ -58,30 +68,31 @@ def memories_about(user_id: str, store: DynamoMemoryStore) -> list[Memory]:
     return sorted([*store.memories_of(ScopeKind.PERSONAL, user_id), *server], key=lambda m: m.created_at)
 
 
-def forget_one(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory | None:
-    """Delete the memory ``memory_id`` about ``user_id``, whoever wrote it; None when there is none."""
+def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory:
+    """Delete the memory ``memory_id`` about ``user_id``, whoever wrote it; ``MemoryNotFound`` when
+    there is none."""
     for _ in range(MAX_FORGET_ROUNDS):
         memory = store.find(ScopeKind.PERSONAL, user_id, memory_id) or next(
             (m for m in memories_about(user_id, store) if m.memory_id == memory_id), None
         )
         if memory is None:
-            return None
+            break
         try:
             store.delete(memory)
             return memory
         except MemoryNotFound:
             continue  # it changed between the read and the delete: read it again
-    return None
+    raise MemoryNotFound(f"I keep no memory #{memory_id} about you")
 
 
-def forget_everything(
+def forget_all(
     user_id: str,
     ltm_store: DynamoMemoryStore,
     stm_store: StmStore,
     *,
     ledger: TurnLedger,
     now: datetime | None = None,
-) -> ForgetReport:
+) -> ForgetAllReport:
     """Every long-term memory about ``user_id`` (server memories that name them too), the author link
     of the server memories they saved, their DM rows, and every raw line they wrote; first the mark
     that they forgot at ``now`` (so no turn answering what they said before can store it again) and
@@ -99,7 +110,7 @@ def forget_everything(
                 memories += 1
             except MemoryNotFound:
                 continue  # changed or deleted meanwhile: the next round reads it again
-        for server_id, named in servers.items():
+        for guild_id, named in servers.items():
             settled = True
             for memory in named:
                 try:
@@ -112,10 +123,10 @@ def forget_everything(
                 except MemoryNotFound:
                     settled = False  # the next round reads it again, through the note kept
             if settled:
-                ltm_store.drop_server_note(user_id, server_id)
+                ltm_store.drop_server_note(user_id, guild_id)
     lines = stm_store.forget_lines_of(user_id)
     dm_rows = stm_store.delete_dm_rows_of(user_id)
-    return ForgetReport(memories=memories, dm_rows=dm_rows, lines=lines, unnamed=unnamed)
+    return ForgetAllReport(memories=memories, dm_rows=dm_rows, lines=lines, unnamed=unnamed)
 
 
 def export(
@@ -189,7 +200,7 @@ def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
 def _row_record(row: StmEntry, user_id: str, *, only_own_lines: bool = False) -> dict[str, Any]:
     lines: Sequence = [m for m in row.crude if m.user_id == user_id] if only_own_lines else row.crude
     record: dict[str, Any] = {
-        "server_id": row.address.server_id,
+        "server_id": row.address.guild_id,
         "channel_id": row.channel_id,
         "persona": row.address.persona_id,
         "messages": [
@@ -201,3 +212,53 @@ def _row_record(row: StmEntry, user_id: str, *, only_own_lines: bool = False) ->
         record["summary"] = row.summary
         record["categories"] = dict(row.categories)
     return record
+
+
+# -- a server's memories, for its managers ---------------------------------------------------------
+
+
+def server_memories(guild_id: str, store: DynamoMemoryStore) -> list[Memory]:
+    """Every memory kept for the server (every persona lineage, pending ones too), oldest first."""
+    return store.memories_of(ScopeKind.SERVER, guild_id)
+
+
+def awaiting_review(guild_id: str, store: DynamoMemoryStore) -> list[Memory]:
+    """The server's memories waiting for a manager's review, oldest first."""
+    return [memory for memory in server_memories(guild_id, store) if memory.status is MemoryStatus.PENDING]
+
+
+def forget_server_memory(guild_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory:
+    """Delete the server memory ``memory_id`` of ``guild_id``; ``MemoryNotFound`` when it has none."""
+    memory = store.find(ScopeKind.SERVER, guild_id, memory_id)
+    if memory is None:
+        raise MemoryNotFound(f"there is no server memory #{memory_id} here")
+    store.delete(memory)
+    return memory
+
+
+def approve(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
+    """Let kioku recall the memory awaiting review whose fingerprint starts with ``fingerprint``."""
+    memory = _awaiting_review(guild_id, memory_id, fingerprint, store)
+    store.approve(memory)
+    return memory
+
+
+def reject(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
+    """Delete the memory awaiting review whose fingerprint starts with ``fingerprint``."""
+    memory = _awaiting_review(guild_id, memory_id, fingerprint, store)
+    store.reject(memory)
+    return memory
+
+
+def _awaiting_review(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
+    """The memory, if it still awaits review as it was shown (its fingerprint); else MemoryNotFound."""
+    memory = store.find(ScopeKind.SERVER, guild_id, memory_id)
+    if memory is None:
+        raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
+    if memory.status is not MemoryStatus.PENDING:
+        raise MemoryNotFound(f"server memory #{memory_id} was already approved")
+    if not fingerprint or not memory.fingerprint.startswith(fingerprint):
+        raise MemoryNotFound(
+            f"server memory #{memory_id} changed since this list was shown; run `/server memories review` again"
+        )
+    return memory
