@@ -8,11 +8,11 @@ from dataclasses import replace
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.discord.protocol import Permission
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import capabilities, server
-from kioku.services.commands.discord import Permission
 from tests.conftest import APPLICATION_ID
 
 GUILD = "200000000000000001"

@@ -22,12 +22,12 @@ from typing import Any, TextIO
 import httpx
 
 from kioku import clock
+from kioku.discord.protocol import MessageFlag, ResponseType
 from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.inspect import rounds_of, tool_schema
 from kioku.playground.stack import LocalStack, gateway_dispatch
-from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.signatures import sign_request
 
 PROMPT = "kioku> "
@@ -382,7 +382,7 @@ class Playground:
     def press(self, channel: world.Channel, rows: list[dict], button: dict) -> None:
         """A MESSAGE_COMPONENT for ``button`` of a message with ``rows``, by the current member."""
         self.print(f"(clicked {button['label']})")
-        message = {"id": self.stack.discord.new_id(), "flags": EPHEMERAL_FLAG, "components": rows}
+        message = {"id": self.stack.discord.new_id(), "flags": MessageFlag.EPHEMERAL, "components": rows}
         payload = component_click(
             self._command("click", None, {}, channel), button["custom_id"], message=message
         )
@@ -568,7 +568,7 @@ def render_interaction_response(response: dict) -> str:
         lines.append("kioku is thinking…")
     if response.get("type") == ResponseType.UPDATE_MESSAGE:
         lines.append("(the message you clicked now reads)")
-    if data.get("flags", 0) & EPHEMERAL_FLAG:
+    if data.get("flags", 0) & MessageFlag.EPHEMERAL:
         lines.append("(only you can see this)")
     if data.get("content"):
         lines.append(data["content"])

@@ -17,6 +17,7 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.discord.protocol import MessageFlag, ResponseType
 from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
 from kioku.domain.models import ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
@@ -25,7 +26,6 @@ from kioku.entrypoints import turn_worker
 from kioku.playground import world
 from kioku.playground.console import Playground
 from kioku.playground.web import serialize
-from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.services.turn import TurnRecord
 
 LOG_LENGTH: Final = 30
@@ -38,7 +38,7 @@ PAGE_PICKS: Final = (":as", ":in")
 
 
 def _ephemeral(answer: dict[str, Any]) -> bool:
-    return bool(((answer["response"].get("data") or {}).get("flags") or 0) & EPHEMERAL_FLAG)
+    return bool(((answer["response"].get("data") or {}).get("flags") or 0) & MessageFlag.EPHEMERAL)
 
 
 class BadInput(ValueError):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import logging
 
+from kioku.discord.protocol import OptionType, ResponseType
 from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import OptionType, Refusal, ResponseType, error_message, refusal_message
+from kioku.services.commands.discord import Refusal, error_message, refusal_message
 
 logger = logging.getLogger(__name__)
 
@@ -16,6 +17,7 @@ MAX_CHAT_MESSAGE_LENGTH = 2000
 
 def on_chat(interaction: Interaction) -> dict:
     from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.discord.models import parse_member, parse_user
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     text = str(interaction.option_values().get("message") or "").strip()
@@ -37,8 +39,8 @@ def on_chat(interaction: Interaction) -> dict:
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=invoker.model_dump(),
-        member=interaction.member.model_dump(exclude={"user"}) if interaction.member else None,
+        author=parse_user(invoker.model_dump()),
+        member=parse_member(interaction.member.model_dump(exclude={"user"})) if interaction.member else None,
         content=text,
         interaction_token=interaction.token,
         application_id=interaction.application_id,

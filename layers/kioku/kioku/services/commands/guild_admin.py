@@ -9,11 +9,12 @@ from __future__ import annotations
 from functools import wraps
 from typing import TYPE_CHECKING, Final
 
+from kioku.discord.protocol import Permission
 from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Handler, Interaction
 from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
-from kioku.services.commands.discord import Permission, Refusal, error_message, refusal_message
+from kioku.services.commands.discord import Refusal, error_message, refusal_message
 from kioku.services.warm import config_store
 
 if TYPE_CHECKING:

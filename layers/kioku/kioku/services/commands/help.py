@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from kioku.config import Settings, get_settings
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import RenderMode, ServerConfig
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, Refusal, refusal_message
 from kioku.services.commands.guild_admin import load_server_config
 
 STM_GUIDE_DESCRIPTION = (

@@ -26,8 +26,9 @@ from datetime import datetime
 from typing import Any, Final
 
 from kioku import clock
+from kioku.discord.protocol import THREAD_TYPES, ChannelType, OptionType, Permission
+from kioku.discord.responses import message
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
@@ -50,11 +51,8 @@ from kioku.services.commands.components import (
 )
 from kioku.services.commands.discord import (
     EMBED_COLOR_INFO,
-    OptionType,
-    Permission,
     Refusal,
     error_message,
-    message,
     refusal_message,
     relative_time,
 )

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final
 
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands import personal_memories
 from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, error_message, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, error_message
 from kioku.services.warm import config_store
 
 CROSS_SERVER_OPTION: Final = "cross_server"

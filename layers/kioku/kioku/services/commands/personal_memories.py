@@ -9,23 +9,15 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
+from kioku.discord.protocol import THREAD_TYPES, MessageFlag, OptionType, ResponseType
+from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
-from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
+from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import warm
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
-from kioku.services.commands.discord import (
-    EMBED_COLOR_ERROR,
-    EMBED_COLOR_INFO,
-    EPHEMERAL_FLAG,
-    OptionType,
-    ResponseType,
-    error_message,
-    message,
-    relative_time,
-    updated_message,
-)
+from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, error_message, relative_time
 
 GROUP: Final = "memories"
 LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
@@ -124,6 +116,7 @@ def ask_to_forget_everything(interaction: Interaction) -> dict:
 def export(interaction: Interaction) -> dict:
     """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
     from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.discord.models import parse_user
     from kioku.domain.turn_jobs import TurnJob, TurnSource
 
     invoker = interaction.invoker
@@ -134,7 +127,7 @@ def export(interaction: Interaction) -> dict:
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=invoker.model_dump(),
+        author=parse_user(invoker.model_dump()),
         content="",
         interaction_token=interaction.token,
         application_id=interaction.application_id,
@@ -143,7 +136,10 @@ def export(interaction: Interaction) -> dict:
         warm.turn_queue().enqueue(job)
     except QueueUnavailable:
         return error_message("I could not start the export right now. Please try again in a moment.")
-    return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
+    return {
+        "type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE,
+        "data": {"flags": MessageFlag.EPHEMERAL},
+    }
 
 
 SUBCOMMANDS: Final = {

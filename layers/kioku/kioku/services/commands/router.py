@@ -6,8 +6,10 @@ import logging
 
 from pydantic import ValidationError
 
+from kioku.discord.protocol import InteractionType
+from kioku.discord.responses import autocomplete, message
 from kioku.services.commands.base import Command, Handler, Interaction
-from kioku.services.commands.discord import InteractionType, autocomplete, error_message, message
+from kioku.services.commands.discord import error_message
 from kioku.services.commands.registry import by_name
 
 logger = logging.getLogger(__name__)

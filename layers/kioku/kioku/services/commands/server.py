@@ -12,6 +12,8 @@ import re
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import ANCHORED_TOP_DEPTH, RenderMode, ServerConfig, StmConfig
 from kioku.domain.settings_edit import (
     INTEGER_RANGES,
@@ -33,7 +35,7 @@ from kioku.services.commands.components import (
     modal,
     submitted_values,
 )
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, Refusal, message, refusal_message
+from kioku.services.commands.discord import EMBED_COLOR_INFO, Refusal, refusal_message
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 from kioku.services.warm import config_store
 

@@ -16,6 +16,8 @@ import re
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from kioku.discord.protocol import OptionType, Permission
+from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.models import MemoryModeration, ServerConfig
@@ -24,14 +26,7 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, UnknownComponent, action_rows
-from kioku.services.commands.discord import (
-    EMBED_COLOR_INFO,
-    OptionType,
-    Permission,
-    message,
-    relative_time,
-    updated_message,
-)
+from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.guild_admin import load_server_config
 from kioku.services.warm import config_store, ltm_store
 
