@@ -244,13 +244,11 @@ class _Reader:
             content=content if isinstance(content, str) else "",
             timestamp=self._timestamp(data.get("timestamp")),
             type=message_type,
-            channel_id=_snowflake(data, "channel_id", path)
-            if strict
-            else _lenient_snowflake(data, "channel_id"),
-            guild_id=self._optional_snowflake(data, "guild_id", path),
+            channel_id=self._id(data, "channel_id", path, required=True),
+            guild_id=self._id(data, "guild_id", path),
             member=_member(data.get("member")),
-            webhook_id=self._optional_snowflake(data, "webhook_id", path),
-            application_id=self._optional_snowflake(data, "application_id", path),
+            webhook_id=self._id(data, "webhook_id", path),
+            application_id=self._id(data, "application_id", path),
             mentions=self._mentions(data),
             mention_roles=self._mention_roles(data),
             attachments=tuple(_attachments(self._bounded(data, "attachments", MAX_ATTACHMENTS))),
@@ -287,10 +285,14 @@ class _Reader:
                 raise MalformedMessage("timestamp is not an RFC 3339 time with an offset") from None
             return None
 
-    def _optional_snowflake(self, data: Mapping[str, Any], key: str, path: str) -> str | None:
-        if data.get(key) is None:
-            return None
-        return _snowflake(data, key, path) if self.strict else _lenient_snowflake(data, key)
+    def _id(self, data: Mapping[str, Any], key: str, path: str, *, required: bool = False) -> str | None:
+        """An id that strictly must be well formed when present (or ``required``), else may be left out."""
+        value = data.get(key)
+        if is_snowflake(value):
+            return value
+        if self.strict and (required or value is not None):
+            raise MalformedMessage(f"{path}{key} is not a snowflake id string")
+        return None
 
     def _bounded(self, data: Mapping[str, Any], key: str, limit: int) -> list[Any]:
         value = data.get(key, [])
@@ -361,11 +363,6 @@ def _snowflake(data: Mapping[str, Any], key: str, path: str) -> str:
     if not is_snowflake(value):
         raise MalformedMessage(f"{path}{key} is not a snowflake id string")
     return value
-
-
-def _lenient_snowflake(data: Mapping[str, Any], key: str) -> str | None:
-    value = data.get(key)
-    return value if is_snowflake(value) else None
 
 
 def _member(value: Any) -> Member | None:

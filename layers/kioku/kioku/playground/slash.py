@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.discord.protocol import OptionType
+from kioku.discord.snowflake import is_snowflake
 
 TRUE_WORDS: Final = frozenset({"true", "yes", "on"})
 FALSE_WORDS: Final = frozenset({"false", "no", "off"})
@@ -120,7 +121,7 @@ def _typed(text: str, spec: dict[str, Any], channel_id: Callable[[str], str | No
             raise UnreadableCommand(f"{name} takes true or false, not {text!r}")
         value = text.lower() in TRUE_WORDS
     elif kind == OptionType.CHANNEL:
-        value = text if text.isdigit() else channel_id(text)
+        value = text if is_snowflake(text) else channel_id(text)
         if value is None:
             raise UnreadableCommand(f"{name}: no channel called {text!r}")
     else:
