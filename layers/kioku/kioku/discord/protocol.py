@@ -1,7 +1,8 @@
 """Discord's protocol numbers, each named once (developer docs, API v10); the standard library only.
 
 Only what kioku sends, reads or decides on is named. Unknown values Discord may add (a new message
-or channel type) stay plain ints where they are read: compare them with these, never convert.
+or channel type) stay plain ints where they are read: compare them with these, never convert. The
+interaction and response types are ``kioku.discord.interactions``': a PING imports only them.
 """
 
 from __future__ import annotations
@@ -9,26 +10,6 @@ from __future__ import annotations
 import re
 from enum import IntEnum, IntFlag, StrEnum
 from typing import Final
-
-
-class InteractionType(IntEnum):
-    PING = 1
-    APPLICATION_COMMAND = 2
-    MESSAGE_COMPONENT = 3
-    APPLICATION_COMMAND_AUTOCOMPLETE = 4
-    MODAL_SUBMIT = 5
-
-
-class ResponseType(IntEnum):
-    """The type of an interaction's response (Discord's "interaction callback type")."""
-
-    PONG = 1
-    CHANNEL_MESSAGE_WITH_SOURCE = 4
-    DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE = 5
-    DEFERRED_UPDATE_MESSAGE = 6
-    UPDATE_MESSAGE = 7
-    APPLICATION_COMMAND_AUTOCOMPLETE_RESULT = 8
-    MODAL = 9
 
 
 class CommandType(IntEnum):

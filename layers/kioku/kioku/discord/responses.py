@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Final
 
-from kioku.discord.protocol import MessageFlag, ResponseType
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 
 NO_MENTIONS: Final = {"parse": []}
 MAX_AUTOCOMPLETE_CHOICES: Final = 25

@@ -138,7 +138,12 @@ def decide_turn(
 ) -> TurnDecision:
     """Answer or ignore, with the reason. ``message`` is a parsed message or the raw ``d`` object."""
     relayed = message if isinstance(message, GatewayMessage) else parse_message_object(message)
-    message = relayed.message
+    return _decide(relayed.message, relayed.bot_role_ids, bot_user_id, config)
+
+
+def _decide(
+    message: Message, bot_role_ids: frozenset[str], bot_user_id: str, config: ServerConfig
+) -> TurnDecision:
     author = message.author
     if bot_user_id in (author.id, message.application_id):
         return TurnDecision(False, TurnReason.OWN_MESSAGE)
@@ -151,7 +156,7 @@ def decide_turn(
     mentioned = {mention.user.id for mention in message.mentions}
     if bot_user_id in mentioned or bot_user_id in USER_MENTION.findall(message.content):
         return TurnDecision(True, TurnReason.MENTIONED)
-    if set(message.mention_roles) & relayed.bot_role_ids:
+    if bot_role_ids.intersection(message.mention_roles):
         return TurnDecision(True, TurnReason.MENTIONED)
     if _replied_to_author(message) == bot_user_id:
         return TurnDecision(True, TurnReason.REPLY_TO_BOT)

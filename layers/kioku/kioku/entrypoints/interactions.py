@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from kioku.discord.protocol import InteractionType, ResponseType
+from kioku.discord.interactions import InteractionType, ResponseType
 from kioku.entrypoints.function_url import error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
 from kioku.keys import public_key_from_env

@@ -22,7 +22,8 @@ from typing import Any, TextIO
 import httpx
 
 from kioku import clock
-from kioku.discord.protocol import MessageFlag, ResponseType
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler

@@ -7,14 +7,8 @@ import json
 import time
 from typing import Any
 
-from kioku.discord.protocol import (
-    ChannelType,
-    CommandType,
-    ComponentType,
-    InteractionContext,
-    InteractionType,
-    OptionType,
-)
+from kioku.discord.interactions import InteractionType
+from kioku.discord.protocol import ChannelType, CommandType, ComponentType, InteractionContext, OptionType
 from kioku.signatures import sign_request
 
 

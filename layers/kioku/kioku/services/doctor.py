@@ -20,7 +20,8 @@ from typing import Any, Final, TextIO
 import httpx
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
-from kioku.discord.protocol import ApplicationFlag, GatewayEvent, InteractionType, MessageType, ResponseType
+from kioku.discord.interactions import InteractionType, ResponseType
+from kioku.discord.protocol import ApplicationFlag, GatewayEvent, MessageType
 from kioku.services.commands.registry import definitions
 from kioku.signatures import new_key_pair, public_key_of, sign_request
 

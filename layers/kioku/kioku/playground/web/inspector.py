@@ -17,7 +17,8 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.discord.protocol import MessageFlag, ResponseType
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
 from kioku.domain.models import ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy

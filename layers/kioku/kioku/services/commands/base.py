@@ -8,13 +8,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from kioku.discord.interactions import InteractionType
 from kioku.discord.protocol import (
     PERMISSIONS_PATTERN,
     ChannelType,
     CommandType,
     IntegrationType,
     InteractionContext,
-    InteractionType,
     OptionType,
 )
 from kioku.discord.snowflake import SNOWFLAKE_PATTERN

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import logging
 
-from kioku.discord.protocol import OptionType, ResponseType
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import OptionType
 from kioku.services import warm
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.discord import Refusal, error_message, refusal_message

@@ -7,7 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kioku.discord.protocol import ButtonStyle, ComponentType, ResponseType, TextInputStyle
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import ButtonStyle, ComponentType, TextInputStyle
 
 MAX_MODAL_INPUTS: Final = 5
 MAX_MODAL_TITLE_CHARS: Final = 45

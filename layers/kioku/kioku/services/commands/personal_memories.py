@@ -9,7 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any, Final
 
-from kioku.discord.protocol import THREAD_TYPES, MessageFlag, OptionType, ResponseType
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import THREAD_TYPES, MessageFlag, OptionType
 from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.privacy import Place, origin_known_to

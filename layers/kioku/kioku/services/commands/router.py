@@ -6,7 +6,7 @@ import logging
 
 from pydantic import ValidationError
 
-from kioku.discord.protocol import InteractionType
+from kioku.discord.interactions import InteractionType
 from kioku.discord.responses import autocomplete, message
 from kioku.services.commands.base import Command, Handler, Interaction
 from kioku.services.commands.discord import error_message
