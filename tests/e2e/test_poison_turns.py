@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from kioku.adapters.turn_queue import TurnQueue
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.stack import LocalStack
 from tests.e2e.conftest import GENERAL, GUILD, STAND_IN_REPLY, relay_post
@@ -141,13 +140,31 @@ def test_a_turn_discord_refuses_as_such_is_dead_lettered_without_retries(stack, 
     assert [m["content"] for m in replies_to(stack, behind)] == [STAND_IN_REPLY]
 
 
-def test_a_queued_turn_whose_timestamp_has_no_offset_is_answered(stack, llm):
-    # Given a turn queued (before the relay refused such messages) with a naive timestamp
+def test_a_turn_queued_in_format_1_whose_timestamp_has_no_offset_is_answered(stack, llm):
+    # Given a turn the previous code queued (format 1: the gateway's message as it was sent), from
+    # before the relay refused timestamps without an offset
     alice = stack.discord.seed_user("alice", global_name="Alice")
     stack.discord.seed_member(GUILD, alice)
     message = stack.discord.seed_message(CHANNEL, alice, f"<@{stack.application_id}> hello")
     naive = {**message, "timestamp": "2026-11-30T01:00:00.000000", "guild_id": GUILD}
-    TurnQueue(stack.resources.turn_queue_url, client=stack.sqs).enqueue(TurnJob.from_gateway_message(naive))
+    format_1 = {
+        "source": "message",
+        "turn_id": message["id"],
+        "channel_id": CHANNEL,
+        "guild_id": GUILD,
+        "author": naive["author"],
+        "content": naive["content"],
+        "message": naive,
+        "member": None,
+        "interaction_token": None,
+        "application_id": None,
+    }
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=json.dumps(format_1),
+        MessageGroupId=CHANNEL,
+        MessageDeduplicationId=f"message-{message['id']}",
+    )
     # When the worker takes it
     responses = stack.deliver_turns()
     # Then it is answered, not failed on every attempt comparing naive and aware times

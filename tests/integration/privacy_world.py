@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
+from kioku.discord.models import Message, parse_history
 from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.privacy import PrivacyMode
 
@@ -390,7 +391,7 @@ class FakeDiscord:
 
     def get_channel_messages(
         self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Message]:
         kept = [
             message
             for message in self.messages.get(channel_id, [])
@@ -399,7 +400,7 @@ class FakeDiscord:
         ]
         newest_first = copy.deepcopy(kept[::-1][:limit])
         self.fetched.extend(newest_first)
-        return newest_first
+        return parse_history(newest_first)
 
     def trigger_typing(self, channel_id: str) -> None:
         return None

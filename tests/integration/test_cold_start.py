@@ -43,3 +43,12 @@ def test_a_cold_rejection_imports_neither(discord_keys, tamper):
     outcome = run_cold(discord_keys, BENCH_TAMPER=tamper)
     assert outcome["status"] == 401
     assert outcome["loaded"] == []
+
+
+def test_the_interactions_endpoint_takes_only_the_interaction_types_of_kioku_discord():
+    # a PING needs two enums; the rest of Discord's protocol (and the message models) waits for a command
+    script = (
+        "import sys, kioku.entrypoints.interactions; print(sorted(m for m in sys.modules if 'discord' in m))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout.replace("'", '"')) == ["kioku.discord", "kioku.discord.interactions"]

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
-from kioku.domain.dialogue import build_dialogue
+from kioku.domain.dialogue import read_dialogue
 from kioku.playground.standins import DiscordStandIn
 
 TOKEN = "bot-token-very-secret"
@@ -46,8 +46,8 @@ def test_fetches_history_newest_first_with_bot_auth_and_user_agent(discord, rest
     messages = rest.get_channel_messages(CHANNEL, limit=10)
 
     # Then it is newest first, and the request was authenticated as the bot
-    assert [m["id"] for m in messages] == [second["id"], first["id"]]
-    assert messages[0]["referenced_message"]["id"] == first["id"]
+    assert [m.id for m in messages] == [second["id"], first["id"]]
+    assert messages[0].referenced_message.id == first["id"]
     (request,) = discord.requests
     assert request.headers["authorization"] == f"Bot {TOKEN}"
     assert request.headers["user-agent"].startswith("DiscordBot (")
@@ -59,12 +59,12 @@ def test_fetched_history_converts_to_dialogue(discord, rest):
     question = discord.seed_message(CHANNEL, alice, "are you there?")
     rest.create_message(CHANNEL, "I am here.", reply_to=question["id"])
 
-    items = build_dialogue(
+    items = read_dialogue(
         rest.get_channel_messages(CHANNEL, limit=10),
         bot_user_id=discord.bot_user["id"],
         supports_vision=True,
         limit=10,
-    )
+    ).items
 
     assert [item.role for item in items] == ["user", "assistant"]
     # issue 11.8: a reply to the message right above it needs no "Replying to" line

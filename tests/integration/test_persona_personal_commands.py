@@ -9,6 +9,7 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.discord.protocol import Permission
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
@@ -16,7 +17,6 @@ from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import persona, personal
-from kioku.services.commands.discord import Permission
 from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 

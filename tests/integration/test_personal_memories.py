@@ -361,7 +361,7 @@ def test_export_answers_thinking_ephemerally_and_queues_the_job(interact, resour
     assert body == {"type": 5, "data": {"flags": 64}}
     (sent,) = boto3.client("sqs").receive_message(QueueUrl=resources.turn_queue_url)["Messages"]
     job = TurnJob.from_json(sent["Body"])
-    assert (job.source, job.author["id"], job.interaction_token) == (
+    assert (job.source, job.author.id, job.interaction_token) == (
         TurnSource.EXPORT,
         ALICE,
         "interaction-token",

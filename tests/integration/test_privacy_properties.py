@@ -34,6 +34,7 @@ from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
+from kioku.discord.models import parse_message
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
@@ -122,6 +123,11 @@ PROPERTY_SETTINGS: Final = settings(
     # makes its own table.
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
+
+
+def relayed(message: dict[str, Any]) -> TurnJob:
+    """The turn of a message as RelayFunction queues it."""
+    return TurnJob.from_message(parse_message(message))
 
 
 @PROPERTY_SETTINGS
@@ -481,7 +487,7 @@ def play(
             discord.fetched.clear()
             first_request = len(model.requests)
 
-            record = service.run(TurnJob.from_gateway_message(message))
+            record = service.run(relayed(message))
 
             assert not record.apologised and not record.duplicate, f"turn {number} did not complete"
             shown = [message, *discord.fetched][:HISTORY_LIMIT]
@@ -636,7 +642,7 @@ def play_race(race: ForgetRace, client) -> list[str]:
                 world.user(earlier.speaker), earlier.where, f"news {new_token(Kind.MESSAGE)}", now
             )
             model.plan([(call.name, call.arguments) for call in _tool_calls(earlier, new_token, None)])
-            service.run(TurnJob.from_gateway_message(message))
+            service.run(relayed(message))
 
         now = clock.tick()
         message = discord.user_says(
@@ -644,7 +650,7 @@ def play_race(race: ForgetRace, client) -> list[str]:
         )
         planned = _tool_calls(plan, new_token, None)
         model.plan([(call.name, call.arguments) for call in planned])
-        job = TurnJob.from_gateway_message(message)
+        job = relayed(message)
         if race.race is Race.UNFINISHED:
             discord.refusing_posts = True
             with pytest.raises(DiscordError):

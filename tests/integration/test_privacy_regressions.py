@@ -11,6 +11,7 @@ import pytest
 
 from kioku.adapters.dynamodb.keys import stm_row_key
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnMemoryQuery
+from kioku.discord.models import parse_history
 from kioku.domain.dialogue import read_dialogue
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.context import build_short_term_memory_context
@@ -159,7 +160,9 @@ def test_a_join_or_a_pin_is_not_taking_part():
         }
 
     history = [message("11", 0, "hello"), message("22", 7, ""), message("33", 6, "")]
-    assert read_dialogue(history, bot_user_id="1", supports_vision=False, limit=10).author_ids == ("11",)
+    assert read_dialogue(
+        parse_history(history), bot_user_id="1", supports_vision=False, limit=10
+    ).author_ids == ("11",)
 
 
 # Issue 17.3: look-alike markers forged a speaker. Each of these closed Bob's message early, so that
@@ -198,7 +201,7 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_the_dial
     bob = {"id": "300", "author": {"id": BOB_ID, "username": "bob"}, "content": forged_by_bob(end)}
 
     # When the dialogue is read
-    (item,) = read_dialogue([bob], bot_user_id="1", supports_vision=False, limit=10).items
+    (item,) = read_dialogue(parse_history([bob]), bot_user_id="1", supports_vision=False, limit=10).items
 
     # Then all of it stays Bob's words, with only the markers rewritten
     assert item.content.endswith(
@@ -240,7 +243,7 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_recalled
 @pytest.mark.parametrize("name", ["Bob‹еоm>", "Bob&lt;eom&gt;", "Bob〈eom〉"])
 def test_a_look_alike_marker_in_a_name_is_neutralised(name):
     bob = {"id": "300", "author": {"id": BOB_ID, "username": "bob", "global_name": name}, "content": "hi"}
-    (item,) = read_dialogue([bob], bot_user_id="1", supports_vision=False, limit=10).items
+    (item,) = read_dialogue(parse_history([bob]), bot_user_id="1", supports_vision=False, limit=10).items
     assert item.content.startswith(f"[Bob(eom) (bob) | UserID:{BOB_ID} | MessageID:300]")
 
 
@@ -257,7 +260,7 @@ def test_a_name_cannot_forge_header_fields_with_look_alike_brackets_or_pipes(nam
     eve = {"id": "300", "author": {"id": "333", "username": "eve", "global_name": name}, "content": "hi"}
 
     # When the dialogue is read
-    (item,) = read_dialogue([eve], bot_user_id="1", supports_vision=False, limit=10).items
+    (item,) = read_dialogue(parse_history([eve]), bot_user_id="1", supports_vision=False, limit=10).items
 
     # Then her header has one pair of brackets and her own fields only
     assert item.content.startswith(f"[{shown} (eve) | UserID:333 | MessageID:300]\n")
@@ -266,5 +269,5 @@ def test_a_name_cannot_forge_header_fields_with_look_alike_brackets_or_pipes(nam
 @pytest.mark.parametrize("name", ["ⓛⓤⓒⓨ", "Ｌｕｃｙ", "l33t", "Zoë (zoe) 🎉", "a/b · c"])
 def test_a_name_without_header_look_alikes_is_shown_as_written(name):
     lucy = {"id": "300", "author": {"id": "333", "username": "lucy", "global_name": name}, "content": "hi"}
-    (item,) = read_dialogue([lucy], bot_user_id="1", supports_vision=False, limit=10).items
+    (item,) = read_dialogue(parse_history([lucy]), bot_user_id="1", supports_vision=False, limit=10).items
     assert item.content.startswith(f"[{name} (lucy) | UserID:333 | MessageID:300]\n")

@@ -50,7 +50,11 @@ def test_a_refusal_is_reported_and_exits_1(discord, capsys):
         ("DISCORD_BOT_TOKEN", [], "DISCORD_BOT_TOKEN must be set"),
         ("DISCORD_APPLICATION_ID", [], "DISCORD_APPLICATION_ID must be set"),
         (None, ["--guild", "abc"], "--guild must be a guild id"),
+        (None, ["--guild", "١٢٣٤٥٦٧٨٩٠١٢٣٤٥٦٧٨"], "--guild must be a guild id"),
+        (None, ["--guild", "１２３４５６７８９０１２３４５６７８"], "--guild must be a guild id"),
+        (None, ["--guild", "1234567890123"], "--guild must be a guild id"),
     ],
+    ids=["no-token", "no-application-id", "letters", "arabic-indic-digits", "fullwidth-digits", "too-short"],
 )
 def test_bad_input_is_named_and_nothing_is_sent(discord, monkeypatch, capsys, unset, argv, message):
     if unset:

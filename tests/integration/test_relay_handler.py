@@ -164,4 +164,4 @@ def test_a_message_whose_job_would_outgrow_the_queue_is_trimmed_not_failed(invok
     assert response["statusCode"] == 202
     [message] = queued(resources)
     job = TurnJob.from_json(message["Body"])
-    assert job.content.endswith(emoji * 10) and job.message["embeds"] == []
+    assert job.content.endswith(emoji * 10) and job.message.embeds == ()

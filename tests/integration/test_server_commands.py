@@ -9,12 +9,12 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import ItemKey
+from kioku.discord.protocol import Permission
 from kioku.domain.models import Capabilities, RenderMode, ServerConfig, StmCategory, StmConfig
 from kioku.entrypoints.composition import Container
 from kioku.playground.events import modal_submit as submit_form
 from kioku.playground.events import slash_command
 from kioku.services.commands import capabilities, server
-from kioku.services.commands.discord import Permission
 from kioku.services.commands.router import route_interaction
 from tests.conftest import APPLICATION_ID
 

@@ -13,12 +13,12 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import book_key, counter_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, entry_attribute
+from kioku.discord.protocol import Permission
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, ScopeKind
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Origin, Place, PrivacyMode, PrivacyPolicy
 from kioku.playground.events import component_click, slash_command
 from kioku.services.commands import server, server_memories
-from kioku.services.commands.discord import Permission
 from tests.conftest import APPLICATION_ID
 from tests.integration.test_server_commands import GUILD, MANAGER, NOT_MANAGER, assert_ephemeral_error
 

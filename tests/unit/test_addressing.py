@@ -8,13 +8,10 @@ from typing import Any
 
 import pytest
 
+from kioku.discord.models import MAX_ATTACHMENTS, MAX_CONTENT_CHARS, MAX_EMBEDS, MAX_MENTIONS, parse_message
+from kioku.discord.protocol import MessageType
 from kioku.domain.addressing import (
-    MAX_ATTACHMENTS,
-    MAX_CONTENT_CHARS,
-    MAX_EMBEDS,
-    MAX_MENTIONS,
     MAX_RELAY_BODY_BYTES,
-    MESSAGE_TYPE_REPLY,
     GatewayMessage,
     InvalidRelayEvent,
     TurnReason,
@@ -74,7 +71,7 @@ def reply_to(author_id: str, **reference_overrides: Any) -> dict[str, Any]:
     )
     reference = {"message_id": referenced["id"], "channel_id": CHANNEL_ID, "guild_id": GUILD_ID}
     reference.update(reference_overrides)
-    return {"type": MESSAGE_TYPE_REPLY, "referenced_message": referenced, "message_reference": reference}
+    return {"type": MessageType.REPLY, "referenced_message": referenced, "message_reference": reference}
 
 
 DEFAULTS = ServerConfig()
@@ -212,7 +209,7 @@ def test_ignores_messages_not_for_the_bot(message, config, reason):
     assert decision.reason is IGNORE_REASONS[reason]
 
 
-def test_decides_the_same_on_a_parsed_message_and_keeps_the_original_dict():
+def test_decides_the_same_on_a_parsed_message_and_keeps_the_message_typed():
     # Given a validated relay payload
     data = guild_message(f"<@{BOT_ID}> hi")
     parsed = parse_gateway_message({"t": "MESSAGE_CREATE", "d": data})
@@ -220,10 +217,11 @@ def test_decides_the_same_on_a_parsed_message_and_keeps_the_original_dict():
     # When deciding on it
     decision = decide_turn(parsed, bot_user_id=BOT_ID, config=DEFAULTS)
 
-    # Then the decision matches the raw-dict path and the worker still gets the gateway's object
+    # Then the decision matches the raw-dict path and the worker gets the message as it was validated
     assert decision == decide_turn(data, bot_user_id=BOT_ID, config=DEFAULTS)
-    assert parsed.raw is data
-    assert (parsed.message_id, parsed.channel_id, parsed.guild_id, parsed.author_id) == (
+    assert parsed.message == parse_message(data)
+    message = parsed.message
+    assert (message.id, message.channel_id, message.guild_id, message.author.id) == (
         MESSAGE_ID,
         CHANNEL_ID,
         GUILD_ID,
@@ -239,7 +237,7 @@ def test_parses_a_relay_body_with_non_ascii_content():
     message = parse_relay_body(body)
 
     assert isinstance(message, GatewayMessage)
-    assert message.content == "記憶さん、こんにちは"
+    assert message.message.content == "記憶さん、こんにちは"
 
 
 def without(key: str, data: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -329,7 +327,7 @@ def test_rejects_malformed_payloads_with_a_reason(payload, reason):
 def test_content_at_the_limit_is_accepted():
     message = parse_gateway_message(envelope(guild_message("x" * MAX_CONTENT_CHARS)))
 
-    assert len(message.content) == MAX_CONTENT_CHARS
+    assert len(message.message.content) == MAX_CONTENT_CHARS
 
 
 def test_decide_turn_rejects_a_malformed_raw_message():

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kioku.services.commands.discord import OptionType
+from kioku.discord.protocol import OptionType
 from kioku.services.commands.registry import COMMANDS, definitions
 
 NAME = re.compile(r"^[-_a-z0-9]{1,32}$")

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from kioku.discord.models import parse_history
 from kioku.domain.dialogue import (
     DIALOGUE_CONVENTIONS,
     MAX_CONTENT_CHARS,
-    build_dialogue,
     openai_name,
     participants_from_messages,
     read_dialogue,
@@ -42,8 +42,16 @@ def message(message_id: str, author: dict, content: str = "", **extra) -> dict:
     }
 
 
-def convert(messages: list[dict], *, vision: bool = True, limit: int = 10):
-    return build_dialogue(messages, bot_user_id=BOT_ID, supports_vision=vision, limit=limit)
+def convert(messages: list, *, vision: bool = True, limit: int = 10, **options):
+    """The dialogue of ``messages`` as a REST answer carries them (read by ``parse_history``)."""
+    dialogue = read_dialogue(
+        parse_history(messages), bot_user_id=BOT_ID, supports_vision=vision, limit=limit, **options
+    )
+    return dialogue.items
+
+
+def participants(messages: list[dict]):
+    return participants_from_messages(parse_history(messages), BOT_ID)
 
 
 def text_of(item) -> str:
@@ -115,7 +123,7 @@ def test_one_person_has_one_label_and_one_name_in_the_whole_request():
     ]
     assert [item.name for item in items] == ["Ally_111", "Rob_222", "Rob_222", "Ally_111"]
     assert "Replying to @Ally: 'chess at 5'" in text_of(items[2])
-    assert {p.user_id: p.display_name for p in participants_from_messages(newest_first, BOT_ID)} == {
+    assert {p.user_id: p.display_name for p in participants(newest_first)} == {
         "111": "Ally",
         "222": "Rob",
     }
@@ -187,13 +195,7 @@ def test_at_most_max_images_image_parts_per_request_the_newest_first():
         ]
         return message(message_id, ALICE, "photos", attachments=files)
 
-    items = build_dialogue(
-        [photos("3", 2), photos("2", 2), photos("1", 2)],
-        bot_user_id=BOT_ID,
-        supports_vision=True,
-        limit=10,
-        max_images=3,
-    )
+    items = convert([photos("3", 2), photos("2", 2), photos("1", 2)], max_images=3)
     parts = [len(item.content) - 1 if isinstance(item.content, list) else 0 for item in items]
     assert parts == [0, 1, 2]
     assert "[Image Attachment: 1-0.png]" in text_of(items[0])
@@ -315,10 +317,10 @@ def test_participants_cover_authors_reply_targets_and_mentions_without_the_bot()
         message("1", ALICE, "first"),
     ]
 
-    participants = participants_from_messages(messages, BOT_ID)
+    found = participants(messages)
 
-    assert [p.user_id for p in participants] == ["555", "666", "111", "222"]
-    alice = participants[2]
+    assert [p.user_id for p in found] == ["555", "666", "111", "222"]
+    alice = found[2]
     assert (alice.username, alice.global_name, alice.nickname, alice.display_name) == (
         "alice",
         "Alice",
@@ -334,9 +336,9 @@ def test_bridged_speakers_sharing_a_webhook_stay_distinct():
         message("0", MUSIC, "♪"),
     ]
 
-    participants = participants_from_messages(messages, BOT_ID)
+    found = participants(messages)
 
-    assert [(p.username, p.is_bridge, p.is_bot) for p in participants] == [
+    assert [(p.username, p.is_bridge, p.is_bot) for p in found] == [
         ("Carol", True, False),
         ("Dan", True, False),
         ("musicbot", False, True),
@@ -359,17 +361,10 @@ def test_conventions_explain_every_marker_the_history_uses():
 
 def test_the_bots_own_headers_use_its_persona_name_and_its_notifications_are_left_out():
     notice = message("2", KIOKU, "", embeds=[{"title": "Memory saved", "description": "Alice likes tea"}])
-    items = build_dialogue(
-        [message("3", KIOKU, "Noted!"), notice, message("1", ALICE, "remember I like tea")],
-        bot_user_id=BOT_ID,
-        supports_vision=True,
-        limit=10,
-    )
+    items = convert([message("3", KIOKU, "Noted!"), notice, message("1", ALICE, "remember I like tea")])
     assert len(items) == 2
-    named = read_dialogue(
-        [message("3", KIOKU, "Noted!")], bot_user_id=BOT_ID, supports_vision=True, limit=5, bot_name="Aoi"
-    )
-    assert text_of(named.items[0]).startswith("[Aoi | UserID:900 | MessageID:3]")
+    named = convert([message("3", KIOKU, "Noted!")], limit=5, bot_name="Aoi")
+    assert text_of(named[0]).startswith("[Aoi | UserID:900 | MessageID:3]")
 
 
 def test_a_reply_to_the_message_right_above_needs_no_replying_to_line():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kioku.services.registration import BOT_PERMISSIONS, BotPermission, invite_url
+from kioku.services.registration import BOT_PERMISSIONS, invite_url
 
 # Discord's permission bits (developer docs, "Permissions"), by name
 DISCORD_BITS = {
@@ -32,7 +32,7 @@ def test_the_permissions_integer_is_the_sum_of_the_named_bits():
         )
     )
     assert int(BOT_PERMISSIONS) == expected
-    assert {p.name: p.value.bit_length() - 1 for p in BotPermission}.items() <= DISCORD_BITS.items()
+    assert {p.name: p.value.bit_length() - 1 for p in BOT_PERMISSIONS}.items() <= DISCORD_BITS.items()
 
 
 def test_no_reactions_or_files_are_asked_for_since_the_code_uses_none():

@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from kioku.discord.protocol import Permission
 from kioku.domain.privacy import (
-    ADMINISTRATOR,
-    VIEW_CHANNEL,
     Origin,
     Place,
     PrivacyMode,
@@ -24,7 +23,11 @@ from kioku.domain.text import neutralise_markers, one_line_name, person_label
 
 GUILD, OTHER_GUILD = "900", "901"
 GENERAL, SECRET, THREAD = "100", "200", "250"
-SEND = 1 << 11
+VIEW_CHANNEL, ADMINISTRATOR, SEND = (
+    Permission.VIEW_CHANNEL,
+    Permission.ADMINISTRATOR,
+    Permission.SEND_MESSAGES,
+)
 
 
 def everyone(permissions: int) -> list[dict]:

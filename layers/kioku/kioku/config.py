@@ -9,6 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
+from kioku.discord.snowflake import SNOWFLAKE_PATTERN
 from kioku.public_keys import ConfigurationError, hex_public_key
 
 __all__ = ["ConfigurationError", "Settings", "describe_validation_error", "get_settings"]
@@ -23,7 +24,7 @@ class Settings(BaseModel):
     TURN_QUEUE_URL: str = Field(min_length=1)
     TURN_DEAD_LETTER_QUEUE_URL: str | None = None
     TURN_MAX_ATTEMPTS: int = Field(default=3, ge=1, le=5)
-    DISCORD_APPLICATION_ID: str = Field(pattern=r"^[0-9]{1,20}$")
+    DISCORD_APPLICATION_ID: str = Field(pattern=SNOWFLAKE_PATTERN)
     DISCORD_PUBLIC_KEY: str
     RELAY_PUBLIC_KEY: str
     DISCORD_BOT_TOKEN: SecretStr | None = None

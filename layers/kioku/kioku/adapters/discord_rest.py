@@ -12,6 +12,9 @@ from typing import Any, Final
 import httpx
 
 from kioku import __version__
+from kioku.discord.models import Message, parse_history
+from kioku.discord.protocol import JsonErrorCode
+from kioku.discord.snowflake import is_snowflake
 
 logger = logging.getLogger(__name__)
 # httpx logs every request URL at INFO, and an interaction webhook URL carries its token.
@@ -21,15 +24,12 @@ HTTP_NO_CONTENT: Final = 204
 HTTP_TOO_MANY_REQUESTS: Final = 429
 HTTP_CLIENT_ERROR: Final = 400
 HTTP_NOT_FOUND: Final = 404
-ERROR_UNKNOWN_MEMBER: Final = 10007
-ERROR_UNKNOWN_USER: Final = 10013
 MAX_MESSAGES_PER_FETCH: Final = 100
 MAX_MEMBER_SEARCH_RESULTS: Final = 1000
 USER_AGENT: Final = f"DiscordBot (kioku, {__version__})"
 # Pings stay with the person we answer: no @everyone, no roles, no users named in the reply text.
 ALLOWED_MENTIONS: Final = {"parse": [], "replied_user": True}
 
-_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 _INTERACTION_TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,500}")
 
 
@@ -74,9 +74,9 @@ class DiscordRest:
 
     def get_channel_messages(
         self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> list[Message]:
         """Up to ``limit`` messages, newest first as Discord returns them: the latest, or those
-        ``before`` / ``after`` a message id."""
+        ``before`` / ``after`` a message id. One that cannot be read (no id, no author) is left out."""
         if not 1 <= limit <= MAX_MESSAGES_PER_FETCH:
             raise ValueError(f"limit must be between 1 and {MAX_MESSAGES_PER_FETCH}")
         params: dict[str, Any] = {"limit": limit}
@@ -87,7 +87,10 @@ class DiscordRest:
         messages = self._request("GET", f"/channels/{_id(channel_id)}/messages", params=params)
         if not isinstance(messages, list):
             raise DiscordError(200, None, "channel messages were not a list")
-        return messages
+        parsed = parse_history(messages)
+        if len(parsed) < len(messages):
+            logger.warning("%d channel message(s) could not be read; left out", len(messages) - len(parsed))
+        return parsed
 
     def get_channel(self, channel_id: str) -> dict[str, Any]:
         """The channel object: its name, guild and, for a thread, ``parent_id``."""
@@ -194,7 +197,10 @@ class DiscordRest:
         try:
             member = self._request("GET", f"/guilds/{_id(guild_id)}/members/{_id(user_id)}")
         except DiscordError as exc:
-            if exc.status == HTTP_NOT_FOUND and exc.code in (ERROR_UNKNOWN_MEMBER, ERROR_UNKNOWN_USER):
+            if exc.status == HTTP_NOT_FOUND and exc.code in (
+                JsonErrorCode.UNKNOWN_MEMBER,
+                JsonErrorCode.UNKNOWN_USER,
+            ):
                 return None
             raise
         if not isinstance(member, dict):
@@ -293,6 +299,6 @@ def _retry_after(response: httpx.Response) -> float | None:
 
 
 def _id(value: str) -> str:
-    if not isinstance(value, str) or not _SNOWFLAKE.fullmatch(value):
+    if not is_snowflake(value):
         raise ValueError("Discord ids are 1-20 digit snowflakes")
     return value

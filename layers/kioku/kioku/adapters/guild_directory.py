@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.discord.models import Member
+from kioku.discord.protocol import Permission
 from kioku.domain.privacy import (
-    ADMINISTRATOR,
-    MANAGE_GUILD,
     ChannelDescription,
     Place,
     PrivacyPolicy,
@@ -105,14 +105,13 @@ class GuildDirectory:
                 named[description.channel_id] = description.name
         return named
 
-    def manages_server(self, guild_id: str, user_id: str, member: dict[str, Any] | None) -> bool:
+    def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool:
         """Whether the member may manage the server: the interaction's ``permissions`` when Discord
         gave them, else the owner or the member's roles (from MESSAGE_CREATE) against the guild's
         roles. Whatever cannot be read grants nothing."""
-        member = member or {}
-        given = member.get("permissions")
-        if isinstance(given, str) and given.isascii() and given.isdigit():
-            return bool(int(given) & (ADMINISTRATOR | MANAGE_GUILD))
+        member = member or Member()
+        if member.permissions is not None:
+            return bool(member.permissions & (Permission.ADMINISTRATOR | Permission.MANAGE_GUILD))
         try:
             owner = self._guilds.get(("guild", guild_id), lambda: self._discord.get_guild(guild_id)).get(
                 "owner_id"
@@ -120,12 +119,11 @@ class GuildDirectory:
         except DiscordError as exc:
             logger.warning("the guild could not be read (%s); its owner is not known", exc)
             owner = None
-        roles = member.get("roles") if isinstance(member.get("roles"), list) else []
         return manages_server(
             guild_id,
             user_id,
             owner_id=str(owner) if owner else None,
-            member_role_ids=roles,
+            member_role_ids=member.roles,
             roles=self.roles(guild_id),
         )
 

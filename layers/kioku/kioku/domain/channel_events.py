@@ -18,19 +18,12 @@ from enum import StrEnum
 from typing import Any, Final
 
 from kioku.clock import InvalidTime, parse_time
-from kioku.domain.privacy import (
-    THREAD_TYPES,
-    VIEW_CHANNEL,
-    ChannelDescription,
-    ChannelType,
-    describe_channel,
-    everyone_overwrite,
-)
+from kioku.discord.protocol import THREAD_TYPES, ChannelType, GatewayEvent, Permission, permission_bits
+from kioku.discord.snowflake import is_snowflake
+from kioku.domain.privacy import ChannelDescription, describe_channel, everyone_overwrite
 
-GUILD_CREATE: Final = "GUILD_CREATE"
 MAX_OVERWRITES: Final = 1000
 MAX_NAME_CHARS: Final = 100
-MAX_PERMISSION_DIGITS: Final = 40
 MAX_GUILD_CHANNELS: Final = 1000
 """Discord allows 500 channels (categories included) a guild; twice that is malformed."""
 MAX_GUILD_THREADS: Final = 5000
@@ -39,10 +32,10 @@ MAX_GUILD_ROLES: Final = 1000
 
 
 class ChannelEventType(StrEnum):
-    CHANNEL_UPDATE = "CHANNEL_UPDATE"
-    CHANNEL_DELETE = "CHANNEL_DELETE"
-    THREAD_UPDATE = "THREAD_UPDATE"
-    THREAD_DELETE = "THREAD_DELETE"
+    CHANNEL_UPDATE = GatewayEvent.CHANNEL_UPDATE
+    CHANNEL_DELETE = GatewayEvent.CHANNEL_DELETE
+    THREAD_UPDATE = GatewayEvent.THREAD_UPDATE
+    THREAD_DELETE = GatewayEvent.THREAD_DELETE
 
     @property
     def deletes(self) -> bool:
@@ -107,9 +100,9 @@ def _privacy(guild_id: str, channel_type: int, overwrites: list[Any]) -> bool | 
     if channel_type in THREAD_TYPES:
         return None  # a public thread follows its parent: its parent's events re-stamp it
     allow, deny = everyone_overwrite(guild_id, overwrites)
-    if deny & VIEW_CHANNEL:
+    if deny & Permission.VIEW_CHANNEL:
         return True
-    if allow & VIEW_CHANNEL:
+    if allow & Permission.VIEW_CHANNEL:
         return False
     return None
 
@@ -123,7 +116,7 @@ def _check_overwrite(overwrite: Any) -> None:
 
 
 def _snowflake(value: Any, name: str) -> str:
-    if isinstance(value, str) and 0 < len(value) <= 20 and value.isascii() and value.isdigit():
+    if is_snowflake(value):
         return value
     raise InvalidChannelEvent(f"{name} is not a snowflake id string")
 
@@ -237,9 +230,7 @@ def _list(value: Any, name: str, limit: int) -> list[Any]:
 
 
 def _permission_bits(value: Any, name: str) -> None:
-    if not (
-        isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= MAX_PERMISSION_DIGITS
-    ):
+    if not isinstance(value, str) or permission_bits(value) is None:
         raise InvalidChannelEvent(f"{name} is not a permission bit string")
 
 

@@ -1,8 +1,9 @@
 """Recent channel messages → model messages (seed 004, the short-term memory provider).
 
-Takes Discord REST message objects exactly as ``GET /channels/{id}/messages`` returns them and
-turns each into a ``ContextItem``. The model reliably sees only the text of a message (most chat
-templates drop ``name``), so who spoke, when, and in reply to what is written into the text itself:
+Takes the channel's messages, parsed where they entered (``kioku.discord.models``: the relayed
+message, ``GET /channels/{id}/messages``), and turns each into a ``ContextItem``. The model reliably
+sees only the text of a message (most chat templates drop ``name``), so who spoke, when, and in
+reply to what is written into the text itself:
 
     [Alice (alice) | UserID:111 | MessageID:222]
     Sent: 2024-05-01 12:00:00 UTC (unix 1714564800)
@@ -18,11 +19,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
-from kioku.clock import InvalidTime, parse_time
+from kioku.discord.models import MAX_CONTENT_CHARS, Attachment, Embed, Member, Message, Reaction, User
 from kioku.domain.models import ContextItem, ContextTag, Participant
 from kioku.domain.text import (
     END_OF_MESSAGE,
@@ -35,13 +37,11 @@ from kioku.domain.text import (
 
 BOT_LABEL: Final = "BOT"
 
-MAX_CONTENT_CHARS: Final = 4000  # Discord's own ceiling (Nitro); anything longer is not a real message
 MAX_REPLY_SUMMARY_CHARS: Final = 100
 MAX_EMBED_SUMMARY_CHARS: Final = 300
 MAX_FILENAME_CHARS: Final = 100
 DEFAULT_MAX_IMAGES: Final = 4  # MAX_IMAGES_PER_REQUEST's default
 MAX_NAME_CHARS: Final = 64  # OpenAI's limit for the ``name`` field
-MESSAGE_TYPE_REPLY: Final = 19
 DELETED_REPLY_LINE: Final = "Replying to a message that has since been deleted"
 FORWARDED_LINE: Final = "Forwarded message (the original's content follows):"
 ELLIPSIS: Final = "…"
@@ -57,7 +57,6 @@ AUDIO_EXTENSIONS: Final = frozenset({"mp3", "wav", "ogg", "oga", "m4a", "flac", 
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
 _WHITESPACE = re.compile(r"\s+")
-_SNOWFLAKE = re.compile(r"[0-9]{1,20}")
 
 DIALOGUE_CONVENTIONS: Final = f"""\
 How to read the conversation history:
@@ -94,7 +93,7 @@ class Dialogue:
 
 
 def read_dialogue(
-    messages: Iterable[Any],
+    messages: Sequence[Message],
     *,
     bot_user_id: str,
     supports_vision: bool,
@@ -112,8 +111,7 @@ def read_dialogue(
     to the message right above it needs no "Replying to" line.
 
     Mentions in the text read as the names in ``names`` (by default, the users the messages carry:
-    ``user_names``). Malformed entries (no ``id``, no ``author``, not an object)
-    and messages with nothing to show (joins, pins, empty system messages) are skipped, never fatal.
+    ``user_names``). Messages with nothing to show (joins, pins, empty system messages) are skipped.
     """
     messages = list(messages) if limit > 0 else []
     nicknames = known_nicknames(messages)
@@ -122,7 +120,7 @@ def read_dialogue(
     authors: dict[str, None] = {}
     images_left = max_images
     for index, message in enumerate(messages):
-        above = _mapping(messages[index + 1]).get("id") if index + 1 < len(messages) else None
+        above = messages[index + 1].id if index + 1 < len(messages) else None
         item = _to_context_item(
             message,
             bot_user_id=bot_user_id,
@@ -131,37 +129,22 @@ def read_dialogue(
             names=names,
             max_images=images_left,
             bot_name=bot_name,
-            above_id=_snowflake(above),
+            above_id=above,
         )
         if item is None:
             continue
         if isinstance(item.content, list):
             images_left -= len(item.content) - 1
         items.append(item)
-        author_id = _snowflake(_mapping(message.get("author")).get("id"))
-        if author_id is not None and author_id != bot_user_id:
-            authors.setdefault(author_id)
+        if message.author.id != bot_user_id:
+            authors.setdefault(message.author.id)
         if len(items) == limit:
             break
     items.reverse()
     return Dialogue(items, tuple(authors))
 
 
-def build_dialogue(
-    messages: Iterable[Any],
-    *,
-    bot_user_id: str,
-    supports_vision: bool,
-    limit: int,
-    max_images: int = DEFAULT_MAX_IMAGES,
-) -> list[ContextItem]:
-    """The items of ``read_dialogue``."""
-    return read_dialogue(
-        messages, bot_user_id=bot_user_id, supports_vision=supports_vision, limit=limit, max_images=max_images
-    ).items
-
-
-def known_nicknames(messages: Iterable[Any]) -> dict[str, str]:
+def known_nicknames(messages: Sequence[Message]) -> dict[str, str]:
     """Each user's guild nickname, wherever ``messages`` (newest first) carry a member object for
     them: the live message's author, the people it mentions, the author of the message it answers.
 
@@ -170,41 +153,30 @@ def known_nicknames(messages: Iterable[Any]) -> dict[str, str]:
     """
     nicknames: dict[str, str] = {}
     for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        referenced = _mapping(message.get("referenced_message"))
-        mentions = message.get("mentions") if isinstance(message.get("mentions"), list) else []
-        pairs = [(message.get("author"), message.get("member"))]
-        pairs.append((referenced.get("author"), referenced.get("member")))
-        pairs.extend((user, _mapping(user).get("member")) for user in mentions)
+        pairs: list[tuple[User, Member | None]] = [(message.author, message.member)]
+        if message.referenced_message is not None:
+            pairs.append((message.referenced_message.author, message.referenced_message.member))
+        pairs.extend((mention.user, mention.member) for mention in message.mentions)
         for user, member in pairs:
-            user_id = _snowflake(_mapping(user).get("id"))
-            nick = _mapping(member).get("nick")
-            if user_id is not None and isinstance(nick, str) and nick.strip():
-                nicknames.setdefault(user_id, nick.strip())
+            nick = member.nick if member is not None else None
+            if nick is not None and nick.strip():
+                nicknames.setdefault(user.id, nick.strip())
     return nicknames
 
 
-def user_names(messages: Iterable[Any]) -> dict[str, str]:
+def user_names(messages: Sequence[Message]) -> dict[str, str]:
     """The display name of every user ``messages`` carry (authors, people mentioned, people replied
     to), by id, as the dialogue headers call them."""
-    messages = list(messages)
     nicknames = known_nicknames(messages)
     names: dict[str, str] = {}
     for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        referenced = _mapping(message.get("referenced_message"))
-        mentions = message.get("mentions") if isinstance(message.get("mentions"), list) else []
-        for user in (message.get("author"), referenced.get("author"), *mentions):
-            user = _mapping(user)
-            user_id = _snowflake(user.get("id"))
-            if user_id is not None and user_id not in names:
-                names[user_id] = _display_name(user, nicknames.get(user_id), _username(user, user_id))
+        for user in _people_in(message):
+            if user.id not in names:
+                names[user.id] = _display_name(user, nicknames.get(user.id), _username(user))
     return names
 
 
-def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> list[Participant]:
+def participants_from_messages(messages: Sequence[Message], bot_user_id: str) -> list[Participant]:
     """Everyone seen in ``messages`` (authors, people replied to, people mentioned), most recent first,
     each with the one nickname ``known_nicknames`` finds for them.
 
@@ -212,24 +184,15 @@ def participants_from_messages(messages: Iterable[Any], bot_user_id: str) -> lis
     PluralKit) are people speaking through a relay: they are marked ``is_bridge`` and, because one
     webhook speaks for many people, told apart by username as well as id.
     """
-    messages = list(messages)
     nicknames = known_nicknames(messages)
     seen: dict[tuple[str, str], Participant] = {}
     for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        is_bridge = bool(message.get("webhook_id"))
-        candidates = [(message.get("author"), is_bridge)]
-        referenced = message.get("referenced_message")
-        if isinstance(referenced, Mapping):
-            candidates.append((referenced.get("author"), False))
-        mentions = message.get("mentions")
-        if isinstance(mentions, list):
-            candidates.extend((user, False) for user in mentions)
-        for user, bridged in candidates:
-            participant = _participant(user, nicknames, is_bridge=bridged)
-            if participant is None or participant.user_id == bot_user_id:
+        author, *others = _people_in(message)
+        # a webhook speaks for the message's author only; those it quotes or mentions are people
+        for user, is_bridge in [(author, bool(message.webhook_id)), *((user, False) for user in others)]:
+            if user.id == bot_user_id:
                 continue
+            participant = _participant(user, nicknames, is_bridge=is_bridge)
             seen.setdefault((participant.user_id, participant.username), participant)
     return list(seen.values())
 
@@ -246,8 +209,14 @@ def openai_name(display_name: str, user_id: str, *, fallback: str = "user") -> s
     return f"{base[:room].rstrip('_-') or 'user'}_{safe_id}"
 
 
+def _people_in(message: Message) -> list[User]:
+    """The author, the author of the message it answers, and the people it mentions, in that order."""
+    quoted = [message.referenced_message.author] if message.referenced_message is not None else []
+    return [message.author, *quoted, *(mention.user for mention in message.mentions)]
+
+
 def _to_context_item(
-    message: Any,
+    message: Message,
     *,
     bot_user_id: str,
     supports_vision: bool,
@@ -257,52 +226,45 @@ def _to_context_item(
     bot_name: str | None = None,
     above_id: str | None = None,
 ) -> ContextItem | None:
-    if not isinstance(message, Mapping):
-        return None
-    message_id = _snowflake(message.get("id"))
-    author = message.get("author")
-    if message_id is None or not isinstance(author, Mapping):
-        return None
-    author_id = _snowflake(author.get("id"))
-    if author_id is None:
-        return None
-
-    is_self = author_id == bot_user_id
+    author = message.author
+    is_self = author.id == bot_user_id
     # Assistant turns may only hold text parts in the chat-completions format.
     show_images = supports_vision and not is_self
-    text = _clean_text(message.get("content"), names)
-    forwarded = _forwarded(message)
+    text = _clean_text(message.content, names)
+    forwarded = message.forwarded
     if forwarded is not None:
-        text = "\n".join(part for part in (text, _clean_text(forwarded.get("content"), names)) if part)
+        text = "\n".join(part for part in (text, _clean_text(forwarded.content, names)) if part)
     attachment_lines, image_parts = [], []
     extras = [FORWARDED_LINE] if forwarded is not None else []
-    for source in (message, forwarded or {}):
+    sources = [(message.attachments, message.embeds, message.sticker_names)]
+    if forwarded is not None:
+        sources.append((forwarded.attachments, forwarded.embeds, forwarded.sticker_names))
+    for attachments, embeds, stickers in sources:
         room = max_images - len(image_parts)
-        lines, parts = _attachments(source.get("attachments"), show_images=show_images, room=room)
+        lines, parts = _attachments(attachments, show_images=show_images, room=room)
         attachment_lines += lines
         image_parts += parts
         # the bot's own embeds are its memory notifications: nothing it said
-        embeds = [] if is_self else _embeds(source.get("embeds"))
-        extras += _stickers(source.get("sticker_items")) + embeds
+        extras += _stickers(stickers) + ([] if is_self else _embeds(embeds))
     extras = attachment_lines + extras
     if not text and not extras and not image_parts:
         return None
 
-    username = _username(author, author_id)
-    display_name = _display_name(author, nicknames.get(author_id), username)
+    username = _username(author)
+    display_name = _display_name(author, nicknames.get(author.id), username)
     speaker = (
         one_line_name(bot_name or username)
         if is_self
         else _speaker_label(author, display_name, username, message)
     )
 
-    lines = [f"[{speaker} | UserID:{author_id} | MessageID:{message_id}]"]
+    lines = [f"[{speaker} | UserID:{author.id} | MessageID:{message.id}]"]
     lines.extend(
         line
         for line in (
-            _sent_line(message.get("timestamp")),
+            _sent_line(message.timestamp),
             _reply_line(message, nicknames, names, above_id),
-            _reactions_line(message.get("reactions")),
+            _reactions_line(message.reactions),
         )
         if line
     )
@@ -319,85 +281,61 @@ def _to_context_item(
         role="user",
         tag=ContextTag.DIALOGUE_HISTORY,
         content=content,
-        name=openai_name(display_name, author_id, fallback=username),
+        name=openai_name(display_name, author.id, fallback=username),
     )
 
 
-def _speaker_label(author: Mapping[str, Any], display_name: str, username: str, message: Mapping) -> str:
+def _speaker_label(author: User, display_name: str, username: str, message: Message) -> str:
     label = username if display_name == username else f"{display_name} ({username})"
-    is_other_bot = bool(author.get("bot")) and not message.get("webhook_id")
+    is_other_bot = author.bot and not message.webhook_id
     return f"{BOT_LABEL} {label}" if is_other_bot else label
 
 
-def _sent_line(timestamp: Any) -> str | None:
-    try:
-        sent = parse_time(timestamp)
-    except InvalidTime:
+def _sent_line(sent: datetime | None) -> str | None:
+    if sent is None:
         return None
     return f"Sent: {sent:%Y-%m-%d %H:%M:%S} UTC (unix {int(sent.timestamp())})"
 
 
-def _forwarded(message: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The original of a forwarded message (``message_snapshots``), whose own content is empty."""
-    snapshots = message.get("message_snapshots")
-    if not isinstance(snapshots, list) or not snapshots:
-        return None
-    original = _mapping(_mapping(snapshots[0]).get("message"))
-    return original or None
-
-
 def _reply_line(
-    message: Mapping[str, Any], nicknames: Mapping[str, str], names: MentionNames, above_id: str | None
+    message: Message, nicknames: Mapping[str, str], names: MentionNames, above_id: str | None
 ) -> str | None:
-    referenced = message.get("referenced_message")
-    if isinstance(referenced, Mapping) and above_id and _snowflake(referenced.get("id")) == above_id:
+    referenced = message.referenced_message
+    if referenced is None:
+        return DELETED_REPLY_LINE if message.referenced_message_deleted else None
+    if above_id and referenced.id == above_id:
         return None
-    if not isinstance(referenced, Mapping):
-        deleted = message.get("type") == MESSAGE_TYPE_REPLY and "referenced_message" in message
-        return DELETED_REPLY_LINE if deleted else None
-    author = _mapping(referenced.get("author"))
-    author_id = _snowflake(author.get("id")) or "unknown"
-    username = _username(author, author_id)
-    name = _display_name(author, nicknames.get(author_id), username)
+    username = _username(referenced.author)
+    name = _display_name(referenced.author, nicknames.get(referenced.author.id), username)
     excerpt = _truncate_words(
-        _WHITESPACE.sub(" ", _clean_text(referenced.get("content"), names)), MAX_REPLY_SUMMARY_CHARS
+        _WHITESPACE.sub(" ", _clean_text(referenced.content, names)), MAX_REPLY_SUMMARY_CHARS
     )
     if not excerpt:
-        attachments = referenced.get("attachments")
-        count = len(attachments) if isinstance(attachments, list) else 0
+        count = len(referenced.attachments)
         excerpt = f"[{count} attachment{'s' if count != 1 else ''}]" if count else "[no text]"
     return f"Replying to @{name}: '{excerpt}'"
 
 
-def _reactions_line(reactions: Any) -> str | None:
-    if not isinstance(reactions, list):
-        return None
-    shown = []
-    for reaction in reactions:
-        reaction = _mapping(reaction)
-        emoji = _mapping(reaction.get("emoji"))
-        name = emoji.get("name")
-        count = reaction.get("count")
-        if not isinstance(name, str) or not name or not isinstance(count, int) or count < 1:
-            continue
-        # Custom emoji arrive as a bare name ("kekw"); colons make them read as emoji.
-        label = f":{name}:" if emoji.get("id") else name
-        shown.append(f"{label} {count}")
+def _reactions_line(reactions: Sequence[Reaction]) -> str | None:
+    # Custom emoji arrive as a bare name ("kekw"); colons make them read as emoji.
+    shown = [
+        f"{f':{reaction.emoji_name}:' if reaction.emoji_id else reaction.emoji_name} {reaction.count}"
+        for reaction in reactions
+    ]
     return f"Reactions: {', '.join(shown)}" if shown else None
 
 
-def _attachments(attachments: Any, *, show_images: bool, room: int) -> tuple[list[str], list[dict[str, Any]]]:
+def _attachments(
+    attachments: Sequence[Attachment], *, show_images: bool, room: int
+) -> tuple[list[str], list[dict[str, Any]]]:
     lines: list[str] = []
     image_parts: list[dict[str, Any]] = []
-    if not isinstance(attachments, list):
-        return lines, image_parts
     for attachment in attachments:
-        attachment = _mapping(attachment)
-        filename = _filename(attachment.get("filename"))
-        kind = _attachment_kind(attachment.get("content_type"), filename)
-        url = attachment.get("url")
-        can_show = show_images and isinstance(url, str) and url.startswith(("https://", "http://"))
-        visible = kind == "Image" and _vision_format(attachment.get("content_type"), filename)
+        filename = _filename(attachment.filename)
+        kind = _attachment_kind(attachment.content_type, filename)
+        url = attachment.url
+        can_show = show_images and url.startswith(("https://", "http://"))
+        visible = kind == "Image" and _vision_format(attachment.content_type, filename)
         if visible and can_show and len(image_parts) < room:
             image_parts.append({"type": "image_url", "image_url": {"url": url}})
         else:
@@ -405,15 +343,15 @@ def _attachments(attachments: Any, *, show_images: bool, room: int) -> tuple[lis
     return lines, image_parts
 
 
-def _vision_format(content_type: Any, filename: str) -> bool:
-    mime = content_type.split(";")[0].strip().lower() if isinstance(content_type, str) else ""
+def _vision_format(content_type: str, filename: str) -> bool:
+    mime = content_type.split(";")[0].strip().lower()
     if mime:
         return mime in VISION_MIME_TYPES
     return filename.rsplit(".", 1)[-1].lower() in VISION_EXTENSIONS if "." in filename else False
 
 
-def _attachment_kind(content_type: Any, filename: str) -> str:
-    mime = content_type.split(";")[0].strip().lower() if isinstance(content_type, str) else ""
+def _attachment_kind(content_type: str, filename: str) -> str:
+    mime = content_type.split(";")[0].strip().lower()
     extension = filename.rsplit(".", 1)[-1].lower() if "." in filename else ""
     if mime.startswith("image/") or extension in IMAGE_EXTENSIONS:
         return "Image"
@@ -426,20 +364,14 @@ def _attachment_kind(content_type: Any, filename: str) -> str:
     return "File"
 
 
-def _stickers(stickers: Any) -> list[str]:
-    if not isinstance(stickers, list):
-        return []
-    names = (_mapping(sticker).get("name") for sticker in stickers)
-    return [f"[Sticker: {_filename(name)}]" for name in names if isinstance(name, str) and name.strip()]
+def _stickers(names: Sequence[str]) -> list[str]:
+    return [f"[Sticker: {_filename(name)}]" for name in names]
 
 
-def _embeds(embeds: Any) -> list[str]:
-    if not isinstance(embeds, list):
-        return []
+def _embeds(embeds: Sequence[Embed]) -> list[str]:
     lines = []
     for embed in embeds:
-        embed = _mapping(embed)
-        parts = [_clean_text(embed.get(key)) for key in ("title", "description")]
+        parts = [_clean_text(embed.title), _clean_text(embed.description)]
         summary = _WHITESPACE.sub(" ", " — ".join(part for part in parts if part))
         summary = neutralise_markers(summary).replace("[", "(").replace("]", ")")
         if summary:
@@ -447,45 +379,40 @@ def _embeds(embeds: Any) -> list[str]:
     return lines
 
 
-def _participant(user: Any, nicknames: Mapping[str, str], *, is_bridge: bool) -> Participant | None:
-    user = _mapping(user)
-    user_id = _snowflake(user.get("id"))
-    if user_id is None:
-        return None
-    global_name = user.get("global_name")
+def _participant(user: User, nicknames: Mapping[str, str], *, is_bridge: bool) -> Participant:
+    global_name = user.global_name.strip() if user.global_name else ""
     return Participant(
-        user_id=user_id,
-        username=_username(user, user_id),
-        global_name=global_name.strip() if isinstance(global_name, str) and global_name.strip() else None,
-        nickname=nicknames.get(user_id),
-        is_bot=bool(user.get("bot")) and not is_bridge,
+        user_id=user.id,
+        username=_username(user),
+        global_name=global_name or None,
+        nickname=nicknames.get(user.id),
+        is_bot=user.bot and not is_bridge,
         is_bridge=is_bridge,
     )
 
 
-def _username(author: Mapping[str, Any], author_id: str) -> str:
-    username = author.get("username")
-    if isinstance(username, str) and username.strip():
-        return one_line_name(username)
-    return f"user-{author_id}"
+def _username(user: User) -> str:
+    if user.username.strip():
+        return one_line_name(user.username)
+    return f"user-{user.id}"
 
 
-def _display_name(author: Mapping[str, Any], nickname: str | None, username: str) -> str:
+def _display_name(user: User, nickname: str | None, username: str) -> str:
     """Guild nickname → global display name → username, the order Discord shows them in."""
-    for candidate in (nickname, author.get("global_name")):
-        if isinstance(candidate, str) and candidate.strip():
+    for candidate in (nickname, user.global_name):
+        if candidate is not None and candidate.strip():
             return one_line_name(candidate)
     return username
 
 
-def _filename(name: Any) -> str:
-    if not isinstance(name, str) or not name.strip():
+def _filename(name: str) -> str:
+    if not name.strip():
         return "unnamed"
     return _truncate(one_line_name(name), MAX_FILENAME_CHARS)
 
 
-def _clean_text(content: Any, names: MentionNames | None = None) -> str:
-    if not isinstance(content, str):
+def _clean_text(content: str | None, names: MentionNames | None = None) -> str:
+    if not content:
         return ""
     if names is not None:
         content = readable_mentions(content, names)
@@ -509,15 +436,3 @@ def _truncate_words(text: str, limit: int) -> str:
     if space > limit // 2:
         cut = cut[:space]
     return cut.rstrip(" ,.;:") + ELLIPSIS
-
-
-def _snowflake(value: Any) -> str | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        value = str(value)
-    return value if isinstance(value, str) and _SNOWFLAKE.fullmatch(value) else None
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}

@@ -14,35 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import IntEnum, StrEnum
+from enum import StrEnum
 from typing import Any, Final
 
-VIEW_CHANNEL: Final = 1 << 10
-ADMINISTRATOR: Final = 1 << 3
-MANAGE_GUILD: Final = 1 << 5
-OVERWRITE_TYPE_ROLE: Final = 0
+from kioku.discord.protocol import THREAD_TYPES, ChannelType, OverwriteType, Permission, permission_bits
+from kioku.discord.snowflake import is_snowflake
+
 MAX_PRIVACY_OVERRIDES: Final = 500
 """Channel overrides a server may hold: enough for any real server, small enough for its config item."""
-
-
-class ChannelType(IntEnum):
-    GUILD_TEXT = 0
-    DM = 1
-    GUILD_VOICE = 2
-    GROUP_DM = 3
-    GUILD_CATEGORY = 4
-    GUILD_ANNOUNCEMENT = 5
-    ANNOUNCEMENT_THREAD = 10
-    PUBLIC_THREAD = 11
-    PRIVATE_THREAD = 12
-    GUILD_STAGE_VOICE = 13
-    GUILD_FORUM = 15
-    GUILD_MEDIA = 16
-
-
-THREAD_TYPES: Final = frozenset(
-    {ChannelType.ANNOUNCEMENT_THREAD, ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD}
-)
 
 
 class PrivacyMode(StrEnum):
@@ -122,15 +101,15 @@ def everyone_can_view(
     everyone_role = next(
         (role for role in roles or () if isinstance(role, Mapping) and str(role.get("id")) == guild_id), None
     )
-    base = _bits(everyone_role.get("permissions")) if everyone_role is not None else None
-    if base is not None and base & ADMINISTRATOR:
+    base = permission_bits(everyone_role.get("permissions")) if everyone_role is not None else None
+    if base is not None and base & Permission.ADMINISTRATOR:
         return True
     allow, deny = everyone_overwrite(guild_id, overwrites)
-    if deny & VIEW_CHANNEL:
+    if deny & Permission.VIEW_CHANNEL:
         return False
-    if allow & VIEW_CHANNEL:
+    if allow & Permission.VIEW_CHANNEL:
         return True
-    return None if base is None else bool(base & VIEW_CHANNEL)
+    return None if base is None else bool(base & Permission.VIEW_CHANNEL)
 
 
 def everyone_overwrite(guild_id: str, overwrites: Iterable[Any] | None) -> tuple[int, int]:
@@ -139,9 +118,9 @@ def everyone_overwrite(guild_id: str, overwrites: Iterable[Any] | None) -> tuple
         if (
             isinstance(overwrite, Mapping)
             and str(overwrite.get("id")) == guild_id
-            and overwrite.get("type", OVERWRITE_TYPE_ROLE) in (OVERWRITE_TYPE_ROLE, str(OVERWRITE_TYPE_ROLE))
+            and overwrite.get("type", OverwriteType.ROLE) in (OverwriteType.ROLE, str(OverwriteType.ROLE))
         ):
-            return _bits(overwrite.get("allow")) or 0, _bits(overwrite.get("deny")) or 0
+            return permission_bits(overwrite.get("allow")) or 0, permission_bits(overwrite.get("deny")) or 0
     return 0, 0
 
 
@@ -161,8 +140,8 @@ def manages_server(
     granted = 0
     for role in roles or ():
         if isinstance(role, Mapping) and str(role.get("id")) in held:
-            granted |= _bits(role.get("permissions")) or 0
-    return bool(granted & (ADMINISTRATOR | MANAGE_GUILD))
+            granted |= permission_bits(role.get("permissions")) or 0
+    return bool(granted & (Permission.ADMINISTRATOR | Permission.MANAGE_GUILD))
 
 
 def describe_channel(
@@ -292,19 +271,9 @@ def parse_overrides(raw: Any) -> dict[str, PrivacyMode]:
                 parsed = PrivacyMode(str(mode))
             except ValueError:
                 continue
-            if parsed is not PrivacyMode.AUTO and str(channel_id).isascii() and str(channel_id).isdigit():
-                overrides[str(channel_id)] = parsed
+            if parsed is not PrivacyMode.AUTO and is_snowflake(channel_id):
+                overrides[channel_id] = parsed
     return overrides
-
-
-def _bits(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value if value >= 0 else None
-    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 40:
-        return int(value)
-    return None
 
 
 def _optional_id(value: Any) -> str | None:

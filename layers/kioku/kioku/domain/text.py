@@ -8,15 +8,16 @@ from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
+from kioku.discord.snowflake import SNOWFLAKE_DIGITS
 from kioku.domain.lookalikes import replace_lookalikes, symbol_reading
 
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
 _WHITESPACE = re.compile(r"\s+")
-USER_MENTION = re.compile(r"<@!?(\d{1,20})>")
+USER_MENTION = re.compile(f"<@!?({SNOWFLAKE_DIGITS})>")
 """A Discord user mention, ``<@id>`` or the legacy nickname form ``<@!id>``; group 1 is the id."""
-_ANY_MENTION = re.compile(r"<(@!?|@&|#)(\d{1,20})>")
-_CHANNEL_MENTION = re.compile(r"<#(\d{1,20})>")
+_ANY_MENTION = re.compile(f"<(@!?|@&|#)({SNOWFLAKE_DIGITS})>")
+_CHANNEL_MENTION = re.compile(f"<#({SNOWFLAKE_DIGITS})>")
 
 START_OF_MESSAGE: Final = "<som>"
 END_OF_MESSAGE: Final = "<eom>"
@@ -65,9 +66,6 @@ class MentionNames:
     users: Mapping[str, str] = field(default_factory=dict)
     roles: Mapping[str, str] = field(default_factory=dict)
     channels: Mapping[str, str] = field(default_factory=dict)
-
-    def with_users(self, users: Mapping[str, str]) -> MentionNames:
-        return MentionNames({**users, **self.users}, self.roles, self.channels)
 
 
 def mentioned_channels(texts: Iterable[str]) -> set[str]:

@@ -1,12 +1,32 @@
-"""A turn waiting in the queue: a relayed channel message or a ``/chat`` interaction."""
+"""A turn waiting in the queue: a relayed channel message or a ``/chat`` interaction.
+
+The queue's body is JSON, format 2: the message the relay validated, as ``Message.to_dict`` writes
+it, read back as strictly as the relay read it. A body without a ``format`` is format 1, queued
+before: it carried the gateway's message object as sent, and is read the way a channel's history
+is (what does not read is left out), so the turns waiting in the queue (or the dead-letter queue)
+when kioku is updated are still answered.
+"""
 
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
+from kioku.discord.models import (
+    MalformedMessage,
+    Member,
+    Message,
+    User,
+    parse_member,
+    parse_message,
+    parse_user,
+)
+from kioku.discord.snowflake import is_snowflake
+
+JOB_FORMAT: Final = 2
+LEGACY_JOB_FORMAT: Final = 1
 MAX_JOB_BYTES = 200 * 1024
 MAX_ATTACHMENTS_KEPT = 4
 TRIMMED_MARK = " …[trimmed]"
@@ -29,22 +49,39 @@ class InvalidTurnJob(ValueError):
 
 @dataclass(frozen=True, slots=True)
 class TurnJob:
-    """``turn_id`` is the Discord message id or interaction id: the idempotency key of the turn."""
+    """``turn_id`` is the Discord message id or interaction id: the idempotency key of the turn.
+    ``message``: the relayed message (a ``/chat`` or an export has none)."""
 
     source: TurnSource
     turn_id: str
     channel_id: str
     guild_id: str | None
-    author: dict[str, Any]
+    author: User
     content: str
-    message: dict[str, Any] = field(default_factory=dict)
-    member: dict[str, Any] | None = None
+    message: Message | None = None
+    member: Member | None = None
     interaction_token: str | None = None
     application_id: str | None = None
 
+    @classmethod
+    def from_message(cls, message: Message) -> TurnJob:
+        """The turn of a message the relay validated."""
+        if message.channel_id is None:
+            raise InvalidTurnJob("a relayed message needs its channel")
+        return cls(
+            source=TurnSource.MESSAGE,
+            turn_id=message.id,
+            channel_id=message.channel_id,
+            guild_id=message.guild_id,
+            author=message.author,
+            member=message.member,
+            content=message.content,
+            message=message,
+        )
+
     def to_json(self) -> str:
         # ASCII escapes: SQS refuses some code points (U+FFFE, U+FFFF) that Discord lets through.
-        body = json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=True)
+        body = self._encoded()
         if len(body.encode()) > MAX_JOB_BYTES:
             raise InvalidTurnJob("turn job is larger than an SQS message may be")
         return body
@@ -56,58 +93,104 @@ class TurnJob:
         content is cut, with a mark the model can see."""
         job = self
         for trim in (_without_embeds, _without_quoted_body, _fewer_attachments):
-            if job._size() <= MAX_JOB_BYTES:
+            if len(job._encoded()) <= MAX_JOB_BYTES:
                 return job
             job = trim(job)
-        while job._size() > MAX_JOB_BYTES and len(job.content) > 1:
+        while len(job._encoded()) > MAX_JOB_BYTES and len(job.content) > 1:
             cut = job.content[: len(job.content) * 3 // 4].rstrip() + TRIMMED_MARK
-            job = replace(job, content=cut, message={**job.message, "content": cut})
+            message = replace(job.message, content=cut) if job.message else None
+            job = replace(job, content=cut, message=message)
         return job
 
-    def _size(self) -> int:
-        return len(json.dumps(asdict(self), separators=(",", ":"), ensure_ascii=True))
+    def _encoded(self) -> str:
+        body = {
+            "format": JOB_FORMAT,
+            "source": self.source.value,
+            "turn_id": self.turn_id,
+            "channel_id": self.channel_id,
+            "guild_id": self.guild_id,
+            "author": self.author.to_dict(),
+            "member": self.member.to_dict() if self.member else None,
+            "content": self.content,
+            "message": self.message.to_dict() if self.message else None,
+            "interaction_token": self.interaction_token,
+            "application_id": self.application_id,
+        }
+        return json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
     def from_json(cls, body: str) -> TurnJob:
+        """Read a queued body of either format; anything else raises ``InvalidTurnJob`` with why."""
         try:
             data = json.loads(body)
-            job = cls(**{**data, "source": TurnSource(data["source"])})
+        except ValueError:
+            raise InvalidTurnJob("not a turn job: not JSON") from None
+        if not isinstance(data, dict):
+            raise InvalidTurnJob("not a turn job: not a JSON object")
+        job_format = data.get("format", LEGACY_JOB_FORMAT)
+        if job_format not in (JOB_FORMAT, LEGACY_JOB_FORMAT) or isinstance(job_format, bool):
+            raise InvalidTurnJob(f"not a turn job: unknown format {job_format!r}")
+        strict = job_format == JOB_FORMAT
+        try:
+            source = TurnSource(data["source"])
+            message = data.get("message")
+            job = cls(
+                source=source,
+                turn_id=_snowflake(data, "turn_id"),
+                channel_id=_snowflake(data, "channel_id"),
+                guild_id=None if data.get("guild_id") is None else _snowflake(data, "guild_id"),
+                author=parse_user(data["author"], strict=strict),
+                member=parse_member(data.get("member")),
+                content=_text(data, "content"),
+                message=parse_message(message, strict=strict) if message else None,
+                interaction_token=_optional_text(data, "interaction_token"),
+                application_id=None
+                if data.get("application_id") is None
+                else _snowflake(data, "application_id"),
+            )
+        except MalformedMessage as exc:
+            raise InvalidTurnJob(f"not a turn job: {exc.reason}") from None
         except (ValueError, TypeError, KeyError) as exc:
-            raise InvalidTurnJob(f"not a turn job: {exc.__class__.__name__}") from None
-        if not job.turn_id.isdigit() or not job.channel_id.isdigit() or not isinstance(job.author, dict):
-            raise InvalidTurnJob("turn job ids must be snowflakes")
-        if job.source.answers_an_interaction and not (job.interaction_token and job.application_id):
+            raise InvalidTurnJob(f"not a turn job: {exc.__class__.__name__} {exc}") from None
+        if source is TurnSource.MESSAGE and job.message is None:
+            raise InvalidTurnJob("not a turn job: a relayed turn needs its message")
+        if source.answers_an_interaction and not (job.interaction_token and job.application_id):
             raise InvalidTurnJob("a slash-command turn needs its interaction token")
         return job
 
-    @classmethod
-    def from_gateway_message(cls, message: dict[str, Any]) -> TurnJob:
-        return cls(
-            source=TurnSource.MESSAGE,
-            turn_id=str(message["id"]),
-            channel_id=str(message["channel_id"]),
-            guild_id=message.get("guild_id"),
-            author=dict(message["author"]),
-            member=message.get("member"),
-            content=str(message.get("content") or ""),
-            message=dict(message),
-        )
+
+def _snowflake(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not is_snowflake(value):
+        raise ValueError(f"{key} is not a snowflake id string")
+    return value
+
+
+def _text(data: dict[str, Any], key: str) -> str:
+    value = data.get(key)
+    if not isinstance(value, str):
+        raise ValueError(f"{key} is not a string")
+    return value
+
+
+def _optional_text(data: dict[str, Any], key: str) -> str | None:
+    return None if data.get(key) is None else _text(data, key)
 
 
 def _without_embeds(job: TurnJob) -> TurnJob:
-    return replace(job, message={**job.message, "embeds": []})
+    return replace(job, message=replace(job.message, embeds=())) if job.message else job
 
 
 def _without_quoted_body(job: TurnJob) -> TurnJob:
-    quoted = job.message.get("referenced_message")
-    if not isinstance(quoted, dict):
+    quoted = job.message.referenced_message if job.message else None
+    if job.message is None or quoted is None:
         return job
-    kept = {key: quoted[key] for key in ("id", "author", "member", "timestamp") if key in quoted}
-    return replace(job, message={**job.message, "referenced_message": {**kept, "content": ""}})
+    kept = Message(id=quoted.id, author=quoted.author, member=quoted.member, timestamp=quoted.timestamp)
+    return replace(job, message=replace(job.message, referenced_message=kept))
 
 
 def _fewer_attachments(job: TurnJob) -> TurnJob:
-    attachments = job.message.get("attachments")
-    if not isinstance(attachments, list):
+    if job.message is None:
         return job
-    return replace(job, message={**job.message, "attachments": attachments[:MAX_ATTACHMENTS_KEPT]})
+    attachments = job.message.attachments[:MAX_ATTACHMENTS_KEPT]
+    return replace(job, message=replace(job.message, attachments=attachments))

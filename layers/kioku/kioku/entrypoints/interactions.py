@@ -10,12 +10,11 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
+from kioku.discord.interactions import InteractionType, ResponseType
 from kioku.entrypoints.function_url import error_response, json_response
 from kioku.entrypoints.signed_endpoint import handle_signed
 from kioku.public_keys import public_key_from_env
 
-INTERACTION_PING: Final = 1
-RESPONSE_PONG: Final = 1
 MAX_BODY_BYTES: Final = 256 * 1024
 MAX_KEY_LENGTH: Final = 100
 
@@ -37,8 +36,8 @@ def _answer(body: bytes, context: Any) -> dict[str, Any]:
         return error_response(400, "body is not JSON")
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), int):
         return error_response(400, "body is not a Discord interaction")
-    if payload["type"] == INTERACTION_PING:
-        return json_response(200, {"type": RESPONSE_PONG})
+    if payload["type"] == InteractionType.PING:
+        return json_response(200, {"type": ResponseType.PONG})
 
     from kioku.entrypoints.composition import container
     from kioku.observability import Metric, count, invocation

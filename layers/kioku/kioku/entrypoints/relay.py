@@ -45,23 +45,24 @@ def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 def _answer(body: bytes) -> dict[str, Any]:
     settings = get_settings()
     try:
-        message = parse_relay_body(body)
+        event = parse_relay_body(body)
     except InvalidRelayEvent as exc:
         return error_response(400, f"invalid relay event: {exc.reason}")
-    if isinstance(message, ChannelEvent):
-        correlate(channel_id=message.channel_id, guild_id=message.guild_id)
+    if isinstance(event, ChannelEvent):
+        correlate(channel_id=event.channel_id, guild_id=event.guild_id)
         count(Metric.RELAY_CHANNEL_EVENTS)
-        return _apply_channel_event(message)
-    if isinstance(message, GuildSnapshot):
-        correlate(guild_id=message.guild_id)
-        return _reconcile_guild(message)
-    correlate(message_id=message.message_id, channel_id=message.channel_id, guild_id=message.guild_id)
+        return _apply_channel_event(event)
+    if isinstance(event, GuildSnapshot):
+        correlate(guild_id=event.guild_id)
+        return _reconcile_guild(event)
+    message = event.message
+    correlate(message_id=message.id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
-    decision = decide_turn(message, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
+    decision = decide_turn(event, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
         config = container().config_store.get_server_config(message.guild_id)
-        decision = decide_turn(message, bot_user_id=bot_user_id, config=config)
+        decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
     if not decision.answer:
         count(Metric.RELAY_IGNORED)
         return empty_response(204)
@@ -70,11 +71,11 @@ def _answer(body: bytes) -> dict[str, Any]:
     from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob
 
     try:
-        container().turn_queue.enqueue(TurnJob.from_gateway_message(dict(message.raw)).fitted())
+        container().turn_queue.enqueue(TurnJob.from_message(message).fitted())
     except InvalidTurnJob as exc:
         return error_response(400, f"invalid relay event: {exc}")
     except QueueUnavailable:
-        logger.exception("could not queue message %s", message.message_id)
+        logger.exception("could not queue message %s", message.id)
         return error_response(503, "could not queue the turn; retry")
     count(Metric.RELAY_QUEUED)
     return json_response(202, {"status": "queued", "reason": decision.reason.value})

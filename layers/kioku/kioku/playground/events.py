@@ -7,18 +7,9 @@ import json
 import time
 from typing import Any
 
+from kioku.discord.interactions import InteractionType
+from kioku.discord.protocol import ChannelType, CommandType, ComponentType, InteractionContext, OptionType
 from kioku.signatures import sign_request
-
-INTERACTION_PING = 1
-INTERACTION_APPLICATION_COMMAND = 2
-INTERACTION_MESSAGE_COMPONENT = 3
-CONTEXT_GUILD, CONTEXT_BOT_DM = 0, 1
-INTERACTION_MODAL_SUBMIT = 5
-SUB_COMMAND = 1
-SUB_COMMAND_GROUP = 2
-OPTION_STRING, OPTION_INTEGER, OPTION_BOOLEAN = 3, 4, 5
-ACTION_ROW, BUTTON, TEXT_INPUT = 1, 2, 4
-CHANNEL_GUILD_TEXT, CHANNEL_DM, CHANNEL_PUBLIC_THREAD = 0, 1, 11
 
 
 def function_url_event(
@@ -62,7 +53,7 @@ def ping(application_id: str) -> dict[str, Any]:
     return {
         "id": "1",
         "application_id": application_id,
-        "type": INTERACTION_PING,
+        "type": InteractionType.PING,
         "token": "ping",
         "version": 1,
     }
@@ -96,27 +87,32 @@ def slash_command(
     ]
     path = subcommand.split() if subcommand else []
     if path:
-        data_options = [{"name": path[-1], "type": SUB_COMMAND, "options": data_options}]
+        data_options = [{"name": path[-1], "type": OptionType.SUB_COMMAND, "options": data_options}]
     if len(path) == 2:
-        data_options = [{"name": path[0], "type": SUB_COMMAND_GROUP, "options": data_options}]
+        data_options = [{"name": path[0], "type": OptionType.SUB_COMMAND_GROUP, "options": data_options}]
     user = {"id": user_id, "username": username, "global_name": global_name}
     payload: dict[str, Any] = {
         "id": interaction_id,
         "application_id": application_id,
-        "type": INTERACTION_APPLICATION_COMMAND,
+        "type": InteractionType.APPLICATION_COMMAND,
         "token": token,
         "version": 1,
         "channel_id": channel_id,
         "channel": _channel(channel_id, parent_channel_id, in_guild=bool(guild_id)),
-        "data": {"id": "600000000000000001", "name": name, "type": 1, "options": data_options},
+        "data": {
+            "id": "600000000000000001",
+            "name": name,
+            "type": CommandType.CHAT_INPUT,
+            "options": data_options,
+        },
     }
     if guild_id:
         payload["guild_id"] = guild_id
         payload["member"] = {"user": user, "nick": None, "permissions": permissions, "roles": []}
-        payload["context"] = CONTEXT_GUILD
+        payload["context"] = InteractionContext.GUILD
     else:
         payload["user"] = user
-        payload["context"] = CONTEXT_BOT_DM
+        payload["context"] = InteractionContext.BOT_DM
     return payload
 
 
@@ -124,11 +120,14 @@ def modal_submit(command: dict[str, Any], custom_id: str, values: dict[str, str]
     """The MODAL_SUBMIT Discord sends when a person fills in the form a command answered with."""
     return {
         **command,
-        "type": INTERACTION_MODAL_SUBMIT,
+        "type": InteractionType.MODAL_SUBMIT,
         "data": {
             "custom_id": custom_id,
             "components": [
-                {"type": ACTION_ROW, "components": [{"type": TEXT_INPUT, "custom_id": key, "value": value}]}
+                {
+                    "type": ComponentType.ACTION_ROW,
+                    "components": [{"type": ComponentType.TEXT_INPUT, "custom_id": key, "value": value}],
+                }
                 for key, value in values.items()
             ],
         },
@@ -143,8 +142,8 @@ def component_click(
     is the message the button is on."""
     payload = {
         **interaction,
-        "type": INTERACTION_MESSAGE_COMPONENT,
-        "data": {"custom_id": custom_id, "component_type": BUTTON},
+        "type": InteractionType.MESSAGE_COMPONENT,
+        "data": {"custom_id": custom_id, "component_type": ComponentType.BUTTON},
     }
     if message is not None:
         payload["message"] = message
@@ -153,15 +152,15 @@ def component_click(
 
 def _channel(channel_id: str, parent_id: str | None, *, in_guild: bool) -> dict[str, Any]:
     if not in_guild:
-        return {"id": channel_id, "type": CHANNEL_DM}
+        return {"id": channel_id, "type": ChannelType.DM}
     if parent_id:
-        return {"id": channel_id, "type": CHANNEL_PUBLIC_THREAD, "parent_id": parent_id}
-    return {"id": channel_id, "type": CHANNEL_GUILD_TEXT}
+        return {"id": channel_id, "type": ChannelType.PUBLIC_THREAD, "parent_id": parent_id}
+    return {"id": channel_id, "type": ChannelType.GUILD_TEXT}
 
 
 def _option_type(value: Any) -> int:
     if isinstance(value, bool):
-        return OPTION_BOOLEAN
+        return OptionType.BOOLEAN
     if isinstance(value, int):
-        return OPTION_INTEGER
-    return OPTION_STRING
+        return OptionType.INTEGER
+    return OptionType.STRING

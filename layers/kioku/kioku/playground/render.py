@@ -10,8 +10,9 @@ import textwrap
 from datetime import UTC, datetime
 from typing import Any
 
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 from kioku.playground.inspect import rounds_of, tool_schema
-from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.services.turn import TurnRecord
 
 CONTEXT_LINE_CHARS = 160
@@ -54,7 +55,7 @@ def render_interaction_response(response: dict) -> str:
         lines.append("kioku is thinking…")
     if response.get("type") == ResponseType.UPDATE_MESSAGE:
         lines.append("(the message you clicked now reads)")
-    if data.get("flags", 0) & EPHEMERAL_FLAG:
+    if data.get("flags", 0) & MessageFlag.EPHEMERAL:
         lines.append("(only you can see this)")
     if data.get("content"):
         lines.append(data["content"])

@@ -11,6 +11,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from kioku.discord.models import parse_message
+from kioku.discord.protocol import GatewayEvent, MessageType
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.events import ping, signed_event, slash_command
 from kioku.signatures import public_key_of
@@ -56,7 +58,7 @@ def sam_local_container_env() -> dict:
 def relay_dispatch() -> dict:
     """A message mentioning the bot, as the relay forwards it."""
     return {
-        "t": "MESSAGE_CREATE",
+        "t": GatewayEvent.MESSAGE_CREATE,
         "d": {
             "id": "700000000000000001",
             "channel_id": "300000000000000001",
@@ -65,7 +67,7 @@ def relay_dispatch() -> dict:
             "member": {"nick": None, "roles": []},
             "content": f"<@{APPLICATION_ID}> hello!",
             "timestamp": "2026-11-30T00:00:00.000000+00:00",
-            "type": 0,
+            "type": MessageType.DEFAULT,
             "mentions": [{"id": APPLICATION_ID, "username": "kioku", "bot": True}],
             "attachments": [],
             "embeds": [],
@@ -75,7 +77,7 @@ def relay_dispatch() -> dict:
 
 def turn_queue_event() -> dict:
     """What Lambda hands TurnFunction for one queued turn (SQS FIFO)."""
-    job = TurnJob.from_gateway_message(relay_dispatch()["d"])
+    job = TurnJob.from_message(parse_message(relay_dispatch()["d"]))
     return {
         "Records": [
             {

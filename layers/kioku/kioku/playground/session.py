@@ -22,6 +22,8 @@ from typing import Any, TextIO
 import httpx
 
 from kioku import clock
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
@@ -33,7 +35,6 @@ from kioku.playground.render import (
     render_message,
 )
 from kioku.playground.stack import LocalStack, gateway_dispatch
-from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 from kioku.services.turn import TurnRecord
 from kioku.signatures import sign_request
 
@@ -346,7 +347,7 @@ class Playground:
     def press(self, channel: world.Channel, rows: list[dict], button: dict) -> None:
         """A MESSAGE_COMPONENT for ``button`` of a message with ``rows``, by the current member."""
         self.print(f"(clicked {button['label']})")
-        message = {"id": self.stack.discord.new_id(), "flags": EPHEMERAL_FLAG, "components": rows}
+        message = {"id": self.stack.discord.new_id(), "flags": MessageFlag.EPHEMERAL, "components": rows}
         payload = component_click(
             self._command("click", None, {}, channel), button["custom_id"], message=message
         )

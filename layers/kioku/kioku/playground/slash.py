@@ -15,12 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-SUB_COMMAND: Final = 1
-SUB_COMMAND_GROUP: Final = 2
-STRING: Final = 3
-INTEGER: Final = 4
-BOOLEAN: Final = 5
-CHANNEL: Final = 7
+from kioku.discord.protocol import OptionType
+from kioku.discord.snowflake import is_snowflake
+
 TRUE_WORDS: Final = frozenset({"true", "yes", "on"})
 FALSE_WORDS: Final = frozenset({"false", "no", "off"})
 _ASSIGNMENT = re.compile(r"(?P<name>[a-z][\w-]*)(?P<sign>[:=])(?P<value>.*)", re.IGNORECASE | re.DOTALL)
@@ -103,7 +100,7 @@ def _assignments(words: list[str], specs: dict[str, dict], where: str) -> dict[s
                 f"{where} has no option {assignment[0]!r}; its options are {options}"
                 + ' (quote a value that holds a colon: message:"a: b")'
             )
-        elif current is not None and specs[current]["type"] == STRING:
+        elif current is not None and specs[current]["type"] == OptionType.STRING:
             raw[current] += " " + word
         else:
             raise UnreadableCommand(f"{where}: {word!r} is not option:value; its options are {options}")
@@ -114,17 +111,17 @@ def _typed(text: str, spec: dict[str, Any], channel_id: Callable[[str], str | No
     name, kind = spec["name"], spec["type"]
     if text == "":
         raise UnreadableCommand(f"give {name} a value: {name}:…")
-    if kind == INTEGER:
+    if kind == OptionType.INTEGER:
         try:
             value: Any = int(text)
         except ValueError:
             raise UnreadableCommand(f"{name} takes a whole number, not {text!r}") from None
-    elif kind == BOOLEAN:
+    elif kind == OptionType.BOOLEAN:
         if text.lower() not in TRUE_WORDS | FALSE_WORDS:
             raise UnreadableCommand(f"{name} takes true or false, not {text!r}")
         value = text.lower() in TRUE_WORDS
-    elif kind == CHANNEL:
-        value = text if text.isdigit() else channel_id(text)
+    elif kind == OptionType.CHANNEL:
+        value = text if is_snowflake(text) else channel_id(text)
         if value is None:
             raise UnreadableCommand(f"{name}: no channel called {text!r}")
     else:
@@ -139,7 +136,7 @@ def _subcommands(node: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         option
         for option in node.get("options") or ()
-        if option.get("type") in {SUB_COMMAND, SUB_COMMAND_GROUP}
+        if option.get("type") in {OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP}
     ]
 
 

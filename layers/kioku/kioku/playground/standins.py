@@ -21,30 +21,33 @@ from typing import Any, Final, Self
 from urllib.parse import parse_qs, urlsplit
 
 from kioku import clock
+from kioku.discord.protocol import (
+    ApplicationFlag,
+    ChannelType,
+    JsonErrorCode,
+    MessageFlag,
+    MessageReferenceType,
+    MessageType,
+    Permission,
+)
+from kioku.discord.snowflake import SNOWFLAKE_DIGITS
 from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.ltm.ranking import stem, terms
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
-from kioku.services.commands.discord import MESSAGE_FLAG_LOADING
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
-DISCORD_PUBLIC_THREAD_TYPE: Final = 11
-DISCORD_PRIVATE_THREAD_TYPE: Final = 12
-ERROR_UNKNOWN_MEMBER: Final = 10007
-VIEW_CHANNEL: Final = 1 << 10
-DEFAULT_EVERYONE_PERMISSIONS: Final = VIEW_CHANNEL | (1 << 11) | (1 << 16) | (1 << 6)
+DEFAULT_EVERYONE_PERMISSIONS: Final = (
+    Permission.VIEW_CHANNEL
+    | Permission.SEND_MESSAGES
+    | Permission.READ_MESSAGE_HISTORY
+    | Permission.ADD_REACTIONS
+)
 """@everyone's permissions in a new Discord server include View Channel (and Send Messages, Read
 Message History, Add Reactions); the stand-in's guilds start with them."""
 DISCORD_MESSAGE_LIMIT: Final = 2000
-DISCORD_REPLY_TYPE: Final = 19
-_MENTIONED_ROLE: Final = re.compile(r"<@&(\d{1,20})>")
-DISCORD_DEFAULT_TYPE: Final = 0
-ERROR_UNKNOWN_CHANNEL: Final = 10003
-ERROR_UNKNOWN_WEBHOOK: Final = 10015
-ERROR_EMPTY_MESSAGE: Final = 50006
-ERROR_INVALID_FORM_BODY: Final = 50035
-APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
+_MENTIONED_ROLE: Final = re.compile(f"<@&({SNOWFLAKE_DIGITS})>")
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
 STANDIN_NATIVE_DIMENSIONS: Final = 1536
 """What the embeddings stand-in answers when not asked for ``dimensions`` (as text-embedding-3-small)."""
@@ -249,7 +252,7 @@ class DiscordStandIn(_StandInServer):
         self._owners: dict[str, str] = {}
         self._attachments: dict[str, dict[str, bytes]] = {}
         # the Developer Portal's side of the application, as GET /applications/@me shows it
-        self.application_flags = APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT
+        self.application_flags = ApplicationFlag.GATEWAY_MESSAGE_CONTENT
         self.verify_key: str | None = None
         self.interactions_endpoint_url: str | None = None
         self.owner = {"id": APPLICATION_OWNER_ID, "username": "owner", "global_name": None, "bot": False}
@@ -314,16 +317,18 @@ class DiscordStandIn(_StandInServer):
         """A channel (a thread when ``parent_id`` is given); ``GET /channels/{id}`` describes it."""
         with self._lock:
             self._channels.setdefault(channel_id, [])
-            described = self._channel_info.setdefault(channel_id, {"id": channel_id, "type": 0})
+            described = self._channel_info.setdefault(
+                channel_id, {"id": channel_id, "type": ChannelType.GUILD_TEXT}
+            )
             if guild_id is None and name is None and parent_id is None:
                 return
-            thread_type = DISCORD_PRIVATE_THREAD_TYPE if private_thread else DISCORD_PUBLIC_THREAD_TYPE
+            thread_type = ChannelType.PRIVATE_THREAD if private_thread else ChannelType.PUBLIC_THREAD
             described.update(
                 {
                     "name": name or described.get("name") or f"channel-{channel_id[-4:]}",
                     "guild_id": guild_id,
                     "parent_id": parent_id,
-                    "type": thread_type if parent_id else 0,
+                    "type": thread_type if parent_id else ChannelType.GUILD_TEXT,
                     "permission_overwrites": list(permission_overwrites or []),
                 }
             )
@@ -389,7 +394,11 @@ class DiscordStandIn(_StandInServer):
         """``author`` forwards ``original``: an empty message carrying a snapshot of it."""
         with self._lock:
             message = self._new_message(channel_id, author, "")
-            message["message_reference"] = {"type": 1, "message_id": original["id"], "channel_id": channel_id}
+            message["message_reference"] = {
+                "type": MessageReferenceType.FORWARD,
+                "message_id": original["id"],
+                "channel_id": channel_id,
+            }
             kept = ("content", "attachments", "embeds", "timestamp", "type")
             message["message_snapshots"] = [{"message": {k: original[k] for k in kept if k in original}}]
             self._channels[channel_id].append(message)
@@ -457,17 +466,17 @@ class DiscordStandIn(_StandInServer):
 
     def _get_channel(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channel_info:
-            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         return CannedResponse(200, dict(self._channel_info[channel_id]))
 
     def _get_messages(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
-            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         limit = _int_param(request, "limit", default=50)
         before = _int_param(request, "before", default=0)
         after = _int_param(request, "after", default=0)
         if limit is None or not 1 <= limit <= 100 or before is None or after is None:
-            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         messages = self._channels[channel_id]
         if after:
             later = [m for m in messages if int(m["id"]) > after][:limit]
@@ -478,7 +487,7 @@ class DiscordStandIn(_StandInServer):
 
     def _post_message(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
-            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         self._posts_seen += 1
         failure = self._post_failures.pop(self._posts_seen, None)
         if failure is not None:
@@ -491,9 +500,11 @@ class DiscordStandIn(_StandInServer):
             or len(content) > DISCORD_MESSAGE_LIMIT
             or not isinstance(embeds, list)
         ):
-            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         if not content.strip() and not embeds:
-            return _discord_error(400, ERROR_EMPTY_MESSAGE, "Cannot send an empty message")
+            return _discord_error(
+                400, JsonErrorCode.CANNOT_SEND_EMPTY_MESSAGE, "Cannot send an empty message"
+            )
         nonce = body.get("nonce")
         if nonce is not None and body.get("enforce_nonce"):
             created = self._nonces.get((channel_id, str(nonce)))
@@ -503,7 +514,7 @@ class DiscordStandIn(_StandInServer):
         reply_to = reference.get("message_id")
         if reply_to and not self._find(channel_id, reply_to):
             if reference.get("fail_if_not_exists", True):
-                return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+                return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
             reply_to = None
         message = self._new_message(channel_id, self.bot_user, content, reply_to=reply_to)
         message["embeds"] = embeds
@@ -514,18 +525,18 @@ class DiscordStandIn(_StandInServer):
 
     def _typing(self, request: RecordedRequest, channel_id: str) -> CannedResponse:
         if channel_id not in self._channels:
-            return _discord_error(404, ERROR_UNKNOWN_CHANNEL, "Unknown Channel")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         return CannedResponse(204)
 
     def _edit_original(self, request: RecordedRequest, application_id: str, token: str) -> CannedResponse:
         if application_id != self.application_id:
-            return _discord_error(404, ERROR_UNKNOWN_WEBHOOK, "Unknown Webhook")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_WEBHOOK, "Unknown Webhook")
         body = request.body if isinstance(request.body, dict) else {}
         files: dict[str, tuple[str, bytes]] = {}
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
             body, files = _multipart(request)
             if body is None:
-                return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+                return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         message = {
             "id": self._interaction_responses.get(token, {}).get("id") or self.new_id(),
             "content": body.get("content") or "",
@@ -543,17 +554,17 @@ class DiscordStandIn(_StandInServer):
 
     def _get_original(self, application_id: str, token: str) -> CannedResponse:
         if application_id != self.application_id:
-            return _discord_error(404, ERROR_UNKNOWN_WEBHOOK, "Unknown Webhook")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_WEBHOOK, "Unknown Webhook")
         if token in self._interaction_responses:
             return CannedResponse(200, self._interaction_responses[token])
-        thinking = {"id": self.new_id(), "content": "", "embeds": [], "flags": MESSAGE_FLAG_LOADING}
+        thinking = {"id": self.new_id(), "content": "", "embeds": [], "flags": MessageFlag.LOADING}
         return CannedResponse(200, {**thinking, "author": self.bot_user, "timestamp": _now()})
 
     def _search_members(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         query = (request.query.get("query") or [""])[0].lower()
         limit = _int_param(request, "limit", default=1)
         if not query or limit is None or not 1 <= limit <= 1000:
-            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         found = [
             member
             for member in self._members.get(guild_id, {}).values()
@@ -571,7 +582,7 @@ class DiscordStandIn(_StandInServer):
     def _get_member(self, request: RecordedRequest, guild_id: str, user_id: str) -> CannedResponse:
         member = self._members.get(guild_id, {}).get(user_id)
         if member is None:
-            return _discord_error(404, ERROR_UNKNOWN_MEMBER, "Unknown Member")
+            return _discord_error(404, JsonErrorCode.UNKNOWN_MEMBER, "Unknown Member")
         return CannedResponse(200, member)
 
     def _get_guild(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
@@ -586,7 +597,7 @@ class DiscordStandIn(_StandInServer):
             dict(channel)
             for channel in self._channel_info.values()
             if channel.get("guild_id") == guild_id
-            and channel.get("type") not in (DISCORD_PUBLIC_THREAD_TYPE, DISCORD_PRIVATE_THREAD_TYPE)
+            and channel.get("type") not in (ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD)
         ]  # threads are listed by other routes in Discord too
         return CannedResponse(200, listed)
 
@@ -616,7 +627,7 @@ class DiscordStandIn(_StandInServer):
         if not isinstance(request.body, list) or not all(
             isinstance(c, dict) and c.get("name") for c in request.body
         ):
-            return _discord_error(400, ERROR_INVALID_FORM_BODY, "Invalid Form Body")
+            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         stored = [
             {**command, "id": self.new_id(), "application_id": application_id, "version": self.new_id()}
             for command in request.body
@@ -636,7 +647,7 @@ class DiscordStandIn(_StandInServer):
         message: dict[str, Any] = {
             "id": self.new_id(),
             "channel_id": channel_id,
-            "type": DISCORD_DEFAULT_TYPE,
+            "type": MessageType.DEFAULT,
             "content": content,
             "author": dict(author),
             "timestamp": timestamp or _now(),
@@ -652,7 +663,7 @@ class DiscordStandIn(_StandInServer):
         }
         referenced = self._find(channel_id, reply_to) if reply_to else None
         if referenced is not None:
-            message["type"] = DISCORD_REPLY_TYPE
+            message["type"] = MessageType.REPLY
             message["message_reference"] = {"message_id": reply_to, "channel_id": channel_id}
             message["referenced_message"] = {k: v for k, v in referenced.items() if k != "referenced_message"}
         return message

@@ -11,16 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Final
 
+from kioku.discord.protocol import OverwriteType, Permission
+
 GUILD_ID: Final = "200000000000000001"
-
-
-VIEW_CHANNEL: Final = 1 << 10
-ROLE_OVERWRITE: Final = 0
 
 
 def everyone_denied_view() -> list[dict]:
     """The overwrites Discord writes when a channel is made private: @everyone may not view it."""
-    return [{"id": GUILD_ID, "type": ROLE_OVERWRITE, "allow": "0", "deny": str(VIEW_CHANNEL)}]
+    return [{"id": GUILD_ID, "type": OverwriteType.ROLE, "allow": "0", "deny": str(Permission.VIEW_CHANNEL)}]
 
 
 @dataclass(frozen=True)
@@ -33,7 +31,11 @@ class Channel:
 
     @property
     def private(self) -> bool:
-        return any(int(o["deny"]) & VIEW_CHANNEL for o in self.permission_overwrites if o["id"] == GUILD_ID)
+        return any(
+            int(o["deny"]) & Permission.VIEW_CHANNEL
+            for o in self.permission_overwrites
+            if o["id"] == GUILD_ID
+        )
 
     @property
     def label(self) -> str:
@@ -43,7 +45,7 @@ class Channel:
         return f"{prefix}{self.name}{' (private)' if self.private else ''}"
 
 
-MANAGE_SERVER_PERMISSION: Final = str(1 << 5)
+MANAGE_SERVER_PERMISSION: Final = str(Permission.MANAGE_GUILD)
 
 
 @dataclass(frozen=True)

@@ -25,18 +25,24 @@ from typing import Any, Final
 import httpx
 
 from kioku import __version__
+from kioku.discord.protocol import GatewayEvent
 from kioku.domain.addressing import MAX_GUILD_BODY_BYTES
 from kioku.signatures import sign_request
 
-MESSAGE_CREATE: Final = "MESSAGE_CREATE"
-READY: Final = "READY"
-GUILD_CREATE: Final = "GUILD_CREATE"
-THREAD_DELETE: Final = "THREAD_DELETE"
-ROLE_EVENTS: Final = frozenset({GUILD_CREATE, "GUILD_ROLE_CREATE", "GUILD_ROLE_UPDATE"})
+ROLE_EVENTS: Final = frozenset(
+    {GatewayEvent.GUILD_CREATE, GatewayEvent.GUILD_ROLE_CREATE, GatewayEvent.GUILD_ROLE_UPDATE}
+)
 """Where the relay learns each guild's managed role of the bot (``tags.bot_id``): mentioning that
 role addresses the bot, and only the gateway tells the relay which role it is without a request."""
 FORWARDED_EVENTS: Final = frozenset(
-    {MESSAGE_CREATE, GUILD_CREATE, "CHANNEL_UPDATE", "CHANNEL_DELETE", "THREAD_UPDATE", THREAD_DELETE}
+    {
+        GatewayEvent.MESSAGE_CREATE,
+        GatewayEvent.GUILD_CREATE,
+        GatewayEvent.CHANNEL_UPDATE,
+        GatewayEvent.CHANNEL_DELETE,
+        GatewayEvent.THREAD_UPDATE,
+        GatewayEvent.THREAD_DELETE,
+    }
 )
 CHANNEL_FIELDS: Final = ("id", "type", "name", "parent_id", "permission_overwrites")
 THREAD_FIELDS: Final = ("id", "type", "name", "parent_id", "guild_id")
@@ -114,26 +120,26 @@ class Forwarder:
 
     def submit(self, event_name: str, data: Mapping[str, Any]) -> bool:
         """Buffer one gateway dispatch; True if it was taken (only ``FORWARDED_EVENTS`` are)."""
-        if event_name == READY:
+        if event_name == GatewayEvent.READY:
             self._learn_own_user_id(data)
             return False
         if event_name in ROLE_EVENTS:
             self._learn_bot_roles(data)
         if event_name not in FORWARDED_EVENTS:
             return False
-        if event_name == MESSAGE_CREATE and self._is_own_message(data):
+        if event_name == GatewayEvent.MESSAGE_CREATE and self._is_own_message(data):
             self.counters.skipped_own += 1
             return False
         # when the relay saw a channel's state: a late event never stamps an older privacy over a newer look
         extra: dict[str, Any] = {}
-        if event_name != MESSAGE_CREATE:
+        if event_name != GatewayEvent.MESSAGE_CREATE:
             extra["received_at"] = datetime.fromtimestamp(self._clock(), UTC).isoformat()
-        if event_name == GUILD_CREATE:
+        if event_name == GatewayEvent.GUILD_CREATE:
             channel_list = self._guild_channel_list(data)
             if channel_list is None:
                 return False
             data = channel_list
-        if event_name == MESSAGE_CREATE:
+        if event_name == GatewayEvent.MESSAGE_CREATE:
             mentioned = self._bot_roles.get(str(data.get("guild_id")), set()) & set(
                 data.get("mention_roles") or []
             )
@@ -149,7 +155,7 @@ class Forwarder:
             self.counters.failed += 1
             logger.error("%s %s cannot be encoded as JSON; dropped", event_name, data.get("id"))
             return False
-        if event_name == GUILD_CREATE and len(body) > MAX_GUILD_BODY_BYTES:
+        if event_name == GatewayEvent.GUILD_CREATE and len(body) > MAX_GUILD_BODY_BYTES:
             self.counters.failed += 1
             logger.error(
                 "GUILD_CREATE of guild %s is %d bytes even stripped, over RelayFunction's %d; not forwarded "
@@ -209,7 +215,7 @@ class Forwarder:
         if guild.get("unavailable") is True or not isinstance(guild.get("channels"), list):
             return None
         channel_list = guild_channel_list(guild)
-        if len(encode_dispatch(GUILD_CREATE, channel_list)) > MAX_GUILD_BODY_BYTES:
+        if len(encode_dispatch(GatewayEvent.GUILD_CREATE, channel_list)) > MAX_GUILD_BODY_BYTES:
             channel_list = guild_channel_list(guild, everyone_overwrites_only=True)
         return channel_list
 
@@ -315,14 +321,16 @@ class _DispatchBuffer(asyncio.Queue[tuple[str, str, bytes]]):
         only active threads, so a thread missing from it is kept); else the oldest dispatch. Its
         event name."""
         queued = self._queue  # asyncio.Queue's own deque, there for subclasses
-        index = next((i for i, (name, _, _) in enumerate(queued) if name == MESSAGE_CREATE), None)
+        index = next(
+            (i for i, (name, _, _) in enumerate(queued) if name == GatewayEvent.MESSAGE_CREATE), None
+        )
         if index is None:
             listed_later: set[str] = set()
             for i in range(len(queued) - 1, -1, -1):
                 name, guild_id, _ = queued[i]
-                if guild_id in listed_later and name != THREAD_DELETE:
+                if guild_id in listed_later and name != GatewayEvent.THREAD_DELETE:
                     index = i  # the last one found is the oldest
-                if name == GUILD_CREATE:
+                if name == GatewayEvent.GUILD_CREATE:
                     listed_later.add(guild_id)
         name, _, _ = queued[index or 0]
         del queued[index or 0]

@@ -20,19 +20,17 @@ from typing import Any, Final, TextIO
 import httpx
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.discord.interactions import InteractionType, ResponseType
+from kioku.discord.protocol import ApplicationFlag, GatewayEvent, MessageType
 from kioku.services.commands.registry import definitions
 from kioku.signatures import new_key_pair, public_key_of, sign_request
 
 DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
-INTERACTION_PING: Final = 1
-RESPONSE_PONG: Final = 1
 HTTP_ACCEPTED: Final = 202
 HTTP_NO_CONTENT: Final = 204
 HTTP_UNAUTHORIZED: Final = 401
-APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT: Final = 1 << 19
-APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT_LIMITED: Final = 1 << 18
 MESSAGE_CONTENT_FLAGS: Final = (
-    APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT | APPLICATION_FLAG_GATEWAY_MESSAGE_CONTENT_LIMITED
+    ApplicationFlag.GATEWAY_MESSAGE_CONTENT | ApplicationFlag.GATEWAY_MESSAGE_CONTENT_LIMITED
 )
 TEST_TURN_TEXT: Final = "kioku doctor: a test turn. Please answer with one short sentence."
 HTTP_TIMEOUT_SECONDS: Final = 10.0
@@ -99,7 +97,9 @@ def _application(rest: DiscordRest) -> dict[str, Any] | Finding:
 
 def _interactions_ping(target: Target) -> Finding:
     name = "interactions-ping"
-    body = json.dumps({"type": INTERACTION_PING, "id": "0", "application_id": target.application_id}).encode()
+    body = json.dumps(
+        {"type": InteractionType.PING, "id": "0", "application_id": target.application_id}
+    ).encode()
     stranger, _ = new_key_pair()
     try:
         forged = _post(target.interactions_url, body, stranger)
@@ -112,7 +112,7 @@ def _interactions_ping(target: Target) -> Finding:
         signed = _post(target.interactions_url, body, target.discord_signing_key)
     except httpx.HTTPError as exc:
         return Finding(name, Outcome.FAIL, f"{target.interactions_url} unreachable ({type(exc).__name__})")
-    if signed.status_code == 200 and _json(signed).get("type") == RESPONSE_PONG:
+    if signed.status_code == 200 and _json(signed).get("type") == ResponseType.PONG:
         return Finding(name, Outcome.OK, "a signed PING gets PONG; a forged one 401")
     return Finding(
         name,
@@ -235,12 +235,9 @@ def _test_turn(target: Target, rest: DiscordRest, application: dict[str, Any] | 
             )
         for _ in _polls(target):
             for message in rest.get_channel_messages(target.channel_id, 50, after=posted["id"]):
-                reference = message.get("message_reference") or {}
-                if (
-                    reference.get("message_id") == posted["id"]
-                    and message["author"]["id"] == target.application_id
-                ):
-                    return Finding(name, Outcome.OK, f"answered: {message.get('content', '')[:80]!r}")
+                replied_to = message.reference.message_id if message.reference else None
+                if replied_to == posted["id"] and message.author.id == target.application_id:
+                    return Finding(name, Outcome.OK, f"answered: {message.content[:80]!r}")
     except (DiscordError, httpx.HTTPError) as exc:
         return Finding(name, Outcome.FAIL, f"the test turn could not run ({exc})")
     return Finding(
@@ -269,7 +266,7 @@ def _message_create(
     data = {
         "id": str(time.time_ns() // 1000),
         "channel_id": target.channel_id or "0",
-        "type": 0,
+        "type": MessageType.DEFAULT,
         "content": TEST_TURN_TEXT,
         "timestamp": datetime.now(UTC).isoformat(),
         "attachments": [],
@@ -287,7 +284,7 @@ def _message_create(
     if target.guild_id:
         data["guild_id"] = target.guild_id
         data["member"] = {"nick": None, "roles": []}
-    return json.dumps({"t": "MESSAGE_CREATE", "d": data}, separators=(",", ":")).encode()
+    return json.dumps({"t": GatewayEvent.MESSAGE_CREATE, "d": data}, separators=(",", ":")).encode()
 
 
 def _post(url: str, body: bytes, signing_key: str) -> httpx.Response:

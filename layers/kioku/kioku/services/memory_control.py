@@ -156,7 +156,7 @@ def send_export(
 ) -> None:
     """Attach the person's export to the "thinking…" answer of their ``/personal memories export``.
     Sending it again (a redelivered job) only replaces the same attachment."""
-    user_id = str(job.author["id"])
+    user_id = job.author.id
     place = Place(job.guild_id, job.channel_id)
     document = export(user_id, ltm_store, stm_store, now, place=place)
     encoded = json.dumps(document, ensure_ascii=False, indent=2).encode()

@@ -8,33 +8,32 @@ The bot token never comes as an argument (shell history, the process list): it i
 from __future__ import annotations
 
 import argparse
-import functools
 import json
-import operator
 import os
-import re
 import sys
-from enum import IntFlag
 from typing import Final
 
+from kioku.discord.protocol import Permission
+from kioku.discord.snowflake import is_snowflake
 from kioku.services.commands.registry import definitions
 
-SNOWFLAKE = re.compile(r"^\d{15,20}$")
 DEFAULT_API_BASE_URL = "https://discord.com/api/v10"
+MIN_TYPED_ID_DIGITS: Final = 15
+"""An id typed on the command line is at least this long: a shorter one is a typo, not an id."""
+
+BOT_PERMISSIONS: Final = (
+    Permission.VIEW_CHANNEL
+    | Permission.SEND_MESSAGES
+    | Permission.EMBED_LINKS
+    | Permission.READ_MESSAGE_HISTORY
+    | Permission.SEND_MESSAGES_IN_THREADS
+)
+"""What the bot does in a channel: read it and its history, answer (with embeds for memory
+notifications), in threads too. Files go through interaction webhooks, which need none."""
 
 
-class BotPermission(IntFlag):
-    """What the bot does in a channel: read it and its history, answer (with embeds for memory
-    notifications), in threads too. Files go through interaction webhooks, which need none."""
-
-    VIEW_CHANNEL = 1 << 10
-    SEND_MESSAGES = 1 << 11
-    EMBED_LINKS = 1 << 14
-    READ_MESSAGE_HISTORY = 1 << 16
-    SEND_MESSAGES_IN_THREADS = 1 << 38
-
-
-BOT_PERMISSIONS: Final = functools.reduce(operator.or_, BotPermission)
+def is_typed_id(value: str) -> bool:
+    return is_snowflake(value) and len(value) >= MIN_TYPED_ID_DIGITS
 
 
 def invite_url(application_id: str) -> str:
@@ -85,9 +84,9 @@ def run(argv: list[str]) -> int:
         return 0
     application_id = os.environ.get("DISCORD_APPLICATION_ID", "").strip()
     problems = []
-    if not SNOWFLAKE.match(application_id):
+    if not is_typed_id(application_id):
         problems.append("DISCORD_APPLICATION_ID must be set to the application id")
-    if options.guild is not None and not SNOWFLAKE.match(options.guild):
+    if options.guild is not None and not is_typed_id(options.guild):
         problems.append("--guild must be a guild id")
     token, token_problem = bot_token(options.secret_arn) if not problems else ("", None)
     if token_problem:

@@ -31,6 +31,8 @@ from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRead, T
 from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
 from kioku.config import Settings
+from kioku.discord.models import Member, Message
+from kioku.discord.protocol import MessageType
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
@@ -118,7 +120,7 @@ class TurnState:
     """False: the turn stores no lines (a rate notice, a channel refused for good)."""
     rate_notice: bool = False
     channel: ChannelDescription | None = None
-    history: list[dict[str, Any]] = field(default_factory=list)
+    history: list[Message] = field(default_factory=list)
     turn: TurnContext | None = None
     dialogue: Dialogue | None = None
     dialogue_bot_name: str = ""
@@ -172,7 +174,7 @@ class TurnService:
         still ends in an apology."""
         state = TurnState(
             job=job,
-            key=TurnKey(job.source.value, job.turn_id, str(job.author["id"]), snowflake_time(job.turn_id)),
+            key=TurnKey(job.source.value, job.turn_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
             redelivered=redelivered,
             time_left=time_left,
@@ -542,7 +544,7 @@ class TurnService:
         call: ToolCall,
         turn: TurnContext,
         stm: ShortTermMemoryTurn,
-        member: dict[str, Any] | None,
+        member: Member | None,
         recalled: Recall,
         embeddings: TurnEmbeddings | None,
     ) -> ToolResult:
@@ -579,7 +581,7 @@ class TurnService:
         except DiscordError as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
-    def _manages_server(self, turn: TurnContext, member: dict[str, Any] | None) -> bool:
+    def _manages_server(self, turn: TurnContext, member: Member | None) -> bool:
         assert self.directory is not None
         if turn.guild_id is None:
             return False
@@ -614,7 +616,7 @@ class TurnService:
         return self.directory.describe_channel(job.guild_id, self.discord.get_channel(job.channel_id))
 
     def _dialogue(
-        self, history: list[dict[str, Any]], bot_user_id: str, names: MentionNames, bot_name: str
+        self, history: list[Message], bot_user_id: str, names: MentionNames, bot_name: str
     ) -> Dialogue:
         return read_dialogue(
             history,
@@ -630,7 +632,7 @@ class TurnService:
         self,
         job: TurnJob,
         channel: ChannelDescription,
-        history: list[dict[str, Any]],
+        history: list[Message],
         bot_user_id: str,
         bot_name: str,
         turn: TurnContext | None,
@@ -651,11 +653,11 @@ class TurnService:
             channels=channels,
         )
 
-    def _history(self, job: TurnJob, now: datetime) -> list[dict[str, Any]]:
+    def _history(self, job: TurnJob, now: datetime) -> list[Message]:
         """The conversation as it stood when the turn's message was sent, newest first as Discord
         returns it: a turn that waited in the queue must not answer what was said after it."""
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
-        own = _slash_message(job, now) if job.source is TurnSource.SLASH_COMMAND else job.message
+        own = job.message if job.message is not None else _slash_message(job, now)
         if limit == 1:
             return [own]
         try:
@@ -688,10 +690,8 @@ class TurnService:
         return [said, answered]
 
 
-def _mentions_another_channel(
-    job: TurnJob, channel: ChannelDescription, history: list[dict[str, Any]]
-) -> bool:
-    texts = [job.content, *(str(message.get("content") or "") for message in history)]
+def _mentions_another_channel(job: TurnJob, channel: ChannelDescription, history: list[Message]) -> bool:
+    texts = [job.content, *(message.content for message in history)]
     return bool(mentioned_channels(texts) - {channel.channel_id})
 
 
@@ -709,45 +709,38 @@ def _with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) 
 
 
 def _author(job: TurnJob, participants: tuple[Participant, ...]) -> Participant:
-    author_id = str(job.author["id"])
     for participant in participants:
-        if participant.user_id == author_id:
+        if participant.user_id == job.author.id:
             return participant
     return Participant(
-        user_id=author_id,
-        username=str(job.author.get("username") or author_id),
-        global_name=job.author.get("global_name"),
-        nickname=(job.member or {}).get("nick"),
-        is_bot=bool(job.author.get("bot")),
+        user_id=job.author.id,
+        username=job.author.username or job.author.id,
+        global_name=job.author.global_name,
+        nickname=job.member.nick if job.member else None,
+        is_bot=job.author.bot,
     )
 
 
-def _bot_username(history: list[dict[str, Any]], settings: Settings) -> str:
+def _bot_username(history: list[Message], settings: Settings) -> str:
     for message in history:
-        author = message.get("author") or {}
-        if str(author.get("id")) == settings.DISCORD_APPLICATION_ID and author.get("username"):
-            return str(author["username"])
+        if message.author.id == settings.DISCORD_APPLICATION_ID and message.author.username:
+            return message.author.username
     return "kioku"
 
 
-def _slash_message(job: TurnJob, now: datetime) -> dict[str, Any]:
+def _slash_message(job: TurnJob, now: datetime) -> Message:
     """The ``/chat`` text as the newest channel message, so the dialogue reads as usual."""
-    return {
-        "id": job.turn_id,
-        "channel_id": job.channel_id,
-        "author": job.author,
-        "member": job.member,
-        "content": job.content,
-        "timestamp": now.isoformat(),
-        "type": 0,
-    }
+    return Message(
+        id=job.turn_id,
+        author=job.author,
+        content=job.content,
+        timestamp=now,
+        type=MessageType.DEFAULT,
+        channel_id=job.channel_id,
+        member=job.member,
+    )
 
 
 def _message_time(job: TurnJob, now: datetime) -> datetime:
-    stamp = job.message.get("timestamp") if job.message else None
-    if isinstance(stamp, str):
-        try:
-            return kioku_clock.parse_time(stamp)
-        except ValueError:
-            pass
-    return now
+    stamp = job.message.timestamp if job.message else None
+    return stamp or now

@@ -8,12 +8,12 @@ channel after its message and counts as posted what the bot already said there, 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.adapters.dynamodb.turn_repository import Outbox
+from kioku.discord.models import Message
 from kioku.domain.turn_jobs import TurnJob
 
 logger = logging.getLogger(__name__)
@@ -102,8 +102,8 @@ class Delivery:
         )
         own = [
             message
-            for message in sorted(later, key=lambda message: int(message["id"]))
-            if str((message.get("author") or {}).get("id")) == self.bot_user_id
+            for message in sorted(later, key=lambda message: int(message.id))
+            if message.author.id == self.bot_user_id
         ]
         reply_ids = list(outbox.reply_ids)
         if len(reply_ids) >= self.responder.adoptable_from:
@@ -111,15 +111,15 @@ class Delivery:
                 index = len(reply_ids)
                 if index >= len(outbox.chunks):
                     break
-                if str(message["id"]) not in reply_ids and message.get("content") == outbox.chunks[index]:
-                    reply_ids.append(str(message["id"]))
+                if message.id not in reply_ids and message.content == outbox.chunks[index]:
+                    reply_ids.append(message.id)
         notice_ids = list(outbox.notice_ids)
         for message in own:
             index = len(notice_ids)
             if index >= len(outbox.notices):
                 break
-            if _shows(message, outbox.notices[index]) and str(message["id"]) not in notice_ids:
-                notice_ids.append(str(message["id"]))
+            if _shows(message, outbox.notices[index]) and message.id not in notice_ids:
+                notice_ids.append(message.id)
         return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
 
     def post(self, outbox: Outbox) -> Outbox:
@@ -152,9 +152,11 @@ class Delivery:
         return str(posted.get("id", ""))
 
 
-def _shows(message: dict[str, Any], embed: dict[str, Any]) -> bool:
+def _shows(message: Message, embed: dict[str, Any]) -> bool:
     """Whether ``message`` is the notice ``embed`` (Discord adds fields of its own to embeds)."""
-    embeds: Sequence[dict[str, Any]] = message.get("embeds") or []
-    return bool(embeds) and all(
-        embeds[0].get(field) == embed.get(field) for field in ("title", "description") if field in embed
+    if not message.embeds:
+        return False
+    shown = message.embeds[0]
+    return all(
+        getattr(shown, field) == embed.get(field) for field in ("title", "description") if field in embed
     )

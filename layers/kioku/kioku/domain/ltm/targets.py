@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any, Final, TypeVar
 
+from kioku.discord.snowflake import is_snowflake
 from kioku.domain.ltm.ports import LookupMember, SearchMembers
 from kioku.domain.models import Participant
 from kioku.domain.text import USER_MENTION, normalize_for_comparison
@@ -16,7 +17,9 @@ from kioku.domain.turn import TurnContext
 MAX_AMBIGUOUS_CANDIDATES: Final = 3
 MEMBER_SEARCH_LIMIT: Final = 100
 """Members the guild search returns for a name, as the original asks."""
-_SNOWFLAKE = re.compile(r"^\d{17,20}$")
+MIN_BARE_ID_DIGITS: Final = 17
+"""A bare number the model writes is taken for a user id only this long (every Discord id is, since
+its first month); a shorter one must be an id the turn knows: it is more likely a count or a year."""
 _AFFIX_PREFIX = re.compile(
     r"^(?:master|mistress|mister|mr|mrs|ms|miss|mx|dr|doctor|sir|madam|madame|lady|lord|dame|"
     r"captain|capt|professor|prof|senpai|sensei)\.?\s+",
@@ -177,7 +180,11 @@ def _mentioned_id(raw: str, known_ids: set[str]) -> str | None:
     match = USER_MENTION.fullmatch(raw)
     if match:
         return match.group(1)
-    return raw if _SNOWFLAKE.match(raw) or raw in known_ids else None
+    return raw if _is_bare_id(raw) or raw in known_ids else None
+
+
+def _is_bare_id(raw: str) -> bool:
+    return is_snowflake(raw) and len(raw) >= MIN_BARE_ID_DIGITS
 
 
 def _people_in_conversation(turn: TurnContext) -> dict[str, Participant]:

@@ -17,6 +17,8 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import MessageFlag
 from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
 from kioku.domain.models import ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
@@ -24,7 +26,6 @@ from kioku.domain.stm.entries import StmAddress, StmEntry
 from kioku.playground import world
 from kioku.playground.session import Playground
 from kioku.playground.web import serialize
-from kioku.services.commands.discord import EPHEMERAL_FLAG, ResponseType
 
 LOG_LENGTH: Final = 30
 MAX_TEXT: Final = 2000
@@ -36,7 +37,7 @@ PAGE_PICKS: Final = (":as", ":in")
 
 
 def _ephemeral(answer: dict[str, Any]) -> bool:
-    return bool(((answer["response"].get("data") or {}).get("flags") or 0) & EPHEMERAL_FLAG)
+    return bool(((answer["response"].get("data") or {}).get("flags") or 0) & MessageFlag.EPHEMERAL)
 
 
 class BadInput(ValueError):

@@ -5,18 +5,15 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
+from kioku.discord.protocol import MessageFlag, TextInputStyle
 from kioku.domain.ltm.memory import Memory
 from kioku.domain.stm.entries import StmEntry
 from kioku.playground.inspect import ModelRound, rounds_of, tool_schema
 from kioku.playground.render import named_mentions as _named
 from kioku.playground.render import readable
-from kioku.services.commands.discord import EPHEMERAL_FLAG
 from kioku.services.turn import TurnRecord
-
-PARAGRAPH_STYLE: Final = 2
-"""A text input Discord shows as a multi-line box."""
 
 
 def turn_json(number: int, turn: TurnRecord) -> dict[str, Any]:
@@ -129,7 +126,7 @@ def answer_json(
             "id": answer_id,
             "line": line,
             "by": by,
-            "ephemeral": bool((data.get("flags") or 0) & EPHEMERAL_FLAG),
+            "ephemeral": bool((data.get("flags") or 0) & MessageFlag.EPHEMERAL),
             "buttons": [row for row in buttons if row],
         },
     }
@@ -147,7 +144,7 @@ def form_json(modal: dict[str, Any]) -> dict[str, Any]:
                 "label": field.get("label", ""),
                 "value": field.get("value", ""),
                 "placeholder": field.get("placeholder", ""),
-                "long": field.get("style") == PARAGRAPH_STYLE,
+                "long": field.get("style") == TextInputStyle.PARAGRAPH,
                 "required": bool(field.get("required")),
                 "max_length": field.get("max_length"),
             }

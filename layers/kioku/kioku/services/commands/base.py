@@ -8,23 +8,23 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from kioku.services.commands.context import CommandContext
-from kioku.services.commands.custom_ids import CustomId
-from kioku.services.commands.discord import (
-    DM_CHANNEL_TYPE,
-    INTEGRATION_GUILD_INSTALL,
+from kioku.discord.interactions import InteractionType
+from kioku.discord.protocol import (
+    PERMISSIONS_PATTERN,
+    ChannelType,
     CommandType,
+    IntegrationType,
     InteractionContext,
-    InteractionType,
     OptionType,
 )
-
-SNOWFLAKE = r"^[0-9]{1,20}$"  # ASCII digits only: \d would take any script's digits
+from kioku.discord.snowflake import SNOWFLAKE_PATTERN
+from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import CustomId
 
 
 class User(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    id: str = Field(pattern=SNOWFLAKE)
+    id: str = Field(pattern=SNOWFLAKE_PATTERN)
     username: str = Field(default="", max_length=64)
     global_name: str | None = Field(default=None, max_length=64)
     bot: bool = False
@@ -34,28 +34,28 @@ class Member(BaseModel):
     model_config = ConfigDict(extra="ignore")
     user: User
     nick: str | None = Field(default=None, max_length=64)
-    permissions: str = Field(default="0", pattern=r"^[0-9]{1,40}$")
+    permissions: str = Field(default="0", pattern=PERMISSIONS_PATTERN)
 
 
 class PartialChannel(BaseModel):
     model_config = ConfigDict(extra="ignore")
-    id: str = Field(pattern=SNOWFLAKE)
+    id: str = Field(pattern=SNOWFLAKE_PATTERN)
     type: int | None = None
     name: str | None = Field(default=None, max_length=100)
-    parent_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+    parent_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
 
 
 class Interaction(BaseModel):
     """The parts of a Discord interaction kioku reads, validated; the rest is ignored."""
 
     model_config = ConfigDict(extra="ignore")
-    id: str = Field(pattern=SNOWFLAKE)
-    application_id: str = Field(pattern=SNOWFLAKE)
+    id: str = Field(pattern=SNOWFLAKE_PATTERN)
+    application_id: str = Field(pattern=SNOWFLAKE_PATTERN)
     type: InteractionType
     token: str = Field(min_length=1, max_length=1024)
     data: dict[str, Any] = Field(default_factory=dict)
-    guild_id: str | None = Field(default=None, pattern=SNOWFLAKE)
-    channel_id: str | None = Field(default=None, pattern=SNOWFLAKE)
+    guild_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
+    channel_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
     channel: PartialChannel | None = None
     member: Member | None = None
     user: User | None = None
@@ -70,7 +70,7 @@ class Interaction(BaseModel):
             return False
         if self.context is not None:
             return self.context == InteractionContext.BOT_DM
-        return self.channel is not None and self.channel.type == DM_CHANNEL_TYPE
+        return self.channel is not None and self.channel.type == ChannelType.DM
 
     @property
     def invoker(self) -> User | None:
@@ -147,7 +147,7 @@ class Command:
             body["default_member_permissions"] = self.default_member_permissions
         # Installed to servers only, and usable only in a server or the bot's own DM: never in a group
         # DM, where what the bot recalls for one person would be shown to everyone there.
-        body["integration_types"] = [INTEGRATION_GUILD_INSTALL]
+        body["integration_types"] = [IntegrationType.GUILD_INSTALL]
         body["contexts"] = [InteractionContext.GUILD] + (
             [InteractionContext.BOT_DM] if self.dm_permission else []
         )

@@ -3,9 +3,10 @@ allows three seconds), queues the turn, and the turn worker edits the answer in.
 
 from __future__ import annotations
 
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import OptionType
 from kioku.services.commands.base import Command, Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import OptionType, ResponseType
 from kioku.services.commands.error_replies import Refusal, Refused
 
 MAX_CHAT_MESSAGE_LENGTH = 2000
@@ -28,13 +29,15 @@ def on_chat(interaction: Interaction, context: CommandContext) -> dict:
             Refusal.NOT_UNDERSTOOD,
             f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.",
         )
+    from kioku.discord.models import parse_member, parse_user
+
     job = TurnJob(
         source=TurnSource.SLASH_COMMAND,
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=invoker.model_dump(),
-        member=interaction.member.model_dump(exclude={"user"}) if interaction.member else None,
+        author=parse_user(invoker.model_dump()),
+        member=parse_member(interaction.member.model_dump(exclude={"user"})) if interaction.member else None,
         content=text,
         interaction_token=interaction.token,
         application_id=interaction.application_id,

@@ -1,34 +1,15 @@
-"""Discord message components: protocol numbers, limits, buttons in action rows, the modal response,
+"""Discord message components: limits, buttons in action rows, the modal response,
 and reading what a modal submit sent back (never trusted: every field is checked)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import IntEnum
 from typing import Any, Final
 
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import ButtonStyle, ComponentType, TextInputStyle
 from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
-from kioku.services.commands.discord import ResponseType
-
-
-class ComponentType(IntEnum):
-    ACTION_ROW = 1
-    BUTTON = 2
-    TEXT_INPUT = 4
-
-
-class ButtonStyle(IntEnum):
-    PRIMARY = 1
-    SECONDARY = 2
-    SUCCESS = 3
-    DANGER = 4
-
-
-class TextInputStyle(IntEnum):
-    SHORT = 1
-    PARAGRAPH = 2
-
 
 MAX_MODAL_INPUTS: Final = 5
 MAX_MODAL_TITLE_CHARS: Final = 45

@@ -12,10 +12,11 @@ import logging
 from enum import StrEnum
 from typing import Final
 
+from kioku.discord.responses import message
 from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
-from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_REFUSAL, message
+from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_REFUSAL
 
 logger = logging.getLogger(__name__)
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final
 
+from kioku.discord.protocol import Permission
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import Permission
 from kioku.services.commands.error_replies import Refusal, Refused
 
 if TYPE_CHECKING:

@@ -24,8 +24,9 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
+from kioku.discord.protocol import THREAD_TYPES, ChannelType, OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.privacy import THREAD_TYPES, ChannelType
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
@@ -48,7 +49,7 @@ from kioku.services.commands.components import (
 )
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message, relative_time
+from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
 

@@ -8,24 +8,18 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kioku.discord.interactions import ResponseType
+from kioku.discord.protocol import THREAD_TYPES, MessageFlag, OptionType
+from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
-from kioku.domain.privacy import THREAD_TYPES, Place, origin_known_to
+from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
-from kioku.services.commands.discord import (
-    EMBED_COLOR_ERROR,
-    EMBED_COLOR_INFO,
-    EPHEMERAL_FLAG,
-    OptionType,
-    ResponseType,
-    message,
-    relative_time,
-    updated_message,
-)
+from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.error_replies import Refusal, Refused
 
 GROUP: Final = "memories"
@@ -127,18 +121,23 @@ def export(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
+    from kioku.discord.models import parse_user
+
     job = TurnJob(
         source=TurnSource.EXPORT,
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=invoker.model_dump(),
+        author=parse_user(invoker.model_dump()),
         content="",
         interaction_token=interaction.token,
         application_id=interaction.application_id,
     )
     context.turn_queue.enqueue(job)
-    return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE, "data": {"flags": EPHEMERAL_FLAG}}
+    return {
+        "type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE,
+        "data": {"flags": MessageFlag.EPHEMERAL},
+    }
 
 
 SUBCOMMANDS: Final = {

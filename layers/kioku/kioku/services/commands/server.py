@@ -13,6 +13,8 @@ from dataclasses import replace
 from typing import Final
 
 from kioku.config import Settings
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import ANCHORED_TOP_DEPTH, RenderMode, ServerConfig, StmConfig
 from kioku.domain.settings_edit import (
     INTEGER_RANGES,
@@ -36,7 +38,7 @@ from kioku.services.commands.components import (
 )
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 

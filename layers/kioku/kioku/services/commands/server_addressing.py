@@ -7,6 +7,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
 from kioku.domain.models import ServerConfig
 from kioku.domain.settings_edit import (
     MAX_TRIGGER_WORD_CHARS,
@@ -16,7 +18,7 @@ from kioku.domain.settings_edit import (
 )
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.guild_admin import load_server_config
 
 SUBCOMMAND: Final = "addressing"

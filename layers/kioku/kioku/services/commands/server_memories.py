@@ -15,6 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from kioku.discord.protocol import OptionType, Permission
+from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.models import MemoryModeration, ServerConfig
@@ -26,14 +28,7 @@ from kioku.services.commands.base import Interaction
 from kioku.services.commands.components import Button, ButtonStyle, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
-from kioku.services.commands.discord import (
-    EMBED_COLOR_INFO,
-    OptionType,
-    Permission,
-    message,
-    relative_time,
-    updated_message,
-)
+from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.guild_admin import load_server_config
 
 GROUP: Final = "memories"

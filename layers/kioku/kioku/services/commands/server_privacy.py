@@ -11,11 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.protocol import OptionType
+from kioku.discord.responses import message
+from kioku.discord.snowflake import is_snowflake
 from kioku.domain.privacy import MAX_PRIVACY_OVERRIDES, PrivacyMode
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO, OptionType, message
+from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.guild_admin import load_server_config
 
 GROUP: Final = "privacy"
@@ -38,12 +41,7 @@ MODE_MEANING: Final = {
 def set_channel_mode(interaction: Interaction, context: CommandContext) -> dict:
     options = interaction.option_values()
     channel_id = options.get(CHANNEL)
-    if not (
-        isinstance(channel_id, str)
-        and channel_id.isascii()
-        and channel_id.isdigit()
-        and len(channel_id) <= 20
-    ):
+    if not is_snowflake(channel_id):
         raise InvalidSettingsEdit(["choose a channel of this server"])
     try:
         mode = PrivacyMode(str(options.get(MODE_OPTION)))

@@ -1,0 +1,46 @@
+"""The one rule for Discord ids, as a function and as the pattern pydantic models validate with."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from pydantic import ValidationError
+
+from kioku.discord.snowflake import SNOWFLAKE_PATTERN, is_snowflake
+from kioku.services.commands.base import User
+
+IDS = ["0", "7", "100000000000000001", "1" * 20, "18446744073709551615"]
+NOT_IDS = [
+    "",
+    "1" * 21,
+    "١٢٣",  # Arabic-Indic digits: str.isdigit() and \d take them, int() reads them
+    "１２３",  # fullwidth digits
+    "12३",  # a Devanagari digit at the end
+    "-1",
+    "+1",
+    " 1",
+    "1 ",
+    "1\n",
+    "12a",
+    "1_000",
+]
+
+
+@pytest.mark.parametrize("value", IDS)
+def test_ascii_digit_strings_of_1_to_20_digits_are_ids(value):
+    assert is_snowflake(value)
+    assert re.fullmatch(SNOWFLAKE_PATTERN, value)
+    assert User.model_validate({"id": value}).id == value
+
+
+@pytest.mark.parametrize("value", NOT_IDS)
+def test_anything_else_is_not_an_id_for_the_function_nor_for_pydantic(value):
+    assert not is_snowflake(value)
+    with pytest.raises(ValidationError):
+        User.model_validate({"id": value})
+
+
+@pytest.mark.parametrize("value", [123, True, None, 1.0, b"123", ["1"]])
+def test_an_id_is_a_string_as_discord_writes_it(value):
+    assert not is_snowflake(value)
