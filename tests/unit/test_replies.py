@@ -178,9 +178,11 @@ def test_a_real_small_models_answers_lose_the_headers_markers_and_sent_lines_it_
 
 def test_the_history_s_own_sent_line_starting_a_later_line_ends_the_reply():
     # Given the Sent line kioku writes into the history (kioku.domain.dialogue), as a model copies it
+    from datetime import UTC, datetime
+
     from kioku.domain.dialogue import _sent_line
 
-    sent = _sent_line("2026-12-02T00:05:18+00:00")
+    sent = _sent_line(datetime(2026, 12, 2, 0, 5, 18, tzinfo=UTC))
     assert sent is not None
 
     # Then first it is dropped, and after words it is a message of its own: the reply ends there
