@@ -141,3 +141,57 @@ def test_a_module_named_in_a_string_is_a_lazy_import(tmp_path):
     modules = {"pkg": Module("pkg", tmp_path, True), "pkg.impl": Module("pkg.impl", tmp_path, False)}
     here = Module("pkg.table", tmp_path, False)
     assert imports_of('PROVIDERS = {"x": "pkg.impl:Model"}\n', here, modules) == {("pkg.impl", Kind.LAZY)}
+
+
+LAYERS: Final = {
+    # a layer: the kioku packages (besides itself) its modules may import, lazily or not
+    "kioku.discord": {"kioku.clock"},
+    "kioku.domain": {"kioku.discord", "kioku.clock"},
+    "kioku.adapters": {"kioku.domain", "kioku.discord", "kioku.config", "kioku.clock", "kioku.observability"},
+    "kioku.services": {
+        "kioku.adapters",
+        "kioku.domain",
+        "kioku.discord",
+        "kioku.config",
+        "kioku.clock",
+        "kioku.observability",
+        "kioku.signatures",
+    },
+}
+"""docs/architecture.md's rule: each layer imports only the layers below it (the entry points, the
+playground and the relay sit on top and may import any)."""
+
+
+def _layer_of(name: str) -> str | None:
+    return next((layer for layer in LAYERS if name == layer or name.startswith(layer + ".")), None)
+
+
+def _allowed(target: str, layer: str) -> bool:
+    return target == "kioku" or any(
+        target == allowed or target.startswith(allowed + ".") for allowed in {layer, *LAYERS[layer]}
+    )
+
+
+def test_each_layer_imports_only_the_layers_below_it(kioku):
+    crossings = sorted(
+        f"{source} → {target}"
+        for source, targets in kioku.every().items()
+        if (layer := _layer_of(source)) is not None
+        for target in targets
+        if not _allowed(target, layer)
+    )
+    assert crossings == [], "imports against docs/architecture.md's layers:\n" + "\n".join(crossings)
+
+
+def test_the_layer_rule_catches_a_domain_module_reaching_for_an_adapter(tmp_path):
+    package = tmp_path / "kioku"
+    (package / "domain").mkdir(parents=True)
+    (package / "adapters").mkdir()
+    for init in (package, package / "domain", package / "adapters"):
+        (init / "__init__.py").write_text("")
+    (package / "adapters" / "store.py").write_text("")
+    (package / "domain" / "rule.py").write_text("def f():\n    from kioku.adapters import store\n")
+    graph = ImportGraph.of(tmp_path, "kioku")
+    reached = graph.every()["kioku.domain.rule"]
+    assert "kioku.adapters.store" in reached
+    assert [target for target in reached if not _allowed(target, "kioku.domain")]
