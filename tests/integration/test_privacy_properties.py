@@ -3,12 +3,14 @@
 Each example builds a world (guilds, channels with @everyone overwrites, threads, members, DMs), then
 plays a random sequence of messages to the bot through the real ``TurnService``, ``StmStore``,
 ``DynamoMemoryStore`` and ``TurnRepository`` on in-process moto, with a fresh table. Every message holds
-a secret token, and the model writes more tokens into short-term summaries and long-term memories,
-and rewrites or forgets memories saved earlier. After each turn, every token in the model's requests
-must be one the rules let this turn see, or one of this channel's own dialogue (else: LEAK); every
-token the rules say it must see must be there (MISSING); nothing forgotten or rewritten may still be
-shown (STALE); and only a memory's author or subject may change it, where it could be shown
-(TAMPERED).
+a secret token (and most mention a channel of the world), and the model writes more tokens into
+short-term summaries and long-term memories, and rewrites or forgets memories saved earlier. After
+each turn, every token in the model's requests must be one the rules let this turn see, or one of
+this channel's own dialogue (else: LEAK); every token the rules say it must see must be there
+(MISSING); nothing forgotten or rewritten may still be shown (STALE); only a memory's author or
+subject may change it, where it could be shown (TAMPERED); and no channel's name may reach the
+requests where that channel's memory could not be shown (NAMED), while a mention of one whose name
+the turn may read reads as that name (UNNAMED).
 """
 
 from __future__ import annotations
