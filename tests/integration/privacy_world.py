@@ -145,8 +145,8 @@ class TurnPlan:
     where: Where
     mention: str | None = None
     """Someone the message names without taking part (``<@id>``)."""
-    channel_mention: str | None = None
-    """A channel or thread of the world (of any guild) the message mentions (``<#id>``)."""
+    channel_mentions: tuple[str, ...] = ()
+    """Channels or threads of the world (of any guild) the message mentions (``<#id>``)."""
     summary: bool = False
     server_memory: bool = False
     names_speaker: bool = False
@@ -303,18 +303,31 @@ def scenarios(
         st.lists(turn_plans(world, bypass_switches=bypass_switches), min_size=turns[0], max_size=turns[1])
     )
     picked = tuple(
-        replace(plan, channel_mention=_picked_channel(world, plan, n)) for n, plan in enumerate(plans)
+        replace(plan, channel_mentions=_picked_channels(world, plan, n)) for n, plan in enumerate(plans)
     )
     return Scenario(world, picked)
 
 
-def _picked_channel(world: World, plan: TurnPlan, number: int) -> str | None:
-    """The channel or thread (of any guild), or none, that the ``number``th message mentions: picked
-    by a hash of the turn rather than drawn, so that the examples stay the worlds and turns drawn
-    before messages mentioned channels (one draw more and Hypothesis plays other ones, with more
-    turns)."""
-    choices = [None, *(channel.channel_id for channel in world.channels)]
-    return choices[zlib.crc32(f"{number} {plan}".encode()) % len(choices)]
+def _picked_channels(world: World, plan: TurnPlan, number: int) -> tuple[str, ...]:
+    """The channels the ``number``th message mentions: one of any guild (or none), and one of its
+    own guild whose memory the turn could not be shown, bypass aside (where a leaked name would
+    show; a channel rather than a thread, if there is one). Picked by a hash of the turn rather than
+    drawn, so that the examples stay the worlds and turns drawn before messages mentioned channels
+    (one draw more and Hypothesis plays other ones, with more turns)."""
+    oracle = Oracle(world)
+    pick = zlib.crc32(f"{number} {plan}".encode())
+    anywhere = [None, *(channel.channel_id for channel in world.channels)]
+    hidden = [
+        channel
+        for channel in world.channels
+        if plan.where.guild_id == channel.guild_id
+        and not oracle.guild_rule(oracle.where_is(channel.channel_id), plan.where, bypass=False)
+    ]
+    pool = [channel.channel_id for channel in hidden if not channel.is_thread] or [
+        channel.channel_id for channel in hidden
+    ]
+    picked = [anywhere[pick % len(anywhere)], pool[pick % len(pool)] if pool else None]
+    return tuple(dict.fromkeys(channel_id for channel_id in picked if channel_id))
 
 
 # -- Discord ----------------------------------------------------------------------------------------
