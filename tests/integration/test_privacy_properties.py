@@ -915,9 +915,9 @@ def story(scenario: Scenario) -> str:
             does.insert(0, f"bypass switched {'on' if plan.bypass else 'off'} first")
         if plan.forget_all:
             does.insert(0, "forget-all first")
-        mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
-        for channel_id in plan.channel_mentions:
-            mention += f" and {_place(oracle, oracle.where_is(channel_id))}"
+        named = [_person(world, plan.mention)] if plan.mention else []
+        named += [_place(oracle, oracle.where_is(channel_id)) for channel_id in plan.channel_mentions]
+        mention = f" mentioning {', '.join(named)}" if named else ""
         lines.append(
             f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "
             + (", ".join(does) or "just talks")
