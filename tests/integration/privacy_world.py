@@ -1,11 +1,13 @@
 """Random Discord worlds for the privacy properties, and the oracle that says what each turn may see.
 
 A world holds guilds (each with its @everyone permissions and, optionally, an admin's overrides and
-bypass), text channels with an @everyone overwrite, threads, members and their DMs. ``FakeDiscord``
-answers the REST calls a turn makes from it; ``TokenWritingModel`` is a model that, when told to,
-writes the turn's secret tokens into memory through the real tools. Every token's origin is kept in
-a ``Written`` record, and ``Oracle`` decides from the world alone, in a few plain lines written
-straight from the privacy rules (never kioku's own functions), where a token may or must be shown.
+bypass), text channels with an @everyone overwrite, threads (every channel named ``room-`` and the
+end of its id), members and their DMs. ``FakeDiscord`` answers the REST calls a turn makes from it;
+``TokenWritingModel`` is a model that, when told to, writes the turn's secret tokens into memory
+through the real tools. Every token's origin is kept in a ``Written`` record, and ``Oracle``
+decides from the world alone, in a few plain lines written straight from the privacy rules (never
+kioku's own functions), where a token may or must be shown, and where a channel's name may or must
+be read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import copy
 import json
 import re
+import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -143,8 +146,8 @@ class TurnPlan:
     where: Where
     mention: str | None = None
     """Someone the message names without taking part (``<@id>``)."""
-    channel_mention: str | None = None
-    """A channel or thread of the world (of any guild) the message mentions (``<#id>``)."""
+    channel_mentions: tuple[str, ...] = ()
+    """Channels or threads of the world (of any guild) the message mentions (``<#id>``)."""
     summary: bool = False
     server_memory: bool = False
     names_speaker: bool = False
@@ -256,7 +259,6 @@ def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) 
         speaker=speaker.user_id,
         where=where,
         mention=draw(st.none() | st.sampled_from(others)),
-        channel_mention=draw(st.none() | st.sampled_from([channel.channel_id for channel in world.channels])),
         summary=draw(st.booleans()),
         server_memory=draw(st.booleans()),
         names_speaker=draw(st.booleans()),
@@ -301,7 +303,32 @@ def scenarios(
     plans = draw(
         st.lists(turn_plans(world, bypass_switches=bypass_switches), min_size=turns[0], max_size=turns[1])
     )
-    return Scenario(world, tuple(plans))
+    picked = tuple(
+        replace(plan, channel_mentions=_picked_channels(world, plan, n)) for n, plan in enumerate(plans)
+    )
+    return Scenario(world, picked)
+
+
+def _picked_channels(world: World, plan: TurnPlan, number: int) -> tuple[str, ...]:
+    """The channels the ``number``th message mentions: one of any guild (or none), and one of its
+    own guild whose memory the turn could not be shown, bypass aside (where a leaked name would
+    show; a channel rather than a thread, if there is one). Picked by a hash of the turn rather than
+    drawn, so that the examples stay the worlds and turns drawn before messages mentioned channels
+    (one draw more and Hypothesis plays other ones, with more turns)."""
+    oracle = Oracle(world)
+    pick = zlib.crc32(f"{number} {plan}".encode())
+    anywhere = [None, *(channel.channel_id for channel in world.channels)]
+    hidden = [
+        channel
+        for channel in world.channels
+        if plan.where.guild_id == channel.guild_id
+        and not oracle.guild_rule(oracle.where_is(channel.channel_id), plan.where, bypass=False)
+    ]
+    pool = [channel.channel_id for channel in hidden if not channel.is_thread] or [
+        channel.channel_id for channel in hidden
+    ]
+    picked = [anywhere[pick % len(anywhere)], pool[pick % len(pool)] if pool else None]
+    return tuple(dict.fromkeys(channel_id for channel_id in picked if channel_id))
 
 
 # -- Discord ----------------------------------------------------------------------------------------

@@ -3,12 +3,14 @@
 Each example builds a world (guilds, channels with @everyone overwrites, threads, members, DMs), then
 plays a random sequence of messages to the bot through the real ``TurnService``, ``StmStore``,
 ``DynamoMemoryStore`` and ``TurnRepository`` on in-process moto, with a fresh table. Every message holds
-a secret token, and the model writes more tokens into short-term summaries and long-term memories,
-and rewrites or forgets memories saved earlier. After each turn, every token in the model's requests
-must be one the rules let this turn see, or one of this channel's own dialogue (else: LEAK); every
-token the rules say it must see must be there (MISSING); nothing forgotten or rewritten may still be
-shown (STALE); and only a memory's author or subject may change it, where it could be shown
-(TAMPERED).
+a secret token (and mentions channels of the world), and the model writes more tokens into
+short-term summaries and long-term memories, and rewrites or forgets memories saved earlier. After
+each turn, every token in the model's requests must be one the rules let this turn see, or one of
+this channel's own dialogue (else: LEAK); every token the rules say it must see must be there
+(MISSING); nothing forgotten or rewritten may still be shown (STALE); only a memory's author or
+subject may change it, where it could be shown (TAMPERED); and no channel's name may reach the
+requests where that channel's memory could not be shown (NAMED), while a mention of one whose name
+the turn may read reads as that name (UNNAMED).
 """
 
 from __future__ import annotations
@@ -361,9 +363,9 @@ def test_a_mentioned_channel_is_named_as_its_overrides_say_not_as_discord_alone_
 
     # When ann mentions each of them in the public channel, and the private one in its thread
     turns = (
-        TurnPlan(ann.user_id, Where(guild, general), channel_mention=secret),
-        TurnPlan(ann.user_id, Where(guild, general), channel_mention=opened),
-        TurnPlan(ann.user_id, Where(guild, thread, secret), channel_mention=secret),
+        TurnPlan(ann.user_id, Where(guild, general), channel_mentions=(secret,)),
+        TurnPlan(ann.user_id, Where(guild, general), channel_mentions=(opened,)),
+        TurnPlan(ann.user_id, Where(guild, thread, secret), channel_mentions=(secret,)),
     )
     problems = play(Scenario(world, turns), dynamodb)
 
@@ -393,7 +395,7 @@ def test_a_channel_named_while_the_bypass_was_on_is_not_named_by_what_was_kept_a
     # When ann mentions it in a public channel, and once the bypass is off bo talks in another one,
     # shown the lines kept of the first
     turns = (
-        TurnPlan(ann.user_id, Where(guild, general), channel_mention=hidden),
+        TurnPlan(ann.user_id, Where(guild, general), channel_mentions=(hidden,)),
         TurnPlan(bo.user_id, Where(guild, other), bypass=False),
     )
     problems = play(Scenario(world, turns), dynamodb)
@@ -475,7 +477,7 @@ def play(
             said = new_token(Kind.MESSAGE)
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
-            content += f" in <#{plan.channel_mention}>" if plan.channel_mention else ""
+            content += "".join(f" in <#{channel_id}>" for channel_id in plan.channel_mentions)
             message = discord.user_says(speaker, plan.where, content, now, mention=mention)
             revised = _memory_to_revise(plan, written)
             planned = _tool_calls(
@@ -620,9 +622,11 @@ def _check_names(oracle: Oracle, plan: TurnPlan, number: int, requests: list[Cha
         for channel_id in sorted(named)
         if not oracle.may_name(channel_id, plan.where)
     ]
-    mentioned = plan.channel_mention
-    if mentioned and mentioned not in named and oracle.must_name(mentioned, plan.where):
-        problems.append(f"UNNAMED at {where}: its mention of {_place(oracle, oracle.where_is(mentioned))}")
+    problems += [
+        f"UNNAMED at {where}: its mention of {_place(oracle, oracle.where_is(mentioned))}"
+        for mentioned in plan.channel_mentions
+        if mentioned not in named and oracle.must_name(mentioned, plan.where)
+    ]
     return problems
 
 
@@ -919,9 +923,9 @@ def story(scenario: Scenario) -> str:
             does.insert(0, f"bypass switched {'on' if plan.bypass else 'off'} first")
         if plan.forget_all:
             does.insert(0, "forget-all first")
-        mention = f" mentioning {_person(world, plan.mention)}" if plan.mention else ""
-        if plan.channel_mention:
-            mention += f" and {_place(oracle, oracle.where_is(plan.channel_mention))}"
+        named = [_person(world, plan.mention)] if plan.mention else []
+        named += [_place(oracle, oracle.where_is(channel_id)) for channel_id in plan.channel_mentions]
+        mention = f" mentioning {', '.join(named)}" if named else ""
         lines.append(
             f"  {number}: {_person(world, plan.speaker)} in {_place(oracle, plan.where)}{mention}: "
             + (", ".join(does) or "just talks")
