@@ -31,9 +31,10 @@ venv: $(STAMP)
 run: venv
 	$(BIN)/kioku playground $(ARGS)
 
-## make test: lint, template validation and the whole test suite
+## make test: lint, template validation and the whole test suite (PYTEST_WORKERS processes, one a core)
+PYTEST_WORKERS ?= 2
 test: lint
-	$(BIN)/pytest
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
 
 lint: venv
 	$(BIN)/ruff check .
