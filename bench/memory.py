@@ -767,7 +767,6 @@ def report(measured: Measured, label: str) -> list[str]:
 
 def ranking_of_a_thousand() -> str:
     """The ranking alone over exactly 1,000 memories in scope, cold (nothing memoised) and warm."""
-    from kioku.domain.ltm import ranking
     from kioku.domain.ltm import recall as recall_module
     from kioku.domain.ltm.memory import Memory
 
@@ -783,9 +782,7 @@ def ranking_of_a_thousand() -> str:
     timings: dict[str, list[float]] = {"cold": [], "warm": []}
     for kind in ("cold",) * 10 + ("warm",) * 30:
         if kind == "cold":
-            ranking._stems.clear()
-            ranking._documents.clear()
-            recall_module._named_lines.clear()
+            recall_module.clear_caches()
         started = time.perf_counter()
         recall = build_recall(turn, memories, {}, (), query=query)
         timings[kind].append((time.perf_counter() - started) * 1000)
