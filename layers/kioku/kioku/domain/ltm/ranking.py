@@ -17,10 +17,11 @@ import math
 import re
 import unicodedata
 from bisect import bisect_right
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import add, contains
+from itertools import chain, repeat
+from operator import add
 from typing import Final
 
 TRIGGER_WEIGHT: Final = 1.0
@@ -214,9 +215,11 @@ class Index:
     too (a section's label: whom its memories are about) and a key of its own (a memory's id, a
     term as ``terms`` reads it, so a question quoting it finds it).
 
-    ``documents``: each text's terms; ``lengths``: each document's terms, shared and key included."""
+    ``documents``: each text's terms; ``postings``: for each term, the documents holding it (their
+    numbers, once for each time); ``lengths``: each document's terms, shared and key included."""
 
     documents: tuple[Sequence[str], ...]
+    postings: Mapping[str, Sequence[int]]
     lengths: tuple[int, ...]
     shared: Mapping[str, int]
     keys: Mapping[str, int]
@@ -229,12 +232,10 @@ class Index:
         """How often ``term`` occurs in each document holding it (do not change what it answers)."""
         known = self.counted.get(term)
         if known is None:
-            documents = self.documents
-            holding = compress(range(len(documents)), map(contains, documents, repeat(term)))
-            known = {number: documents[number].count(term) for number in holding}
+            known = dict(Counter(self.postings.get(term, ())))
             shared = self.shared.get(term, 0)
             if shared:
-                known = {number: known.get(number, 0) + shared for number in range(len(documents))}
+                known = {number: known.get(number, 0) + shared for number in range(len(self.lengths))}
             keyed = self.keys.get(term)
             if keyed is not None:
                 known[keyed] = known.get(keyed, 0) + 1
@@ -250,16 +251,22 @@ def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> I
     if unknown:
         _learn(unknown)
     documents = tuple(map(_texts.__getitem__, texts))
+    postings: defaultdict[str, list[int]] = defaultdict(list)
+    holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
+    deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
     lengths = tuple(map(add, map(len, documents), repeat(extra)))
-    named = {}
-    for number, key in enumerate(keys):
-        found = _term(key) if key.isascii() and key.isdigit() else "".join(terms(key))  # ids: never again
-        if found:
-            named[found] = number
+    if all(map(str.isdigit, keys)) and all(len(key) > 2 for key in keys) and all(map(str.isascii, keys)):
+        named = dict(zip(keys, range(len(keys)), strict=True))  # memory ids: terms as they are
+    else:
+        named = {}
+        for number, key in enumerate(keys):
+            found = "".join(terms(key))
+            if found:
+                named[found] = number
     counts = {term: shared_terms.count(term) for term in shared_terms}
-    return Index(documents, lengths, counts, named, sum(lengths))
+    return Index(documents, dict(postings), lengths, counts, named, sum(lengths))
 
 
 @dataclass(frozen=True, slots=True)

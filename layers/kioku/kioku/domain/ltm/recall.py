@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from operator import attrgetter
 from typing import Final
 
@@ -44,6 +45,7 @@ _SHELF_CACHE_LIMIT: Final = 20_000
 """Memories whose lines and terms a worker keeps (in sections of the books it read last)."""
 _NEWEST_FIRST: Final = attrgetter("updated_at", "memory_id")
 _MEMORY_ID: Final = attrgetter("memory_id")
+_UPDATED_AT: Final = attrgetter("updated_at")
 _CONTENT: Final = attrgetter("content")
 
 Embed = Callable[[str], bytes | None]
@@ -188,7 +190,8 @@ def build_recall(
     else:
         now, start = turn.now.timestamp(), 0
         for shelf, ordered, tier in shelves:
-            ages = [max(now - memory.updated_at.timestamp(), 0.0) for memory in ordered]
+            stamps = map(datetime.timestamp, map(_UPDATED_AT, ordered))
+            ages = [now - stamp if stamp < now else 0.0 for stamp in stamps]
             parts.append(Part(shelf.index(), start, tier, ages))
             start += len(ordered)
         ranked = rank_recall(candidates, parts, query or RecallQuery(), embed)
