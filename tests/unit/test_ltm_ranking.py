@@ -294,3 +294,14 @@ def test_a_name_that_writes_a_token_is_not_expanded_twice():
 def test_texts_indexed_together_read_as_each_one_alone(texts):
     recall_module.clear_caches()
     assert [list(terms_of) for terms_of in index(texts).documents] == [terms(text) for text in texts]
+
+
+def test_a_section_indexed_when_the_kept_texts_are_full_is_indexed_whole(monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    monkeypatch.setattr(ranking, "_TEXT_CACHE_LIMIT", 4)
+    recall_module.clear_caches()
+    index(["cat dog", "Porto trip", "chess club"])
+    # a section of which some texts are kept and some are not, more than there is room for
+    section = ["cat dog", "Porto trip", "a new one", "another new one"]
+    assert [list(terms_of) for terms_of in index(section).documents] == [terms(text) for text in section]

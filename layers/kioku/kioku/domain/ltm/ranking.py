@@ -198,8 +198,6 @@ _texts: dict[str, list[str]] = {}
 def _learn(texts: Sequence[str]) -> None:
     """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
     (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this."""
-    if len(_texts) + len(texts) > _TEXT_CACHE_LIMIT:
-        _texts.clear()
     joined = f" {_APART} ".join(texts)
     if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
         for text in texts:
@@ -248,6 +246,9 @@ class Index:
 def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> Index:
     """The ``Index`` of ``texts`` (in their order), each also holding ``shared`` and its key."""
     unknown = [text for text in dict.fromkeys(texts) if text not in _texts]
+    if len(_texts) + len(unknown) > _TEXT_CACHE_LIMIT:  # start again, with this section's texts all
+        _texts.clear()
+        unknown = list(dict.fromkeys(texts))
     if unknown:
         _learn(unknown)
     documents = tuple(map(_texts.__getitem__, texts))
