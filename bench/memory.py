@@ -1,60 +1,93 @@
 """Memory bench: does a long-lived server's recall still carry what answers the question?
 
-A months-long conversation between a few people in several channels (facts, later corrections,
-everyday events that look alike, chatter) is saved as long-term memories in the real books on
-in-process moto; then each question is asked as a turn would ask it: the real ``recall`` read of the
-store (one BatchGetItem), the real ranking within ``LTM_RECALL_BUDGET_CHARS``, and, when memories
-were left out, one ``search_long_term_memory`` call with the question. docs/memory.md explains the
+A months-long conversation between a few people in several channels (``bench.memory_conversation``:
+facts, corrections said in other words, near misses, facts about two people, events that look
+alike, chatter) is played through the real stack, on in-process moto with a Discord stand-in and a
+model stand-in, both real HTTP servers on 127.0.0.1:
+
+- every memory is saved as the model saves it when it is said: the ``create_long_term_memory``
+  tool's executor, with the turn's recall read first (its near-duplicate check reads it), its
+  limits and its book writes, and the embedding of its text when embeddings are on;
+- every question is then a real turn (``TurnService``: the channel's history from Discord, the one
+  BatchGetItem, recall within ``LTM_RECALL_BUDGET_CHARS``, the system prompt, the tools), answered
+  by a stand-in model that calls ``search_long_term_memory`` with the question whenever it is
+  offered, and records every request. Evidence recall is read off what the model was sent.
+
+Every size is asked twice, by words alone and with embeddings (the stand-in server, or a real
+endpoint given ``--embeddings-model``), on the same saved memories. docs/memory.md explains the
 format (``--conversation FILE`` measures any conversation) and the numbers.
 
-Every size is measured twice: by words alone, and with embeddings (the deterministic stand-in
-server on 127.0.0.1, or a real endpoint given ``--embeddings-model``).
-
-    python -m bench.memory [--conversation FILE] [--write FILE --memories N]
+    python -m bench.memory [--conversation FILE] [--write FILE --memories N] [--sizes 20,200]
                            [--embeddings-model NAME --embeddings-base-url URL]
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import copy
+import gc
+import itertools
 import json
 import os
-import random
+import re
 import statistics
 import sys
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import boto3
 from moto import mock_aws
+from moto.core.serialize import BaseJSONSerializer
+from moto.dynamodb import models as moto_dynamodb
+from moto.dynamodb.models.dynamo_type import Item as MotoItem
+from moto.dynamodb.models.table import Table as MotoTable
+from moto.dynamodb.responses import DynamoHandler
 
-from kioku.adapters.dynamodb.keys import book_key
-from kioku.adapters.dynamodb.ltm_store import (
-    BookLayout,
-    DynamoMemoryStore,
-    book_entry,
-    entry_attribute,
-    memory_to_item,
+from bench.memory_conversation import (
+    Conversation,
+    Question,
+    conversation_json,
+    generate,
+    read_conversation,
 )
-from kioku.adapters.dynamodb.table import KiokuTable, to_wire
+from kioku.adapters.discord_rest import DiscordRest
+from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.adapters.dynamodb.turn_repository import TurnRepository
+from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
-from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+from kioku.adapters.llm.registry import make_chat_model
+from kioku.config import Settings
+from kioku.discord.models import parse_message
+from kioku.domain.ltm import recall as recall_module
+from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.ranking import RecallQuery, similarity
-from kioku.domain.ltm.recall import Recall, build_recall, fact_words, recall_subjects
-from kioku.domain.ltm.vectors import cosine, embedded_text
+from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
+from kioku.domain.ltm.vectors import DIMENSIONS, cosine, embedded_text, quantise
 from kioku.domain.models import Participant, ServerConfig, UserProfile
-from kioku.domain.privacy import Origin
 from kioku.domain.turn import BotIdentity, TurnContext
+from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.aws import create_table, load_template
-from kioku.playground.standins import EmbeddingsStandIn
+from kioku.playground.standins import (
+    DiscordStandIn,
+    EmbeddingsStandIn,
+    OpenAIStandIn,
+    completion_body,
+    standin_embedding,
+)
+from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.ltm import NEAR_DUPLICATE_SIMILARITY, recall_context, search_long_term_memory
+from kioku.services.turn import TurnService
 
 SIZES = (20, 200, 1000)
 BUDGET = 8_000
@@ -63,681 +96,447 @@ SMALL_BUDGET = 1_000
 SEED_BUDGET = 24_000
 """The seed's recall: every memory, newest first, until 24,000 characters."""
 SCOPE_LIMIT = 1_000
-DIALOGUE_SHOWN = 6
-SERVER_ID = "500000000000000001"
+GUILD = "500000000000000001"
 BOT = BotIdentity(user_id="900000000000000001", username="kioku")
+FIRST_MEMORY_ID = 10_000
+"""Memory ids are numbered from here, unique across scopes, so an id the model was sent names one memory."""
+MEMORY_LINE = re.compile(r"^\[#(\d+)\] ", re.MULTILINE)
+RECALL_HEADER = "Long-term memories:"
+ANSWER = "Noted."
+TURN_SECONDS = 60.0
 LINEAGE = 1
-BATCH_WRITE_LIMIT = 25
-START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
-SPAN_MINUTES = 180 * 24 * 60
-PARAPHRASED_SHARE = 0.25
-
-# -- the conversation format ----------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Utterance:
-    """One message. ``memory``: what the bot saved from it (``{user}`` is the speaker); None: nothing;
-    absent in the file: the text itself, as said by the speaker. ``scope``: ``personal`` (about the
-    speaker) or ``server``."""
-
-    id: str
-    speaker: str
-    date: datetime
-    text: str
-    channel: str = "general"
-    memory: str | None = None
-    scope: str = "personal"
+# -- the stack -----------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Question:
-    """Asked after the conversation; ``evidence``: the utterances whose memories answer it;
-    ``superseded``: the ones saying what the evidence corrects."""
+@contextmanager
+def faster_moto() -> Iterator[None]:
+    """In-process moto as the bench needs it, the same answers in a fraction of the time:
 
-    id: str
-    text: str
-    evidence: tuple[str, ...]
-    speaker: str
-    channel: str = "general"
-    date: datetime | None = None
-    superseded: tuple[str, ...] = ()
-    participants: tuple[str, ...] = ()
+    - moto keeps a deep copy of every table a transaction writes to, for each of its parts, to roll
+      it back: a save into a table of a thousand memories costs seconds. Here a transaction keeps
+      copies of the items it names (all it can change) and puts them back when it is refused: as
+      atomic as before.
+    - moto writes each attribute value of a response through its generic, shape-driven serializer,
+      most of a turn's time on a big book. Here an attribute value is written as DynamoDB's JSON
+      directly (binaries in base64, as moto's own serializer writes them; tests/unit/test_memory_bench.py
+      checks both write the same).
+    - moto sorts every item of the table before a Query picks the few of one key (and sorts those
+      again). Here a Query takes them unsorted; the order it answers in is its own sort's, as before.
+    - moto sizes every item a BatchGetItem answers, for its 16 MB cap on an answer: the bench's
+      answers are far below it, and are not sized."""
+    original_transact = moto_dynamodb.DynamoDBBackend.transact_write_items
+    original_structure = BaseJSONSerializer._serialize_type_structure
+    original_query = MotoTable.query
+    original_batch_get = DynamoHandler.batch_get_item
+
+    class _TablesKept:
+        @staticmethod
+        def deepcopy(value: Any, memo: Any = None) -> Any:
+            return value if isinstance(value, MotoTable) else copy.deepcopy(value, memo)
+
+    def transact_write_items(self: Any, transact_items: list[dict[str, Any]]) -> None:
+        kept = []
+        for part in transact_items:
+            kind, operation = next(iter(part.items()))
+            table = self.get_table(operation["TableName"])
+            keys = operation["Item"] if kind == "Put" else operation["Key"]
+            hash_key, range_key = self.get_keys_value(table, keys)
+            kept.append((table, hash_key, range_key, copy.deepcopy(table.get_item(hash_key, range_key))))
+        try:
+            with mock.patch.object(moto_dynamodb, "copy", _TablesKept):
+                original_transact(self, transact_items)
+        except BaseException:
+            for table, hash_key, range_key, item in reversed(kept):
+                table.delete_item(hash_key, range_key)
+                if item is not None:
+                    table.items[hash_key][range_key] = item
+            raise
+
+    def serialize_structure(self: Any, serialized: Any, value: Any, shape: Any, key: str) -> None:
+        if shape.name == "AttributeValue" and key and isinstance(value, dict):
+            serialized[key] = attribute_json(value)
+            return
+        original_structure(self, serialized, value, shape, key)
+
+    def query(self: Any, *args: Any, **kwargs: Any) -> Any:
+        items = [item for hashed in self.items.values() for item in hashed.values()]
+        with mock.patch.object(self, "all_items", lambda: items):
+            return original_query(self, *args, **kwargs)
+
+    def batch_get_item(self: Any) -> Any:
+        with mock.patch.object(MotoItem, "size", lambda item: 0):
+            return original_batch_get(self)
+
+    with (
+        mock.patch.object(moto_dynamodb.DynamoDBBackend, "transact_write_items", transact_write_items),
+        mock.patch.object(BaseJSONSerializer, "_serialize_type_structure", serialize_structure),
+        mock.patch.object(MotoTable, "query", query),
+        mock.patch.object(DynamoHandler, "batch_get_item", batch_get_item),
+    ):
+        yield
 
 
-@dataclass(frozen=True)
-class Conversation:
-    utterances: tuple[Utterance, ...]
-    questions: tuple[Question, ...]
+def attribute_json(value: dict[str, Any]) -> dict[str, Any]:
+    """An attribute value as moto holds it in a response (binaries as bytes), as DynamoDB's JSON."""
+    ((kind, inner),) = value.items()
+    if kind == "M":
+        return {"M": {name: attribute_json(member) for name, member in inner.items()}}
+    if kind == "L":
+        return {"L": [attribute_json(member) for member in inner]}
+    if kind == "B":
+        return {"B": base64.b64encode(inner).decode()}
+    if kind == "BS":
+        return {"BS": [base64.b64encode(member).decode() for member in inner]}
+    return {kind: inner}
 
 
-def read_conversation(data: Mapping[str, Any]) -> Conversation:
-    """A conversation from its JSON form (docs/memory.md); raises ``ValueError`` naming what is wrong."""
-    utterances = []
-    for n, raw in enumerate(data.get("utterances") or ()):
-        missing = [key for key in ("id", "speaker", "date", "text") if not raw.get(key)]
-        if missing:
-            raise ValueError(f"utterance {n} has no {', '.join(missing)}")
-        memory = raw["memory"] if "memory" in raw else "{user} said: " + str(raw["text"])
-        utterances.append(
-            Utterance(
-                str(raw["id"]),
-                str(raw["speaker"]),
-                _date(raw["date"]),
-                str(raw["text"]),
-                str(raw.get("channel") or "general"),
-                memory,
-                str(raw.get("scope") or "personal"),
-            )
-        )
-    known = {u.id: u for u in utterances}
-    questions = []
-    for n, raw in enumerate(data.get("questions") or ()):
-        evidence = tuple(str(e) for e in raw.get("evidence") or ())
-        if not raw.get("text") or not evidence or not set(evidence) <= set(known):
-            raise ValueError(f"question {n} needs a text and evidence ids of utterances")
-        questions.append(
-            Question(
-                str(raw.get("id") or f"q{n}"),
-                str(raw["text"]),
-                evidence,
-                str(raw.get("speaker") or known[evidence[0]].speaker),
-                str(raw.get("channel") or "general"),
-                _date(raw["date"]) if raw.get("date") else None,
-                tuple(str(s) for s in raw.get("superseded") or ()),
-                tuple(str(p) for p in raw.get("participants") or ()),
-            )
-        )
-    if not utterances or not questions:
-        raise ValueError("a conversation needs utterances and questions")
-    return Conversation(tuple(sorted(utterances, key=lambda u: u.date)), tuple(questions))
+@dataclass
+class Stack:
+    """One size's stack: a fresh table on in-process moto, the Discord and model stand-ins on
+    127.0.0.1, the people of the conversation as Discord users, members of the bench's guild."""
 
+    dynamodb: Any
+    table: KiokuTable
+    discord: DiscordStandIn
+    rest: DiscordRest
+    llm: OpenAIStandIn
+    people: dict[str, Participant]
+    authors: dict[str, dict[str, Any]]
+    channels: dict[str, str]
+    sent: list[dict[str, Any]] = field(default_factory=list)
+    """Every request the model stand-in received, in order."""
+    asked: str = ""
+    """The question being asked: what the stand-in model searches for when it is offered the search."""
 
-def conversation_json(conversation: Conversation) -> dict[str, Any]:
-    return {
-        "utterances": [
+    def settings(self, budget: int) -> Settings:
+        return Settings.model_validate(
             {
-                "id": u.id,
-                "speaker": u.speaker,
-                "date": u.date.isoformat(),
-                "channel": u.channel,
-                "text": u.text,
-                "memory": u.memory,
-                **({"scope": u.scope} if u.scope != "personal" else {}),
+                "TABLE_NAME": self.table.name,
+                "TURN_QUEUE_URL": "https://sqs.local/queue.fifo",
+                "DISCORD_APPLICATION_ID": BOT.user_id,
+                "DISCORD_PUBLIC_KEY": "0" * 64,
+                "RELAY_PUBLIC_KEY": "1" * 64,
+                "LLM_BASE_URL": self.llm.base_url,
+                "LLM_MODEL": "stand-in",
+                "MAX_SERVER_MEMORIES": SCOPE_LIMIT,
+                "MAX_PERSONAL_MEMORIES": SCOPE_LIMIT,
+                "LTM_RECALL_BUDGET_CHARS": budget,
             }
-            for u in conversation.utterances
-        ],
-        "questions": [
-            {
-                "id": q.id,
-                "speaker": q.speaker,
-                "channel": q.channel,
-                "text": q.text,
-                "evidence": list(q.evidence),
-                **({"superseded": list(q.superseded)} if q.superseded else {}),
-                **({"participants": list(q.participants)} if q.participants else {}),
-            }
-            for q in conversation.questions
-        ],
-    }
+        )
+
+    def answer(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The stand-in model: search once when offered the search, then answer."""
+        self.sent.append(body)
+        offered = {tool["function"]["name"] for tool in body.get("tools") or ()}
+        searched = any(message.get("role") == "tool" for message in body["messages"])
+        if ltm.SEARCH_TOOL_NAME in offered and not searched:
+            return completion_body(tool_calls=[(ltm.SEARCH_TOOL_NAME, {"query": self.asked})])
+        return completion_body(ANSWER)
 
 
-def _date(value: Any) -> datetime:
-    parsed = datetime.fromisoformat(str(value))
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+@contextmanager
+def local_stack(conversation: Conversation, name: str) -> Iterator[Stack]:
+    template = load_template()
+    dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+    create_table(dynamodb, template, name)
+    discord = DiscordStandIn(bot_user_id=BOT.user_id, bot_username=BOT.username)
+    holder: list[Stack] = []
+    llm = OpenAIStandIn(responder=lambda body: holder[0].answer(body))
+    with discord, llm:
+        names = dict.fromkeys(
+            [u.speaker for u in conversation.utterances] + [q.speaker for q in conversation.questions]
+        )
+        authors, people = {}, {}
+        for n, person in enumerate(names):
+            username = re.sub(r"\W+", "_", person.lower()).strip("_") or f"user{n}"
+            author = discord.seed_user(username, user_id=str(400000000000000000 + n), global_name=person)
+            discord.seed_member(GUILD, author)
+            authors[person] = author
+            people[person] = Participant(author["id"], username, global_name=person)
+        channels = {}
+        used = [u.channel for u in conversation.utterances] + [q.channel for q in conversation.questions]
+        for n, channel in enumerate(dict.fromkeys(used)):
+            channels[channel] = str(300000000000000000 + n)
+            discord.seed_channel(channels[channel], name=channel, guild_id=GUILD)
+        stack = Stack(
+            dynamodb,
+            KiokuTable(name, client=dynamodb),
+            discord,
+            DiscordRest(discord.base_url, discord.token),
+            llm,
+            people,
+            authors,
+            channels,
+        )
+        holder.append(stack)
+        try:
+            yield stack
+        finally:
+            dynamodb.delete_table(TableName=name)
 
 
-# -- a generated conversation -----------------------------------------------------------------------
-
-PEOPLE = ("Alice", "Bob", "Carol", "Dave", "Erin")
-CHANNELS = ("general", "random", "food", "games", "travel")
-CITIES = [
-    "Lisbon",
-    "Porto",
-    "Berlin",
-    "Munich",
-    "Vienna",
-    "Prague",
-    "Krakow",
-    "Oslo",
-    "Bergen",
-    "Lyon",
-    "Nantes",
-    "Seville",
-    "Bilbao",
-    "Turin",
-    "Genoa",
-    "Ghent",
-]
-NAMES = [
-    "Mia",
-    "Noah",
-    "Lena",
-    "Omar",
-    "Ines",
-    "Yuki",
-    "Tomas",
-    "Rosa",
-    "Ivan",
-    "Nora",
-    "Felix",
-    "Hana",
-    "Leo",
-    "Zara",
-    "Emil",
-    "Sofia",
-]
-PETS = ["Pixel", "Biscuit", "Mochi", "Pepper", "Nugget", "Olive", "Waffles", "Ziggy", "Juniper", "Tofu"]
-JOBS = [
-    "nurse",
-    "architect",
-    "baker",
-    "pilot",
-    "teacher",
-    "electrician",
-    "translator",
-    "dentist",
-    "chemist",
-    "librarian",
-]
-FOODS = ["ramen", "paella", "lasagne", "pho", "falafel", "pierogi", "tacos", "risotto", "curry", "dumplings"]
-HOBBIES = [
-    "pottery",
-    "bouldering",
-    "chess",
-    "sailing",
-    "birdwatching",
-    "knitting",
-    "fencing",
-    "archery",
-    "salsa",
-    "beekeeping",
-]
-CARS = ["Volvo", "Fiat", "Skoda", "Mazda", "Renault", "Toyota", "Kia", "Peugeot"]
-TEAMS = ["Benfica", "Arsenal", "Ajax", "Celtic", "Napoli", "Sevilla", "Porto", "Lyon"]
-ALLERGENS = ["peanuts", "shellfish", "penicillin", "pollen", "cats", "kiwi", "sesame", "latex"]
-INSTRUMENTS = ["cello", "violin", "banjo", "trumpet", "harp", "accordion", "drums", "flute"]
-LANGUAGES = ["Japanese", "Polish", "Finnish", "Greek", "Korean", "Dutch", "Turkish", "Welsh"]
-BOOKS = ["Dune", "Emma", "Ulysses", "Beloved", "Middlemarch", "Solaris", "Persuasion", "Rebecca"]
-PLACES = (
-    "aquarium",
-    "museum",
-    "cinema",
-    "zoo",
-    "lake",
-    "market",
-    "stadium",
-    "concert",
-    "bakery",
-    "library",
-    "park",
-    "beach",
-    "castle",
-    "gallery",
-    "theatre",
-    "climbing gym",
-    "bowling alley",
-    "karaoke bar",
-    "botanical garden",
-    "flea market",
-    "observatory",
-    "vineyard",
-    "night market",
-    "ice rink",
-)
-
-# kind: (what the person says, what is saved, asked by the subject, asked by another, values)
-PERSONAL_FACTS: dict[str, tuple[str, str, str, str, Sequence[str]]] = {
-    "home": (
-        "I just moved to {v}!",
-        "{user} lives in {v}",
-        "where do I live these days?",
-        "where does {name} live these days?",
-        CITIES,
-    ),
-    "pet": (
-        "Our new puppy is called {v}.",
-        "{user} has a dog called {v}",
-        "what is my dog called?",
-        "what is {name}'s dog called?",
-        PETS,
-    ),
-    "job": (
-        "I started a new job as a {v} this week.",
-        "{user} works as a {v}",
-        "what do I do for a living?",
-        "what does {name} do for a living?",
-        JOBS,
-    ),
-    "food": (
-        "Honestly my favourite food is {v}.",
-        "{user}'s favourite food is {v}",
-        "what's my favourite food?",
-        "what's {name}'s favourite food?",
-        FOODS,
-    ),
-    "sister": (
-        "My sister {v} is visiting next week.",
-        "{user} has a sister called {v}",
-        "what's my sister's name?",
-        "what is the name of {name}'s sister?",
-        NAMES,
-    ),
-    "hobby": (
-        "I've taken up {v} lately.",
-        "{user} has taken up {v}",
-        "which hobby did I take up?",
-        "which hobby did {name} take up?",
-        HOBBIES,
-    ),
-    "car": (
-        "I finally bought a {v}.",
-        "{user} drives a {v}",
-        "what car do I drive?",
-        "what car does {name} drive?",
-        CARS,
-    ),
-    "team": (
-        "I've supported {v} since I was a kid.",
-        "{user} supports {v}",
-        "which team do I support?",
-        "which team does {name} support?",
-        TEAMS,
-    ),
-    "allergy": (
-        "Careful, I'm allergic to {v}.",
-        "{user} is allergic to {v}",
-        "what am I allergic to?",
-        "what is {name} allergic to?",
-        ALLERGENS,
-    ),
-    "instrument": (
-        "I play the {v} in a small band.",
-        "{user} plays the {v} in a band",
-        "which instrument do I play?",
-        "which instrument does {name} play?",
-        INSTRUMENTS,
-    ),
-    "language": (
-        "I'm learning {v} on my lunch breaks.",
-        "{user} is learning {v}",
-        "which language am I learning?",
-        "which language is {name} learning?",
-        LANGUAGES,
-    ),
-    "book": (
-        "I'm halfway through {v}.",
-        "{user} is reading {v}",
-        "what book am I reading?",
-        "what book is {name} reading?",
-        BOOKS,
-    ),
-}
-PARAPHRASES = {
-    "home": "which city is {name} based in?",
-    "pet": "what's the name of {name}'s pup?",
-    "job": "what is {name}'s line of work?",
-    "food": "what does {name} love to eat most?",
-    "sister": "who is {name}'s sibling?",
-    "hobby": "what does {name} do in their spare time?",
-    "car": "what is {name}'s vehicle?",
-    "team": "which club is {name} a fan of?",
-    "allergy": "what should {name} never eat or touch?",
-    "instrument": "what does {name} make music on?",
-    "language": "what is {name} studying on lunch breaks?",
-    "book": "which novel has {name} got on the go?",
-}
-"""Questions that share no word with the memory that answers them but the name: what lexical
-ranking cannot see, and embeddings would."""
-CORRECTIONS = {
-    "home": "Update: we moved again, from {old} to {v}.",
-    "pet": "We renamed the puppy, {old} is now {v}.",
-    "job": "I quit being a {old}, I'm a {v} now.",
-    "car": "Sold the {old}, I drive a {v} now.",
-    "hobby": "Gave up {old}, I'm into {v} now.",
-}
-CORRECTION_MEMORY = {
-    "home": "{user} moved from {old} to {v} and lives in {v} now",
-    "pet": "{user}'s dog {old} was renamed {v}",
-    "job": "{user} quit being a {old} and works as a {v} now",
-    "car": "{user} sold the {old} and drives a {v} now",
-    "hobby": "{user} gave up {old} and does {v} now",
-}
-SERVER_FACTS = {
-    "movie night": (
-        "Movie night is on {v}s from now on.",
-        "The server's movie night is on {v}s",
-        "which day is movie night?",
-        ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday"),
-    ),
-    "book club": (
-        "The book club picked {v} for this month.",
-        "The server's book club is reading {v}",
-        "what is the book club reading?",
-        BOOKS,
-    ),
-    "game server": (
-        "The game server moved to {v}.",
-        "The server's game server address is {v}",
-        "what's the game server address?",
-        ("mc.kioku.fun", "play.okapi.gg", "craft.tea.house"),
-    ),
-    "meetup": (
-        "The meetup will be at the {v} pub.",
-        "The server's meetup is at the {v} pub",
-        "where is the meetup?",
-        ("Red Lion", "Blue Boar", "Crown", "Fox and Hounds"),
-    ),
-}
-CHATTER = (
-    "lol",
-    "anyone up?",
-    "that's wild",
-    "brb, coffee",
-    "same here honestly",
-    "ugh, mondays",
-    "did you see the match last night?",
-    "good morning all",
-    "haha fair",
-    "what a week",
-    "I need a holiday",
-    "this weather though",
-    "nice!",
-    "gg everyone",
-    "ok back to work",
-)
+# -- saving: the tool's executor, as each memory was said ------------------------------------------------
 
 
-def generate(memories: int, seed: int = 20) -> Conversation:
-    """A conversation whose utterances save ``memories`` memories, with questions on them."""
-    rng = random.Random(seed)
-    clock = [START]
-    utterances: list[Utterance] = []
+@dataclass
+class Saved:
+    ids: dict[str, str]
+    """The memory id each utterance's memory has (the one it was saved as, or already remembered as)."""
+    statuses: Counter[str]
+    seconds: float
+    cpu_seconds: float
 
-    def say(speaker: str, text: str, memory: str | None, scope: str = "personal") -> Utterance:
-        clock[0] += timedelta(minutes=rng.randint(gap // 3, gap * 5 // 3))
-        for _ in range(rng.randint(0, 2)):
-            chatter = Utterance(
-                f"u{len(utterances)}", rng.choice(PEOPLE), clock[0], rng.choice(CHATTER), rng.choice(CHANNELS)
-            )
-            utterances.append(chatter)
-            clock[0] += timedelta(minutes=rng.randint(1, 30))
-        said = Utterance(f"u{len(utterances)}", speaker, clock[0], text, rng.choice(CHANNELS), memory, scope)
-        utterances.append(said)
-        return said
 
-    slots = [(p, kind) for p in PEOPLE for kind in PERSONAL_FACTS]
-    rng.shuffle(slots)
-    n_facts = min(len(slots), max(memories // 4, min(memories, 8)))
-    n_server = min(len(SERVER_FACTS), max(memories // 40, 1))
-    n_corrections = min(n_facts // 4, sum(1 for _, kind in slots[:n_facts] if kind in CORRECTIONS))
-    n_events = max(memories - n_facts - n_server - n_corrections, 0)
-    plan: list[tuple[str, Any]] = (
-        [("fact", slot) for slot in slots[:n_facts]]
-        + [("server", kind) for kind in list(SERVER_FACTS)[:n_server]]
-        + [("event", n) for n in range(n_events)]
+def save_conversation(stack: Stack, conversation: Conversation, embedder: Embedder | None) -> Saved:
+    """Seed each utterance into its Discord channel and save its memory through
+    ``create_long_term_memory``, as the model calls it in the turn that answers it."""
+    settings = stack.settings(BUDGET)
+    numbers = itertools.count(FIRST_MEMORY_ID)
+    store = DynamoMemoryStore(
+        stack.table, new_id=lambda: str(next(numbers)), layout=BookLayout.from_settings(settings)
     )
-    rng.shuffle(plan)
-    gap = SPAN_MINUTES // (len(plan) + n_corrections)  # the conversation lasts about six months
-    facts: dict[tuple[str, str], tuple[Utterance, str]] = {}
-    events: list[tuple[Utterance, str, str, str]] = []
-    seen_events: dict[tuple[str, str], int] = {}
-    questions: list[Question] = []
-    for what, detail in plan:
-        if what == "fact":
-            person, kind = detail
-            said_text, saved, *_, values = PERSONAL_FACTS[kind]
-            value = rng.choice(values)
-            facts[detail] = (say(person, said_text.format(v=value), _fill_in(saved, v=value)), value)
-        elif what == "server":
-            said_text, saved, asked, values = SERVER_FACTS[detail]
-            value = rng.choice(values)
-            said = say(rng.choice(PEOPLE), said_text.format(v=value), _fill_in(saved, v=value), "server")
-            questions.append(Question(f"q{len(questions)}", asked, (said.id,), rng.choice(PEOPLE)))
+    directory = GuildDirectory(stack.rest)
+    ids: dict[str, str] = {}
+    statuses: Counter[str] = Counter()
+    started, cpu = time.perf_counter(), time.process_time()
+    for utterance in conversation.utterances:
+        stack.discord.seed_message(
+            stack.channels[utterance.channel],
+            stack.authors[utterance.speaker],
+            utterance.text,
+            timestamp=utterance.date.isoformat(),
+        )
+        if utterance.memory is None:
+            continue
+        turn = _turn(stack, stack.people[utterance.speaker], [], utterance.channel, utterance.date)
+        subjects = recall_subjects(turn)
+        seen = store.recall(
+            GUILD, LINEAGE, [s.user_id for s in subjects], place=turn.place, policy=turn.config.privacy
+        )
+        arguments: dict[str, Any] = {"memory_content": utterance.memory}
+        if utterance.scope == "server":
+            arguments["memory_scope"] = "server_wide"
         else:
-            person, place = rng.choice(PEOPLE), rng.choice(PLACES)
-            seen_events[(person, place)] = seen_events.get((person, place), 0) + 1
-            friend = rng.choice(NAMES)
-            when = clock[0] + timedelta(days=rng.randint(1, 20))
-            day = f"{when:%B} {when.day}"
-            said = say(
-                person,
-                f"Going to the {place} with {friend} on {day}!",
-                f"{{user}} went to the {place} with {friend} on {when:%Y-%m-%d}",
-            )
-            events.append((said, person, place, friend))
-    corrected = [slot for slot in facts if slot[1] in CORRECTIONS][:n_corrections]
-    for person, kind in corrected:
-        old_said, old = facts[(person, kind)]
-        value = rng.choice([v for v in PERSONAL_FACTS[kind][4] if v != old])
-        said = say(
-            person,
-            CORRECTIONS[kind].format(old=old, v=value),
-            _fill_in(CORRECTION_MEMORY[kind], old=old, v=value),
+            arguments.update(memory_scope="target_user", target_user=utterance.speaker)
+        result = ltm.create_long_term_memory(
+            arguments,
+            turn,
+            store=store,
+            search_members=lambda guild, query: stack.rest.search_guild_members(guild, query, limit=10),
+            lookup_member=directory.member,
+            settings=settings,
+            speaker_manages_server=lambda: False,
+            recalled=ltm.recall_context(turn, seen, budget=settings.LTM_RECALL_BUDGET_CHARS),
+            embeddings=TurnEmbeddings(embedder) if embedder else None,
         )
-        facts[(person, kind)] = (said, value)
-        questions.append(
-            _personal_question(rng, person, kind, said, len(questions), superseded=(old_said.id,))
-        )
-    for (person, kind), (said, _) in rng.sample(sorted(facts.items()), len(facts)):
-        if (person, kind) not in corrected:
-            questions.append(_personal_question(rng, person, kind, said, len(questions)))
-    once = [event for event in events if seen_events[event[1], event[2]] == 1]  # "who with?" has one answer
-    for said, person, place, _friend in once[: max(len(facts), 10)]:
-        asker = rng.choice(PEOPLE)
-        text = f"who did {'I' if asker == person else person} go to the {place} with?"
-        others = () if asker == person else (person,)
-        questions.append(
-            Question(f"q{len(questions)}", text, (said.id,), asker, rng.choice(CHANNELS), participants=others)
-        )
-    rng.shuffle(questions)
-    return Conversation(tuple(utterances), tuple(questions[: max(min(memories // 2, 120), 10)]))
+        statuses[result.status] += 1
+        if "memory_id" in result.data:
+            ids[utterance.id] = str(result.data["memory_id"])
+    return Saved(ids, statuses, time.perf_counter() - started, time.process_time() - cpu)
 
 
-def _fill_in(template: str, **values: str) -> str:
-    """``template`` with ``{v}`` and ``{old}`` filled in and ``{user}`` kept for the memory."""
-    for name, value in values.items():
-        template = template.replace("{" + name + "}", value)
-    return template
-
-
-def _personal_question(
-    rng: random.Random, person: str, kind: str, said: Utterance, number: int, superseded: tuple[str, ...] = ()
-) -> Question:
-    _, _, by_self, by_other, _ = PERSONAL_FACTS[kind]
-    if rng.random() < PARAPHRASED_SHARE:
-        by_other = PARAPHRASES[kind]
-    elif rng.random() < 0.5:
-        return Question(
-            f"q{number}", by_self, (said.id,), person, rng.choice(CHANNELS), superseded=superseded
-        )
-    asker = rng.choice([p for p in PEOPLE if p != person])
-    text = by_other.format(name=person)
-    return Question(
-        f"q{number}",
-        text,
-        (said.id,),
-        asker,
-        rng.choice(CHANNELS),
-        superseded=superseded,
-        participants=(person,),
+def _turn(
+    stack: Stack, user: Participant, others: Sequence[Participant], channel: str, now: datetime
+) -> TurnContext:
+    participants = (user, *(p for p in others if p.user_id != user.user_id))
+    return TurnContext(
+        guild_id=GUILD,
+        channel_id=stack.channels[channel],
+        user=user,
+        bot=BOT,
+        config=ServerConfig(guild_id=GUILD),
+        profile=UserProfile(user.user_id),
+        now=now,
+        participants=participants,
+        channel_private=False,
+        author_ids=frozenset(p.user_id for p in participants),
+        sent_at=now,
     )
 
 
-# -- playing it ---------------------------------------------------------------------------------------
+# -- asking: each question a real turn ---------------------------------------------------------------------
 
 
 @dataclass
 class Measured:
-    memories: int
+    """One way of answering, over all the questions: what the model saw (``shown``), after its
+    search (``searched``), and what a smaller budget and the seed's rule would have shown."""
+
     questions: int = 0
     found: int = 0
     found_with_search: int = 0
-    found_by_seed: int = 0
     found_small: int = 0
+    found_by_seed: int = 0
     corrected: int = 0
     superseded_answers: int = 0
+    superseded_answers_small: int = 0
     superseded_answers_by_seed: int = 0
+    unsaved: int = 0
+    searched: int = 0
     chars: list[int] = field(default_factory=list)
     seed_chars: list[int] = field(default_factory=list)
-    ranking_ms: list[float] = field(default_factory=list)
-    in_scope: list[int] = field(default_factory=list)
+    recall_ms: list[float] = field(default_factory=list)
+    by_kind: dict[str, list[int]] = field(default_factory=dict)
+    """Per kind of question: [asked, found after the search]."""
 
-
-def measure(
-    conversation: Conversation, dynamodb: Any, table_name: str, embedder: Embedder | None = None
-) -> Measured:
-    """Save every memory of ``conversation`` into a fresh server's books (with its embedding, given
-    ``embedder``), then ask every question (its message embedded once, as a turn does)."""
-    people = _participants(conversation)
-    memory_ids = _fill(dynamodb, table_name, conversation, people, embedder)
-    layout = BookLayout(SCOPE_LIMIT, SCOPE_LIMIT, 1000)
-    store = DynamoMemoryStore(KiokuTable(table_name, client=dynamodb), layout=layout)
-    end = conversation.utterances[-1].date + timedelta(days=1)
-    result = Measured(memories=len(memory_ids))
-    by_channel: dict[str, list[Utterance]] = {}
-    for utterance in conversation.utterances:
-        by_channel.setdefault(utterance.channel, []).append(utterance)
-    for question in conversation.questions:
-        asked_at = question.date or end
-        earlier = [u for u in by_channel.get(question.channel, []) if u.date < asked_at][-DIALOGUE_SHOWN:]
-        taking_part = [question.speaker, *question.participants, *(u.speaker for u in earlier)]
-        speakers = [people[name] for name in dict.fromkeys(taking_part) if name in people]
-        turn = _turn(people[question.speaker], speakers, question.channel, asked_at)
-        subjects = recall_subjects(turn)
-        loaded = store.recall(
-            SERVER_ID, LINEAGE, [s.user_id for s in subjects], place=turn.place, policy=turn.config.privacy
-        )
-        query = RecallQuery(
-            f"kioku, {question.text}", tuple(u.text for u in earlier), BOT.names(turn.bot_name)
-        )
-        embeddings = TurnEmbeddings(embedder) if embedder else None
-        started = time.perf_counter()
-        recall = recall_context(turn, loaded, query=query, budget=BUDGET, embeddings=embeddings)
-        result.ranking_ms.append((time.perf_counter() - started) * 1000)
-        small = recall_context(turn, loaded, query=query, budget=SMALL_BUDGET, embeddings=embeddings)
-        seed = build_recall(turn, loaded.server, loaded.personal, subjects, budget=SEED_BUDGET)
-        shown = _shown(recall)
-        searched = shown | _searched(recall, question, turn, embeddings)
-        seed_shown = _shown(seed)
-        evidence = {memory_ids[e] for e in question.evidence if e in memory_ids}
-        superseded = {memory_ids[s] for s in question.superseded if s in memory_ids}
-        result.questions += 1
-        result.found += evidence <= shown
-        result.found_with_search += evidence <= searched
-        result.found_by_seed += evidence <= seed_shown
-        result.found_small += evidence <= _shown(small)
+    def count(self, evidence: set[str | None], superseded: set[str], seen: Seen, kind: str) -> None:
+        after_search = seen.shown | seen.searched
+        self.questions += 1
+        self.unsaved += None in evidence
+        self.found += evidence <= seen.shown
+        self.found_with_search += evidence <= after_search
+        self.found_small += evidence <= seen.small
+        self.found_by_seed += evidence <= seen.seed
+        self.searched += seen.search_made
+        self.chars.append(seen.chars)
+        self.seed_chars.append(seen.seed_chars)
+        self.recall_ms.append(seen.recall_ms)
+        asked = self.by_kind.setdefault(kind or "-", [0, 0])
+        asked[0] += 1
+        asked[1] += evidence <= after_search
         if superseded:
-            result.corrected += 1
-            result.superseded_answers += bool(superseded & searched) and not evidence <= searched
-            result.superseded_answers_by_seed += bool(superseded & seed_shown) and not evidence <= seed_shown
-        result.chars.append(len(recall.item.content) if recall.item else 0)
-        result.seed_chars.append(len(seed.item.content) if seed.item else 0)
-        result.in_scope.append(len(recall.candidates))
-    return result
+            self.corrected += 1
+            self.superseded_answers += _only_superseded(evidence, superseded, after_search)
+            self.superseded_answers_small += _only_superseded(evidence, superseded, seen.small)
+            self.superseded_answers_by_seed += _only_superseded(evidence, superseded, seen.seed)
 
 
-def _shown(recall: Recall) -> set[tuple[str, str, str]]:
-    return {_identity(recall.candidates[index]) for index in recall.shown}
+def _only_superseded(evidence: set[str | None], superseded: set[str], seen: set[str]) -> bool:
+    return bool(superseded & seen) and not evidence <= seen
 
 
-def _searched(
-    recall: Recall, question: Question, turn: TurnContext, embeddings: TurnEmbeddings | None
-) -> set[tuple[str, str, str]]:
-    """What one search with the question's words finds (a model offered the search would make it)."""
-    if not recall.left_out:
-        return set()
-    result = search_long_term_memory({"query": question.text}, turn, recall, embeddings)
-    found = {entry["memory_id"] for entry in result.data.get("memories", ())}
-    return {_identity(c) for c in recall.not_shown() if c.memory.memory_id in found}
+@dataclass
+class Seen:
+    """What one turn's model was sent (memory ids), and what its recall stage would have shown
+    within the small budget and by the seed's rule, on the same read."""
+
+    shown: set[str] = field(default_factory=set)
+    searched: set[str] = field(default_factory=set)
+    search_made: bool = False
+    chars: int = 0
+    small: set[str] = field(default_factory=set)
+    seed: set[str] = field(default_factory=set)
+    seed_chars: int = 0
+    recall_ms: float = 0.0
 
 
-def _identity(candidate: Any) -> tuple[str, str, str]:
-    scope = candidate.memory.scope
-    return (scope.kind.value, scope.owner_id, candidate.memory.memory_id)
+@dataclass(frozen=True)
+class Mode:
+    label: str
+    embedder: Embedder | None
 
 
-def _participants(conversation: Conversation) -> dict[str, Participant]:
-    names = dict.fromkeys(u.speaker for u in conversation.utterances)
-    names.update(dict.fromkeys(q.speaker for q in conversation.questions))
-    return {
-        name: Participant(str(400000000000000000 + n), name.lower().replace(" ", "_"), global_name=name)
-        for n, name in enumerate(names)
-    }
+def ask_all(
+    stack: Stack, conversation: Conversation, saved: Saved, modes: Sequence[Mode]
+) -> dict[str, Measured]:
+    """Every question, in each mode, as a real turn after the conversation."""
+    services = {mode.label: _service(stack, mode) for mode in modes}
+    results = {mode.label: Measured() for mode in modes}
+    end = conversation.utterances[-1].date + timedelta(days=1)
+    for question in conversation.questions:
+        evidence = {saved.ids.get(e) for e in question.evidence}
+        superseded = {saved.ids[s] for s in question.superseded if s in saved.ids}
+        for mode in modes:
+            seen = _ask(stack, services[mode.label], question, question.date or end)
+            results[mode.label].count(evidence, superseded, seen, question.kind)
+    return results
 
 
-def _fill(
-    dynamodb: Any,
-    table_name: str,
-    conversation: Conversation,
-    people: Mapping[str, Participant],
-    embedder: Embedder | None = None,
-) -> dict[str, tuple[str, str, str]]:
-    """Write each utterance's memory and its book entry as a save would, in batches (moto copies the
-    whole table for every transaction: saving a thousand memories one by one would take minutes);
-    given ``embedder``, each with the embedding a save computes."""
-    layout = BookLayout(SCOPE_LIMIT, SCOPE_LIMIT, 1000)
-    items, books, ids = [], {}, {}
-    saved = [(n, u) for n, u in enumerate(conversation.utterances) if u.memory is not None]
-    contents = [_content(u, people[u.speaker]) for _, u in saved]
-    vectors = embedder.embed([embedded_text(c) for c in contents]) if embedder else [None] * len(saved)
-    for (n, utterance), content, vector in zip(saved, contents, vectors, strict=True):
-        speaker = people[utterance.speaker]
-        if utterance.scope == "server":
-            scope = MemoryScope.server(SERVER_ID, LINEAGE)
-        else:
-            scope = MemoryScope.personal(speaker.user_id, LINEAGE)
-        origin = Origin(SERVER_ID, _channel_id(utterance.channel), private=False)
-        draft = MemoryDraft(
-            scope,
-            content,
-            speaker.user_id,
-            utterance.date,
-            origin=origin,
-            subject_id=speaker.user_id,
-            embedding=vector,
-        )
-        memory_id = str(10000 + n)
-        shard = int(memory_id) % layout.shards(scope.kind)
-        items.append(memory_to_item(draft, memory_id, "", shard))
-        book = books.setdefault((scope, shard), {**book_key(scope, shard).as_item(), "k": 0})
-        book[entry_attribute(memory_id)] = book_entry(draft.saved_as(memory_id))
-        book["k"] += 1
-        ids[utterance.id] = (scope.kind.value, scope.owner_id, memory_id)
-    items += list(books.values())
-    for start in range(0, len(items), BATCH_WRITE_LIMIT):
-        chunk = items[start : start + BATCH_WRITE_LIMIT]
-        dynamodb.batch_write_item(
-            RequestItems={table_name: [{"PutRequest": {"Item": to_wire(i)}} for i in chunk]}
-        )
-    return ids
-
-
-def _content(utterance: Utterance, speaker: Participant) -> str:
-    """What a save keeps: a server memory names its person (``pin_user_token``)."""
-    assert utterance.memory is not None
-    if utterance.scope == "server":
-        return utterance.memory.replace("{user}", speaker.display_name)
-    return utterance.memory
-
-
-def _channel_id(name: str) -> str:
-    return str(300000000000000000 + sum(ord(c) for c in name))
-
-
-def _turn(user: Participant, participants: Sequence[Participant], channel: str, now: datetime) -> TurnContext:
-    return TurnContext(
-        guild_id=SERVER_ID,
-        channel_id=_channel_id(channel),
-        user=user,
-        bot=BOT,
-        config=ServerConfig(guild_id=SERVER_ID),
-        profile=UserProfile(user.user_id),
-        now=now,
-        participants=tuple(participants),
-        channel_private=False,
-        author_ids=frozenset(p.user_id for p in participants),
+def _service(stack: Stack, mode: Mode) -> TurnService:
+    settings = stack.settings(BUDGET)
+    return TurnService(
+        settings=settings,
+        discord=stack.rest,
+        model=make_chat_model(settings),
+        stm_store=(stm := StmStore(stack.table)),
+        ltm_store=(ltm := DynamoMemoryStore(stack.table, layout=BookLayout.from_settings(settings))),
+        turns=TurnRepository(stack.table, stm, ltm),
+        embedder=mode.embedder,
     )
+
+
+def _ask(stack: Stack, service: TurnService, question: Question, asked_at: datetime) -> Seen:
+    """``question`` as a turn: those it is about say hello in its channel first (they take part in
+    the conversation, as a person whose memories are recalled must), then the asker asks the bot.
+    The turn's messages and the bot's answer are taken out of the channel afterwards: every
+    question is asked of the conversation as it stood."""
+    channel = stack.channels[question.channel]
+    lines = [
+        stack.discord.seed_message(
+            channel, stack.authors[person], "hey, I'm here", timestamp=asked_at.isoformat()
+        )
+        for person in question.participants
+        if person in stack.authors and person != question.speaker
+    ]
+    asked = stack.discord.seed_message(
+        channel,
+        stack.authors[question.speaker],
+        f"<@{BOT.user_id}> {question.text}",
+        timestamp=asked_at.isoformat(),
+    )
+    stack.asked = question.text
+    before = len(stack.sent)
+    service.clock = lambda: asked_at
+    seen = Seen()
+    with _recall_watched(seen):
+        record = service.run(
+            TurnJob.from_message(
+                parse_message({**asked, "guild_id": GUILD, "member": {"nick": None, "roles": []}})
+            ),
+            time_left=lambda: TURN_SECONDS,
+        )
+    if record.apologised or not record.requests:
+        raise RuntimeError(f"a bench turn failed: {question.text!r}")
+    for message_id in [*(line["id"] for line in lines), asked["id"], *record.reply_ids]:
+        stack.discord.delete_message(channel, message_id)
+    _read_requests(stack.sent[before:], seen)
+    return seen
+
+
+@contextmanager
+def _recall_watched(seen: Seen) -> Iterator[None]:
+    """Watch the turn's recall stage (``TurnService`` calls ``ltm.recall_context``): time it (rank,
+    fill the budget, render; with embeddings, the query's embedding on the loopback too), and give
+    the same turn, memories and query the small budget and the seed's rule (newest first, 24,000
+    characters, no ranking)."""
+    real = ltm.recall_context
+
+    def watched(turn: TurnContext, memories: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        recall = real(turn, memories, **kwargs)
+        seen.recall_ms = (time.perf_counter() - started) * 1000
+        small = real(turn, memories, **{**kwargs, "budget": SMALL_BUDGET})
+        seen.small = _ids_shown(small)
+        seed = build_recall(
+            turn, memories.server, memories.personal, recall_subjects(turn), budget=SEED_BUDGET
+        )
+        seen.seed, seen.seed_chars = _ids_shown(seed), len(seed.item.content) if seed.item else 0
+        return recall
+
+    with mock.patch.object(ltm, "recall_context", watched):
+        yield
+
+
+def _ids_shown(recall: Any) -> set[str]:
+    return {recall.candidates[number].memory.memory_id for number in recall.shown}
+
+
+def _read_requests(sent: Sequence[dict[str, Any]], seen: Seen) -> None:
+    """The memory ids the model's first request showed, those its search answered, and the length of
+    the long-term memory message."""
+    for message in sent[0]["messages"]:
+        content = message.get("content")
+        if isinstance(content, str) and content.startswith(RECALL_HEADER):
+            seen.shown = set(MEMORY_LINE.findall(content))
+            seen.chars = len(content)
+    for body in sent[1:]:
+        for message in body["messages"]:
+            if message.get("role") == "tool":
+                seen.search_made = True
+                answered = json.loads(message["content"])
+                seen.searched |= {str(m["memory_id"]) for m in answered.get("memories", ())}
 
 
 # -- reporting ------------------------------------------------------------------------------------------
@@ -746,55 +545,85 @@ def _turn(user: Participant, participants: Sequence[Participant], channel: str, 
 def report(measured: Measured, label: str) -> list[str]:
     q = measured.questions or 1
     chars = sorted(measured.chars)
-    timings = sorted(measured.ranking_ms)
+    timings = sorted(measured.recall_ms)
     p95 = timings[max(int(len(timings) * 0.95) - 1, 0)]
-    corrected = measured.corrected
+    unsaved = f"; {measured.unsaved} whose evidence was not saved" if measured.unsaved else ""
     return [
         f"memory.evidence_recall={measured.found / q:.2f} {label} questions={measured.questions} "
-        f"(after one search {measured.found_with_search / q:.2f}; the seed's newest-first 24,000 characters "
-        f"{measured.found_by_seed / q:.2f})",
+        f"(after the search {measured.found_with_search / q:.2f}, searched in {measured.searched} turns; "
+        f"the seed's newest-first 24,000 characters {measured.found_by_seed / q:.2f}{unsaved})",
         f"memory.evidence_recall_small_budget={measured.found_small / q:.2f} {label} "
-        f"(the same within {SMALL_BUDGET:,} characters, about a dozen memories, no search)",
-        f"memory.ltm_chars_per_turn={statistics.mean(chars):.0f} {label} (max {chars[-1]}, budget {BUDGET}; "
+        f"(within {SMALL_BUDGET:,} characters, about a dozen memories, no search)",
+        f"memory.evidence_recall_by_kind {label} "
+        + " ".join(
+            f"{kind}={found / asked:.2f}/{asked}" for kind, (asked, found) in sorted(measured.by_kind.items())
+        )
+        + " (after the search)",
+        f"memory.ltm_chars_per_turn={statistics.mean(chars):.0f} {label} (max {chars[-1]}, budget {BUDGET:,}; "
         f"the seed's {statistics.mean(measured.seed_chars):.0f})",
         f"memory.superseded_answer_share={measured.superseded_answers / q:.2f} {label} "
-        f"({measured.superseded_answers} of {measured.questions} questions see only the corrected-away fact; "
-        f"{corrected} ask about a corrected fact; the seed's {measured.superseded_answers_by_seed / q:.2f})",
+        f"({measured.superseded_answers} of {measured.questions} questions see only the corrected-away fact, "
+        f"after the search; {measured.corrected} ask about a corrected fact; within {SMALL_BUDGET:,} characters "
+        f"{measured.superseded_answers_small / q:.2f}; the seed's {measured.superseded_answers_by_seed / q:.2f})",
         f"memory.ranking_ms median={statistics.median(timings):.2f} p95={p95:.2f} {label} "
-        f"in_scope_max={max(measured.in_scope)} (recall after the read: rank, fill the budget, render)",
+        "(the turn's recall stage after its read: rank, fill the budget, render)",
     ]
 
 
-def ranking_of_a_thousand() -> str:
-    """The ranking alone over exactly 1,000 memories in scope, cold (nothing memoised) and warm."""
-    from kioku.domain.ltm import ranking
-    from kioku.domain.ltm import recall as recall_module
-    from kioku.domain.ltm.memory import Memory
-
+def ranking_of_a_thousand() -> list[str]:
+    """The recall stage alone over exactly 1,000 memories in scope, cold (a fresh worker: nothing
+    memoised) and warm, by words and with embeddings (the stand-in's vectors, the query's given)."""
     conversation = generate(1000, seed=7)
     speaker = Participant("401", "alice", global_name="Alice")
-    turn = _turn(speaker, [speaker], "general", conversation.utterances[-1].date)
-    scope = MemoryScope.server(SERVER_ID, LINEAGE)
-    memories = [
-        Memory(scope, str(10000 + n), u.memory or u.text, speaker.user_id, u.date, u.date)
-        for n, u in enumerate(u for u in conversation.utterances if u.memory)
-    ][:1000]
-    query = RecallQuery("kioku, who did Dave go to the aquarium with?", ("lol", "anyone up?"))
-    timings: dict[str, list[float]] = {"cold": [], "warm": []}
-    for kind in ("cold",) * 10 + ("warm",) * 30:
-        if kind == "cold":
-            ranking._stems.clear()
-            ranking._documents.clear()
-            recall_module._named_lines.clear()
-        started = time.perf_counter()
-        recall = build_recall(turn, memories, {}, (), query=query)
-        timings[kind].append((time.perf_counter() - started) * 1000)
-    assert recall.left_out
-    cold, warm = (statistics.median(timings[k]) for k in ("cold", "warm"))
-    return (
-        f"memory.ranking_ms_1000 warm={warm:.2f} cold={cold:.2f} fastest={min(timings['warm']):.2f} "
-        f"(1,000 memories in scope, median of 30 warm and 10 cold runs; cold: nothing memoised yet)"
+    turn = TurnContext(
+        guild_id=GUILD,
+        channel_id="300",
+        user=speaker,
+        bot=BOT,
+        config=ServerConfig(guild_id=GUILD),
+        profile=UserProfile(speaker.user_id),
+        now=conversation.utterances[-1].date,
+        participants=(speaker,),
+        author_ids=frozenset({speaker.user_id}),
     )
+    scope = MemoryScope.server(GUILD, LINEAGE)
+    saved = [u for u in conversation.utterances if u.memory][:1000]
+    vectors = [quantise(standin_embedding(embedded_text(u.memory or ""), DIMENSIONS)) for u in saved]
+    text = "kioku, who did Dave go to the aquarium with?"
+    query = RecallQuery(
+        text, ("lol", "anyone up?", "did you see the match last night?", "Dave went out again")
+    )
+    query_vector = quantise(standin_embedding(text, DIMENSIONS))
+    lines = []
+    for label, embed in (("words", None), ("embeddings", lambda _: query_vector)):
+        memories = [
+            Memory(
+                scope,
+                str(10000 + n),
+                u.memory or "",
+                speaker.user_id,
+                u.date,
+                u.date,
+                embedding=vector if embed else None,
+            )
+            for n, (u, vector) in enumerate(zip(saved, vectors, strict=True))
+        ]
+        timings: dict[str, list[float]] = {"cold": [], "warm": []}
+        gc.collect()  # what the turns before left behind is not this ranking's to collect
+        for kind in ("cold", "warm") * 15:
+            if kind == "cold":
+                recall_module.clear_caches()
+            started = time.perf_counter()
+            recall = build_recall(turn, memories, {}, (), query=query, embed=embed)
+            timings[kind].append((time.perf_counter() - started) * 1000)
+        assert recall.left_out
+        cold, warm = (statistics.median(timings[k]) for k in ("cold", "warm"))
+        lines.append(
+            f"memory.ranking_ms_1000 {label} warm={warm:.2f} cold={cold:.2f} fastest_warm={min(timings['warm']):.2f} "
+            f"fastest_cold={min(timings['cold']):.2f} (1,000 memories in scope, medians of 15 runs; cold: a fresh "
+            "worker, nothing memoised)"
+        )
+    return lines
 
 
 REWORDINGS = (
@@ -812,16 +641,20 @@ REWORDINGS = (
 """The same fact written twice, as a model rewords it."""
 
 
+def _scopes_of(conversation: Conversation) -> list[list[str]]:
+    memories: dict[tuple[str, str], list[str]] = {}
+    for u in conversation.utterances:
+        if u.memory:
+            memories.setdefault((u.scope, u.speaker if u.scope == "personal" else ""), []).append(u.memory)
+    return [list(dict.fromkeys(texts)) for texts in memories.values()]
+
+
 def near_duplicates_by_meaning(embedder: Embedder, label: str) -> str:
     """Why saving is refused by words, not by meaning: the cosine of one scope's distinct facts at
     1,000 memories against that of rewordings of one fact."""
-    memories: dict[tuple[str, str], list[str]] = {}
-    for u in generate(1000).utterances:
-        if u.memory:
-            memories.setdefault((u.scope, u.speaker if u.scope == "personal" else ""), []).append(u.memory)
     distinct, cosines = 0, []
-    for texts in memories.values():
-        vectors = embedder.embed([embedded_text(text) for text in dict.fromkeys(texts)])
+    for texts in _scopes_of(generate(1000)):
+        vectors = embedder.embed([embedded_text(text) for text in texts])
         for i, first in enumerate(vectors):
             for second in vectors[i + 1 :]:
                 distinct += 1
@@ -839,38 +672,49 @@ def near_duplicates_by_meaning(embedder: Embedder, label: str) -> str:
 def near_duplicates() -> str:
     """How ``NEAR_DUPLICATE_SIMILARITY`` splits the generated 1,000 memories' distinct facts of one
     scope (none may reach it) from rewordings of one fact (most should)."""
-    memories: dict[tuple[str, str], list[str]] = {}
-    for u in generate(1000).utterances:
-        if u.memory:
-            memories.setdefault((u.scope, u.speaker if u.scope == "personal" else ""), []).append(u.memory)
     distinct = over = 0
-    for texts in memories.values():
-        words = [fact_words(text) for text in dict.fromkeys(texts)]
+    for texts in _scopes_of(generate(1000)):
+        words = [fact_words(text) for text in texts]
         for i, first in enumerate(words):
             for second in words[i + 1 :]:
                 distinct += 1
-                over += similarity(first, second) >= NEAR_DUPLICATE_SIMILARITY
-    caught = sum(similarity(fact_words(a), fact_words(b)) >= NEAR_DUPLICATE_SIMILARITY for a, b in REWORDINGS)
+                over += similarity(first, second) >= ltm.NEAR_DUPLICATE_SIMILARITY
+    caught = sum(
+        similarity(fact_words(a), fact_words(b)) >= ltm.NEAR_DUPLICATE_SIMILARITY for a, b in REWORDINGS
+    )
     return (
-        f"memory.near_duplicate threshold={NEAR_DUPLICATE_SIMILARITY} distinct_facts_over={over}/{distinct} "
+        f"memory.near_duplicate threshold={ltm.NEAR_DUPLICATE_SIMILARITY} distinct_facts_over={over}/{distinct} "
         f"rewordings_caught={caught}/{len(REWORDINGS)} (pairs of one scope's memories at 1,000 memories)"
     )
 
 
-def run(conversations: Iterable[tuple[str, Conversation]], embedder: Embedder, embeddings_label: str) -> None:
-    """Each conversation measured by words alone, then with ``embedder``."""
-    template = load_template()
-    with mock_aws():
-        dynamodb = boto3.client("dynamodb", region_name="us-east-1")
+def run(conversations: Sequence[tuple[str, Conversation]], embedder: Embedder, embeddings_label: str) -> None:
+    """Each conversation saved once (with embeddings), then asked by words alone and with embeddings."""
+    with mock_aws(), faster_moto():
         for number, (label, conversation) in enumerate(conversations):
-            for suffix, used in (("", None), (f" embeddings={embeddings_label}", embedder)):
-                table_name = f"kioku-memory-bench-{number}{'-e' if used else ''}"
-                create_table(dynamodb, template, table_name)
-                try:
-                    for line in report(measure(conversation, dynamodb, table_name, used), label + suffix):
+            with local_stack(conversation, f"kioku-memory-bench-{number}") as stack:
+                saved = save_conversation(stack, conversation, embedder)
+                statuses = " ".join(f"{status}={count}" for status, count in sorted(saved.statuses.items()))
+                saves = max(sum(saved.statuses.values()), 1)
+                print(
+                    f"memory.saves {label} {statuses} ({saved.seconds * 1000 / saves:.0f} ms a save through "
+                    f"create_long_term_memory, {saved.cpu_seconds * 1000 / saves:.0f} ms of it on this process's "
+                    "CPU: the turn's recall read, the near-duplicate check, the transaction, the embedding)",
+                    flush=True,
+                )
+                modes = (Mode(label, None), Mode(f"{label} embeddings={embeddings_label}", embedder))
+                started, cpu = time.perf_counter(), time.process_time()
+                results = ask_all(stack, conversation, saved, modes)
+                turns = len(conversation.questions) * len(modes)
+                print(
+                    f"memory.turns {label} {turns} ({(time.perf_counter() - started) * 1000 / turns:.0f} ms a turn, "
+                    f"{(time.process_time() - cpu) * 1000 / turns:.0f} ms of it on this process's CPU: "
+                    "moto in-process, the stand-ins on the loopback)",
+                    flush=True,
+                )
+                for mode in modes:
+                    for line in report(results[mode.label], mode.label):
                         print(line, flush=True)
-                finally:
-                    dynamodb.delete_table(TableName=table_name)
 
 
 @contextmanager
@@ -892,21 +736,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument(
         "--memories", type=int, default=200, help="memories of the conversation --write writes"
     )
+    parser.add_argument(
+        "--sizes", default=",".join(map(str, SIZES)), help="sizes of the generated conversation"
+    )
     parser.add_argument("--embeddings-model", help="a real embeddings model instead of the stand-in")
     parser.add_argument("--embeddings-base-url", help="its OpenAI-compatible endpoint (key: LLM_API_KEY)")
     args = parser.parse_args(argv if argv is not None else [])
     if args.write:
         args.write.write_text(json.dumps(conversation_json(generate(args.memories)), indent=1))
         return
+    started = time.perf_counter()
     with embeddings_for(args.embeddings_model, args.embeddings_base_url) as (embedder, label):
         if args.conversation:
             conversation = read_conversation(json.loads(args.conversation.read_text()))
             run([(f"file={args.conversation.name}", conversation)], embedder, label)
-            return
-        run(((f"memories={size}", generate(size)) for size in SIZES), embedder, label)
-        print(ranking_of_a_thousand())
-        print(near_duplicates())
-        print(near_duplicates_by_meaning(embedder, label))
+        else:
+            sizes = [int(size) for size in args.sizes.split(",") if size]
+            run([(f"memories={size}", generate(size)) for size in sizes], embedder, label)
+            for line in ranking_of_a_thousand():
+                print(line)
+            print(near_duplicates())
+            print(near_duplicates_by_meaning(embedder, label))
+    print(f"memory.wall_seconds={time.perf_counter() - started:.0f} (this whole section)")
 
 
 if __name__ == "__main__":

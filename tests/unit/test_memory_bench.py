@@ -1,13 +1,20 @@
-"""The memory benchmark's conversations: the generated one keeps its promises, and the JSON format
-of docs/memory.md is read as documented, refusing what it cannot measure."""
+"""The memory benchmark: the generated conversation keeps its promises, the JSON format of
+docs/memory.md is read as documented (refusing what it cannot measure), the faster moto answers as
+moto does, and a conversation is played through the real save path and real turns."""
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import boto3
 import pytest
-from bench.memory import conversation_json, generate, read_conversation
+from bench.memory import Mode, ask_all, faster_moto, local_stack, save_conversation
+from bench.memory_conversation import conversation_json, generate, read_conversation
+from moto import mock_aws
+
+from kioku.domain.ltm.statuses import SaveStatus
+from kioku.playground.aws import create_table, load_template
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "memory.md"
 
@@ -66,3 +73,92 @@ def test_a_plain_transcript_saves_each_utterance_as_said():
     }
     (utterance,) = read_conversation(data).utterances
     assert utterance.memory == "{user} said: I like tea" and utterance.date.tzinfo is not None
+
+
+def test_the_generated_questions_are_mostly_in_other_words_and_some_about_corrected_facts():
+    questions = generate(1000).questions
+    kinds = [q.kind for q in questions]
+    assert kinds.count("same words") < len(questions) / 4
+    assert {"other words", "corrected", "two people", "event"} <= set(kinds)
+    assert all(q.superseded for q in questions if q.kind == "corrected")
+    assert any(len(q.evidence) == 2 for q in questions)  # "do Alice and Bob live in the same city?"
+
+
+ITEM = {
+    "pk": {"S": "book#1"},
+    "sk": {"S": "0"},
+    "e1": {"M": {"c": {"S": "{user} lives in Porto"}, "v": {"B": bytes(range(256))}, "n": {"N": "3"}}},
+    "l": {"L": [{"S": "a"}, {"NULL": True}, {"BOOL": False}, {"M": {}}]},
+    "bs": {"BS": [b"\x00\xff", b"ok"]},
+    "ss": {"SS": ["x", "y"]},
+}
+
+
+def _read_back(client) -> dict:
+    response = client.batch_get_item(
+        RequestItems={"kioku-moto": {"Keys": [{"pk": ITEM["pk"], "sk": ITEM["sk"]}], "ConsistentRead": True}}
+    )
+    return response["Responses"]["kioku-moto"][0]
+
+
+def test_the_faster_moto_answers_as_moto_does_and_rolls_a_refused_transaction_back_whole():
+    with mock_aws():
+        client = boto3.client("dynamodb", region_name="us-east-1")
+        create_table(client, load_template(), "kioku-moto")
+        client.put_item(TableName="kioku-moto", Item=ITEM)
+        as_moto_answers = _read_back(client)
+        with faster_moto():
+            assert _read_back(client) == as_moto_answers
+            # a transaction refused by its last part leaves none of its parts behind
+            refused = [
+                {"Put": {"TableName": "kioku-moto", "Item": {"pk": {"S": "new"}, "sk": {"S": "0"}}}},
+                {
+                    "Update": {
+                        "TableName": "kioku-moto",
+                        "Key": {"pk": ITEM["pk"], "sk": ITEM["sk"]},
+                        "UpdateExpression": "SET ss = :other",
+                        "ExpressionAttributeValues": {":other": {"SS": ["z"]}},
+                    }
+                },
+                {
+                    "ConditionCheck": {
+                        "TableName": "kioku-moto",
+                        "Key": {"pk": {"S": "absent"}, "sk": {"S": "0"}},
+                        "ConditionExpression": "attribute_exists(pk)",
+                    }
+                },
+            ]
+            with pytest.raises(client.exceptions.TransactionCanceledException):
+                client.transact_write_items(TransactItems=refused)
+            assert _read_back(client) == as_moto_answers
+            assert "Item" not in client.get_item(
+                TableName="kioku-moto", Key={"pk": {"S": "new"}, "sk": {"S": "0"}}
+            )
+            assert client.query(
+                TableName="kioku-moto",
+                KeyConditionExpression="pk = :pk",
+                ExpressionAttributeValues={":pk": ITEM["pk"]},
+            )["Items"] == [as_moto_answers]
+
+
+def test_a_conversation_is_saved_by_the_tool_and_asked_in_real_turns_whose_requests_are_read():
+    # Given the example of the docs, saved through create_long_term_memory
+    example = re.search(r"```json\n(.*?)```", DOCS.read_text(), re.DOTALL).group(1)
+    import json
+
+    conversation = read_conversation(json.loads(example))
+    with mock_aws(), faster_moto(), local_stack(conversation, "kioku-bench-test") as stack:
+        saved = save_conversation(stack, conversation, None)
+        assert saved.statuses == {SaveStatus.SAVED: 2}
+
+        # When each question is asked as a turn
+        (measured,) = ask_all(stack, conversation, saved, [Mode("words", None)]).values()
+
+        # Then the model was sent the memories that answer them, and nothing was left in the channel
+        assert measured.questions == measured.found == 2
+        first_request = stack.sent[0]["messages"]
+        assert any("lives in Lisbon" in str(message.get("content")) for message in first_request)
+        general = stack.channels["general"]
+        assert [m["content"] for m in stack.discord.channel_messages(general)] == [
+            u.text for u in conversation.utterances if u.channel == "general"
+        ]

@@ -52,7 +52,7 @@ from kioku.domain.ltm.recall import (
     Recalled,
     build_recall,
     most_similar,
-    rank_recalled,
+    rank_recall,
     recall_subjects,
 )
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
@@ -323,19 +323,20 @@ def search_long_term_memory(
     query = parsed.get("query") if parsed is not None else None
     if not isinstance(query, str) or not query.strip() or len(query) > SEARCH_QUERY_MAX_CHARS:
         return _result(SearchStatus.INVALID_ARGS, f"give a query of 1 to {SEARCH_QUERY_MAX_CHARS} characters")
-    hidden = recalled.not_shown()
+    hidden = recalled.hidden()
     if not hidden:
         return _result(SearchStatus.NOTHING_FOUND, "every memory you have here is already in your context")
-    ranked = rank_recalled(
-        hidden,
+    ranked = rank_recall(
+        recalled.candidates,
+        recalled.parts,
         RecallQuery(query, ignored=turn.bot.names(turn.bot_name)),
-        turn.now,
         embeddings.embed if embeddings else None,
+        among=hidden,
     )
     found: list[dict[str, Any]] = []
     room = SEARCH_BUDGET_CHARS
     for place in ranked:
-        candidate = hidden[place.index]
+        candidate = recalled.candidates[place.index]
         if place.relevance <= 0 or len(found) >= SEARCH_MAX_RESULTS:
             break
         if len(candidate.text) <= room:

@@ -19,7 +19,9 @@ def show_names(content: str, *, user_name: str, bot_name: str) -> str:
     """``content`` with its ``{user}``/``{bot}`` tokens written as names, for people to read."""
     if "{" not in content:  # most memories, on every turn: skip the pattern
         return content
-    return expand_macros(content, {"user": user_name, "bot": bot_name})
+    if "{bot}" in user_name:  # a name that writes a token itself: one pass, as the pattern reads
+        return expand_macros(content, {"user": user_name, "bot": bot_name})
+    return content.replace("{user}", user_name).replace("{bot}", bot_name)
 
 
 def memory_saved_embed(

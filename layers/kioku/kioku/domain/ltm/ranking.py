@@ -3,17 +3,25 @@
 Pure Python and cheap enough for every turn: a document is its memory's line as the model reads it
 (names filled in), cut into words, each folded, stemmed and memoised. Dates are read as words too:
 ``2025-03-14`` is ``2025 march 14``, ``Mar`` is ``march``, ``3rd`` is ``3``, so a question and a
-memory that write a date differently still meet. Ranking only orders what the turn may already see;
-privacy is decided before any memory gets here.
+memory that write a date differently still meet. Documents are ranked in parts (``Part``), each an
+``Index`` of its documents' terms that the caller can keep while they stay the same (a warm worker
+then ranks a thousand memories without reading one of their words again); scoring walks only the
+postings of the query's terms, and ordering sorts only the documents that match. Ranking only
+orders what the turn may already see; privacy is decided before any memory gets here.
 """
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from bisect import bisect_right
+from collections import Counter, defaultdict, deque
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import chain, repeat
+from operator import add
 from typing import Final
 
 TRIGGER_WEIGHT: Final = 1.0
@@ -27,11 +35,20 @@ fact it corrects when both match alike."""
 SEMANTIC_WEIGHT: Final = 0.5
 """With embeddings, a memory's relevance is this share of its cosine with the query (from 0) and the
 rest its BM25 as a share of a full match (``bm25_ceiling``): half what it means, half its words."""
+LEXICAL_SHORTLIST: Final = 16
+"""With embeddings, the documents that match best by words whose cosine is always measured exactly."""
 BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 SPEAKER, PARTICIPANT, SERVER = 0, 1, 2
 
-_WORD = re.compile(r"\d{4}-\d{1,2}-\d{1,2}|[^\W_]+", re.UNICODE)
+_APART: Final = "\x00"
+"""Between the texts of a batch tokenised at once (``_learn``): a word of its own, its own term."""
+_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*|\x00", re.UNICODE)
+_ASCII_SEPARATORS: Final = str.maketrans(
+    {chr(c): " " for c in range(128) if not chr(c).isalnum() and chr(c) not in ("-", _APART)}
+)
+"""An ASCII text's words are its runs of letters, digits and hyphens: everything else is a space."""
+_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})", re.UNICODE)
 _ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
 _MONTHS: Final = (
     "january",
@@ -62,11 +79,14 @@ _STOPWORD_TEXT: Final = """a an and are as at be been but by can could did do do
     too up us very was we were what when where which while who whom why will with would you your yours
     yourself just also about again any all am s t d ll m re ve o y"""
 _STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
+_MONTH_NUMBERS: Final = {
+    **{str(number): name for number, name in enumerate(_MONTHS, 1)},
+    **{f"{number:02d}": name for number, name in enumerate(_MONTHS, 1)},
+}
 _VOWELS: Final = frozenset("aeiouy")
-_STEM_CACHE_LIMIT: Final = 50_000
-_stems: dict[str, str] = {}
-_DOCUMENT_CACHE_LIMIT: Final = 20_000
-_documents: dict[str, Document] = {}
+_TERM_CACHE_LIMIT: Final = 50_000
+_TEXT_CACHE_LIMIT: Final = 20_000
+_COUNTED_TERMS_LIMIT: Final = 2_000
 
 
 def stem(word: str) -> str:
@@ -97,28 +117,15 @@ def stem(word: str) -> str:
     return word
 
 
-def terms(text: str) -> list[str]:
-    """The words of ``text`` as ranking compares them: folded, dates spelled out, stop words gone, stemmed."""
-    folded = unicodedata.normalize("NFKC", text).casefold()
-    found: list[str] = []
-    for word in _WORD.findall(folded):
-        if "-" in word:  # an ISO date
-            year, month, day = word.split("-")
-            if 1 <= int(month) <= len(_MONTHS):
-                found += [year, _MONTHS[int(month) - 1], str(int(day))]
-            continue
-        known = _stems.get(word)
-        if known is None:
-            known = _term(word)
-            if len(_stems) >= _STEM_CACHE_LIMIT:
-                _stems.clear()
-            _stems[word] = known
-        if known:
-            found.append(known)
-    return found
-
-
 def _term(word: str) -> str:
+    """A folded word as ranking compares it ("" for a stop word; a hyphenated one, its parts' terms
+    with spaces between, an ISO date ``2025-03-14`` as ``2025 march 14``)."""
+    if "-" in word:
+        date = _ISO_DATE.fullmatch(word)
+        if date:
+            year, month, day = date.groups()
+            return f"{year} {_MONTH_NUMBERS.get(month, month)} {int(day)}"
+        return " ".join(filter(None, map(_terms.__getitem__, word.split("-"))))
     if word in _STOPWORDS:
         return ""
     if word.isdigit():
@@ -127,6 +134,31 @@ def _term(word: str) -> str:
     if ordinal:
         return str(int(ordinal.group(1)))
     return _CALENDAR.get(word) or stem(word)
+
+
+class _Terms(dict[str, str]):
+    """Each word's term, worked out once per worker: a vocabulary is small, its texts many."""
+
+    def __missing__(self, word: str) -> str:
+        if len(self) >= _TERM_CACHE_LIMIT:
+            self.clear()
+        term = self[word] = _term(word)
+        return term
+
+
+_terms = _Terms()
+
+
+def words(text: str) -> list[str]:
+    """``text`` folded (NFKC, case) and cut into runs of letters, digits and inner hyphens."""
+    if text.isascii():  # most memories: no normalisation to do, and one C pass splits them
+        return text.lower().translate(_ASCII_SEPARATORS).split()
+    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def terms(text: str) -> list[str]:
+    """The words of ``text`` as ranking compares them: folded, dates spelled out, stop words gone, stemmed."""
+    return " ".join(map(_terms.__getitem__, words(text))).split()
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,104 +184,236 @@ class RecallQuery:
 
 @dataclass(frozen=True, slots=True)
 class Ranked:
-    """A document's place: its index among those ranked, and its relevance (0: no word in common)."""
+    """A document's place: its number among those ranked, and its relevance (0: nothing in common)."""
 
     index: int
     relevance: float
 
 
+_texts: dict[str, list[str]] = {}
+"""Each text's terms, worked out once: a book that gains a memory is indexed again from these
+(never changed once here)."""
+
+
+def _learn(texts: Sequence[str]) -> None:
+    """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
+    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this."""
+    joined = f" {_APART} ".join(texts)
+    if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
+        for text in texts:
+            _texts[text] = terms(text)
+        return
+    found = " ".join(map(_terms.__getitem__, words(joined))).split(_APART)
+    _texts.update(zip(texts, map(str.split, found), strict=True))
+
+
 @dataclass(frozen=True, slots=True)
-class Document:
-    """A text as BM25 reads it: how many terms it has, and how often each occurs."""
+class Index:
+    """Documents as BM25 reads them. Each is a text, the ``shared`` text every one of them holds
+    too (a section's label: whom its memories are about) and a key of its own (a memory's id, a
+    term as ``terms`` reads it, so a question quoting it finds it).
 
-    length: int
-    counts: dict[str, int]
+    ``documents``: each text's terms; ``postings``: for each term, the documents holding it (their
+    numbers, once for each time); ``lengths``: each document's terms, shared and key included."""
+
+    documents: tuple[Sequence[str], ...]
+    postings: Mapping[str, Sequence[int]]
+    lengths: tuple[int, ...]
+    shared: Mapping[str, int]
+    keys: Mapping[str, int]
+    total: int
+    """The sum of ``lengths``."""
+    counted: dict[str, dict[int, int]] = field(default_factory=dict, compare=False, repr=False)
+    """``counts`` of the terms asked for so far: a warm worker's turns ask the same words again."""
+
+    def counts(self, term: str) -> dict[int, int]:
+        """How often ``term`` occurs in each document holding it (do not change what it answers)."""
+        known = self.counted.get(term)
+        if known is None:
+            known = dict(Counter(self.postings.get(term, ())))
+            shared = self.shared.get(term, 0)
+            if shared:
+                known = {number: known.get(number, 0) + shared for number in range(len(self.lengths))}
+            keyed = self.keys.get(term)
+            if keyed is not None:
+                known[keyed] = known.get(keyed, 0) + 1
+            if len(self.counted) >= _COUNTED_TERMS_LIMIT:
+                self.counted.clear()
+            self.counted[term] = known
+        return known
 
 
-def document(text: str) -> Document:
-    """``text``'s ``Document``, memoised: a warm worker ranks the same memories turn after turn."""
-    known = _documents.get(text)
-    if known is None:
-        found = terms(text)
-        counts: dict[str, int] = {}
-        for term in found:
-            counts[term] = counts.get(term, 0) + 1
-        known = Document(len(found), counts)
-        if len(_documents) >= _DOCUMENT_CACHE_LIMIT:
-            _documents.clear()
-        _documents[text] = known
-    return known
+def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> Index:
+    """The ``Index`` of ``texts`` (in their order), each also holding ``shared`` and its key."""
+    unknown = [text for text in dict.fromkeys(texts) if text not in _texts]
+    if len(_texts) + len(unknown) > _TEXT_CACHE_LIMIT:  # start again, with this section's texts all
+        _texts.clear()
+        unknown = list(dict.fromkeys(texts))
+    if unknown:
+        _learn(unknown)
+    documents = tuple(map(_texts.__getitem__, texts))
+    postings: defaultdict[str, list[int]] = defaultdict(list)
+    holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
+    deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
+    shared_terms = terms(shared)
+    extra = len(shared_terms) + (1 if keys else 0)
+    lengths = tuple(map(add, map(len, documents), repeat(extra)))
+    if all(map(str.isdigit, keys)) and all(len(key) > 2 for key in keys) and all(map(str.isascii, keys)):
+        named = dict(zip(keys, range(len(keys)), strict=True))  # memory ids: terms as they are
+    else:
+        named = {}
+        for number, key in enumerate(keys):
+            found = "".join(terms(key))
+            if found:
+                named[found] = number
+    counts = {term: shared_terms.count(term) for term in shared_terms}
+    return Index(documents, dict(postings), lengths, counts, named, sum(lengths))
 
 
-def bm25(documents: Sequence[Document], weights: dict[str, float]) -> list[float]:
-    """Okapi BM25 of each document for a weighted bag of query terms."""
-    if not weights or not documents:
-        return [0.0] * len(documents)
-    n = len(documents)
-    average = (sum(d.length for d in documents) / n) or 1.0
-    frequency = {term: sum(1 for d in documents if term in d.counts) for term in weights}
-    idf = {term: math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items() if df}
-    query = [(term, weights[term] * idf[term]) for term in idf]
-    scores = []
-    for d in documents:
-        score = 0.0
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * d.length / average)
-        for term, weight in query:
-            tf = d.counts.get(term)
-            if tf:
-                score += weight * tf * (BM25_K1 + 1) / (tf + norm)
-        scores.append(score)
-    return scores
+@dataclass(frozen=True, slots=True)
+class Part:
+    """Documents ranked together with other parts: an ``Index``, where its documents start among all
+    those ranked, their tier (``SPEAKER`` …), and each one's age (seconds since it was written), in
+    ascending order: a part is newest first."""
+
+    index: Index
+    start: int
+    tier: int
+    ages: Sequence[float]
+
+    def __len__(self) -> int:
+        return len(self.index.lengths)
+
+
+def clear_caches() -> None:
+    """Forget every memoised word and text, as a fresh worker starts (``make bench``'s cold runs)."""
+    _terms.clear()
+    _texts.clear()
+
+
+Cosines = Callable[[Sequence[int]], Mapping[int, float]]
+"""Given the documents that match best by words (their numbers), the cosine with the query of every
+document with an embedding (exact for those and for the nearest by meaning, 0 for the rest); a
+document left out has no embedding."""
 
 
 def rank(
-    documents: Sequence[Document],
+    parts: Sequence[Part],
     query: RecallQuery,
     *,
-    tiers: Sequence[int],
-    ages: Sequence[float],
-    ids: Sequence[str],
-    semantic: Sequence[float | None] | None = None,
-) -> list[Ranked]:
+    semantic: Cosines | None = None,
+    among: Collection[int] | None = None,
+) -> Iterator[Ranked]:
     """Documents best first: by relevance (lifted a little for the speaker's own, then the other
-    participants', and for newer ones), then by tier, then newest, then id: the same input always
-    ranks the same. ``ages`` are seconds since each was written; ``tiers`` use ``SPEAKER`` …;
-    ``semantic``, each document's cosine with the query's embedding (None: it has none), makes the
-    relevance ``hybrid``."""
-    weights = query.weights()
-    relevance = bm25(documents, weights)
+    participants', and for newer ones), then by tier, then newest, then by their number (their
+    place in the parts' order): the same input always ranks the same. ``parts`` follow one another
+    from document 0. ``semantic`` makes the relevance ``hybrid``. ``among``: rank only these
+    documents (their numbers), as if there were no others. Lazy: the documents that match come off
+    a heap as they are read, then the rest in tier and age order."""
+    chosen = None if among is None else frozenset(among)
+    lexical, ceiling = _bm25(parts, query.weights(), chosen)
+    relevance = lexical
     if semantic is not None:
-        relevance = hybrid(relevance, semantic, bm25_ceiling(documents, weights))
-    oldest = max(ages, default=0.0) or 1.0
-    boosted = [
-        score * (1 + TIER_BOOST[tier] + RECENCY_BOOST * (1 - age / oldest))
-        for score, tier, age in zip(relevance, tiers, ages, strict=True)
+        best = sorted(lexical, key=lexical.__getitem__, reverse=True)[:LEXICAL_SHORTLIST]
+        relevance = hybrid(lexical, semantic(best), ceiling)
+    ages = list(chain.from_iterable(part.ages for part in parts))
+    tiers = list(chain.from_iterable(repeat(part.tier, len(part)) for part in parts))
+    oldest = max((part.ages[-1] for part in parts if len(part)), default=0.0) or 1.0
+    lift, newest = [1 + boost + RECENCY_BOOST for boost in TIER_BOOST], RECENCY_BOOST / oldest
+    keyed = [
+        (-score * (lift[tiers[number]] - newest * ages[number]), tiers[number], ages[number], number)
+        for number, score in relevance.items()
+        if score > 0
     ]
-    keys = [(-score, *rest) for score, *rest in zip(boosted, tiers, ages, ids, strict=True)]
-    order = sorted(range(len(documents)), key=keys.__getitem__)
-    return [Ranked(i, boosted[i]) for i in order]
+    heapq.heapify(keyed)
+    matched = {number for *_, number in keyed}
+    rest = (
+        Ranked(number, 0.0)
+        for number in _by_tier_and_age(parts)
+        if number not in matched and (chosen is None or number in chosen)
+    )
+    return chain(_popped(keyed), rest)
 
 
-def bm25_ceiling(documents: Sequence[Document], weights: dict[str, float]) -> float:
+def _popped(keyed: list[tuple[float, int, float, int]]) -> Iterator[Ranked]:
+    while keyed:
+        negative, _, _, number = heapq.heappop(keyed)
+        yield Ranked(number, -negative)
+
+
+def _bm25(
+    parts: Sequence[Part], weights: Mapping[str, float], among: frozenset[int] | None
+) -> tuple[dict[int, float], float]:
+    """Okapi BM25 of each document holding a query term (by its number), and what a full match
+    scores (``bm25_ceiling``)."""
+    if among is None:
+        n = sum(len(part) for part in parts)
+        total = sum(part.index.total for part in parts)
+    else:
+        n = len(among)
+        starts = [part.start for part in parts]
+        total = 0
+        for number in among:
+            part = parts[bisect_right(starts, number) - 1]
+            total += part.index.lengths[number - part.start]
+    if not n or not weights:
+        return {}, 0.0
+    average = (total / n) or 1.0
+    flat, per_length = BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B / average
+    scores: dict[int, float] = {}
+    ceiling = 0.0
+    for term, weight in weights.items():
+        found = [(part, part.index.counts(term)) for part in parts]
+        if among is not None:
+            found = [
+                (part, {n: count for n, count in counts.items() if part.start + n in among})
+                for part, counts in found
+            ]
+        df = sum(len(counts) for _, counts in found)
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        ceiling += weight * idf
+        lift = weight * idf * (BM25_K1 + 1)
+        for part, counts in found:
+            start, lengths = part.start, part.index.lengths
+            for number, count in counts.items():
+                scores[start + number] = scores.get(start + number, 0.0) + lift * count / (
+                    count + flat + per_length * lengths[number]
+                )
+    return scores, ceiling
+
+
+def hybrid(lexical: Mapping[int, float], semantic: Mapping[int, float], ceiling: float) -> dict[int, float]:
+    """BM25 as a share of ``ceiling`` (at most 1), blended with the cosine (below 0: 0) by
+    ``SEMANTIC_WEIGHT``; a document without an embedding (not in ``semantic``) keeps its share alone."""
+    ceiling = ceiling or 1.0
+    blended = {number: min(score / ceiling, 1.0) for number, score in lexical.items()}
+    for number, share in blended.items():
+        if number in semantic:
+            blended[number] = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * max(semantic[number], 0.0)
+    for number, cosine in semantic.items():
+        if number not in blended and cosine > 0:
+            blended[number] = SEMANTIC_WEIGHT * cosine
+    return blended
+
+
+def _by_tier_and_age(parts: Sequence[Part]) -> Iterator[int]:
+    """Every document's number by tier, then newest first, then by number: each part is in that
+    order already, so the parts of one tier are merged as they are read."""
+    for tier in sorted({part.tier for part in parts}):
+        same = [part for part in parts if part.tier == tier and len(part)]
+        if len(same) == 1:
+            yield from range(same[0].start, same[0].start + len(same[0]))
+            continue
+        runs = [zip(part.ages, range(part.start, part.start + len(part)), strict=True) for part in same]
+        for _, number in heapq.merge(*runs):
+            yield number
+
+
+def bm25_ceiling(parts: Sequence[Part], weights: dict[str, float]) -> float:
     """The BM25 of a document of average length holding every query term once: what a full match
     scores. A term no document has counts too (as rare as can be), so a question whose telling
     words match nothing is a poor lexical match, however common the one word it shares."""
-    n = len(documents)
-    frequency = {term: sum(1 for d in documents if term in d.counts) for term in weights}
-    return sum(weights[term] * math.log(1 + (n - df + 0.5) / (df + 0.5)) for term, df in frequency.items())
-
-
-def hybrid(lexical: Sequence[float], semantic: Sequence[float | None], ceiling: float) -> list[float]:
-    """BM25 as a share of ``ceiling`` (at most 1), blended with the cosine (below 0: 0) by
-    ``SEMANTIC_WEIGHT``; a document without an embedding keeps its share alone."""
-    ceiling = ceiling or 1.0
-    blended = []
-    for score, cosine in zip(lexical, semantic, strict=True):
-        share = min(score / ceiling, 1.0)
-        if cosine is not None:
-            share = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * max(cosine, 0.0)
-        blended.append(share)
-    return blended
+    return _bm25(parts, weights, None)[1]
 
 
 def token_set(text: str) -> frozenset[str]:

@@ -3,21 +3,24 @@ within the turn's budget (the best-ranked memories first when not everything fit
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from operator import attrgetter
 from typing import Final
 
+from kioku.domain.ltm import ranking, vectors
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.notification import show_names
 from kioku.domain.ltm.ranking import (
     PARTICIPANT,
     SERVER,
     SPEAKER,
-    Document,
+    Index,
+    Part,
     Ranked,
     RecallQuery,
-    document,
+    index,
     rank,
     similarity,
     token_set,
@@ -32,8 +35,18 @@ DEFAULT_RECALL_BUDGET_CHARS: Final = 8_000
 """``LTM_RECALL_BUDGET_CHARS``: all the long-term memory one turn carries, header and notes included."""
 _MAX_LEFT_OUT: Final = 99_999
 _THIS_SERVER: Final = "this server"
-_NAMED_CACHE_LIMIT: Final = 20_000
-_named_lines: dict[tuple[str, str, str], str] = {}
+SEMANTIC_SHORTLIST: Final = 64
+"""With embeddings, how many memories nearest the query by their signs (``vectors.nearest``) have
+their exact cosine measured; the others count none."""
+FILL_PATIENCE: Final = 50
+"""Memories in a row too long for what is left of the budget after which the rest is left out: the
+budget is nearly full by then, and reading on through a thousand memories costs more than it adds."""
+_SHELF_CACHE_LIMIT: Final = 20_000
+"""Memories whose lines and terms a worker keeps (in sections of the books it read last)."""
+_NEWEST_FIRST: Final = attrgetter("updated_at", "memory_id")
+_MEMORY_ID: Final = attrgetter("memory_id")
+_UPDATED_AT: Final = attrgetter("updated_at")
+_CONTENT: Final = attrgetter("content")
 
 Embed = Callable[[str], bytes | None]
 """A text's quantised embedding, or None when there is none (embeddings off, or failing): ranking
@@ -83,9 +96,6 @@ class Recalled:
     def text(self) -> str:
         return self.line.split("] ", 1)[1]
 
-    def document(self) -> Document:
-        return document(f"{self.line} {self.label}")
-
 
 @dataclass(frozen=True, slots=True)
 class Recall:
@@ -95,14 +105,20 @@ class Recall:
     item: ContextItem | None = None
     candidates: tuple[Recalled, ...] = ()
     shown: tuple[int, ...] = ()
+    parts: tuple[Part, ...] = ()
+    """The candidates as ranking reads them: one part per section."""
 
     @property
     def left_out(self) -> int:
         return len(self.candidates) - len(self.shown)
 
     def not_shown(self) -> list[Recalled]:
+        return [self.candidates[number] for number in self.hidden()]
+
+    def hidden(self) -> list[int]:
+        """The numbers of the candidates the item does not show."""
         shown = set(self.shown)
-        return [candidate for index, candidate in enumerate(self.candidates) if index not in shown]
+        return [number for number in range(len(self.candidates)) if number not in shown]
 
 
 def build_recall(
@@ -143,32 +159,33 @@ def build_recall(
     if not sections:
         return Recall()
 
-    candidates = [
-        Recalled(
-            memory,
-            f"[#{memory.memory_id}] " + _named(memory.content, user_name, bot),
-            number,
-            tier,
-            user_name if tier != SERVER else _THIS_SERVER,
-            label,
-        )
-        for number, (_, memories, user_name, tier, label) in enumerate(sections)
-        for memory in sorted(memories, key=lambda m: m.updated_at, reverse=True)
-    ]
+    candidates: list[Recalled] = []
+    shelves: list[tuple[_Shelf, list[Memory], int]] = []
+    for number, (_, memories, user_name, tier, label) in enumerate(sections):
+        ordered = sorted(memories, key=_NEWEST_FIRST, reverse=True)
+        shelf = _shelf(ordered, user_name, bot, label)
+        about = user_name if tier != SERVER else _THIS_SERVER
+        shelves.append((shelf, ordered, tier))
+        candidates += [
+            Recalled(memory, line, number, tier, about, label)
+            for memory, line in zip(ordered, shelf.lines, strict=True)
+        ]
     header = _HEADER + (_CORRECTION_HINT.format(tool=update_tool) if update_tool else "")
     headings = [heading for heading, *_ in sections]
-    everything = len(header) + sum(len(h) + 1 for h in headings) + sum(len(c.line) + 1 for c in candidates)
+    everything = len(header) + sum(len(h) + 1 for h in headings) + sum(shelf.size for shelf, *_ in shelves)
+    parts: list[Part] = []
     if everything <= budget and len(candidates) <= RECALL_MAX_LINES:
         chosen = list(range(len(candidates)))
     else:
-        chosen = _fill(
-            candidates,
-            headings,
-            query or RecallQuery(),
-            turn,
-            budget - len(header) - 1 - len(_note(_MAX_LEFT_OUT, search_tool)),
-            embed,
-        )
+        now, start = turn.now.timestamp(), 0
+        for shelf, ordered, tier in shelves:
+            stamps = map(datetime.timestamp, map(_UPDATED_AT, ordered))
+            ages = [now - stamp if stamp < now else 0.0 for stamp in stamps]
+            parts.append(Part(shelf.index(), start, tier, ages))
+            start += len(ordered)
+        ranked = rank_recall(candidates, parts, query or RecallQuery(), embed)
+        room = budget - len(header) - 1 - len(_note(_MAX_LEFT_OUT, search_tool))
+        chosen = _fill(candidates, headings, ranked, room)
 
     lines = [header]
     for number, heading in enumerate(headings):
@@ -179,31 +196,50 @@ def build_recall(
     if left_out:
         lines.append(_note(left_out, search_tool))
     item = ContextItem(role=RECALL_ROLE, tag=ContextTag.KNOWLEDGE_LONG_TERM_MEMORY, content="\n".join(lines))
-    return Recall(item, tuple(candidates), tuple(chosen))
+    return Recall(item, tuple(candidates), tuple(chosen), tuple(parts))
 
 
-def rank_recalled(
-    candidates: Sequence[Recalled], query: RecallQuery, now: datetime, embed: Embed | None = None
-) -> list[Ranked]:
-    """``candidates`` best first for ``query`` (see ``ranking.rank``); hybrid when ``embed`` gives the
-    query's message an embedding and some candidates have one."""
+def rank_recall(
+    candidates: Sequence[Recalled],
+    parts: Sequence[Part],
+    query: RecallQuery,
+    embed: Embed | None = None,
+    among: Collection[int] | None = None,
+) -> Iterator[Ranked]:
+    """``candidates`` (or those numbered ``among``) best first for ``query`` (see ``ranking.rank``);
+    hybrid when ``embed`` gives the query's message an embedding and some candidates have one."""
     semantic = None
-    if embed is not None and any(candidate.memory.embedding for candidate in candidates):
-        vector = embed(query.message)
-        if vector is not None:
-            semantic = [_cosine(vector, candidate.memory.embedding) for candidate in candidates]
-    return rank(
-        [candidate.document() for candidate in candidates],
-        query,
-        tiers=[candidate.tier for candidate in candidates],
-        ages=[max((now - candidate.memory.updated_at).total_seconds(), 0.0) for candidate in candidates],
-        ids=[candidate.memory.memory_id for candidate in candidates],
-        semantic=semantic,
-    )
+    if embed is not None:
+        pool = range(len(candidates)) if among is None else among
+        with_vectors = [
+            (number, vector) for number in pool if (vector := candidates[number].memory.embedding)
+        ]
+        query_vector = embed(query.message) if with_vectors else None
+        if query_vector is not None:
+            semantic = _cosines(query_vector, with_vectors)
+    return rank(parts, query, semantic=semantic, among=among)
 
 
-def _cosine(vector: bytes, embedding: bytes | None) -> float | None:
-    return cosine(vector, embedding) if embedding else None
+def _cosines(query: bytes, with_vectors: list[tuple[int, bytes]]) -> ranking.Cosines:
+    """The cosines ``ranking.rank`` asks for: exact for the memories nearest ``query`` by their signs
+    and for those it names (the best by words), 0 for the others with a vector."""
+
+    def cosines(best_by_words: Sequence[int]) -> dict[int, float]:
+        vectors_of = dict(with_vectors)
+        measured = dict.fromkeys(vectors_of, 0.0)
+        for number in (*vectors.nearest(query, with_vectors, SEMANTIC_SHORTLIST), *best_by_words):
+            if number in vectors_of:
+                measured[number] = cosine(query, vectors_of[number])
+        return measured
+
+    return cosines
+
+
+def clear_caches() -> None:
+    """Forget every memoised line, term and vector, as a fresh worker starts (``make bench``'s cold runs)."""
+    _shelves.clear()
+    ranking.clear_caches()
+    vectors.clear_caches()
 
 
 def most_similar(
@@ -226,7 +262,8 @@ def most_similar(
 
 def _alike(words: frozenset[str], embedding: bytes | None, candidate: Recalled) -> float:
     lexical = similarity(words, fact_words(candidate.memory.content))
-    semantic = _cosine(embedding, candidate.memory.embedding) if embedding else None
+    other = candidate.memory.embedding
+    semantic = cosine(embedding, other) if embedding and other else None
     return lexical if semantic is None else max(lexical, semantic)
 
 
@@ -242,40 +279,85 @@ def recall_query(turn: TurnContext, message: str, dialogue: Sequence[ContextItem
 
 
 def _fill(
-    candidates: Sequence[Recalled],
-    headings: Sequence[str],
-    query: RecallQuery,
-    turn: TurnContext,
-    room: int,
-    embed: Embed | None,
+    candidates: Sequence[Recalled], headings: Sequence[str], ranked: Iterator[Ranked], room: int
 ) -> list[int]:
-    """The best-ranked candidates that fit ``room`` characters (with their sections' headings)."""
+    """The best-ranked candidates that fit ``room`` characters (with their sections' headings): one
+    too long for what is left is skipped for shorter ones, until none is short enough or
+    ``FILL_PATIENCE`` in a row did not fit."""
     chosen: list[int] = []
     opened: set[int] = set()
     shortest = min(len(candidate.line) for candidate in candidates) + 1
-    for ranked in rank_recalled(candidates, query, turn.now, embed):
-        candidate = candidates[ranked.index]
+    missed = 0
+    for place in ranked:
+        candidate = candidates[place.index]
         cost = len(candidate.line) + 1
         if candidate.section not in opened:
             cost += len(headings[candidate.section]) + 1
-        if cost <= room:
-            chosen.append(ranked.index)
-            opened.add(candidate.section)
-            room -= cost
-            if len(chosen) >= RECALL_MAX_LINES or room < shortest:
+        if cost > room:
+            missed += 1
+            if missed >= FILL_PATIENCE:
                 break
+            continue
+        chosen.append(place.index)
+        opened.add(candidate.section)
+        room -= cost
+        missed = 0
+        if len(chosen) >= RECALL_MAX_LINES or room < shortest:
+            break
     return chosen
 
 
-def _named(content: str, user_name: str, bot_name: str) -> str:
-    """``show_names``, memoised: a warm worker writes the same memories out turn after turn."""
-    key = (content, user_name, bot_name)
-    named = _named_lines.get(key)
-    if named is None:
-        if len(_named_lines) >= _NAMED_CACHE_LIMIT:
-            _named_lines.clear()
-        named = _named_lines[key] = show_names(content, user_name=user_name, bot_name=bot_name)
-    return named
+@dataclass(slots=True)
+class _Shelf:
+    """A section's memories as recall writes them (``[#id] text``, names filled in) and as ranking
+    reads them (their text, the section's label, their id), kept while the section stays the same."""
+
+    lines: tuple[str, ...]
+    texts: list[str]
+    label: str
+    ids: tuple[str, ...]
+    size: int
+    """Characters of the lines, each with its newline."""
+    indexed: Index | None = None
+
+    def index(self) -> Index:
+        """Its ``ranking.Index``, made the first time a turn ranks it (a small server never does)."""
+        if self.indexed is None:
+            self.indexed = index(self.texts, self.label, self.ids)
+        return self.indexed
+
+
+class _Shelves(dict[tuple[object, ...], _Shelf]):
+    """The sections a worker read lately, by everything their lines and terms are made of: a book
+    that changed (a memory saved, rewritten, forgotten) is another key, so nothing stale is used."""
+
+    held = 0
+
+    def keep(self, key: tuple[object, ...], shelf: _Shelf) -> None:
+        while self and self.held + len(shelf.lines) > _SHELF_CACHE_LIMIT:
+            self.held -= len(self.pop(next(iter(self))).lines)
+        self[key] = shelf
+        self.held += len(shelf.lines)
+
+    def clear(self) -> None:
+        super().clear()
+        self.held = 0
+
+
+_shelves = _Shelves()
+
+
+def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str) -> _Shelf:
+    ids = tuple(map(_MEMORY_ID, memories))
+    contents = tuple(map(_CONTENT, memories))
+    key = (user_name, bot_name, label, ids, contents)
+    known = _shelves.get(key)
+    if known is None:
+        texts = [show_names(content, user_name=user_name, bot_name=bot_name) for content in contents]
+        lines = tuple(f"[#{memory_id}] {text}" for memory_id, text in zip(ids, texts, strict=True))
+        known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines))
+        _shelves.keep(key, known)
+    return known
 
 
 def _note(left_out: int, search_tool: str | None) -> str:
