@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
-from kioku.discord.protocol import OptionType, Permission
+from kioku.discord.protocol import ButtonStyle, OptionType, Permission
 from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus
@@ -25,7 +25,7 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
 from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, ButtonStyle, action_rows
+from kioku.services.commands.components import Button, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
