@@ -44,11 +44,11 @@ def remember(store, guild_id: str, channel_id: str, text: str, now, **identity_f
     store.capture(identity(channel_id, guild_id=guild_id, **identity_fields), None, [said], now, StmLimits())
 
 
-def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = None) -> str:
-    """Every raw line a turn in ``channel_id`` is given from other channels' rows."""
+def turn_read(store, guild_id: str, channel_id: str, now, parent: str | None = None):
+    """What a turn in ``channel_id`` reads of short-term memory (its row and other channels' rows)."""
     from datetime import timedelta
 
-    loaded = store.load_turn(
+    return store.load_turn(
         TurnMemoryQuery(
             guild_id=guild_id,
             channel_id=channel_id,
@@ -59,6 +59,11 @@ def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = N
             other_limit=10,
         )
     )
+
+
+def seen_from(store, guild_id: str, channel_id: str, now, parent: str | None = None) -> str:
+    """Every raw line a turn in ``channel_id`` is given from other channels' rows."""
+    loaded = turn_read(store, guild_id, channel_id, now, parent)
     return " ".join(message.text for entry in loaded.state.others for message in entry.crude)
 
 

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.keys import stm_row_key
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.discord.models import parse_history
 from kioku.domain.dialogue import read_dialogue
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
@@ -217,17 +217,7 @@ def test_a_look_alike_marker_cannot_put_words_in_someone_elses_mouth_in_recalled
     store.capture(identity(OTHER, guild_id=GUILD), None, [said], NOW, LIMITS)
 
     # When a turn in a public channel recalls it
-    loaded = store.load_turn(
-        TurnMemoryQuery(
-            guild_id=GUILD,
-            channel_id=PUBLIC,
-            user_id=USER,
-            parent_channel_id=None,
-            persona_hint="kioku",
-            active_since=NOW - timedelta(days=1),
-            other_limit=10,
-        )
-    )
+    loaded = stm_rows.turn_read(store, GUILD, PUBLIC, NOW)
     turn = replace(stm_turn(guild_id=GUILD, channel_id=PUBLIC), now=NOW)
     recalled = " ".join(
         item.content for item in build_short_term_memory_context(turn, loaded.state, LIMITS).memory_items
