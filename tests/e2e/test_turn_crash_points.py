@@ -139,8 +139,8 @@ def save_transaction(when: str) -> Fault:
     )
 
 
-def dead_letter_send() -> Fault:
-    return Fault("dead-letter SendMessage", "sqs", lambda r: r.path == "SendMessage", "kill", "after")
+def dead_letter_send(when: str = "after") -> Fault:
+    return Fault("dead-letter SendMessage", "sqs", lambda r: r.path == "SendMessage", "kill", when)
 
 
 def notice_post(action: str = "kill") -> Fault:
@@ -259,7 +259,8 @@ def test_a_save_interrupted_around_its_embedding_saves_the_memory_once(world, em
     assert len(llm.bodies) - asked_before == model_calls
 
 
-def test_a_worker_killed_once_it_dead_lettered_a_turn_leaves_the_turn_dead_lettered_once(world):
+@pytest.mark.parametrize("when", ["before", "after"])
+def test_a_worker_killed_once_it_dead_lettered_a_turn_leaves_the_turn_dead_lettered_once(world, when):
     stack, llm, harness = world
     channel, alice = new_channel_and_person(stack)
     asked_before = len(llm.bodies)
@@ -270,9 +271,10 @@ def test_a_worker_killed_once_it_dead_lettered_a_turn_leaves_the_turn_dead_lette
     stack.discord.fail_post(2, 403, refusal)
     trigger = queue_message(stack, channel, alice)
 
-    # When the worker dies right after sending the turn to the dead-letter queue, before its
-    # invocation ends (when Lambda would delete the message), and a fresh worker takes it again
-    outcomes = harness.deliver(dead_letter_send())
+    # When the worker dies just before or right after sending the turn to the dead-letter queue (it
+    # has hidden the message already; Lambda would delete it at the invocation's end), and a fresh
+    # worker takes it again
+    outcomes = harness.deliver(dead_letter_send(when))
 
     # Then the retry dead-lettered it too, and the dead-letter queue holds it once: the turn's own
     # message, in its channel's group, under the id SQS first gave it
