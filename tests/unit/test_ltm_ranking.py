@@ -5,12 +5,15 @@ and the embeddings' first cut by signs keeps the nearest memories (issue 20)."""
 from __future__ import annotations
 
 import math
+import unicodedata
 import random
 import time
 from dataclasses import replace
 from datetime import timedelta
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kioku.domain.ltm import recall as recall_module
 from kioku.domain.ltm.memory import Memory, MemoryScope
@@ -26,6 +29,7 @@ from kioku.domain.ltm.ranking import (
     index,
     rank,
     terms,
+    words,
 )
 from kioku.domain.ltm.recall import SEMANTIC_SHORTLIST, build_recall, rank_recall
 from kioku.domain.ltm.vectors import DIMENSIONS, cosine, nearest, quantise, sign_agreement
@@ -70,19 +74,20 @@ def shown_ids(recall) -> list[str]:
     return [recall.candidates[number].memory.memory_id for number in recall.shown]
 
 
-def textbook_bm25(documents: list[list[str]], query: dict[str, float]) -> list[float]:
-    """Okapi BM25, as written in the books: the reference the index must agree with."""
+def textbook_bm25(documents: list[list[str]], lengths: list[int], query: dict[str, float]) -> list[float]:
+    """Okapi BM25, as written in the books: the reference the index must agree with. A document's
+    length is its words, stop words included (``lengths``), not its terms."""
     n = len(documents)
-    average = sum(map(len, documents)) / n
+    average = sum(lengths) / n
     scores = []
-    for document in documents:
+    for document, length in zip(documents, lengths, strict=True):
         score = 0.0
         for term, weight in query.items():
             df = sum(term in other for other in documents)
             tf = document.count(term)
             if tf:
                 idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(document) / average)
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * length / average)
                 score += weight * idf * tf * (BM25_K1 + 1) / (tf + norm)
         scores.append(score)
     return scores
@@ -101,7 +106,8 @@ def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(se
     ]
     query = RecallQuery(" ".join(rng.choices(VOCABULARY, k=4)) + " 10007", ("dog Porto",))
     documents = [terms(text) + terms(label) + [memory_id] for text, memory_id in zip(texts, ids, strict=True)]
-    expected = textbook_bm25(documents, query.weights())
+    lengths = [len(words(text)) + len(terms(label)) + 1 for text in texts]
+    expected = textbook_bm25(documents, lengths, query.weights())
     lifted = 1 + 0.1  # every document is as new as the newest: the recency lift is whole
 
     # When ranked whole, and among a subset only
@@ -114,7 +120,7 @@ def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(se
     assert whole.keys() == set(range(60))
     assert [whole[n] for n in range(60)] == pytest.approx(expected)
     assert whole[7] > 0
-    alone = textbook_bm25([documents[n] for n in subset], query.weights())
+    alone = textbook_bm25([documents[n] for n in subset], [lengths[n] for n in subset], query.weights())
     assert among.keys() == set(subset)
     assert [among[n] for n in subset] == pytest.approx(alone)
 
@@ -254,7 +260,8 @@ def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine():
     # Then each one's relevance is the blend of its words' share and its exact cosine
     candidates = built.candidates
     documents = [[*terms(c.memory.content), "server", c.memory.memory_id] for c in candidates]
-    lexical = textbook_bm25(documents, query.weights())
+    lengths = [len(words(c.memory.content)) + 2 for c in candidates]  # its words, "server" and its id
+    lexical = textbook_bm25(documents, lengths, query.weights())
     n = len(documents)
     ceiling = sum(
         weight
@@ -293,7 +300,7 @@ def test_a_name_that_writes_a_token_is_not_expanded_twice():
 )
 def test_texts_indexed_together_read_as_each_one_alone(texts):
     recall_module.clear_caches()
-    assert [list(terms_of) for terms_of in index(texts).documents] == [terms(text) for text in texts]
+    assert [document.split() for document in index(texts).documents] == [words(text) for text in texts]
 
 
 def test_a_section_indexed_when_the_kept_texts_are_full_is_indexed_whole(monkeypatch):
@@ -304,4 +311,58 @@ def test_a_section_indexed_when_the_kept_texts_are_full_is_indexed_whole(monkeyp
     index(["cat dog", "Porto trip", "chess club"])
     # a section of which some texts are kept and some are not, more than there is room for
     section = ["cat dog", "Porto trip", "a new one", "another new one"]
-    assert [list(terms_of) for terms_of in index(section).documents] == [terms(text) for text in section]
+    assert [document.split() for document in index(section).documents] == [words(text) for text in section]
+
+
+INDEX_WORDS = [
+    *VOCABULARY,
+    "the",
+    "and",
+    "cats",
+    "moving",
+    "well-known",
+    "2025-03-14",
+    "3rd",
+    "Mar",
+    "a",
+    "-",
+    "!",
+    "Zoë",
+    "ＦＵＬＬ",
+    "\x00",
+    "cat-dog",
+    "07",
+]
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(INDEX_WORDS), max_size=10).map(" ".join), max_size=12),
+    st.sampled_from(["", "Bob (@bob)", "cat club"]),
+)
+def test_every_term_is_counted_in_the_documents_that_hold_it_and_nowhere_else(texts, label):
+    recall_module.clear_caches()
+    ids = [str(10000 + n) for n in range(len(texts))]
+    built = index(texts, label, ids)
+    shared = terms(label)
+    asked = {term for text in texts for term in terms(text)} | set(shared) | {"10001", "absent", "\x00"}
+    for term in asked:
+        expected = {}
+        for number, text in enumerate(texts):
+            count = terms(text).count(term) + shared.count(term) + (ids[number] == term)
+            if count:
+                expected[number] = count
+        if term == "\x00":  # the separator is never a term worth matching
+            expected = {}
+        assert built.counts(term) == expected, term
+    assert built.lengths == tuple(len(words(text)) + len(shared) + 1 for text in texts)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aZ9- -.,_'é", max_size=24))
+def test_an_ascii_text_is_cut_into_the_words_the_pattern_finds(text):
+    from kioku.domain.ltm import ranking
+
+    # the fast path for ASCII text and the pattern every other text is read with agree (a text
+    # holding the batch separator, NUL, is cut alone: test_texts_indexed_together_…)
+    assert words(text) == ranking._WORD.findall(unicodedata.normalize("NFKC", text).casefold())

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from operator import attrgetter
+from itertools import repeat
+from operator import attrgetter, sub
 from typing import Final
 
 from kioku.domain.ltm import ranking, vectors
@@ -47,6 +48,7 @@ _NEWEST_FIRST: Final = attrgetter("updated_at", "memory_id")
 _MEMORY_ID: Final = attrgetter("memory_id")
 _UPDATED_AT: Final = attrgetter("updated_at")
 _CONTENT: Final = attrgetter("content")
+_LINE: Final = attrgetter("line")
 
 Embed = Callable[[str], bytes | None]
 """A text's quantised embedding, or None when there is none (embeddings off, or failing): ranking
@@ -166,10 +168,9 @@ def build_recall(
         shelf = _shelf(ordered, user_name, bot, label)
         about = user_name if tier != SERVER else _THIS_SERVER
         shelves.append((shelf, ordered, tier))
-        candidates += [
-            Recalled(memory, line, number, tier, about, label)
-            for memory, line in zip(ordered, shelf.lines, strict=True)
-        ]
+        candidates += map(
+            Recalled, ordered, shelf.lines, repeat(number), repeat(tier), repeat(about), repeat(label)
+        )
     header = _HEADER + (_CORRECTION_HINT.format(tool=update_tool) if update_tool else "")
     headings = [heading for heading, *_ in sections]
     everything = len(header) + sum(len(h) + 1 for h in headings) + sum(shelf.size for shelf, *_ in shelves)
@@ -179,8 +180,9 @@ def build_recall(
     else:
         now, start = turn.now.timestamp(), 0
         for shelf, ordered, tier in shelves:
-            stamps = map(datetime.timestamp, map(_UPDATED_AT, ordered))
-            ages = [now - stamp if stamp < now else 0.0 for stamp in stamps]
+            ages = list(map(sub, repeat(now), map(datetime.timestamp, map(_UPDATED_AT, ordered))))
+            if ages and min(ages) < 0:  # written after the turn's clock: as new as can be
+                ages = [max(age, 0.0) for age in ages]
             parts.append(Part(shelf.index(), start, tier, ages))
             start += len(ordered)
         ranked = rank_recall(candidates, parts, query or RecallQuery(), embed)
@@ -286,7 +288,7 @@ def _fill(
     ``FILL_PATIENCE`` in a row did not fit."""
     chosen: list[int] = []
     opened: set[int] = set()
-    shortest = min(len(candidate.line) for candidate in candidates) + 1
+    shortest = min(map(len, map(_LINE, candidates))) + 1
     missed = 0
     for place in ranked:
         candidate = candidates[place.index]
@@ -354,7 +356,7 @@ def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str
     known = _shelves.get(key)
     if known is None:
         texts = [show_names(content, user_name=user_name, bot_name=bot_name) for content in contents]
-        lines = tuple(f"[#{memory_id}] {text}" for memory_id, text in zip(ids, texts, strict=True))
+        lines = tuple(map("[#{}] {}".format, ids, texts))
         known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines))
         _shelves.keep(key, known)
     return known
