@@ -5,9 +5,9 @@ and the embeddings' first cut by signs keeps the nearest memories (issue 20)."""
 from __future__ import annotations
 
 import math
-import unicodedata
 import random
 import time
+import unicodedata
 from dataclasses import replace
 from datetime import timedelta
 
