@@ -315,7 +315,7 @@ def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> I
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
     lengths = tuple(map(add, map(floordiv, map(str.count, documents, repeat(" ")), repeat(2)), repeat(extra)))
-    if all(map(str.isdigit, keys)) and all(len(key) > 2 for key in keys) and all(map(str.isascii, keys)):
+    if all(map(str.isdigit, keys)) and min(map(len, keys), default=3) > 2 and all(map(str.isascii, keys)):
         named = dict(zip(keys, range(len(keys)), strict=True))  # memory ids: terms as they are
     else:
         named = {}
