@@ -10,6 +10,7 @@ import botocore.session
 import pytest
 from scripts.sam_template import REPO_ROOT, evaluate, load, transform
 
+from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION
 from kioku.config import Settings
 from kioku.entrypoints.turn_worker import DEAD_LETTER_HOLD_SECONDS
 
@@ -112,6 +113,16 @@ def test_a_message_being_dead_lettered_is_hidden_past_its_invocation_and_back_wi
     # send must have it back while the dead-letter queue still drops a second send of it.
     timeout = cfn["Resources"]["TurnFunction"]["Properties"]["Timeout"]
     assert int(timeout) < DEAD_LETTER_HOLD_SECONDS < SQS_DEDUPLICATION_SECONDS
+
+
+def test_a_turn_is_remembered_as_done_for_longer_than_it_can_wait_in_the_queues(cfn):
+    # A turn waits at most the turn queue's retention, then the dead-letter queue's, then the turn
+    # queue's again once redriven; its completion record must outlive all three, or a redriven turn
+    # that was answered (a worker died after its dead-letter send) would be answered twice.
+    resources = cfn["Resources"]
+    queued = int(resources["TurnQueue"]["Properties"]["MessageRetentionPeriod"])
+    dead_lettered = int(resources["TurnDeadLetterQueue"]["Properties"]["MessageRetentionPeriod"])
+    assert RECORD_RETENTION.total_seconds() >= queued + dead_lettered + queued
 
 
 def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, cfn):

@@ -2,7 +2,7 @@
 a redelivered or duplicated turn is recognised (and never replies or counts twice) with no
 request of its own: the record is read in the turn's first BatchGetItem.
 
-Besides the record (``keys.turn_record_key``: reply ids, apologised, expires_at after a week), the
+Besides the record (``keys.turn_record_key``: reply ids, apologised, expires_at after ``RECORD_RETENTION``), the
 ledger keeps the failed attempts of a turn (``keys.attempts_key``: the worker counts them itself,
 so that it dead-letters by attempts, not by receives), drops a person's outboxes when they forget
 everything (``keys.outbox_range``: their turns' outboxes, see turn_repository, and the pointers to
@@ -28,7 +28,10 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 
-RECORD_RETENTION: Final = timedelta(days=7)
+RECORD_RETENTION: Final = timedelta(days=16)
+"""Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
+queue, a day in the turn queue after a redrive (template.yaml); a record gone before then would let
+a redriven turn that was answered be answered again."""
 
 
 @dataclass(frozen=True, slots=True)
