@@ -7,7 +7,6 @@ import threading
 
 import httpx
 import pytest
-
 from scripts.local_embeddings import serve
 
 

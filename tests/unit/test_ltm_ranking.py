@@ -257,27 +257,25 @@ def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine():
         for place in rank_recall(built.candidates, built.parts, query, lambda _: query_vector)
     }
 
-    # Then each one's relevance is the blend of its words' share and its exact cosine
+    # Then each one's relevance is the blend of its words, as a share of the best words, and its
+    # exact cosine's place between the median cosine (or below: 0) and the best
     candidates = built.candidates
     documents = [[*terms(c.memory.content), "server", c.memory.memory_id] for c in candidates]
     lengths = [len(words(c.memory.content)) + 2 for c in candidates]  # its words, "server" and its id
     lexical = textbook_bm25(documents, lengths, query.weights())
-    n = len(documents)
-    ceiling = sum(
-        weight
-        * math.log(
-            1 + (n - sum(term in d for d in documents) + 0.5) / (sum(term in d for d in documents) + 0.5)
-        )
-        for term, weight in query.weights().items()
-    )
+    cosines = [cosine(query_vector, c.memory.embedding) for c in candidates]
+    positive = sorted(c for c in cosines if c > 0)
+    median, best = positive[(len(positive) - 1) // 2], positive[-1]
     oldest = max((NOW - c.memory.updated_at).total_seconds() for c in candidates)
     for number, candidate in enumerate(candidates):
-        share = min(lexical[number] / ceiling, 1.0)
-        blend = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * max(
-            cosine(query_vector, candidate.memory.embedding), 0
-        )
+        meaning = max(cosines[number] - median, 0) / (best - median)
+        blend = (1 - SEMANTIC_WEIGHT) * lexical[number] / max(lexical) + SEMANTIC_WEIGHT * meaning
         lift = 1 + 0.1 * (1 - (NOW - candidate.memory.updated_at).total_seconds() / oldest)
-        assert ranked[number] == pytest.approx(blend * lift)
+        if blend:
+            assert ranked[number] == pytest.approx(blend * lift)
+        else:
+            assert number not in ranked or ranked[number] == 0
+    assert sum(1 for number in ranked if ranked[number] > 0) < len(candidates)  # some had neither
 
 
 def test_a_name_that_writes_a_token_is_not_expanded_twice():

@@ -32,9 +32,10 @@ TIER_BOOST: Final = (0.15, 0.08, 0.0)
 RECENCY_BOOST: Final = 0.1
 """The newest memory gets this much more relevance than the oldest, so a correction outranks the
 fact it corrects when both match alike."""
-SEMANTIC_WEIGHT: Final = 0.5
-"""With embeddings, a memory's relevance is this share of its cosine with the query (from 0) and the
-rest its BM25 as a share of a full match (``bm25_ceiling``): half what it means, half its words."""
+SEMANTIC_WEIGHT: Final = 0.3
+"""With embeddings, the share of a memory's relevance that is its meaning; the rest is its words
+(both relative to the query's best, ``hybrid``). Measured with ``make bench`` and a real model: from
+0.2 to 0.5 recall differs by a question or two; 0.3 recalled most at 1,000 memories."""
 LEXICAL_SHORTLIST: Final = 16
 """With embeddings, the documents that match best by words whose cosine is always measured exactly."""
 BM25_K1: Final = 1.2
@@ -369,11 +370,11 @@ def rank(
     documents (their numbers), as if there were no others. Lazy: the documents that match come off
     a heap as they are read, then the rest in tier and age order."""
     chosen = None if among is None else frozenset(among)
-    lexical, ceiling = _bm25(parts, query.weights(), chosen)
+    lexical = _bm25(parts, query.weights(), chosen)
     relevance = lexical
     if semantic is not None:
         best = sorted(lexical, key=lexical.__getitem__, reverse=True)[:LEXICAL_SHORTLIST]
-        relevance = hybrid(lexical, semantic(best), ceiling)
+        relevance = hybrid(lexical, semantic(best))
     ages = list(chain.from_iterable(part.ages for part in parts))
     tiers = list(chain.from_iterable(repeat(part.tier, len(part)) for part in parts))
     oldest = max((part.ages[-1] for part in parts if len(part)), default=0.0) or 1.0
@@ -401,9 +402,8 @@ def _popped(keyed: list[tuple[float, int, float, int]]) -> Iterator[Ranked]:
 
 def _bm25(
     parts: Sequence[Part], weights: Mapping[str, float], among: frozenset[int] | None
-) -> tuple[dict[int, float], float]:
-    """Okapi BM25 of each document holding a query term (by its number), and what a full match
-    scores (``bm25_ceiling``)."""
+) -> dict[int, float]:
+    """Okapi BM25 of each document holding a query term (by its number)."""
     if among is None:
         n = sum(len(part) for part in parts)
         total = sum(part.index.total for part in parts)
@@ -415,11 +415,10 @@ def _bm25(
             part = parts[bisect_right(starts, number) - 1]
             total += part.index.lengths[number - part.start]
     if not n or not weights:
-        return {}, 0.0
+        return {}
     average = (total / n) or 1.0
     flat, per_length = BM25_K1 * (1 - BM25_B), BM25_K1 * BM25_B / average
     scores: dict[int, float] = {}
-    ceiling = 0.0
     for term, weight in weights.items():
         found = [(part, part.index.counts(term)) for part in parts]
         if among is not None:
@@ -429,7 +428,6 @@ def _bm25(
             ]
         df = sum(len(counts) for _, counts in found)
         idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        ceiling += weight * idf
         lift = weight * idf * (BM25_K1 + 1)
         for part, counts in found:
             start, lengths = part.start, part.index.lengths
@@ -437,20 +435,32 @@ def _bm25(
                 scores[start + number] = scores.get(start + number, 0.0) + lift * count / (
                     count + flat + per_length * lengths[number]
                 )
-    return scores, ceiling
+    return scores
 
 
-def hybrid(lexical: Mapping[int, float], semantic: Mapping[int, float], ceiling: float) -> dict[int, float]:
-    """BM25 as a share of ``ceiling`` (at most 1), blended with the cosine (below 0: 0) by
-    ``SEMANTIC_WEIGHT``; a document without an embedding (not in ``semantic``) keeps its share alone."""
-    ceiling = ceiling or 1.0
-    blended = {number: min(score / ceiling, 1.0) for number, score in lexical.items()}
+def hybrid(lexical: Mapping[int, float], semantic: Mapping[int, float]) -> dict[int, float]:
+    """Words and meaning blended by ``SEMANTIC_WEIGHT``, each relative to this query: a document's
+    BM25 over the best of any document, and its cosine's place between the median of the measured
+    cosines (at or below it: 0) and the best. A model's cosines crowd into a band of its own
+    (all-MiniLM-L6-v2 gives unrelated memories 0.2–0.4), so cosines blended as they are let the
+    many unrelated memories outweigh the words that tell related ones apart (``make bench``,
+    docs/memory.md). A document without an embedding (not in ``semantic``) keeps its words alone."""
+    best_words = max(lexical.values(), default=0.0) or 1.0
+    blended = {number: score / best_words for number, score in lexical.items()}
+    measured = sorted(cosine for cosine in semantic.values() if cosine > 0)
+    if not measured:
+        meaning: dict[int, float] = {}
+    elif measured[-1] > (median := measured[(len(measured) - 1) // 2]):
+        span = measured[-1] - median
+        meaning = {number: (cosine - median) / span for number, cosine in semantic.items() if cosine > median}
+    else:  # one cosine, or all alike: the best are as near as can be
+        meaning = {number: 1.0 for number, cosine in semantic.items() if cosine == measured[-1]}
     for number, share in blended.items():
         if number in semantic:
-            blended[number] = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * max(semantic[number], 0.0)
-    for number, cosine in semantic.items():
-        if number not in blended and cosine > 0:
-            blended[number] = SEMANTIC_WEIGHT * cosine
+            blended[number] = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * meaning.get(number, 0.0)
+    for number, near in meaning.items():
+        if number not in blended:
+            blended[number] = SEMANTIC_WEIGHT * near
     return blended
 
 
@@ -465,13 +475,6 @@ def _by_tier_and_age(parts: Sequence[Part]) -> Iterator[int]:
         runs = [zip(part.ages, range(part.start, part.start + len(part)), strict=True) for part in same]
         for _, number in heapq.merge(*runs):
             yield number
-
-
-def bm25_ceiling(parts: Sequence[Part], weights: dict[str, float]) -> float:
-    """The BM25 of a document of average length holding every query term once: what a full match
-    scores. A term no document has counts too (as rare as can be), so a question whose telling
-    words match nothing is a poor lexical match, however common the one word it shares."""
-    return _bm25(parts, weights, None)[1]
 
 
 def token_set(text: str) -> frozenset[str]:
