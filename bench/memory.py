@@ -32,6 +32,7 @@ import json
 import os
 import re
 import statistics
+import subprocess
 import sys
 import time
 from collections import Counter
@@ -105,6 +106,8 @@ RECALL_HEADER = "Long-term memories:"
 ANSWER = "Noted."
 TURN_SECONDS = 60.0
 LINEAGE = 1
+RANKING_TARGET_MS = 5.0
+"""Issue 20: ranking 1,000 memories by words, pure Python in the worker, within this."""
 
 
 # -- the stack -----------------------------------------------------------------------------------------
@@ -570,9 +573,20 @@ def report(measured: Measured, label: str) -> list[str]:
     ]
 
 
+def ranking_in_a_fresh_process() -> list[str]:
+    """``ranking_of_a_thousand`` in a process of its own, as in a worker: the turns before leave
+    this one a heap of moto's tables that slows any timing taken in it, twice over or more."""
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.memory", "--ranking-alone"], capture_output=True, text=True, check=True
+    )
+    return done.stdout.splitlines()
+
+
 def ranking_of_a_thousand() -> list[str]:
     """The recall stage alone over exactly 1,000 memories in scope, cold (a fresh worker: nothing
-    memoised) and warm, by words and with embeddings (the stand-in's vectors, the query's given)."""
+    memoised) and warm, by words and with embeddings (the stand-in's vectors, the query's given).
+    Each timing is the fastest of 15 and their median: as ``timeit`` says, the fastest is what the
+    code costs, the slower ones are the machine's other work."""
     conversation = generate(1000, seed=7)
     speaker = Participant("401", "alice", global_name="Alice")
     turn = TurnContext(
@@ -620,9 +634,15 @@ def ranking_of_a_thousand() -> list[str]:
         cold, warm = (statistics.median(timings[k]) for k in ("cold", "warm"))
         lines.append(
             f"memory.ranking_ms_1000 {label} warm={warm:.2f} cold={cold:.2f} fastest_warm={min(timings['warm']):.2f} "
-            f"fastest_cold={min(timings['cold']):.2f} (1,000 memories in scope, medians of 15 runs; cold: a fresh "
-            "worker, nothing memoised)"
+            f"fastest_cold={min(timings['cold']):.2f} (1,000 memories in scope, medians and fastest of 15 runs in "
+            "a fresh process; cold: a fresh worker, nothing memoised)"
         )
+        if label == "words":
+            within = {kind: min(timings[kind]) <= RANKING_TARGET_MS for kind in ("warm", "cold")}
+            lines.append(
+                f"memory.ranking_within_target words target_ms={RANKING_TARGET_MS} warm={within['warm']} "
+                f"cold={within['cold']} (the fastest of 15: what the ranking costs when the machine is not busy)"
+            )
     return lines
 
 
@@ -734,6 +754,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--conversation", type=Path, help="measure this conversation (docs/memory.md)")
     parser.add_argument("--write", type=Path, help="write the generated conversation here and stop")
     parser.add_argument(
+        "--ranking-alone", action="store_true", help="time the ranking of 1,000 memories only"
+    )
+    parser.add_argument(
         "--memories", type=int, default=200, help="memories of the conversation --write writes"
     )
     parser.add_argument(
@@ -742,6 +765,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--embeddings-model", help="a real embeddings model instead of the stand-in")
     parser.add_argument("--embeddings-base-url", help="its OpenAI-compatible endpoint (key: LLM_API_KEY)")
     args = parser.parse_args(argv if argv is not None else [])
+    if args.ranking_alone:
+        print("\n".join(ranking_of_a_thousand()))
+        return
     if args.write:
         args.write.write_text(json.dumps(conversation_json(generate(args.memories)), indent=1))
         return
@@ -753,7 +779,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         else:
             sizes = [int(size) for size in args.sizes.split(",") if size]
             run([(f"memories={size}", generate(size)) for size in sizes], embedder, label)
-            for line in ranking_of_a_thousand():
+            for line in ranking_in_a_fresh_process():
                 print(line)
             print(near_duplicates())
             print(near_duplicates_by_meaning(embedder, label))

@@ -219,10 +219,11 @@ def _learn(texts: Sequence[str]) -> list[str] | None:
 
 
 def _forms(vocabulary: Iterable[str]) -> dict[str, list[str]]:
-    """For each term, the words of ``vocabulary`` that read as it, in their order (a word is listed
-    once for each time it holds the term: a hyphenated word or a date holds several)."""
+    """For each term, the words of ``vocabulary`` that read as it (a word is listed once for each
+    time it holds the term: a hyphenated word or a date holds several). In no particular order:
+    ``Index.counts`` adds their counts up and orders the documents itself."""
     forms: defaultdict[str, list[str]] = defaultdict(list)
-    for word in sorted(vocabulary):
+    for word in vocabulary:
         spelled = _terms[word]
         if " " in spelled:
             for term in spelled.split():
