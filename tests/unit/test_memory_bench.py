@@ -162,3 +162,21 @@ def test_a_conversation_is_saved_by_the_tool_and_asked_in_real_turns_whose_reque
         assert [m["content"] for m in stack.discord.channel_messages(general)] == [
             u.text for u in conversation.utterances if u.channel == "general"
         ]
+
+
+def test_the_ranking_of_a_thousand_is_timed_in_a_process_of_its_own_and_judged_against_the_target():
+    from bench.memory import RANKING_TARGET_MS, ranking_in_a_fresh_process
+
+    lines = ranking_in_a_fresh_process()
+
+    timed = [line for line in lines if line.startswith("memory.ranking_ms_1000 ")]
+    assert [line.split()[1] for line in timed] == ["words", "embeddings"]
+    for line in timed:
+        figures = dict(re.findall(r"(\w+)=([\d.]+)", line))
+        assert set(figures) >= {"warm", "cold", "fastest_warm", "fastest_cold"}
+        assert float(figures["fastest_cold"]) <= float(figures["cold"])
+    (verdict,) = [line for line in lines if line.startswith("memory.ranking_within_target ")]
+    words = dict(re.findall(r"(\w+)=([\d.]+)", timed[0]))
+    assert f"target_ms={RANKING_TARGET_MS}" in verdict
+    assert f"cold={float(words['fastest_cold']) <= RANKING_TARGET_MS}" in verdict
+    assert f"warm={float(words['fastest_warm']) <= RANKING_TARGET_MS}" in verdict
