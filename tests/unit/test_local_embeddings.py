@@ -45,7 +45,11 @@ def test_each_text_is_embedded_once_and_answered_in_the_order_asked(server):
 
 @pytest.mark.parametrize(
     "body",
-    [{"model": "m", "input": []}, {"model": "m", "input": [""]}, {"model": "m", "input": "x", "dimensions": 256}],
+    [
+        {"model": "m", "input": []},
+        {"model": "m", "input": [""]},
+        {"model": "m", "input": "x", "dimensions": 256},
+    ],
 )
 def test_what_openai_refuses_is_refused_and_nothing_is_embedded(server, body):
     url, model, _ = server
