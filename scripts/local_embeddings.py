@@ -100,7 +100,9 @@ def main(argv: list[str]) -> None:
         pass
     finally:
         if args.cache:
-            args.cache.write_text(json.dumps(cache))
+            written = args.cache.with_suffix(".partial")
+            written.write_text(json.dumps(dict(cache)))  # a copy: a request may still be adding to it
+            os.replace(written, args.cache)  # a kill while writing leaves the last cache whole
 
 
 if __name__ == "__main__":

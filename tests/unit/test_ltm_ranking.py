@@ -75,8 +75,7 @@ def shown_ids(recall) -> list[str]:
 
 
 def textbook_bm25(documents: list[list[str]], lengths: list[int], query: dict[str, float]) -> list[float]:
-    """Okapi BM25, as written in the books: the reference the index must agree with. A document's
-    length is its words, stop words included (``lengths``), not its terms."""
+    """Okapi BM25, as written in the books: the reference the index must agree with."""
     n = len(documents)
     average = sum(lengths) / n
     scores = []
@@ -106,7 +105,7 @@ def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(se
     ]
     query = RecallQuery(" ".join(rng.choices(VOCABULARY, k=4)) + " 10007", ("dog Porto",))
     documents = [terms(text) + terms(label) + [memory_id] for text, memory_id in zip(texts, ids, strict=True)]
-    lengths = [len(words(text)) + len(terms(label)) + 1 for text in texts]
+    lengths = [len(document) for document in documents]
     expected = textbook_bm25(documents, lengths, query.weights())
     lifted = 1 + 0.1  # every document is as new as the newest: the recency lift is whole
 
@@ -261,7 +260,7 @@ def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine():
     # exact cosine's place between the median cosine (or below: 0) and the best
     candidates = built.candidates
     documents = [[*terms(c.memory.content), "server", c.memory.memory_id] for c in candidates]
-    lengths = [len(words(c.memory.content)) + 2 for c in candidates]  # its words, "server" and its id
+    lengths = [len(document) for document in documents]
     lexical = textbook_bm25(documents, lengths, query.weights())
     cosines = [cosine(query_vector, c.memory.embedding) for c in candidates]
     positive = sorted(c for c in cosines if c > 0)
@@ -298,7 +297,7 @@ def test_a_name_that_writes_a_token_is_not_expanded_twice():
 )
 def test_texts_indexed_together_read_as_each_one_alone(texts):
     recall_module.clear_caches()
-    assert [document.split() for document in index(texts).documents] == [words(text) for text in texts]
+    assert [list(terms_of) for terms_of in index(texts).documents] == [terms(text) for text in texts]
 
 
 def test_a_section_indexed_when_the_kept_texts_are_full_is_indexed_whole(monkeypatch):
@@ -309,7 +308,7 @@ def test_a_section_indexed_when_the_kept_texts_are_full_is_indexed_whole(monkeyp
     index(["cat dog", "Porto trip", "chess club"])
     # a section of which some texts are kept and some are not, more than there is room for
     section = ["cat dog", "Porto trip", "a new one", "another new one"]
-    assert [document.split() for document in index(section).documents] == [words(text) for text in section]
+    assert [list(terms_of) for terms_of in index(section).documents] == [terms(text) for text in section]
 
 
 INDEX_WORDS = [
@@ -329,7 +328,9 @@ INDEX_WORDS = [
     "ＦＵＬＬ",
     "\x00",
     "cat-dog",
+    "cat-cat",
     "07",
+    "\x00\x00",
 ]
 
 
@@ -350,10 +351,8 @@ def test_every_term_is_counted_in_the_documents_that_hold_it_and_nowhere_else(te
             count = terms(text).count(term) + shared.count(term) + (ids[number] == term)
             if count:
                 expected[number] = count
-        if term == "\x00":  # the separator is never a term worth matching
-            expected = {}
         assert built.counts(term) == expected, term
-    assert built.lengths == tuple(len(words(text)) + len(shared) + 1 for text in texts)
+    assert built.lengths == tuple(len(terms(text)) + len(shared) + 1 for text in texts)
 
 
 @settings(max_examples=500, deadline=None)
@@ -364,3 +363,40 @@ def test_an_ascii_text_is_cut_into_the_words_the_pattern_finds(text):
     # the fast path for ASCII text and the pattern every other text is read with agree (a text
     # holding the batch separator, NUL, is cut alone: test_texts_indexed_together_…)
     assert words(text) == ranking._WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def test_a_word_of_separators_is_counted_where_it_is_and_nowhere_else():
+    # A reviewer's property test found an index that kept documents in one string match this
+    # word across two empty documents next to each other
+    texts = ["x", "", "y", "\x00\x00", *(f"filler {n}" for n in range(20))]
+    recall_module.clear_caches()
+    assert index(texts).counts("\x00\x00") == {3: 1}
+
+
+def test_a_memory_without_a_vector_never_outranks_a_newer_one_with_the_same_words():
+    # Given a correction saved with embeddings on (its cosine no better than the median) and the
+    # fact it corrects, saved before embeddings were on (no vector)
+    texts = ["Bob lives in Porto", "Bob lives in Lisbon", "Carol plays chess", "Dan likes tea", "Eve paints"]
+    part = Part(index(texts, "", [str(100 + n) for n in range(5)]), 0, SERVER, [0.0, 2.6e6, 1e6, 2e6, 3e6])
+    query = RecallQuery("Where does Bob live?")
+    cosines = {0: 0.45, 2: 0.45, 3: 0.30, 4: 0.60}  # no entry for 1: it has no vector
+
+    by_words = [place.index for place in rank([part], query)]
+    hybrid = [place.index for place in rank([part], query, semantic=lambda best: cosines)]
+
+    # Then the correction ranks first either way: a missing vector adds no meaning, it is not a bonus
+    assert by_words[:2] == [0, 1]
+    assert hybrid[:2] == [0, 1]
+
+
+def test_only_the_documents_ranked_have_a_say_in_the_meaning():
+    # Given cosines for every document, but a ranking among two of them only
+    texts = ["cat", "dog", "fish"]
+    part = Part(index(texts, "", ["100", "101", "102"]), 0, SERVER, [0.0, 1.0, 2.0])
+    cosines = {0: 0.1, 1: 0.2, 2: 0.9}
+
+    ranked = list(rank([part], RecallQuery("bird"), semantic=lambda best: cosines, among=[0, 1]))
+
+    # Then the third is not ranked, and does not set the scale of the others' meaning
+    assert [place.index for place in ranked] == [1, 0]
+    assert ranked[0].relevance > 0

@@ -1,14 +1,14 @@
 """Which memories matter to a turn: lexical relevance (BM25 over stemmed words), then whose, then how new.
 
 Pure Python and cheap enough for every turn: a document is its memory's line as the model reads it
-(names filled in), cut into words, each folded and stemmed. Dates are read as words too:
+(names filled in), cut into words, each folded, stemmed and memoised. Dates are read as words too:
 ``2025-03-14`` is ``2025 march 14``, ``Mar`` is ``march``, ``3rd`` is ``3``, so a question and a
 memory that write a date differently still meet. Documents are ranked in parts (``Part``), each an
-``Index`` the caller can keep while its documents stay the same. An index keeps its documents' words
-in one string and, for each term, the words that read as it; a query's term is counted by C's string
-search for those words, when it is asked for. So a fresh worker turns only the distinct words of a
-thousand memories into terms, not every word, and a warm one counts a term once. Ranking only orders
-what the turn may already see; privacy is decided before any memory gets here."""
+``Index`` of its documents' terms that the caller can keep while they stay the same (a warm worker
+then ranks a thousand memories without reading one of their words again); scoring walks only the
+postings of the query's terms, and ordering sorts only the documents that match. Ranking only
+orders what the turn may already see; privacy is decided before any memory gets here.
+"""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ import math
 import re
 import unicodedata
 from bisect import bisect_right
-from collections import defaultdict
+from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, chain, repeat
-from operator import add, floordiv, itemgetter
+from itertools import chain, repeat
+from operator import add
 from typing import Final
 
 TRIGGER_WEIGHT: Final = 1.0
@@ -88,9 +88,6 @@ _VOWELS: Final = frozenset("aeiouy")
 _TERM_CACHE_LIMIT: Final = 50_000
 _TEXT_CACHE_LIMIT: Final = 20_000
 _COUNTED_TERMS_LIMIT: Final = 2_000
-_COMMON_WORD_SHARE: Final = 8
-"""A word in more than one document of this many is counted document by document, not walked."""
-_SECOND: Final = itemgetter(1)
 
 
 def stem(word: str) -> str:
@@ -197,42 +194,21 @@ class Ranked:
     relevance: float
 
 
-_texts: dict[str, str] = {}
-"""Each text's words (``words``), each between two spaces of its own (`` a  b ``; "" for none), so
-no two occurrences of a word share a space and C's ``str.count`` counts them. Worked out once: a book
-that gains a memory is indexed again from these (never changed once here)."""
+_texts: dict[str, list[str]] = {}
+"""Each text's terms, worked out once: a book that gains a memory is indexed again from these
+(never changed once here)."""
 
 
-def _learn(texts: Sequence[str]) -> list[str] | None:
-    """Put the words of ``texts`` in ``_texts``, all of them cut and folded in one pass (``_APART``
-    between them), and answer that pass's words (None when a text holding ``_APART`` made it go
-    one by one). A word's terms are not looked up here: only the vocabulary's are (``_forms``)."""
+def _learn(texts: Sequence[str]) -> None:
+    """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
+    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this."""
     joined = f" {_APART} ".join(texts)
     if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
         for text in texts:
-            _texts[text] = "".join(f" {word} " for word in words(text))
-        return None
-    cut = words(joined)
-    spelled = f" {'  '.join(cut)} " if cut else ""  # one text without a word is ""
-    _texts.update(zip(texts, spelled.split(f" {_APART} "), strict=True))
-    return cut
-
-
-def _forms(vocabulary: Iterable[str]) -> dict[str, list[str]]:
-    """For each term, the words of ``vocabulary`` that read as it (a word is listed once for each
-    time it holds the term: a hyphenated word or a date holds several). In no particular order:
-    ``Index.counts`` adds their counts up and orders the documents itself."""
-    forms: defaultdict[str, list[str]] = defaultdict(list)
-    for word in vocabulary:
-        spelled = _terms[word]
-        if " " in spelled:
-            for term in spelled.split():
-                forms[term].append(word)
-        else:
-            forms[spelled].append(word)
-    forms.pop("", None)  # the stop words
-    forms.pop(_APART, None)  # it would match between every two documents
-    return forms
+            _texts[text] = terms(text)
+        return
+    found = " ".join(map(_terms.__getitem__, words(joined))).split(_APART)
+    _texts.update(zip(texts, map(str.split, found), strict=True))
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,17 +217,11 @@ class Index:
     too (a section's label: whom its memories are about) and a key of its own (a memory's id, a
     term as ``terms`` reads it, so a question quoting it finds it).
 
-    ``documents``: each text's words as ``_texts`` keeps them; ``spelled``: all of them in one
-    string, ``_APART`` between; ``starts``: where each document begins in it; ``forms``: the words
-    that read as each term (``_forms``). A term is counted when a query asks for it, by C's
-    string search for its words, so a fresh worker never turns every word into its term (that
-    was most of what ranking a thousand memories cost it). ``lengths``: each document's words,
-    with the shared text's terms and the key: what BM25 calls its length."""
+    ``documents``: each text's terms; ``postings``: for each term, the documents holding it (their
+    numbers, once for each time); ``lengths``: each document's terms, shared and key included."""
 
-    documents: tuple[str, ...]
-    spelled: str
-    starts: tuple[int, ...]
-    forms: Mapping[str, Sequence[str]]
+    documents: tuple[Sequence[str], ...]
+    postings: Mapping[str, Sequence[int]]
     lengths: tuple[int, ...]
     shared: Mapping[str, int]
     keys: Mapping[str, int]
@@ -261,17 +231,10 @@ class Index:
     """``counts`` of the terms asked for so far: a warm worker's turns ask the same words again."""
 
     def counts(self, term: str) -> dict[int, int]:
-        """How often ``term`` occurs in each document holding it, by number (do not change what it
-        answers)."""
+        """How often ``term`` occurs in each document holding it (do not change what it answers)."""
         known = self.counted.get(term)
         if known is None:
-            forms = self.forms.get(term, ())
-            known = self._found(forms[0]) if len(forms) == 1 else {}
-            if len(forms) > 1:
-                for word in forms:
-                    for number, count in self._found(word).items():
-                        known[number] = known.get(number, 0) + count
-                known = dict(sorted(known.items()))
+            known = dict(Counter(self.postings.get(term, ())))
             shared = self.shared.get(term, 0)
             if shared:
                 known = {number: known.get(number, 0) + shared for number in range(len(self.lengths))}
@@ -283,40 +246,22 @@ class Index:
             self.counted[term] = known
         return known
 
-    def _found(self, word: str) -> dict[int, int]:
-        """The documents holding ``word``, by number, with how often: walked from one occurrence to
-        the next while it is rare, counted in each document once it is common."""
-        needle = f" {word} "
-        found: dict[int, int] = {}
-        starts, find, step = self.starts, self.spelled.find, len(needle)
-        common = len(self.documents) // _COMMON_WORD_SHARE
-        at = find(needle)
-        while at >= 0:
-            if len(found) > common:
-                return dict(filter(_SECOND, enumerate(map(str.count, self.documents, repeat(needle)))))
-            number = bisect_right(starts, at) - 1
-            found[number] = found.get(number, 0) + 1
-            at = find(needle, at + step)
-        return found
-
 
 def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> Index:
     """The ``Index`` of ``texts`` (in their order), each also holding ``shared`` and its key."""
-    distinct = dict.fromkeys(texts)
-    unknown = [text for text in distinct if text not in _texts]
+    unknown = [text for text in dict.fromkeys(texts) if text not in _texts]
     if len(_texts) + len(unknown) > _TEXT_CACHE_LIMIT:  # start again, with this section's texts all
         _texts.clear()
-        unknown = list(distinct)
-    cut = _learn(unknown) if unknown else None
+        unknown = list(dict.fromkeys(texts))
+    if unknown:
+        _learn(unknown)
     documents = tuple(map(_texts.__getitem__, texts))
-    if cut is not None and len(unknown) == len(distinct):
-        vocabulary = set(cut)  # a fresh section: its words were just cut
-    else:
-        vocabulary = set(" ".join(documents).split())
-    starts = tuple(accumulate(map(add, map(len, documents), repeat(len(_APART))), initial=0))[:-1]
+    postings: defaultdict[str, list[int]] = defaultdict(list)
+    holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
+    deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
-    lengths = tuple(map(add, map(floordiv, map(str.count, documents, repeat(" ")), repeat(2)), repeat(extra)))
+    lengths = tuple(map(add, map(len, documents), repeat(extra)))
     if all(map(str.isdigit, keys)) and min(map(len, keys), default=3) > 2 and all(map(str.isascii, keys)):
         named = dict(zip(keys, range(len(keys)), strict=True))  # memory ids: terms as they are
     else:
@@ -326,8 +271,7 @@ def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> I
             if found:
                 named[found] = number
     counts = {term: shared_terms.count(term) for term in shared_terms}
-    spelled = _APART.join(documents)
-    return Index(documents, spelled, starts, _forms(vocabulary), lengths, counts, named, sum(lengths))
+    return Index(documents, dict(postings), lengths, counts, named, sum(lengths))
 
 
 @dataclass(frozen=True, slots=True)
@@ -375,7 +319,10 @@ def rank(
     relevance = lexical
     if semantic is not None:
         best = sorted(lexical, key=lexical.__getitem__, reverse=True)[:LEXICAL_SHORTLIST]
-        relevance = hybrid(lexical, semantic(best))
+        cosines = semantic(best)
+        if chosen is not None:  # only those ranked have a say in the median
+            cosines = {number: cosine for number, cosine in cosines.items() if number in chosen}
+        relevance = hybrid(lexical, cosines)
     ages = list(chain.from_iterable(part.ages for part in parts))
     tiers = list(chain.from_iterable(repeat(part.tier, len(part)) for part in parts))
     oldest = max((part.ages[-1] for part in parts if len(part)), default=0.0) or 1.0
@@ -445,9 +392,11 @@ def hybrid(lexical: Mapping[int, float], semantic: Mapping[int, float]) -> dict[
     cosines (at or below it: 0) and the best. A model's cosines crowd into a band of its own
     (all-MiniLM-L6-v2 gives unrelated memories 0.2–0.4), so cosines blended as they are let the
     many unrelated memories outweigh the words that tell related ones apart (``make bench``,
-    docs/memory.md). A document without an embedding (not in ``semantic``) keeps its words alone."""
+    docs/memory.md). A document without an embedding, or whose cosine was not measured, adds no
+    meaning: it never outranks one with the same words that has (saved before embeddings were on,
+    it would otherwise outrank every correction saved since)."""
     best_words = max(lexical.values(), default=0.0) or 1.0
-    blended = {number: score / best_words for number, score in lexical.items()}
+    blended = {number: (1 - SEMANTIC_WEIGHT) * score / best_words for number, score in lexical.items()}
     measured = sorted(cosine for cosine in semantic.values() if cosine > 0)
     if not measured:
         meaning: dict[int, float] = {}
@@ -456,12 +405,8 @@ def hybrid(lexical: Mapping[int, float], semantic: Mapping[int, float]) -> dict[
         meaning = {number: (cosine - median) / span for number, cosine in semantic.items() if cosine > median}
     else:  # one cosine, or all alike: the best are as near as can be
         meaning = {number: 1.0 for number, cosine in semantic.items() if cosine == measured[-1]}
-    for number, share in blended.items():
-        if number in semantic:
-            blended[number] = (1 - SEMANTIC_WEIGHT) * share + SEMANTIC_WEIGHT * meaning.get(number, 0.0)
     for number, near in meaning.items():
-        if number not in blended:
-            blended[number] = SEMANTIC_WEIGHT * near
+        blended[number] = blended.get(number, 0.0) + SEMANTIC_WEIGHT * near
     return blended
 
 
