@@ -6,7 +6,9 @@ processes that each poll the queue as Lambda's SQS poller does (one message at a
 scripted model answers, so the cadence nudge and its summary writes happen as in real use.
 
 Prints the throughput, whether every message got exactly one reply (``load.replies=R/M`` with
-``load.doubled=0``) and the worker time per turn. Bounded: ``LOAD_MESSAGES`` (1000), ``LOAD_WORKERS``
+``load.doubled=0``), how many posts the relay had to retry (a 503: the queue not reached in time,
+moto serving one request at a time; a retried post that was queued after all is deduplicated by
+its turn id, which ``load.doubled`` checks) and the worker time per turn. Bounded: ``LOAD_MESSAGES`` (1000), ``LOAD_WORKERS``
 (4), ``LOAD_DEADLINE_SECONDS`` (600); everything is on 127.0.0.1.
 """
 
@@ -28,6 +30,12 @@ from typing import Any
 import httpx
 
 from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.relay.forwarder import (
+    DEFAULT_BASE_DELAY_SECONDS,
+    DEFAULT_MAX_ATTEMPTS,
+    DEFAULT_MAX_DELAY_SECONDS,
+    RETRYABLE_CLIENT_STATUSES,
+)
 from kioku.signatures import sign_request
 
 GUILD = "200000000000000001"
@@ -70,7 +78,7 @@ def main() -> None:
         started = time.perf_counter()
         for process in pool:
             process.start()
-        triggers = _relay(stack, channels, people, messages)
+        triggers, retried = _relay(stack, channels, people, messages)
         done.set()
         worker_ms = [ms for _ in pool for ms in timings.get(timeout=max(deadline - time.monotonic(), 1) + 60)]
         for process in pool:
@@ -92,6 +100,7 @@ def main() -> None:
     )
     print(f"load.turns_per_second={len(worker_ms) / elapsed:.1f} (wall {elapsed:.1f} s)")
     print(f"load.replies={answered}/{messages}")
+    print(f"load.relay_retries={retried} (posts RelayFunction answered 503 first, retried as the relay does)")
     print(f"load.doubled={doubled}")
     if worker_ms:
         p95 = worker_ms[min(int(len(worker_ms) * 0.95), len(worker_ms) - 1)]
@@ -114,21 +123,31 @@ def _moto_process() -> Iterator[str]:
         server.wait(timeout=10)
 
 
-def _relay(stack: LocalStack, channels: list[str], people: list[dict], count: int) -> list[str]:
-    """Post ``count`` messages as the gateway relay would, a few at a time; their ids."""
+def _relay(stack: LocalStack, channels: list[str], people: list[dict], count: int) -> tuple[list[str], int]:
+    """Post ``count`` messages as the gateway relay would, a few at a time, retrying what it retries
+    (a 503 when the queue was not reached in time: moto serves one request at a time here) as often
+    and as late as it does; their ids, and how many posts were retried."""
     url, key = stack.urls["relay"], stack.relay_signing_key
+    retried = Counter[str]()
 
     def post(n: int) -> str:
         message = stack.discord.seed_message(
             channels[n % len(channels)], people[n % len(people)], f"<@{stack.application_id}> message {n}"
         )
         body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
-        headers = {"content-type": "application/json", **sign_request(key, body)}
-        httpx.post(url, content=body, headers=headers, timeout=30).raise_for_status()
+        for attempt in range(1, DEFAULT_MAX_ATTEMPTS + 1):
+            headers = {"content-type": "application/json", **sign_request(key, body)}
+            response = httpx.post(url, content=body, headers=headers, timeout=30)
+            retryable = response.status_code in RETRYABLE_CLIENT_STATUSES or response.status_code >= 500
+            if not retryable or attempt == DEFAULT_MAX_ATTEMPTS:
+                break
+            retried["posts"] += 1
+            time.sleep(min(DEFAULT_MAX_DELAY_SECONDS, DEFAULT_BASE_DELAY_SECONDS * 2 ** (attempt - 1)))
+        response.raise_for_status()
         return message["id"]
 
     with ThreadPoolExecutor(POSTERS) as posters:
-        return list(posters.map(post, range(count)))
+        return list(posters.map(post, range(count))), retried["posts"]
 
 
 def _work(queue_url: str, deadline: float, done: Any, timings: Any) -> None:

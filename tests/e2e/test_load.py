@@ -25,3 +25,4 @@ def test_concurrent_workers_answer_every_message_exactly_once():
     assert re.search(r"^load\.replies=40/40$", result.stdout, re.MULTILINE)
     assert re.search(r"^load\.doubled=0$", result.stdout, re.MULTILINE)
     assert re.search(r"^load\.turns_per_second=\d", result.stdout, re.MULTILINE)
+    assert re.search(r"^load\.relay_retries=\d+ ", result.stdout, re.MULTILINE)
