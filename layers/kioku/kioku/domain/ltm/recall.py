@@ -114,9 +114,6 @@ class Recall:
     def left_out(self) -> int:
         return len(self.candidates) - len(self.shown)
 
-    def not_shown(self) -> list[Recalled]:
-        return [self.candidates[number] for number in self.hidden()]
-
     def hidden(self) -> list[int]:
         """The numbers of the candidates the item does not show."""
         shown = set(self.shown)

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final
 
-from kioku.discord.protocol import Permission
+from kioku.discord.protocol import Permission, permission_bits
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -28,7 +28,7 @@ PERMISSION_REFUSAL: Final = "You need the **Manage Server** permission to change
 def manages_server(interaction: Interaction) -> bool:
     """Whether the invoker may manage the server the interaction comes from (Discord computed the
     permissions, channel overwrites included)."""
-    permissions = int(interaction.member.permissions) if interaction.member else 0
+    permissions = (permission_bits(interaction.member.permissions) if interaction.member else None) or 0
     return bool(permissions & (Permission.MANAGE_GUILD | Permission.ADMINISTRATOR))
 
 
