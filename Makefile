@@ -31,10 +31,15 @@ venv: $(STAMP)
 run: venv
 	$(BIN)/kioku playground $(ARGS)
 
-## make test: lint, template validation and the whole test suite (PYTEST_WORKERS processes, one a core)
+## make test: lint, template validation and the whole test suite (PYTEST_WORKERS processes, one a core),
+## in a random order each run so no test leans on another's leftovers; SEED=N replays an order
 PYTEST_WORKERS ?= 2
+ifndef SEED
+SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+endif
 test: lint
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal
+	@echo "test order: make test SEED=$(SEED) replays it"
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -p randomly --randomly-seed=$(SEED)
 
 lint: venv
 	$(BIN)/ruff check .

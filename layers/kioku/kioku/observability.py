@@ -9,6 +9,7 @@ Every module logs through ``logging.getLogger(__name__)``. Those loggers are chi
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from enum import StrEnum
@@ -21,7 +22,20 @@ from aws_lambda_powertools.metrics import MetricUnit
 SERVICE: Final = "kioku"
 DEFAULT_NAMESPACE: Final = "Kioku"
 
-logger = Logger(service=SERVICE)
+
+class _Stdout:
+    """Standard output as it is when a line is written (Lambda sends it to CloudWatch Logs). A
+    stream bound once would keep whatever stdout was at import: in a process that swaps it (tests,
+    the playground, the scaling script), a buffer that is closed later."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
+logger = Logger(service=SERVICE, stream=_Stdout())  # type: ignore[arg-type]
 metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=SERVICE
 )
