@@ -89,6 +89,7 @@ from kioku.domain.ltm.memory import (
     allows_personal_memories,
     content_fingerprint,
     new_memory_id,
+    new_review_tag,
     refuses_as_duplicate,
 )
 from kioku.domain.ltm.ports import RecallSet
@@ -124,6 +125,7 @@ _NAMES: Final = {
     "#subject_id": "subject_id",
     "#embedding": "embedding",
     "#unguarded": "unguarded",
+    "#review_tag": "review_tag",
 }
 
 
@@ -385,7 +387,12 @@ class DynamoMemoryStore:
         )
         updated = replace(updated, holds_guard=updated.holds_guard or moves)
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
-        removed = [*(() if embedding else ("#embedding",)), *(("#unguarded",) if moves else ())]
+        updated = replace(updated, review_tag=None)  # a review button shown before is out of date
+        removed = [
+            *(() if embedding else ("#embedding",)),
+            *(("#unguarded",) if moves else ()),
+            "#review_tag",
+        ]
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
@@ -402,6 +409,7 @@ class DynamoMemoryStore:
                     "#author_id",
                     "#embedding",
                     "#unguarded",
+                    "#review_tag",
                     *(("#subject_id",) if subject else ()),
                 ),
                 values={
@@ -537,6 +545,26 @@ class DynamoMemoryStore:
             values={":no_author": NO_AUTHOR, ":read_author": memory.author_id},
             refused=f"memory #{memory.memory_id} changed or was deleted",
         )
+
+    def tag_for_review(self, memory: Memory) -> Memory:
+        """``memory`` with the random tag its review buttons carry: its own, or, for one saved before
+        tags were kept (or changed since), one written now while it has none."""
+        if memory.review_tag:
+            return memory
+        tag = new_review_tag()
+        try:
+            self._guarded(
+                self._table.update,
+                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                "SET #review_tag = :tag",
+                condition="attribute_exists(pk) AND attribute_not_exists(#review_tag)",
+                names=_names("#review_tag"),
+                values={":tag": tag},
+            )
+        except ConditionFailed as exc:  # tagged meanwhile (or gone: its buttons are then refused)
+            if exc.old_item and exc.old_item.get("review_tag"):
+                return replace(memory, review_tag=str(exc.old_item["review_tag"]))
+        return replace(memory, review_tag=tag)
 
     def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
@@ -685,7 +713,11 @@ class DynamoMemoryStore:
         )
         operations["counter"] = counter
         operations["memory"] = table.op_put(
-            memory_to_item(draft, memory_id, fingerprint, shard), condition="attribute_not_exists(pk)"
+            {
+                **memory_to_item(draft, memory_id, fingerprint, shard),
+                **({"review_tag": new_review_tag()} if draft.status is MemoryStatus.PENDING else {}),
+            },
+            condition="attribute_not_exists(pk)",
         )
         operations["book"] = table.op_update(
             book_key(scope, shard),
@@ -945,6 +977,7 @@ def memory_from_item(item: Item) -> Memory:
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
         book_shard=int(item.get("book_shard", 0)),
         embedding=_optional_bytes(item.get("embedding")),
+        review_tag=_optional_str(item.get("review_tag")),
         holds_guard=not item.get("unguarded"),
     )
 

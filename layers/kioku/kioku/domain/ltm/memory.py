@@ -120,6 +120,8 @@ class Memory:
     """Which item of its scope's recall book holds it (the store's bookkeeping)."""
     embedding: bytes | None = field(default=None, compare=False, repr=False)
     """Its content's quantised embedding (``vectors``); None when embeddings were off or failed."""
+    review_tag: str | None = field(default=None, compare=False, repr=False)
+    """The random tag its review buttons carry while it awaits review (never anything of its text)."""
     holds_guard: bool = field(default=True, compare=False)
     """Whether its duplicate guard is its own: a save the guard would have refused, were this memory
     recalled wherever that save is, takes the guard over (the store's bookkeeping)."""
@@ -281,6 +283,15 @@ def allows_personal_memories(level: PrivacyLevel) -> bool:
 def content_fingerprint(content: str) -> str:
     """The same fact written with other case, width or spacing has the same fingerprint."""
     return hashlib.sha256(normalize_for_comparison(content).encode()).hexdigest()
+
+
+REVIEW_TAG_CHARS: Final = 12
+
+
+def new_review_tag() -> str:
+    """What a review button carries besides the memory's id: random, so that nothing of the text can
+    be guessed from it; a new one whenever the memory changes, so a button shown before is refused."""
+    return secrets.token_hex(REVIEW_TAG_CHARS // 2)
 
 
 def new_memory_id() -> str:
