@@ -89,6 +89,9 @@ class Guild:
     everyone_permissions: int
     overrides: Mapping[str, PrivacyMode] = field(default_factory=dict)
     bypass: bool = False
+    owner_id: str | None = None
+    reviews: bool = False
+    """``/server memories moderation mode:approval``: members' server memories wait for review."""
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,11 @@ class TurnPlan:
     """Before the message, the speaker runs ``/personal memories forget-all``."""
     bypass: bool | None = None
     """Before the message, a manager of the turn's guild switches its bypass on (True) or off (False)."""
+    repeat: int | None = None
+    """The memories the model saves say, word for word, what an earlier one of their kind says (its
+    index, modulo how many there are; a personal one about the same person)."""
+    make_private: bool = False
+    """Before the message, a manager makes the channel the repeated memory was said in private."""
 
 
 @dataclass(frozen=True)
@@ -292,6 +300,39 @@ def forget_races(draw: st.DrawFn) -> ForgetRace:
 
 
 @st.composite
+def repeating_worlds(draw: st.DrawFn) -> World:
+    """Worlds where some guilds review members' memories (their owner, the first member, manages)."""
+    world = draw(worlds())
+    guilds = []
+    for guild in world.guilds:
+        members = [user.user_id for user in world.users if guild.guild_id in user.guild_ids]
+        guilds.append(replace(guild, owner_id=members[0] if members else None, reviews=draw(st.booleans())))
+    return replace(world, guilds=tuple(guilds))
+
+
+@st.composite
+def repeating_scenarios(draw: st.DrawFn) -> Scenario:
+    """Turns that save again, in other channels, by other people, what earlier memories say, while
+    channels turn private after the first save and members' memories wait for review."""
+    world = draw(repeating_worlds())
+    plans = []
+    for _ in range(draw(st.integers(6, 14))):
+        plan = draw(turn_plans(world))
+        repeat = draw(st.none() | st.integers(0, 15))
+        plans.append(
+            replace(
+                plan,
+                revise=plan.revise if repeat is not None and draw(st.booleans()) else None,
+                forget=False,
+                forget_all=False,
+                repeat=repeat,
+                make_private=repeat is not None and draw(st.booleans()),
+            )
+        )
+    return Scenario(world, tuple(plans))
+
+
+@st.composite
 def scenarios(
     draw: st.DrawFn,
     *,
@@ -397,6 +438,9 @@ class FakeDiscord:
             for channel in self.world.channels
             if channel.guild_id == guild_id and not channel.is_thread
         ]
+
+    def get_guild(self, guild_id: str) -> dict[str, Any]:
+        return {"id": guild_id, "owner_id": self.world.guild(guild_id).owner_id}
 
     def get_guild_roles(self, guild_id: str) -> list[dict[str, Any]]:
         everyone = self.world.guild(guild_id).everyone_permissions
@@ -549,6 +593,13 @@ class Written:
     stored: bool = True
     memory_id: str | None = None
     gone: bool = False
+    pending: bool = False
+    """A server memory waiting for review: recalled nowhere."""
+    text: str | None = None
+    """A memory's words as the model wrote them."""
+    private_then: bool | None = None
+    """Whether a memory's place was private (after the overrides) when it was written; what someone
+    says about themself follows them to other servers and their DM as public or private as then."""
 
     @property
     def row(self) -> tuple[str | None, str]:
@@ -577,6 +628,21 @@ class Oracle:
     def __init__(self, world: World) -> None:
         self.world = world
         self.bypass = {guild.guild_id: guild.bypass for guild in world.guilds}
+        self.overrides = {guild.guild_id: dict(guild.overrides) for guild in world.guilds}
+        """Each guild's overrides as they are now (the test changes them as its turns say)."""
+
+    def manages(self, user_id: str, guild_id: str) -> bool:
+        """The owner manages a guild, and everyone where @everyone is administrator."""
+        guild = self.world.guild(guild_id)
+        return guild.owner_id == user_id or bool(guild.everyone_permissions & ADMINISTRATOR_BIT)
+
+    def waits_for_review(self, kind: Kind, where: Where, speaker: str) -> bool:
+        return (
+            kind is Kind.SERVER_MEMORY
+            and where.guild_id is not None
+            and self.world.guild(where.guild_id).reviews
+            and not self.manages(speaker, where.guild_id)
+        )
 
     def discord_private(self, channel: Channel) -> bool:
         """@everyone cannot view the channel (administrator views everything; the channel's
@@ -601,7 +667,7 @@ class Oracle:
         private thread follows its channel's)."""
         channel = self.world.channel(where.channel_id)
         assert channel is not None and where.guild_id is not None
-        overrides = self.world.guild(where.guild_id).overrides
+        overrides = self.overrides[where.guild_id]
         if channel.kind != PRIVATE_THREAD:
             mode = overrides.get(channel.channel_id) or overrides.get(channel.parent_id or "")
             if mode is PrivacyMode.PRIVATE:
@@ -651,11 +717,21 @@ class Oracle:
     def rewritten_at(self, old: Written, rewritten: Written) -> Where:
         """Where a rewritten memory belongs: where it is rewritten, unless it would be shown there in
         more places than where it was (so the bypass, which only widens reading, never moves it)."""
-        stays = replace(rewritten, where=old.where)
+        stays = replace(rewritten, where=old.where, private_then=old.private_then)
         return rewritten.where if self.reach(rewritten) <= self.reach(stays) else old.where
+
+    def may_refuse(self, existing: Written, new: Written) -> bool:
+        """Rule 1 of "no oracle": a save (or rewrite) of the same words is refused only by a memory
+        that is kept, not waiting for review, and shown wherever the new one would be."""
+        if not existing.stored or existing.gone or existing.pending:
+            return False
+        wanted = self.reach(new)
+        return bool(wanted) and wanted <= self.reach(existing)
 
     def may_show(self, written: Written, probe: Probe, *, bypass: bool = True) -> bool:
         at = probe.where
+        if written.pending:
+            return False
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)
             return probe.speaker == owner.user_id and (at.guild_id is None or owner.cross_server)
@@ -666,8 +742,11 @@ class Oracle:
         if written.author_id == written.subject_id:
             if written.where.guild_id is None:
                 return True  # said by the subject in their DM: it follows them
-            # public: it follows them
-            return not self.private(written.where) or self.guild_rule(written.where, at, bypass=bypass)
+            # public: it follows them (elsewhere as public as it was when said)
+            private = self.private(written.where)
+            if at.guild_id != written.where.guild_id and written.private_then is not None:
+                private = written.private_then
+            return not private or self.guild_rule(written.where, at, bypass=bypass)
         return self.guild_rule(written.where, at, bypass=bypass)
 
     def may_change(self, written: Written, probe: Probe) -> bool:

@@ -40,7 +40,7 @@ from kioku.domain.ltm.memory import (
 )
 from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.models import PrivacyLevel, UserProfile
-from kioku.domain.privacy import Origin, Place, PrivacyPolicy
+from kioku.domain.privacy import Origin, Place, PrivacyMode, PrivacyPolicy
 
 HERE = Origin("500", "700", private=False)
 SEEN_HERE = {"place": Place("500", "700"), "policy": PrivacyPolicy("500")}
@@ -226,6 +226,48 @@ def test_replace_content_moves_the_guard(table):
     # the old fact is free again, the new one is guarded
     assert store.create(draft(scope, "{user} likes tea"), limit=5).created
     assert store.create(draft(scope, "{user} likes GREEN tea"), limit=5).memory_id == created.memory_id
+
+
+def test_a_memory_made_private_since_lends_its_guard_to_the_same_fact_said_in_public(table):
+    # Given a fact saved in public #700, whose channel a manager then made private
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    first = store.create(draft(scope, "the launch is on March 3"), limit=5).memory_id
+    now = PrivacyPolicy(SERVER, {HERE.channel_id: PrivacyMode.PRIVATE})
+    elsewhere = replace(draft(scope, "The launch is on march 3"), origin=Origin(SERVER, "701", private=False))
+
+    # When the same fact is said in #701, twice
+    second = store.create(elsewhere, limit=5, policy=now)
+    again = store.create(elsewhere, limit=5, policy=now)
+
+    # Then the first saves a memory of its own, which takes the guard; the second is its duplicate
+    assert second.created and second.memory_id != first
+    assert not again.created and again.memory_id == second.memory_id
+    assert not store.find(ScopeKind.SERVER, SERVER, first).holds_guard
+    # the first can still be deleted, and leaves the guard to the second
+    store.delete(store.find(ScopeKind.SERVER, SERVER, first))
+    assert len(stored_items(table, ScopeKind.SERVER, SERVER, "H#")) == 1
+    assert not store.create(elsewhere, limit=5, policy=now).created
+    # without the override the first would have refused it (in a scope of its own)
+    other = MemoryScope.server(SERVER, 2)
+    store.create(draft(other, "the launch is on March 3"), limit=5)
+    assert not store.create(replace(elsewhere, scope=other), limit=5, policy=PrivacyPolicy(SERVER)).created
+
+
+def test_a_pending_memory_refuses_neither_a_save_nor_a_rewrite_of_its_words(table):
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.server(SERVER, 1)
+    pending = store.create(replace(draft(scope, "quiz night"), status=MemoryStatus.PENDING), limit=5)
+    coffee = store.find(ScopeKind.SERVER, SERVER, store.create(draft(scope, "coffee"), limit=5).memory_id)
+
+    rewritten = store.replace_content(coffee, "Quiz night", NOW)
+    saved = store.create(draft(scope, "quiz  night"), limit=5)
+
+    assert rewritten.content == "Quiz night" and rewritten.holds_guard
+    assert not store.find(ScopeKind.SERVER, SERVER, pending.memory_id).holds_guard
+    assert not saved.created and saved.memory_id == coffee.memory_id  # the active one refuses it
+    store.reject(store.find(ScopeKind.SERVER, SERVER, pending.memory_id))
+    assert_books_match_memories(table, ScopeKind.SERVER, SERVER)
 
 
 def test_replace_content_refuses_another_memorys_fact_and_stale_reads(table):

@@ -39,7 +39,8 @@ from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.discord.models import parse_message
 from kioku.domain.ltm.memory import ScopeKind
-from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
@@ -76,6 +77,7 @@ from tests.integration.privacy_world import (
     channels_named_in,
     forget_races,
     lost_channel_events,
+    repeating_scenarios,
     scenarios,
     tokens_in,
 )
@@ -117,6 +119,7 @@ shares is a near-duplicate of it, so both outcomes of a save are played."""
 MEMORY_KINDS: Final = (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
 LEFT_OUT: Final = re.compile(r"\((\d+) more memories are not shown")
 BYPASS_EXAMPLES: Final = 25
+REPEAT_EXAMPLES: Final = 30
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
     deadline=None,
@@ -187,6 +190,18 @@ def test_a_retried_turn_does_not_post_its_notice_about_someone_who_forgot_everyt
 
     # Then the retry posts no "Memory saved" notice quoting what was said about bo
     assert problems == []
+
+
+@settings(PROPERTY_SETTINGS, max_examples=REPEAT_EXAMPLES)
+@given(scenario=repeating_scenarios())
+def test_a_fact_said_again_is_refused_only_by_a_memory_recalled_wherever_it_would_be(
+    dynamodb, scenario: Scenario
+):
+    """Saves and rewrites that repeat what earlier memories say, after their channel turned private,
+    while they await review, by others and elsewhere: "already remembered" only for a memory shown
+    wherever the new one would be (else CONFIRMED), and every kept memory shown where it may be."""
+    problems = play(scenario, dynamodb)
+    assert not problems, story(scenario) + "\n" + "\n".join(problems)
 
 
 @settings(PROPERTY_SETTINGS, max_examples=15)
@@ -263,6 +278,51 @@ def test_what_is_written_over_a_public_memory_in_a_private_thread_stays_in_the_t
     )
 
     # Then bo is not shown what ann wrote in the thread
+    assert problems == []
+
+
+def _open_and_random(*, reviews: bool = False) -> tuple[World, User, User, str, str, str]:
+    """One guild (owned by bo) with two public channels, #open and #random; bo and mallory."""
+    guild, opened, randomly = "200000000000000000", "300000000000000000", "300000000000000001"
+    bo, mallory = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("bo", "mallory"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT, owner_id=bo.user_id, reviews=reviews),),
+        channels=(Channel(opened, guild), Channel(randomly, guild)),
+        users=(bo, mallory),
+    )
+    return world, bo, mallory, guild, opened, randomly
+
+
+def test_a_memory_of_a_channel_made_private_since_is_not_confirmed_by_saying_it_again(dynamodb):
+    # Given bo's server memory saved in public #open, which a manager then makes private
+    world, bo, mallory, guild, opened, randomly = _open_and_random()
+    saved = TurnPlan(bo.user_id, Where(guild, opened), server_memory=True)
+    # a memory of mallory's own, to rewrite
+    hers = TurnPlan(mallory.user_id, Where(guild, randomly), server_memory=True)
+
+    # When mallory, in #random, saves the same words, and rewrites her memory into them
+    again = TurnPlan(mallory.user_id, Where(guild, randomly), server_memory=True, repeat=0, make_private=True)
+    rewrites = TurnPlan(mallory.user_id, Where(guild, randomly), revise=1, repeat=0)
+    problems = play(Scenario(world, (saved, hers, again, rewrites)), dynamodb)
+
+    # Then neither is answered "already remembered" by bo's (CONFIRMED), and hers is shown in #random
+    assert problems == []
+
+
+def test_a_managers_save_of_a_fact_awaiting_review_is_remembered(dynamodb):
+    # Given a guild that reviews members' memories, and mallory's memory waiting for review
+    world, bo, mallory, guild, opened, randomly = _open_and_random(reviews=True)
+    waiting = TurnPlan(mallory.user_id, Where(guild, randomly), server_memory=True)
+
+    # When bo, its owner, saves the same words, then talks in #open
+    saved = TurnPlan(bo.user_id, Where(guild, randomly), server_memory=True, repeat=0)
+    later = TurnPlan(bo.user_id, Where(guild, opened))
+    problems = play(Scenario(world, (waiting, saved, later)), dynamodb)
+
+    # Then bo's save is not swallowed by the pending one (CONFIRMED), and it is recalled (MISSING)
     assert problems == []
 
 
@@ -485,8 +545,11 @@ def play(
             content += "".join(f" in <#{channel_id}>" for channel_id in plan.channel_mentions)
             message = discord.user_says(speaker, plan.where, content, now, mention=mention)
             revised = _memory_to_revise(plan, written)
+            repeated = _memories_to_repeat(plan, written)
+            if plan.make_private and plan.where.guild_id:
+                _make_private(ConfigStore(table), oracle, plan.where.guild_id, repeated)
             planned = _tool_calls(
-                plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else ""
+                plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "", repeated
             )
             model.plan(
                 [(call.name, call.arguments) for call in planned] + ([SEARCH_EVERYTHING] if budgeted else [])
@@ -499,7 +562,10 @@ def play(
             assert not record.apologised and not record.duplicate, f"turn {number} did not complete"
             shown = [message, *discord.fetched][:HISTORY_LIMIT]
             probe = Probe(plan.where, speaker.user_id, _taking_part(plan, shown))
-            seen = tokens_in([request.messages for request in model.requests[first_request:]])
+            # What the model itself wrote in its tool calls is not what it was shown.
+            seen = tokens_in(
+                [[m for m in r.messages if "tool_calls" not in m] for r in model.requests[first_request:]]
+            )
             problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world, budgeted)
             problems += _check_names(oracle, plan, number, model.requests[first_request:])
             if budgeted:
@@ -511,25 +577,56 @@ def play(
                 for (_, arguments), (_, result) in zip(model.made, record.tool_results, strict=True)
             }
             written.append(Written(said, Kind.MESSAGE, plan.where, speaker.user_id))
+            private_now = oracle.private(plan.where) if plan.where.guild_id else None
             for call in planned:
                 result = results.get(id(call.arguments))
                 done = result is not None and result.ok
+                text = call.arguments.get("memory_content") if call.kind in MEMORY_KINDS else None
                 if call.revises is None:
                     if call.token:
+                        pending = result is not None and result.status == SaveStatus.PENDING_REVIEW
+                        done = done or pending  # kept, but recalled nowhere until approved
                         memory_id = result.data.get("memory_id") if done and result else None
-                        written.append(
-                            Written(
-                                call.token,
-                                call.kind,
-                                plan.where,
-                                speaker.user_id,
-                                call.subject,
-                                stored=done,
-                                memory_id=memory_id,
-                            )
+                        new = Written(
+                            call.token,
+                            call.kind,
+                            plan.where,
+                            speaker.user_id,
+                            call.subject,
+                            stored=done,
+                            memory_id=memory_id,
+                            pending=pending,
+                            text=text,
+                            private_then=private_now,
                         )
+                        if done and new.pending != oracle.waits_for_review(
+                            call.kind, plan.where, speaker.user_id
+                        ):
+                            problems.append(
+                                f"REVIEWED at turn {number}: {_origin(oracle, new)} pending={new.pending}"
+                            )
+                        if done and "already remembered as memory" in str(result.data.get("message")):
+                            problems += _check_refusal(oracle, number, new, written)
+                            continue
+                        written.append(new)
                     continue
                 target = call.revises
+                if result is not None and result.status == UpdateStatus.DUPLICATE:
+                    would_be = replace(
+                        target,
+                        token=call.token or "",
+                        where=plan.where,
+                        author_id=speaker.user_id,
+                        subject_id=call.subject,
+                        memory_id=None,
+                        private_then=private_now,
+                    )
+                    where = oracle.rewritten_at(target, would_be)
+                    if where == target.where:
+                        would_be = replace(would_be, where=where, private_then=target.private_then)
+                    problems += _check_refusal(
+                        oracle, number, replace(would_be, memory_id=result.data.get("memory_id")), written
+                    )
                 if done and not oracle.may_change(target, probe):
                     problems.append(
                         f"TAMPERED at turn {number}: {speaker.name} in {_place(oracle, plan.where)} "
@@ -545,8 +642,13 @@ def play(
                         author_id=speaker.user_id,
                         subject_id=call.subject,
                         stored=done,
+                        text=text,
+                        private_then=private_now,
                     )
-                    written.append(replace(rewritten, where=oracle.rewritten_at(target, rewritten)))
+                    where = oracle.rewritten_at(target, rewritten)
+                    if where == target.where and where != plan.where:
+                        rewritten = replace(rewritten, private_then=target.private_then)
+                    written.append(replace(rewritten, where=where))
     return problems
 
 
@@ -603,8 +705,12 @@ def _check(
     problems = []
     newest_summaries = {w.row: w.token for w in written if w.kind is Kind.SUMMARY and w.stored}
     where = f"turn {number}: {_person(world, probe.speaker)} in {_place(oracle, probe.where)}"
+    # A memory saved again word for word, as a memory of its own, holds the same token as the first.
+    shown_elsewhere = {w.token for w in written if w.stored and not w.gone and oracle.may_show(w, probe)}
     for w in written:
-        if w.token in seen and w.token not in dialogue and w.gone:
+        if w.token in shown_elsewhere:
+            pass
+        elif w.token in seen and w.token not in dialogue and w.gone:
             problems.append(f"STALE at {where} saw {_origin(oracle, w)}, forgotten or rewritten since")
         elif w.token in seen and w.token not in dialogue and not oracle.may_show(w, probe):
             problems.append(f"LEAK at {where} saw {_origin(oracle, w)}")
@@ -759,6 +865,55 @@ def _after_forget_all(written: Written, user_id: str) -> Written:
     return written
 
 
+def _check_refusal(oracle: Oracle, number: int, new: Written, written: list[Written]) -> list[str]:
+    """A save or rewrite answered "already remembered as #id" (or "#id already says this") must
+    have been refused by a memory kept, not awaiting review, shown wherever the new one would be."""
+    existing = next(
+        (
+            w
+            for w in written
+            if w.memory_id == new.memory_id
+            and w.kind is new.kind
+            and w.stored
+            and not w.gone
+            and (new.kind is Kind.SERVER_MEMORY or w.subject_id == new.subject_id)
+        ),
+        None,
+    )
+    if existing is not None and oracle.may_refuse(existing, new):
+        return []
+    seen_as = (
+        _origin(oracle, existing) + (" (awaiting review)" if existing.pending else "") if existing else "?"
+    )
+    return [f"CONFIRMED at turn {number}: {_origin(oracle, new)} refused as a duplicate of {seen_as}"]
+
+
+def _memories_to_repeat(plan: TurnPlan, written: list[Written]) -> dict[Kind, Written]:
+    """The earlier memory of each kind whose words ``plan``'s saves repeat (a personal one about
+    anyone: the save is then about that person)."""
+    if plan.repeat is None:
+        return {}
+    repeated = {}
+    for kind in MEMORY_KINDS:
+        pool = [w for w in written if w.kind is kind and w.text and w.memory_id]
+        if pool:
+            repeated[kind] = pool[plan.repeat % len(pool)]
+    return repeated
+
+
+def _make_private(store: ConfigStore, oracle: Oracle, guild_id: str, repeated: dict[Kind, Written]) -> None:
+    """What ``/server privacy channel channel:<#…> mode:private`` stores, for the channel a repeated
+    memory of this guild was said in (a thread's channel)."""
+    for w in repeated.values():
+        if w.where.guild_id == guild_id:
+            channel_id = w.where.parent_id or w.where.channel_id
+            config = store.get_server_config(guild_id)
+            overrides = {**config.channel_privacy, channel_id: PrivacyMode.PRIVATE}
+            store.save_server_config(replace(config, channel_privacy=overrides))
+            oracle.overrides[guild_id][channel_id] = PrivacyMode.PRIVATE
+            return
+
+
 def _memory_to_revise(plan: TurnPlan, written: list[Written]) -> Written | None:
     """The memory ``plan`` rewrites or forgets: for an even ``revise``, one the speaker wrote or is
     the subject of, if any (most attempts should be allowed somewhere); else any memory kept."""
@@ -784,34 +939,51 @@ class _Call:
 
 
 def _tool_calls(
-    plan: TurnPlan, new_token: Callable[[Kind], str], revised: Written | None, filler: str = ""
+    plan: TurnPlan,
+    new_token: Callable[[Kind], str],
+    revised: Written | None,
+    filler: str = "",
+    repeated: dict[Kind, Written] | None = None,
 ) -> list[_Call]:
     calls = []
+    repeated = repeated or {}
     if plan.summary:
         token = new_token(Kind.SUMMARY)
         calls.append(_Call(STM_TOOL, {SUMMARY_FIELD: f"Notes {token}"}, token, Kind.SUMMARY))
     if plan.server_memory:
-        token = new_token(Kind.SERVER_MEMORY)
-        arguments = {"memory_content": _server_fact(plan, token, filler), "memory_scope": "server_wide"}
-        subject = plan.speaker if plan.names_speaker else None
+        again = repeated.get(Kind.SERVER_MEMORY)
+        token = again.token if again else new_token(Kind.SERVER_MEMORY)
+        content = again.text if again and again.text else _server_fact(plan, token, filler)
+        arguments = {"memory_content": content, "memory_scope": "server_wide"}
+        subject = plan.speaker if "{user}" in content else None
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, subject))
     if plan.personal_about:
-        token = new_token(Kind.PERSONAL_MEMORY)
+        again = repeated.get(Kind.PERSONAL_MEMORY)
+        about = again.subject_id if again and again.subject_id else plan.personal_about
+        token = again.token if again else new_token(Kind.PERSONAL_MEMORY)
         arguments = {
-            "memory_content": f"Fact {token}{filler}",
+            "memory_content": again.text if again and again.text else f"Fact {token}{filler}",
             "memory_scope": "target_user",
-            "target_user": f"<@{plan.personal_about}>",
+            "target_user": f"<@{about}>",
         }
-        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, plan.personal_about))
+        calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, about))
     if revised is not None and revised.memory_id:
-        token = None if plan.forget else new_token(revised.kind)
+        again = repeated.get(revised.kind)
+        token = None if plan.forget else (again.token if again else new_token(revised.kind))
         content, subject = f"Fact {token}{filler}", revised.subject_id
+        if (
+            again
+            and again.text
+            and token
+            and (revised.kind is Kind.SERVER_MEMORY or again.subject_id == subject)
+        ):
+            content = again.text
         if revised.kind is Kind.PERSONAL_MEMORY:
             arguments = {"target_user": f"<@{revised.subject_id}>"}
         else:
             arguments = {}
-            content = _server_fact(plan, token, filler)
-            subject = plan.speaker if plan.names_speaker else subject
+            content = content if again and content == again.text else _server_fact(plan, token, filler)
+            subject = plan.speaker if "{user}" in content else subject
         arguments |= {"memory_id": int(revised.memory_id), "memory_content": content if token else ""}
         calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, subject, revised))
     return calls
@@ -831,9 +1003,12 @@ def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
 
 def _configure(store: ConfigStore, world: World) -> None:
     for guild in world.guilds:
-        if guild.overrides or guild.bypass:
+        if guild.overrides or guild.bypass or guild.reviews:
             config = ServerConfig(
-                guild_id=guild.guild_id, channel_privacy=guild.overrides, stm_privacy_bypass=guild.bypass
+                guild_id=guild.guild_id,
+                channel_privacy=guild.overrides,
+                stm_privacy_bypass=guild.bypass,
+                memory_moderation=MemoryModeration.APPROVAL if guild.reviews else MemoryModeration.OPEN,
             )
             store.save_server_config(config)
     for user in world.users:
@@ -906,6 +1081,8 @@ def story(scenario: Scenario) -> str:
             if guild.overrides or guild.bypass
             else ""
         )
+        if guild.reviews:
+            settings_text += f" reviews memories, owner={_person(world, guild.owner_id)}"
         lines.append(f"  guild{guild.guild_id[-1]} @everyone={guild.everyone_permissions}{settings_text}")
     for channel in world.channels:
         where = Where(channel.guild_id, channel.channel_id, channel.parent_id if channel.is_thread else None)
@@ -926,6 +1103,10 @@ def story(scenario: Scenario) -> str:
             does.append(f"{'forgets' if plan.forget else 'rewrites'} kept memory #{plan.revise}")
         if plan.bypass is not None:
             does.insert(0, f"bypass switched {'on' if plan.bypass else 'off'} first")
+        if plan.repeat is not None:
+            does.append(f"saying again what kept memory #{plan.repeat} says")
+        if plan.make_private:
+            does.insert(0, "that memory's channel made private first")
         if plan.forget_all:
             does.insert(0, "forget-all first")
         named = [_person(world, plan.mention)] if plan.mention else []

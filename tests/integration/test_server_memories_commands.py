@@ -14,7 +14,14 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import book_key, counter_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, entry_attribute
 from kioku.discord.protocol import Permission
-from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import (
+    Memory,
+    MemoryDraft,
+    MemoryScope,
+    MemoryStatus,
+    ScopeKind,
+    content_fingerprint,
+)
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Origin, Place, PrivacyMode, PrivacyPolicy
 from kioku.playground.events import component_click, slash_command
@@ -559,6 +566,37 @@ def test_a_memory_changed_since_the_review_was_shown_is_not_approved(interact, s
     body = interact(click(approve))
 
     assert_ephemeral_error(body, "changed since this list was shown")
+    assert stored(memories) == {puns.memory_id: MemoryStatus.PENDING}
+
+
+def test_a_review_button_carries_nothing_computed_from_the_text(interact, seed):
+    # Given a pending memory said in a private channel, reviewed from a public one
+    vault = seed("the vault code is 5821", origin=SAID_IN_SECRET, status=MemoryStatus.PENDING)
+    twin = seed(
+        "the vault code is 5821", origin=Origin(GUILD, "300000000000000077"), status=MemoryStatus.PENDING
+    )
+
+    # When the review's buttons are read
+    approve, reject = review_buttons(interact, vault)
+    tag = approve.rsplit(":", 1)[1]
+
+    # Then the tag is neither a hash of the text nor found by guessing it offline
+    guesses = {content_fingerprint(f"the vault code is {code:04d}")[:12] for code in range(10_000)}
+    assert tag not in guesses and reject.endswith(tag)
+    assert review_buttons(interact, twin)[0].rsplit(":", 1)[1] != tag
+    assert review_buttons(interact, vault)[0] == approve  # the same buttons while it is unchanged
+
+
+def test_a_button_of_a_review_posted_before_the_tags_is_refused_as_out_of_date(interact, seed, memories):
+    # Given a pending memory, and an Approve button of a message posted before buttons had tags
+    puns = seed("loves puns", status=MemoryStatus.PENDING)
+    posted_before = f"server:memories:approve:{puns.memory_id}:{puns.fingerprint[:12]}"
+
+    # When it is clicked
+    body = interact(click(posted_before))
+
+    # Then it changes nothing and says why, in a message only the manager sees
+    assert_ephemeral_error(body, "Nothing was changed", "changed since this list was shown")
     assert stored(memories) == {puns.memory_id: MemoryStatus.PENDING}
 
 

@@ -22,6 +22,7 @@ from kioku.domain.ltm.memory import (
     TargetPrivacyRestricted,
     allows_personal_memories,
     content_fingerprint,
+    refuses_as_duplicate,
 )
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.recall import recall_subjects
@@ -150,12 +151,20 @@ class FakeMemoryStore:
             counts[memory.scope.lineage] = counts.get(memory.scope.lineage, 0) + 1
         return PersonalTarget(user_id, self.privacy.get(user_id, PrivacyLevel.NONE), PersonalLedger(counts))
 
-    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
+    def create(
+        self,
+        draft: MemoryDraft,
+        *,
+        limit: int,
+        ledger: PersonalLedger | None = None,
+        policy: PrivacyPolicy | None = None,
+    ) -> SaveOutcome:
         self._check()
         scope = draft.scope
+        policy = policy or PrivacyPolicy(draft.origin.guild_id)
         for memory in self.in_scope(scope.kind, scope.owner_id, {scope.lineage}):
-            same_domain = memory.duplicate_domain == draft.duplicate_domain
-            if same_domain and memory.fingerprint == content_fingerprint(draft.content):
+            same = memory.fingerprint == content_fingerprint(draft.content)
+            if same and refuses_as_duplicate(scope, memory.said(), draft.said(), policy):
                 return SaveOutcome(memory.memory_id, created=False)
         if scope.kind is ScopeKind.PERSONAL:
             if not allows_personal_memories(self.privacy.get(scope.owner_id, PrivacyLevel.NONE)):
@@ -184,6 +193,7 @@ class FakeMemoryStore:
         said_at=None,
         subject_id=None,
         embedding=None,
+        policy=None,
     ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
@@ -191,10 +201,11 @@ class FakeMemoryStore:
             raise MemoryNotFound("changed")
         rewritten = replace(memory, origin=origin or memory.origin, author_id=author_id or memory.author_id)
         for other in self.in_scope(memory.scope.kind, memory.scope.owner_id, {memory.scope.lineage}):
-            if (
-                other.memory_id != memory.memory_id
-                and other.duplicate_domain == rewritten.duplicate_domain
-                and other.fingerprint == content_fingerprint(content)
+            if other.fingerprint == content_fingerprint(content) and refuses_as_duplicate(
+                memory.scope,
+                other.said(),
+                rewritten.said(),
+                policy or PrivacyPolicy(rewritten.origin.guild_id),
             ):
                 raise DuplicateMemory(other.memory_id)
         updated = replace(

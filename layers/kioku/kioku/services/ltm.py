@@ -422,7 +422,9 @@ def _create(
         embedding=embedding,
     )
     try:
-        outcome = store.create(draft, limit=limit, ledger=target.ledger if target else None)
+        outcome = store.create(
+            draft, limit=limit, ledger=target.ledger if target else None, policy=turn.config.privacy
+        )
     except MemoryLimitReached as exc:
         if embedding is not None:
             similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT, embedding)
@@ -527,6 +529,7 @@ def _update(
         said_at=turn.sent_at,
         subject_id=named,
         embedding=embeddings.embed(embedded_text(content)) if embeddings else None,
+        policy=turn.config.privacy,
     )
     embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
     return ToolResult(

@@ -21,6 +21,7 @@ The commands' Discord UI lives in ``kioku.services.commands`` (``personal_memori
 
 from __future__ import annotations
 
+import hmac
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -236,28 +237,37 @@ def forget_server_memory(guild_id: str, memory_id: str, store: DynamoMemoryStore
     return memory
 
 
-def approve(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
-    """Let kioku recall the memory awaiting review whose fingerprint starts with ``fingerprint``."""
-    memory = _awaiting_review(guild_id, memory_id, fingerprint, store)
+def awaiting_review_tagged(guild_id: str, store: DynamoMemoryStore, count: int) -> tuple[list[Memory], int]:
+    """The oldest ``count`` memories awaiting review, each with the tag its buttons carry, and how
+    many wait in all."""
+    pending = awaiting_review(guild_id, store)
+    return [store.tag_for_review(memory) for memory in pending[:count]], len(pending)
+
+
+def approve(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+    """Let kioku recall the memory awaiting review whose review buttons carry ``tag``."""
+    memory = _awaiting_review(guild_id, memory_id, tag, store)
     store.approve(memory)
     return memory
 
 
-def reject(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
-    """Delete the memory awaiting review whose fingerprint starts with ``fingerprint``."""
-    memory = _awaiting_review(guild_id, memory_id, fingerprint, store)
+def reject(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+    """Delete the memory awaiting review whose review buttons carry ``tag``."""
+    memory = _awaiting_review(guild_id, memory_id, tag, store)
     store.reject(memory)
     return memory
 
 
-def _awaiting_review(guild_id: str, memory_id: str, fingerprint: str, store: DynamoMemoryStore) -> Memory:
-    """The memory, if it still awaits review as it was shown (its fingerprint); else MemoryNotFound."""
+def _awaiting_review(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+    """The memory, if it still awaits review as it was shown (the tag of its buttons then); else
+    MemoryNotFound. A button of a message posted before the tags (it carried the start of a hash of
+    the text) is refused as out of date."""
     memory = store.find(ScopeKind.SERVER, guild_id, memory_id)
     if memory is None:
         raise MemoryNotFound(f"server memory #{memory_id} is gone: it was already rejected or forgotten")
     if memory.status is not MemoryStatus.PENDING:
         raise MemoryNotFound(f"server memory #{memory_id} was already approved")
-    if not fingerprint or not memory.fingerprint.startswith(fingerprint):
+    if not tag or not memory.review_tag or not hmac.compare_digest(memory.review_tag, tag):
         raise MemoryNotFound(
             f"server memory #{memory_id} changed since this list was shown; run `/server memories review` again"
         )

@@ -6,6 +6,11 @@ beside their profile. An owner's partition holds:
 - the memories (``keys.memory_key``: lineage, content, fingerprint, author, times). Ids are unique
   per owner across lineages, so an id and its owner find a memory with one GetItem.
 - the duplicate guards of each scope (``keys.guard_key``), holding the id of the memory they guard.
+  A guard refuses a save only when its memory is active and recalled, under today's privacy,
+  wherever the new one would be (``refuses_as_duplicate``); otherwise the save takes the guard over
+  (on the condition that it still holds the memory read, in a state read) and marks that memory
+  ``unguarded`` in the same transaction, so its later delete or rewrite knows it has no guard to
+  give back. Two saves of a fact both would see still race for one guard: one of them is refused.
 - the counter (``keys.counter_key``): ``n_{lineage}`` per lineage; a person's also carries a ``version``.
 - on a person, a note per server whose memories name them (``keys.server_note_key``: saved by
   them, or about them), put by every write that names them, so forget-all and the export find a
@@ -77,12 +82,15 @@ from kioku.domain.ltm.memory import (
     MemoryStoreFailed,
     PersonalLedger,
     PersonalTarget,
+    SaidFact,
     SaveOutcome,
     ScopeKind,
     TargetPrivacyRestricted,
     allows_personal_memories,
     content_fingerprint,
     new_memory_id,
+    new_review_tag,
+    refuses_as_duplicate,
 )
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.vectors import VECTOR_BYTES
@@ -116,6 +124,8 @@ _NAMES: Final = {
     "#author_id": "author_id",
     "#subject_id": "subject_id",
     "#embedding": "embedding",
+    "#unguarded": "unguarded",
+    "#review_tag": "review_tag",
 }
 
 
@@ -125,6 +135,17 @@ def count_attribute(lineage: int) -> str:
 
 def entry_attribute(memory_id: str) -> str:
     return f"{_ENTRY_PREFIX}{memory_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class GuardHolder:
+    """The memory a guard names, and that memory (None when it is gone, or does not hold this guard)."""
+
+    memory_id: str
+    memory: Memory | None
+
+    def refuses(self, scope: MemoryScope, new: SaidFact, policy: PrivacyPolicy) -> bool:
+        return self.memory is not None and refuses_as_duplicate(scope, self.memory.said(), new, policy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,22 +236,36 @@ class DynamoMemoryStore:
         profile = user_profile_from_item(items.get(profile_key), user_id)
         return PersonalTarget(user_id, profile.privacy_level, ledger_from_item(items.get(counts_key)))
 
-    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
+    def create(
+        self,
+        draft: MemoryDraft,
+        *,
+        limit: int,
+        ledger: PersonalLedger | None = None,
+        policy: PrivacyPolicy | None = None,
+    ) -> SaveOutcome:
+        """Save ``draft``, unless a memory recalled wherever it would be, under ``policy`` (the
+        saving turn's server's; by default no overrides), already says it."""
+        policy = policy or PrivacyPolicy(draft.origin.guild_id)
         personal = draft.scope.kind is ScopeKind.PERSONAL
         if personal and ledger is None:
             ledger = self.personal_target(draft.scope.owner_id).ledger
         fingerprint = content_fingerprint(draft.content)
         shards = self.layout.shards(draft.scope.kind)
         full: set[int] = set()
+        taken: GuardHolder | None = None
         attempt = 0
         while attempt < MAX_ATTEMPTS:
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
-                return self._existing_or_limit(draft.scope, fingerprint, draft.duplicate_domain, limit)
+                return self._existing_or_limit(draft, fingerprint, limit, policy)
             memory_id = self._new_id()
             shard = _shard_with_room(memory_id, shards, full)
             if shard is None:  # every shard full: the limit was raised past the layout's, or lowered
                 raise MemoryLimitReached(limit)
-            operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger, shard)
+            if taken is not None and taken.memory_id == memory_id:
+                attempt += 1
+                continue
+            operations = self._create_operations(draft, memory_id, fingerprint, limit, ledger, shard, taken)
             try:
                 self._guarded(self._table.transact_write, list(operations.values()))
                 return SaveOutcome(memory_id, created=True)
@@ -246,8 +281,13 @@ class DynamoMemoryStore:
                     raise TargetPrivacyRestricted(
                         "the user's privacy level forbids personal memories"
                     ) from exc
-                if "guard" in failed:
-                    return SaveOutcome(str(old["guard"]["memory_id"]), created=False)
+                if "guard" in failed or "displaced" in failed:
+                    holder = self._holder_of(old["guard"], draft.scope, fingerprint, draft.duplicate_domain)
+                    if holder is not None and holder.refuses(draft.scope, draft.said(memory_id), policy):
+                        return SaveOutcome(holder.memory_id, created=False)
+                    taken = holder  # the next attempt takes the guard over (or puts it, if it went)
+                    attempt += 1
+                    continue
                 if "counter" in failed and not personal:
                     raise MemoryLimitReached(limit) from exc
                 if "counter" in failed:
@@ -276,12 +316,62 @@ class DynamoMemoryStore:
         said_at: datetime | None = None,
         subject_id: str | None = None,
         embedding: bytes | None = None,
+        policy: PrivacyPolicy | None = None,
     ) -> Memory:
         """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
         would. Given ``said_at`` (when the new text was said), raises ``ForgottenSinceSaid`` if its
         author, or a personal memory's owner, asked to forget everything since. ``embedding`` is the
-        new content's (None: the old one goes, it described the old text)."""
+        new content's (None: the old one goes, it described the old text). Raises
+        ``DuplicateMemory`` only for a memory recalled wherever the rewritten one would be, under
+        ``policy``; otherwise it takes that memory's guard over."""
+        policy = policy or PrivacyPolicy((origin or memory.origin).guild_id)
+        taken: GuardHolder | None = None
+        for attempt in range(MAX_ATTEMPTS):
+            updated, operations = self._replace_operations(
+                memory, content, now, origin, author_id, said_at, subject_id, embedding, taken
+            )
+            try:
+                self._guarded(self._table.transact_write, list(operations.values()))
+                return updated
+            except TransactionCancelled as exc:
+                reasons = dict(zip(operations, exc.reasons, strict=True))
+                failed = {name for name, reason in reasons.items() if reason.condition_failed}
+                if failed & _FORGOTTEN_PARTS:
+                    raise ForgottenSinceSaid(
+                        "its author or subject asked to forget everything since"
+                    ) from exc
+                if failed & {"memory", "old_guard"}:
+                    memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
+                elif failed & {"new_guard", "displaced"}:
+                    holder = self._holder_of(
+                        reasons["new_guard"].old_item,
+                        memory.scope,
+                        updated.fingerprint,
+                        updated.duplicate_domain,
+                    )
+                    if holder is not None and holder.refuses(memory.scope, updated.said(), policy):
+                        raise DuplicateMemory(holder.memory_id) from exc
+                    taken = holder
+                elif failed or not exc.conflicted:
+                    raise MemoryStoreFailed(str(exc)) from exc
+                else:
+                    self._backoff(attempt)
+        raise MemoryStoreFailed(f"gave up rewriting after {MAX_ATTEMPTS} lost races")
+
+    def _replace_operations(
+        self,
+        memory: Memory,
+        content: str,
+        now: datetime,
+        origin: Origin | None,
+        author_id: str | None,
+        said_at: datetime | None,
+        subject_id: str | None,
+        embedding: bytes | None,
+        taken: GuardHolder | None,
+    ) -> tuple[Memory, dict[str, dict[str, Any]]]:
+        """The rewritten memory and the transaction that writes it (see ``replace_content``)."""
         updated = replace(
             memory,
             content=content,
@@ -291,14 +381,26 @@ class DynamoMemoryStore:
             subject_id=subject_id or memory.subject_id,
             embedding=embedding,
         )
+        moves = (updated.fingerprint, updated.duplicate_domain) != (
+            memory.fingerprint,
+            memory.duplicate_domain,
+        )
+        updated = replace(updated, holds_guard=updated.holds_guard or moves)
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
+        updated = replace(updated, review_tag=None)  # a review button shown before is out of date
+        removed = [
+            *(() if embedding else ("#embedding",)),
+            *(("#unguarded",) if moves else ()),
+            "#review_tag",
+        ]
         operations = {
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
                 f"#origin = :origin, #author_id = :author_id{subject}"
-                + (", #embedding = :embedding" if embedding else " REMOVE #embedding"),
-                condition="#fingerprint = :read_fingerprint",
+                + (", #embedding = :embedding" if embedding else "")
+                + (f" REMOVE {', '.join(removed)}" if removed else ""),
+                condition=f"#fingerprint = :read_fingerprint AND {_guard_state(memory)}",
                 names=_names(
                     "#content",
                     "#fingerprint",
@@ -306,6 +408,8 @@ class DynamoMemoryStore:
                     "#origin",
                     "#author_id",
                     "#embedding",
+                    "#unguarded",
+                    "#review_tag",
                     *(("#subject_id",) if subject else ()),
                 ),
                 values={
@@ -324,26 +428,33 @@ class DynamoMemoryStore:
         }
         if said_at is not None:
             operations.update(self._not_forgotten(updated.author_id, updated.scope, said_at))
-        if (updated.fingerprint, updated.duplicate_domain) != (memory.fingerprint, memory.duplicate_domain):
-            operations["old_guard"] = self._release_guard(memory)
-            operations["new_guard"] = self._table.op_put(
-                {
-                    **guard_key(memory.scope, updated.fingerprint, updated.duplicate_domain).as_item(),
-                    "memory_id": memory.memory_id,
-                },
-                condition="attribute_not_exists(pk)",
+        if moves:
+            operations.update(self._release_guard(memory))
+            guard = self._guard_operations(
+                memory.scope, updated.fingerprint, updated.duplicate_domain, memory.memory_id, taken
             )
-        try:
-            self._transact_retrying(list(operations.values()))
-        except TransactionCancelled as exc:
-            reasons = dict(zip(operations, exc.reasons, strict=True))
-            if any(reasons[part].condition_failed for part in _FORGOTTEN_PARTS & reasons.keys()):
-                raise ForgottenSinceSaid("its author or subject asked to forget everything since") from exc
-            guard = reasons.get("new_guard")
-            if not reasons["memory"].condition_failed and guard and guard.condition_failed and guard.old_item:
-                raise DuplicateMemory(str(guard.old_item["memory_id"])) from exc
+            operations["new_guard"] = guard.pop("guard")
+            operations.update(guard)
+        return updated, operations
+
+    def _reread_unchanged(self, memory: Memory, exc: Exception) -> Memory:
+        """``memory`` read again when only its guard changed since (taken over by another save);
+        ``MemoryNotFound`` when it changed or went."""
+        fresh = self.find(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        if fresh is None or (fresh.fingerprint, fresh.updated_at, fresh.status, fresh.holds_guard) == (
+            memory.fingerprint,
+            memory.updated_at,
+            memory.status,
+            memory.holds_guard,
+        ):
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
-        return updated
+        if (fresh.fingerprint, fresh.updated_at, fresh.status) != (
+            memory.fingerprint,
+            memory.updated_at,
+            memory.status,
+        ):
+            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
+        return fresh
 
     def delete(self, memory: Memory) -> None:
         self._remove(memory, pending_only=False)
@@ -354,20 +465,30 @@ class DynamoMemoryStore:
         self._remove(memory, pending_only=True)
 
     def _remove(self, memory: Memory, *, pending_only: bool) -> None:
+        for _ in range(MAX_ATTEMPTS):
+            try:
+                self._transact_retrying(self._remove_operations(memory, pending_only=pending_only))
+                return
+            except TransactionCancelled as exc:
+                memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
+        raise MemoryStoreFailed(f"gave up deleting after {MAX_ATTEMPTS} lost races")
+
+    def _remove_operations(self, memory: Memory, *, pending_only: bool) -> list[dict[str, Any]]:
         scope = memory.scope
-        condition, names = "#fingerprint = :read_fingerprint", _names("#fingerprint")
+        condition = f"#fingerprint = :read_fingerprint AND {_guard_state(memory)}"
+        names = _names("#fingerprint", "#unguarded")
         values: dict[str, Any] = {":read_fingerprint": memory.fingerprint}
         if pending_only:
-            condition, names = f"#status = :pending AND {condition}", _names("#status", "#fingerprint")
+            condition, names = f"#status = :pending AND {condition}", {**names, **_names("#status")}
             values[":pending"] = MemoryStatus.PENDING.value
-        operations = [
+        return [
             self._table.op_delete(
                 memory_key(scope.kind, scope.owner_id, memory.memory_id),
                 condition=condition,
                 names=names,
                 values=values,
             ),
-            self._release_guard(memory),
+            *self._release_guard(memory).values(),
             self._table.op_update(
                 counter_key(scope.kind, scope.owner_id),
                 "ADD #count :minus_one",
@@ -381,10 +502,6 @@ class DynamoMemoryStore:
                 values={":minus_one": -1},
             ),
         ]
-        try:
-            self._transact_retrying(operations)
-        except TransactionCancelled as exc:
-            raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
 
     def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]:
         """Every memory of an owner (a server's, or all that are about a person), every lineage,
@@ -428,6 +545,26 @@ class DynamoMemoryStore:
             values={":no_author": NO_AUTHOR, ":read_author": memory.author_id},
             refused=f"memory #{memory.memory_id} changed or was deleted",
         )
+
+    def tag_for_review(self, memory: Memory) -> Memory:
+        """``memory`` with the random tag its review buttons carry: its own, or, for one saved before
+        tags were kept (or changed since), one written now while it has none."""
+        if memory.review_tag:
+            return memory
+        tag = new_review_tag()
+        try:
+            self._guarded(
+                self._table.update,
+                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                "SET #review_tag = :tag",
+                condition="attribute_exists(pk) AND attribute_not_exists(#review_tag)",
+                names=_names("#review_tag"),
+                values={":tag": tag},
+            )
+        except ConditionFailed as exc:  # tagged meanwhile (or gone: its buttons are then refused)
+            if exc.old_item and exc.old_item.get("review_tag"):
+                return replace(memory, review_tag=str(exc.old_item["review_tag"]))
+        return replace(memory, review_tag=tag)
 
     def approve(self, memory: Memory) -> Memory:
         """A pending memory becomes recalled; raises ``MemoryNotFound`` when it is no longer the
@@ -540,6 +677,7 @@ class DynamoMemoryStore:
         limit: int,
         ledger: PersonalLedger | None,
         shard: int,
+        taken: GuardHolder | None = None,
     ) -> dict[str, dict[str, Any]]:
         """The transaction of a save, by name, in the order the cancellation reasons come back."""
         scope, table = draft.scope, self._table
@@ -570,13 +708,16 @@ class DynamoMemoryStore:
             )
         if draft.said_at is not None:
             operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
-        operations["guard"] = table.op_put(
-            {**guard_key(scope, fingerprint, draft.duplicate_domain).as_item(), "memory_id": memory_id},
-            condition="attribute_not_exists(pk)",
+        operations.update(
+            self._guard_operations(scope, fingerprint, draft.duplicate_domain, memory_id, taken)
         )
         operations["counter"] = counter
         operations["memory"] = table.op_put(
-            memory_to_item(draft, memory_id, fingerprint, shard), condition="attribute_not_exists(pk)"
+            {
+                **memory_to_item(draft, memory_id, fingerprint, shard),
+                **({"review_tag": new_review_tag()} if draft.status is MemoryStatus.PENDING else {}),
+            },
+            condition="attribute_not_exists(pk)",
         )
         operations["book"] = table.op_update(
             book_key(scope, shard),
@@ -624,13 +765,71 @@ class DynamoMemoryStore:
                 return servers
 
     def _existing_or_limit(
-        self, scope: MemoryScope, fingerprint: str, domain: str, limit: int
+        self, draft: MemoryDraft, fingerprint: str, limit: int, policy: PrivacyPolicy
     ) -> SaveOutcome:
-        """A full scope still answers a repeated fact with the memory that holds it."""
+        """A full scope still answers a repeated fact with the memory that holds it, where that
+        memory would refuse the save."""
+        scope, domain = draft.scope, draft.duplicate_domain
         guard = self._guarded(self._table.get, guard_key(scope, fingerprint, domain))
-        if guard:
-            return SaveOutcome(str(guard["memory_id"]), created=False)
+        holder = self._holder_of(guard, scope, fingerprint, domain)
+        if holder is not None and holder.refuses(scope, draft.said(), policy):
+            return SaveOutcome(holder.memory_id, created=False)
         raise MemoryLimitReached(limit)
+
+    def _holder_of(
+        self, guard: Item | None, scope: MemoryScope, fingerprint: str, domain: str
+    ) -> GuardHolder | None:
+        """The memory ``guard`` (an item of that guard's key, or None) names, read afresh."""
+        if not guard or "memory_id" not in guard:
+            return None
+        held_id = str(guard["memory_id"])
+        memory = self.find(scope.kind, scope.owner_id, held_id)
+        holds = (
+            memory is not None
+            and memory.holds_guard
+            and memory.scope == scope
+            and (memory.fingerprint, memory.duplicate_domain) == (fingerprint, domain)
+        )
+        return GuardHolder(held_id, memory if holds else None)
+
+    def _guard_operations(
+        self, scope: MemoryScope, fingerprint: str, domain: str, memory_id: str, taken: GuardHolder | None
+    ) -> dict[str, dict[str, Any]]:
+        """The guard of ``memory_id``'s fact: put if there is none; else (``taken``: its holder, which
+        does not refuse it) taken over while it still names that holder, and that memory, while it
+        is as read, marked as holding no guard (``guard``, and ``displaced``)."""
+        key = guard_key(scope, fingerprint, domain)
+        if taken is None:
+            return {
+                "guard": self._table.op_put(
+                    {**key.as_item(), "memory_id": memory_id}, condition="attribute_not_exists(pk)"
+                )
+            }
+        operations = {
+            "guard": self._table.op_update(
+                key,
+                "SET #memory_id = :memory_id",
+                condition="#memory_id = :held",
+                names=_names("#memory_id"),
+                values={":memory_id": memory_id, ":held": taken.memory_id},
+            )
+        }
+        held = taken.memory
+        if held is not None:
+            operations["displaced"] = self._table.op_update(
+                memory_key(held.scope.kind, held.scope.owner_id, held.memory_id),
+                "SET #unguarded = :true",
+                condition="#fingerprint = :fingerprint AND #status = :status AND #updated_at = :updated_at "
+                "AND attribute_not_exists(#unguarded)",
+                names=_names("#unguarded", "#fingerprint", "#status", "#updated_at"),
+                values={
+                    ":true": True,
+                    ":fingerprint": held.fingerprint,
+                    ":status": held.status.value,
+                    ":updated_at": held.updated_at.isoformat(),
+                },
+            )
+        return operations
 
     def _write_entry(self, memory: Memory) -> dict[str, Any]:
         """Rewrite the entry of a saved memory in its book shard (which counted it when it was saved)."""
@@ -641,13 +840,18 @@ class DynamoMemoryStore:
             values={":entry": book_entry(memory)},
         )
 
-    def _release_guard(self, memory: Memory) -> dict[str, Any]:
-        return self._table.op_delete(
-            guard_key(memory.scope, memory.fingerprint, memory.duplicate_domain),
-            condition="#memory_id = :memory_id",
-            names=_names("#memory_id"),
-            values={":memory_id": memory.memory_id},
-        )
+    def _release_guard(self, memory: Memory) -> dict[str, dict[str, Any]]:
+        """The delete of ``memory``'s guard, if it still holds one (``old_guard``)."""
+        if not memory.holds_guard:
+            return {}
+        return {
+            "old_guard": self._table.op_delete(
+                guard_key(memory.scope, memory.fingerprint, memory.duplicate_domain),
+                condition="#memory_id = :memory_id",
+                names=_names("#memory_id"),
+                values={":memory_id": memory.memory_id},
+            )
+        }
 
     def _transact_retrying(self, operations: list[dict[str, Any]]) -> None:
         """Run ``operations``, retrying only races; a failed condition is the caller's to read."""
@@ -675,6 +879,11 @@ class DynamoMemoryStore:
             raise
         except StoreError as exc:
             raise MemoryStoreFailed(str(exc)) from exc
+
+
+def _guard_state(memory: Memory) -> str:
+    """A condition that the memory's item holds its guard, or not, as ``memory`` was read."""
+    return "attribute_not_exists(#unguarded)" if memory.holds_guard else "attribute_exists(#unguarded)"
 
 
 def _names(*placeholders: str) -> dict[str, str]:
@@ -768,6 +977,8 @@ def memory_from_item(item: Item) -> Memory:
         status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
         book_shard=int(item.get("book_shard", 0)),
         embedding=_optional_bytes(item.get("embedding")),
+        review_tag=_optional_str(item.get("review_tag")),
+        holds_guard=not item.get("unguarded"),
     )
 
 

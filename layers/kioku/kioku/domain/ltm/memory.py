@@ -11,7 +11,14 @@ from enum import StrEnum
 from typing import Final
 
 from kioku.domain.models import PrivacyLevel
-from kioku.domain.privacy import Origin, Place, PrivacyPolicy, may_recall, may_recall_personal
+from kioku.domain.privacy import (
+    Origin,
+    Place,
+    PrivacyPolicy,
+    effective_private,
+    may_recall,
+    may_recall_personal,
+)
 from kioku.domain.text import normalize_for_comparison
 
 GLOBAL_LINEAGE: Final = 0
@@ -80,6 +87,9 @@ class MemoryDraft:
     def duplicate_domain(self) -> str:
         return duplicate_domain(self.scope, self.author_id, self.origin)
 
+    def said(self, memory_id: str = "") -> SaidFact:
+        return SaidFact(memory_id, self.origin, self.author_id, self.status)
+
     def saved_as(self, memory_id: str) -> Memory:
         return Memory(
             self.scope,
@@ -110,6 +120,11 @@ class Memory:
     """Which item of its scope's recall book holds it (the store's bookkeeping)."""
     embedding: bytes | None = field(default=None, compare=False, repr=False)
     """Its content's quantised embedding (``vectors``); None when embeddings were off or failed."""
+    review_tag: str | None = field(default=None, compare=False, repr=False)
+    """The random tag its review buttons carry while it awaits review (never anything of its text)."""
+    holds_guard: bool = field(default=True, compare=False)
+    """Whether its duplicate guard is its own: a save the guard would have refused, were this memory
+    recalled wherever that save is, takes the guard over (the store's bookkeeping)."""
 
     @property
     def fingerprint(self) -> str:
@@ -118,6 +133,9 @@ class Memory:
     @property
     def duplicate_domain(self) -> str:
         return duplicate_domain(self.scope, self.author_id, self.origin)
+
+    def said(self) -> SaidFact:
+        return SaidFact(self.memory_id, self.origin, self.author_id, self.status)
 
     @property
     def about(self) -> str | None:
@@ -176,11 +194,11 @@ class PersonalTarget:
 
 
 def duplicate_domain(scope: MemoryScope, author_id: str, origin: Origin) -> str:
-    """Which memories of its scope a new one may duplicate: those recalled wherever it would be.
+    """Which memories of its scope a new one is checked against (``refuses_as_duplicate`` decides):
+    those said where it is said, public or private as that place was when they were written.
 
     A fact said in a private channel is another memory than the same fact said in public, and what
-    one person said about someone is another memory than what someone else said: so "already
-    remembered as #id" never confirms a memory the saving turn could not see.
+    one person said about someone is another memory than what someone else said.
     """
     where = f"c{origin.channel_id}" if origin.private or origin.channel_id is None else None
     if scope.kind is ScopeKind.SERVER:
@@ -188,6 +206,73 @@ def duplicate_domain(scope: MemoryScope, author_id: str, origin: Origin) -> str:
     if author_id == scope.owner_id:
         return where or "self"
     return f"a{author_id}:" + (where or f"g{origin.guild_id}")
+
+
+@dataclass(frozen=True, slots=True)
+class SaidFact:
+    """What the duplicate check reads of a memory: where and by whom it was said, and its status."""
+
+    memory_id: str
+    origin: Origin
+    author_id: str
+    status: MemoryStatus = MemoryStatus.ACTIVE
+
+
+@dataclass(frozen=True, slots=True)
+class Reach:
+    """Where a memory is recalled, the bypass aside: everywhere its subject takes part, every channel
+    of one server (no ``channel_id``), or one channel and its threads (``parent_channel_id``: the
+    channel's own parent, when it is a thread)."""
+
+    guild_id: str | None = None
+    channel_id: str | None = None
+    parent_channel_id: str | None = None
+    everywhere: bool = False
+
+    def covers(self, other: Reach) -> bool:
+        """Whether everywhere ``other`` is recalled, this is too."""
+        if self.everywhere:
+            return True
+        if other.everywhere or self.guild_id != other.guild_id:
+            return False
+        if self.channel_id is None:
+            return True
+        return other.channel_id is not None and self.channel_id in (other.channel_id, other.parent_channel_id)
+
+
+def reach(scope: MemoryScope, said: SaidFact, policy: PrivacyPolicy) -> Reach | None:
+    """Where a memory of ``scope`` said as ``said`` is recalled under ``policy`` today (its
+    server's overrides; not the bypass, which widens reading, never where a memory was said); None
+    for nowhere. Another server's overrides are not known here, so what someone said about themself
+    in public in another server reaches, for sure, this server (and no further)."""
+    origin = said.origin
+    if origin.channel_id is None:
+        return None
+    if scope.kind is ScopeKind.PERSONAL and said.author_id == scope.owner_id:
+        if origin.guild_id is None:
+            return None if origin.private else Reach(everywhere=True)
+        if not effective_private(origin, policy):
+            if origin.guild_id == policy.guild_id:
+                return Reach(everywhere=True)
+            return Reach(policy.guild_id) if policy.guild_id else None
+    if origin.guild_id is None:
+        return None
+    if not effective_private(origin, policy):
+        return Reach(origin.guild_id)
+    return Reach(origin.guild_id, origin.channel_id, origin.parent_channel_id)
+
+
+def refuses_as_duplicate(
+    scope: MemoryScope, existing: SaidFact, new: SaidFact, policy: PrivacyPolicy
+) -> bool:
+    """Whether ``existing`` (a memory of ``scope`` saying the same text) makes saving ``new``
+    needless: it is active and recalled, under today's privacy, wherever ``new`` would be. Only
+    then may the save answer "already remembered as #id", so that answer never confirms a memory the
+    saving turn cannot see (or one pending review)."""
+    if existing.status is not MemoryStatus.ACTIVE or existing.memory_id == new.memory_id:
+        return False
+    held, wanted = reach(scope, existing, policy), reach(scope, new, policy)
+    return held is not None and wanted is not None and held.covers(wanted)
 
 
 def allows_personal_memories(level: PrivacyLevel) -> bool:
@@ -198,6 +283,15 @@ def allows_personal_memories(level: PrivacyLevel) -> bool:
 def content_fingerprint(content: str) -> str:
     """The same fact written with other case, width or spacing has the same fingerprint."""
     return hashlib.sha256(normalize_for_comparison(content).encode()).hexdigest()
+
+
+REVIEW_TAG_CHARS: Final = 12
+
+
+def new_review_tag() -> str:
+    """What a review button carries besides the memory's id: random, so that nothing of the text can
+    be guessed from it; a new one whenever the memory changes, so a button shown before is refused."""
+    return secrets.token_hex(REVIEW_TAG_CHARS // 2)
 
 
 def new_memory_id() -> str:

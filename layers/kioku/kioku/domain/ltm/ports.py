@@ -59,8 +59,16 @@ class MemoryStore(Protocol):
         """The user's privacy level and personal-memory counts, read together."""
         ...
 
-    def create(self, draft: MemoryDraft, *, limit: int, ledger: PersonalLedger | None = None) -> SaveOutcome:
-        """Save ``draft`` unless its scope holds the same fact; raises ``MemoryLimitReached``,
+    def create(
+        self,
+        draft: MemoryDraft,
+        *,
+        limit: int,
+        ledger: PersonalLedger | None = None,
+        policy: PrivacyPolicy | None = None,
+    ) -> SaveOutcome:
+        """Save ``draft`` unless its scope holds the same fact in a memory that refuses it under
+        ``policy`` (``refuses_as_duplicate``); raises ``MemoryLimitReached``,
         ``ForgottenSinceSaid`` (``draft.said_at``) and, for personal memories,
         ``TargetPrivacyRestricted``. ``ledger`` is the counts already read."""
         ...
@@ -78,9 +86,11 @@ class MemoryStore(Protocol):
         said_at: datetime | None = None,
         subject_id: str | None = None,
         embedding: bytes | None = None,
+        policy: PrivacyPolicy | None = None,
     ) -> Memory:
         """``memory`` with new content (and ``embedding``, its embedding, if any), written at
-        ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory``,
+        ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory`` (only
+        for a memory that refuses it under ``policy``),
         ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``."""
         ...
 

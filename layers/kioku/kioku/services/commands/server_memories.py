@@ -6,8 +6,9 @@ review, and ``review`` shows the waiting ones, oldest first, with Approve and Re
 
 A memory's text is shown only where ``kioku.domain.ltm.curation`` allows it; elsewhere its id,
 author, channel and status still are. Every button carries what it acts on in its custom_id (a
-review button also the start of the memory's fingerprint), so a stale or repeated click changes
-nothing: the store's writes are conditional on the memory still being what was shown.
+review button also the random tag the memory had when shown, never anything computed from its text),
+so a stale or repeated click changes nothing: the store's writes are conditional on the memory still
+being what was shown.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any, Final
 from kioku.discord.protocol import ButtonStyle, OptionType, Permission
 from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.curation import text_shown_to_manager
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus
+from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.models import MemoryModeration, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
@@ -46,7 +47,6 @@ PAGE_SIZE: Final = 5
 Discord's 6,000 characters of embeds per message, and a message holds at most five action rows."""
 MAX_SHOWN_CHARS: Final = 900
 """What a field shows of a memory's text; with the provenance line it stays under 1,024 characters."""
-TAG_CHARS: Final = 12
 MAX_MEMORY_ID_DIGITS: Final = 20
 
 PAGE_BUTTON: Final = CustomId("server", GROUP, "page", number("page", 6))
@@ -55,7 +55,7 @@ REVIEW_BUTTON: Final = CustomId(
     GROUP,
     one_of("verdict", APPROVE, REJECT),
     digits("memory_id", MAX_MEMORY_ID_DIGITS),
-    hexadecimal("fingerprint", TAG_CHARS),
+    hexadecimal("tag", REVIEW_TAG_CHARS),
 )
 
 STATUS_NAMES: Final = {MemoryStatus.ACTIVE: "active", MemoryStatus.PENDING: "pending review"}
@@ -236,10 +236,11 @@ def judge(interaction: Interaction, context: CommandContext, verdict: str, memor
 def _review_list(interaction: Interaction, context: CommandContext) -> tuple[dict, list[dict]]:
     """The oldest memories awaiting review, each with its Approve and Reject buttons."""
     viewer = _viewer(interaction, context)
-    pending = memory_control.awaiting_review(str(interaction.guild_id), context.ltm_store)
-    shown = pending[:PAGE_SIZE]
+    shown, waiting = memory_control.awaiting_review_tagged(
+        str(interaction.guild_id), context.ltm_store, PAGE_SIZE
+    )
     embed: dict[str, Any] = {"title": "Server memories awaiting review", "color": EMBED_COLOR_INFO}
-    if not pending:
+    if not waiting:
         embed["description"] = "Nothing awaits review." + (
             " Memory moderation is open: new server memories are saved without review."
             if viewer.config.memory_moderation is MemoryModeration.OPEN
@@ -247,12 +248,12 @@ def _review_list(interaction: Interaction, context: CommandContext) -> tuple[dic
         )
         return embed, []
     embed["description"] = (
-        f"{len(pending)} awaiting review, oldest first. **Approve** lets kioku recall a memory; "
+        f"{waiting} awaiting review, oldest first. **Approve** lets kioku recall a memory; "
         "**Reject** deletes it."
     )
     embed["fields"] = [_memory_field(memory, viewer, "the review") for memory in shown]
-    if len(pending) > len(shown):
-        embed["footer"] = {"text": f"Showing the oldest {len(shown)} of {len(pending)}"}
+    if waiting > len(shown):
+        embed["footer"] = {"text": f"Showing the oldest {len(shown)} of {waiting}"}
     return embed, action_rows([_review_buttons(memory) for memory in shown])
 
 
@@ -268,7 +269,7 @@ def _review_id(verdict: str, memory: Memory) -> str:
 
 
 def _tag(memory: Memory) -> str:
-    return memory.fingerprint[:TAG_CHARS]
+    return memory.review_tag or ""
 
 
 # -- the buttons -------------------------------------------------------------------------------------
