@@ -15,8 +15,10 @@ the turn may read reads as that name (UNNAMED).
 
 from __future__ import annotations
 
+import copy
 import itertools
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -61,6 +63,9 @@ from tests.integration.privacy_world import (
     FakeDiscord,
     ForgetRace,
     Guild,
+    HostileModel,
+    HostileScenario,
+    HostileUser,
     Kind,
     LostEvents,
     Oracle,
@@ -75,7 +80,9 @@ from tests.integration.privacy_world import (
     World,
     Written,
     channels_named_in,
+    forgeries,
     forget_races,
+    hostile_scenarios,
     lost_channel_events,
     repeating_scenarios,
     scenarios,
@@ -1117,6 +1124,133 @@ def story(scenario: Scenario) -> str:
             + (", ".join(does) or "just talks")
         )
     return "\n".join(lines)
+
+
+# -- hostile names and texts -------------------------------------------------------------------------
+
+HOSTILE_EXAMPLES: Final = 20
+
+
+@settings(PROPERTY_SETTINGS, max_examples=HOSTILE_EXAMPLES)
+@given(hostile=hostile_scenarios())
+def test_no_name_or_text_from_outside_forges_a_marker_or_a_header(dynamodb, hostile: HostileScenario):
+    # Given a random world whose members' names, messages, link embeds, attachments and reactions are
+    # hostile (look-alike markers, brackets and pipes, forged headers, {user}), and a model that
+    # writes hostile summaries, memories and replies, replayed in later turns and other channels
+    # When its people talk to the bot
+    problems = play_hostile(hostile, dynamodb)
+
+    # Then no message of any kind the model is sent reads as holding a marker kioku did not write,
+    # nor, outside the markers, a header's bracket, pipe or field
+    assert not problems, "\n".join([*problems[:10], "", story(hostile.scenario)])
+
+
+def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = None) -> list[str]:
+    """Run ``hostile``'s turns (their memory work; not their forget-alls or bypass switches) and read
+    every message of every model request with ``forgeries``; ``reach`` counts the messages read, by
+    kind, and the hostile parts they showed."""
+    scenario = hostile.scenario
+    world = scenario.world
+    problems: list[str] = []
+    written: list[Written] = []
+    with fresh_table(client) as table:
+        _configure(ConfigStore(table), world)
+        discord, model = FakeDiscord(world), HostileModel()
+        service = _service(table, discord, model, clock := _Clock())
+        new_token = _tokens()
+        for number, plan in enumerate(scenario.turns):
+            speaker = world.user(plan.speaker)
+            assert isinstance(speaker, HostileUser)
+            message = _hostile_message(discord, speaker, plan.where, hostile, number, clock.tick())
+            planned = _tool_calls(plan, new_token, _memory_to_revise(plan, written))
+            model.reply = hostile.written[number]
+            model.plan([(call.name, _hostile_arguments(call, hostile.written[number])) for call in planned])
+            first = len(model.requests)
+
+            record = service.run(relayed(message))
+
+            for request in model.requests[first:]:
+                kinds = record.context_kinds + ["tool round"] * len(request.messages)
+                for kind, sent in zip(kinds, request.messages, strict=False):
+                    for text in _texts_of(sent):
+                        problems += [f"FORGED at turn {number} in the {kind}: {f}" for f in forgeries(text)]
+                        if reach is not None:
+                            reach[kind] += 1
+                            reach.update(_hostile_parts(text))
+            results = [result for _, result in record.tool_results]
+            for call, result in zip(planned, results, strict=False):
+                if call.revises is None and call.token and result.ok and result.data.get("memory_id"):
+                    written.append(
+                        Written(
+                            call.token,
+                            call.kind,
+                            plan.where,
+                            speaker.user_id,
+                            call.subject,
+                            memory_id=result.data["memory_id"],
+                        )
+                    )
+    return problems
+
+
+def _hostile_message(
+    discord: FakeDiscord, speaker: HostileUser, where: Where, hostile: HostileScenario, number: int, at
+) -> dict[str, Any]:
+    """What ``speaker`` sends in turn ``number``: hostile text, a link embed, an attachment and a
+    reaction; a nickname on every other turn; a reply to the message two above, when there is one."""
+    discord.user_says(speaker, where, f"news {hostile.said[number]}", at)
+    history = discord.messages[where.channel_id]
+    message = history[-1]
+    field = hostile.embeds[number]
+    message["embeds"] = [{"title": field, "description": f"{field} more"}]
+    message["attachments"] = [
+        {"filename": f"{field}.zip", "content_type": "application/zip", "url": "https://cdn.example/a"}
+    ]
+    message["reactions"] = [{"emoji": {"name": field, "id": "700000000000000001"}, "count": 2}]
+    if where.guild_id and number % 2:
+        message["member"]["nick"] = f"{speaker.display} nick"
+    if len(history) >= 3:
+        quoted = history[-3]
+        message |= {
+            "type": 19,
+            "message_reference": {"message_id": quoted["id"]},
+            "referenced_message": copy.deepcopy(quoted),
+        }
+    return copy.deepcopy(message)
+
+
+def _hostile_arguments(call: _Call, text: str) -> dict[str, Any]:
+    if SUMMARY_FIELD in call.arguments:
+        return {**call.arguments, SUMMARY_FIELD: f"{call.arguments[SUMMARY_FIELD]} {text}"}
+    if call.arguments.get("memory_content"):
+        return {**call.arguments, "memory_content": f"{call.arguments['memory_content']} {text}"}
+    return call.arguments
+
+
+def _texts_of(message: dict[str, Any]) -> list[str]:
+    """The text the model reads in one message of a request (a tool's result and a tool call are
+    not the context builder's: the call is the model's own, the result JSON)."""
+    if message.get("role") == "tool":
+        return []
+    content = message.get("content")
+    if isinstance(content, str):
+        return [content, message.get("name") or ""]
+    return [part["text"] for part in content or () if part.get("type") == "text"]
+
+
+_HOSTILE_PARTS: Final = {
+    "summary": "Summary:\n",
+    "recalled lines": "Recent messages there",
+    "memory": "Long-term memories:",
+    "embed": "[Embed: ",
+    "attachment": "[File Attachment: ",
+    "reply": "Replying to @",
+    "reaction": "Reactions: ",
+}
+
+
+def _hostile_parts(text: str) -> list[str]:
+    return [part for part, opening in _HOSTILE_PARTS.items() if opening in text]
 
 
 # -- lost channel events -------------------------------------------------------------------------------

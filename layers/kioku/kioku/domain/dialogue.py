@@ -30,8 +30,9 @@ from kioku.domain.text import (
     END_OF_MESSAGE,
     START_OF_MESSAGE,
     MentionNames,
-    neutralise_markers,
+    Shape,
     one_line_name,
+    outside,
     readable_mentions,
 )
 
@@ -56,7 +57,6 @@ VIDEO_EXTENSIONS: Final = frozenset({"mp4", "mov", "webm", "mkv", "avi", "m4v"})
 AUDIO_EXTENSIONS: Final = frozenset({"mp3", "wav", "ogg", "oga", "m4a", "flac", "aac", "opus"})
 
 _INVALID_NAME_CHARS = re.compile(r"[^a-zA-Z0-9_-]+")
-_WHITESPACE = re.compile(r"\s+")
 
 DIALOGUE_CONVENTIONS: Final = f"""\
 How to read the conversation history:
@@ -307,8 +307,9 @@ def _reply_line(
         return None
     username = _username(referenced.author)
     name = _display_name(referenced.author, nicknames.get(referenced.author.id), username)
+    # outside the markers: no bracket or pipe of it may read as a header
     excerpt = _truncate_words(
-        _WHITESPACE.sub(" ", _clean_text(referenced.content, names)), MAX_REPLY_SUMMARY_CHARS
+        outside(_clean_text(referenced.content, names), Shape.LINE), MAX_REPLY_SUMMARY_CHARS
     )
     if not excerpt:
         count = len(referenced.attachments)
@@ -318,10 +319,10 @@ def _reply_line(
 
 def _reactions_line(reactions: Sequence[Reaction]) -> str | None:
     # Custom emoji arrive as a bare name ("kekw"); colons make them read as emoji.
-    shown = [
-        f"{f':{reaction.emoji_name}:' if reaction.emoji_id else reaction.emoji_name} {reaction.count}"
-        for reaction in reactions
-    ]
+    shown = []
+    for reaction in reactions:
+        emoji = one_line_name(reaction.emoji_name)
+        shown.append(f"{f':{emoji}:' if reaction.emoji_id else emoji} {reaction.count}")
     return f"Reactions: {', '.join(shown)}" if shown else None
 
 
@@ -372,8 +373,8 @@ def _embeds(embeds: Sequence[Embed]) -> list[str]:
     lines = []
     for embed in embeds:
         parts = [_clean_text(embed.title), _clean_text(embed.description)]
-        summary = _WHITESPACE.sub(" ", " — ".join(part for part in parts if part))
-        summary = neutralise_markers(summary).replace("[", "(").replace("]", ")")
+        # OpenGraph titles are anyone's to write: one line, no bracket or pipe, nor a look-alike
+        summary = outside(" — ".join(part for part in parts if part), Shape.LINE)
         if summary:
             lines.append(f"[Embed: {_truncate_words(summary, MAX_EMBED_SUMMARY_CHARS)}]")
     return lines
@@ -416,7 +417,7 @@ def _clean_text(content: str | None, names: MentionNames | None = None) -> str:
         return ""
     if names is not None:
         content = readable_mentions(content, names)
-    return _truncate(neutralise_markers(content.strip()), MAX_CONTENT_CHARS)
+    return _truncate(outside(content.strip()), MAX_CONTENT_CHARS)
 
 
 def _sanitize_name(name: str) -> str:

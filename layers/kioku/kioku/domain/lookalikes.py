@@ -26,6 +26,22 @@ BLANK_LETTERS: Final = frozenset("\u115f\u1160\u3164\uffa0\u2800")
 """Letters and symbols that render as nothing (Hangul fillers, the blank Braille pattern)."""
 ANGLE_BRACKETS: Final = {"\u2329": "<", "\u232a": ">"}
 """UTS #39 gives 〈 ⟨ 〈 a prototype of their own (❬); a reader still takes them for < and >."""
+BY_EYE_BLOCKS: Final = ((0x2190, 0x2C00), (0x0180, 0x02B0), (0x1D00, 0x1DC0), (0xA720, 0xA800))
+"""Where the look-alikes UTS #39 reads otherwise lie: arrows and mathematical operators, and the
+Latin extensions (IPA, phonetic, epigraphic letters)."""
+_BY_EYE = (
+    (re.compile(r"(?:LESS-THAN|PRECEDES)\b"), "<"),
+    (re.compile(r"(?:GREATER-THAN|SUCCEEDS)\b"), ">"),
+    (re.compile(r"(?:LATIN|MODIFIER) .*\b(?:TURNED|INVERTED) M\b"), "m"),
+    (
+        re.compile(r"(?:BOX DRAWINGS (?:LIGHT|HEAVY) |(?:LIGHT |MEDIUM |HEAVY )?)VERTICAL(?: BAR| LINE)?$"),
+        "l",
+    ),
+    (re.compile(r"(?:LEFT|RIGHT) VERTICAL BOX LINE$"), "l"),
+)
+"""A sign that begins as a less-than (``⋖``, ``≤``, ``≺``) reads as ``<``; a turned or inverted m
+(``ɯ``, which UTS #39 reads as w) as ``m``; a vertical line or bar (``│``, ``❘``, and ``￨`` through
+its compatibility form) as ``|``, whose skeleton is ``l``."""
 _SMALL_CAPITAL = re.compile(r"LATIN LETTER SMALL CAPITAL ([A-Z])")
 _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")  # the table's comments wrap right-to-left letters
 _ENTITY = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
@@ -56,7 +72,21 @@ def _readings() -> dict[str, str]:
     for bracket, reads_as in ANGLE_BRACKETS.items():
         prototype = readings[bracket]
         readings.update(dict.fromkeys((prototype, *classes[prototype]), reads_as))
+    readings.update(_read_by_eye())
     return readings
+
+
+def _read_by_eye() -> dict[str, str]:
+    """The characters a reader takes for ``<``, ``>`` or ``m`` that the table reads as something
+    else (``⋖`` as ``<·``, ``ɯ`` as ``w``) or as nothing: read by their names."""
+    found = {}
+    for start, end in BY_EYE_BLOCKS:
+        for point in range(start, end):
+            name = unicodedata.name(chr(point), "")
+            for pattern, reads_as in _BY_EYE:
+                if pattern.match(name):
+                    found[chr(point)] = reads_as
+    return found
 
 
 def _preferred(candidate: str, other: str) -> bool:

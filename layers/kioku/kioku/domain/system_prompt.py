@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Final
 
 from kioku.domain.dialogue import DIALOGUE_CONVENTIONS
+from kioku.domain.text import one_line_name
 from kioku.domain.turn import TurnContext
 
 DEFAULT_PERSONA_PROMPT: Final = (
@@ -20,10 +21,11 @@ def system_prompt(turn: TurnContext) -> str:
     persona = turn.config.persona
     base = persona.system_prompt or DEFAULT_PERSONA_PROMPT
     where = "a direct message" if turn.is_dm else "a Discord server channel"
+    bot, user = one_line_name(persona.name), one_line_name(turn.user.display_name)
     return "\n\n".join(
         [
-            base.replace("{bot}", persona.name).replace("{user}", turn.user.display_name),
-            f"You are talking in {where}. The person who just addressed you is {turn.user.display_name}. "
+            base.replace("{bot}", bot).replace("{user}", user),
+            f"You are talking in {where}. The person who just addressed you is {user}. "
             f"Current time (UTC): {turn.now:%Y-%m-%d %H:%M}.",
             DIALOGUE_CONVENTIONS,
         ]

@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Final
 
 from kioku.discord.snowflake import SNOWFLAKE_DIGITS
@@ -27,26 +28,56 @@ MAX_LABEL_CHARS: Final = 64
 _MARKER_NAMES: Final = {START_OF_MESSAGE: "(som)", END_OF_MESSAGE: "(eom)"}
 _HEADER_FIELDS: Final = {"[": "(", "]": ")", "l": "/"}
 """What a header's brackets and pipes are written as in names, by their reading: ``|``'s skeleton is ``l``."""
+_ASCII_HEADER_FIELDS: Final = str.maketrans("[]|", "()/")
 
 
 def neutralise_markers(text: str) -> str:
     """``text`` with everything that reads as ``<som>`` or ``<eom>`` written as ``(som)``/``(eom)``:
     look-alike letters and brackets from Unicode's confusables (Cyrillic ``е``, Greek ``ο``, small
-    capitals, ``‹ 〈 ⟨ ❮``), full-width forms, HTML entities (``&lt;eom&gt;``), any case, and zero-width,
-    combining or space characters inside. Nobody can close a message early and forge what follows;
-    the rest of the text stays as written."""
+    capitals, ``‹ 〈 ⟨ ❮``, and ``⋖ ɯ`` by eye), full-width forms, HTML entities (``&lt;eom&gt;``),
+    any case, and zero-width, combining or space characters inside. Nobody can close a message early
+    and forge what follows; the rest of the text stays as written."""
+    if text.isascii() and "<" not in text and "&" not in text:  # nothing can read as a marker
+        return text
     return replace_lookalikes(text, _MARKER_NAMES)
+
+
+class Shape(StrEnum):
+    """Where a string from outside stands in what the model reads (``outside``)."""
+
+    WORDS = "words"
+    """Between ``<som>`` and ``<eom>``: what someone wrote, as written but for the markers."""
+    LINE = "line"
+    """A name or a field in one of our lines (a header, a heading, a placeholder): one line, and no
+    bracket or pipe, nor a look-alike of one, that could close it or forge a header's fields."""
+    NOTES = "notes"
+    """Outside the markers, lines kept: a summary, a category, a memory's text, an excerpt; no
+    bracket or pipe either, so none of its lines reads as a header."""
+
+
+def outside(text: str, shape: Shape = Shape.WORDS) -> str:
+    """The one neutraliser every string from outside (a person's name, message text, an embed's or
+    an attachment's fields, a summary, a memory's text) passes on its way into the model's
+    messages, after every expansion (``{user}``, mentions): no marker, and outside the markers no
+    header, survives it (docs/privacy.md, "What reaches the model as someone's words")."""
+    text = neutralise_markers(text)
+    if shape is Shape.WORDS:
+        return text
+    if shape is Shape.LINE:
+        text = _WHITESPACE.sub(" ", text).strip()
+    if text.isascii():
+        return text.translate(_ASCII_HEADER_FIELDS)
+    return "".join(_header_safe(char) for char in text)
 
 
 def one_line_name(name: str) -> str:
     """A name fit for a header: one line, no brackets or pipes that could forge header fields, nor
     symbols that read as them (``［``, ``｜``, ``∣``)."""
-    cleaned = _WHITESPACE.sub(" ", neutralise_markers(name)).strip()
-    return "".join(_header_safe(char) for char in cleaned)[:MAX_LABEL_CHARS]
+    return outside(name, Shape.LINE)[:MAX_LABEL_CHARS]
 
 
 def _header_safe(char: str) -> str:
-    if char.isalnum() or char == " ":
+    if char.isalnum() or char in " \n":
         return char
     return _HEADER_FIELDS.get(symbol_reading(char) or "", char)
 

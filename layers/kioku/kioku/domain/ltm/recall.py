@@ -28,6 +28,7 @@ from kioku.domain.ltm.ranking import (
 )
 from kioku.domain.ltm.vectors import cosine
 from kioku.domain.models import ContextItem, ContextTag, Participant
+from kioku.domain.text import Shape, one_line_name, outside
 from kioku.domain.turn import TurnContext
 
 RECALL_MAX_USERS: Final = 8
@@ -163,7 +164,7 @@ def build_recall(
     for number, (_, memories, user_name, tier, label) in enumerate(sections):
         ordered = sorted(memories, key=_NEWEST_FIRST, reverse=True)
         shelf = _shelf(ordered, user_name, bot, label)
-        about = user_name if tier != SERVER else _THIS_SERVER
+        about = one_line_name(user_name) if tier != SERVER else _THIS_SERVER
         shelves.append((shelf, ordered, tier))
         candidates += map(
             Recalled, ordered, shelf.lines, repeat(number), repeat(tier), repeat(about), repeat(label)
@@ -352,7 +353,11 @@ def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str
     key = (user_name, bot_name, label, ids, contents)
     known = _shelves.get(key)
     if known is None:
-        texts = [show_names(content, user_name=user_name, bot_name=bot_name) for content in contents]
+        # names filled in first, then the one neutraliser: a name cannot smuggle a marker in
+        texts = [
+            outside(show_names(content, user_name=user_name, bot_name=bot_name), Shape.LINE)
+            for content in contents
+        ]
         lines = tuple(map("[#{}] {}".format, ids, texts))
         known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines))
         _shelves.keep(key, known)
@@ -373,6 +378,7 @@ def _text_of(content: object) -> str:
 
 
 def _label(person: Participant) -> str:
-    if person.username and person.username != person.display_name:
-        return f"{person.display_name} (@{person.username})"
-    return person.display_name
+    display, username = one_line_name(person.display_name), one_line_name(person.username)
+    if username and username != display:
+        return f"{display} (@{username})"
+    return display

@@ -30,8 +30,10 @@ from kioku.domain.text import (
     END_OF_MESSAGE,
     START_OF_MESSAGE,
     MentionNames,
-    neutralise_markers,
+    Shape,
+    expand_macros,
     one_line_name,
+    outside,
     readable_mentions,
 )
 from kioku.domain.turn import TurnContext
@@ -85,10 +87,9 @@ def _build(turn: TurnContext, state: StmState, limits: StmLimits) -> StmContext:
 
     current = state.current if _is_current_row(turn, state.current) else None
     if current is not None:
-        block = _memory_block(current, turn, limits)
+        block = _memory_block(current, turn, limits, names)
         if block:
-            text = _resolve(f"{_SAME_CHANNEL_HEADER}\n{block}", turn, names)
-            injected.append((current, _memory_item(text)))
+            injected.append((current, _memory_item(f"{_SAME_CHANNEL_HEADER}\n{block}")))
 
     stm = turn.config.stm
     newest = max((e.last_updated for e, _ in injected if e.last_updated is not None), default=None)
@@ -164,7 +165,7 @@ _OTHER_CHANNEL_NOTE = "Background from elsewhere, not the conversation you are r
 def _other_channel_item(
     entry: StmEntry, turn: TurnContext, limits: StmLimits, names: MentionNames
 ) -> ContextItem | None:
-    block = _memory_block(entry, turn, limits)
+    block = _memory_block(entry, turn, limits, names)
     count = turn.config.stm.crude_message_count
     count = limits.default_crude_message_count if count is None else max(count, 0)
     crude = live_crude(entry, turn.now, limits)[-count:] if count else ()
@@ -178,9 +179,9 @@ def _other_channel_item(
     if crude:
         parts.append(
             "Recent messages there (oldest first; each between <som> and <eom>, line breaks shown as ⏎):\n"
-            + "\n".join(_crude_line(m) for m in crude)
+            + "\n".join(_crude_line(m, names) for m in crude)
         )
-    return _memory_item(_resolve("\n".join(parts), turn, names))
+    return _memory_item("\n".join(parts))
 
 
 def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
@@ -196,7 +197,7 @@ def _other_channel_header(entry: StmEntry, turn: TurnContext) -> str:
     return f"{MEMORY_BLOCK_OPENERS[1]}{where}{age}]"
 
 
-def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits) -> str | None:
+def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits, names: MentionNames) -> str | None:
     """The summary or the category sections of ``entry``: the server's current mode first, the
     other kind when the current mode has nothing written."""
     summary = live_summary(entry)
@@ -206,8 +207,9 @@ def _memory_block(entry: StmEntry, turn: TurnContext, limits: StmLimits) -> str 
     )
     if categories and (configured or not summary):
         labels = [(c.slug, c.label) for c in configured] + list(entry.category_labels)
-        return _category_block(categories, labels)
-    return f"Summary:\n{summary}" if summary else None
+        texts = {slug: _notes(text, turn, names) for slug, text in categories.items()}
+        return _category_block(texts, labels)
+    return f"Summary:\n{_notes(summary, turn, names)}" if summary else None
 
 
 def _category_block(texts: Mapping[str, str], labels: Sequence[tuple[str, str]]) -> str:
@@ -218,17 +220,25 @@ def _category_block(texts: Mapping[str, str], labels: Sequence[tuple[str, str]])
         slug for slug in texts if slug not in label_of
     )
     return "\n\n".join(
-        f"{label_of.get(slug, slug.replace('_', ' ').title())}:\n{texts[slug]}" for slug in order
+        f"{one_line_name(label_of.get(slug, slug.replace('_', ' ').title()))}:\n{texts[slug]}"
+        for slug in order
     )
 
 
-def _crude_line(message: CrudeMessage) -> str:
+def _crude_line(message: CrudeMessage, names: MentionNames) -> str:
     """One recalled message on one line, its speaker in a header as the dialogue writes it, so no
-    message can add a line that reads as another speaker."""
+    message can add a line that reads as another speaker. What someone wrote is shown as written:
+    mentions read as names, but a ``{user}`` they typed stays ``{user}`` (filled in, a nickname
+    could carry a marker past the neutraliser)."""
     speaker = one_line_name(message.speaker) or "unknown"
     if message.role is CrudeRole.ASSISTANT:
         speaker = f"{speaker} (you)"
-    text = neutralise_markers(message.text).replace("\r\n", "\n").replace("\r", "\n").replace("\n", " ⏎ ")
+    text = (
+        outside(readable_mentions(message.text, names))
+        .replace("\r\n", "\n")
+        .replace("\r", "\n")
+        .replace("\n", " ⏎ ")
+    )
     return f"[{speaker} | UserID:{message.user_id}] {START_OF_MESSAGE}{text}{END_OF_MESSAGE}"
 
 
@@ -269,10 +279,12 @@ def _mention_names(turn: TurnContext, state: StmState) -> MentionNames:
     return MentionNames({**known.users, **users}, known.roles, {**channels, **known.channels})
 
 
-def _resolve(text: str, turn: TurnContext, names: MentionNames) -> str:
-    """Mention conversion: ``{user}``/``{bot}`` tokens and Discord mentions become names."""
-    text = text.replace("{user}", turn.user.display_name).replace("{bot}", turn.bot_name)
-    return readable_mentions(text, names)
+def _notes(text: str, turn: TurnContext, names: MentionNames) -> str:
+    """A model-written text (a summary, a category) as shown: ``{user}``/``{bot}`` and Discord
+    mentions written as names, then the neutraliser: no marker or header it holds, nor one a name
+    brings in, survives, wherever the note is replayed."""
+    expanded = expand_macros(text, {"user": turn.user.display_name, "bot": turn.bot_name})
+    return outside(readable_mentions(expanded, names), Shape.NOTES)
 
 
 def _ago(count: int, unit: str) -> str:

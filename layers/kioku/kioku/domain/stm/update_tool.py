@@ -9,7 +9,7 @@ from typing import Any, Final
 from kioku.domain.models import StmCategory
 from kioku.domain.stm.categories import active_categories, category_labels_text
 from kioku.domain.stm.entries import StmLimits
-from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
+from kioku.domain.text import expand_macros, one_line_name, sanitize_unknown_placeholders, shorten
 from kioku.domain.turn import TurnContext
 
 TOOL_NAME: Final = "update_short_term_memory"
@@ -102,12 +102,13 @@ PROMPT_MACROS: Final = (
 def prompt_macros(turn: TurnContext, limits: StmLimits) -> dict[str, str]:
     """Macros for our prompt texts and their per-server overrides (tool description, nudge)."""
     categories = active_categories(turn.config.categories, limits.max_categories)
+    bot, user = one_line_name(turn.bot_name), one_line_name(turn.user.display_name)
     values = (
         TOOL_NAME,
-        turn.bot_name,
-        turn.bot_name,
-        turn.user.display_name,
-        turn.user.display_name,
+        bot,
+        bot,
+        user,
+        user,
         str(limits.max_summary_length),
         category_labels_text(categories),
     )
