@@ -179,6 +179,37 @@ def test_other_hosts_and_cross_origin_posts_are_refused(inspector_url):
     assert same.status_code == 200
 
 
+@pytest.mark.parametrize(
+    "origin",
+    [
+        "{url}.evil.example",  # the port runs on into another name: no port a parser can cast
+        "http://127.0.0.1:99999",
+        "http://127.0.0.1:-1",
+        "http://[::1",
+        "http://user@127.0.0.1:{port}",
+        "http://127.0.0.1:{port}/path",
+        "null",
+    ],
+)
+def test_every_refused_origin_is_a_403_never_a_500(inspector_url, origin):
+    port = inspector_url.rsplit(":", 1)[1]
+    response = httpx.post(
+        inspector_url + "/api/command",
+        json={"channel": "general", "member": "alice", "line": ":janitor"},
+        headers={"Origin": origin.format(url=inspector_url, port=port)},
+    )
+    assert response.status_code == 403, response.text
+
+
+@pytest.mark.parametrize(
+    "host", ["127.0.0.1:{port}.evil.example", "127.0.0.1:99999", "localhost:{other}", "127.0.0.1:x", "[::1"]
+)
+def test_every_refused_host_is_a_403_never_a_500(inspector_url, host):
+    port = int(inspector_url.rsplit(":", 1)[1])
+    response = httpx.get(inspector_url + "/", headers={"Host": host.format(port=port, other=port + 1)})
+    assert response.status_code == 403, response.text
+
+
 def test_the_page_and_its_assets_are_served_locally(inspector_url):
     page = httpx.get(inspector_url + "/")
     assert page.status_code == 200 and "text/html" in page.headers["content-type"]

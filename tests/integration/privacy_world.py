@@ -408,6 +408,8 @@ class FakeDiscord:
         if where.guild_id:
             message["guild_id"] = where.guild_id
             message["member"] = {"nick": None, "roles": []}
+        else:
+            message["channel_type"] = 1  # the bot's DM, as the gateway names it
         self.messages.setdefault(where.channel_id, []).append(message)
         return copy.deepcopy(message)
 

@@ -12,6 +12,7 @@ import pytest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, TurnCapture
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRepository
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.models import MemoryModeration
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
@@ -92,7 +93,7 @@ def fields_by_id(body: dict) -> dict[str, str]:
 
 
 def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels_i_can_see(
-    interact, ltm, stm
+    interact, ltm, stm, table
 ):
     # Given memories about Alice: her own (one from a private channel), and Bob's: in #general,
     # in #secret (which Alice may not see), in another server
@@ -107,7 +108,9 @@ def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels
     in_general = fields_by_id(interact(personal("memories", "list")))
     in_secret = fields_by_id(interact(personal("memories", "list", channel=SECRET)))
     in_dm = fields_by_id(interact(personal("memories", "list", guild=None, channel="310000000000000009")))
-    exported = memory_control.export(ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL))
+    exported = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
     records = {record["id"]: record for record in exported["long_term_memories"]}
     # Then the lists and the export hold every memory about her, wherever it was said, and no other
     for shown_ids in (in_general, in_secret, in_dm, records):
@@ -339,18 +342,47 @@ def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, l
     assert [m.memory_id for m in ltm.memories_of(ScopeKind.SERVER, fakes.SERVER)] == [rules]
 
 
-def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, stm):
+def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, stm, table):
     about_her = save_server_memory(ltm, "{user} runs the Friday quiz")
     pending = save_server_memory(ltm, "{user} wants a quiz channel", reviewed=True)
     rules = save_server_memory(ltm, "No spoilers before Monday")
     save_server_memory(ltm, "{user} hosts movie night", by=fakes.BOB)
     document = memory_control.export(
-        fakes.ALICE.user_id, ltm, stm, NOW, place=Place(fakes.SERVER, fakes.CHANNEL)
+        fakes.ALICE.user_id, ltm, stm, NOW, place=Place(fakes.SERVER, fakes.CHANNEL), ledger=TurnLedger(table)
     )
     about = {record["id"]: record for record in document["long_term_memories"]}
     assert set(about) == {about_her, pending}
     assert about[about_her]["text"] == "Alice runs the Friday quiz" and about[pending]["status"] == "pending"
     assert [record["id"] for record in document["server_memories_you_saved"]] == [rules]
+
+
+def test_the_export_holds_the_replies_still_waiting_to_be_posted_to_me(ltm, stm, table):
+    # Given a turn of Alice's whose reply Discord refused: her message and the answer wait in its
+    # outbox (up to 16 days), and a turn of Bob's whose notice shows a memory about her
+    turns = TurnRepository(table, stm, ltm)
+    said = CrudeMessage("Alice", ALICE, CrudeRole.USER, "my locker code is 4471", NOW, "700000000000000001")
+    answer = CrudeMessage("kioku", "kioku", CrudeRole.ASSISTANT, "Noted: 4471.", NOW, "")
+    mine = TurnKey("message", "700000000000000001", ALICE, NOW - timedelta(seconds=5))
+    kept = Outbox(reply="Noted: 4471.", chunks=("Noted: 4471.",), lines=(said, answer))
+    assert turns.keep(mine, kept, NOW)
+    bobs = TurnKey("message", "700000000000000002", BOB, NOW - timedelta(seconds=5))
+    notice = {"title": "Memory saved", "description": "Bob's private note"}
+    assert turns.keep(bobs, Outbox(reply="ok", chunks=("ok",), notices=(notice,), quoted=(ALICE,)), NOW)
+    # When Alice exports what is kept about her
+    document = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+    # Then her waiting turn is there, her words and the answer; of Bob's only that it quotes her
+    waiting = document["replies_waiting_to_be_posted"]
+    own = next(record for record in waiting if record.get("turn_id") == mine.turn_id)
+    assert own["reply"] == "Noted: 4471."
+    assert [m["text"] for m in own["messages"]] == ["my locker code is 4471", "Noted: 4471."]
+    assert own["kept_until"] is not None
+    others = [record for record in waiting if record is not own]
+    assert others == [
+        {"kept_until": others[0]["kept_until"], "a_reply_to_someone_else_shows_a_memory_about_you": True}
+    ]
+    assert "Bob's private note" not in json.dumps(document)
 
 
 # -- export ---------------------------------------------------------------------------------------------
@@ -368,9 +400,11 @@ def test_export_answers_thinking_ephemerally_and_queues_the_job(interact, resour
     )
 
 
-def test_the_export_holds_my_memories_my_dm_row_and_only_my_lines(ltm, stm):
+def test_the_export_holds_my_memories_my_dm_row_and_only_my_lines(ltm, stm, table):
     alices_footprint(ltm, stm)
-    document = memory_control.export(ALICE, ltm, stm, NOW + timedelta(minutes=1), place=Place(GUILD, GENERAL))
+    document = memory_control.export(
+        ALICE, ltm, stm, NOW + timedelta(minutes=1), place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
     assert sorted(m["text"] for m in document["long_term_memories"]) == [
         "{user} likes chess",
         "{user} likes tea",

@@ -1326,3 +1326,51 @@ def _empty(table: KiokuTable) -> None:
     for page in client.get_paginator("scan").paginate(TableName=table.name):
         for item in page["Items"]:
             client.delete_item(TableName=table.name, Key={"pk": item["pk"], "sk": item["sk"]})
+
+
+@pytest.mark.parametrize("forgetter", ["speaker", "subject"])
+def test_a_forget_all_landing_between_the_keep_and_the_post_posts_no_notice_and_keeps_nothing(
+    dynamodb, forgetter
+):
+    # Given ann's turn saving a memory about bo: its outbox (reply and "Memory saved" notice) is kept
+    guild, channel = "200000000000000000", "300000000000000000"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT),), channels=(Channel(channel, guild),), users=(ann, bo)
+    )
+    plan = TurnPlan(ann.user_id, Where(guild, channel), personal_about=bo.user_id)
+    forgotten = ann.user_id if forgetter == "speaker" else bo.user_id
+    with fresh_table(dynamodb) as table:
+        _configure(ConfigStore(table), world)
+        discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
+        service = _service(table, discord, model, clock)
+        message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
+        planned = _tool_calls(plan, _tokens(), None)
+        model.plan([(call.name, call.arguments) for call in planned])
+        keep, landed = service.turns.keep, []
+
+        def keep_then_forget(key, outbox, now):
+            kept = keep(key, outbox, now)
+            if kept and outbox.answered and not landed:  # the signed click lands right after the keep
+                landed.append(
+                    forget_all(forgotten, service.ltm_store, service.stm_store, ledger=TurnLedger(table))
+                )
+            return kept
+
+        service.turns.keep = keep_then_forget
+        # When the turn goes on to post
+        record = service.run(relayed(message))
+        # Then no notice quoting the forgotten memory is posted, nothing is captured or kept
+        assert landed, "the forget-all never landed"
+        posted = [m for messages in discord.messages.values() for m in messages if m["id"] != message["id"]]
+        assert not [m for m in posted if m.get("embeds")], posted
+        assert len(posted) <= len(record.reply_ids) <= 1  # at most the one reply already on its way
+        assert service.run(relayed(message), redelivered=True).duplicate is True
+        items, _ = table.query(
+            "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
+        )
+        assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
+        assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
+import boto3
 import pytest
 
 from kioku.adapters.dynamodb.keys import stm_row_key
@@ -261,3 +262,30 @@ def test_a_name_without_header_look_alikes_is_shown_as_written(name):
     lucy = {"id": "300", "author": {"id": "333", "username": "lucy", "global_name": name}, "content": "hi"}
     (item,) = read_dialogue(parse_history([lucy]), bot_user_id="1", supports_vision=False, limit=10).items
     assert item.content.startswith(f"[{name} (lucy) | UserID:333 | MessageID:300]\n")
+
+
+@pytest.mark.parametrize("channel_type", [3, 0, None], ids=["group-dm", "text-without-guild", "no-type"])
+def test_a_message_without_a_server_outside_the_bots_dm_is_not_answered_as_a_dm(
+    relay_event, resources, channel_type
+):
+    # Given a message with no server in a group DM (or a channel the gateway does not name as a DM):
+    # answered as the speaker's DM, it would recall their DM memory in front of the group
+    message = {
+        "id": "700000000000000001",
+        "channel_id": "300000000000000009",
+        "author": {"id": USER, "username": "alice", "global_name": "Alice"},
+        "content": "what do you remember about me?",
+        "timestamp": "2026-11-30T01:00:00.000000+00:00",
+        "type": 0,
+        "channel_type": channel_type,
+    }
+    # When the relay forwards it
+    status = relay_event("MESSAGE_CREATE", message)
+    # Then it is refused with a 2xx and no turn is queued
+    sqs = boto3.client("sqs")
+    waiting = sqs.get_queue_attributes(
+        QueueUrl=resources.turn_queue_url, AttributeNames=["ApproximateNumberOfMessages"]
+    )["Attributes"]["ApproximateNumberOfMessages"]
+    assert status == 204 and waiting == "0"
+    # while the same message in the bot's own DM (type 1) is queued as a DM turn
+    assert relay_event("MESSAGE_CREATE", {**message, "id": "700000000000000002", "channel_type": 1}) == 202

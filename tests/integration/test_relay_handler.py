@@ -9,6 +9,7 @@ import boto3
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.discord.protocol import ChannelType
 from kioku.domain.models import ServerConfig
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.events import signed_event
@@ -37,6 +38,8 @@ def gateway_message(
     if guild:
         message["guild_id"] = guild
         message["member"] = {"nick": None, "roles": []}
+    else:
+        message["channel_type"] = ChannelType.DM
     return {"t": "MESSAGE_CREATE", "d": message}
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from kioku.discord.models import MAX_ATTACHMENTS, MAX_CONTENT_CHARS, MAX_EMBEDS, MAX_MENTIONS, parse_message
-from kioku.discord.protocol import MessageType
+from kioku.discord.protocol import ChannelType, MessageType
 from kioku.domain.addressing import (
     MAX_RELAY_BODY_BYTES,
     GatewayMessage,
@@ -58,7 +58,7 @@ def guild_message(content: str = "hello there", **overrides: Any) -> dict[str, A
 def direct_message(content: str = "hello", **overrides: Any) -> dict[str, Any]:
     message = guild_message(content, **overrides)
     del message["guild_id"], message["member"]
-    return message
+    return {"channel_type": ChannelType.DM, **message}
 
 
 def bot_author(user_id: str = OTHER_BOT_ID) -> dict[str, Any]:
@@ -131,6 +131,9 @@ ANSWER_CASES = [
 ]
 
 IGNORE_CASES = [
+    ("a group DM", direct_message(channel_type=ChannelType.GROUP_DM), DEFAULTS, "not_dm"),
+    ("no server and no channel type", direct_message(channel_type=None), DEFAULTS, "not_dm"),
+    ("a server text channel without its server", direct_message(channel_type=0), DEFAULTS, "not_dm"),
     ("its own message", guild_message(f"<@{BOT_ID}>", author=bot_author(BOT_ID)), ANSWERING_BOTS, "own"),
     ("its own DM", direct_message(author=bot_author(BOT_ID)), DEFAULTS, "own"),
     (
@@ -182,6 +185,7 @@ IGNORE_REASONS = {
     "bot": TurnReason.OTHER_BOT,
     "type": TurnReason.UNSUPPORTED_MESSAGE_TYPE,
     "none": TurnReason.NOT_ADDRESSED,
+    "not_dm": TurnReason.NOT_A_DIRECT_MESSAGE,
 }
 
 

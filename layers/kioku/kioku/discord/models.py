@@ -144,6 +144,8 @@ class Message:
     type: int = MessageType.DEFAULT
     channel_id: str | None = None
     guild_id: str | None = None
+    channel_type: int | None = None
+    """The gateway's ``channel_type`` of MESSAGE_CREATE (REST history has none): None when absent."""
     member: Member | None = None
     webhook_id: str | None = None
     application_id: str | None = None
@@ -167,6 +169,7 @@ class Message:
                 "id": self.id,
                 "channel_id": self.channel_id,
                 "guild_id": self.guild_id,
+                "channel_type": self.channel_type,
                 "author": self.author.to_dict(),
                 "member": _dict_of(self.member),
                 "content": self.content,
@@ -189,6 +192,10 @@ class Message:
         if self.referenced_message_deleted:
             data["referenced_message"] = None
         return data
+
+
+def _channel_type(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def parse_message(data: Any, *, strict: bool = True) -> Message:
@@ -246,6 +253,7 @@ class _Reader:
             type=message_type,
             channel_id=self._id(data, "channel_id", path, required=True),
             guild_id=self._id(data, "guild_id", path),
+            channel_type=_channel_type(data.get("channel_type")),
             member=_member(data.get("member")),
             webhook_id=self._id(data, "webhook_id", path),
             application_id=self._id(data, "application_id", path),

@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, Final
 
 from kioku.discord.models import MalformedMessage, Message, parse_message
-from kioku.discord.protocol import GatewayEvent, MessageReferenceType, MessageType
+from kioku.discord.protocol import ChannelType, GatewayEvent, MessageReferenceType, MessageType
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.channel_events import (
     ChannelEvent,
@@ -65,6 +65,9 @@ class TurnReason(StrEnum):
     OTHER_BOT = "other_bot"
     UNSUPPORTED_MESSAGE_TYPE = "unsupported_message_type"
     NOT_ADDRESSED = "not_addressed"
+    NOT_A_DIRECT_MESSAGE = "not_a_direct_message"
+    """No server, and not the bot's DM (a group DM, or a channel the gateway did not name): what
+    kioku recalls there belongs to one person, so it is never answered as theirs."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,6 +155,8 @@ def _decide(
     if (author.bot or message.webhook_id) and not config.answer_other_bots:
         return TurnDecision(False, TurnReason.OTHER_BOT)
     if message.guild_id is None:
+        if message.channel_type != ChannelType.DM:
+            return TurnDecision(False, TurnReason.NOT_A_DIRECT_MESSAGE)
         return TurnDecision(True, TurnReason.DIRECT_MESSAGE)
     mentioned = {mention.user.id for mention in message.mentions}
     if bot_user_id in mentioned or bot_user_id in USER_MENTION.findall(message.content):

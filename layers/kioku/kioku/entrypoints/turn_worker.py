@@ -189,7 +189,7 @@ def _export(job: TurnJob) -> dict[str, Any]:
     from kioku.services.memory_control import send_export
 
     parts = container()
-    send_export(job, parts.discord, parts.ltm_store, parts.stm_store, parts.clock())
+    send_export(job, parts.discord, parts.ltm_store, parts.stm_store, parts.clock(), ledger=parts.turn_ledger)
     return {"exported": True}
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from kioku import clock
+from kioku.discord.protocol import ChannelType
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.playground.function_urls import FunctionUrlServer
 from kioku.playground.functions import LambdaContext, load_handler
@@ -202,4 +203,6 @@ def gateway_dispatch(message: dict[str, Any], guild_id: str | None, member: dict
     if guild_id:
         data["guild_id"] = guild_id
         data["member"] = member or {"nick": None, "roles": []}
+    else:
+        data.setdefault("channel_type", ChannelType.DM)
     return json.dumps({"t": "MESSAGE_CREATE", "d": data}, separators=(",", ":")).encode()

@@ -32,7 +32,7 @@ from kioku import clock
 from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger, WaitingReply
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.stm.entries import StmEntry
@@ -131,9 +131,16 @@ def forget_all(
 
 
 def export(
-    user_id: str, ltm_store: DynamoMemoryStore, stm_store: StmStore, now: datetime, *, place: Place
+    user_id: str,
+    ltm_store: DynamoMemoryStore,
+    stm_store: StmStore,
+    now: datetime,
+    *,
+    place: Place,
+    ledger: TurnLedger,
 ) -> dict[str, Any]:
-    """Everything above as one JSON-ready document, asked for at ``place``."""
+    """Everything above as one JSON-ready document, asked for at ``place``; with the turns still on
+    their way to them (their outboxes: their message and the answer wait there until posted)."""
     saved = [
         m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
     ]
@@ -149,17 +156,24 @@ def export(
         "your_lines_in_server_short_term_memory": [
             _row_record(row, user_id, only_own_lines=True) for row in stm_store.rows_with_lines_of(user_id)
         ],
+        "replies_waiting_to_be_posted": [_waiting_record(w) for w in ledger.waiting_replies_to(user_id)],
     }
 
 
 def send_export(
-    job: TurnJob, discord: DiscordRest, ltm_store: DynamoMemoryStore, stm_store: StmStore, now: datetime
+    job: TurnJob,
+    discord: DiscordRest,
+    ltm_store: DynamoMemoryStore,
+    stm_store: StmStore,
+    now: datetime,
+    *,
+    ledger: TurnLedger,
 ) -> None:
     """Attach the person's export to the "thinking…" answer of their ``/personal memories export``.
     Sending it again (a redelivered job) only replaces the same attachment."""
     user_id = job.author.id
     place = Place(job.guild_id, job.channel_id)
-    document = export(user_id, ltm_store, stm_store, now, place=place)
+    document = export(user_id, ltm_store, stm_store, now, place=place, ledger=ledger)
     encoded = json.dumps(document, ensure_ascii=False, indent=2).encode()
     discord.edit_original_response(
         str(job.application_id),
@@ -195,6 +209,22 @@ def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
         "server_id": origin.guild_id,
         "channel_id": origin.channel_id,
         "private_channel": origin.private if origin.channel_id else None,
+    }
+
+
+def _waiting_record(waiting: WaitingReply) -> dict[str, Any]:
+    kept_until = waiting.expires_at.isoformat() if waiting.expires_at else None
+    if waiting.answers is not None:  # the reply is someone else's: only that it quotes them is theirs
+        return {"kept_until": kept_until, "a_reply_to_someone_else_shows_a_memory_about_you": True}
+    return {
+        "turn_id": waiting.turn_id,
+        "kept_until": kept_until,
+        "reply": waiting.reply,
+        "memory_notices": list(waiting.notices),
+        "messages": [
+            {"speaker": m.speaker, "user_id": m.user_id, "text": m.text, "sent_at": m.ts.isoformat()}
+            for m in waiting.lines
+        ],
     }
 
 

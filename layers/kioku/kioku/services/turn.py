@@ -61,7 +61,7 @@ from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
-from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, responder_for
+from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
 
 logger = logging.getLogger(__name__)
 
@@ -432,7 +432,8 @@ class TurnService:
         if state.outbox is None:
             return
         delivery = state.delivery
-        if not state.outbox_kept:
+        just_kept = not state.outbox_kept
+        if just_kept:
             if not self.turns.keep(state.key, state.outbox, state.now):
                 logger.warning(
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
@@ -443,7 +444,21 @@ class TurnService:
         else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
             state.outbox = delivery.adopt(state.outbox)
         try:
-            state.outbox = delivery.post(state.outbox)
+            state.outbox = delivery.post(
+                state.outbox, lambda: self.turns.still_kept(state.key), just_kept=just_kept
+            )
+        except DeliveryWithdrawn as exc:
+            logger.warning(
+                "turn %s stops posting: forget-all withdrew its outbox (%d of %d chunks, %d of %d notices posted)",
+                state.job.turn_id,
+                len(exc.outbox.reply_ids),
+                len(exc.outbox.chunks),
+                len(exc.outbox.notice_ids),
+                len(exc.outbox.notices),
+            )
+            state.record.reply_ids = list(exc.outbox.reply_ids)
+            state.outbox, state.capture = None, False
+            return
         except DeliveryInterrupted as exc:
             self._keep_posted(state, exc.outbox)
             raise exc.cause from exc

@@ -8,6 +8,7 @@ channel after its message and counts as posted what the bot already said there, 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
@@ -74,6 +75,15 @@ def responder_for(job: TurnJob, discord: DiscordRest) -> Responder:
     return ChannelReply(discord, job)
 
 
+class DeliveryWithdrawn(Exception):
+    """The outbox was deleted (forget-all) before a post: nothing more of it is posted; ``outbox``
+    says what was."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        super().__init__("the turn's outbox was withdrawn before all of it was posted")
+        self.outbox = outbox
+
+
 class DeliveryInterrupted(Exception):
     """Discord refused a post that a retry can still make: ``outbox`` says what was posted."""
 
@@ -122,14 +132,30 @@ class Delivery:
                 notice_ids.append(message.id)
         return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
 
-    def post(self, outbox: Outbox) -> Outbox:
+    def post(
+        self, outbox: Outbox, still_kept: Callable[[], bool] | None = None, *, just_kept: bool = False
+    ) -> Outbox:
         """Post what ``outbox`` has not posted, chunks first; the outbox with every id. A refusal
-        raises ``DeliveryInterrupted`` (a notice Discord refuses for good is given up, logged)."""
+        raises ``DeliveryInterrupted`` (a notice Discord refuses for good is given up, logged).
+        ``still_kept`` is asked before each post but a first one ``just_kept`` (the keep itself was
+        the check: a plain turn pays no request for it); once it says no, ``DeliveryWithdrawn``."""
         reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
+        checked = not just_kept
+
+        def withdrawn() -> bool:
+            nonlocal checked
+            asked, checked = checked, True
+            return asked and still_kept is not None and not still_kept()
+
         try:
             for index in range(len(reply_ids), len(outbox.chunks)):
+                if withdrawn():
+                    raise DeliveryWithdrawn(replace(outbox, reply_ids=tuple(reply_ids)))
                 reply_ids.append(self.responder.post(index, outbox.chunks[index]))
             for index in range(len(notice_ids), len(outbox.notices)):
+                if withdrawn():
+                    kept = replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+                    raise DeliveryWithdrawn(kept)
                 notice_ids.append(self._notify(index, outbox.notices[index]))
         except DiscordError as exc:
             kept = replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))

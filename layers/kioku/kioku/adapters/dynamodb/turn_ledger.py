@@ -12,8 +12,9 @@ replies whose notices show a memory about them), and counts a person's turns per
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
@@ -26,7 +27,9 @@ from kioku.adapters.dynamodb.keys import (
     rate_key,
     turn_record_key,
 )
+from kioku.adapters.dynamodb.stm_store import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
+from kioku.domain.stm.entries import CrudeMessage
 
 RECORD_RETENTION: Final = timedelta(days=16)
 """Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
@@ -38,6 +41,21 @@ a redriven turn that was answered be answered again."""
 class TurnOutcome:
     reply_ids: tuple[str, ...] = ()
     apologised: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WaitingReply:
+    """An unfinished turn kept in a person's partition (``keys.outbox_range``): a reply to them, with
+    its notices and the lines it will capture; or (``answers`` set) only a pointer to a reply to
+    someone else whose notices show a memory about them, whose words are not theirs to read."""
+
+    source: str
+    turn_id: str
+    expires_at: datetime | None
+    answers: str | None = None
+    reply: str | None = None
+    notices: tuple[dict[str, Any], ...] = ()
+    lines: tuple[CrudeMessage, ...] = ()
 
 
 def outcome_from_item(item: Item | None) -> TurnOutcome | None:
@@ -80,6 +98,18 @@ class TurnLedger:
         return self._table.op_put(
             _record_item(source, turn_id, outcome, now), condition="attribute_not_exists(pk)"
         )
+
+    def waiting_replies_to(self, user_id: str) -> list[WaitingReply]:
+        """Every unfinished turn kept in ``user_id``'s partition, as forget-all would drop them."""
+        waiting: list[WaitingReply] = []
+        start_key: Cursor | None = None
+        while True:
+            items, start_key = self._table.query_range(
+                outbox_range(user_id), consistent=True, start_key=start_key
+            )
+            waiting += [_waiting_reply(item) for item in items]
+            if start_key is None:
+                return waiting
 
     def forget_turns_of(self, user_id: str, at: datetime) -> int:
         """``user_id`` asked at ``at`` to forget everything: mark it (before anything is deleted, so no
@@ -131,6 +161,24 @@ class RateLedger:
         except ConditionFailed:
             return None
         return int((item or {}).get("turns", 0))
+
+
+def _waiting_reply(item: Item) -> WaitingReply:
+    expires = item.get("expires_at")
+    common = {
+        "source": str(item.get("source", "")),
+        "turn_id": str(item.get("turn_id", "")),
+        "expires_at": datetime.fromtimestamp(int(expires), UTC) if expires is not None else None,
+    }
+    if item.get("answers"):
+        return WaitingReply(**common, answers=str(item["answers"]))
+    reply = item.get("reply")
+    return WaitingReply(
+        **common,
+        reply=None if reply is None else str(reply),
+        notices=tuple(json.loads(str(item.get("notices") or "[]"))),
+        lines=crude_lines_from_items(json.loads(str(item.get("lines") or "[]"))),
+    )
 
 
 def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> Item:

@@ -180,6 +180,11 @@ class TurnRepository:
             raise
         return True
 
+    def still_kept(self, key: TurnKey) -> bool:
+        """Whether the turn's outbox is still there (a consistent read): forget-all deletes it, and
+        after that nothing of it may be posted."""
+        return self._table.get(_outbox_key(key)) is not None
+
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         """Record the turn as done and drop its outbox in one transaction with ``capture``, what the
         turn writes to its short-term memory row (None: it stores nothing). Nothing is written if

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 import signal
 import sys
 from http import HTTPStatus
@@ -31,6 +32,7 @@ logger = logging.getLogger(__name__)
 HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 LOCAL_NAMES: Final = frozenset({"127.0.0.1", "localhost"})
+_AUTHORITY: Final = re.compile(r"(?P<host>[A-Za-z0-9.]+)(?::(?P<port>[0-9]{1,5}))?")
 MAX_BODY: Final = 64 * 1024
 ASSETS: Final = {
     "/": ("index.html", "text/html; charset=utf-8"),
@@ -142,8 +144,8 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
 
         def _check_host(self) -> None:
             """A page of another site whose name resolves to 127.0.0.1 sends its own name as Host."""
-            host = urlsplit(f"//{self.headers.get('Host', '')}").hostname
-            if host not in LOCAL_NAMES:
+            authority = _local_authority(self.headers.get("Host", ""))
+            if authority is None or authority[1] not in {None, self.server.server_address[1]}:
                 raise Refused(HTTPStatus.FORBIDDEN, "the inspector answers only to 127.0.0.1 and localhost")
 
         def _check_origin(self) -> None:
@@ -151,13 +153,10 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
             origin = self.headers.get("Origin")
             if origin is None:
                 return
-            url = urlsplit(origin)
-            if (
-                url.scheme != "http"
-                or url.hostname not in LOCAL_NAMES
-                or url.port != self.server.server_address[1]
-            ):
-                raise Refused(HTTPStatus.FORBIDDEN, f"cross-origin request from {origin} refused")
+            scheme, _, authority = origin.partition("://")
+            local = _local_authority(authority) if scheme == "http" else None
+            if local is None or local[1] != self.server.server_address[1]:
+                raise Refused(HTTPStatus.FORBIDDEN, f"cross-origin request from {origin!r} refused")
 
         def _json_body(self) -> dict[str, Any]:
             if self.headers.get_content_type() != "application/json":
@@ -180,6 +179,17 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
             logger.debug("inspector: " + format, *args)
 
     return Handler
+
+
+def _local_authority(authority: str) -> tuple[str, int | None] | None:
+    """``authority`` (``host[:port]``, as a Host header or an origin after its scheme) as its local
+    name and port; None for anything else, malformed included (a port that is not a number, a path,
+    user info), so that every refusal is a 403, never a parser's exception."""
+    match = _AUTHORITY.fullmatch(authority)
+    if match is None or match["host"].lower() not in LOCAL_NAMES:
+        return None
+    port = match["port"]
+    return match["host"].lower(), None if port is None else int(port)
 
 
 def _json(value: Any) -> bytes:
