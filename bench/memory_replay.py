@@ -64,11 +64,15 @@ class Replayed:
 
 
 def people(conversation: Conversation) -> dict[str, Participant]:
-    names = dict.fromkeys([u.speaker for u in conversation.utterances] + [q.speaker for q in conversation.questions])
+    names = dict.fromkeys(
+        [u.speaker for u in conversation.utterances] + [q.speaker for q in conversation.questions]
+    )
     return {name: Participant(str(401 + n), name.lower(), global_name=name) for n, name in enumerate(names)}
 
 
-def saved_memories(conversation: Conversation, who: dict[str, Participant]) -> tuple[dict[tuple[str, str], list[Memory]], dict[str, str]]:
+def saved_memories(
+    conversation: Conversation, who: dict[str, Participant]
+) -> tuple[dict[tuple[str, str], list[Memory]], dict[str, str]]:
     """Each scope's memories as the saves leave them, and the memory id of each saved utterance."""
     scopes: dict[tuple[str, str], list[Memory]] = {}
     words: dict[tuple[str, str], list[frozenset[str]]] = {}
@@ -85,7 +89,9 @@ def saved_memories(conversation: Conversation, who: dict[str, Participant]) -> t
         known = words.setdefault(key, [])
         if any(similarity(mine, other) >= NEAR_DUPLICATE_SIMILARITY for other in known):
             continue  # answered "already remembered": nothing saved
-        memory = Memory(scope, str(10_000 + n), utterance.memory, person.user_id, utterance.date, utterance.date)
+        memory = Memory(
+            scope, str(10_000 + n), utterance.memory, person.user_id, utterance.date, utterance.date
+        )
         scopes.setdefault(key, []).append(memory)
         known.append(mine)
         ids[utterance.id] = memory.memory_id
@@ -128,7 +134,9 @@ def replay(conversation: Conversation, budgets: Sequence[int] = BUDGETS) -> Repl
         kind = question.kind or "-"
         result.asked[kind] = result.asked.get(kind, 0) + 1
         for budget in budgets:
-            recall = build_recall(turn, scopes.get(("server", ""), []), personal, subjects, budget=budget, query=query)
+            recall = build_recall(
+                turn, scopes.get(("server", ""), []), personal, subjects, budget=budget, query=query
+            )
             shown = {recall.candidates[n].memory.memory_id for n in recall.shown}
             result.count(kind, budget, evidence <= shown, len(recall.item.content) if recall.item else 0)
     result.seconds = time.perf_counter() - started
@@ -138,7 +146,9 @@ def replay(conversation: Conversation, budgets: Sequence[int] = BUDGETS) -> Repl
 def report(label: str, replayed: Replayed) -> Iterator[str]:
     kinds = sorted(replayed.asked)
     for budget in sorted(replayed.found):
-        by_kind = " ".join(f"{kind}={replayed.share(budget, kind):.2f}/{replayed.asked[kind]}" for kind in kinds)
+        by_kind = " ".join(
+            f"{kind}={replayed.share(budget, kind):.2f}/{replayed.asked[kind]}" for kind in kinds
+        )
         yield (
             f"memory.dev_evidence_recall={replayed.share(budget):.2f} {label} budget={budget} "
             f"questions={sum(replayed.asked.values())} {by_kind} "
@@ -160,6 +170,57 @@ def main(argv: Sequence[str] | None = None) -> None:
         replayed = replay(read_conversation(json.loads(path.read_text())))
         for line in report(f"file={path.name}", replayed):
             print(line, flush=True)
+    timed = ranking_of_real_lengths(files)
+    if timed:
+        print(timed)
+
+
+def ranking_of_real_lengths(files: Sequence[Path]) -> str | None:
+    """The recall stage over 1,000 memories of the real conversations' lengths (server-wide, the first
+    1,000 utterances of the files in turn), cold (a fresh worker) and warm: the fastest of 15 and
+    the median."""
+    from kioku.domain.ltm import recall as recall_module
+
+    memories: list[Memory] = []
+    questions: list[str] = []
+    scope = MemoryScope.server(GUILD, LINEAGE)
+    for path in files:
+        conversation = read_conversation(json.loads(path.read_text()))
+        questions += [q.text for q in conversation.questions]
+        for u in conversation.utterances:
+            if u.memory and len(memories) < 1000:
+                memories.append(Memory(scope, str(10_000 + len(memories)), u.memory, "401", u.date, u.date))
+    if len(memories) < 1000:
+        return None
+    asker = Participant("499", "asker", global_name="Asker")
+    turn = TurnContext(
+        guild_id=GUILD,
+        channel_id="300",
+        user=asker,
+        bot=BOT,
+        config=ServerConfig(guild_id=GUILD),
+        profile=UserProfile(asker.user_id),
+        now=memories[-1].updated_at + timedelta(days=1),
+        participants=(asker,),
+        author_ids=frozenset({asker.user_id}),
+    )
+    timings: dict[str, list[float]] = {"cold": [], "warm": []}
+    for n, kind in enumerate(("cold", "warm") * 15):
+        if kind == "cold":
+            recall_module.clear_caches()
+        query = RecallQuery(
+            questions[n % len(questions)], ("hey all", "anyone around?"), BOT.names(turn.bot_name)
+        )
+        started = time.perf_counter()
+        build_recall(turn, memories, {}, (), query=query)
+        timings[kind].append((time.perf_counter() - started) * 1000)
+    return (
+        "memory.dev_ranking_ms_1000 "
+        + " ".join(
+            f"{kind}={statistics.median(t):.2f} fastest_{kind}={min(t):.2f}" for kind, t in timings.items()
+        )
+        + " (1,000 memories of the real conversations' lengths, medians and fastest of 15, a new question each)"
+    )
 
 
 if __name__ == "__main__":

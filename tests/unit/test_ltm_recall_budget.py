@@ -7,9 +7,12 @@ import json
 import time
 from datetime import timedelta
 
+from kioku.discord.models import parse_history
+from kioku.domain.dialogue import read_dialogue
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.ranking import RecallQuery, stem, terms
+from kioku.domain.ltm.recall import recall_query
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
 from kioku.domain.privacy import Origin
 from kioku.services.ltm import (
@@ -26,6 +29,7 @@ from kioku.services.ltm import (
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,
+    BOT,
     HERE,
     NOW,
     SERVER,
@@ -283,3 +287,42 @@ def test_a_full_scope_names_its_most_similar_memories_to_update_instead():
     assert result.status == SaveStatus.LIMIT_EXCEEDED
     assert result.data["similar"] == [{"memory_id": "30001", "memory": "Alice lives in Lisbon"}]
     assert len(store.memories) == 2
+
+
+def test_the_query_is_what_people_wrote_never_the_dialogues_headers():
+    # Given a channel where Bob says hello, then Alice asks about her dog
+    turn = make_turn(participants=(ALICE, BOB))
+    history = parse_history(
+        [
+            {
+                "id": str(800 + n),
+                "author": {
+                    "id": person.user_id,
+                    "username": person.username,
+                    "global_name": person.global_name,
+                },
+                "content": text,
+                "timestamp": f"2025-05-01T{hour}:44:00.000000+00:00",
+                "reactions": [{"emoji": {"name": "👍"}, "count": 2}],
+            }
+            for n, (person, text, hour) in enumerate(
+                [(ALICE, "kioku, what's my dog called?", "19"), (BOB, "hey all", "18")]
+            )
+        ]
+    )
+    items = read_dialogue(history, bot_user_id=BOT.user_id, supports_vision=False, limit=10).items
+    assert "UserID:" in items[0].content and "Sent:" in items[0].content
+
+    # When the turn's recall query is made from that dialogue
+    query = recall_query(turn, "kioku, what's my dog called?", items)
+
+    # Then it holds what Bob wrote and nothing of the header (his names, ids, the time, reactions)
+    assert query.dialogue == ("hey all",)
+    # and so Bob's memories are not lifted over Alice's dog by his name in the header
+    personal = {
+        ALICE.user_id: (memory(ALICES, 30001, "{user}'s dog is called Rex", 30),),
+        BOB.user_id: (memory(BOBS, 31000, "{user}'s dog is called Biscuit", 1),),
+    }
+    memories = RecallSet(server=tuple(chatter(SERVER_SCOPE, 200)), personal=personal)
+    recall = recall_context(turn, memories, query=query, budget=500)
+    assert recall.candidates[recall.shown[0]].memory.memory_id == "30001"

@@ -28,6 +28,7 @@ from kioku.domain.ltm.ranking import (
 )
 from kioku.domain.ltm.vectors import cosine
 from kioku.domain.models import ContextItem, ContextTag, Participant
+from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE
 from kioku.domain.turn import TurnContext
 
 RECALL_MAX_USERS: Final = 8
@@ -272,9 +273,22 @@ def fact_words(content: str) -> frozenset[str]:
 
 
 def recall_query(turn: TurnContext, message: str, dialogue: Sequence[ContextItem]) -> RecallQuery:
-    """What recall ranks for: the message being answered, and the text of the dialogue before it."""
-    earlier = [_text_of(item.content) for item in dialogue[:-1]]
+    """What recall ranks for: the message being answered, and what people wrote in the dialogue
+    before it. Only what they wrote (between the markers): a header's names, ids and ``Sent:`` time
+    would lift every memory of whoever spoke, and move the ranking with the time of day."""
+    earlier = [_written(_text_of(item.content)) for item in dialogue[:-1]]
     return RecallQuery(message, tuple(text for text in earlier if text), turn.bot.names(turn.bot_name))
+
+
+def _written(text: str) -> str:
+    """What stands between a dialogue message's markers (``dialogue.py``); nothing when unmarked.
+    The markers are neutralised in what people write, so the last pair is the message's own."""
+    start = text.rfind(START_OF_MESSAGE)
+    if start < 0:
+        return ""
+    body = text[start + len(START_OF_MESSAGE) :]
+    end = body.rfind(END_OF_MESSAGE)
+    return body[:end] if end >= 0 else body
 
 
 def _fill(
