@@ -400,3 +400,28 @@ def test_only_the_documents_ranked_have_a_say_in_the_meaning():
     # Then the third is not ranked, and does not set the scale of the others' meaning
     assert [place.index for place in ranked] == [1, 0]
     assert ranked[0].relevance > 0
+
+
+def test_a_few_texts_that_are_not_ascii_leave_the_rest_on_the_fast_path(monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    # Given a section of ASCII memories with two that are not (a curly quote, an emoji)
+    texts = [f"Caroline said on 8 May 2023: the support group was great ({n})" for n in range(300)]
+    texts[7], texts[200] = "Melanie said: it’s lovely", "Caroline said: 🌟 so proud"
+    read_by_the_pattern: list[str] = []
+    pattern = ranking._WORD
+
+    class Watched:
+        def findall(self, text):
+            read_by_the_pattern.append(text)
+            return pattern.findall(text)
+
+    monkeypatch.setattr(ranking, "_WORD", Watched())
+    recall_module.clear_caches()
+
+    # When a fresh worker indexes it
+    built = index(texts)
+
+    # Then only those two are read by the pattern (the slow path), and every text reads as alone
+    assert sum(map(len, read_by_the_pattern)) < len(texts[7]) + len(texts[200]) + 10
+    assert [list(d) for d in built.documents] == [terms(text) for text in texts]

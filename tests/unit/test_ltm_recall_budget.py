@@ -326,3 +326,24 @@ def test_the_query_is_what_people_wrote_never_the_dialogues_headers():
     memories = RecallSet(server=tuple(chatter(SERVER_SCOPE, 200)), personal=personal)
     recall = recall_context(turn, memories, query=query, budget=500)
     assert recall.candidates[recall.shown[0]].memory.memory_id == "30001"
+
+
+def test_a_correction_in_other_words_outranks_the_fact_it_corrects():
+    # Given Bob's old fact, his correction in other words a week later, and plenty else about him
+    personal = {
+        BOB.user_id: (
+            memory(BOBS, 30020, "{user} lives in Lisbon", 60),
+            memory(BOBS, 30021, "{user} packed up, left Lisbon and moved to Porto with the whole family", 53),
+            *chatter(BOBS, 200),
+        )
+    }
+    turn = make_turn(participants=(ALICE, BOB))
+
+    # When someone asks where he lives now (the old fact shares the question's words, the correction does not)
+    recall = recall_context(
+        turn, RecallSet(personal=personal), query=RecallQuery("where does Bob live now?"), budget=8000
+    )
+
+    # Then the correction comes first, above the fact it corrects
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked.index("30021") < ranked.index("30020")
