@@ -347,3 +347,50 @@ def test_a_correction_in_other_words_outranks_the_fact_it_corrects():
     # Then the correction comes first, above the fact it corrects
     ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
     assert ranked.index("30021") < ranked.index("30020")
+
+
+def test_what_is_said_right_after_a_topic_is_named_comes_with_it():
+    # Given a stretch of conversation where the topic is named a line before the answer to it,
+    # among months of chatter (a memory an hour) and older memories that share one of its words
+    said = NOW - timedelta(days=200)
+    stretch = [
+        Memory(SERVER_SCOPE, str(30030 + n), text, ALICE.user_id, when, when)
+        for n, text in enumerate(["Caroline wondered what career path suits her", "I'm keen on counseling"])
+        if (when := said + timedelta(minutes=n))
+    ]
+    server = [
+        *stretch,
+        *(
+            memory(SERVER_SCOPE, 40000 + n, f"Someone {FILLER[n % len(FILLER)]} ({n})", n / 24)
+            for n in range(300)
+        ),
+        *(
+            memory(SERVER_SCOPE, 45000 + n, f"A friend went to a career fair ({n})", 300 + n)
+            for n in range(12)
+        ),
+    ]
+
+    # When someone asks about it in the words of the first line only
+    recall = recalled(server, message="What career path has Caroline decided to pursue?", budget=1000)
+
+    # Then the line after it, which shares none of the question's words, is shown too
+    shown = {recall.candidates[index].memory.memory_id for index in recall.shown}
+    assert {"30030", "30031"} <= shown
+
+
+def test_a_newer_memory_sharing_only_a_number_or_a_date_with_the_best_match_is_not_lifted():
+    # Given the fact asked about and, newer, unrelated memories that share only its number and month
+    server = [
+        memory(SERVER_SCOPE, 30040, "The book club meets at 7 in March", 90),
+        memory(SERVER_SCOPE, 30041, "Dave bought 7 plants in March", 10),
+        *chatter(SERVER_SCOPE, 200),
+    ]
+
+    # When someone asks about the book club
+    recall = recalled(server, message="when does the book club meet?", budget=8000)
+
+    # Then the unrelated newer memory is not lifted: it comes where its age puts it among those
+    # that match nothing asked (after the newer chatter)
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked[0] == "30040"
+    assert ranked.index("30041") > ranked.index("40009")

@@ -32,6 +32,11 @@ TIER_BOOST: Final = (0.15, 0.08, 0.0)
 RECENCY_BOOST: Final = 0.1
 """The newest memory gets this much more relevance than the oldest, so a correction outranks the
 fact it corrects when both match alike."""
+NEIGHBOUR_LIFT: Final = 0.3
+NEIGHBOUR_REACH: Final = 2
+NEIGHBOUR_SECONDS: Final = 3600.0
+"""A memory is lifted by ``NEIGHBOUR_LIFT`` of the best relevance of the ``NEIGHBOUR_REACH`` saved
+before and after it, within this many seconds of it (``rank``)."""
 CORRECTION_CHECKED: Final = 8
 """The best matches whose newer memories about the same thing are lifted above them (``rank``)."""
 CORRECTION_RARE_SHARE: Final = 0.01
@@ -343,7 +348,7 @@ def rank(
         if chosen is not None:  # only those ranked have a say in the median
             cosines = {number: cosine for number, cosine in cosines.items() if number in chosen}
         relevance = hybrid(lexical, cosines)
-    relevance = _corrections_lifted(parts, relevance, chosen)
+    relevance = _corrections_lifted(parts, _neighbours_lifted(parts, relevance, chosen), chosen)
     ages = list(chain.from_iterable(part.ages for part in parts))
     tiers = list(chain.from_iterable(repeat(part.tier, len(part)) for part in parts))
     oldest = max((part.ages[-1] for part in parts if len(part)), default=0.0) or 1.0
@@ -363,14 +368,43 @@ def rank(
     return chain(_popped(keyed), rest)
 
 
+def _neighbours_lifted(
+    parts: Sequence[Part], relevance: dict[int, float], among: frozenset[int] | None
+) -> dict[int, float]:
+    """``relevance`` with each memory lifted by ``NEIGHBOUR_LIFT`` of the best relevance among the
+    ``NEIGHBOUR_REACH`` memories saved just before and after it in its part (within
+    ``NEIGHBOUR_SECONDS``): what people say a line after naming a topic rarely names it again
+    ("what career path?" ... "I'm keen on counseling"), and a question needing two of them gets both."""
+    if not relevance or not NEIGHBOUR_LIFT:
+        return relevance
+    starts = [part.start for part in parts]
+    best: dict[int, float] = {}
+    for number, score in relevance.items():
+        part = parts[bisect_right(starts, number) - 1]
+        own, ages, last = number - part.start, part.ages, len(part) - 1
+        for other in range(max(own - NEIGHBOUR_REACH, 0), min(own + NEIGHBOUR_REACH, last) + 1):
+            if (
+                other != own
+                and abs(ages[other] - ages[own]) <= NEIGHBOUR_SECONDS
+                and best.get(part.start + other, 0.0) < score
+            ):
+                best[part.start + other] = score
+    lifted = dict(relevance)
+    for number, score in best.items():
+        if among is None or number in among:
+            lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * score
+    return lifted
+
+
 def _corrections_lifted(
     parts: Sequence[Part], relevance: dict[int, float], among: frozenset[int] | None
 ) -> dict[int, float]:
     """``relevance`` with each newer memory about the same thing as one of the best matches lifted
     to just above it: a correction ("left Lisbon and moved to Porto") rarely shares the question's
     words as the fact it corrects does ("lives in Lisbon"), but it shares a rare word with that fact.
-    The same thing: the same part (whom the memories are about) and a word of the fact, not the
-    part's label, that at most ``CORRECTION_RARE_SHARE`` of the part's memories hold."""
+    The same thing: the same part (whom the memories are about) and a word of the fact (not a
+    number, a date or the part's label) that at most ``CORRECTION_RARE_SHARE`` of the part's
+    memories hold."""
     if not relevance:
         return relevance
     starts = [part.start for part in parts]
@@ -382,8 +416,8 @@ def _corrections_lifted(
         newest = None
         for term in set(part.index.documents[own]):
             holders = postings.get(term, ())
-            if len(holders) > rare or term in part.index.shared:
-                continue
+            if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
+                continue  # a number or a date is shared by unrelated memories
             for other in holders:
                 if ages[other] >= ages[own] or (among is not None and part.start + other not in among):
                     continue
