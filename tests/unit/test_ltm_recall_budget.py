@@ -394,3 +394,20 @@ def test_a_newer_memory_sharing_only_a_number_or_a_date_with_the_best_match_is_n
     ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
     assert ranked[0] == "30040"
     assert ranked.index("30041") > ranked.index("40009")
+
+
+def test_irregular_forms_and_ship_nouns_meet_their_base_words():
+    assert terms("went") == terms("going") == terms("goes")
+    assert terms("bought") == terms("buying") and terms("made") == terms("making")
+    assert terms("children") == terms("child") and terms("took") == terms("taking")
+    assert terms("friendship") == terms("friends") and terms("mentorship") == terms("mentor")
+    # and a question in one form finds a memory in another, among memories sharing its other words
+    server = [
+        *chatter(SERVER_SCOPE, 300),
+        *(
+            memory(SERVER_SCOPE, 24000 + n, f"Nate talked about a pottery show ({n})", 30 + n)
+            for n in range(40)
+        ),
+        memory(SERVER_SCOPE, 23457, "Nate bought a pottery wheel", 200),
+    ]
+    assert "[#23457]" in recalled(server, message="what pottery is Nate buying?", budget=600).item.content

@@ -84,6 +84,20 @@ _CALENDAR: Final = {
     "thur": "thursday",
     "thurs": "thursday",
 }
+_IRREGULAR_TEXT: Final = """go went gone going goes; buy bought; bring brought; think thought; teach taught;
+    catch caught; mak made; tak took taken; see saw seen; get got gotten; giv gave given; find found;
+    feel felt; keep kept; meet met; run ran; writ wrote written; begin began begun; com came;
+    becom became; know knew known; grow grew grown; draw drew drawn; driv drove driven; eat ate eaten;
+    fall fell fallen; fly flew flown; forget forgot forgotten; hold held; hear heard; los lost;
+    pay paid; send sent; sell sold; spend spent; stand stood; swim swam swum; sing sang sung;
+    win won; wear wore worn; build built; choos chose chosen; speak spoke spoken; sit sat;
+    sleep slept; understand understood; throw threw thrown; wak woke woken; fight fought;
+    seek sought; hang hung; ride rode ridden; break broke broken; mean meant; lead led; tell told;
+    leav left; child children; person people; man men; woman women; mouse mice; tooth teeth"""
+_IRREGULAR: Final = {
+    form: forms.split()[0] for forms in _IRREGULAR_TEXT.split(";") for form in forms.split()[1:]
+}
+"""Irregular forms as the stem of the word's base form (``stem``: ``made`` as ``making`` reads)."""
 _STOPWORD_TEXT: Final = """a an and are as at be been but by can could did do does doing for from had has have having he her
     here hers him his how i if in into is it its me my myself no nor not of off on once or our ours
     out over own she so some such than that the their theirs them then there these they this those to
@@ -150,7 +164,9 @@ def _term(word: str) -> str:
     ordinal = _ORDINAL.match(word) if word[:1].isdigit() else None
     if ordinal:
         return str(int(ordinal.group(1)))
-    return _CALENDAR.get(word) or stem(word)
+    if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
+        word = word[:-4]
+    return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
 
 
 class _Terms(dict[str, str]):
