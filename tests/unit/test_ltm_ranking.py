@@ -139,7 +139,7 @@ def test_a_cached_section_is_never_used_once_its_book_changed():
 
     # Then the next ranking reads the new words, never the old
     assert shown_ids(after)[0] == "12345"
-    assert "[#12345] Bob's pet tortoise is called Shelly" in after.item.content
+    assert "[#12345] 2025-05-01: Bob's pet tortoise is called Shelly" in after.item.content
     assert "Miso" not in after.item.content
     assert "12345" not in shown_ids(recall(rewritten, "Miso the cat", budget=500))
 
@@ -158,7 +158,10 @@ def test_a_server_memory_naming_the_speaker_is_written_for_whoever_speaks_to_whi
         turn = make_turn(user=speaker)
         turn = replace(turn, config=replace(turn.config, persona=replace(turn.config.persona, name=persona)))
         recalled = build_recall(turn, server, {}, (), budget=1000, query=RecallQuery("a haiku"))
-        assert f"[#31000] {speaker.display_name} asked {persona} for a haiku" in recalled.item.content
+        assert (
+            f"[#31000] 2025-05-01: {speaker.display_name} asked {persona} for a haiku"
+            in recalled.item.content
+        )
 
 
 def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
@@ -166,7 +169,9 @@ def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
     theremin = memory(BOBS, 31337, "{user} plays the theremin", 200)
     memories = RecallSet(personal={BOB.user_id: (*chatter(300, scope=BOBS), theremin)})
     before = recalled_for(BOB, memories, "theremin")
-    assert "About Bob (@bob):" in before.item.content and "[#31337] Bob plays" in before.item.content
+    assert (
+        "About Bob (@bob):" in before.item.content and "[#31337] 2024-10-13: Bob plays" in before.item.content
+    )
 
     # When he is still Bob but @robert in the next turn, then Rob
     still_bob = recalled_for(Participant(BOB.user_id, "robert", nickname="Bob"), memories, "theremin")
@@ -175,7 +180,7 @@ def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
     # Then his memories read, and rank, with his names as they are now
     (first, *_) = rank_recall(still_bob.candidates, still_bob.parts, RecallQuery("robert"))
     assert first.relevance > 0 and still_bob.candidates[first.index].memory.scope == BOBS
-    assert "About Rob (@robert):" in rob.item.content and "[#31337] Rob plays" in rob.item.content
+    assert "About Rob (@robert):" in rob.item.content and "[#31337] 2024-10-13: Rob plays" in rob.item.content
 
 
 def recalled_for(person: Participant, memories: RecallSet, message: str):

@@ -95,7 +95,7 @@ def test_a_big_server_keeps_to_the_budget_and_shows_the_old_memory_the_question_
     # Then the recall keeps to its budget, shows that fact, and says how many memories it left out
     text = recall.item.content
     assert len(text) <= 8000
-    assert "[#12345] Bob's cat is called Miso" in text
+    assert "[#12345] 2024-05-01: Bob's cat is called Miso" in text
     shown = text.count("\n[#")
     assert f"({301 - shown} more memories are not shown; {SEARCH_TOOL_NAME} finds them.)" in text
     assert long_term_memory_tools(make_turn(), recall) == [CREATE_TOOL, UPDATE_TOOL, SEARCH_TOOL]
@@ -118,7 +118,7 @@ def test_the_message_decides_more_than_the_dialogue_before_it():
     memories = RecallSet(server=tuple(server))
 
     # When the budget has room for the header and a couple of memories
-    recall = recall_context(make_turn(), memories, query=query, budget=500)
+    recall = recall_context(make_turn(), memories, query=query, budget=600)
 
     # Then the one the message asks about comes first, the one the dialogue asked about second
     best = [recall.candidates[index].memory.memory_id for index in recall.shown]
