@@ -161,16 +161,23 @@ def dev_conversations() -> list[Path]:
     return sorted(DEV_DIRECTORY.glob("conversation-*.json")) if DEV_DIRECTORY.is_dir() else []
 
 
-def main(argv: Sequence[str] | None = None) -> None:
-    files = [Path(a) for a in (argv or ())] or dev_conversations()
+def recall_lines(files: Sequence[Path] = ()) -> list[str]:
+    """The report of each conversation of ``files`` (default: the dev conversations), or the line
+    saying they are not there."""
+    files = list(files) or dev_conversations()
     if not files:
-        print(f"memory.dev_evidence_recall skipped: no conversations in {DEV_DIRECTORY.resolve()}")
-        return
+        return [f"memory.dev_evidence_recall skipped: no conversations in {DEV_DIRECTORY.resolve()}"]
+    lines: list[str] = []
     for path in files:
-        replayed = replay(read_conversation(json.loads(path.read_text())))
-        for line in report(f"file={path.name}", replayed):
-            print(line, flush=True)
-    timed = ranking_of_real_lengths(files)
+        lines += report(f"file={path.name}", replay(read_conversation(json.loads(path.read_text()))))
+    return lines
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    files = [Path(a) for a in (argv or ())]
+    for line in recall_lines(files):
+        print(line, flush=True)
+    timed = ranking_of_real_lengths(files or dev_conversations())
     if timed:
         print(timed)
 
