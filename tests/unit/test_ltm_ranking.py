@@ -96,7 +96,8 @@ def textbook_bm25(documents: list[list[str]], lengths: list[int], query: dict[st
 def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(seed, monkeypatch):
     from kioku.domain.ltm import ranking
 
-    monkeypatch.setattr(ranking, "NEIGHBOUR_LIFT", 0.0)  # the formula alone: neighbours have their own test
+    monkeypatch.setattr(ranking, "NEIGHBOUR_LIFT", 0.0)  # the formula alone: neighbours and
+    monkeypatch.setattr(ranking, "FEEDBACK_TERMS", 0)  # feedback have tests of their own
     rng = random.Random(seed)
     texts = [" ".join(rng.choices(VOCABULARY, k=rng.randint(1, 12))) for _ in range(60)]
     ids = [str(10000 + n) for n in range(60)]
@@ -247,7 +248,10 @@ def test_the_first_cut_by_signs_keeps_the_vectors_nearest_by_cosine():
     assert sign_agreement(query, quantise([-x for x in target])) == pytest.approx(-1.0)
 
 
-def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine():
+def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine(monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    monkeypatch.setattr(ranking, "FEEDBACK_TERMS", 0)  # the blend alone: feedback has its own test
     # Given as many memories as the shortlist holds, each with a vector
     rng = random.Random(12)
     memories = [

@@ -366,7 +366,7 @@ def test_what_is_said_right_after_a_topic_is_named_comes_with_it():
         ),
         *(
             memory(SERVER_SCOPE, 45000 + n, f"A friend went to a career fair ({n})", 300 + n)
-            for n in range(12)
+            for n in range(6)
         ),
     ]
 
@@ -411,3 +411,29 @@ def test_irregular_forms_and_ship_nouns_meet_their_base_words():
         memory(SERVER_SCOPE, 23457, "Nate bought a pottery wheel", 200),
     ]
     assert "[#23457]" in recalled(server, message="what pottery is Nate buying?", budget=600).item.content
+
+
+def test_the_best_matches_words_find_a_memory_in_none_of_the_questions_words():
+    # Given the memory that names the topic, one on it that shares only the name with the
+    # question, and many others about the same person, days apart
+    server = [
+        memory(SERVER_SCOPE, 30050, "Melanie's favourite activities are pottery and camping", 100),
+        memory(SERVER_SCOPE, 30051, "Melanie went camping by the lake with her kids", 150),
+        *(
+            memory(
+                SERVER_SCOPE,
+                46000 + n,
+                f"Melanie is here ({n})",
+                2 * n + 1,
+            )
+            for n in range(30)
+        ),
+        *chatter(SERVER_SCOPE, 200),
+    ]
+
+    # When someone asks about the topic in its own words
+    recall = recalled(server, message="what activities does Melanie enjoy?", budget=700)
+
+    # Then the one sharing only the name comes with the one naming the topic, above the rest
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked[:2] == ["30050", "30051"]

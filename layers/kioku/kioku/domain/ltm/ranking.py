@@ -32,6 +32,11 @@ TIER_BOOST: Final = (0.15, 0.08, 0.0)
 RECENCY_BOOST: Final = 0.1
 """The newest memory gets this much more relevance than the oldest, so a correction outranks the
 fact it corrects when both match alike."""
+FEEDBACK_DOCUMENTS: Final = 5
+FEEDBACK_TERMS: Final = 10
+FEEDBACK_WEIGHT: Final = 0.2
+"""Pseudo-relevance feedback (``rank``): the rarest words of the best matches join the query at this
+weight, below the dialogue's."""
 NEIGHBOUR_LIFT: Final = 0.3
 NEIGHBOUR_REACH: Final = 2
 NEIGHBOUR_SECONDS: Final = 3600.0
@@ -356,7 +361,10 @@ def rank(
     documents (their numbers), as if there were no others. Lazy: the documents that match come off
     a heap as they are read, then the rest in tier and age order."""
     chosen = None if among is None else frozenset(among)
-    lexical = _bm25(parts, query.weights(), chosen)
+    weights = query.weights()
+    lexical = _bm25(parts, weights, chosen)
+    if FEEDBACK_TERMS and lexical:
+        lexical = _bm25(parts, _with_feedback(parts, weights, lexical), chosen)
     relevance = lexical
     if semantic is not None:
         best = sorted(lexical, key=lexical.__getitem__, reverse=True)[:LEXICAL_SHORTLIST]
@@ -382,6 +390,35 @@ def rank(
         if number not in matched and (chosen is None or number in chosen)
     )
     return chain(_popped(keyed), rest)
+
+
+def _with_feedback(
+    parts: Sequence[Part], weights: Mapping[str, float], scores: Mapping[int, float]
+) -> dict[str, float]:
+    """``weights`` and, at ``FEEDBACK_WEIGHT``, the ``FEEDBACK_TERMS`` words that the
+    ``FEEDBACK_DOCUMENTS`` best matches hold and that are rarest in all (each word's
+    ``log(1 + n / df)`` summed over the matches holding it; a word only one memory holds finds
+    nothing more): what a question is about is said in words it does not use
+    ("activities" → "pottery", "camping"), and the best matches say them."""
+    starts, total = [part.start for part in parts], sum(map(len, parts))
+    rarity: Counter[str] = Counter()
+    used = 0
+    for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
+        part = parts[bisect_right(starts, number) - 1]
+        own = set(part.index.documents[number - part.start])
+        if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
+            continue  # matched by whom it is about alone (its label, a name): nothing of the topic
+        used += 1
+        for term in own:
+            if term in weights or not term.isalpha() or term in _CALENDAR:
+                continue  # a date is shared by unrelated memories
+            df = sum(len(other.index.postings.get(term, ())) for other in parts)
+            if df >= 2:
+                rarity[term] += math.log(1 + total / df)
+    expanded = dict(weights)
+    for term, _ in rarity.most_common(FEEDBACK_TERMS):
+        expanded[term] = FEEDBACK_WEIGHT
+    return expanded
 
 
 def _neighbours_lifted(
