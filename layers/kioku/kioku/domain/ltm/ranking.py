@@ -20,8 +20,8 @@ from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import add
+from itertools import chain, compress, repeat
+from operator import add, le, mul, sub
 from typing import Final
 
 TRIGGER_WEIGHT: Final = 1.0
@@ -430,22 +430,24 @@ def _neighbours_lifted(
     ("what career path?" ... "I'm keen on counseling"), and a question needing two of them gets both."""
     if not relevance or not NEIGHBOUR_LIFT:
         return relevance
-    starts = [part.start for part in parts]
-    best: dict[int, float] = {}
-    for number, score in relevance.items():
-        part = parts[bisect_right(starts, number) - 1]
-        own, ages, last = number - part.start, part.ages, len(part) - 1
-        for other in range(max(own - NEIGHBOUR_REACH, 0), min(own + NEIGHBOUR_REACH, last) + 1):
-            if (
-                other != own
-                and abs(ages[other] - ages[own]) <= NEIGHBOUR_SECONDS
-                and best.get(part.start + other, 0.0) < score
-            ):
-                best[part.start + other] = score
     lifted = dict(relevance)
-    for number, score in best.items():
-        if among is None or number in among:
-            lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * score
+    known = relevance.get
+    for part in parts:
+        n, start, ages = len(part), part.start, part.ages
+        if n < 2:
+            continue
+        # a section at a time, shifted lists compared in C: a thousand memories cost no loop of their own
+        scores = list(map(known, range(start, start + n), repeat(0.0)))
+        best = [0.0] * n
+        for apart in range(1, min(NEIGHBOUR_REACH, n - 1) + 1):
+            close = list(map(le, map(sub, ages[apart:], ages[:-apart]), repeat(NEIGHBOUR_SECONDS)))
+            after = list(map(mul, scores[apart:], close))  # the one ``apart`` later, for each
+            before = list(map(mul, scores[:-apart], close))
+            padding = [0.0] * apart
+            best = list(map(max, best, after + padding, padding + before))
+        for number in compress(range(start, start + n), best):
+            if among is None or number in among:
+                lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * best[number - start]
     return lifted
 
 
