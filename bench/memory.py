@@ -52,6 +52,7 @@ from moto.dynamodb.models.dynamo_type import Item as MotoItem
 from moto.dynamodb.models.table import Table as MotoTable
 from moto.dynamodb.responses import DynamoHandler
 
+from bench import memory_replay
 from bench.memory_conversation import (
     Conversation,
     Question,
@@ -645,7 +646,8 @@ def ranking_of_a_thousand() -> list[str]:
                 f"memory.ranking_within_target words target_ms={RANKING_TARGET_MS} warm={within['warm']} "
                 f"cold={within['cold']} (the fastest of 15: what the ranking costs when the machine is not busy)"
             )
-    return lines
+    real = memory_replay.ranking_of_real_lengths(memory_replay.dev_conversations())
+    return [*lines, *([real] if real else [])]
 
 
 REWORDINGS = (
@@ -785,6 +787,8 @@ def main(argv: Sequence[str] | None = None) -> None:
                 print(line)
             print(near_duplicates())
             print(near_duplicates_by_meaning(embedder, label))
+            for line in memory_replay.recall_lines():
+                print(line, flush=True)
     print(f"memory.wall_seconds={time.perf_counter() - started:.0f} (this whole section)")
 
 

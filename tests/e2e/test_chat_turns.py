@@ -515,7 +515,7 @@ def test_a_memory_saved_in_one_turn_is_announced_and_recalled_in_the_next(stack,
     recall = position(messages, LTM_HEADER)
     assert recall == 1
     assert messages[recall]["role"] == "system"
-    assert f"[#{memory_id}] Alice loves green tea" in text_of(messages[recall])
+    assert re.search(rf"\[#{memory_id}\] \d{{4}}-\d\d-\d\d: Alice loves green tea", text_of(messages[recall]))
     first_turn = next(i for i, message in enumerate(messages) if is_dialogue(message))
     assert first_turn > recall
 

@@ -220,7 +220,7 @@ def test_make_run_reviews_a_members_server_memory_with_buttons(tmp_path):
     listing = reviewed.split("> /server memories list", 1)[1].split("> @kioku", 1)[0]
     assert f"#{memory_id} · active" in listing and "the book club meets on Fridays" in listing
     context = reviewed.split("> :context", 1)[1]
-    assert f"[#{memory_id}] the book club meets on Fridays" in context
+    assert re.search(rf"\[#{memory_id}\] \d{{4}}-\d\d-\d\d: the book club meets on Fridays", context)
 
 
 def test_in_approval_mode_the_owners_chat_memory_is_saved_at_once_and_a_members_waits(tmp_path):

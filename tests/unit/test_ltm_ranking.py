@@ -93,7 +93,11 @@ def textbook_bm25(documents: list[list[str]], lengths: list[int], query: dict[st
 
 
 @pytest.mark.parametrize("seed", range(5))
-def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(seed):
+def test_the_indexed_bm25_scores_what_the_formula_says_over_parts_and_subsets(seed, monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    monkeypatch.setattr(ranking, "NEIGHBOUR_LIFT", 0.0)  # the formula alone: neighbours and
+    monkeypatch.setattr(ranking, "FEEDBACK_TERMS", 0)  # feedback have tests of their own
     rng = random.Random(seed)
     texts = [" ".join(rng.choices(VOCABULARY, k=rng.randint(1, 12))) for _ in range(60)]
     ids = [str(10000 + n) for n in range(60)]
@@ -136,7 +140,7 @@ def test_a_cached_section_is_never_used_once_its_book_changed():
 
     # Then the next ranking reads the new words, never the old
     assert shown_ids(after)[0] == "12345"
-    assert "[#12345] Bob's pet tortoise is called Shelly" in after.item.content
+    assert "[#12345] 2025-05-01: Bob's pet tortoise is called Shelly" in after.item.content
     assert "Miso" not in after.item.content
     assert "12345" not in shown_ids(recall(rewritten, "Miso the cat", budget=500))
 
@@ -155,7 +159,10 @@ def test_a_server_memory_naming_the_speaker_is_written_for_whoever_speaks_to_whi
         turn = make_turn(user=speaker)
         turn = replace(turn, config=replace(turn.config, persona=replace(turn.config.persona, name=persona)))
         recalled = build_recall(turn, server, {}, (), budget=1000, query=RecallQuery("a haiku"))
-        assert f"[#31000] {speaker.display_name} asked {persona} for a haiku" in recalled.item.content
+        assert (
+            f"[#31000] 2025-05-01: {speaker.display_name} asked {persona} for a haiku"
+            in recalled.item.content
+        )
 
 
 def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
@@ -163,7 +170,9 @@ def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
     theremin = memory(BOBS, 31337, "{user} plays the theremin", 200)
     memories = RecallSet(personal={BOB.user_id: (*chatter(300, scope=BOBS), theremin)})
     before = recalled_for(BOB, memories, "theremin")
-    assert "About Bob (@bob):" in before.item.content and "[#31337] Bob plays" in before.item.content
+    assert (
+        "About Bob (@bob):" in before.item.content and "[#31337] 2024-10-13: Bob plays" in before.item.content
+    )
 
     # When he is still Bob but @robert in the next turn, then Rob
     still_bob = recalled_for(Participant(BOB.user_id, "robert", nickname="Bob"), memories, "theremin")
@@ -172,7 +181,7 @@ def test_a_renamed_person_is_written_and_ranked_by_the_names_they_have_now():
     # Then his memories read, and rank, with his names as they are now
     (first, *_) = rank_recall(still_bob.candidates, still_bob.parts, RecallQuery("robert"))
     assert first.relevance > 0 and still_bob.candidates[first.index].memory.scope == BOBS
-    assert "About Rob (@robert):" in rob.item.content and "[#31337] Rob plays" in rob.item.content
+    assert "About Rob (@robert):" in rob.item.content and "[#31337] 2024-10-13: Rob plays" in rob.item.content
 
 
 def recalled_for(person: Participant, memories: RecallSet, message: str):
@@ -239,7 +248,10 @@ def test_the_first_cut_by_signs_keeps_the_vectors_nearest_by_cosine():
     assert sign_agreement(query, quantise([-x for x in target])) == pytest.approx(-1.0)
 
 
-def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine():
+def test_a_scope_within_the_shortlist_is_blended_with_every_exact_cosine(monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    monkeypatch.setattr(ranking, "FEEDBACK_TERMS", 0)  # the blend alone: feedback has its own test
     # Given as many memories as the shortlist holds, each with a vector
     rng = random.Random(12)
     memories = [
@@ -400,3 +412,28 @@ def test_only_the_documents_ranked_have_a_say_in_the_meaning():
     # Then the third is not ranked, and does not set the scale of the others' meaning
     assert [place.index for place in ranked] == [1, 0]
     assert ranked[0].relevance > 0
+
+
+def test_a_few_texts_that_are_not_ascii_leave_the_rest_on_the_fast_path(monkeypatch):
+    from kioku.domain.ltm import ranking
+
+    # Given a section of ASCII memories with two that are not (a curly quote, an emoji)
+    texts = [f"Caroline said on 8 May 2023: the support group was great ({n})" for n in range(300)]
+    texts[7], texts[200] = "Melanie said: it’s lovely", "Caroline said: 🌟 so proud"
+    read_by_the_pattern: list[str] = []
+    pattern = ranking._WORD
+
+    class Watched:
+        def findall(self, text):
+            read_by_the_pattern.append(text)
+            return pattern.findall(text)
+
+    monkeypatch.setattr(ranking, "_WORD", Watched())
+    recall_module.clear_caches()
+
+    # When a fresh worker indexes it
+    built = index(texts)
+
+    # Then only those two are read by the pattern (the slow path), and every text reads as alone
+    assert sum(map(len, read_by_the_pattern)) < len(texts[7]) + len(texts[200]) + 10
+    assert [list(d) for d in built.documents] == [terms(text) for text in texts]

@@ -54,10 +54,10 @@ def test_recall_shows_ids_names_and_the_right_lineages():
     assert item.tag is ContextTag.KNOWLEDGE_LONG_TERM_MEMORY
     assert item.role == RECALL_ROLE == "system"
     text = item.content
-    assert "[#10001] Kioku hosts movie night for Alice" in text
-    assert "[#20001] Alice is learning Rust" in text
-    assert "[#20002] Alice prefers short answers" in text
-    assert "[#30001] Bob teases Kioku" in text
+    assert "[#10001] 2025-05-01: Kioku hosts movie night for Alice" in text
+    assert "[#20001] 2025-05-01: Alice is learning Rust" in text
+    assert "[#20002] 2025-05-01: Alice prefers short answers" in text
+    assert "[#30001] 2025-05-01: Bob teases Kioku" in text
     assert "another persona's fact" not in text
     assert "update_long_term_memory" in text
     # the speaker's memories first, then the server's, then the others'
@@ -128,7 +128,7 @@ def test_the_line_cap_keeps_the_newest_and_says_how_many_are_left_out():
     item = build_recall(make_turn(), memories, {}, ()).item
     lines = [line for line in item.content.splitlines() if line.startswith("[#")]
     assert len(lines) == RECALL_MAX_LINES
-    assert lines[0] == "[#10000] fact 0"
+    assert lines[0] == "[#10000] 2025-05-01: fact 0"
     assert "(20 more memories are not shown.)" in item.content
 
 
@@ -196,3 +196,30 @@ def test_memories_are_recalled_only_where_their_origin_allows():
     assert "likes tea" in text
     # and in the private channel itself the server memory is back
     assert "okapi" in turn_recall(make_turn(channel_id="701"), store).content
+
+
+def test_each_line_tells_the_day_its_memory_was_saved_within_the_budget():
+    # Given a fact and its correction a few days later (in a turn's UTC day)
+    scope = MemoryScope.server(SERVER, 1)
+    old = memory(scope, "10001", "The meetup is at the Red Lion", age_minutes=60 * 24 * 20)
+    new = memory(scope, "10002", "The meetup moved to the Blue Boar", age_minutes=60 * 24 * 3)
+
+    # When they are recalled
+    recall = build_recall(make_turn(), [old, new], {}, ())
+
+    # Then each line carries its day after its id, newest first, and its text is still the memory's
+    assert "[#10002] 2025-04-28: The meetup moved to the Blue Boar\n[#10001] 2025-04-11: The meetup" in (
+        recall.item.content
+    )
+    assert [c.text for c in recall.candidates] == [
+        "The meetup moved to the Blue Boar",
+        "The meetup is at the Red Lion",
+    ]
+    # and a memory rewritten later with the same words shows its new day (nothing kept stale)
+    rewritten = replace(old, updated_at=NOW)
+    assert (
+        "[#10001] 2025-05-01: The meetup is at"
+        in build_recall(make_turn(), [rewritten, new], {}, ()).item.content
+    )
+    # and the days are paid from the budget
+    assert len(build_recall(make_turn(), [old, new], {}, (), budget=300).item.content) <= 300

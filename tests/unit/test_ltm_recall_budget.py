@@ -7,9 +7,12 @@ import json
 import time
 from datetime import timedelta
 
+from kioku.discord.models import parse_history
+from kioku.domain.dialogue import read_dialogue
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.ranking import RecallQuery, stem, terms
+from kioku.domain.ltm.recall import recall_query
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
 from kioku.domain.privacy import Origin
 from kioku.services.ltm import (
@@ -26,6 +29,7 @@ from kioku.services.ltm import (
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,
+    BOT,
     HERE,
     NOW,
     SERVER,
@@ -91,7 +95,7 @@ def test_a_big_server_keeps_to_the_budget_and_shows_the_old_memory_the_question_
     # Then the recall keeps to its budget, shows that fact, and says how many memories it left out
     text = recall.item.content
     assert len(text) <= 8000
-    assert "[#12345] Bob's cat is called Miso" in text
+    assert "[#12345] 2024-05-01: Bob's cat is called Miso" in text
     shown = text.count("\n[#")
     assert f"({301 - shown} more memories are not shown; {SEARCH_TOOL_NAME} finds them.)" in text
     assert long_term_memory_tools(make_turn(), recall) == [CREATE_TOOL, UPDATE_TOOL, SEARCH_TOOL]
@@ -114,7 +118,7 @@ def test_the_message_decides_more_than_the_dialogue_before_it():
     memories = RecallSet(server=tuple(server))
 
     # When the budget has room for the header and a couple of memories
-    recall = recall_context(make_turn(), memories, query=query, budget=500)
+    recall = recall_context(make_turn(), memories, query=query, budget=600)
 
     # Then the one the message asks about comes first, the one the dialogue asked about second
     best = [recall.candidates[index].memory.memory_id for index in recall.shown]
@@ -283,3 +287,153 @@ def test_a_full_scope_names_its_most_similar_memories_to_update_instead():
     assert result.status == SaveStatus.LIMIT_EXCEEDED
     assert result.data["similar"] == [{"memory_id": "30001", "memory": "Alice lives in Lisbon"}]
     assert len(store.memories) == 2
+
+
+def test_the_query_is_what_people_wrote_never_the_dialogues_headers():
+    # Given a channel where Bob says hello, then Alice asks about her dog
+    turn = make_turn(participants=(ALICE, BOB))
+    history = parse_history(
+        [
+            {
+                "id": str(800 + n),
+                "author": {
+                    "id": person.user_id,
+                    "username": person.username,
+                    "global_name": person.global_name,
+                },
+                "content": text,
+                "timestamp": f"2025-05-01T{hour}:44:00.000000+00:00",
+                "reactions": [{"emoji": {"name": "👍"}, "count": 2}],
+            }
+            for n, (person, text, hour) in enumerate(
+                [(ALICE, "kioku, what's my dog called?", "19"), (BOB, "hey all", "18")]
+            )
+        ]
+    )
+    items = read_dialogue(history, bot_user_id=BOT.user_id, supports_vision=False, limit=10).items
+    assert "UserID:" in items[0].content and "Sent:" in items[0].content
+
+    # When the turn's recall query is made from that dialogue
+    query = recall_query(turn, "kioku, what's my dog called?", items)
+
+    # Then it holds what Bob wrote and nothing of the header (his names, ids, the time, reactions)
+    assert query.dialogue == ("hey all",)
+    # and so Bob's memories are not lifted over Alice's dog by his name in the header
+    personal = {
+        ALICE.user_id: (memory(ALICES, 30001, "{user}'s dog is called Rex", 30),),
+        BOB.user_id: (memory(BOBS, 31000, "{user}'s dog is called Biscuit", 1),),
+    }
+    memories = RecallSet(server=tuple(chatter(SERVER_SCOPE, 200)), personal=personal)
+    recall = recall_context(turn, memories, query=query, budget=500)
+    assert recall.candidates[recall.shown[0]].memory.memory_id == "30001"
+
+
+def test_a_correction_in_other_words_outranks_the_fact_it_corrects():
+    # Given Bob's old fact, his correction in other words a week later, and plenty else about him
+    personal = {
+        BOB.user_id: (
+            memory(BOBS, 30020, "{user} lives in Lisbon", 60),
+            memory(BOBS, 30021, "{user} packed up, left Lisbon and moved to Porto with the whole family", 53),
+            *chatter(BOBS, 200),
+        )
+    }
+    turn = make_turn(participants=(ALICE, BOB))
+
+    # When someone asks where he lives now (the old fact shares the question's words, the correction does not)
+    recall = recall_context(
+        turn, RecallSet(personal=personal), query=RecallQuery("where does Bob live now?"), budget=8000
+    )
+
+    # Then the correction comes first, above the fact it corrects
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked.index("30021") < ranked.index("30020")
+
+
+def test_what_is_said_right_after_a_topic_is_named_comes_with_it():
+    # Given a stretch of conversation where the topic is named a line before the answer to it,
+    # among months of chatter (a memory an hour) and older memories that share one of its words
+    said = NOW - timedelta(days=200)
+    stretch = [
+        Memory(SERVER_SCOPE, str(30030 + n), text, ALICE.user_id, when, when)
+        for n, text in enumerate(["Caroline wondered what career path suits her", "I'm keen on counseling"])
+        if (when := said + timedelta(minutes=n))
+    ]
+    server = [
+        *stretch,
+        *(
+            memory(SERVER_SCOPE, 40000 + n, f"Someone {FILLER[n % len(FILLER)]} ({n})", n / 24)
+            for n in range(300)
+        ),
+        *(
+            memory(SERVER_SCOPE, 45000 + n, f"A friend went to a career fair ({n})", 300 + n)
+            for n in range(6)
+        ),
+    ]
+
+    # When someone asks about it in the words of the first line only
+    recall = recalled(server, message="What career path has Caroline decided to pursue?", budget=1000)
+
+    # Then the line after it, which shares none of the question's words, is shown too
+    shown = {recall.candidates[index].memory.memory_id for index in recall.shown}
+    assert {"30030", "30031"} <= shown
+
+
+def test_a_newer_memory_sharing_only_a_number_or_a_date_with_the_best_match_is_not_lifted():
+    # Given the fact asked about and, newer, unrelated memories that share only its number and month
+    server = [
+        memory(SERVER_SCOPE, 30040, "The book club meets at 7 in March", 90),
+        memory(SERVER_SCOPE, 30041, "Dave bought 7 plants in March", 10),
+        *chatter(SERVER_SCOPE, 200),
+    ]
+
+    # When someone asks about the book club
+    recall = recalled(server, message="when does the book club meet?", budget=8000)
+
+    # Then the unrelated newer memory is not lifted: it comes where its age puts it among those
+    # that match nothing asked (after the newer chatter)
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked[0] == "30040"
+    assert ranked.index("30041") > ranked.index("40009")
+
+
+def test_irregular_forms_and_ship_nouns_meet_their_base_words():
+    assert terms("went") == terms("going") == terms("goes")
+    assert terms("bought") == terms("buying") and terms("made") == terms("making")
+    assert terms("children") == terms("child") and terms("took") == terms("taking")
+    assert terms("friendship") == terms("friends") and terms("mentorship") == terms("mentor")
+    # and a question in one form finds a memory in another, among memories sharing its other words
+    server = [
+        *chatter(SERVER_SCOPE, 300),
+        *(
+            memory(SERVER_SCOPE, 24000 + n, f"Nate talked about a pottery show ({n})", 30 + n)
+            for n in range(40)
+        ),
+        memory(SERVER_SCOPE, 23457, "Nate bought a pottery wheel", 200),
+    ]
+    assert "[#23457]" in recalled(server, message="what pottery is Nate buying?", budget=600).item.content
+
+
+def test_the_best_matches_words_find_a_memory_in_none_of_the_questions_words():
+    # Given the memory that names the topic, one on it that shares only the name with the
+    # question, and many others about the same person, days apart
+    server = [
+        memory(SERVER_SCOPE, 30050, "Melanie's favourite activities are pottery and camping", 100),
+        memory(SERVER_SCOPE, 30051, "Melanie went camping by the lake with her kids", 150),
+        *(
+            memory(
+                SERVER_SCOPE,
+                46000 + n,
+                f"Melanie is here ({n})",
+                2 * n + 1,
+            )
+            for n in range(30)
+        ),
+        *chatter(SERVER_SCOPE, 200),
+    ]
+
+    # When someone asks about the topic in its own words
+    recall = recalled(server, message="what activities does Melanie enjoy?", budget=700)
+
+    # Then the one sharing only the name comes with the one naming the topic, above the rest
+    ranked = [recall.candidates[index].memory.memory_id for index in recall.shown]
+    assert ranked[:2] == ["30050", "30051"]

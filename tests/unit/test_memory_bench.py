@@ -180,3 +180,27 @@ def test_the_ranking_of_a_thousand_is_timed_in_a_process_of_its_own_and_judged_a
     assert f"target_ms={RANKING_TARGET_MS}" in verdict
     assert f"cold={float(words['fastest_cold']) <= RANKING_TARGET_MS}" in verdict
     assert f"warm={float(words['fastest_warm']) <= RANKING_TARGET_MS}" in verdict
+
+
+def test_the_replay_counts_each_question_at_each_budget_and_skips_missing_dev_conversations(
+    tmp_path, monkeypatch
+):
+    from bench import memory_replay
+
+    # Given a generated conversation
+    conversation = generate(200)
+
+    # When its recall stage is replayed without the stack
+    replayed = memory_replay.replay(conversation, (1_000, 8_000))
+
+    # Then every question is counted at each budget, by kind, the larger budget finding at least as much
+    assert sum(replayed.asked.values()) == len(conversation.questions)
+    assert replayed.share(8_000) >= replayed.share(1_000) > 0
+    assert max(replayed.chars[1_000]) <= 1_000 and max(replayed.chars[8_000]) <= 8_000
+    lines = list(memory_replay.report("generated", replayed))
+    assert len(lines) == 2 and all("chars_per_turn=" in line for line in lines)
+    # and where the dev conversations are not, make bench says so and goes on
+    monkeypatch.setattr(memory_replay, "DEV_DIRECTORY", tmp_path / "absent")
+    assert memory_replay.recall_lines() == [
+        f"memory.dev_evidence_recall skipped: no conversations in {(tmp_path / 'absent').resolve()}"
+    ]

@@ -20,8 +20,8 @@ from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, repeat
-from operator import add
+from itertools import chain, compress, repeat
+from operator import add, le, mul, sub
 from typing import Final
 
 TRIGGER_WEIGHT: Final = 1.0
@@ -32,6 +32,21 @@ TIER_BOOST: Final = (0.15, 0.08, 0.0)
 RECENCY_BOOST: Final = 0.1
 """The newest memory gets this much more relevance than the oldest, so a correction outranks the
 fact it corrects when both match alike."""
+FEEDBACK_DOCUMENTS: Final = 5
+FEEDBACK_TERMS: Final = 10
+FEEDBACK_WEIGHT: Final = 0.2
+"""Pseudo-relevance feedback (``rank``): the rarest words of the best matches join the query at this
+weight, below the dialogue's."""
+NEIGHBOUR_LIFT: Final = 0.3
+NEIGHBOUR_REACH: Final = 2
+NEIGHBOUR_SECONDS: Final = 3600.0
+"""A memory is lifted by ``NEIGHBOUR_LIFT`` of the best relevance of the ``NEIGHBOUR_REACH`` saved
+before and after it, within this many seconds of it (``rank``)."""
+CORRECTION_CHECKED: Final = 8
+"""The best matches whose newer memories about the same thing are lifted above them (``rank``)."""
+CORRECTION_RARE_SHARE: Final = 0.01
+"""A word at most this share of a part's memories hold (and at least two may) names one thing."""
+CORRECTION_MARGIN: Final = 0.01
 SEMANTIC_WEIGHT: Final = 0.3
 """With embeddings, the share of a memory's relevance that is its meaning; the rest is its words
 (both relative to the query's best, ``hybrid``). Measured with ``make bench`` and a real model: from
@@ -74,6 +89,20 @@ _CALENDAR: Final = {
     "thur": "thursday",
     "thurs": "thursday",
 }
+_IRREGULAR_TEXT: Final = """go went gone going goes; buy bought; bring brought; think thought; teach taught;
+    catch caught; mak made; tak took taken; see saw seen; get got gotten; giv gave given; find found;
+    feel felt; keep kept; meet met; run ran; writ wrote written; begin began begun; com came;
+    becom became; know knew known; grow grew grown; draw drew drawn; driv drove driven; eat ate eaten;
+    fall fell fallen; fly flew flown; forget forgot forgotten; hold held; hear heard; los lost;
+    pay paid; send sent; sell sold; spend spent; stand stood; swim swam swum; sing sang sung;
+    win won; wear wore worn; build built; choos chose chosen; speak spoke spoken; sit sat;
+    sleep slept; understand understood; throw threw thrown; wak woke woken; fight fought;
+    seek sought; hang hung; ride rode ridden; break broke broken; mean meant; lead led; tell told;
+    leav left; child children; person people; man men; woman women; mouse mice; tooth teeth"""
+_IRREGULAR: Final = {
+    form: forms.split()[0] for forms in _IRREGULAR_TEXT.split(";") for form in forms.split()[1:]
+}
+"""Irregular forms as the stem of the word's base form (``stem``: ``made`` as ``making`` reads)."""
 _STOPWORD_TEXT: Final = """a an and are as at be been but by can could did do does doing for from had has have having he her
     here hers him his how i if in into is it its me my myself no nor not of off on once or our ours
     out over own she so some such than that the their theirs them then there these they this those to
@@ -97,23 +126,29 @@ def stem(word: str) -> str:
     names and numbers alone."""
     if len(word) <= 3 or not word.isalpha():
         return word
-    if word.endswith(("ies", "ied")) and len(word) > 4:
+    last = word[-1]
+    if last == "s":
+        if word[-3:-1] == "ie" and len(word) > 4:
+            return word[:-3] + "y"
+        if word.endswith("sses"):
+            word = word[:-2]
+        elif word[-2] not in "sui":
+            word = word[:-1]
+    elif last == "d" and word[-3:-1] == "ie" and len(word) > 4:
         return word[:-3] + "y"
-    if word.endswith("sses"):
-        word = word[:-2]
-    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
-        word = word[:-1]
-    for suffix in ("ing", "ed"):
-        root = word[: -len(suffix)]
-        if word.endswith(suffix) and len(root) >= 3 and _VOWELS & set(root):
-            if len(root) > 3 and root[-1] == root[-2] and root[-1] not in "lsz":
-                root = root[:-1]  # running → run
-            word = root
-            break
+    if word.endswith("ing"):
+        root = word[:-3]
+    elif word.endswith("ed"):
+        root = word[:-2]
     else:
+        root = ""
         if word.endswith("ly") and len(word) > 5:
             word = word[:-2]
-    if word.endswith("e") and len(word) > 3:
+    if len(root) >= 3 and not _VOWELS.isdisjoint(root):
+        if len(root) > 3 and root[-1] == root[-2] and root[-1] not in "lsz":
+            root = root[:-1]  # running → run
+        word = root
+    if word[-1] == "e" and len(word) > 3:
         word = word[:-1]
     return word
 
@@ -131,10 +166,12 @@ def _term(word: str) -> str:
         return ""
     if word.isdigit():
         return str(int(word)) if len(word) <= 2 else word
-    ordinal = _ORDINAL.match(word)
+    ordinal = _ORDINAL.match(word) if word[:1].isdigit() else None
     if ordinal:
         return str(int(ordinal.group(1)))
-    return _CALENDAR.get(word) or stem(word)
+    if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
+        word = word[:-4]
+    return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
 
 
 class _Terms(dict[str, str]):
@@ -155,7 +192,9 @@ def words(text: str) -> list[str]:
     if text.isascii():  # most memories: no normalisation to do, and a few C passes split them
         spaced = f" {text.lower().translate(_ASCII_SEPARATORS)} "
         if "-" in spaced:  # a hyphen is part of a word only between two of its letters or digits
-            spaced = spaced.replace("--", " ").replace("- ", " ").replace(" -", " ")
+            for apart in ("--", "- ", " -"):
+                if apart in spaced:
+                    spaced = spaced.replace(apart, " ")
         return spaced.split()
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
@@ -201,7 +240,14 @@ _texts: dict[str, list[str]] = {}
 
 def _learn(texts: Sequence[str]) -> None:
     """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
-    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this."""
+    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this. The
+    few that are not ASCII (a curly quote, an emoji) are a batch of their own: read by the pattern,
+    a thousand memories cost three times what the ASCII ones cost."""
+    plain = [text for text in texts if text.isascii()]
+    if 0 < len(plain) < len(texts):
+        _learn(plain)
+        _learn([text for text in texts if not text.isascii()])
+        return
     joined = f" {_APART} ".join(texts)
     if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
         for text in texts:
@@ -315,7 +361,10 @@ def rank(
     documents (their numbers), as if there were no others. Lazy: the documents that match come off
     a heap as they are read, then the rest in tier and age order."""
     chosen = None if among is None else frozenset(among)
-    lexical = _bm25(parts, query.weights(), chosen)
+    weights = query.weights()
+    lexical = _bm25(parts, weights, chosen)
+    if FEEDBACK_TERMS and lexical:
+        lexical = _bm25(parts, _with_feedback(parts, weights, lexical), chosen)
     relevance = lexical
     if semantic is not None:
         best = sorted(lexical, key=lexical.__getitem__, reverse=True)[:LEXICAL_SHORTLIST]
@@ -323,6 +372,7 @@ def rank(
         if chosen is not None:  # only those ranked have a say in the median
             cosines = {number: cosine for number, cosine in cosines.items() if number in chosen}
         relevance = hybrid(lexical, cosines)
+    relevance = _corrections_lifted(parts, _neighbours_lifted(parts, relevance, chosen), chosen)
     ages = list(chain.from_iterable(part.ages for part in parts))
     tiers = list(chain.from_iterable(repeat(part.tier, len(part)) for part in parts))
     oldest = max((part.ages[-1] for part in parts if len(part)), default=0.0) or 1.0
@@ -340,6 +390,98 @@ def rank(
         if number not in matched and (chosen is None or number in chosen)
     )
     return chain(_popped(keyed), rest)
+
+
+def _with_feedback(
+    parts: Sequence[Part], weights: Mapping[str, float], scores: Mapping[int, float]
+) -> dict[str, float]:
+    """``weights`` and, at ``FEEDBACK_WEIGHT``, the ``FEEDBACK_TERMS`` words that the
+    ``FEEDBACK_DOCUMENTS`` best matches hold and that are rarest in all (each word's
+    ``log(1 + n / df)`` summed over the matches holding it; a word only one memory holds finds
+    nothing more): what a question is about is said in words it does not use
+    ("activities" → "pottery", "camping"), and the best matches say them."""
+    starts, total = [part.start for part in parts], sum(map(len, parts))
+    rarity: Counter[str] = Counter()
+    used = 0
+    for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
+        part = parts[bisect_right(starts, number) - 1]
+        own = set(part.index.documents[number - part.start])
+        if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
+            continue  # matched by whom it is about alone (its label, a name): nothing of the topic
+        used += 1
+        for term in own:
+            if term in weights or not term.isalpha() or term in _CALENDAR:
+                continue  # a date is shared by unrelated memories
+            df = sum(len(other.index.postings.get(term, ())) for other in parts)
+            if df >= 2:
+                rarity[term] += math.log(1 + total / df)
+    expanded = dict(weights)
+    for term, _ in rarity.most_common(FEEDBACK_TERMS):
+        expanded[term] = FEEDBACK_WEIGHT
+    return expanded
+
+
+def _neighbours_lifted(
+    parts: Sequence[Part], relevance: dict[int, float], among: frozenset[int] | None
+) -> dict[int, float]:
+    """``relevance`` with each memory lifted by ``NEIGHBOUR_LIFT`` of the best relevance among the
+    ``NEIGHBOUR_REACH`` memories saved just before and after it in its part (within
+    ``NEIGHBOUR_SECONDS``): what people say a line after naming a topic rarely names it again
+    ("what career path?" ... "I'm keen on counseling"), and a question needing two of them gets both."""
+    if not relevance or not NEIGHBOUR_LIFT:
+        return relevance
+    lifted = dict(relevance)
+    known = relevance.get
+    for part in parts:
+        n, start, ages = len(part), part.start, part.ages
+        if n < 2:
+            continue
+        # a section at a time, shifted lists compared in C: a thousand memories cost no loop of their own
+        scores = list(map(known, range(start, start + n), repeat(0.0)))
+        best = [0.0] * n
+        for apart in range(1, min(NEIGHBOUR_REACH, n - 1) + 1):
+            close = list(map(le, map(sub, ages[apart:], ages[:-apart]), repeat(NEIGHBOUR_SECONDS)))
+            after = list(map(mul, scores[apart:], close))  # the one ``apart`` later, for each
+            before = list(map(mul, scores[:-apart], close))
+            padding = [0.0] * apart
+            best = list(map(max, best, after + padding, padding + before))
+        for number in compress(range(start, start + n), best):
+            if among is None or number in among:
+                lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * best[number - start]
+    return lifted
+
+
+def _corrections_lifted(
+    parts: Sequence[Part], relevance: dict[int, float], among: frozenset[int] | None
+) -> dict[int, float]:
+    """``relevance`` with each newer memory about the same thing as one of the best matches lifted
+    to just above it: a correction ("left Lisbon and moved to Porto") rarely shares the question's
+    words as the fact it corrects does ("lives in Lisbon"), but it shares a rare word with that fact.
+    The same thing: the same part (whom the memories are about) and a word of the fact (not a
+    number, a date or the part's label) that at most ``CORRECTION_RARE_SHARE`` of the part's
+    memories hold."""
+    if not relevance:
+        return relevance
+    starts = [part.start for part in parts]
+    lifted = dict(relevance)
+    for number in heapq.nlargest(CORRECTION_CHECKED, relevance, key=relevance.__getitem__):
+        part = parts[bisect_right(starts, number) - 1]
+        own, postings, ages = number - part.start, part.index.postings, part.ages
+        rare = max(2, int(len(part) * CORRECTION_RARE_SHARE))
+        newest = None
+        for term in set(part.index.documents[own]):
+            holders = postings.get(term, ())
+            if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
+                continue  # a number or a date is shared by unrelated memories
+            for other in holders:
+                if ages[other] >= ages[own] or (among is not None and part.start + other not in among):
+                    continue
+                if newest is None or (ages[other], other) < (ages[newest], newest):
+                    newest = other
+        if newest is not None:
+            floor = relevance[number] * (1 + CORRECTION_MARGIN)
+            lifted[part.start + newest] = max(lifted.get(part.start + newest, 0.0), floor)
+    return lifted
 
 
 def _popped(keyed: list[tuple[float, int, float, int]]) -> Iterator[Ranked]:
