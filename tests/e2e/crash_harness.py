@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +31,13 @@ from typing import Any, Final
 import httpx
 
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import DropConnection, RecordedRequest
+from kioku.playground.standins import (
+    DropConnection,
+    EmbeddingsStandIn,
+    OpenAIStandIn,
+    RecordedRequest,
+    Responder,
+)
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT_SECONDS: Final = 60
@@ -317,3 +324,37 @@ class Containers:
         if self._process.stdin is not None:
             self._process.stdin.close()
         self._process.wait(timeout=CHILD_TIMEOUT_SECONDS)
+
+
+@dataclass
+class CrashWorld:
+    """A stack with every hop behind the chaos: what a crash-point module runs its turns on."""
+
+    stack: LocalStack
+    llm: OpenAIStandIn
+    harness: CrashHarness
+    env: dict[str, str]
+    embeddings: EmbeddingsStandIn
+
+
+@contextmanager
+def crash_world(responder: Responder) -> Iterator[CrashWorld]:
+    """One stack (the model answering with ``responder``), its DynamoDB and SQS behind proxies, its
+    stand-ins' requests intercepted, and the children that run TurnFunction."""
+    chaos = Chaos()
+    with (
+        OpenAIStandIn(api_key="stand-in-key", responder=responder) as llm,
+        EmbeddingsStandIn(api_key="stand-in-key") as embeddings,
+        LocalStack(llm_base_url=llm.base_url) as stack,
+        DynamoDbProxy(stack.moto_url, chaos) as proxy,
+        SqsProxy(stack.moto_url, chaos) as sqs,
+    ):
+        containers = Containers(proxy.url, sqs.url)
+        stack.discord.interceptor = lambda when, request: chaos.intercept("discord", when, request)
+        llm.interceptor = lambda when, request: chaos.intercept("llm", when, request)
+        embeddings.interceptor = lambda when, request: chaos.intercept("embeddings", when, request)
+        env = {name: os.environ[name] for name in stack._saved_env}
+        try:
+            yield CrashWorld(stack, llm, CrashHarness(stack, chaos, containers, sqs), env, embeddings)
+        finally:
+            containers.close()

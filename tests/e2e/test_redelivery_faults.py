@@ -1,0 +1,107 @@
+"""Redelivery holes that fault injection found beyond the crash points (issue 27), each held here.
+
+The same harness as ``test_turn_crash_points`` (TurnFunction in a child process, killed or its
+request's answer lost at a chosen point; moto, Discord, the model and embeddings behind proxies and
+stand-ins): a malformed 200 from the model, a memory notice whose attempt did not finish, answered
+turns coming back, redriven dead letters and the rate limiter, two workers on one message, a reply
+larger than a DynamoDB item, a busy channel. Each case counts what matters: the posts per chunk,
+the captures, the notices, the memories, and the later turns answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.models import Persona
+from kioku.domain.stm.entries import StmAddress
+from kioku.playground.stack import LocalStack
+from kioku.playground.standins import OpenAIStandIn
+from kioku.services.turn import APOLOGY
+from tests.e2e.crash_harness import CrashWorld, crash_world
+from tests.e2e.test_turn_crash_points import (
+    GUILD,
+    _table_items,
+    answer,
+    dead_letters,
+    new_channel_and_person,
+    queue_message,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[CrashWorld]:
+    """One stack for the module (each test takes a channel and a person of its own)."""
+    with crash_world(answer) as world:
+        yield world
+
+
+@pytest.fixture
+def world(running: CrashWorld, monkeypatch: pytest.MonkeyPatch) -> CrashWorld:
+    """The module's stack, its environment set again (every test starts from a bare one)."""
+    for name, value in running.env.items():
+        monkeypatch.setenv(name, value)
+    return running
+
+
+# -- what a turn left -------------------------------------------------------------------------------
+
+
+def bot_posts(stack: LocalStack, channel: str) -> list[dict[str, Any]]:
+    return [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+
+
+def captured_lines(stack: LocalStack, channel: str) -> list[tuple[str, str]]:
+    """The channel's short-term lines, (text, message id) each; and the row's turn count."""
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    return [] if row is None else [(line.text, line.message_id) for line in row.crude]
+
+
+def turns_counted(stack: LocalStack, channel: str) -> int:
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    return 0 if row is None else row.turns_since_refresh
+
+
+def outboxes(stack: LocalStack) -> list[dict[str, Any]]:
+    return [i for i in _table_items(stack) if i["sk"]["S"].startswith("OUTBOX#")]
+
+
+def model_calls(llm: OpenAIStandIn, since: int) -> int:
+    return len(llm.bodies) - since
+
+
+# -- 2. a malformed 200 from the model -------------------------------------------------------------
+
+
+def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given a model that answers 200 with a content part whose text is null
+    llm.enqueue({"choices": [{"index": 0, "message": {"role": "assistant", "content": [{"text": None}]}}]})
+    trigger = queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    outcomes = harness.deliver()
+
+    # Then the turn is done at once: the apology posted once, replying to Alice, and captured once
+    assert outcomes == ["done"]
+    posted = bot_posts(stack, channel)
+    assert [m["content"] for m in posted] == [APOLOGY]
+    assert posted[0]["message_reference"]["message_id"] == trigger["id"]
+    assert [text for text, _ in captured_lines(stack, channel)][1:] == [APOLOGY]
+    assert turns_counted(stack, channel) == 1
+    # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
+    assert model_calls(llm, asked_before) == 1
+    assert dead_letters(stack) == [] and outboxes(stack) == []
