@@ -46,7 +46,9 @@ CHILD_TIMEOUT_SECONDS: Final = 60
 @dataclass(frozen=True)
 class Fault:
     """On the ``nth`` request of ``hop`` ("discord", "llm", "embeddings", "dynamodb", "sqs") that ``matches``: ``kill``
-    the worker before it is applied ("before") or after ("after"), or ``lose`` its response."""
+    the worker before it is applied ("before") or after ("after"), or ``lose`` its response; or
+    ``refuse`` it unapplied, ``times`` requests in a row from the ``nth``, answering ``refusal``
+    (status, JSON body: a DynamoDB error, say)."""
 
     name: str
     hop: str
@@ -54,6 +56,28 @@ class Fault:
     action: str = "kill"
     when: str = "after"
     nth: int = 1
+    times: int = 1
+    refusal: tuple[int, dict[str, Any]] | None = None
+
+
+class Refused(Exception):
+    """Raised by ``Chaos.intercept``: answer the request with ``status`` and ``body`` instead."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(f"refused with {status}")
+        self.status, self.body = status, body
+
+
+def dynamodb_refusal(code: str, reasons: list[str] | None = None) -> tuple[int, dict[str, Any]]:
+    """A DynamoDB error response: ``code`` (``ThrottlingException``…), or a cancelled transaction
+    whose items failed for ``reasons`` (``["TransactionConflict", "None"]``)."""
+    body: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}
+    if reasons is not None:
+        body["message"] = (
+            f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(reasons)}]"
+        )
+        body["CancellationReasons"] = [{"Code": reason} for reason in reasons]
+    return 400, body
 
 
 @dataclass
@@ -64,12 +88,21 @@ class Chaos:
     child_pid: int | None = None
     seen: int = 0
     fired: bool = False
+    refused: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def arm(self, fault: Fault | None) -> None:
+        self.fault, self.seen, self.fired, self.refused = fault, 0, False, 0
 
     def intercept(self, hop: str, when: str, request: RecordedRequest) -> None:
         with self.lock:
             fault = self.fault
-            if fault is None or self.fired or fault.hop != hop or not fault.matches(request):
+            if fault is None or fault.hop != hop or not fault.matches(request):
+                return
+            if fault.action == "refuse":
+                self._refuse(fault, when)
+                return
+            if self.fired:
                 return
             if when == "before":
                 self.seen += 1
@@ -81,6 +114,17 @@ class Chaos:
             if fault.action == "kill" and self.child_pid is not None:
                 _kill(self.child_pid)
         raise DropConnection
+
+    def _refuse(self, fault: Fault, when: str) -> None:
+        if when != "before" or self.refused >= fault.times:
+            return
+        self.seen += 1
+        if self.seen < fault.nth:
+            return
+        self.refused += 1
+        self.fired = True
+        assert fault.refusal is not None
+        raise Refused(*fault.refusal)
 
 
 def _kill(pid: int) -> None:
@@ -160,6 +204,8 @@ class DynamoDbProxy:
                 except DropConnection:
                     self.close_connection = True
                     return
+                except Refused as refused:
+                    status, body = refused.status, json.dumps(refused.body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-amz-json-1.0")
                 self.send_header("Content-Length", str(len(body)))
@@ -231,7 +277,7 @@ class CrashHarness:
         the visibility timeout it would have waited out."""
         queue = self.stack.resources.turn_queue_url
         outcomes: list[str] = []
-        self.chaos.fault, self.chaos.seen, self.chaos.fired = fault, 0, False
+        self.chaos.arm(fault)
         for _ in range(max_deliveries):
             received = self.stack.sqs.receive_message(
                 QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0

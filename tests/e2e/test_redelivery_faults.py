@@ -20,16 +20,20 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import OpenAIStandIn
+from kioku.playground.standins import OpenAIStandIn, RecordedRequest
 from kioku.services.turn import APOLOGY
-from tests.e2e.crash_harness import CrashWorld, crash_world
+from tests.e2e.crash_harness import CrashWorld, Fault, crash_world, dynamodb_refusal
 from tests.e2e.test_turn_crash_points import (
     GUILD,
+    _is_commit,
     _table_items,
     answer,
+    assert_delivered_and_captured_once,
     dead_letters,
+    memory_guards,
     new_channel_and_person,
     queue_message,
+    save_transaction,
 )
 
 pytestmark = pytest.mark.e2e
@@ -105,3 +109,69 @@ def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(w
     # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
     assert model_calls(llm, asked_before) == 1
     assert dead_letters(stack) == [] and outboxes(stack) == []
+
+
+# -- 1 and 9. a keep refused, or the attempt that saved a memory killed -----------------------------
+
+
+def outbox_keep_refused(nth: int, refusal: tuple[int, dict[str, Any]], times: int = 1) -> Fault:
+    """The ``nth`` keep of the turn's outbox (1: the notice of the memory the tool saved; 2: the
+    answer) answered ``refusal``, ``times`` in a row."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and not _is_commit(request)
+        )
+
+    return Fault(f"outbox keep {nth} refused", "dynamodb", matches, "refuse", "before", nth, times, refusal)
+
+
+CONFLICT = dynamodb_refusal("TransactionCanceledException", ["TransactionConflict", "None"])
+NOTICE_LOST_POINTS = [
+    # the attempt that saved the memory dies before it kept the notice: the retry's save is its own
+    (save_transaction("after"), ["killed", "done"], 1 + 2),
+    # the notice's keep loses a race once: retried in place, the turn goes on
+    (outbox_keep_refused(1, CONFLICT), ["done"], 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected", "calls"),
+    [pytest.param(fault, outcomes, calls, id=fault.name) for fault, outcomes, calls in NOTICE_LOST_POINTS],
+)
+def test_a_memory_saved_by_an_attempt_that_did_not_finish_is_still_announced_once(
+    world, fault, expected, calls
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message, whose turn saves a memory and answers in three chunks
+    trigger = queue_message(stack, channel, alice)
+
+    # When the attempt that saved the memory is killed, or its notice's keep is refused
+    outcomes = harness.deliver(fault)
+
+    # Then every chunk is posted once, the "Memory saved" notice once, the turn captured once and
+    # the memory saved once
+    assert harness.chaos.fired and outcomes == expected, outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert len(memory_guards(stack, alice)) == 1
+    assert model_calls(llm, asked_before) == calls
+
+
+def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_model_again(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+    trigger = queue_message(stack, channel, alice)
+
+    # When the keep of the answer loses one race (TransactionConflict)
+    outcomes = harness.deliver(outbox_keep_refused(2, CONFLICT))
+
+    # Then the same attempt keeps it and delivers: the model asked twice, not four times
+    assert harness.chaos.fired and outcomes == ["done"], outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2

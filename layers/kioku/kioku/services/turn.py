@@ -274,6 +274,7 @@ class TurnService:
             author_ids=frozenset(state.dialogue.author_ids),
             mention_names=names,
             sent_at=state.key.sent_at,
+            turn_id=job.turn_id,
         )
 
     def _read_memory(self, state: TurnState) -> None:

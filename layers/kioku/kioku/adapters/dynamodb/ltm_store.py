@@ -91,6 +91,8 @@ from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
+GUARD_TURN: Final = "turn_id"
+"""On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 _BACKOFF_SECONDS: Final = 0.01
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
 _ENTRY_PREFIX: Final = "m"
@@ -225,7 +227,7 @@ class DynamoMemoryStore:
         attempt = 0
         while attempt < MAX_ATTEMPTS:
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
-                return self._existing_or_limit(draft.scope, fingerprint, draft.duplicate_domain, limit)
+                return self._existing_or_limit(draft, fingerprint, limit)
             memory_id = self._new_id()
             shard = _shard_with_room(memory_id, shards, full)
             if shard is None:  # every shard full: the limit was raised past the layout's, or lowered
@@ -247,7 +249,7 @@ class DynamoMemoryStore:
                         "the user's privacy level forbids personal memories"
                     ) from exc
                 if "guard" in failed:
-                    return SaveOutcome(str(old["guard"]["memory_id"]), created=False)
+                    return _guarded_outcome(old["guard"], draft)
                 if "counter" in failed and not personal:
                     raise MemoryLimitReached(limit) from exc
                 if "counter" in failed:
@@ -570,10 +572,10 @@ class DynamoMemoryStore:
             )
         if draft.said_at is not None:
             operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
-        operations["guard"] = table.op_put(
-            {**guard_key(scope, fingerprint, draft.duplicate_domain).as_item(), "memory_id": memory_id},
-            condition="attribute_not_exists(pk)",
-        )
+        guard = {**guard_key(scope, fingerprint, draft.duplicate_domain).as_item(), "memory_id": memory_id}
+        if draft.turn_id:
+            guard[GUARD_TURN] = draft.turn_id
+        operations["guard"] = table.op_put(guard, condition="attribute_not_exists(pk)")
         operations["counter"] = counter
         operations["memory"] = table.op_put(
             memory_to_item(draft, memory_id, fingerprint, shard), condition="attribute_not_exists(pk)"
@@ -623,13 +625,11 @@ class DynamoMemoryStore:
             if start_key is None:
                 return servers
 
-    def _existing_or_limit(
-        self, scope: MemoryScope, fingerprint: str, domain: str, limit: int
-    ) -> SaveOutcome:
+    def _existing_or_limit(self, draft: MemoryDraft, fingerprint: str, limit: int) -> SaveOutcome:
         """A full scope still answers a repeated fact with the memory that holds it."""
-        guard = self._guarded(self._table.get, guard_key(scope, fingerprint, domain))
+        guard = self._guarded(self._table.get, guard_key(draft.scope, fingerprint, draft.duplicate_domain))
         if guard:
-            return SaveOutcome(str(guard["memory_id"]), created=False)
+            return _guarded_outcome(guard, draft)
         raise MemoryLimitReached(limit)
 
     def _write_entry(self, memory: Memory) -> dict[str, Any]:
@@ -675,6 +675,14 @@ class DynamoMemoryStore:
             raise
         except StoreError as exc:
             raise MemoryStoreFailed(str(exc)) from exc
+
+
+def _guarded_outcome(guard: Item | None, draft: MemoryDraft) -> SaveOutcome:
+    """The save a duplicate guard answers: another turn's memory, or this turn's own (an earlier
+    attempt of it saved it and died before its notice was kept)."""
+    assert guard is not None
+    own = bool(draft.turn_id) and guard.get(GUARD_TURN) == draft.turn_id
+    return SaveOutcome(str(guard["memory_id"]), created=own)
 
 
 def _names(*placeholders: str) -> dict[str, str]:

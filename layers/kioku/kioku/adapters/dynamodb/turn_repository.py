@@ -25,6 +25,8 @@ their own.
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +57,8 @@ from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 
 OUTBOX_PART: Final = "outbox"
+KEEP_ATTEMPTS: Final = 5
+KEEP_BACKOFF_SECONDS: Final = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,14 +175,22 @@ class TurnRepository:
             }
             parts[f"pointer {person}"] = self._table.op_put(pointer)
             parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
-        try:
-            self._table.transact_write(parts.values())
-        except TransactionCancelled as exc:
-            reasons = dict(zip(parts, exc.reasons, strict=False))
-            if any(reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")):
-                return False
-            raise
-        return True
+        for attempt in range(KEEP_ATTEMPTS):
+            try:
+                self._table.transact_write(parts.values())
+                return True
+            except TransactionCancelled as exc:
+                reasons = dict(zip(parts, exc.reasons, strict=False))
+                if any(
+                    reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")
+                ):
+                    return False
+                # a race with another write of these items (a forget-all's, a twin worker's): the keep
+                # is retried here, not the whole turn with its model calls
+                if not exc.conflicted or attempt == KEEP_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         """Record the turn as done and drop its outbox in one transaction with ``capture``, what the
