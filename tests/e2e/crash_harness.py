@@ -267,6 +267,8 @@ class CrashHarness:
     outcomes: list[str] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     """The SQS id of every message delivered, in order (once each)."""
+    bodies: dict[str, str] = field(default_factory=dict)
+    """The body of every message delivered, by SQS id."""
 
     def deliver(
         self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
@@ -285,6 +287,7 @@ class CrashHarness:
             if not received:
                 break
             self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
+            self.bodies.update((m["MessageId"], m["Body"]) for m in received)
             outcome, failed = self._run_child(self.stack.sqs_event(received), env)
             self.chaos.fault = None  # the redeliveries go to healthy workers
             outcomes.append(outcome)

@@ -20,8 +20,8 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import OpenAIStandIn, RecordedRequest
-from kioku.services.turn import APOLOGY
+from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
+from kioku.services.turn import APOLOGY, RATE_NOTICE
 from tests.e2e.crash_harness import CrashWorld, Fault, crash_world, dynamodb_refusal
 from tests.e2e.test_turn_crash_points import (
     GUILD,
@@ -33,6 +33,7 @@ from tests.e2e.test_turn_crash_points import (
     memory_guards,
     new_channel_and_person,
     queue_message,
+    redrive,
     save_transaction,
 )
 
@@ -175,3 +176,69 @@ def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_m
     assert harness.chaos.fired and outcomes == ["done"], outcomes
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
     assert model_calls(llm, asked_before) == 2
+
+
+# -- 5 and 4. turns that come back, and the rate limiter ------------------------------------------
+
+
+def send_again(stack: LocalStack, body: str, channel: str) -> None:
+    """A copy of a turn's job queued again past SQS's deduplication window (a relay retry, a
+    replayed event): a new SQS message, received for the first time."""
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=body,
+        MessageGroupId=channel,
+        MessageDeduplicationId=f"again-{len(body)}-{channel}",
+    )
+
+
+def test_an_answered_turn_back_after_the_dedup_and_nonce_windows_posts_nothing_more(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"TURN_RATE_LIMIT_PER_MINUTE": "1"}
+
+    # Given Alice's turn answered (her one turn of the minute)
+    trigger = queue_message(stack, channel, alice)
+    assert harness.deliver(env=env) == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    asked_before = model_calls(llm, 0)
+
+    # When a copy of its job comes back after SQS's deduplication and Discord's nonce windows
+    stack.discord.forget_nonces()
+    send_again(stack, harness.bodies[harness.message_ids[-1]], channel)
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then nothing more is posted (no rate notice on top of the answer), nothing asked or captured
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert RATE_NOTICE not in [m["content"] for m in bot_posts(stack, channel)]
+    assert model_calls(llm, asked_before) == 0
+
+
+def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answered(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"TURN_RATE_LIMIT_PER_MINUTE": "2"}
+
+    # Given two turns of Alice (her limit a minute), answered but their replies refused for good
+    # (the bot could not post there then): both dead-lettered with their answers kept
+    llm.enqueue(completion_body("Answer one"), completion_body("Answer two"))
+    refusal = {"message": "Missing Permissions", "code": 50013}
+    stack.discord.fail_post(1, 403, refusal)
+    stack.discord.fail_post(2, 403, refusal)
+    first, second = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
+    assert harness.deliver(env=env) == ["done"]
+    dead = dead_letters(stack)
+    assert len(dead) == 2 and bot_posts(stack, channel) == []
+
+    # When both are redriven together, once the bot may post again
+    for letter in dead:
+        redrive(stack, letter)
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then each is answered once, replying to its message, with no rate notice; both captured
+    posted = bot_posts(stack, channel)
+    assert [(m["content"], m["message_reference"]["message_id"]) for m in posted] == [
+        ("Answer one", first["id"]),
+        ("Answer two", second["id"]),
+    ]
+    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []

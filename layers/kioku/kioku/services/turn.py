@@ -201,20 +201,23 @@ class TurnService:
     # -- the steps ------------------------------------------------------------------------------
 
     def _gate(self, state: TurnState) -> None:
-        """Count the turn against its author's minute (a redelivery was counted by its first
-        attempt). The first turn over the limit gets one short notice, posted and recorded like an
-        answer; later ones end in silence (a ``/chat`` still gets the notice: its answer would
-        otherwise stay "thinking…")."""
+        """Count the turn against the minute its author sent it in, once ever (a redelivery, a
+        duplicate, a redrive get the number its first attempt got). The first turn over the limit
+        gets one short notice, posted and recorded like an answer; later ones end in silence,
+        unrecorded (a ``/chat`` still gets the notice: its answer would otherwise stay
+        "thinking…"). A turn already done ends here before any notice."""
         job = state.job
         if state.redelivered or self.rates is None:
             return
         limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
         try:
-            taken = self.rates.take(state.key.author_id, state.now, limit)
+            taken = self.rates.take(state.key.author_id, job.turn_id, state.key.sent_at, limit)
         except StoreError:
             logger.warning("the turn rate could not be counted; the turn goes on")
             return
         if taken is not None and taken <= limit:
+            return
+        if self._done_already(state):
             return
         logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
         state.record.rate_limited = True
@@ -223,7 +226,19 @@ class TurnService:
             state.rate_notice = True
             state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
         else:
-            self._commit(state)
+            state.finished = True  # not recorded: a redrive of it is weighed again, never lost as "done"
+
+    def _done_already(self, state: TurnState) -> bool:
+        """Whether the turn is recorded as done (a copy back after SQS's deduplication window): read
+        on its own only where the turn would not reach its first read (``_read_memory``)."""
+        done = self.turns.done(state.key)
+        if done is None:
+            return False
+        logger.info("turn %s was already completed", state.job.turn_id)
+        state.record.duplicate = True
+        state.record.reply_ids = list(done.reply_ids)
+        state.finished = True
+        return True
 
     def _read_discord(self, state: TurnState) -> None:
         """The channel (its privacy, read on every turn: a channel can turn private at any moment)

@@ -147,6 +147,10 @@ class TurnRepository:
             recall_people=people,
         )
 
+    def done(self, key: TurnKey) -> TurnOutcome | None:
+        """The turn's record, if it is done (one GetItem: ``read`` carries it in its BatchGetItem)."""
+        return outcome_from_item(self._table.get(turn_record_key(key.source, key.turn_id)))
+
     def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
         """The memories the turn at ``place`` may be shown with a persona of ``lineage``: from the books
         its read fetched when that is the lineage it guessed, else with one BatchGetItem more."""
