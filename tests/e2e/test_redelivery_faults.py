@@ -242,3 +242,33 @@ def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answere
         ("Answer two", second["id"]),
     ]
     assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+
+
+# -- 3. a redriven turn and another turn's identical reply -----------------------------------------
+
+
+def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identical_one(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+
+    # Given T1, whose reply Discord refuses for good (dead-lettered, its answer kept), and T2 in
+    # the same channel answered with the very same words
+    llm.enqueue(completion_body("Got it!"), completion_body("Got it!"))
+    stack.discord.fail_post(1, 403, {"message": "Missing Permissions", "code": 50013})
+    t1, t2 = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (dead,) = dead_letters(stack)
+
+    # When T1 is redriven
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+
+    # Then T1 posts its own reply, replying to T1, and its line carries that reply's id
+    posted = bot_posts(stack, channel)
+    assert [(m["content"], m["message_reference"]["message_id"]) for m in posted] == [
+        ("Got it!", t2["id"]),
+        ("Got it!", t1["id"]),
+    ]
+    lines = dict((message_id, text) for text, message_id in captured_lines(stack, channel))
+    assert lines[posted[1]["id"]] == "Got it!" and lines[posted[0]["id"]] == "Got it!"
+    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []

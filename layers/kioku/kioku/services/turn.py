@@ -433,7 +433,7 @@ class TurnService:
         state.outbox = Outbox(
             reply=reply,
             chunks=tuple(chunks),
-            notices=(*earlier, *self._notices(state)),
+            notices=self._owed_notices(state, earlier),
             # a person with full privacy has nothing stored, in the outbox either: the turn is counted
             lines=()
             if turn.profile.privacy_level is PrivacyLevel.FULL
@@ -539,9 +539,17 @@ class TurnService:
                 )
             if len(self._notices(state)) > announced:
                 # a memory was saved: its notice must survive this attempt, whatever the model does next
-                notes = Outbox(notices=(*earlier, *self._notices(state)), quoted=self._quoted(state))
+                notes = Outbox(notices=self._owed_notices(state, earlier), quoted=self._quoted(state))
                 self.turns.keep(state.key, notes, state.now)
         raise AssertionError("unreachable: the last round offers no tools")
+
+    @classmethod
+    def _owed_notices(
+        cls, state: TurnState, earlier: tuple[dict[str, Any], ...]
+    ) -> tuple[dict[str, Any], ...]:
+        """An earlier attempt's notices, then this one's that it did not owe already (a retry's
+        save of the same memory, known as its own, owes the same notice)."""
+        return (*earlier, *(notice for notice in cls._notices(state) if notice not in earlier))
 
     @staticmethod
     def _notices(state: TurnState) -> tuple[dict[str, Any], ...]:
