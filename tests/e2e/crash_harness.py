@@ -58,6 +58,8 @@ class Fault:
     nth: int = 1
     times: int = 1
     refusal: tuple[int, dict[str, Any]] | None = None
+    meanwhile: Callable[[], None] | None = None
+    """``meanwhile``: run this (another worker's whole turn, say) before the request goes on."""
 
 
 class Refused(Exception):
@@ -108,11 +110,19 @@ class Chaos:
                 self.seen += 1
             if self.seen != fault.nth:
                 return
-            if fault.when != when if fault.action == "kill" else when != "after":
-                return
-            self.fired = True
-            if fault.action == "kill" and self.child_pid is not None:
-                _kill(self.child_pid)
+            if fault.action == "meanwhile":
+                if when != "before":
+                    return
+                self.fired = True
+            else:
+                if fault.when != when if fault.action == "kill" else when != "after":
+                    return
+                self.fired = True
+                if fault.action == "kill" and self.child_pid is not None:
+                    _kill(self.child_pid)
+        if fault.meanwhile is not None:
+            fault.meanwhile()  # outside the lock: what runs meanwhile passes through here too
+            return
         raise DropConnection
 
     def _refuse(self, fault: Fault, when: str) -> None:
@@ -269,6 +279,8 @@ class CrashHarness:
     """The SQS id of every message delivered, in order (once each)."""
     bodies: dict[str, str] = field(default_factory=dict)
     """The body of every message delivered, by SQS id."""
+    last_event: dict[str, Any] | None = None
+    """The SQS event the last child was handed."""
 
     def deliver(
         self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
@@ -288,7 +300,8 @@ class CrashHarness:
                 break
             self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
             self.bodies.update((m["MessageId"], m["Body"]) for m in received)
-            outcome, failed = self._run_child(self.stack.sqs_event(received), env)
+            self.last_event = self.stack.sqs_event(received)
+            outcome, failed = self._run_child(self.last_event, env)
             self.chaos.fault = None  # the redeliveries go to healthy workers
             outcomes.append(outcome)
             waited = 0
@@ -313,10 +326,23 @@ class CrashHarness:
         )["Attributes"]
         return int(attributes["VisibilityTimeout"])
 
-    def _run_child(self, event: dict[str, Any], env: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    def run_twin(self, twin: Containers) -> str:
+        """Hand the event the current child holds to ``twin`` too, as SQS does when a message's
+        visibility ends while its first worker is still at it; the twin's outcome."""
+        assert self.last_event is not None
+        return self._run_child(self.last_event, containers=twin, chaos=Chaos())[0]
+
+    def _run_child(
+        self,
+        event: dict[str, Any],
+        env: dict[str, str] | None = None,
+        *,
+        containers: Containers | None = None,
+        chaos: Chaos | None = None,
+    ) -> tuple[str, set[str]]:
         with tempfile.TemporaryDirectory() as scratch:
             answer, errors = Path(scratch) / "response.json", Path(scratch) / "stderr"
-            code = self.containers.run(event, answer, errors, self.chaos, env)
+            code = (containers or self.containers).run(event, answer, errors, chaos or self.chaos, env)
             if code == -signal.SIGKILL:
                 return "killed", set()
             if code != 0 or not answer.exists():
@@ -384,6 +410,8 @@ class CrashWorld:
     harness: CrashHarness
     env: dict[str, str]
     embeddings: EmbeddingsStandIn
+    dynamodb_url: str
+    sqs_url: str
 
 
 @contextmanager
@@ -404,6 +432,7 @@ def crash_world(responder: Responder) -> Iterator[CrashWorld]:
         embeddings.interceptor = lambda when, request: chaos.intercept("embeddings", when, request)
         env = {name: os.environ[name] for name in stack._saved_env}
         try:
-            yield CrashWorld(stack, llm, CrashHarness(stack, chaos, containers, sqs), env, embeddings)
+            harness = CrashHarness(stack, chaos, containers, sqs)
+            yield CrashWorld(stack, llm, harness, env, embeddings, proxy.url, sqs.url)
         finally:
             containers.close()

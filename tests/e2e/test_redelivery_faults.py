@@ -10,7 +10,7 @@ the captures, the notices, the memories, and the later turns answered.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +22,7 @@ from kioku.domain.stm.entries import StmAddress
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
 from kioku.services.turn import APOLOGY, RATE_NOTICE
-from tests.e2e.crash_harness import CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.crash_harness import Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
 from tests.e2e.test_turn_crash_points import (
     GUILD,
     _is_commit,
@@ -272,3 +272,47 @@ def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identica
     lines = dict((message_id, text) for text, message_id in captured_lines(stack, channel))
     assert lines[posted[1]["id"]] == "Got it!" and lines[posted[0]["id"]] == "Got it!"
     assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+
+
+# -- 8. two workers on one message -----------------------------------------------------------------
+
+
+@pytest.fixture
+def twin(running: CrashWorld) -> Iterator[Containers]:
+    """A second TurnFunction, for a message SQS hands out twice at once."""
+    containers = Containers(running.dynamodb_url, running.sqs_url)
+    try:
+        yield containers
+    finally:
+        containers.close()
+
+
+def answer_keep(twin_turn: Callable[[], None]) -> Fault:
+    """Just before the worker keeps its answer, ``twin_turn`` runs."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and b"Part 1:" in request.raw_body
+        )
+
+    return Fault(
+        "the answer's keep, a twin meanwhile", "dynamodb", matches, "meanwhile", "before", meanwhile=twin_turn
+    )
+
+
+def test_the_worker_that_loses_a_turn_to_its_twin_removes_the_outbox_it_kept(world, twin):
+    stack, harness = world.stack, world.harness
+    channel, alice = new_channel_and_person(stack)
+    trigger = queue_message(stack, channel, alice)
+    twin_outcomes: list[str] = []
+
+    # When a twin worker takes the same message and does the whole turn while the first one is
+    # about to keep its answer (so its keep lands after the twin's commit)
+    outcomes = harness.deliver(answer_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
+
+    # Then both end done, the turn delivered and captured once, and no outbox is left behind
+    assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert outboxes(stack) == []

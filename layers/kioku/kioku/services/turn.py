@@ -478,6 +478,8 @@ class TurnService:
             self.turns.commit(state.key, outcome, state.now, capture)
         except TurnAlreadyRecorded:
             logger.info("turn %s was recorded by another attempt meanwhile", state.job.turn_id)
+            if outbox is not None:
+                self._drop_outbox(state, outbox)
         except SpeakerForgotten:
             logger.warning(
                 "turn %s is dropped, not captured: its speaker asked to forget everything since",
@@ -485,6 +487,16 @@ class TurnService:
             )
             with suppress(TurnAlreadyRecorded):
                 self.turns.commit(state.key, outcome, state.now, None)
+
+    def _drop_outbox(self, state: TurnState, outbox: Outbox) -> None:
+        """Drop what this attempt kept after a twin worker committed the turn (its commit deleted
+        the outbox before this one's keep landed): the user's words must not wait 16 days there."""
+        try:
+            self.turns.drop(state.key, outbox)
+        except StoreError:
+            logger.exception(
+                "turn %s: the outbox of a twin attempt stays until it expires", state.job.turn_id
+            )
 
     def _keep_posted(self, state: TurnState, outbox: Outbox) -> None:
         try:

@@ -196,6 +196,13 @@ class TurnRepository:
                 time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
+    def drop(self, key: TurnKey, outbox: Outbox) -> None:
+        """Delete the turn's outbox and its pointers (an attempt that lost the turn to another)."""
+        people = dict.fromkeys(person for person in outbox.quoted if person != key.author_id)
+        self._table.transact_write(
+            self._table.op_delete(_outbox_key(key, person)) for person in (None, *people)
+        )
+
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         """Record the turn as done and drop its outbox in one transaction with ``capture``, what the
         turn writes to its short-term memory row (None: it stores nothing). Nothing is written if
