@@ -316,3 +316,31 @@ def test_the_worker_that_loses_a_turn_to_its_twin_removes_the_outbox_it_kept(wor
     assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
     assert outboxes(stack) == []
+
+
+# -- 7. a reply larger than a DynamoDB item --------------------------------------------------------
+
+WIDEST = "𠮷"  # four bytes of UTF-8, a surrogate pair (twelve bytes) where JSON escapes it
+
+
+def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_not_dead_lettered(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"LLM_MAX_TOKENS": "32000", "MAX_REPLY_MESSAGES": "10"}  # the most the configuration allows
+    asked_before = model_calls(llm, 0)
+
+    # Given a model answering 45,000 characters of a four-byte script
+    llm.enqueue(completion_body(WIDEST * 45_000))
+    trigger = queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then ten full messages are posted once, the last cut with a visible " …", and the turn captured
+    posted = bot_posts(stack, channel)
+    assert len(posted) == 10 and posted[0]["message_reference"]["message_id"] == trigger["id"]
+    assert all(set(m["content"]) == {WIDEST} for m in posted[:-1])
+    assert posted[-1]["content"].endswith(" …")
+    lines = captured_lines(stack, channel)
+    assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
+    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack) == []

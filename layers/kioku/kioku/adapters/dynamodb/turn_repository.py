@@ -57,6 +57,7 @@ from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 
 OUTBOX_PART: Final = "outbox"
+ANSWERED: Final = "answered"
 KEEP_ATTEMPTS: Final = 5
 KEEP_BACKOFF_SECONDS: Final = 0.01
 
@@ -233,10 +234,15 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
         "author_id": key.author_id,
         "turn_id": key.turn_id,
         "source": key.source,
+        # the reply once, as the chunks it is posted in (a reply of LLM_MAX_TOKENS in a wide script
+        # did not fit an item's 400 KB as reply, chunks and an escaped line): what is posted is all
+        # a redelivery needs, each line cut as the capture would cut it
         "chunks": list(outbox.chunks),
         # embeds and lines as JSON: no Decimals back, and lines keep their exact text and times
-        "notices": json.dumps(list(outbox.notices)),
-        "lines": json.dumps(crude_lines_to_items(outbox.lines)),
+        "notices": json.dumps(list(outbox.notices), ensure_ascii=False),
+        "lines": json.dumps(
+            crude_lines_to_items(tuple(line.bounded() for line in outbox.lines)), ensure_ascii=False
+        ),
         "reply_ids": list(outbox.reply_ids),
         "notice_ids": list(outbox.notice_ids),
         "apologised": outbox.apologised,
@@ -245,17 +251,20 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
         "expires_at": int((now + RECORD_RETENTION).timestamp()),
     }
     if outbox.reply is not None:
-        item["reply"] = outbox.reply
+        item[ANSWERED] = True
     return item
 
 
 def _outbox_from_item(item: Item | None) -> Outbox | None:
     if item is None:
         return None
-    reply = item.get("reply")
+    chunks = tuple(str(chunk) for chunk in item.get("chunks", ()))
+    reply = item.get("reply")  # an outbox kept before the reply went as its chunks only
+    if reply is None and item.get(ANSWERED):
+        reply = "\n\n".join(chunks)
     return Outbox(
         reply=None if reply is None else str(reply),
-        chunks=tuple(str(chunk) for chunk in item.get("chunks", ())),
+        chunks=chunks,
         notices=tuple(json.loads(str(item.get("notices") or "[]"))),
         lines=crude_lines_from_items(json.loads(str(item.get("lines") or "[]"))),
         reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),
