@@ -29,6 +29,7 @@ from tests.e2e.test_turn_crash_points import (
     _table_items,
     answer,
     assert_delivered_and_captured_once,
+    chunk_post,
     dead_letters,
     memory_guards,
     new_channel_and_person,
@@ -344,3 +345,29 @@ def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_n
     lines = captured_lines(stack, channel)
     assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
     assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack) == []
+
+
+# -- 6. a busy channel and a late redelivery -------------------------------------------------------
+
+
+def test_a_late_redelivery_in_a_busy_channel_posts_each_chunk_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message, then 120 more in the channel before the worker answers it
+    trigger = queue_message(stack, channel, alice)
+    for n in range(120):
+        stack.discord.seed_message(channel, bob, f"chatter {n}")
+
+    # When the worker dies once chunk 1 is posted, and the redelivery comes after the nonce window
+    assert harness.deliver(chunk_post(1), max_deliveries=1) == ["killed"]
+    stack.discord.forget_nonces()
+    assert harness.deliver() == ["done"]
+
+    # Then every chunk is posted once, in order, the notice once, the turn captured once, and the
+    # model was not asked again
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2

@@ -18,7 +18,10 @@ from kioku.domain.turn_jobs import TurnJob
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its posts are looked for
+MAX_MESSAGES_AFTER: Final = 100  # one page of the channel after a redelivered turn's message
+MAX_ADOPTION_PAGES: Final = 10
+"""How many pages past the turn's message its own posts are looked for (1,000 messages: a busy
+channel's traffic over the turn's three attempts of up to 720 s each); docs/operations.md."""
 NOTIFICATION_NONCE_MARK: Final = "n"
 PERMANENT_REFUSALS: Final = frozenset({400, 403, 404})
 
@@ -100,14 +103,7 @@ class Delivery:
         missing_notices = len(outbox.notice_ids) < len(outbox.notices)
         if not (missing_chunks or missing_notices):
             return outbox
-        later = self.discord.get_channel_messages(
-            self.job.channel_id, MAX_MESSAGES_AFTER, after=self.job.turn_id
-        )
-        own = [
-            message
-            for message in sorted(later, key=lambda message: int(message.id))
-            if message.author.id == self.bot_user_id
-        ]
+        own = [message for message in self._messages_after_turn() if message.author.id == self.bot_user_id]
         reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
         last = _last_posted(reply_ids)
         if len(reply_ids) >= self.responder.adoptable_from:
@@ -129,6 +125,22 @@ class Delivery:
                 notice_ids.append(found.id)
                 last = found.id
         return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+
+    def _messages_after_turn(self) -> list[Message]:
+        """The channel's messages after the turn's, oldest first, page by page up to
+        ``MAX_ADOPTION_PAGES``: a busy channel holds more than one page between a turn and its posts."""
+        messages: list[Message] = []
+        after = self.job.turn_id
+        for _ in range(MAX_ADOPTION_PAGES):
+            page = sorted(
+                self.discord.get_channel_messages(self.job.channel_id, MAX_MESSAGES_AFTER, after=after),
+                key=lambda message: int(message.id),
+            )
+            messages += page
+            if len(page) < MAX_MESSAGES_AFTER:
+                break
+            after = page[-1].id
+        return messages
 
     def post(self, outbox: Outbox) -> Outbox:
         """Post what ``outbox`` has not posted, chunks first; the outbox with every id. A refusal
