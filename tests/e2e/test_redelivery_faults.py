@@ -11,6 +11,7 @@ the captures, the notices, the memories, and the later turns answered.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -370,4 +371,48 @@ def test_a_late_redelivery_in_a_busy_channel_posts_each_chunk_once(world):
     # Then every chunk is posted once, in order, the notice once, the turn captured once, and the
     # model was not asked again
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2
+
+
+# -- beyond the numbered holes ---------------------------------------------------------------------
+
+
+def test_a_worker_killed_while_it_waits_out_a_429_delivers_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+    trigger = queue_message(stack, channel, alice)
+
+    # Given Discord answering chunk 2's post with a short 429
+    stack.discord.fail_post(
+        2, 429, {"message": "You are being rate limited.", "retry_after": 0.05, "global": False}
+    )
+
+    # When the worker dies waiting it out (just before it posts chunk 2 again)
+    retry_of_chunk_2 = replace(chunk_post(2, "kill", "before"), name="chunk 2 retried after its 429", nth=2)
+    outcomes = harness.deliver(retry_of_chunk_2)
+
+    # Then the redelivery posts what is missing, each chunk and the notice once
+    assert harness.chaos.fired and outcomes == ["killed", "done"], outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2
+
+
+def test_a_channel_deleted_mid_turn_is_dead_lettered_once_with_nothing_posted(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given the channel deleted while the turn was thinking: Discord answers the post 404
+    stack.discord.fail_post(1, 404, {"message": "Unknown Channel", "code": 10003})
+    queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    assert harness.deliver() == ["done"]
+
+    # Then it is dead-lettered once (not retried against a channel that is gone), nothing posted,
+    # the model asked by the one attempt only
+    (dead,) = dead_letters(stack)
+    assert "404" in dead["MessageAttributes"]["DeadLetterReason"]["StringValue"]
+    assert bot_posts(stack, channel) == []
     assert model_calls(llm, asked_before) == 2
