@@ -21,7 +21,8 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,7 +31,13 @@ from typing import Any, Final
 import httpx
 
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import DropConnection, RecordedRequest
+from kioku.playground.standins import (
+    DropConnection,
+    EmbeddingsStandIn,
+    OpenAIStandIn,
+    RecordedRequest,
+    Responder,
+)
 
 ROOT: Final = Path(__file__).resolve().parents[2]
 CHILD_TIMEOUT_SECONDS: Final = 60
@@ -39,7 +46,9 @@ CHILD_TIMEOUT_SECONDS: Final = 60
 @dataclass(frozen=True)
 class Fault:
     """On the ``nth`` request of ``hop`` ("discord", "llm", "embeddings", "dynamodb", "sqs") that ``matches``: ``kill``
-    the worker before it is applied ("before") or after ("after"), or ``lose`` its response."""
+    the worker before it is applied ("before") or after ("after"), or ``lose`` its response; or
+    ``refuse`` it unapplied, ``times`` requests in a row from the ``nth``, answering ``refusal``
+    (status, JSON body: a DynamoDB error, say)."""
 
     name: str
     hop: str
@@ -47,6 +56,30 @@ class Fault:
     action: str = "kill"
     when: str = "after"
     nth: int = 1
+    times: int = 1
+    refusal: tuple[int, dict[str, Any]] | None = None
+    meanwhile: Callable[[], None] | None = None
+    """``meanwhile``: run this (another worker's whole turn, say) before the request goes on."""
+
+
+class Refused(Exception):
+    """Raised by ``Chaos.intercept``: answer the request with ``status`` and ``body`` instead."""
+
+    def __init__(self, status: int, body: dict[str, Any]) -> None:
+        super().__init__(f"refused with {status}")
+        self.status, self.body = status, body
+
+
+def dynamodb_refusal(code: str, reasons: list[str] | None = None) -> tuple[int, dict[str, Any]]:
+    """A DynamoDB error response: ``code`` (``ThrottlingException``…), or a cancelled transaction
+    whose items failed for ``reasons`` (``["TransactionConflict", "None"]``)."""
+    body: dict[str, Any] = {"__type": f"com.amazonaws.dynamodb.v20120810#{code}", "message": code}
+    if reasons is not None:
+        body["message"] = (
+            f"Transaction cancelled, please refer cancellation reasons for specific reasons [{', '.join(reasons)}]"
+        )
+        body["CancellationReasons"] = [{"Code": reason} for reason in reasons]
+    return 400, body
 
 
 @dataclass
@@ -57,23 +90,51 @@ class Chaos:
     child_pid: int | None = None
     seen: int = 0
     fired: bool = False
+    refused: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def arm(self, fault: Fault | None) -> None:
+        self.fault, self.seen, self.fired, self.refused = fault, 0, False, 0
 
     def intercept(self, hop: str, when: str, request: RecordedRequest) -> None:
         with self.lock:
             fault = self.fault
-            if fault is None or self.fired or fault.hop != hop or not fault.matches(request):
+            if fault is None or fault.hop != hop or not fault.matches(request):
+                return
+            if fault.action == "refuse":
+                self._refuse(fault, when)
+                return
+            if self.fired:
                 return
             if when == "before":
                 self.seen += 1
             if self.seen != fault.nth:
                 return
-            if fault.when != when if fault.action == "kill" else when != "after":
-                return
-            self.fired = True
-            if fault.action == "kill" and self.child_pid is not None:
-                _kill(self.child_pid)
+            if fault.action == "meanwhile":
+                if when != "before":
+                    return
+                self.fired = True
+            else:
+                if fault.when != when if fault.action == "kill" else when != "after":
+                    return
+                self.fired = True
+                if fault.action == "kill" and self.child_pid is not None:
+                    _kill(self.child_pid)
+        if fault.meanwhile is not None:
+            fault.meanwhile()  # outside the lock: what runs meanwhile passes through here too
+            return
         raise DropConnection
+
+    def _refuse(self, fault: Fault, when: str) -> None:
+        if when != "before" or self.refused >= fault.times:
+            return
+        self.seen += 1
+        if self.seen < fault.nth:
+            return
+        self.refused += 1
+        self.fired = True
+        assert fault.refusal is not None
+        raise Refused(*fault.refusal)
 
 
 def _kill(pid: int) -> None:
@@ -153,6 +214,8 @@ class DynamoDbProxy:
                 except DropConnection:
                     self.close_connection = True
                     return
+                except Refused as refused:
+                    status, body = refused.status, json.dumps(refused.body).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/x-amz-json-1.0")
                 self.send_header("Content-Length", str(len(body)))
@@ -214,6 +277,10 @@ class CrashHarness:
     outcomes: list[str] = field(default_factory=list)
     message_ids: list[str] = field(default_factory=list)
     """The SQS id of every message delivered, in order (once each)."""
+    bodies: dict[str, str] = field(default_factory=dict)
+    """The body of every message delivered, by SQS id."""
+    last_event: dict[str, Any] | None = None
+    """The SQS event the last child was handed."""
 
     def deliver(
         self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
@@ -224,7 +291,7 @@ class CrashHarness:
         the visibility timeout it would have waited out."""
         queue = self.stack.resources.turn_queue_url
         outcomes: list[str] = []
-        self.chaos.fault, self.chaos.seen, self.chaos.fired = fault, 0, False
+        self.chaos.arm(fault)
         for _ in range(max_deliveries):
             received = self.stack.sqs.receive_message(
                 QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"], WaitTimeSeconds=0
@@ -232,7 +299,9 @@ class CrashHarness:
             if not received:
                 break
             self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
-            outcome, failed = self._run_child(self.stack.sqs_event(received), env)
+            self.bodies.update((m["MessageId"], m["Body"]) for m in received)
+            self.last_event = self.stack.sqs_event(received)
+            outcome, failed = self._run_child(self.last_event, env)
             self.chaos.fault = None  # the redeliveries go to healthy workers
             outcomes.append(outcome)
             waited = 0
@@ -257,10 +326,23 @@ class CrashHarness:
         )["Attributes"]
         return int(attributes["VisibilityTimeout"])
 
-    def _run_child(self, event: dict[str, Any], env: dict[str, str] | None = None) -> tuple[str, set[str]]:
+    def run_twin(self, twin: Containers) -> str:
+        """Hand the event the current child holds to ``twin`` too, as SQS does when a message's
+        visibility ends while its first worker is still at it; the twin's outcome."""
+        assert self.last_event is not None
+        return self._run_child(self.last_event, containers=twin, chaos=Chaos())[0]
+
+    def _run_child(
+        self,
+        event: dict[str, Any],
+        env: dict[str, str] | None = None,
+        *,
+        containers: Containers | None = None,
+        chaos: Chaos | None = None,
+    ) -> tuple[str, set[str]]:
         with tempfile.TemporaryDirectory() as scratch:
             answer, errors = Path(scratch) / "response.json", Path(scratch) / "stderr"
-            code = self.containers.run(event, answer, errors, self.chaos, env)
+            code = (containers or self.containers).run(event, answer, errors, chaos or self.chaos, env)
             if code == -signal.SIGKILL:
                 return "killed", set()
             if code != 0 or not answer.exists():
@@ -317,3 +399,40 @@ class Containers:
         if self._process.stdin is not None:
             self._process.stdin.close()
         self._process.wait(timeout=CHILD_TIMEOUT_SECONDS)
+
+
+@dataclass
+class CrashWorld:
+    """A stack with every hop behind the chaos: what a crash-point module runs its turns on."""
+
+    stack: LocalStack
+    llm: OpenAIStandIn
+    harness: CrashHarness
+    env: dict[str, str]
+    embeddings: EmbeddingsStandIn
+    dynamodb_url: str
+    sqs_url: str
+
+
+@contextmanager
+def crash_world(responder: Responder) -> Iterator[CrashWorld]:
+    """One stack (the model answering with ``responder``), its DynamoDB and SQS behind proxies, its
+    stand-ins' requests intercepted, and the children that run TurnFunction."""
+    chaos = Chaos()
+    with (
+        OpenAIStandIn(api_key="stand-in-key", responder=responder) as llm,
+        EmbeddingsStandIn(api_key="stand-in-key") as embeddings,
+        LocalStack(llm_base_url=llm.base_url) as stack,
+        DynamoDbProxy(stack.moto_url, chaos) as proxy,
+        SqsProxy(stack.moto_url, chaos) as sqs,
+    ):
+        containers = Containers(proxy.url, sqs.url)
+        stack.discord.interceptor = lambda when, request: chaos.intercept("discord", when, request)
+        llm.interceptor = lambda when, request: chaos.intercept("llm", when, request)
+        embeddings.interceptor = lambda when, request: chaos.intercept("embeddings", when, request)
+        env = {name: os.environ[name] for name in stack._saved_env}
+        try:
+            harness = CrashHarness(stack, chaos, containers, sqs)
+            yield CrashWorld(stack, llm, harness, env, embeddings, proxy.url, sqs.url)
+        finally:
+            containers.close()

@@ -14,7 +14,6 @@ dies between sending it to the dead-letter queue and the end of its invocation.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from typing import Any
 
@@ -33,7 +32,7 @@ from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import EmbeddingsStandIn, OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
-from tests.e2e.crash_harness import Chaos, Containers, CrashHarness, DynamoDbProxy, Fault, SqsProxy
+from tests.e2e.crash_harness import CrashHarness, Fault, crash_world
 
 pytestmark = pytest.mark.e2e
 
@@ -56,23 +55,8 @@ def answer(body: dict[str, Any]) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def running() -> Iterator[tuple[LocalStack, OpenAIStandIn, CrashHarness, dict[str, str], EmbeddingsStandIn]]:
     """One stack for the module (each test takes a channel and a person of its own)."""
-    chaos = Chaos()
-    with (
-        OpenAIStandIn(api_key="stand-in-key", responder=answer) as llm,
-        EmbeddingsStandIn(api_key="stand-in-key") as embeddings,
-        LocalStack(llm_base_url=llm.base_url) as stack,
-        DynamoDbProxy(stack.moto_url, chaos) as proxy,
-        SqsProxy(stack.moto_url, chaos) as sqs,
-    ):
-        containers = Containers(proxy.url, sqs.url)
-        stack.discord.interceptor = lambda when, request: chaos.intercept("discord", when, request)
-        llm.interceptor = lambda when, request: chaos.intercept("llm", when, request)
-        embeddings.interceptor = lambda when, request: chaos.intercept("embeddings", when, request)
-        env = {name: os.environ[name] for name in stack._saved_env}
-        try:
-            yield stack, llm, CrashHarness(stack, chaos, containers, sqs), env, embeddings
-        finally:
-            containers.close()
+    with crash_world(answer) as world:
+        yield world.stack, world.llm, world.harness, world.env, world.embeddings
 
 
 @pytest.fixture

@@ -159,6 +159,24 @@ def test_a_duplicate_answers_the_first_id_even_when_the_scope_is_full(table):
         store.create(draft(scope, "{user} likes coffee"), limit=1)
 
 
+@pytest.mark.parametrize("personal", [False, True], ids=["server", "personal (full scope)"])
+def test_a_save_its_own_turn_made_earlier_is_known_as_that_turns_another_turns_is_a_duplicate(
+    table, personal
+):
+    # Given a fact saved by turn T1 (an attempt that died before it kept its notice)
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.personal(BOB, 1) if personal else MemoryScope.server(SERVER, 1)
+    first = store.create(replace(draft(scope, "{user} likes tea"), turn_id="T1"), limit=1)
+
+    # When T1's retry saves it again, and then another turn does
+    retried = store.create(replace(draft(scope, "{user} likes tea"), turn_id="T1"), limit=1)
+    other = store.create(replace(draft(scope, "{user} likes tea"), turn_id="T2"), limit=1)
+
+    # Then the retry's save is T1's own (created: it owes its notice), the other turn's a duplicate
+    assert retried == replace(first, created=True) and other == replace(first, created=False)
+    assert len(stored_items(table, scope.kind, scope.owner_id, "M#")) == 1
+
+
 def test_the_same_fact_in_another_lineage_is_another_memory(table):
     store = DynamoMemoryStore(table)
     a = store.create(draft(MemoryScope.server(SERVER, 1), "same"), limit=5)

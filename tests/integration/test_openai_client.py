@@ -161,6 +161,13 @@ def test_total_time_budget_stops_retrying_early(server, sleep):
         CannedResponse(200, {"choices": []}),
         CannedResponse(200, {"choices": [{"message": {"content": None}}]}),
         CannedResponse(200, {"choices": [{"message": {"tool_calls": [{"function": {}}]}}]}),
+        # shapes the old reading let through to a TypeError further in
+        CannedResponse(200, {"choices": [{"message": {"content": [{"text": None}]}}]}),
+        CannedResponse(200, {"choices": [{"message": {"content": [{"type": "text", "text": 7}]}}]}),
+        CannedResponse(200, {"choices": [{"message": {"content": "hi", "tool_calls": [None]}}]}),
+        CannedResponse(200, {"choices": [{"message": {"content": "hi", "tool_calls": {"a": 1}}}]}),
+        CannedResponse(200, {"choices": [None]}),
+        CannedResponse(200, []),
     ],
 )
 def test_malformed_responses_are_unavailable_without_retrying(server, sleep, answer):

@@ -3,6 +3,7 @@ record the turn again; DynamoDB's conditions enforce it, not the callers."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -199,7 +200,10 @@ def test_an_outbox_is_read_with_the_turn_and_dropped_by_the_commit_that_captures
     assert table.get(outbox_of(KEY))["pk"] == "USER#42"  # in its author's partition
 
     read = turns.read(KEY, _memory(), recall_lineage=1)
-    assert read.outbox == outbox and read.done is None and read.author_forgotten_at is None
+    assert read.done is None and read.author_forgotten_at is None
+    # the reply is kept once, as its chunks: what a redelivery posts
+    assert read.outbox == replace(outbox, reply="hello\n\nthere") and read.outbox.answered
+    assert "reply" not in table.get(outbox_of(KEY))
 
     turns.commit(KEY, TurnOutcome(reply_ids=("900", "901")), NOW, _capture(lines))
 

@@ -18,13 +18,13 @@ def test_thirty_turns_at_once_let_exactly_the_limit_through_and_one_notice(moto_
     ledgers = [RateLedger(moto_server.table()) for _ in range(30)]
     start = threading.Barrier(len(ledgers))
 
-    def take(ledger: RateLedger) -> int | None:
+    def take(turn: tuple[int, RateLedger]) -> int | None:
         start.wait()
-        return ledger.take("400000000000000001", NOW, LIMIT)
+        return turn[1].take("400000000000000001", f"turn-{turn[0]}", NOW, LIMIT)
 
     # When each counts its turn
     with ThreadPoolExecutor(max_workers=len(ledgers)) as pool:
-        taken = list(pool.map(take, ledgers))
+        taken = list(pool.map(take, enumerate(ledgers)))
     # Then ten go ahead, one is told, the rest are refused, and the stored count stops at eleven
     assert sorted(n for n in taken if n is not None) == list(range(1, LIMIT + 2))
     assert taken.count(None) == 30 - (LIMIT + 1)
@@ -32,10 +32,27 @@ def test_thirty_turns_at_once_let_exactly_the_limit_through_and_one_notice(moto_
 
 def test_the_next_minute_starts_again_and_people_count_apart(table):
     ledger = RateLedger(table)
-    for _ in range(LIMIT + 1):
-        ledger.take("1", NOW, LIMIT)
-    assert ledger.take("1", NOW, LIMIT) is None
-    assert ledger.take("2", NOW, LIMIT) == 1
-    assert ledger.take("1", NOW + timedelta(seconds=30), LIMIT) == 1
+    for n in range(LIMIT + 1):
+        ledger.take("1", f"t{n}", NOW, LIMIT)
+    assert ledger.take("1", "late", NOW, LIMIT) is None
+    assert ledger.take("2", "t0", NOW, LIMIT) == 1
+    assert ledger.take("1", "next", NOW + timedelta(seconds=30), LIMIT) == 1
     stored = table.get(ItemKey("USER#1", f"RATE#{int(NOW.timestamp()) // 60}"))
     assert stored["turns"] == LIMIT + 1 and stored["expires_at"] > NOW.timestamp()
+
+
+def test_a_turn_counted_before_gets_its_first_number_again_and_is_not_counted_twice(table):
+    # Given a minute in which a person's turns went over the limit
+    ledger = RateLedger(table)
+    first = [ledger.take("1", f"t{n}", NOW, LIMIT) for n in range(LIMIT + 2)]
+    assert first == [*range(1, LIMIT + 2), None]
+
+    # When each of them comes back (redelivered, duplicated, redriven days later)
+    again = [ledger.take("1", f"t{n}", NOW, LIMIT) for n in range(LIMIT + 2)]
+
+    # Then each gets the answer it got first, and the count has not moved
+    assert again == first
+    stored = table.get(ItemKey("USER#1", f"RATE#{int(NOW.timestamp()) // 60}"))
+    assert stored["turns"] == LIMIT + 1
+    # and the minute is kept as long as a turn can come back
+    assert stored["expires_at"] >= (NOW + timedelta(days=15)).timestamp()

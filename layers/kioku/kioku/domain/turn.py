@@ -49,6 +49,9 @@ class TurnContext:
     sent_at: datetime | None = None
     """When the turn's message was sent (its snowflake's time); what is kept of it is dropped if the
     speaker asked to forget everything since. None: not known (nothing is checked)."""
+    turn_id: str | None = None
+    """The turn's message (or interaction) id: what its writes are stamped with, so that a retry
+    of the turn knows them as its own."""
 
     @property
     def is_dm(self) -> bool:

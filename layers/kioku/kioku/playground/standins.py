@@ -418,6 +418,11 @@ class DiscordStandIn(_StandInServer):
         with self._lock:
             self._failures.append(CannedResponse(status, body, headers or {}))
 
+    def forget_nonces(self) -> None:
+        """Discord's nonce window (a few minutes) has passed: a post with a nonce seen before is new."""
+        with self._lock:
+            self._nonces.clear()
+
     def fail_post(self, nth: int, status: int, body: Any = None) -> None:
         """Answer the ``nth`` message post from now (1 the next one) with this response instead."""
         with self._lock:

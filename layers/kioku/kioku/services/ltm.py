@@ -420,6 +420,7 @@ def _create(
         status=status,
         said_at=turn.sent_at,
         embedding=embedding,
+        turn_id=turn.turn_id,
     )
     try:
         outcome = store.create(

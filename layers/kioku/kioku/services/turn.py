@@ -201,20 +201,23 @@ class TurnService:
     # -- the steps ------------------------------------------------------------------------------
 
     def _gate(self, state: TurnState) -> None:
-        """Count the turn against its author's minute (a redelivery was counted by its first
-        attempt). The first turn over the limit gets one short notice, posted and recorded like an
-        answer; later ones end in silence (a ``/chat`` still gets the notice: its answer would
-        otherwise stay "thinking…")."""
+        """Count the turn against the minute its author sent it in, once ever (a redelivery, a
+        duplicate, a redrive get the number its first attempt got). The first turn over the limit
+        gets one short notice, posted and recorded like an answer; later ones end in silence,
+        unrecorded (a ``/chat`` still gets the notice: its answer would otherwise stay
+        "thinking…"). A turn already done ends here before any notice."""
         job = state.job
         if state.redelivered or self.rates is None:
             return
         limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
         try:
-            taken = self.rates.take(state.key.author_id, state.now, limit)
+            taken = self.rates.take(state.key.author_id, job.turn_id, state.key.sent_at, limit)
         except StoreError:
             logger.warning("the turn rate could not be counted; the turn goes on")
             return
         if taken is not None and taken <= limit:
+            return
+        if self._done_already(state):
             return
         logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
         state.record.rate_limited = True
@@ -223,7 +226,19 @@ class TurnService:
             state.rate_notice = True
             state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
         else:
-            self._commit(state)
+            state.finished = True  # not recorded: a redrive of it is weighed again, never lost as "done"
+
+    def _done_already(self, state: TurnState) -> bool:
+        """Whether the turn is recorded as done (a copy back after SQS's deduplication window): read
+        on its own only where the turn would not reach its first read (``_read_memory``)."""
+        done = self.turns.done(state.key)
+        if done is None:
+            return False
+        logger.info("turn %s was already completed", state.job.turn_id)
+        state.record.duplicate = True
+        state.record.reply_ids = list(done.reply_ids)
+        state.finished = True
+        return True
 
     def _read_discord(self, state: TurnState) -> None:
         """The channel (its privacy, read on every turn: a channel can turn private at any moment)
@@ -274,6 +289,7 @@ class TurnService:
             author_ids=frozenset(state.dialogue.author_ids),
             mention_names=names,
             sent_at=state.key.sent_at,
+            turn_id=job.turn_id,
         )
 
     def _read_memory(self, state: TurnState) -> None:
@@ -417,7 +433,7 @@ class TurnService:
         state.outbox = Outbox(
             reply=reply,
             chunks=tuple(chunks),
-            notices=(*earlier, *self._notices(state)),
+            notices=self._owed_notices(state, earlier),
             # a person with full privacy has nothing stored, in the outbox either: the turn is counted
             lines=()
             if turn.profile.privacy_level is PrivacyLevel.FULL
@@ -477,6 +493,8 @@ class TurnService:
             self.turns.commit(state.key, outcome, state.now, capture)
         except TurnAlreadyRecorded:
             logger.info("turn %s was recorded by another attempt meanwhile", state.job.turn_id)
+            if outbox is not None:
+                self._drop_outbox(state, outbox)
         except SpeakerForgotten:
             logger.warning(
                 "turn %s is dropped, not captured: its speaker asked to forget everything since",
@@ -484,6 +502,16 @@ class TurnService:
             )
             with suppress(TurnAlreadyRecorded):
                 self.turns.commit(state.key, outcome, state.now, None)
+
+    def _drop_outbox(self, state: TurnState, outbox: Outbox) -> None:
+        """Drop what this attempt kept after a twin worker committed the turn (its commit deleted
+        the outbox before this one's keep landed): the user's words must not wait 16 days there."""
+        try:
+            self.turns.drop(state.key, outbox)
+        except StoreError:
+            logger.exception(
+                "turn %s: the outbox of a twin attempt stays until it expires", state.job.turn_id
+            )
 
     def _keep_posted(self, state: TurnState, outbox: Outbox) -> None:
         try:
@@ -538,9 +566,17 @@ class TurnService:
                 )
             if len(self._notices(state)) > announced:
                 # a memory was saved: its notice must survive this attempt, whatever the model does next
-                notes = Outbox(notices=(*earlier, *self._notices(state)), quoted=self._quoted(state))
+                notes = Outbox(notices=self._owed_notices(state, earlier), quoted=self._quoted(state))
                 self.turns.keep(state.key, notes, state.now)
         raise AssertionError("unreachable: the last round offers no tools")
+
+    @classmethod
+    def _owed_notices(
+        cls, state: TurnState, earlier: tuple[dict[str, Any], ...]
+    ) -> tuple[dict[str, Any], ...]:
+        """An earlier attempt's notices, then this one's that it did not owe already (a retry's
+        save of the same memory, known as its own, owes the same notice)."""
+        return (*earlier, *(notice for notice in cls._notices(state) if notice not in earlier))
 
     @staticmethod
     def _notices(state: TurnState) -> tuple[dict[str, Any], ...]:

@@ -19,7 +19,10 @@ from kioku.domain.turn_jobs import TurnJob
 
 logger = logging.getLogger(__name__)
 
-MAX_MESSAGES_AFTER: Final = 100  # how far past a redelivered turn's message its posts are looked for
+MAX_MESSAGES_AFTER: Final = 100  # one page of the channel after a redelivered turn's message
+MAX_ADOPTION_PAGES: Final = 10
+"""How many pages past the turn's message its own posts are looked for (1,000 messages: a busy
+channel's traffic over the turn's three attempts of up to 720 s each); docs/operations.md."""
 NOTIFICATION_NONCE_MARK: Final = "n"
 PERMANENT_REFUSALS: Final = frozenset({400, 403, 404})
 
@@ -102,35 +105,52 @@ class Delivery:
 
     def adopt(self, outbox: Outbox) -> Outbox:
         """``outbox`` with the posts the channel already holds counted as posted: an earlier
-        attempt made them and died (or lost Discord's answer) before it could say so."""
+        attempt made them and died (or lost Discord's answer) before it could say so. Only the
+        turn's own count: its first chunk is the bot's reply to the turn's message (another turn's
+        identical "Got it!" is not), and each later post the bot's next message after the one
+        before it, matching what it would post."""
         missing_chunks = len(outbox.reply_ids) < len(outbox.chunks)
         missing_notices = len(outbox.notice_ids) < len(outbox.notices)
         if not (missing_chunks or missing_notices):
             return outbox
-        later = self.discord.get_channel_messages(
-            self.job.channel_id, MAX_MESSAGES_AFTER, after=self.job.turn_id
-        )
-        own = [
-            message
-            for message in sorted(later, key=lambda message: int(message.id))
-            if message.author.id == self.bot_user_id
-        ]
-        reply_ids = list(outbox.reply_ids)
+        own = [message for message in self._messages_after_turn() if message.author.id == self.bot_user_id]
+        reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
+        last = _last_posted(reply_ids)
         if len(reply_ids) >= self.responder.adoptable_from:
-            for message in own:
-                index = len(reply_ids)
-                if index >= len(outbox.chunks):
+            while len(reply_ids) < len(outbox.chunks):
+                if not reply_ids:
+                    found = next((m for m in own if _replies_to(m, self.job.turn_id)), None)
+                else:
+                    found = _next_after(own, last)
+                if found is None or found.content != outbox.chunks[len(reply_ids)]:
                     break
-                if message.id not in reply_ids and message.content == outbox.chunks[index]:
-                    reply_ids.append(message.id)
-        notice_ids = list(outbox.notice_ids)
-        for message in own:
-            index = len(notice_ids)
-            if index >= len(outbox.notices):
-                break
-            if _shows(message, outbox.notices[index]) and message.id not in notice_ids:
-                notice_ids.append(message.id)
+                reply_ids.append(found.id)
+                last = found.id
+        if len(reply_ids) == len(outbox.chunks):
+            last = _last_posted([*reply_ids, *notice_ids])
+            while len(notice_ids) < len(outbox.notices) and last is not None:
+                found = _next_after(own, last)
+                if found is None or not _shows(found, outbox.notices[len(notice_ids)]):
+                    break
+                notice_ids.append(found.id)
+                last = found.id
         return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+
+    def _messages_after_turn(self) -> list[Message]:
+        """The channel's messages after the turn's, oldest first, page by page up to
+        ``MAX_ADOPTION_PAGES``: a busy channel holds more than one page between a turn and its posts."""
+        messages: list[Message] = []
+        after = self.job.turn_id
+        for _ in range(MAX_ADOPTION_PAGES):
+            page = sorted(
+                self.discord.get_channel_messages(self.job.channel_id, MAX_MESSAGES_AFTER, after=after),
+                key=lambda message: int(message.id),
+            )
+            messages += page
+            if len(page) < MAX_MESSAGES_AFTER:
+                break
+            after = page[-1].id
+        return messages
 
     def post(
         self, outbox: Outbox, still_kept: Callable[[], bool] | None = None, *, just_kept: bool = False
@@ -176,6 +196,22 @@ class Delivery:
             logger.warning("memory notification refused for good, not retried: %s", exc)
             return ""
         return str(posted.get("id", ""))
+
+
+def _replies_to(message: Message, turn_id: str) -> bool:
+    return message.reference is not None and message.reference.message_id == turn_id
+
+
+def _last_posted(ids: list[str]) -> str | None:
+    """The newest id the turn knows it posted (a post given up for good has none)."""
+    return next((post for post in reversed(ids) if post.isdigit()), None)
+
+
+def _next_after(own: list[Message], after: str | None) -> Message | None:
+    """The bot's first message after ``after`` (oldest first in ``own``)."""
+    if after is None:
+        return None
+    return next((message for message in own if int(message.id) > int(after)), None)
 
 
 def _shows(message: Message, embed: dict[str, Any]) -> bool:

@@ -99,6 +99,8 @@ from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
 MAX_ATTEMPTS: Final = 16
 """Each lost race means another save succeeded, so a caller loses at most as many races as there are slots."""
+GUARD_TURN: Final = "turn_id"
+"""On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 _BACKOFF_SECONDS: Final = 0.01
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
 _ENTRY_PREFIX: Final = "m"
@@ -282,6 +284,9 @@ class DynamoMemoryStore:
                         "the user's privacy level forbids personal memories"
                     ) from exc
                 if "guard" in failed or "displaced" in failed:
+                    own = _own_save(old["guard"], draft)
+                    if own is not None:
+                        return own
                     holder = self._holder_of(old["guard"], draft.scope, fingerprint, draft.duplicate_domain)
                     if holder is not None and holder.refuses(draft.scope, draft.said(memory_id), policy):
                         return SaveOutcome(holder.memory_id, created=False)
@@ -709,7 +714,9 @@ class DynamoMemoryStore:
         if draft.said_at is not None:
             operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
         operations.update(
-            self._guard_operations(scope, fingerprint, draft.duplicate_domain, memory_id, taken)
+            self._guard_operations(
+                scope, fingerprint, draft.duplicate_domain, memory_id, draft.turn_id, taken
+            )
         )
         operations["counter"] = counter
         operations["memory"] = table.op_put(
@@ -771,6 +778,9 @@ class DynamoMemoryStore:
         memory would refuse the save."""
         scope, domain = draft.scope, draft.duplicate_domain
         guard = self._guarded(self._table.get, guard_key(scope, fingerprint, domain))
+        own = _own_save(guard, draft)
+        if own is not None:
+            return own
         holder = self._holder_of(guard, scope, fingerprint, domain)
         if holder is not None and holder.refuses(scope, draft.said(), policy):
             return SaveOutcome(holder.memory_id, created=False)
@@ -793,25 +803,40 @@ class DynamoMemoryStore:
         return GuardHolder(held_id, memory if holds else None)
 
     def _guard_operations(
-        self, scope: MemoryScope, fingerprint: str, domain: str, memory_id: str, taken: GuardHolder | None
+        self,
+        scope: MemoryScope,
+        fingerprint: str,
+        domain: str,
+        memory_id: str,
+        turn_id: str | None,
+        taken: GuardHolder | None,
     ) -> dict[str, dict[str, Any]]:
         """The guard of ``memory_id``'s fact: put if there is none; else (``taken``: its holder, which
         does not refuse it) taken over while it still names that holder, and that memory, while it
         is as read, marked as holding no guard (``guard``, and ``displaced``)."""
         key = guard_key(scope, fingerprint, domain)
+        # the turn that saved it: a retry of that turn knows the memory as its own, and owes its notice
+        saved_by = {GUARD_TURN: turn_id} if turn_id else {}
         if taken is None:
             return {
                 "guard": self._table.op_put(
-                    {**key.as_item(), "memory_id": memory_id}, condition="attribute_not_exists(pk)"
+                    {**key.as_item(), "memory_id": memory_id, **saved_by},
+                    condition="attribute_not_exists(pk)",
                 )
             }
         operations = {
             "guard": self._table.op_update(
                 key,
-                "SET #memory_id = :memory_id",
+                "SET #memory_id = :memory_id, #turn = :turn"
+                if turn_id
+                else "SET #memory_id = :memory_id REMOVE #turn",
                 condition="#memory_id = :held",
-                names=_names("#memory_id"),
-                values={":memory_id": memory_id, ":held": taken.memory_id},
+                names=_names("#memory_id", "#turn"),
+                values={
+                    ":memory_id": memory_id,
+                    ":held": taken.memory_id,
+                    **({":turn": turn_id} if turn_id else {}),
+                },
             )
         }
         held = taken.memory
@@ -884,6 +909,14 @@ class DynamoMemoryStore:
 def _guard_state(memory: Memory) -> str:
     """A condition that the memory's item holds its guard, or not, as ``memory`` was read."""
     return "attribute_not_exists(#unguarded)" if memory.holds_guard else "attribute_exists(#unguarded)"
+
+
+def _own_save(guard: Item | None, draft: MemoryDraft) -> SaveOutcome | None:
+    """This turn's own save, when the guard names it: an earlier attempt of the turn saved the memory
+    and died before its notice was kept, so the retry owes the notice (``created``)."""
+    if guard and draft.turn_id and guard.get(GUARD_TURN) == draft.turn_id and "memory_id" in guard:
+        return SaveOutcome(str(guard["memory_id"]), created=True)
+    return None
 
 
 def _names(*placeholders: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ ledger keeps the failed attempts of a turn (``keys.attempts_key``: the worker co
 so that it dead-letters by attempts, not by receives), drops a person's outboxes when they forget
 everything (``keys.outbox_range``: their turns' outboxes, see turn_repository, and the pointers to
 replies whose notices show a memory about them), and counts a person's turns per minute
-(``keys.rate_key``, expiring).
+(``keys.rate_key``, each turn once, against the minute it was sent).
 """
 
 from __future__ import annotations
@@ -137,29 +137,41 @@ RATE_WINDOW_SECONDS = 60
 
 class RateLedger:
     """Turns per person per minute, counted with a conditional write: the count never passes
-    ``limit + 1``, so the turn that goes over is told (once) and the ones after it are refused."""
+    ``limit + 1``, so the turn that goes over is told (once) and the ones after it are refused.
+
+    A turn is counted once ever, against the minute its message was sent: the minute's item lists
+    the turns it counted, in order, and is kept as long as a turn can come back (``RECORD_RETENTION``),
+    so a redelivered, duplicated or redriven turn gets its first answer again, whenever it is tried."""
 
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
 
-    def take(self, user_id: str, now: datetime, limit: int) -> int | None:
-        """Count a turn of ``user_id``; its number within the minute, or None once past ``limit + 1``."""
-        minute = int(now.timestamp()) // RATE_WINDOW_SECONDS
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+        """Count turn ``turn_id`` of ``user_id``, sent at ``sent_at``: its number within its minute,
+        or None once past ``limit + 1``; a turn counted before gets the number it got then."""
+        minute = int(sent_at.timestamp()) // RATE_WINDOW_SECONDS
+        key = rate_key(user_id, minute)
         try:
             item = self._table.update(
-                rate_key(user_id, minute),
-                "ADD #turns :one SET #expires_at = :expires_at",
-                condition="attribute_not_exists(#turns) OR #turns <= :limit",
-                names={"#turns": "turns", "#expires_at": "expires_at"},
+                key,
+                "ADD #turns :one SET #counted = list_append(if_not_exists(#counted, :none), :turn), "
+                "#expires_at = :expires_at",
+                condition="(attribute_not_exists(#turns) OR #turns <= :limit) AND NOT contains(#counted, :turn_id)",
+                names={"#turns": "turns", "#counted": "counted", "#expires_at": "expires_at"},
                 values={
                     ":one": 1,
+                    ":none": [],
+                    ":turn": [turn_id],
+                    ":turn_id": turn_id,
                     ":limit": limit,
-                    ":expires_at": (minute + 2) * RATE_WINDOW_SECONDS,
+                    ":expires_at": minute * RATE_WINDOW_SECONDS + int(RECORD_RETENTION.total_seconds()),
                 },
                 return_new=True,
             )
-        except ConditionFailed:
-            return None
+        except ConditionFailed as exc:
+            old = exc.old_item if exc.old_item is not None else self._table.get(key)
+            counted = [str(turn) for turn in (old or {}).get("counted", ())]
+            return counted.index(turn_id) + 1 if turn_id in counted else None
         return int((item or {}).get("turns", 0))
 
 

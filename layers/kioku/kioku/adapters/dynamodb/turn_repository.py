@@ -25,6 +25,8 @@ their own.
 from __future__ import annotations
 
 import json
+import random
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +57,9 @@ from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 
 OUTBOX_PART: Final = "outbox"
+ANSWERED: Final = "answered"
+KEEP_ATTEMPTS: Final = 5
+KEEP_BACKOFF_SECONDS: Final = 0.01
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +148,10 @@ class TurnRepository:
             recall_people=people,
         )
 
+    def done(self, key: TurnKey) -> TurnOutcome | None:
+        """The turn's record, if it is done (one GetItem: ``read`` carries it in its BatchGetItem)."""
+        return outcome_from_item(self._table.get(turn_record_key(key.source, key.turn_id)))
+
     def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
         """The memories the turn at ``place`` may be shown with a persona of ``lineage``: from the books
         its read fetched when that is the lineage it guessed, else with one BatchGetItem more."""
@@ -171,14 +180,29 @@ class TurnRepository:
             }
             parts[f"pointer {person}"] = self._table.op_put(pointer)
             parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
-        try:
-            self._table.transact_write(parts.values())
-        except TransactionCancelled as exc:
-            reasons = dict(zip(parts, exc.reasons, strict=False))
-            if any(reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")):
-                return False
-            raise
-        return True
+        for attempt in range(KEEP_ATTEMPTS):
+            try:
+                self._table.transact_write(parts.values())
+                return True
+            except TransactionCancelled as exc:
+                reasons = dict(zip(parts, exc.reasons, strict=False))
+                if any(
+                    reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")
+                ):
+                    return False
+                # a race with another write of these items (a forget-all's, a twin worker's): the keep
+                # is retried here, not the whole turn with its model calls
+                if not exc.conflicted or attempt == KEEP_ATTEMPTS - 1:
+                    raise
+                time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
+        raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def drop(self, key: TurnKey, outbox: Outbox) -> None:
+        """Delete the turn's outbox and its pointers (an attempt that lost the turn to another)."""
+        people = dict.fromkeys(person for person in outbox.quoted if person != key.author_id)
+        self._table.transact_write(
+            self._table.op_delete(_outbox_key(key, person)) for person in (None, *people)
+        )
 
     def still_kept(self, key: TurnKey) -> bool:
         """Whether the turn's outbox is still there (a consistent read): forget-all deletes it, and
@@ -215,10 +239,15 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
         "author_id": key.author_id,
         "turn_id": key.turn_id,
         "source": key.source,
+        # the reply once, as the chunks it is posted in (a reply of LLM_MAX_TOKENS in a wide script
+        # did not fit an item's 400 KB as reply, chunks and an escaped line): what is posted is all
+        # a redelivery needs, each line cut as the capture would cut it
         "chunks": list(outbox.chunks),
         # embeds and lines as JSON: no Decimals back, and lines keep their exact text and times
-        "notices": json.dumps(list(outbox.notices)),
-        "lines": json.dumps(crude_lines_to_items(outbox.lines)),
+        "notices": json.dumps(list(outbox.notices), ensure_ascii=False),
+        "lines": json.dumps(
+            crude_lines_to_items(tuple(line.bounded() for line in outbox.lines)), ensure_ascii=False
+        ),
         "reply_ids": list(outbox.reply_ids),
         "notice_ids": list(outbox.notice_ids),
         "apologised": outbox.apologised,
@@ -227,17 +256,20 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
         "expires_at": int((now + RECORD_RETENTION).timestamp()),
     }
     if outbox.reply is not None:
-        item["reply"] = outbox.reply
+        item[ANSWERED] = True
     return item
 
 
 def _outbox_from_item(item: Item | None) -> Outbox | None:
     if item is None:
         return None
-    reply = item.get("reply")
+    chunks = tuple(str(chunk) for chunk in item.get("chunks", ()))
+    reply = item.get("reply")  # an outbox kept before the reply went as its chunks only
+    if reply is None and item.get(ANSWERED):
+        reply = "\n\n".join(chunks)
     return Outbox(
         reply=None if reply is None else str(reply),
-        chunks=tuple(str(chunk) for chunk in item.get("chunks", ())),
+        chunks=chunks,
         notices=tuple(json.loads(str(item.get("notices") or "[]"))),
         lines=crude_lines_from_items(json.loads(str(item.get("lines") or "[]"))),
         reply_ids=tuple(str(reply_id) for reply_id in item.get("reply_ids", ())),

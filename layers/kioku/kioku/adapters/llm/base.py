@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -63,33 +62,3 @@ class ChatModel(Protocol):
     def complete(self, request: ChatRequest) -> ChatResponse:
         """One non-streaming completion; raises ``LlmUnavailable`` when no answer can be had."""
         ...
-
-
-def parse_chat_completion(body: Any) -> ChatResponse:
-    """Read the first choice of a chat-completions response body; anything unexpected → LlmUnavailable."""
-    try:
-        choice = body["choices"][0]
-        message = choice["message"]
-        cut_short = choice.get("finish_reason") == "length"
-        content = message.get("content")
-        raw_calls = message.get("tool_calls") or []
-        calls = tuple(_tool_call(call) for call in raw_calls)
-    except (KeyError, IndexError, TypeError, AttributeError) as exc:
-        raise LlmUnavailable("the model answered with an unexpected response shape") from exc
-    if isinstance(content, list):  # some compatible servers answer with content parts
-        content = "".join(part.get("text", "") for part in content if isinstance(part, dict)) or None
-    if content is not None and not isinstance(content, str):
-        raise LlmUnavailable("the model answered with non-text content")
-    if content is None and not calls:
-        raise LlmUnavailable("the model answered with neither text nor tool calls")
-    return ChatResponse(content=content, tool_calls=calls, raw=body, cut_short=cut_short)
-
-
-def _tool_call(call: Any) -> ToolCall:
-    function = call["function"]
-    name, arguments = function["name"], function.get("arguments") or "{}"
-    if not isinstance(arguments, str):  # a few compatible servers send an object instead of JSON text
-        arguments = json.dumps(arguments, ensure_ascii=False)
-    if not isinstance(name, str) or not name or not isinstance(call.get("id"), str):
-        raise TypeError("tool call without a name or id")
-    return ToolCall(id=call["id"], name=name, arguments=arguments)

@@ -13,7 +13,8 @@ from typing import Any, Final
 import httpx
 
 from kioku import __version__
-from kioku.adapters.llm.base import ChatRequest, ChatResponse, LlmUnavailable, parse_chat_completion
+from kioku.adapters.llm.base import ChatRequest, ChatResponse, LlmUnavailable
+from kioku.adapters.llm.completion import parse_chat_completion
 from kioku.config import ConfigurationError, Settings
 
 logger = logging.getLogger(__name__)

@@ -82,6 +82,9 @@ class MemoryDraft:
     said_at: datetime | None = None
     embedding: bytes | None = field(default=None, repr=False)
     """The content's quantised embedding (``vectors``), when embeddings are on and answered."""
+    turn_id: str | None = None
+    """The turn whose tool saves it: a retry of that turn (its first attempt died after the save)
+    knows the save as its own, and owes its notice again."""
 
     @property
     def duplicate_domain(self) -> str:
@@ -156,7 +159,8 @@ class Memory:
 
 @dataclass(frozen=True, slots=True)
 class SaveOutcome:
-    """The id the model can quote; ``created`` is False when the same fact was already saved."""
+    """The id the model can quote; ``created`` is False when the same fact was already saved (by
+    another turn: a save of this very turn, by an attempt that died, counts as created)."""
 
     memory_id: str
     created: bool

@@ -1,0 +1,418 @@
+"""Redelivery holes that fault injection found beyond the crash points (issue 27), each held here.
+
+The same harness as ``test_turn_crash_points`` (TurnFunction in a child process, killed or its
+request's answer lost at a chosen point; moto, Discord, the model and embeddings behind proxies and
+stand-ins): a malformed 200 from the model, a memory notice whose attempt did not finish, answered
+turns coming back, redriven dead letters and the rate limiter, two workers on one message, a reply
+larger than a DynamoDB item, a busy channel. Each case counts what matters: the posts per chunk,
+the captures, the notices, the memories, and the later turns answered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.models import Persona
+from kioku.domain.stm.entries import StmAddress
+from kioku.playground.stack import LocalStack
+from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
+from kioku.services.turn import APOLOGY, RATE_NOTICE
+from tests.e2e.crash_harness import Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.test_turn_crash_points import (
+    GUILD,
+    _is_commit,
+    _table_items,
+    answer,
+    assert_delivered_and_captured_once,
+    chunk_post,
+    dead_letters,
+    memory_guards,
+    new_channel_and_person,
+    queue_message,
+    redrive,
+    save_transaction,
+)
+
+pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def running() -> Iterator[CrashWorld]:
+    """One stack for the module (each test takes a channel and a person of its own)."""
+    with crash_world(answer) as world:
+        yield world
+
+
+@pytest.fixture
+def world(running: CrashWorld, monkeypatch: pytest.MonkeyPatch) -> CrashWorld:
+    """The module's stack, its environment set again (every test starts from a bare one)."""
+    for name, value in running.env.items():
+        monkeypatch.setenv(name, value)
+    return running
+
+
+# -- what a turn left -------------------------------------------------------------------------------
+
+
+def bot_posts(stack: LocalStack, channel: str) -> list[dict[str, Any]]:
+    return [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+
+
+def captured_lines(stack: LocalStack, channel: str) -> list[tuple[str, str]]:
+    """The channel's short-term lines, (text, message id) each; and the row's turn count."""
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    return [] if row is None else [(line.text, line.message_id) for line in row.crude]
+
+
+def turns_counted(stack: LocalStack, channel: str) -> int:
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    return 0 if row is None else row.turns_since_refresh
+
+
+def outboxes(stack: LocalStack) -> list[dict[str, Any]]:
+    return [i for i in _table_items(stack) if i["sk"]["S"].startswith("OUTBOX#")]
+
+
+def model_calls(llm: OpenAIStandIn, since: int) -> int:
+    return len(llm.bodies) - since
+
+
+# -- 2. a malformed 200 from the model -------------------------------------------------------------
+
+
+def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given a model that answers 200 with a content part whose text is null
+    llm.enqueue({"choices": [{"index": 0, "message": {"role": "assistant", "content": [{"text": None}]}}]})
+    trigger = queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    outcomes = harness.deliver()
+
+    # Then the turn is done at once: the apology posted once, replying to Alice, and captured once
+    assert outcomes == ["done"]
+    posted = bot_posts(stack, channel)
+    assert [m["content"] for m in posted] == [APOLOGY]
+    assert posted[0]["message_reference"]["message_id"] == trigger["id"]
+    assert [text for text, _ in captured_lines(stack, channel)][1:] == [APOLOGY]
+    assert turns_counted(stack, channel) == 1
+    # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
+    assert model_calls(llm, asked_before) == 1
+    assert dead_letters(stack) == [] and outboxes(stack) == []
+
+
+# -- 1 and 9. a keep refused, or the attempt that saved a memory killed -----------------------------
+
+
+def outbox_keep_refused(nth: int, refusal: tuple[int, dict[str, Any]], times: int = 1) -> Fault:
+    """The ``nth`` keep of the turn's outbox (1: the notice of the memory the tool saved; 2: the
+    answer) answered ``refusal``, ``times`` in a row."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and not _is_commit(request)
+        )
+
+    return Fault(f"outbox keep {nth} refused", "dynamodb", matches, "refuse", "before", nth, times, refusal)
+
+
+CONFLICT = dynamodb_refusal("TransactionCanceledException", ["TransactionConflict", "None"])
+NOTICE_LOST_POINTS = [
+    # the attempt that saved the memory dies before it kept the notice: the retry's save is its own
+    (save_transaction("after"), ["killed", "done"], 1 + 2),
+    # the notice's keep loses a race once: retried in place, the turn goes on
+    (outbox_keep_refused(1, CONFLICT), ["done"], 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "expected", "calls"),
+    [pytest.param(fault, outcomes, calls, id=fault.name) for fault, outcomes, calls in NOTICE_LOST_POINTS],
+)
+def test_a_memory_saved_by_an_attempt_that_did_not_finish_is_still_announced_once(
+    world, fault, expected, calls
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message, whose turn saves a memory and answers in three chunks
+    trigger = queue_message(stack, channel, alice)
+
+    # When the attempt that saved the memory is killed, or its notice's keep is refused
+    outcomes = harness.deliver(fault)
+
+    # Then every chunk is posted once, the "Memory saved" notice once, the turn captured once and
+    # the memory saved once
+    assert harness.chaos.fired and outcomes == expected, outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert len(memory_guards(stack, alice)) == 1
+    assert model_calls(llm, asked_before) == calls
+
+
+def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_model_again(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+    trigger = queue_message(stack, channel, alice)
+
+    # When the keep of the answer loses one race (TransactionConflict)
+    outcomes = harness.deliver(outbox_keep_refused(2, CONFLICT))
+
+    # Then the same attempt keeps it and delivers: the model asked twice, not four times
+    assert harness.chaos.fired and outcomes == ["done"], outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2
+
+
+# -- 5 and 4. turns that come back, and the rate limiter ------------------------------------------
+
+
+def send_again(stack: LocalStack, body: str, channel: str) -> None:
+    """A copy of a turn's job queued again past SQS's deduplication window (a relay retry, a
+    replayed event): a new SQS message, received for the first time."""
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=body,
+        MessageGroupId=channel,
+        MessageDeduplicationId=f"again-{len(body)}-{channel}",
+    )
+
+
+def test_an_answered_turn_back_after_the_dedup_and_nonce_windows_posts_nothing_more(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"TURN_RATE_LIMIT_PER_MINUTE": "1"}
+
+    # Given Alice's turn answered (her one turn of the minute)
+    trigger = queue_message(stack, channel, alice)
+    assert harness.deliver(env=env) == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    asked_before = model_calls(llm, 0)
+
+    # When a copy of its job comes back after SQS's deduplication and Discord's nonce windows
+    stack.discord.forget_nonces()
+    send_again(stack, harness.bodies[harness.message_ids[-1]], channel)
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then nothing more is posted (no rate notice on top of the answer), nothing asked or captured
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert RATE_NOTICE not in [m["content"] for m in bot_posts(stack, channel)]
+    assert model_calls(llm, asked_before) == 0
+
+
+def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answered(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"TURN_RATE_LIMIT_PER_MINUTE": "2"}
+
+    # Given two turns of Alice (her limit a minute), answered but their replies refused for good
+    # (the bot could not post there then): both dead-lettered with their answers kept
+    llm.enqueue(completion_body("Answer one"), completion_body("Answer two"))
+    refusal = {"message": "Missing Permissions", "code": 50013}
+    stack.discord.fail_post(1, 403, refusal)
+    stack.discord.fail_post(2, 403, refusal)
+    first, second = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
+    assert harness.deliver(env=env) == ["done"]
+    dead = dead_letters(stack)
+    assert len(dead) == 2 and bot_posts(stack, channel) == []
+
+    # When both are redriven together, once the bot may post again
+    for letter in dead:
+        redrive(stack, letter)
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then each is answered once, replying to its message, with no rate notice; both captured
+    posted = bot_posts(stack, channel)
+    assert [(m["content"], m["message_reference"]["message_id"]) for m in posted] == [
+        ("Answer one", first["id"]),
+        ("Answer two", second["id"]),
+    ]
+    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+
+
+# -- 3. a redriven turn and another turn's identical reply -----------------------------------------
+
+
+def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identical_one(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+
+    # Given T1, whose reply Discord refuses for good (dead-lettered, its answer kept), and T2 in
+    # the same channel answered with the very same words
+    llm.enqueue(completion_body("Got it!"), completion_body("Got it!"))
+    stack.discord.fail_post(1, 403, {"message": "Missing Permissions", "code": 50013})
+    t1, t2 = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (dead,) = dead_letters(stack)
+
+    # When T1 is redriven
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+
+    # Then T1 posts its own reply, replying to T1, and its line carries that reply's id
+    posted = bot_posts(stack, channel)
+    assert [(m["content"], m["message_reference"]["message_id"]) for m in posted] == [
+        ("Got it!", t2["id"]),
+        ("Got it!", t1["id"]),
+    ]
+    lines = dict((message_id, text) for text, message_id in captured_lines(stack, channel))
+    assert lines[posted[1]["id"]] == "Got it!" and lines[posted[0]["id"]] == "Got it!"
+    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+
+
+# -- 8. two workers on one message -----------------------------------------------------------------
+
+
+@pytest.fixture
+def twin(running: CrashWorld) -> Iterator[Containers]:
+    """A second TurnFunction, for a message SQS hands out twice at once."""
+    containers = Containers(running.dynamodb_url, running.sqs_url)
+    try:
+        yield containers
+    finally:
+        containers.close()
+
+
+def answer_keep(twin_turn: Callable[[], None]) -> Fault:
+    """Just before the worker keeps its answer, ``twin_turn`` runs."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and b"Part 1:" in request.raw_body
+        )
+
+    return Fault(
+        "the answer's keep, a twin meanwhile", "dynamodb", matches, "meanwhile", "before", meanwhile=twin_turn
+    )
+
+
+def test_the_worker_that_loses_a_turn_to_its_twin_removes_the_outbox_it_kept(world, twin):
+    stack, harness = world.stack, world.harness
+    channel, alice = new_channel_and_person(stack)
+    trigger = queue_message(stack, channel, alice)
+    twin_outcomes: list[str] = []
+
+    # When a twin worker takes the same message and does the whole turn while the first one is
+    # about to keep its answer (so its keep lands after the twin's commit)
+    outcomes = harness.deliver(answer_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
+
+    # Then both end done, the turn delivered and captured once, and no outbox is left behind
+    assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert outboxes(stack) == []
+
+
+# -- 7. a reply larger than a DynamoDB item --------------------------------------------------------
+
+WIDEST = "𠮷"  # four bytes of UTF-8, a surrogate pair (twelve bytes) where JSON escapes it
+
+
+def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_not_dead_lettered(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    env = {"LLM_MAX_TOKENS": "32000", "MAX_REPLY_MESSAGES": "10"}  # the most the configuration allows
+    asked_before = model_calls(llm, 0)
+
+    # Given a model answering 45,000 characters of a four-byte script
+    llm.enqueue(completion_body(WIDEST * 45_000))
+    trigger = queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    assert harness.deliver(env=env) == ["done"]
+
+    # Then ten full messages are posted once, the last cut with a visible " …", and the turn captured
+    posted = bot_posts(stack, channel)
+    assert len(posted) == 10 and posted[0]["message_reference"]["message_id"] == trigger["id"]
+    assert all(set(m["content"]) == {WIDEST} for m in posted[:-1])
+    assert posted[-1]["content"].endswith(" …")
+    lines = captured_lines(stack, channel)
+    assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
+    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack) == []
+
+
+# -- 6. a busy channel and a late redelivery -------------------------------------------------------
+
+
+def test_a_late_redelivery_in_a_busy_channel_posts_each_chunk_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message, then 120 more in the channel before the worker answers it
+    trigger = queue_message(stack, channel, alice)
+    for n in range(120):
+        stack.discord.seed_message(channel, bob, f"chatter {n}")
+
+    # When the worker dies once chunk 1 is posted, and the redelivery comes after the nonce window
+    assert harness.deliver(chunk_post(1), max_deliveries=1) == ["killed"]
+    stack.discord.forget_nonces()
+    assert harness.deliver() == ["done"]
+
+    # Then every chunk is posted once, in order, the notice once, the turn captured once, and the
+    # model was not asked again
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2
+
+
+# -- beyond the numbered holes ---------------------------------------------------------------------
+
+
+def test_a_worker_killed_while_it_waits_out_a_429_delivers_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+    trigger = queue_message(stack, channel, alice)
+
+    # Given Discord answering chunk 2's post with a short 429
+    stack.discord.fail_post(
+        2, 429, {"message": "You are being rate limited.", "retry_after": 0.05, "global": False}
+    )
+
+    # When the worker dies waiting it out (just before it posts chunk 2 again)
+    retry_of_chunk_2 = replace(chunk_post(2, "kill", "before"), name="chunk 2 retried after its 429", nth=2)
+    outcomes = harness.deliver(retry_of_chunk_2)
+
+    # Then the redelivery posts what is missing, each chunk and the notice once
+    assert harness.chaos.fired and outcomes == ["killed", "done"], outcomes
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2
+
+
+def test_a_channel_deleted_mid_turn_is_dead_lettered_once_with_nothing_posted(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given the channel deleted while the turn was thinking: Discord answers the post 404
+    stack.discord.fail_post(1, 404, {"message": "Unknown Channel", "code": 10003})
+    queue_message(stack, channel, alice)
+
+    # When the worker takes the turn
+    assert harness.deliver() == ["done"]
+
+    # Then it is dead-lettered once (not retried against a channel that is gone), nothing posted,
+    # the model asked by the one attempt only
+    (dead,) = dead_letters(stack)
+    assert "404" in dead["MessageAttributes"]["DeadLetterReason"]["StringValue"]
+    assert bot_posts(stack, channel) == []
+    assert model_calls(llm, asked_before) == 2
