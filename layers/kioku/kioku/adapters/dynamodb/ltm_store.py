@@ -118,6 +118,7 @@ _NAMES: Final = {
     "#version": "version",
     "#fingerprint": "fingerprint",
     "#memory_id": "memory_id",
+    "#turn": GUARD_TURN,
     "#content": "content",
     "#updated_at": "updated_at",
     "#privacy": "privacy_level",
@@ -436,7 +437,7 @@ class DynamoMemoryStore:
         if moves:
             operations.update(self._release_guard(memory))
             guard = self._guard_operations(
-                memory.scope, updated.fingerprint, updated.duplicate_domain, memory.memory_id, taken
+                memory.scope, updated.fingerprint, updated.duplicate_domain, memory.memory_id, None, taken
             )
             operations["new_guard"] = guard.pop("guard")
             operations.update(guard)

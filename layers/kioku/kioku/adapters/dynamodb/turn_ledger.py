@@ -185,6 +185,8 @@ def _waiting_reply(item: Item) -> WaitingReply:
     if item.get("answers"):
         return WaitingReply(**common, answers=str(item["answers"]))
     reply = item.get("reply")
+    if reply is None and item.get("chunks"):  # the reply is kept once, as the chunks it is posted in
+        reply = "\n\n".join(map(str, item["chunks"]))
     return WaitingReply(
         **common,
         reply=None if reply is None else str(reply),
