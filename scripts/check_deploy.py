@@ -58,10 +58,22 @@ def elf_problems(site: Path, arch: str) -> list[str]:
     return problems
 
 
+def marker_problems(site: Path, arch: str) -> list[str]:
+    """The layer names the machine its wheels are for, which the entry points compare at start."""
+    marker = site / "kioku" / "built-for-machine"
+    expected = {"arm64": "aarch64", "x86_64": "x86_64"}[arch]
+    if not marker.is_file():
+        return ["the layer has no kioku/built-for-machine: its functions cannot tell a wrong build"]
+    found = marker.read_text().strip()
+    return [] if found == expected else [f"the layer says it is built for {found}, not {expected}"]
+
+
 def check_artifacts(build: Path, arch: str) -> list[str]:
     site = build / "KiokuLayer" / "python"
     problems = [] if (site / "kioku" / "__init__.py").is_file() else [f"{site}/kioku is missing"]
-    problems += pyc_problems(site) + elf_problems(site, arch) + unshipped_problems(site)
+    problems += (
+        pyc_problems(site) + elf_problems(site, arch) + unshipped_problems(site) + marker_problems(site, arch)
+    )
     for name in ("boto3", "botocore"):
         if (site / name).exists():
             problems.append(f"the layer bundles {name}, which the runtime provides")
