@@ -22,7 +22,8 @@ PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | ta
 
 # The tests run against the layer's locked versions: what they pass with is what deploys. (pip
 # takes the pins as constraints without their hashes, which would demand hashes of every package.)
-$(STAMP): pyproject.toml $(LOCK)
+# (kioku/__init__.py holds the version the installed metadata must agree with)
+$(STAMP): pyproject.toml $(LOCK) layers/kioku/kioku/__init__.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
