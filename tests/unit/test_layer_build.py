@@ -242,6 +242,8 @@ def test_the_layer_leaves_out_the_playground_and_the_relay_which_no_function_run
     assert (site / "kioku" / "entrypoints" / "relay.py").is_file()
     assert not (site / "kioku" / "playground").exists()
     assert not (site / "kioku" / "relay").exists()
+    assert not (site / "kioku" / "adapters" / "llm" / "scripted.py").exists()
+    assert (site / "kioku" / "adapters" / "llm" / "openai.py").is_file()
     assert unshipped_problems(site) == []
 
 
