@@ -25,6 +25,8 @@ PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | ta
 # (kioku/__init__.py holds the version the installed metadata must agree with)
 $(STAMP): pyproject.toml $(LOCK) layers/kioku/kioku/__init__.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing kioku and its tools into $(VENV) (boto3, moto, pytest, ruff, cfn-lint, the SAM CLI, selenium, hikari):"
+	@echo "about 80 s the first time (pip is quiet meanwhile), seconds when pyproject.toml, the lock or the version change."
 	$(BIN)/python -m pip install -q --upgrade pip
 	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
 	$(BIN)/python -m pip install -q -e '.[dev,relay]' -c $(VENV)/layer-pins.txt

@@ -432,3 +432,16 @@ def test_at_a_terminal_the_console_has_line_editing_and_history():
     text = seen.decode(errors="replace")
     assert text.count("Short-term memory: what you can customise") == 2, text
     assert "(you are Alice in #general)" in text, text
+
+
+def test_context_prints_the_tools_schemas_once_and_again_on_context_tools(tmp_path):
+    result = run_playground(
+        tmp_path, ["@kioku hi", ":context", "@kioku hi again", ":context", ":context tools"]
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    first, second, again = re.split(r"^> :context(?: tools)?\n", result.stdout, flags=re.MULTILINE)[1:]
+    schema = '"name": "create_long_term_memory"'
+    assert first.count(schema) == 1
+    assert schema not in second and "schemas as shown before (:context tools)" in second
+    assert again.count(schema) == 1
