@@ -5,8 +5,12 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 LOCK := layers/kioku/requirements.txt
 RELAY_LOCK := deploy/relay/requirements.txt
-# The Lambda instruction set to build for (template parameter Architecture); bench builds for this host.
-ARCH ?= arm64
+# The Lambda instruction set to build for (template parameter Architecture): the one `sam deploy`
+# deploys with (samconfig.toml's saved parameter_overrides), else the template's default; bench
+# builds for this host.
+SAMCONFIG ?= samconfig.toml
+DEPLOYED_ARCH := $(shell $(PYTHON) -m scripts.deployed_architecture $(SAMCONFIG))
+ARCH ?= $(or $(DEPLOYED_ARCH),arm64)
 HOST_ARCH := $(if $(filter aarch64 arm64,$(shell uname -m)),arm64,x86_64)
 export SAM_CLI_TELEMETRY := 0
 
@@ -18,8 +22,11 @@ PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | ta
 
 # The tests run against the layer's locked versions: what they pass with is what deploys. (pip
 # takes the pins as constraints without their hashes, which would demand hashes of every package.)
-$(STAMP): pyproject.toml $(LOCK)
+# (kioku/__init__.py holds the version the installed metadata must agree with)
+$(STAMP): pyproject.toml $(LOCK) layers/kioku/kioku/__init__.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	@echo "Installing kioku and its tools into $(VENV) (boto3, moto, pytest, ruff, cfn-lint, the SAM CLI, selenium, hikari):"
+	@echo "about 80 s the first time (pip is quiet meanwhile), seconds when pyproject.toml, the lock or the version change."
 	$(BIN)/python -m pip install -q --upgrade pip
 	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
 	$(BIN)/python -m pip install -q -e '.[dev,relay]' -c $(VENV)/layer-pins.txt
@@ -56,10 +63,13 @@ bench: venv
 real-llm-check: venv
 	$(BIN)/python -m scripts.real_llm_check
 
-## make build [ARCH=x86_64]: sam build for ARCH (default arm64) with python3.13 (from PATH or pyenv)
+## make build [ARCH=x86_64]: sam build for ARCH (default: samconfig.toml's Architecture, else arm64) with python3.13 (from PATH or pyenv)
 BUILD_DIR ?= .aws-sam/build
 build: venv
+	@test "$(BUILD_DIR)" != .aws-sam/build -o -z "$(DEPLOYED_ARCH)" -o "$(DEPLOYED_ARCH)" = "$(ARCH)" || { \
+		echo "$(SAMCONFIG) deploys Architecture=$(DEPLOYED_ARCH), so sam deploy would ship this $(ARCH) build to $(DEPLOYED_ARCH) functions: drop ARCH=, or change parameter_overrides there"; exit 1; }
 	@test -x "$(PY313_DIR)/python3.13" || { echo "python3.13 not found: install it (pyenv install 3.13) or put it on PATH"; exit 1; }
+	@echo "sam build for $(ARCH)$(if $(DEPLOYED_ARCH), (the Architecture $(SAMCONFIG) deploys with))"
 	PATH="$(PY313_DIR):$$PATH" $(BIN)/sam build --template template.yaml \
 		--build-dir $(BUILD_DIR) --parameter-overrides Architecture=$(ARCH)
 

@@ -19,8 +19,8 @@ FUNCTIONS = ("InteractionsFunction", "RelayFunction", "TurnFunction", "JanitorFu
 UNZIPPED_LIMIT_BYTES = 250 * 1024 * 1024  # Lambda: function and all its layers, unzipped
 ELF_MACHINES = {"arm64": 0xB7, "x86_64": 0x3E}
 PYC_UNCHECKED_HASH_FLAGS = 0b01  # PEP 552: hash-based, source not checked
-NOT_SHIPPED = ("playground", "relay")
-"""kioku's packages no function runs: layers/kioku/Makefile leaves them out of the layer."""
+NOT_SHIPPED = ("playground", "relay", "adapters/llm/scripted.py")
+"""kioku's packages and modules no function runs: layers/kioku/Makefile leaves them out of the layer."""
 FORBIDDEN = ("tests", ".venv", ".git", "secret*.json", "*.pem", "*.key", ".env", ".env.*", "env.local.json")
 
 
@@ -41,7 +41,7 @@ def pyc_problems(site: Path) -> list[str]:
 
 
 def unshipped_problems(site: Path) -> list[str]:
-    """The layer holds none of kioku's packages that no function runs."""
+    """The layer holds none of kioku's packages and modules that no function runs."""
     return [
         f"the layer ships kioku/{package}, which no function runs"
         for package in NOT_SHIPPED
@@ -58,10 +58,22 @@ def elf_problems(site: Path, arch: str) -> list[str]:
     return problems
 
 
+def marker_problems(site: Path, arch: str) -> list[str]:
+    """The layer names the machine its wheels are for, which the entry points compare at start."""
+    marker = site / "kioku" / "built-for-machine"
+    expected = {"arm64": "aarch64", "x86_64": "x86_64"}[arch]
+    if not marker.is_file():
+        return ["the layer has no kioku/built-for-machine: its functions cannot tell a wrong build"]
+    found = marker.read_text().strip()
+    return [] if found == expected else [f"the layer says it is built for {found}, not {expected}"]
+
+
 def check_artifacts(build: Path, arch: str) -> list[str]:
     site = build / "KiokuLayer" / "python"
     problems = [] if (site / "kioku" / "__init__.py").is_file() else [f"{site}/kioku is missing"]
-    problems += pyc_problems(site) + elf_problems(site, arch) + unshipped_problems(site)
+    problems += (
+        pyc_problems(site) + elf_problems(site, arch) + unshipped_problems(site) + marker_problems(site, arch)
+    )
     for name in ("boto3", "botocore"):
         if (site / name).exists():
             problems.append(f"the layer bundles {name}, which the runtime provides")

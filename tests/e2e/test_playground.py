@@ -110,6 +110,50 @@ def test_make_run_chats_through_relay_queue_and_worker(tmp_path):
     assert "turns since refresh: 2" in out
 
 
+def closed_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def test_a_model_url_without_a_key_is_said_at_start_and_the_scripted_model_answers(tmp_path):
+    # Given LLM_BASE_URL set and LLM_API_KEY forgotten
+    env = {k: v for k, v in os.environ.items() if k != "LLM_API_KEY"}
+    script = tmp_path / "script.txt"
+    script.write_text("@kioku hi\n")
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kioku.cli", "playground", "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "LLM_BASE_URL": "http://127.0.0.1:8080/v1"},
+    )
+
+    # Then the first thing it says is why the real model is not used, and the scripted one answers
+    assert result.returncode == 0, result.stdout + result.stderr
+    first = result.stdout.splitlines()[0]
+    assert "LLM_BASE_URL is set but LLM_API_KEY is not" in first and "scripted" in first
+    assert "kioku: [scripted]" in result.stdout
+
+
+def test_a_failing_real_model_is_one_clear_line_not_log_records(tmp_path):
+    # Given a model URL where nothing listens
+    url = f"http://127.0.0.1:{closed_port()}/v1"
+
+    result = run_playground(tmp_path, ["@kioku hi"], LLM_BASE_URL=url, LLM_API_KEY="key", LLM_MODEL="m")
+
+    # Then the conversation shows the apology and one line saying what failed, no JSON
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert not [line for line in lines if line.lstrip().startswith("{")], result.stdout
+    (failure,) = [line for line in lines if "the model" in line and "unavailable" in line]
+    assert "ConnectError" in failure and "after 4 attempts" in failure
+    assert any(line.startswith("kioku: Sorry") for line in lines)
+
+
 def test_the_playground_starts_like_a_server_that_just_added_kioku(tmp_path):
     # Given a fresh playground: no trigger words, as a real deployment's default
     result = run_playground(
@@ -388,3 +432,16 @@ def test_at_a_terminal_the_console_has_line_editing_and_history():
     text = seen.decode(errors="replace")
     assert text.count("Short-term memory: what you can customise") == 2, text
     assert "(you are Alice in #general)" in text, text
+
+
+def test_context_prints_the_tools_schemas_once_and_again_on_context_tools(tmp_path):
+    result = run_playground(
+        tmp_path, ["@kioku hi", ":context", "@kioku hi again", ":context", ":context tools"]
+    )
+
+    assert result.returncode == 0, result.stdout + result.stderr
+    first, second, again = re.split(r"^> :context(?: tools)?\n", result.stdout, flags=re.MULTILINE)[1:]
+    schema = '"name": "create_long_term_memory"'
+    assert first.count(schema) == 1
+    assert schema not in second and "schemas as shown before (:context tools)" in second
+    assert again.count(schema) == 1

@@ -115,7 +115,7 @@ def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels
     # Then the lists and the export hold every memory about her, wherever it was said, and no other
     for shown_ids in (in_general, in_secret, in_dm, records):
         assert set(shown_ids) == about_alice and bobs_own not in shown_ids
-    assert "you was late again" in in_general[bobs_secret] and records[bobs_secret]["text"] == (
+    assert "You were late again" in in_general[bobs_secret] and records[bobs_secret]["text"] == (
         "{user} was late again"
     )
     # and #secret is named to her only where she can tell she sees it: where she said something
@@ -128,7 +128,7 @@ def test_the_list_and_the_export_show_every_memory_about_me_naming_only_channels
     assert records[mine_secret]["saved_in"]["channel_id"] == SECRET
     assert records[bobs_here]["saved_in"]["channel_id"] == GENERAL
     assert f"<#{GENERAL}>" in in_dm[bobs_here] and "<t:" in in_general[mine]
-    assert f"<@{BOB}>" in in_general[bobs_here] and "you likes tea" in in_general[mine]
+    assert f"<@{BOB}>" in in_general[bobs_here] and "You like tea" in in_general[mine]
 
 
 def test_the_list_pages_within_discords_limits(interact, ltm):
@@ -415,3 +415,13 @@ def test_the_export_holds_my_memories_my_dm_row_and_only_my_lines(ltm, stm, tabl
     lines = [m for row in document["your_lines_in_server_short_term_memory"] for m in row["messages"]]
     assert sorted(m["text"] for m in lines) == [f"alice in {GENERAL}", f"alice in {SECRET}"]
     json.dumps(document)  # a JSON document
+
+
+def test_one_memory_is_counted_as_one_memory_and_reads_as_your(interact, ltm):
+    save(ltm, ALICE, "{user}'s favourite colour is green", by=ALICE, where=IN_GENERAL)
+
+    body = interact(personal("memories", "list"))
+
+    embed = body["data"]["embeds"][0]
+    assert embed["description"].startswith("1 memory · page 1 of 1.")
+    assert [field["value"] for field in embed["fields"]] == ["Your favourite colour is green"]

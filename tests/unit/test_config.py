@@ -82,3 +82,18 @@ def test_secrets_are_hidden_in_repr():
     settings = Settings.from_environ({**REQUIRED, "DISCORD_BOT_TOKEN": "tok-123", "LLM_API_KEY": "sk-123"})
     assert "tok-123" not in repr(settings) and "sk-123" not in repr(settings)
     assert settings.DISCORD_BOT_TOKEN.get_secret_value() == "tok-123"
+
+
+def test_a_function_lambda_runs_refuses_the_scripted_model_which_its_layer_does_not_ship():
+    # Given the playground's offline model, where Lambda (or sam local) runs the function
+    deployed = {**REQUIRED, "LLM_PROVIDER": "scripted", "AWS_LAMBDA_FUNCTION_NAME": "kioku-TurnFunction-1"}
+
+    # Then the settings are refused, in one sentence that says what to do
+    with pytest.raises(ConfigurationError) as refused:
+        Settings.from_environ(deployed)
+    assert str(refused.value) == (
+        "invalid configuration: LLM_PROVIDER scripted is the playground's offline model, which a deployed "
+        "function does not have: unset LLM_PROVIDER (openai, any OpenAI-compatible server)"
+    )
+    # and off Lambda (the playground, the tests) it is the model it always was
+    assert Settings.from_environ({**REQUIRED, "LLM_PROVIDER": "scripted"}).LLM_PROVIDER == "scripted"

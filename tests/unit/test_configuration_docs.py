@@ -56,3 +56,15 @@ def test_every_relay_variable_is_documented():
     documented = rows()
     variables = [value for name, value in vars(relay_cli).items() if name.endswith("_VARIABLE")]
     assert variables and set(variables) <= set(documented)
+
+
+def test_the_readmes_guided_deploy_table_answers_every_prompt():
+    # sam deploy --guided asks for every template parameter, in the README's table each is answered
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    answered = {
+        name.strip()
+        for row in re.findall(r"^\| Parameter ([^|]+)\|", readme, re.MULTILINE)
+        for name in row.split(",")
+    }
+
+    assert answered == set(load()["Parameters"])

@@ -226,3 +226,12 @@ def test_the_settings_operators_change_most_are_parameters_the_code_accepts(sam,
         if bound in spec:
             settings = Settings.from_environ({**required, variable: str(spec[bound])})
             assert float(getattr(settings, variable)) == float(spec[bound])
+
+
+def test_each_function_has_an_empty_requirements_file_so_sam_build_does_not_warn(sam):
+    # the layer carries every dependency; without the file sam build prints "requirements.txt file
+    # not found" once a function, which reads like a broken build
+    for name, function in of_type(sam, "AWS::Serverless::Function").items():
+        requirements = REPO_ROOT / function["Properties"]["CodeUri"] / "requirements.txt"
+        assert requirements.is_file(), name
+        assert requirements.read_text().strip() == "", name

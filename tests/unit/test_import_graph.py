@@ -19,7 +19,10 @@ from tests.unit.import_graph import ImportGraph, Kind, Module, cycles, imports_o
 REPO_ROOT: Final = Path(__file__).resolve().parents[2]
 PACKAGE_ROOT: Final = REPO_ROOT / "layers" / "kioku"
 HANDLERS: Final = sorted((REPO_ROOT / "functions").glob("*/app.py"))
-NOT_SHIPPED: Final = ("kioku.playground", "kioku.relay")
+NOT_SHIPPED: Final = ("kioku.playground", "kioku.relay", "kioku.adapters.llm.scripted")
+NAMED_BUT_REFUSED: Final = frozenset({"kioku.adapters.llm.scripted"})
+"""Not shipped, yet reached by name (the chat model registry's table): Settings refuses
+LLM_PROVIDER=scripted wherever Lambda runs a function (tests/unit/test_config.py)."""
 
 KNOWN_CYCLES: Final[list[list[str]]] = []
 """Cycles main still has, each as ``cycles`` prints it, until the part that owns them breaks them."""
@@ -56,7 +59,10 @@ def test_no_handler_path_imports_the_playground_or_the_relay(kioku, handler):
     reached = kioku.reachable(imported)
     # Then it reaches its entry point, and nothing the layer leaves out
     assert any(name.startswith("kioku.entrypoints.") for name in reached)
-    assert sorted(name for name in reached if name.startswith(NOT_SHIPPED)) == []
+    assert (
+        sorted(name for name in reached if name.startswith(NOT_SHIPPED) and name not in NAMED_BUT_REFUSED)
+        == []
+    )
 
 
 def test_the_turn_handler_reaches_the_modules_it_loads_lazily_and_by_name(kioku):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
-from scripts.check_deploy import pyc_problems, unshipped_problems
+from scripts.check_deploy import marker_problems, pyc_problems, unshipped_problems
 from scripts.layer_requirements import REPO_ROOT, requirement_name, runtime_requirements
 
 LAYER_DIR = REPO_ROOT / "layers" / "kioku"
@@ -158,14 +158,16 @@ def x86_64_only_wheel(wheelhouse: Path) -> Path:
     return tagged
 
 
-def run_layer_make_as_sam_does(tmp_path: Path, architecture: str, **env: str) -> subprocess.CompletedProcess:
+def run_layer_make_as_sam_does(
+    tmp_path: Path, architecture: str, wheel_for=x86_64_only_wheel, **env: str
+) -> subprocess.CompletedProcess:
     """sam build's make step: in a copy of the layer, run in the Metadata WorkingDirectory
-    `architecture/<Architecture>`, ARTIFACTS_DIR set, against an x86_64-only wheelhouse."""
+    `architecture/<Architecture>`, ARTIFACTS_DIR set, against a wheelhouse (x86_64-only by default)."""
     source = tmp_path / "copy-of-layer"
     shutil.copytree(LAYER_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     wheelhouse = tmp_path / "wheelhouse"
     wheelhouse.mkdir()
-    wheel = x86_64_only_wheel(wheelhouse)
+    wheel = wheel_for(wheelhouse)
     digest = hashlib.sha256(wheel.read_bytes()).hexdigest()
     (source / "requirements.txt").write_text(f"tinydep==1.0 --hash=sha256:{digest}\n")
     environment = {
@@ -194,6 +196,42 @@ def test_the_layer_is_built_for_the_templates_architecture_without_any_environme
     assert (tmp_path / "artifacts" / "python" / "tinydep" / "__init__.py").is_file()
 
 
+MACHINES = {"arm64": "aarch64", "x86_64": "x86_64"}
+
+
+def start_an_entry_point(site: Path) -> subprocess.CompletedProcess:
+    """What Lambda's init does first with the layer: import kioku's entry points from it alone."""
+    return subprocess.run(
+        [sys.executable, "-S", "-c", "import kioku.entrypoints, kioku; print(kioku.__file__)"],
+        env={"PYTHONPATH": str(site), "PATH": os.environ["PATH"]},
+        capture_output=True,
+        text=True,
+    )
+
+
+@pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
+def test_an_entry_point_starts_only_on_the_machine_the_layer_was_built_for(tmp_path, architecture):
+    # Given the layer sam build makes for the template's Architecture (a pure wheel: any machine's)
+    built = run_layer_make_as_sam_does(tmp_path, architecture, wheel_for=tiny_wheel)
+    assert built.returncode == 0, built.stdout + built.stderr
+    site = tmp_path / "artifacts" / "python"
+
+    # When a function on this machine starts with it
+    started = start_an_entry_point(site)
+
+    # Then the deploy check reads the machine it was built for
+    assert marker_problems(site, architecture) == []
+    # and it starts where the wheels fit, and anywhere else refuses, saying what to build
+    if MACHINES[architecture] == os.uname().machine:
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.startswith(str(site))
+    else:
+        assert started.returncode != 0
+        here = {v: k for k, v in MACHINES.items()}[os.uname().machine]
+        assert f"built for {MACHINES[architecture]} ({architecture})" in started.stderr
+        assert f"make build ARCH={here}" in started.stderr
+
+
 def test_the_layer_leaves_out_the_playground_and_the_relay_which_no_function_runs(tmp_path):
     # When sam build runs the layer's make step
     done = run_layer_make_as_sam_does(tmp_path, "x86_64")
@@ -204,6 +242,8 @@ def test_the_layer_leaves_out_the_playground_and_the_relay_which_no_function_run
     assert (site / "kioku" / "entrypoints" / "relay.py").is_file()
     assert not (site / "kioku" / "playground").exists()
     assert not (site / "kioku" / "relay").exists()
+    assert not (site / "kioku" / "adapters" / "llm" / "scripted.py").exists()
+    assert (site / "kioku" / "adapters" / "llm" / "openai.py").is_file()
     assert unshipped_problems(site) == []
 
 

@@ -188,3 +188,29 @@ def test_the_history_s_own_sent_line_starting_a_later_line_ends_the_reply():
     # Then first it is dropped, and after words it is a message of its own: the reply ends there
     assert strip_echoed_metadata(f"{sent}\n<som>Friday works.<eom>") == "Friday works."
     assert strip_echoed_metadata(f"Friday works.\n{sent}\n<som>me too<eom>") == "Friday works."
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Sure, Friday works.\n[Kioku (you) | UserID:1304926857 …",  # the bot's own, as posted (issue 31)
+        "Sure, Friday works.\n[Bob (bob) | UserID:",
+        "Sure, Friday works. [Kioku (you) | UserID:1304926857",  # begun after words on its line
+        "Sure, Friday works.\n<som>[Kioku (you) | UserID:1304926857 | Messa",
+        "Sure, Friday works.\n[Kioku (you) | User …",  # stopped before the id's name was out
+        "Sure, Friday works.\n[Kioku (you) |",
+    ],
+)
+def test_a_header_cut_short_ends_the_reply_where_it_begins(answer):
+    assert strip_echoed_metadata(answer, "1304926857") == "Sure, Friday works."
+
+
+def test_a_header_begun_but_not_closed_ends_the_reply_even_with_lines_after_it():
+    answer = "Sure.\n[Bob (bob) | UserID:200 no closing bracket\nBob's words"
+
+    assert strip_echoed_metadata(answer, "1304926857") == "Sure."
+
+
+def test_text_that_only_looks_a_little_like_a_header_stays():
+    for kept in ("Pick one: [a | b]", "See [the docs | UserGuide]", "Options: [yes |"):
+        assert strip_echoed_metadata(f"Sure.\n{kept}") == f"Sure.\n{kept}"

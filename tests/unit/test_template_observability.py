@@ -3,6 +3,7 @@ alarm topic, and a dashboard whose metrics are the ones the code emits."""
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 
@@ -105,3 +106,64 @@ def test_the_outputs_say_when_the_alarms_reach_no_one():
         "Fn::Sub": "mailed to ${AlarmEmail} once the address confirms the subscription AWS sent it"
     }
     assert "no one" in TEMPLATE["Parameters"]["AlarmEmail"]["Description"]
+
+
+def topics_alarms_notify(template: dict) -> set[str]:
+    resources = template["Resources"]
+    return {
+        action["Ref"]
+        for resource in resources.values()
+        if resource["Type"] == "AWS::CloudWatch::Alarm"
+        for key in ("AlarmActions", "OKActions", "InsufficientDataActions")
+        for action in resource["Properties"].get(key, [])
+        if isinstance(action, dict) and resources.get(action.get("Ref"), {}).get("Type") == "AWS::SNS::Topic"
+    }
+
+
+def why_cloudwatch_cannot_publish(template: dict, topic: str) -> str | None:
+    """None when CloudWatch can publish to ``topic``, else why not: an encrypted topic needs a key whose
+    policy lets cloudwatch.amazonaws.com decrypt and make data keys, which an AWS-managed key never does."""
+    key = template["Resources"][topic]["Properties"].get("KmsMasterKeyId")
+    if key is None:
+        return None
+    if isinstance(key, str):
+        return f"{topic} is under {key}, a key whose policy this stack cannot change"
+    name = key.get("Ref") or key.get("Fn::GetAtt", [None])[0]
+    resource = template["Resources"].get(name, {})
+    if resource.get("Type") != "AWS::KMS::Key":
+        return f"{topic}'s key {key} is not a key of this stack"
+    granted = {
+        action
+        for statement in resource["Properties"]["KeyPolicy"]["Statement"]
+        if statement["Effect"] == "Allow"
+        and "cloudwatch.amazonaws.com" in str(statement.get("Principal", {}).get("Service"))
+        for action in ([statement["Action"]] if isinstance(statement["Action"], str) else statement["Action"])
+    }
+    missing = {"kms:Decrypt", "kms:GenerateDataKey*"} - granted
+    return f"{name} does not let CloudWatch use {sorted(missing)}" if missing else None
+
+
+def test_cloudwatch_can_publish_to_every_topic_an_alarm_notifies():
+    topics = topics_alarms_notify(TEMPLATE)
+
+    assert topics == {"AlarmTopic"}
+    assert [why for topic in topics if (why := why_cloudwatch_cannot_publish(TEMPLATE, topic))] == []
+
+
+def test_the_check_fails_on_a_topic_under_the_aws_managed_key():
+    # Given the template with the alarm topic under alias/aws/sns, as it was
+    broken = copy.deepcopy(TEMPLATE)
+    broken["Resources"]["AlarmTopic"]["Properties"]["KmsMasterKeyId"] = "alias/aws/sns"
+
+    # Then the check says CloudWatch cannot publish to it
+    assert "alias/aws/sns" in why_cloudwatch_cannot_publish(broken, "AlarmTopic")
+
+
+def test_the_alarm_key_rotates_and_the_account_administers_it():
+    key = RESOURCES[RESOURCES["AlarmTopic"]["Properties"]["KmsMasterKeyId"]["Ref"]]
+    assert key["Properties"]["EnableKeyRotation"] is True
+    # the account keeps administering it; without this statement the key could never be changed
+    assert any(
+        s["Principal"] == {"AWS": {"Fn::Sub": "arn:${AWS::Partition}:iam::${AWS::AccountId}:root"}}
+        for s in key["Properties"]["KeyPolicy"]["Statement"]
+    )

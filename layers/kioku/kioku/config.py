@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from kioku.discord.snowflake import SNOWFLAKE_PATTERN
 from kioku.public_keys import ConfigurationError, hex_public_key
@@ -63,7 +71,20 @@ class Settings(BaseModel):
     MAX_MEMORY_LENGTH: int = Field(default=1000, ge=10, le=4000)
     LTM_RECALL_BUDGET_CHARS: int = Field(default=8000, ge=500, le=100_000)
 
+    AWS_LAMBDA_FUNCTION_NAME: str | None = None
+    """Set by Lambda (and `sam local`), never by the playground or the tests."""
+
     _check_discord_key = field_validator("DISCORD_PUBLIC_KEY", "RELAY_PUBLIC_KEY")(hex_public_key)
+
+    @model_validator(mode="after")
+    def _scripted_model_only_off_lambda(self) -> Settings:
+        # the layer does not ship it (layers/kioku/Makefile): a function would fail at its first turn
+        if self.LLM_PROVIDER == "scripted" and self.AWS_LAMBDA_FUNCTION_NAME:
+            raise ValueError(
+                "LLM_PROVIDER scripted is the playground's offline model, which a deployed function does "
+                "not have: unset LLM_PROVIDER (openai, any OpenAI-compatible server)"
+            )
+        return self
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -79,9 +100,14 @@ def describe_validation_error(exc: ValidationError) -> str:
     """One line per bad variable, naming it; never echoes a value (it may be a secret)."""
     problems = []
     for error in exc.errors():
-        name = ".".join(str(part) for part in error["loc"]) or "environment"
-        reason = "is required but not set" if error["type"] == "missing" else error["msg"]
-        problems.append(f"{name} {reason}")
+        name = ".".join(str(part) for part in error["loc"])
+        if error["type"] == "missing":
+            reason = "is required but not set"
+        elif error["type"] == "value_error":  # our own validators' sentences, without pydantic's prefix
+            reason = str(error["ctx"]["error"])
+        else:
+            reason = error["msg"]
+        problems.append(f"{name} {reason}" if name else reason)
     return "invalid configuration: " + "; ".join(problems)
 
 

@@ -27,7 +27,13 @@ _ECHOED_HEADER = re.compile(
     rf"[ \t]*(?:{_MARKER}[ \t]*)*\[[^\[\]\n]*\|\s*UserID:\s*(?P<user_id>[^\s|\[\]]*)[^\[\]\n]*\][ \t]*"
 )
 """A dialogue or recalled-line header at the start of a line, after any markers: ``<som>[Name | UserID:1]``."""
-_HEADER_MID_LINE = re.compile(r"(?<=[^\s])[ \t]*(?=\[[^\[\]\n]*\|\s*UserID:[^\[\]\n]*\])")
+_HEADER_BEGUN = re.compile(rf"[ \t]*(?:{_MARKER}[ \t]*)*\[[^\[\]\n]*\|\s*UserID:")
+"""A line that begins a header, complete or not: ``[Name | UserID:`` and anything or nothing after."""
+_HEADER_CUT_SHORT = re.compile(
+    rf"[ \t]*(?:{_MARKER}[ \t]*)*\[[^\[\]\n|]*\|[ \t]*(?:U(?:s(?:e(?:r(?:I(?:D)?)?)?)?)?)?[ \t]*(?:…)?[ \t]*"
+)
+"""The last line, when the answer stopped before its header's ``UserID:`` was out: ``[Name | Us``."""
+_HEADER_MID_LINE = re.compile(r"(?<=[^\s])[ \t]*(?=\[[^\[\]\n]*\|\s*UserID:)")
 """Where a header starts after other text on its line: it starts a line of its own there."""
 _SENT_LINE = re.compile(
     rf"[ \t]*(?:{_MARKER}[ \t]*)*Sent: \d{{4}}-\d\d-\d\d \d\d:\d\d:\d\d UTC \(unix \d+\)[ \t]*"
@@ -50,8 +56,13 @@ def strip_echoed_metadata(text: str, bot_user_id: str | None = None) -> str:
     )
     kept: list[str] = []
     in_metadata = False
-    for line in _HEADER_MID_LINE.sub("\n", text).split("\n"):
+    lines = _HEADER_MID_LINE.sub("\n", text).split("\n")
+    for number, line in enumerate(lines):
         header = _ECHOED_HEADER.match(line)
+        if not header and (
+            _HEADER_BEGUN.match(line) or (number == len(lines) - 1 and _HEADER_CUT_SHORT.fullmatch(line))
+        ):
+            break  # a header the model began and never closed (stopped at max_tokens): nothing after it is a reply
         if header:
             if _has_words(kept) and header.group("user_id") != bot_user_id:
                 break

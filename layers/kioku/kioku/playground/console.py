@@ -6,11 +6,15 @@ serves the same session as the web inspector instead.
 from __future__ import annotations
 
 import argparse
+import logging
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TextIO
 
 from kioku.playground.session import Playground
-from kioku.playground.stack import LocalStack
+from kioku.playground.stack import LocalStack, chat_model_choice
 from kioku.playground.web.server import serve_forever
 
 PROMPT = "kioku> "
@@ -34,8 +38,11 @@ def run(argv: list[str]) -> int:
     interactive = options.script is None and sys.stdin.isatty()
     # The functions' CloudWatch metrics and INFO lines (JSON on stdout) would drown the conversation.
     quiet = {"POWERTOOLS_METRICS_DISABLED": "true", "POWERTOOLS_LOG_LEVEL": "WARNING"}
-    with LocalStack(extra_env=quiet) as stack:
+    model = chat_model_choice(os.environ)
+    with LocalStack(extra_env=quiet) as stack, log_lines_to(sys.stdout):
         playground = Playground(stack, sys.stdout)
+        if interactive or model.half_set:
+            playground.print(model.sentence)
         if options.web:
             return serve_forever(playground, options.port)
         if interactive:
@@ -46,6 +53,38 @@ def run(argv: list[str]) -> int:
             if not playground.handle_line(line):
                 break
     return 1 if playground.failures and not interactive else 0
+
+
+class _OneLine(logging.Handler):
+    """The functions' warnings and errors as one plain line each in the conversation; the notices
+    of a retry still under way (``retry_in_seconds``) are left to the line that says how it ended."""
+
+    def __init__(self, out: TextIO) -> None:
+        super().__init__(logging.WARNING)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if hasattr(record, "retry_in_seconds"):
+            return
+        self.out.write(f"({record.levelname.lower()}: {record.getMessage()})\n")
+        self.out.flush()
+
+
+@contextmanager
+def log_lines_to(out: TextIO) -> Iterator[None]:
+    """While the console runs, the functions' JSON log records (Powertools', on stdout) are
+    replaced with ``_OneLine``'s lines."""
+    from kioku.observability import logger
+
+    json_lines, plain = logger.registered_handler, _OneLine(out)
+    level = json_lines.level
+    json_lines.setLevel(logging.CRITICAL + 1)
+    logging.getLogger(logger.name).addHandler(plain)
+    try:
+        yield
+    finally:
+        logging.getLogger(logger.name).removeHandler(plain)
+        json_lines.setLevel(level)
 
 
 def _lines(source: TextIO, interactive: bool):

@@ -132,11 +132,16 @@ def readable(text: str) -> str:
     return text
 
 
-def render_context(turn: TurnRecord, *, full: bool = False) -> list[str]:
+def render_context(
+    turn: TurnRecord, *, full: bool = False, schemas_shown: set[str] | None = None
+) -> list[str]:
     """Every model request of ``turn``: each message labelled with its kind and dialogue depth, then
-    the tools offered with their schemas; ``full`` prints every line whole."""
+    the tools offered with their schemas; ``full`` prints every line whole. A schema already in
+    ``schemas_shown`` (the console's, across turns) is named, not printed again; each printed one is
+    added to it."""
     printed: list[str] = []
     rounds = rounds_of(turn)
+    shown = set() if schemas_shown is None else schemas_shown
     for model_round in rounds:
         printed.append(
             f"── model request {model_round.number} of {len(rounds)} of the last turn: "
@@ -153,9 +158,15 @@ def render_context(turn: TurnRecord, *, full: bool = False) -> list[str]:
         if model_round.number > 1 and tools == rounds[model_round.number - 2].tools:
             printed.append(f"── tools offered: {names}, as in request {model_round.number - 1} ──")
             continue
+        schemas = [tool_schema(tool) for tool in tools]
+        new = [schema for schema in schemas if schema not in shown]
+        if schemas and not new:
+            printed.append(f"── tools offered: {names}, schemas as shown before (:context tools) ──")
+            continue
         printed.append(f"── tools offered: {names} ──")
-        for tool in tools:
-            for line in tool_schema(tool).splitlines():
+        for schema in new:
+            shown.add(schema)
+            for line in schema.splitlines():
                 printed.append(textwrap.indent(shortened(line, full), "    "))
     return printed
 

@@ -46,7 +46,8 @@ def sam_local_container_env() -> dict:
     (secrets, endpoint overrides) for a local run against ``moto_server -p 5000``."""
     return {
         "DISCORD_BOT_TOKEN": "local-bot-token",
-        "LLM_PROVIDER": "scripted",
+        # the layer has no scripted model (a function refuses LLM_PROVIDER=scripted): a turn asks
+        # the template's LlmBaseUrl, or the OpenAI-compatible server env.json's LLM_BASE_URL names
         "LLM_API_KEY": "local-llm-key",
         "AWS_ENDPOINT_URL_DYNAMODB": LOCAL_AWS,
         "AWS_ENDPOINT_URL_SQS": LOCAL_AWS,

@@ -57,9 +57,10 @@ text                                    say something as the current user in the
 :private #channel / :public #channel    change who may view a channel, as a server admin would: Discord
                                         changes its permission overwrites and sends CHANNEL_UPDATE
 :where                                  who and where you are
-:context [full]                         every model request of the last turn, each message labelled (system,
+:context [full] [tools]                 every model request of the last turn, each message labelled (system,
                                         long-term memory, short-term memory, nudge, dialogue) with its depth,
-                                        and the tools' schemas; "full" prints long lines whole
+                                        and the tools offered (their schemas the first time, or with "tools");
+                                        "full" prints long lines whole
 :wait DURATION                          move the whole stack's clock forward, e.g. :wait 25h, :wait 90m, :wait 91d
                                         (freshness, expiry, rate windows and new messages' times follow it)
 :janitor                                run JanitorFunction now (it purges rows idle past the retention)
@@ -84,6 +85,7 @@ class Playground:
         # Told of each answer Discord would show (the command's payload, the answer): the inspector's page.
         self.on_answer: Callable[[dict, dict], None] | None = None
         self.turns: list[TurnRecord] = []  # every turn TurnFunction finished since the start
+        self.schemas_shown: set[str] = set()  # the tool schemas :context printed (each once a session)
         stack.observe_turns(self.turns.append)
         self._set_up_world()
 
@@ -218,14 +220,17 @@ class Playground:
         return replace(channel, permission_overwrites=overwrites).label
 
     def show_context(self, argument: str = "") -> None:
-        """Every model request of the last turn, labelled (``render_context``); ``full`` cuts no line."""
-        if argument not in {"", "full"}:
-            self.fail(f"unknown :context option {argument!r}: use :context or :context full")
+        """Every model request of the last turn, labelled (``render_context``); ``full`` cuts no line,
+        ``tools`` prints the tools' schemas again (else each is printed once a session)."""
+        options = set(argument.split())
+        if not options <= {"full", "tools"}:
+            self.fail(f"unknown :context option {argument!r}: use :context, :context full or :context tools")
             return
         if not self.turns or not self.turns[-1].requests:
             self.print("(no turn yet: say something to kioku first)")
             return
-        for line in render_context(self.turns[-1], full=argument == "full"):
+        schemas_shown = set() if "tools" in options else self.schemas_shown
+        for line in render_context(self.turns[-1], full="full" in options, schemas_shown=schemas_shown):
             self.print(line)
 
     def show_memory(self) -> None:

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kioku import clock
 from kioku.discord.protocol import ChannelType
@@ -179,14 +179,45 @@ class LocalStack:
                 "LLM_MODEL": "stand-in",
                 "LLM_API_KEY": "stand-in-key",
             }
-        if os.environ.get("LLM_BASE_URL") and os.environ.get("LLM_API_KEY"):
-            return {"LLM_PROVIDER": "openai", "LLM_MODEL": os.environ.get("LLM_MODEL") or "gpt-4o-mini"}
-        return {"LLM_PROVIDER": "scripted"}
+        return chat_model_choice(os.environ).env
 
     def _set_env(self, values: dict[str, str]) -> None:
         for name, value in values.items():
             self._saved_env.setdefault(name, os.environ.get(name))
             os.environ[name] = value
+
+
+class ModelChoice(NamedTuple):
+    env: dict[str, str]
+    """The worker's model settings."""
+    sentence: str
+    """Which model answers, and why."""
+    half_set: bool
+    """One of LLM_BASE_URL and LLM_API_KEY is set without the other: said at start, always."""
+
+
+def chat_model_choice(environ: Mapping[str, str]) -> ModelChoice:
+    """The model ``make run`` answers with in this environment: a real one needs both LLM_BASE_URL
+    and LLM_API_KEY, else the offline scripted one."""
+    url, key = environ.get("LLM_BASE_URL", "").strip(), environ.get("LLM_API_KEY", "").strip()
+    if url and key:
+        model = environ.get("LLM_MODEL") or "gpt-4o-mini"
+        return ModelChoice(
+            {"LLM_PROVIDER": "openai", "LLM_MODEL": model}, f"The bot answers with {model} at {url}.", False
+        )
+    if url:
+        why = (
+            f"LLM_BASE_URL is set but LLM_API_KEY is not, so the offline scripted model answers, not {url}:"
+            " set LLM_API_KEY too (any value, for a server that needs none)."
+        )
+    elif key:
+        why = (
+            "LLM_API_KEY is set but LLM_BASE_URL is not, so the offline scripted model answers:"
+            " set LLM_BASE_URL too (https://api.openai.com/v1 for OpenAI)."
+        )
+    else:
+        why = "The offline scripted model answers (LLM_BASE_URL and LLM_API_KEY choose a real one)."
+    return ModelChoice({"LLM_PROVIDER": "scripted"}, why, bool(url or key))
 
 
 def _forget_warm_containers() -> None:

@@ -26,6 +26,15 @@ from kioku.services.commands.registry import definitions
 from kioku.signatures import new_key_pair, public_key_of, sign_request
 
 DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
+CHECKS: Final = {
+    "interactions-ping": "the interactions URL answers a signed PING with PONG and a forged one with 401",
+    "discord-public-key": "the application's Public Key and endpoint URL on Discord are the stack's",
+    "relay-key": "RELAY_SIGNING_KEY matches RelayPublicKey and the relay URL accepts a message signed with it",
+    "commands": "the slash commands registered on Discord (globally, or in --guild) are the code's",
+    "message-content-intent": "the application has the Message Content intent",
+    "test-turn": "with --guild, --channel and RELAY_SIGNING_KEY: one real turn, answered within --timeout",
+}
+"""Every check, in the order a message travels (``examine``'s), as ``kioku doctor --help`` lists them."""
 HTTP_ACCEPTED: Final = 202
 HTTP_NO_CONTENT: Final = 204
 HTTP_UNAUTHORIZED: Final = 401
@@ -307,25 +316,58 @@ def report(findings: list[Finding], out: TextIO | None = None) -> int:
     return sum(finding.outcome is Outcome.FAIL for finding in findings)
 
 
+def cannot_run(token_problem: str | None, missing: list[str]) -> str:
+    """Why the doctor cannot start, in one sentence: the token's problem and the values not given."""
+    parts = [token_problem] if token_problem else []
+    if missing:
+        flags = [f"--{name.replace('_', '-')}" for name in missing]
+        listed = flags[0] if len(flags) == 1 else ", ".join(flags[:-1]) + " and " + flags[-1]
+        verb, pronoun = ("is", "it") if len(flags) == 1 else ("are", "them")
+        parts.append(f"{listed} {verb} needed (or --stack-name, to read {pronoun} from the stack)")
+    return "; and ".join(parts) + "."
+
+
 def run(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="kioku doctor", description=__doc__)
+    checks = "\n".join(f"  {name:<23} {what}" for name, what in CHECKS.items())
+    parser = argparse.ArgumentParser(
+        prog="kioku doctor",
+        description=__doc__,
+        epilog=f"checks:\n{checks}\n\nenvironment: DISCORD_BOT_TOKEN (else the secret's), RELAY_SIGNING_KEY, "
+        "DISCORD_APPLICATION_ID, KIOKU_SECRET_ARN, AWS_REGION",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument(
         "--stack-name", help="read the URLs, ids and keys from this stack's outputs and parameters"
     )
     parser.add_argument(
-        "--region", default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION")
+        "--region",
+        default=os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION"),
+        help="the stack's region (default: AWS_REGION, AWS_DEFAULT_REGION)",
     )
-    parser.add_argument("--interactions-url")
-    parser.add_argument("--relay-url")
-    parser.add_argument("--application-id", default=os.environ.get("DISCORD_APPLICATION_ID"))
-    parser.add_argument("--discord-public-key")
-    parser.add_argument("--relay-public-key")
-    parser.add_argument("--secret-arn", default=os.environ.get("KIOKU_SECRET_ARN"))
+    parser.add_argument("--interactions-url", help="the InteractionsEndpointUrl output, without --stack-name")
+    parser.add_argument("--relay-url", help="the RelayEndpointUrl output, without --stack-name")
+    parser.add_argument(
+        "--application-id",
+        default=os.environ.get("DISCORD_APPLICATION_ID"),
+        help="the Discord application id, without --stack-name (default: DISCORD_APPLICATION_ID)",
+    )
+    parser.add_argument("--discord-public-key", help="the stack's DiscordPublicKey, without --stack-name")
+    parser.add_argument("--relay-public-key", help="the stack's RelayPublicKey, without --stack-name")
+    parser.add_argument(
+        "--secret-arn",
+        default=os.environ.get("KIOKU_SECRET_ARN"),
+        help="the secret to read the bot token from when DISCORD_BOT_TOKEN is unset (default: KIOKU_SECRET_ARN, "
+        "else the stack's SecretArn)",
+    )
     parser.add_argument(
         "--guild", help="check the commands of this guild; with --channel, where the test turn runs"
     )
-    parser.add_argument("--channel", help="run one test turn in this channel")
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds the test turn may take")
+    parser.add_argument(
+        "--channel", help="run one test turn in this channel (needs --guild, RELAY_SIGNING_KEY)"
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds the test turn may take (default: 60)"
+    )
     options = parser.parse_args(argv)
 
     facts: dict[str, str] = {}
@@ -350,9 +392,7 @@ def run(argv: list[str]) -> int:
     }
     missing = [name for name, value in values.items() if not value]
     if problem or missing:
-        named = [problem] if problem else []
-        named += [f"--{name.replace('_', '-')} (or --stack-name)" for name in missing]
-        print("kioku doctor: needs " + "; ".join(named), file=sys.stderr)
+        print(f"kioku doctor cannot run: {cannot_run(problem, missing)}", file=sys.stderr)
         return 2
     target = Target(
         **values,

@@ -134,7 +134,13 @@ class OpenAIChatModel:
                 delay = policy.backoff(attempt, self._jitter())
             if self._clock() - started + delay > budget:
                 raise LlmUnavailable(f"the model is unavailable ({outcome.reason}); out of time to retry")
-            logger.warning("LLM attempt %d failed (%s); retrying in %.2fs", attempt, outcome.reason, delay)
+            logger.warning(
+                "LLM attempt %d failed (%s); retrying in %.2fs",
+                attempt,
+                outcome.reason,
+                delay,
+                extra={"retry_in_seconds": round(delay, 2)},
+            )
             self._sleep(delay)
         raise LlmUnavailable(
             f"the model is unavailable ({outcome.reason}) after {policy.max_attempts} attempts",

@@ -322,7 +322,10 @@ class Inspector:
                 allowed.add(member.user_id)
         shown = [
             serialize.memory_json(
-                memory, in_scope=self._in_scope(memory, where, policy, allowed), names=names
+                memory,
+                in_scope=self._in_scope(memory, where, policy, allowed),
+                names=names,
+                bot=config.persona.name,
             )
             for memory in memories
             if memory.scope.lineage == lineage

@@ -9,6 +9,7 @@ from typing import Any
 
 from kioku.discord.protocol import MessageFlag, TextInputStyle
 from kioku.domain.ltm.memory import Memory
+from kioku.domain.ltm.wording import for_people
 from kioku.domain.stm.entries import StmEntry
 from kioku.playground.inspect import ModelRound, rounds_of, tool_schema
 from kioku.playground.render import named_mentions as _named
@@ -175,7 +176,7 @@ def stm_json(entry: StmEntry | None) -> dict[str, Any] | None:
     }
 
 
-def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str]) -> dict[str, Any]:
+def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str], bot: str) -> dict[str, Any]:
     """A long-term memory, and whether a turn in the selected channel may be shown it."""
     origin = memory.origin
     return {
@@ -183,7 +184,13 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str]) -> dic
         "scope": str(memory.scope.kind),
         "owner": names.get(memory.scope.owner_id, memory.scope.owner_id),
         "about": names.get(memory.about, memory.about) if memory.about else None,
-        "content": memory.content,
+        # as the people it names would read it, not the raw {user}: the inspector is for eyes
+        "content": for_people(
+            memory.content,
+            about_you=False,
+            name=names.get(memory.about or memory.scope.owner_id, "someone"),
+            bot=bot,
+        ),
         "status": str(memory.status),
         "in_scope": in_scope,
         "origin": {

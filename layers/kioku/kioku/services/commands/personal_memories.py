@@ -12,6 +12,7 @@ from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, MessageFlag, OptionType
 from kioku.discord.responses import message, updated_message
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
+from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
@@ -58,7 +59,7 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
         "description": (
             "Nothing here."
             if not memories
-            else f"{len(memories)} memories · page {page + 1} of {pages}. "
+            else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
             "`/personal memories forget memory_id:<id>` forgets one."
         ),
         "fields": [_memory_field(memory, user_id, place) for memory in shown],
@@ -167,9 +168,14 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
         description = "There was nothing left to forget."
     else:
         description = (
-            f"Forgotten: {report.memories} long-term memories about you, {report.dm_rows} DM short-term "
-            f"memories, and {report.lines} of your messages in channels' short-term memory. "
-            f"{report.unnamed} server memories you saved that do not name you stay, without your name."
+            f"Forgotten: {counted(report.memories, 'long-term memory', 'long-term memories')} about you, "
+            f"{counted(report.dm_rows, 'DM short-term memory', 'DM short-term memories')}, and "
+            f"{report.lines} of your messages in channels' short-term memory. "
+            + (
+                f"{counted(report.unnamed, 'server memory', 'server memories')} you saved that "
+                f"{'does' if report.unnamed == 1 else 'do'} not name you "
+                f"{'stays' if report.unnamed == 1 else 'stay'}, without your name."
+            )
         )
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
@@ -206,7 +212,8 @@ def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
     kind = " · server memory" if memory.scope.kind is ScopeKind.SERVER else ""
     if memory.status is MemoryStatus.PENDING:
         kind += ", awaiting review"
-    text = shorten(memory.content.replace("{user}", "you").replace("{bot}", "me"), MAX_SHOWN_CHARS)
+    # every memory in one's own list is about oneself: "{user}'s" reads "your", "{user} is" "you are"
+    text = shorten(for_people(memory.content, about_you=True, name="you"), MAX_SHOWN_CHARS)
     return {
         "name": f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}",
         "value": text,
