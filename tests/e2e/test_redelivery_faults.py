@@ -79,8 +79,13 @@ def turns_counted(stack: LocalStack, channel: str) -> int:
     return 0 if row is None else row.turns_since_refresh
 
 
-def outboxes(stack: LocalStack) -> list[dict[str, Any]]:
-    return [i for i in _table_items(stack) if i["sk"]["S"].startswith("OUTBOX#")]
+def outboxes(stack: LocalStack, person: dict[str, Any]) -> list[dict[str, Any]]:
+    """What is kept in ``person``'s outbox (the stack is the module's: others' tests keep theirs)."""
+    return [
+        i
+        for i in _table_items(stack)
+        if i["sk"]["S"].startswith("OUTBOX#") and i["pk"]["S"] == f"USER#{person['id']}"
+    ]
 
 
 def model_calls(llm: OpenAIStandIn, since: int) -> int:
@@ -111,7 +116,7 @@ def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(w
     assert turns_counted(stack, channel) == 1
     # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
     assert model_calls(llm, asked_before) == 1
-    assert dead_letters(stack) == [] and outboxes(stack) == []
+    assert dead_letters(stack) == [] and outboxes(stack, alice) == []
 
 
 # -- 1 and 9. a keep refused, or the attempt that saved a memory killed -----------------------------
@@ -243,7 +248,7 @@ def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answere
         ("Answer one", first["id"]),
         ("Answer two", second["id"]),
     ]
-    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+    assert turns_counted(stack, channel) == 2 and outboxes(stack, alice) == []
 
 
 # -- 3. a redriven turn and another turn's identical reply -----------------------------------------
@@ -273,7 +278,7 @@ def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identica
     ]
     lines = dict((message_id, text) for text, message_id in captured_lines(stack, channel))
     assert lines[posted[1]["id"]] == "Got it!" and lines[posted[0]["id"]] == "Got it!"
-    assert turns_counted(stack, channel) == 2 and outboxes(stack) == []
+    assert turns_counted(stack, channel) == 2 and outboxes(stack, alice) == []
 
 
 # -- 8. two workers on one message -----------------------------------------------------------------
@@ -317,7 +322,7 @@ def test_the_worker_that_loses_a_turn_to_its_twin_removes_the_outbox_it_kept(wor
     # Then both end done, the turn delivered and captured once, and no outbox is left behind
     assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
-    assert outboxes(stack) == []
+    assert outboxes(stack, alice) == []
 
 
 # -- 7. a reply larger than a DynamoDB item --------------------------------------------------------
@@ -345,7 +350,7 @@ def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_n
     assert posted[-1]["content"].endswith(" …")
     lines = captured_lines(stack, channel)
     assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
-    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack) == []
+    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack, alice) == []
 
 
 # -- 6. a busy channel and a late redelivery -------------------------------------------------------
