@@ -5,6 +5,7 @@ pipe or forged header field."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import pytest
@@ -59,7 +60,7 @@ def test_names_in_long_term_recall_are_neutralised():
 
     # Then her name reads as written, but for the marker and the bracket
     assert "About Eve(eom)( (@eve):" in recall.item.content
-    assert "[#86577] Eve(eom)( likes tea" in recall.item.content
+    assert re.search(r"\[#86577\] \d{4}-\d\d-\d\d: Eve\(eom\)\( likes tea", recall.item.content)
     assert forgeries(recall.item.content) == []
 
 
