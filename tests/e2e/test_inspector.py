@@ -278,3 +278,25 @@ def test_an_answer_is_its_askers_and_its_form_and_buttons_work_over_the_api(insp
     assert answer["embeds"][0]["title"] == "Saved: the persona"
     bobs = httpx.get(f"{inspector_url}/api/state", params={"channel": "general", "member": "bob"}).json()
     assert not any(m.get("answer") for m in bobs["messages"])
+
+
+def test_a_personal_memory_is_labelled_in_scope_only_where_recall_would_show_it(inspector_url):
+    # Given: alice tells kioku a fact about herself in #general
+    assert say(inspector_url, "@kioku remember that my favourite colour is teal").status_code == 200
+
+    # When: the memories as labelled in #general, in alice's DM and in bob's
+    def alices_memory(channel: str, member: str) -> dict:
+        shown = httpx.get(
+            f"{inspector_url}/api/state", params={"channel": channel, "member": member}, timeout=30
+        ).json()
+        (memory,) = [each for each in shown["ltm"] if each["scope"] == "personal"]
+        assert "teal" in memory["content"]
+        return memory
+
+    # Then: a turn of hers recalls it, and so does bob's in #general, where she wrote; a turn in
+    # bob's DM (bob's alone) does not, whoever looks at it
+    assert alices_memory("general", "alice")["in_scope"]
+    assert alices_memory("general", "bob")["in_scope"]
+    assert alices_memory("dm-alice", "alice")["in_scope"]
+    assert not alices_memory("dm-bob", "bob")["in_scope"]
+    assert not alices_memory("dm-bob", "alice")["in_scope"]

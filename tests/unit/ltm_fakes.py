@@ -17,6 +17,7 @@ from kioku.domain.ltm.memory import (
     MemoryStoreFailed,
     PersonalLedger,
     PersonalTarget,
+    RecallReach,
     SaveOutcome,
     ScopeKind,
     TargetPrivacyRestricted,
@@ -236,14 +237,20 @@ class FakeMemoryStore:
     ) -> RecallSet:
         self._check()
 
+        people = [
+            user_id
+            for user_id in user_ids
+            if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
+        ]
+        reach = RecallReach(place, policy, lineage, frozenset(people))
+
         def shown(memories: list[Memory]) -> tuple[Memory, ...]:
-            return tuple(memory for memory in memories if memory.recallable_at(place, policy))
+            return tuple(memory for memory in memories if reach.shows(memory))
 
         server = shown(self.in_scope(ScopeKind.SERVER, guild_id, {lineage})) if guild_id else ()
         personal = {
             user_id: shown(self.in_scope(ScopeKind.PERSONAL, user_id, {lineage, GLOBAL_LINEAGE}))
-            for user_id in user_ids
-            if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
+            for user_id in people
         }
         return RecallSet(server=server, personal=personal)
 

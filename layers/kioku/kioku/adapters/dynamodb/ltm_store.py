@@ -69,7 +69,6 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
-    GLOBAL_LINEAGE,
     NO_AUTHOR,
     DuplicateMemory,
     ForgottenSinceSaid,
@@ -82,6 +81,7 @@ from kioku.domain.ltm.memory import (
     MemoryStoreFailed,
     PersonalLedger,
     PersonalTarget,
+    RecallReach,
     SaidFact,
     SaveOutcome,
     ScopeKind,
@@ -90,6 +90,7 @@ from kioku.domain.ltm.memory import (
     content_fingerprint,
     new_memory_id,
     new_review_tag,
+    personal_lineages,
     refuses_as_duplicate,
 )
 from kioku.domain.ltm.ports import RecallSet
@@ -637,7 +638,7 @@ class DynamoMemoryStore:
         keys = self.layout.keys(MemoryScope.server(guild_id, lineage)) if guild_id else []
         for user_id in user_ids:
             keys.append(user_profile_key(user_id))
-            for held in _personal_lineages(lineage):
+            for held in personal_lineages(lineage):
                 keys.extend(self.layout.keys(MemoryScope.personal(user_id, held)))
         return keys
 
@@ -652,25 +653,32 @@ class DynamoMemoryStore:
         policy: PrivacyPolicy,
     ) -> RecallSet:
         """The memories in the items of ``recall_keys`` (by key, missing ones left out) that a
-        turn at ``place`` may be shown (``Memory.recallable_at``), without the people whose privacy
-        level forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``:
-        books keep only what recall shows."""
+        turn at ``place`` may be shown (``RecallReach``), without the people whose privacy level
+        forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``: books
+        keep only what recall shows."""
+        people = tuple(
+            user_id
+            for user_id in user_ids
+            if allows_personal_memories(
+                user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id).privacy_level
+            )
+        )
+        reach = RecallReach(place, policy, lineage, frozenset(people))
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
             shards = range(self.layout.shards(scope.kind))
             book = memories_from_book([items_by_key.get(book_key(scope, shard)) for shard in shards], scope)
-            return tuple(memory for memory in book if memory.recallable_at(place, policy))
+            return tuple(memory for memory in book if reach.shows(memory))
 
         server = read(MemoryScope.server(guild_id, lineage)) if guild_id else ()
-        personal: dict[str, tuple[Memory, ...]] = {}
-        for user_id in user_ids:
-            profile = user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id)
-            if allows_personal_memories(profile.privacy_level):
-                personal[user_id] = tuple(
-                    memory
-                    for held in _personal_lineages(lineage)
-                    for memory in read(MemoryScope.personal(user_id, held))
-                )
+        personal = {
+            user_id: tuple(
+                memory
+                for held in personal_lineages(lineage)
+                for memory in read(MemoryScope.personal(user_id, held))
+            )
+            for user_id in people
+        }
         return RecallSet(server=server, personal=personal)
 
     # -- internals --------------------------------------------------------------------------------
@@ -922,11 +930,6 @@ def _own_save(guard: Item | None, draft: MemoryDraft) -> SaveOutcome | None:
 
 def _names(*placeholders: str) -> dict[str, str]:
     return {placeholder: _NAMES[placeholder] for placeholder in placeholders}
-
-
-def _personal_lineages(lineage: int) -> tuple[int, ...]:
-    """A person's memories shown with a persona: its lineage's and their global ones."""
-    return tuple(dict.fromkeys((lineage, GLOBAL_LINEAGE)))
 
 
 def _shard_with_room(memory_id: str, shards: int, full: set[int]) -> int | None:

@@ -157,6 +157,32 @@ class Memory:
         )
 
 
+def personal_lineages(lineage: int) -> tuple[int, ...]:
+    """A person's memories shown with a persona of ``lineage``: its lineage's and their global ones."""
+    return tuple(dict.fromkeys((lineage, GLOBAL_LINEAGE)))
+
+
+@dataclass(frozen=True, slots=True)
+class RecallReach:
+    """The rule of what a turn's recall shows, and so of every view that says what recall would show:
+    memories of the persona's ``lineage`` (a person's global ones too) that may be recalled at
+    ``place`` (``Memory.recallable_at``); personal ones only of ``people``, the turn's recall
+    subjects (``recall.recall_subjects``) whose privacy level allows them (``allows_personal_memories``)."""
+
+    place: Place
+    policy: PrivacyPolicy
+    lineage: int
+    people: frozenset[str] = frozenset()
+
+    def shows(self, memory: Memory) -> bool:
+        scope = memory.scope
+        if scope.kind is ScopeKind.SERVER:
+            held = scope.lineage == self.lineage
+        else:
+            held = scope.owner_id in self.people and scope.lineage in (self.lineage, GLOBAL_LINEAGE)
+        return held and memory.recallable_at(self.place, self.policy)
+
+
 @dataclass(frozen=True, slots=True)
 class SaveOutcome:
     """The id the model can quote; ``created`` is False when the same fact was already saved (by

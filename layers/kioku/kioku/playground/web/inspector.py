@@ -17,12 +17,23 @@ from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.config import get_settings
 from kioku.discord.interactions import ResponseType
+from kioku.discord.models import parse_message
 from kioku.discord.protocol import MessageFlag
-from kioku.domain.ltm.memory import Memory, ScopeKind, allows_personal_memories
-from kioku.domain.models import ServerConfig
-from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.dialogue import participants_from_messages, read_dialogue
+from kioku.domain.ltm.memory import (
+    Memory,
+    RecallReach,
+    ScopeKind,
+    allows_personal_memories,
+    personal_lineages,
+)
+from kioku.domain.ltm.recall import recall_subjects
+from kioku.domain.models import Participant, ServerConfig, UserProfile
+from kioku.domain.privacy import PrivacyPolicy
 from kioku.domain.stm.entries import StmAddress, StmEntry
+from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground import world
 from kioku.playground.session import Playground
 from kioku.playground.web import serialize
@@ -246,7 +257,7 @@ class Inspector:
             "messages": messages,
             "turns": {str(number): serialize.turn_json(number, turns[number - 1]) for number in shown},
             "stm": serialize.stm_json(self._stm_entry(place)),
-            "ltm": self._memories(place),
+            "ltm": self._memories(place, viewer),
             "log": list(self._log),
             "form": self._form_json(place, viewer),
         }
@@ -301,39 +312,57 @@ class Inspector:
         """The guild's stored configuration; a DM's is the defaults."""
         return self._config.get_server_config(world.GUILD_ID) if channel.guild_id else ServerConfig()
 
-    def _memories(self, place: Room) -> list[dict[str, Any]]:
-        """Every long-term memory of the guild and its members in the persona's lineage, in scope
-        first: those a turn in this channel may be shown (the privacy rules and each person's level)."""
-        channel = place.channel
-        config = self._config_in(channel)
-        lineage = config.persona.lineage_id
-        where = Place(channel.guild_id, channel.channel_id, channel.parent_id)
-        policy = config.privacy if channel.guild_id else PrivacyPolicy()
+    def _memories(self, place: Room, viewer: world.Member) -> list[dict[str, Any]]:
+        """Every long-term memory of the guild and its members, those a turn here by ``viewer`` would
+        recall first (``_reach``: the rule recall itself filters by)."""
+        config = self._config_in(place.channel)
+        reach = self._reach(place, viewer, config)
         names = (
             {world.GUILD_ID: "the server"}
             | {m.user_id: m.global_name or m.key for m in world.MEMBERS}
             | {each.channel.channel_id: each.key for each in self._places.values()}
         )
         memories: list[Memory] = list(self._ltm.memories_of(ScopeKind.SERVER, world.GUILD_ID))
-        allowed: set[str] = set()
         for member in world.MEMBERS:
             memories += self._ltm.memories_of(ScopeKind.PERSONAL, member.user_id)
-            if allows_personal_memories(self._ltm.personal_target(member.user_id).privacy_level):
-                allowed.add(member.user_id)
+        seen = personal_lineages(reach.lineage)
         shown = [
-            serialize.memory_json(
-                memory,
-                in_scope=self._in_scope(memory, where, policy, allowed),
-                names=names,
-                bot=config.persona.name,
-            )
+            serialize.memory_json(memory, in_scope=reach.shows(memory), names=names, bot=config.persona.name)
             for memory in memories
-            if memory.scope.lineage == lineage
+            if memory.scope.lineage in seen
         ]
         return sorted(shown, key=lambda memory: not memory["in_scope"])
 
-    @staticmethod
-    def _in_scope(memory: Memory, where: Place, policy: PrivacyPolicy, allowed: set[str]) -> bool:
-        if memory.scope.kind is ScopeKind.PERSONAL and memory.scope.owner_id not in allowed:
-            return False
-        return memory.recallable_at(where, policy)
+    def _reach(self, place: Room, viewer: world.Member, config: ServerConfig) -> RecallReach:
+        """What recall would show a turn here by ``viewer`` (in a DM, by its owner, who alone speaks
+        there), with the conversation as it stands: the people ``recall_subjects`` takes from it whose
+        privacy level allows personal memories, as the store reads them (``RecallReach``)."""
+        channel = place.channel
+        speaker = place.owner or viewer
+        bot_id = self.stack.application_id
+        limit = get_settings().DIALOGUE_HISTORY_LIMIT
+        history = [
+            parse_message(message)
+            for message in reversed(self.stack.discord.channel_messages(channel.channel_id))
+        ][: max(limit - 1, 0)]  # newest first, leaving room for the turn's own message
+        dialogue = read_dialogue(history, bot_user_id=bot_id, supports_vision=False, limit=limit)
+        user = Participant(speaker.user_id, speaker.username, speaker.global_name)
+        turn = TurnContext(
+            guild_id=channel.guild_id,
+            channel_id=channel.channel_id,
+            user=user,
+            bot=BotIdentity(bot_id, "kioku"),
+            config=config,
+            profile=UserProfile(speaker.user_id),
+            now=clock.now(),
+            parent_channel_id=channel.parent_id,
+            participants=(user, *participants_from_messages(history, bot_id)),
+            author_ids=frozenset((speaker.user_id, *dialogue.author_ids)),
+        )
+        people = frozenset(
+            subject.user_id
+            for subject in recall_subjects(turn)
+            if allows_personal_memories(self._ltm.personal_target(subject.user_id).privacy_level)
+        )
+        policy = config.privacy if channel.guild_id else PrivacyPolicy()
+        return RecallReach(turn.place, policy, config.persona.lineage_id, people)
