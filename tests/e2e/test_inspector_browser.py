@@ -17,6 +17,10 @@ WAIT_SECONDS = 60
 SCREENSHOT_TO = "INSPECTOR_SCREENSHOT"
 """Set to a path to keep the screenshot of a review with its buttons (docs/img/inspector.png is
 made this way)."""
+LAYOUT_SCREENSHOTS_TO = "INSPECTOR_LAYOUT_SCREENSHOTS"
+"""Set to a folder to keep the layout's screenshots at each width (inspector-800.png, …)."""
+WIDTHS = (800, 1280)
+HEIGHT = 800
 
 
 @pytest.fixture
@@ -34,14 +38,18 @@ def browser(monkeypatch):
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
         options.add_argument(argument)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
-    driver.execute_cdp_cmd(
-        "Emulation.setDeviceMetricsOverride",
-        {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False},
-    )
+    resize(driver, 1280)
     try:
         yield driver
     finally:
         driver.quit()
+
+
+def resize(driver, width: int) -> None:
+    driver.execute_cdp_cmd(
+        "Emulation.setDeviceMetricsOverride",
+        {"width": width, "height": HEIGHT, "deviceScaleFactor": 1, "mobile": False},
+    )
 
 
 def test_the_page_shows_a_reply_with_its_labelled_model_request(browser, inspector_url, tmp_path):
@@ -175,3 +183,118 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     assert (
         Select(browser.find_element(By.ID, "member")).first_selected_option.get_attribute("value") == "alice"
     )
+
+
+def test_the_panes_fit_the_window_at_800_and_1280_pixels(browser, inspector_url, tmp_path):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_SECONDS)
+    keep = Path(os.environ.get(LAYOUT_SCREENSHOTS_TO) or tmp_path)
+
+    # Given: a reply whose model request fills the right pane
+    browser.get(inspector_url + "/")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
+    browser.find_element(By.ID, "text").send_keys(
+        "@kioku remember that the picnic is on saturday by the lake"
+    )
+    browser.find_element(By.ID, "send").click()
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#rounds .badge"))
+
+    for width in WIDTHS:
+        # When: the window is that wide
+        resize(browser, width)
+        browser.execute_script("window.scrollTo(0, 0)")
+
+        # Then: nothing scrolls sideways, and every pane lies within the window's width
+        fits = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth,"
+            " ...['nav', '#conversation', 'aside'].map((pane) => {"
+            "   const node = document.querySelector(pane), box = node.getBoundingClientRect();"
+            "   return [pane, box.left, box.right, box.width, node.scrollWidth - node.clientWidth]; })]"
+        )
+        scroll_width, inner_width, *panes = fits
+        assert inner_width == width
+        assert scroll_width <= inner_width, f"the page scrolls sideways at {width} px"
+        for pane, left, right, pane_width, overflow in panes:
+            assert left >= 0 and right <= inner_width and pane_width > 0, (pane, left, right, width)
+            assert overflow <= 0, f"{pane} scrolls sideways at {width} px"
+        # And the right pane, brought into view, is seen from its top
+        aside = browser.find_element(By.TAG_NAME, "aside")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'start'})", aside)
+        top = browser.execute_script("return arguments[0].getBoundingClientRect().top", aside)
+        assert -1 < top < HEIGHT  # within a pixel: scrolling rounds
+        assert aside.find_element(By.CSS_SELECTOR, "#rounds .badge").is_displayed()
+        browser.execute_script("window.scrollTo(0, 0)")
+        screenshot = keep / f"inspector-{width}.png"
+        assert browser.save_screenshot(str(screenshot))
+        assert screenshot.stat().st_size > 10_000
+
+
+def test_the_first_page_says_how_to_start_and_a_mistyped_command_is_answered_where_it_was_typed(
+    browser, inspector_url, tmp_path
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_SECONDS)
+    keep = Path(os.environ.get(LAYOUT_SCREENSHOTS_TO) or tmp_path)
+
+    def send(text: str) -> None:
+        composer = browser.find_element(By.ID, "text")
+        composer.clear()
+        composer.send_keys(text)
+        browser.find_element(By.ID, "send").click()
+
+    def console() -> list[str]:
+        return [line.text for line in browser.find_elements(By.CSS_SELECTOR, "#log li .line")]
+
+    def composer_error():
+        return browser.find_element(By.ID, "composer-error")
+
+    # Given: the first page, nothing said yet
+    browser.get(inspector_url + "/")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
+
+    # Then: the empty conversation says how to start
+    hint = wait.until(lambda _: browser.find_element(By.CSS_SELECTOR, "#messages li.hint"), "no hint")
+    assert "@kioku" in hint.text and "/help stm" in hint.text
+    assert browser.save_screenshot(str(keep / "inspector-first-page.png"))
+
+    # When: a command is mistyped
+    send("/server stm parameters refresh_cadance:3")
+
+    # Then: its error shows under the composer, where it was typed, and the line is back to correct
+    shown = wait.until(lambda _: composer_error().is_displayed() and composer_error(), "no error shown")
+    assert "has no option 'refresh_cadance'" in shown.text
+    assert (
+        browser.find_element(By.ID, "text").get_attribute("value")
+        == "/server stm parameters refresh_cadance:3"
+    )
+    assert browser.save_screenshot(str(keep / "inspector-mistyped.png"))
+
+    # When: the line is corrected, then two more are run
+    for logged, line in enumerate(("/server stm parameters refresh_cadence:3", ":wait 1h", ":janitor"), 2):
+        send(line)
+        wait.until(lambda _, logged=logged: len(console()) >= logged, f"{line} is not in the console")
+        assert not composer_error().is_displayed()
+
+    # Then: the console runs oldest first, like the conversation, scrolled to its newest line
+    assert console() == [
+        "> /server stm parameters refresh_cadance:3",
+        "> /server stm parameters refresh_cadence:3",
+        "> :wait 1h",
+        "> :janitor",
+    ]
+    box = browser.find_element(By.ID, "console-log")
+    wait.until(
+        lambda _: browser.execute_script(
+            "const box = arguments[0]; return box.scrollHeight - box.scrollTop - box.clientHeight < 2", box
+        ),
+        "the console is not scrolled to its newest line",
+    )
+
+    # And once something is said, the hint gives way to the conversation
+    send("@kioku hello there")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.message.turn"), "no reply")
+    assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.hint")

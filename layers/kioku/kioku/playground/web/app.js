@@ -2,7 +2,8 @@
 "use strict";
 
 const POLL_MS = 1000;
-const view = { channel: "general", member: "alice", selected: null, pinned: false, lastJson: "", pending: [] };
+const view = { channel: "general", member: "alice", selected: null, pinned: false, lastJson: "", pending: [],
+  lastLogId: 0 };
 
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
@@ -37,20 +38,26 @@ async function poll() {
   }
 }
 
-async function act(path, body) {
+// ``typed``: the action was typed in the composer, where its refusal is then shown (and the line
+// given back to be corrected), not only in the console pane.
+async function act(path, body, typed = false) {
   const line = body.text || body.line || path;
+  const channel = view.channel;
   view.pending.push(line);
   $("busy").hidden = false;
+  if (typed) showComposerError(null);
   try {
     const response = await fetch(path, {
       method: "POST",
       headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ channel: view.channel, member: view.member, ...body }),
+      body: JSON.stringify({ channel, member: view.member, ...body }),
     });
     const answer = await response.json();
-    if (!response.ok && answer.error) localLog(line, answer.error);
+    if (!response.ok && answer.error) localLog(channel, line, answer.error);
+    if (!response.ok && typed && channel === view.channel) refusedInComposer(line, answer.error || answer.output);
   } catch (error) {
-    localLog(line, String(error));
+    localLog(channel, line, String(error));
+    if (typed && channel === view.channel) refusedInComposer(line, String(error));
   } finally {
     view.pending.splice(view.pending.indexOf(line), 1);
     view.pinned = false;
@@ -59,9 +66,20 @@ async function act(path, body) {
   }
 }
 
+// Refusals the server did not log (bad input), placed in the console after what it had logged then.
 const localErrors = [];
-function localLog(line, error) {
-  localErrors.push({ line, output: "! " + error, ok: false });
+function localLog(channel, line, error) {
+  localErrors.push({ channel, line, output: "! " + error, ok: false, after: view.lastLogId });
+}
+
+function refusedInComposer(line, message) {
+  showComposerError(message || `${line}: refused`);
+  if (!$("text").value) $("text").value = line;
+}
+
+function showComposerError(message) {
+  $("composer-error").hidden = !message;
+  $("composer-error").textContent = message || "";
 }
 
 function render(state) {
@@ -105,6 +123,7 @@ function renderChannels(state) {
 }
 
 function select(channel) {
+  if (channel.key !== view.channel) showComposerError(null);
   view.channel = channel.key;
   view.selected = null;
   view.pinned = false;
@@ -118,6 +137,10 @@ function renderMessages(state) {
   const replies = state.messages.filter((m) => m.turn);
   if (!view.pinned || !replies.some((m) => m.id === view.selected)) {
     view.selected = replies.length ? replies[replies.length - 1].id : null;
+  }
+  if (!state.messages.length) {
+    list.replaceChildren(firstPageHint(state));
+    return;
   }
   list.replaceChildren(...state.messages.map((message) => {
     const turn = message.turn ? state.turns[message.turn] : null;
@@ -138,6 +161,24 @@ function renderMessages(state) {
     message.answer ? renderButtons(message.answer) : null);
   }));
   if (atBottom) list.scrollTop = list.scrollHeight;
+}
+
+// What an empty conversation says: how to start.
+function firstPageHint(state) {
+  const current = state.channels.find((channel) => channel.key === state.channel);
+  const owner = current.owner && current.owner !== view.member && state.members.find((m) => m.key === current.owner);
+  if (owner) {
+    return el("li", { class: "hint", id: "hint" }, el("strong", {}, "Nothing said here yet. "),
+      `Only ${owner.name} writes in this DM: pick ${owner.name} under Speaking as to start.`);
+  }
+  const example = "@kioku remember that the picnic is on Saturday";
+  const tryIt = (text) => el("code", { class: "try", title: "click to put it in the box below",
+    onclick: () => { $("text").value = text; $("text").focus(); } }, text);
+  return el("li", { class: "hint", id: "hint" },
+    el("strong", {}, `Nothing said in ${current.label} yet. `),
+    "To start, type a message that mentions the bot in the box below, like ", tryIt(example),
+    ", then click kioku's reply to see what the model was sent. Slash commands work as in Discord (",
+    tryIt("/help stm"), "), and ", tryIt(":help"), " lists the console's commands.");
 }
 
 function renderAnswerHead(answer) {
@@ -194,11 +235,19 @@ function renderEmbed(embed) {
     embed.footer ? el("div", { class: "footer" }, embed.footer) : null);
 }
 
+// Oldest first, like the conversation: the newest at the bottom, scrolled into view.
 function renderLog(log) {
-  const entries = [...log.filter((entry) => entry.channel === view.channel), ...localErrors].slice(-12).reverse();
+  view.lastLogId = log.length ? log[log.length - 1].id : view.lastLogId;
+  const order = (entry) => (entry.id !== undefined ? entry.id : entry.after + 0.5);
+  const entries = [...log, ...localErrors].filter((entry) => entry.channel === view.channel)
+    .sort((a, b) => order(a) - order(b)).slice(-12);
+  const box = $("console-log");
+  const shown = $("log").dataset.shown;
+  $("log").dataset.shown = entries.map(order).join(",");
   $("log").replaceChildren(...entries.map((entry) =>
     el("li", { class: entry.ok ? "" : "failed" }, el("div", { class: "line" }, "> " + entry.line),
       entry.output ? el("pre", {}, entry.output) : null)));
+  if (shown !== $("log").dataset.shown) box.scrollTop = box.scrollHeight;
 }
 
 function keepOpen(container, build) {
@@ -279,8 +328,8 @@ document.addEventListener("DOMContentLoaded", () => {
     const text = $("text").value.trim();
     if (!text) return;
     $("text").value = "";
-    if (text.startsWith("/") || text.startsWith(":")) act("/api/command", { line: text });
-    else act("/api/say", { text });
+    if (text.startsWith("/") || text.startsWith(":")) act("/api/command", { line: text }, true);
+    else act("/api/say", { text }, true);
   });
   $("member").addEventListener("change", () => { view.member = $("member").value; view.lastJson = ""; poll(); });
   $("wait-form").addEventListener("submit", (event) => {
