@@ -283,12 +283,18 @@ class CrashHarness:
     """The SQS event the last child was handed."""
 
     def deliver(
-        self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
+        self,
+        fault: Fault | None = None,
+        *,
+        max_deliveries: int = 5,
+        env: dict[str, str] | None = None,
+        containers: Containers | None = None,
     ) -> list[str]:
         """Deliver until the queue is empty; ``fault`` is armed for the first child only, ``env`` is
-        added to every child's environment. Each delivery's outcome: "killed", "failed" (a batch
-        item failure) or "done". A message comes back at once, the SQS proxy's clock moved on by
-        the visibility timeout it would have waited out."""
+        added to every child's environment, ``containers`` (another release's, say) run them instead
+        of the harness's own. Each delivery's outcome: "killed", "failed" (a batch item failure) or
+        "done". A message comes back at once, the SQS proxy's clock moved on by the visibility
+        timeout it would have waited out."""
         queue = self.stack.resources.turn_queue_url
         outcomes: list[str] = []
         self.chaos.arm(fault)
@@ -301,7 +307,7 @@ class CrashHarness:
             self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
             self.bodies.update((m["MessageId"], m["Body"]) for m in received)
             self.last_event = self.stack.sqs_event(received)
-            outcome, failed = self._run_child(self.last_event, env)
+            outcome, failed = self._run_child(self.last_event, env, containers=containers)
             self.chaos.fault = None  # the redeliveries go to healthy workers
             outcomes.append(outcome)
             waited = 0
@@ -353,10 +359,13 @@ class CrashHarness:
 
 
 class Containers:
-    """``turn_child``: the handler imported once, a forked container per delivery."""
+    """``turn_child``: the handler imported once, a forked container per delivery. ``release``: the
+    root of another release's checkout (its ``layers/kioku`` and ``functions``) to run instead."""
 
-    def __init__(self, dynamodb_url: str, sqs_url: str | None = None) -> None:
+    def __init__(self, dynamodb_url: str, sqs_url: str | None = None, *, release: Path | None = None) -> None:
         env = {**os.environ, "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_url, "PYTHONUNBUFFERED": "1"}
+        if release is not None:
+            env["PYTHONPATH"] = str(release / "layers" / "kioku")  # ahead of this checkout's install
         if sqs_url is not None:
             env["AWS_ENDPOINT_URL_SQS"] = sqs_url
         self._process = subprocess.Popen(

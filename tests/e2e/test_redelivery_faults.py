@@ -10,9 +10,14 @@ the captures, the notices, the memories, and the later turns answered.
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
@@ -20,10 +25,11 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
-from kioku.playground.stack import LocalStack
+from kioku.domain.turn_jobs import TurnJob
+from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
 from kioku.services.turn import APOLOGY, RATE_NOTICE
-from tests.e2e.crash_harness import Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.crash_harness import ROOT, Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
 from tests.e2e.test_turn_crash_points import (
     GUILD,
     _is_commit,
@@ -421,3 +427,114 @@ def test_a_channel_deleted_mid_turn_is_dead_lettered_once_with_nothing_posted(wo
     assert "404" in dead["MessageAttributes"]["DeadLetterReason"]["StringValue"]
     assert bot_posts(stack, channel) == []
     assert model_calls(llm, asked_before) == 2
+
+
+# -- rolling back across job formats with turns in flight ------------------------------------------
+
+FORMAT_2_COMMIT: Final = "50e925a250caba11dbb2503f486183f7945b59e6"
+"""The commit that made queued turn bodies format 2: its parent is the last reader of format 1 only."""
+
+
+@pytest.fixture(scope="module")
+def format_1_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release before format 2, as checked out to roll back to (its layer and functions)."""
+    release = tmp_path_factory.mktemp("format-1-release")
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", f"{FORMAT_2_COMMIT}^", "layers/kioku", "functions"],
+        capture_output=True,
+    )
+    if archive.returncode != 0:
+        pytest.skip(f"not a checkout with kioku's history: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(release)], input=archive.stdout, check=True)
+    return release
+
+
+@pytest.fixture
+def rolled_back(running: CrashWorld, format_1_release: Path) -> Iterator[Containers]:
+    """TurnFunction of the release before format 2, on the same stack."""
+    containers = Containers(running.dynamodb_url, running.sqs_url, release=format_1_release)
+    try:
+        yield containers
+    finally:
+        containers.close()
+
+
+def test_a_turn_queued_in_format_2_is_dead_lettered_by_a_rolled_back_worker_and_answered_once_redriven(
+    world, rolled_back
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's turn queued by today's relay (a format 2 body)
+    trigger = queue_message(stack, channel, alice)
+    assert (
+        json.loads(
+            stack.sqs.receive_message(QueueUrl=stack.resources.turn_queue_url, VisibilityTimeout=0)[
+                "Messages"
+            ][0]["Body"]
+        )["format"]
+        == 2
+    )
+
+    # When the stack is rolled back to the release before format 2 and its worker takes the turn
+    assert harness.deliver(containers=rolled_back) == ["done"]
+
+    # Then the turn is dead-lettered once as unreadable, nothing posted, asked, kept or captured
+    (dead,) = dead_letters(stack)
+    # (the older reader refuses the unknown key: a TypeError)
+    assert dead["MessageAttributes"]["DeadLetterReason"]["StringValue"].endswith("not a turn job: TypeError")
+    assert TurnJob.from_json(dead["Body"]).turn_id == trigger["id"]
+    assert bot_posts(stack, channel) == [] and captured_lines(stack, channel) == []
+    assert model_calls(llm, asked_before) == 0 and outboxes(stack, alice) == []
+
+    # And redriven once today's release is back, it is answered, announced and captured once
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack) == []
+
+
+def test_a_turn_an_older_release_queued_in_format_1_is_answered_once_by_todays_worker(
+    world, format_1_release
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message queued by the release before format 2 (its own writer, the gateway's
+    # message as sent), still waiting when today's release is deployed
+    trigger = stack.discord.seed_message(
+        channel, alice, f"<@{stack.application_id}> remember I love green tea"
+    )
+    gateway = json.loads(gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []}))["d"]
+    written = subprocess.run(
+        [sys.executable, "-c", FORMAT_1_WRITER],
+        input=json.dumps(gateway),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(format_1_release / "layers" / "kioku")},
+    ).stdout
+    assert "format" not in json.loads(written)
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=written,
+        MessageGroupId=channel,
+        MessageDeduplicationId=trigger["id"],
+    )
+
+    # When today's worker takes it
+    assert harness.deliver() == ["done"]
+
+    # Then it is answered, announced and captured once, as a format 2 turn is
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack) == []
+
+
+FORMAT_1_WRITER: Final = """
+import json, sys
+from kioku.domain.turn_jobs import TurnJob
+print(TurnJob.from_gateway_message(json.load(sys.stdin)).fitted().to_json(), end="")
+"""
+"""The release before format 2 queueing a relayed message, as its RelayFunction did."""
