@@ -33,6 +33,7 @@ from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, Tool
 from kioku.config import Settings
 from kioku.discord.models import Member, Message
 from kioku.discord.protocol import MessageType
+from kioku.discord.snowflake import is_snowflake
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
@@ -722,6 +723,9 @@ class TurnService:
         return [own, *earlier]
 
     def _crude_turn(self, job: TurnJob, turn: TurnContext, reply: str, now: datetime) -> list[CrudeMessage]:
+        """The message and its answer as short-term lines, on Discord's clock where it gave one (the
+        message's time here, the reply's first post when it is captured: ``_with_reply_id``), so a
+        worker's clock off from Discord's neither puts the answer first nor ages the lines."""
         said = CrudeMessage(
             speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
@@ -735,7 +739,7 @@ class TurnService:
             user_id=turn.bot.user_id,
             role=CrudeRole.ASSISTANT,
             text=reply,
-            ts=now,
+            ts=max(now, said.ts),
             message_id=f"{job.turn_id}-reply",
         )
         return [said, answered]
@@ -751,11 +755,14 @@ def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
 
 
 def _with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:
-    """The turn's lines with the answer's line under the id of its first posted message."""
-    if not reply_ids or not reply_ids[0]:
+    """The turn's lines with the answer's line under the id of its first posted message, at the
+    time Discord posted it."""
+    if not reply_ids or not is_snowflake(reply_ids[0]):
         return list(lines)
+    posted_at = snowflake_time(reply_ids[0])
     return [
-        replace(line, message_id=reply_ids[0]) if line.role is CrudeRole.ASSISTANT else line for line in lines
+        replace(line, message_id=reply_ids[0], ts=posted_at) if line.role is CrudeRole.ASSISTANT else line
+        for line in lines
     ]
 
 
