@@ -2,10 +2,12 @@
 
 The same harness as ``test_turn_crash_points`` (TurnFunction in a child process, killed or its
 request's answer lost at a chosen point; moto, Discord, the model and embeddings behind proxies and
-stand-ins): a malformed 200 from the model, a memory notice whose attempt did not finish, answered
-turns coming back, redriven dead letters and the rate limiter, two workers on one message, a reply
-larger than a DynamoDB item, a busy channel. Each case counts what matters: the posts per chunk,
-the captures, the notices, the memories, and the later turns answered.
+stand-ins): a malformed 200 from the model, a memory notice (of a save or a delete) whose attempt
+did not finish, answered turns coming back, redriven dead letters and the rate limiter, two workers
+on one message, a reply larger than a DynamoDB item, a busy channel; then a kill during a 429 wait,
+a channel deleted mid-turn, and a rollback across job formats with turns in flight. Each case
+counts what matters: the posts per chunk, the captures, the notices, the memories, and the later
+turns answered.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from typing import Any, Final
 
 import pytest
 
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn_jobs import TurnJob
@@ -143,11 +147,19 @@ def outbox_keep_refused(nth: int, refusal: tuple[int, dict[str, Any]], times: in
 
 
 CONFLICT = dynamodb_refusal("TransactionCanceledException", ["TransactionConflict", "None"])
+THROTTLED = dynamodb_refusal("ThrottlingException")
 NOTICE_LOST_POINTS = [
     # the attempt that saved the memory dies before it kept the notice: the retry's save is its own
     (save_transaction("after"), ["killed", "done"], 1 + 2),
     # the notice's keep loses a race once: retried in place, the turn goes on
     (outbox_keep_refused(1, CONFLICT), ["done"], 2),
+    # the notice's keep throttled six times in a row (past boto3's own retries): the attempt fails,
+    # and the retry's save is its own (the model asked once more for it, then for the answer)
+    (
+        replace(outbox_keep_refused(1, THROTTLED, 6), name="outbox keep 1 throttled 6 times"),
+        ["failed", "done"],
+        3,
+    ),
 ]
 
 
@@ -174,6 +186,40 @@ def test_a_memory_saved_by_an_attempt_that_did_not_finish_is_still_announced_onc
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
     assert len(memory_guards(stack, alice)) == 1
     assert model_calls(llm, asked_before) == calls
+
+
+def memory_delete(memory_id: int) -> dict[str, Any]:
+    """The model forgetting Alice's memory ``memory_id`` (an empty ``memory_content``)."""
+    arguments = {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"}
+    return completion_body(tool_calls=[("update_long_term_memory", arguments)])
+
+
+def test_a_memory_deleted_by_an_attempt_that_did_not_finish_is_still_announced_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    store = DynamoMemoryStore(KiokuTable(stack.resources.table_name))
+
+    # Given Alice's memory, saved by an earlier turn
+    queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (memory,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    posted_before = len(bot_posts(stack, channel))
+
+    # When her next turn's model forgets it, and the attempt is killed right after the delete
+    llm.enqueue(memory_delete(memory.memory_id))
+    forgetting = queue_message(stack, channel, alice)
+    assert harness.deliver(save_transaction("after"), max_deliveries=1) == ["killed"]
+    assert store.memories_of(ScopeKind.PERSONAL, alice["id"]) == []
+    # and the retry's model, no longer shown the memory, only answers
+    llm.enqueue(completion_body("Forgotten."))
+    assert harness.deliver() == ["done"]
+
+    # Then the answer is posted once, replying to her, and the "Memory forgotten" notice once
+    posted = bot_posts(stack, channel)[posted_before:]
+    assert [m["content"] for m in posted] == ["Forgotten.", ""]
+    assert posted[0]["message_reference"]["message_id"] == forgetting["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory forgotten"]
+    assert outboxes(stack, alice) == [] and memory_guards(stack, alice) == []
 
 
 def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_model_again(world):
