@@ -41,12 +41,14 @@ from tests.e2e.test_turn_crash_points import (
     answer,
     assert_delivered_and_captured_once,
     chunk_post,
-    dead_letters,
     memory_guards,
     new_channel_and_person,
     queue_message,
     redrive,
     save_transaction,
+)
+from tests.e2e.test_turn_crash_points import (
+    dead_letters as all_dead_letters,
 )
 
 pytestmark = pytest.mark.e2e
@@ -98,6 +100,12 @@ def outboxes(stack: LocalStack, person: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def dead_letters(stack: LocalStack, channel: str) -> list[dict[str, Any]]:
+    """The dead letters of ``channel``'s turns (the stack is the module's: another test's dead letter
+    comes back once its receive's visibility ends)."""
+    return [m for m in all_dead_letters(stack) if m["Attributes"]["MessageGroupId"] == channel]
+
+
 def model_calls(llm: OpenAIStandIn, since: int) -> int:
     return len(llm.bodies) - since
 
@@ -126,7 +134,7 @@ def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(w
     assert turns_counted(stack, channel) == 1
     # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
     assert model_calls(llm, asked_before) == 1
-    assert dead_letters(stack) == [] and outboxes(stack, alice) == []
+    assert dead_letters(stack, channel) == [] and outboxes(stack, alice) == []
 
 
 # -- 1 and 9. a keep refused, or the attempt that saved a memory killed -----------------------------
@@ -286,7 +294,7 @@ def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answere
     stack.discord.fail_post(2, 403, refusal)
     first, second = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
     assert harness.deliver(env=env) == ["done"]
-    dead = dead_letters(stack)
+    dead = dead_letters(stack, channel)
     assert len(dead) == 2 and bot_posts(stack, channel) == []
 
     # When both are redriven together, once the bot may post again
@@ -316,7 +324,7 @@ def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identica
     stack.discord.fail_post(1, 403, {"message": "Missing Permissions", "code": 50013})
     t1, t2 = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
     assert harness.deliver() == ["done"]
-    (dead,) = dead_letters(stack)
+    (dead,) = dead_letters(stack, channel)
 
     # When T1 is redriven
     redrive(stack, dead)
@@ -402,7 +410,11 @@ def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_n
     assert posted[-1]["content"].endswith(" …")
     lines = captured_lines(stack, channel)
     assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
-    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack, alice) == []
+    assert (
+        model_calls(llm, asked_before) == 1
+        and dead_letters(stack, channel) == []
+        and outboxes(stack, alice) == []
+    )
 
 
 # -- 6. a busy channel and a late redelivery -------------------------------------------------------
@@ -469,7 +481,7 @@ def test_a_channel_deleted_mid_turn_is_dead_lettered_once_with_nothing_posted(wo
 
     # Then it is dead-lettered once (not retried against a channel that is gone), nothing posted,
     # the model asked by the one attempt only
-    (dead,) = dead_letters(stack)
+    (dead,) = dead_letters(stack, channel)
     assert "404" in dead["MessageAttributes"]["DeadLetterReason"]["StringValue"]
     assert bot_posts(stack, channel) == []
     assert model_calls(llm, asked_before) == 2
@@ -527,7 +539,7 @@ def test_a_turn_queued_in_format_2_is_dead_lettered_by_a_rolled_back_worker_and_
     assert harness.deliver(containers=rolled_back) == ["done"]
 
     # Then the turn is dead-lettered once as unreadable, nothing posted, asked, kept or captured
-    (dead,) = dead_letters(stack)
+    (dead,) = dead_letters(stack, channel)
     # (the older reader refuses the unknown key: a TypeError)
     assert dead["MessageAttributes"]["DeadLetterReason"]["StringValue"].endswith("not a turn job: TypeError")
     assert TurnJob.from_json(dead["Body"]).turn_id == trigger["id"]
@@ -538,7 +550,7 @@ def test_a_turn_queued_in_format_2_is_dead_lettered_by_a_rolled_back_worker_and_
     redrive(stack, dead)
     assert harness.deliver() == ["done"]
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
-    assert model_calls(llm, asked_before) == 2 and dead_letters(stack) == []
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack, channel) == []
 
 
 def test_a_turn_an_older_release_queued_in_format_1_is_answered_once_by_todays_worker(
@@ -575,7 +587,7 @@ def test_a_turn_an_older_release_queued_in_format_1_is_answered_once_by_todays_w
 
     # Then it is answered, announced and captured once, as a format 2 turn is
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
-    assert model_calls(llm, asked_before) == 2 and dead_letters(stack) == []
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack, channel) == []
 
 
 FORMAT_1_WRITER: Final = """
