@@ -10,13 +10,23 @@ Prints the throughput, whether every message got exactly one reply (``load.repli
 moto serving one request at a time; a retried post that was queued after all is deduplicated by
 its turn id, which ``load.doubled`` checks) and the worker time per turn. Bounded: ``LOAD_MESSAGES`` (1000), ``LOAD_WORKERS``
 (4), ``LOAD_DEADLINE_SECONDS`` (600); everything is on 127.0.0.1.
+
+``LOAD_KILL_AT_REPLY=N`` SIGKILLs the worker that posts the N-th reply, once Discord took it (its
+answer lost with it): the message comes back after the visibility timeout of a receive
+(``LOAD_VISIBILITY_SECONDS``, 120) to another worker, which must not post it again. The workers
+stop once the relay is done and the queue holds nothing, visible or in flight.
 """
 
 from __future__ import annotations
 
+import itertools
+import json
 import logging
 import multiprocessing
 import os
+import queue
+import select
+import signal
 import statistics
 import subprocess
 import sys
@@ -29,7 +39,14 @@ from typing import Any
 
 import httpx
 
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.adapters.dynamodb.turn_repository import TurnKey, TurnRepository
+from kioku.domain.forgetting import snowflake_time
+from kioku.domain.turn_jobs import TurnSource
 from kioku.playground.stack import LocalStack, gateway_dispatch
+from kioku.playground.standins import DropConnection, RecordedRequest
 from kioku.relay.forwarder import (
     DEFAULT_BASE_DELAY_SECONDS,
     DEFAULT_MAX_ATTEMPTS,
@@ -61,6 +78,8 @@ def main() -> None:
     messages = int(os.environ.get("LOAD_MESSAGES", "1000"))
     workers = int(os.environ.get("LOAD_WORKERS", "4"))
     deadline = time.monotonic() + float(os.environ.get("LOAD_DEADLINE_SECONDS", "600"))
+    visibility = int(os.environ.get("LOAD_VISIBILITY_SECONDS", "120"))
+    kill_at_reply = int(os.environ.get("LOAD_KILL_AT_REPLY", "0"))
     # moto in a process of its own (one request at a time, as the playground runs it), and the
     # scripted model, so the parent's time goes to the relay and the Discord stand-in only.
     quiet = {"LLM_PROVIDER": "scripted", "POWERTOOLS_METRICS_DISABLED": "true"}
@@ -74,21 +93,38 @@ def main() -> None:
 
         spawn = multiprocessing.get_context("spawn")
         done = spawn.Event()
-        timings = spawn.Queue()
+        timings, taking = spawn.Queue(), spawn.Queue() if kill_at_reply else None
         pool = [
-            spawn.Process(target=_work, args=(stack.resources.turn_queue_url, deadline, done, timings))
+            spawn.Process(
+                target=_work,
+                args=(stack.resources.turn_queue_url, deadline, visibility, done, timings, taking),
+            )
             for _ in range(workers)
         ]
+        killer = _Killer(kill_at_reply, taking)
+        if kill_at_reply:
+            stack.discord.interceptor = killer.intercept
         started = time.perf_counter()
         for process in pool:
             process.start()
         triggers, retried = _relay(stack, channels, people, messages)
         done.set()
-        worker_ms = [ms for _ in pool for ms in timings.get(timeout=max(deadline - time.monotonic(), 1) + 60)]
+        worker_ms: list[float] = []
+        for reported in itertools.count():
+            if reported == len(pool) - len(killer.killed):  # a killed worker never reports
+                break
+            while True:
+                try:
+                    worker_ms += timings.get(timeout=1)
+                    break
+                except queue.Empty:
+                    if time.monotonic() > deadline + 60:
+                        raise SystemExit("load: the workers did not stop by the deadline") from None
         for process in pool:
             process.join(timeout=30)
         elapsed = time.perf_counter() - started
 
+        completed = _completed(stack, triggers) if kill_at_reply else len(triggers)
         replies = Counter(
             posted["message_reference"]["message_id"]
             for channel in channels
@@ -106,10 +142,15 @@ def main() -> None:
     print(f"load.replies={answered}/{messages}")
     print(f"load.relay_retries={retried} (posts RelayFunction answered 503 first, retried as the relay does)")
     print(f"load.doubled={doubled}")
+    if kill_at_reply:
+        print(
+            f"load.killed={len(killer.killed)} (the worker posting reply {kill_at_reply}, once Discord took it)"
+        )
+        print(f"load.completed={completed}/{messages} (turns recorded done)")
     if worker_ms:
         p95 = worker_ms[min(int(len(worker_ms) * 0.95), len(worker_ms) - 1)]
         print(f"load.worker_ms p50={statistics.median(worker_ms):.1f} p95={p95:.1f} (n={len(worker_ms)})")
-    if answered != messages or doubled:
+    if answered != messages or doubled or completed != messages:
         # one reply per message is the point of the test, not a figure to read past
         raise SystemExit(f"load: {answered}/{messages} messages answered, {doubled} answered twice")
 
@@ -154,8 +195,40 @@ def _relay(stack: LocalStack, channels: list[str], people: list[dict], count: in
         return list(posters.map(post, range(count))), retried["posts"]
 
 
-def _work(queue_url: str, deadline: float, done: Any, timings: Any) -> None:
-    """One TurnFunction container: take a message, run the handler, delete it or let it come back."""
+class _Killer:
+    """Kills the worker that posts the ``nth`` reply, right after Discord took it; the workers say
+    (``taking``) which turn each is on."""
+
+    def __init__(self, nth: int, taking: Any) -> None:
+        self.nth, self.taking = nth, taking
+        self.replies = 0
+        self.working_on: dict[str, int] = {}
+        self.killed: list[int] = []
+
+    def intercept(self, when: str, request: RecordedRequest) -> None:
+        reference = (request.body or {}).get("message_reference") if request.method == "POST" else None
+        if when != "after" or not reference or self.killed:
+            return
+        self.replies += 1
+        if self.replies != self.nth:
+            return
+        turn = str(reference["message_id"])
+        while turn not in self.working_on:
+            pid, taken = self.taking.get(timeout=30)
+            self.working_on[taken] = pid
+        self.killed.append(self.working_on[turn])
+        handle = os.pidfd_open(self.working_on[turn])
+        try:
+            signal.pidfd_send_signal(handle, signal.SIGKILL)
+            select.select([handle], [], [], 30)  # readable once the worker is dead
+        finally:
+            os.close(handle)
+        raise DropConnection
+
+
+def _work(queue_url: str, deadline: float, visibility: int, done: Any, timings: Any, taking: Any) -> None:
+    """One TurnFunction container: take a message, run the handler, delete it or let it come back.
+    It stops once ``done`` is set and the queue holds nothing, visible or in flight."""
     import boto3
 
     from kioku.playground.functions import LambdaContext, load_handler
@@ -168,13 +241,15 @@ def _work(queue_url: str, deadline: float, done: Any, timings: Any) -> None:
     while time.monotonic() < deadline:
         # No long polling: the moto server answers one request at a time.
         received = sqs.receive_message(
-            QueueUrl=queue_url, MaxNumberOfMessages=1, AttributeNames=["All"], VisibilityTimeout=120
+            QueueUrl=queue_url, MaxNumberOfMessages=1, AttributeNames=["All"], VisibilityTimeout=visibility
         ).get("Messages", [])
         if not received:
-            if done.is_set():
+            if done.is_set() and _drained(sqs, queue_url):
                 break
             time.sleep(IDLE_POLL_SECONDS)
             continue
+        if taking is not None:
+            taking.put((os.getpid(), json.loads(received[0]["Body"])["turn_id"]))
         started = time.perf_counter()
         response = handler(LocalStack.sqs_event(received), LambdaContext())
         spent.append((time.perf_counter() - started) * 1000)
@@ -187,6 +262,22 @@ def _work(queue_url: str, deadline: float, done: Any, timings: Any) -> None:
             else:
                 sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
     timings.put(spent)
+
+
+def _completed(stack: LocalStack, triggers: list[str]) -> int:
+    """How many of the turns of ``triggers`` are recorded done."""
+    table = KiokuTable(stack.resources.table_name)
+    turns = TurnRepository(table, StmStore(table), DynamoMemoryStore(table))
+    keys = [TurnKey(TurnSource.MESSAGE.value, turn, "", snowflake_time(turn)) for turn in triggers]
+    return sum(1 for key in keys if turns.done(key) is not None)
+
+
+def _drained(sqs: Any, queue_url: str) -> bool:
+    counts = sqs.get_queue_attributes(
+        QueueUrl=queue_url,
+        AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+    )["Attributes"]
+    return not any(int(count) for count in counts.values())
 
 
 if __name__ == "__main__":

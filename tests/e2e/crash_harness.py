@@ -24,6 +24,7 @@ import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Final
@@ -283,12 +284,20 @@ class CrashHarness:
     """The SQS event the last child was handed."""
 
     def deliver(
-        self, fault: Fault | None = None, *, max_deliveries: int = 5, env: dict[str, str] | None = None
+        self,
+        fault: Fault | None = None,
+        *,
+        max_deliveries: int = 5,
+        env: dict[str, str] | None = None,
+        containers: Containers | None = None,
+        clock_ahead: timedelta = timedelta(0),
     ) -> list[str]:
         """Deliver until the queue is empty; ``fault`` is armed for the first child only, ``env`` is
-        added to every child's environment. Each delivery's outcome: "killed", "failed" (a batch
-        item failure) or "done". A message comes back at once, the SQS proxy's clock moved on by
-        the visibility timeout it would have waited out."""
+        added to every child's environment, ``containers`` (another release's, say) run them instead
+        of the harness's own, the first child's clock runs ``clock_ahead`` of the others' (behind
+        when negative). Each delivery's outcome: "killed", "failed" (a batch item failure) or
+        "done". A message comes back at once, the SQS proxy's clock moved on by the visibility
+        timeout it would have waited out."""
         queue = self.stack.resources.turn_queue_url
         outcomes: list[str] = []
         self.chaos.arm(fault)
@@ -301,8 +310,10 @@ class CrashHarness:
             self.message_ids += [m["MessageId"] for m in received if m["MessageId"] not in self.message_ids]
             self.bodies.update((m["MessageId"], m["Body"]) for m in received)
             self.last_event = self.stack.sqs_event(received)
-            outcome, failed = self._run_child(self.last_event, env)
-            self.chaos.fault = None  # the redeliveries go to healthy workers
+            outcome, failed = self._run_child(
+                self.last_event, env, containers=containers, clock_ahead=clock_ahead
+            )
+            self.chaos.fault, clock_ahead = None, timedelta(0)  # the redeliveries go to healthy workers
             outcomes.append(outcome)
             waited = 0
             for message in received:
@@ -339,10 +350,13 @@ class CrashHarness:
         *,
         containers: Containers | None = None,
         chaos: Chaos | None = None,
+        clock_ahead: timedelta = timedelta(0),
     ) -> tuple[str, set[str]]:
         with tempfile.TemporaryDirectory() as scratch:
             answer, errors = Path(scratch) / "response.json", Path(scratch) / "stderr"
-            code = (containers or self.containers).run(event, answer, errors, chaos or self.chaos, env)
+            code = (containers or self.containers).run(
+                event, answer, errors, chaos or self.chaos, env, clock_ahead=clock_ahead
+            )
             if code == -signal.SIGKILL:
                 return "killed", set()
             if code != 0 or not answer.exists():
@@ -353,10 +367,13 @@ class CrashHarness:
 
 
 class Containers:
-    """``turn_child``: the handler imported once, a forked container per delivery."""
+    """``turn_child``: the handler imported once, a forked container per delivery. ``release``: the
+    root of another release's checkout (its ``layers/kioku`` and ``functions``) to run instead."""
 
-    def __init__(self, dynamodb_url: str, sqs_url: str | None = None) -> None:
+    def __init__(self, dynamodb_url: str, sqs_url: str | None = None, *, release: Path | None = None) -> None:
         env = {**os.environ, "AWS_ENDPOINT_URL_DYNAMODB": dynamodb_url, "PYTHONUNBUFFERED": "1"}
+        if release is not None:
+            env["PYTHONPATH"] = str(release / "layers" / "kioku")  # ahead of this checkout's install
         if sqs_url is not None:
             env["AWS_ENDPOINT_URL_SQS"] = sqs_url
         self._process = subprocess.Popen(
@@ -375,11 +392,19 @@ class Containers:
         errors: Path,
         chaos: Chaos,
         env: dict[str, str] | None = None,
+        *,
+        clock_ahead: timedelta = timedelta(0),
     ) -> int:
-        """Run one container (``env`` added to its environment) to its end; its exit code
-        (negative: the signal that killed it)."""
+        """Run one container (``env`` added to its environment, its clock ``clock_ahead``) to its
+        end; its exit code (negative: the signal that killed it)."""
         assert self._process.stdin is not None and self._process.stdout is not None
-        request = {"event": event, "answer": str(answer), "errors": str(errors), "env": env or {}}
+        request = {
+            "event": event,
+            "answer": str(answer),
+            "errors": str(errors),
+            "env": env or {},
+            "clock_ahead_seconds": clock_ahead.total_seconds(),
+        }
         self._process.stdin.write(json.dumps(request) + "\n")
         self._process.stdin.flush()
         chaos.child_pid = int(self._read("pid"))

@@ -2,28 +2,38 @@
 
 The same harness as ``test_turn_crash_points`` (TurnFunction in a child process, killed or its
 request's answer lost at a chosen point; moto, Discord, the model and embeddings behind proxies and
-stand-ins): a malformed 200 from the model, a memory notice whose attempt did not finish, answered
-turns coming back, redriven dead letters and the rate limiter, two workers on one message, a reply
-larger than a DynamoDB item, a busy channel. Each case counts what matters: the posts per chunk,
-the captures, the notices, the memories, and the later turns answered.
+stand-ins): a malformed 200 from the model, a memory notice (of a save or a delete) whose attempt
+did not finish, answered turns coming back, redriven dead letters and the rate limiter, two workers
+on one message, a reply larger than a DynamoDB item, a busy channel; then a kill during a 429 wait,
+a channel deleted mid-turn, and a rollback across job formats with turns in flight. Each case
+counts what matters: the posts per chunk, the captures, the notices, the memories, and the later
+turns answered.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
-from typing import Any
+from pathlib import Path
+from typing import Any, Final
 
 import pytest
 
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
+from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
-from kioku.playground.stack import LocalStack
+from kioku.domain.turn_jobs import TurnJob
+from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
 from kioku.services.turn import APOLOGY, RATE_NOTICE
-from tests.e2e.crash_harness import Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.crash_harness import ROOT, Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
 from tests.e2e.test_turn_crash_points import (
     GUILD,
     _is_commit,
@@ -31,12 +41,14 @@ from tests.e2e.test_turn_crash_points import (
     answer,
     assert_delivered_and_captured_once,
     chunk_post,
-    dead_letters,
     memory_guards,
     new_channel_and_person,
     queue_message,
     redrive,
     save_transaction,
+)
+from tests.e2e.test_turn_crash_points import (
+    dead_letters as all_dead_letters,
 )
 
 pytestmark = pytest.mark.e2e
@@ -88,6 +100,12 @@ def outboxes(stack: LocalStack, person: dict[str, Any]) -> list[dict[str, Any]]:
     ]
 
 
+def dead_letters(stack: LocalStack, channel: str) -> list[dict[str, Any]]:
+    """The dead letters of ``channel``'s turns (the stack is the module's: another test's dead letter
+    comes back once its receive's visibility ends)."""
+    return [m for m in all_dead_letters(stack) if m["Attributes"]["MessageGroupId"] == channel]
+
+
 def model_calls(llm: OpenAIStandIn, since: int) -> int:
     return len(llm.bodies) - since
 
@@ -116,7 +134,7 @@ def test_a_malformed_answer_from_the_model_is_apologised_for_once_and_captured(w
     assert turns_counted(stack, channel) == 1
     # the model asked once (no retry of a shape it cannot read), nothing dead-lettered or left over
     assert model_calls(llm, asked_before) == 1
-    assert dead_letters(stack) == [] and outboxes(stack, alice) == []
+    assert dead_letters(stack, channel) == [] and outboxes(stack, alice) == []
 
 
 # -- 1 and 9. a keep refused, or the attempt that saved a memory killed -----------------------------
@@ -137,11 +155,19 @@ def outbox_keep_refused(nth: int, refusal: tuple[int, dict[str, Any]], times: in
 
 
 CONFLICT = dynamodb_refusal("TransactionCanceledException", ["TransactionConflict", "None"])
+THROTTLED = dynamodb_refusal("ThrottlingException")
 NOTICE_LOST_POINTS = [
     # the attempt that saved the memory dies before it kept the notice: the retry's save is its own
     (save_transaction("after"), ["killed", "done"], 1 + 2),
     # the notice's keep loses a race once: retried in place, the turn goes on
     (outbox_keep_refused(1, CONFLICT), ["done"], 2),
+    # the notice's keep throttled six times in a row (past boto3's own retries): the attempt fails,
+    # and the retry's save is its own (the model asked once more for it, then for the answer)
+    (
+        replace(outbox_keep_refused(1, THROTTLED, 6), name="outbox keep 1 throttled 6 times"),
+        ["failed", "done"],
+        3,
+    ),
 ]
 
 
@@ -168,6 +194,40 @@ def test_a_memory_saved_by_an_attempt_that_did_not_finish_is_still_announced_onc
     assert_delivered_and_captured_once(stack, channel, alice, trigger)
     assert len(memory_guards(stack, alice)) == 1
     assert model_calls(llm, asked_before) == calls
+
+
+def memory_delete(memory_id: int) -> dict[str, Any]:
+    """The model forgetting Alice's memory ``memory_id`` (an empty ``memory_content``)."""
+    arguments = {"memory_id": memory_id, "memory_content": "", "target_user": "Alice"}
+    return completion_body(tool_calls=[("update_long_term_memory", arguments)])
+
+
+def test_a_memory_deleted_by_an_attempt_that_did_not_finish_is_still_announced_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    store = DynamoMemoryStore(KiokuTable(stack.resources.table_name))
+
+    # Given Alice's memory, saved by an earlier turn
+    queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (memory,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    posted_before = len(bot_posts(stack, channel))
+
+    # When her next turn's model forgets it, and the attempt is killed right after the delete
+    llm.enqueue(memory_delete(memory.memory_id))
+    forgetting = queue_message(stack, channel, alice)
+    assert harness.deliver(save_transaction("after"), max_deliveries=1) == ["killed"]
+    assert store.memories_of(ScopeKind.PERSONAL, alice["id"]) == []
+    # and the retry's model, no longer shown the memory, only answers
+    llm.enqueue(completion_body("Forgotten."))
+    assert harness.deliver() == ["done"]
+
+    # Then the answer is posted once, replying to her, and the "Memory forgotten" notice once
+    posted = bot_posts(stack, channel)[posted_before:]
+    assert [m["content"] for m in posted] == ["Forgotten.", ""]
+    assert posted[0]["message_reference"]["message_id"] == forgetting["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory forgotten"]
+    assert outboxes(stack, alice) == [] and memory_guards(stack, alice) == []
 
 
 def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_model_again(world):
@@ -234,7 +294,7 @@ def test_redriven_dead_letters_are_counted_against_the_rate_once_and_all_answere
     stack.discord.fail_post(2, 403, refusal)
     first, second = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
     assert harness.deliver(env=env) == ["done"]
-    dead = dead_letters(stack)
+    dead = dead_letters(stack, channel)
     assert len(dead) == 2 and bot_posts(stack, channel) == []
 
     # When both are redriven together, once the bot may post again
@@ -264,7 +324,7 @@ def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identica
     stack.discord.fail_post(1, 403, {"message": "Missing Permissions", "code": 50013})
     t1, t2 = queue_message(stack, channel, alice), queue_message(stack, channel, alice)
     assert harness.deliver() == ["done"]
-    (dead,) = dead_letters(stack)
+    (dead,) = dead_letters(stack, channel)
 
     # When T1 is redriven
     redrive(stack, dead)
@@ -350,7 +410,11 @@ def test_a_reply_of_the_largest_token_limit_in_the_widest_script_is_posted_cut_n
     assert posted[-1]["content"].endswith(" …")
     lines = captured_lines(stack, channel)
     assert lines[-1][1] == posted[0]["id"] and lines[-1][0].startswith(WIDEST * 100)
-    assert model_calls(llm, asked_before) == 1 and dead_letters(stack) == [] and outboxes(stack, alice) == []
+    assert (
+        model_calls(llm, asked_before) == 1
+        and dead_letters(stack, channel) == []
+        and outboxes(stack, alice) == []
+    )
 
 
 # -- 6. a busy channel and a late redelivery -------------------------------------------------------
@@ -417,7 +481,118 @@ def test_a_channel_deleted_mid_turn_is_dead_lettered_once_with_nothing_posted(wo
 
     # Then it is dead-lettered once (not retried against a channel that is gone), nothing posted,
     # the model asked by the one attempt only
-    (dead,) = dead_letters(stack)
+    (dead,) = dead_letters(stack, channel)
     assert "404" in dead["MessageAttributes"]["DeadLetterReason"]["StringValue"]
     assert bot_posts(stack, channel) == []
     assert model_calls(llm, asked_before) == 2
+
+
+# -- rolling back across job formats with turns in flight ------------------------------------------
+
+FORMAT_2_COMMIT: Final = "50e925a250caba11dbb2503f486183f7945b59e6"
+"""The commit that made queued turn bodies format 2: its parent is the last reader of format 1 only."""
+
+
+@pytest.fixture(scope="module")
+def format_1_release(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The release before format 2, as checked out to roll back to (its layer and functions)."""
+    release = tmp_path_factory.mktemp("format-1-release")
+    archive = subprocess.run(
+        ["git", "-C", str(ROOT), "archive", f"{FORMAT_2_COMMIT}^", "layers/kioku", "functions"],
+        capture_output=True,
+    )
+    if archive.returncode != 0:
+        pytest.skip(f"not a checkout with kioku's history: {archive.stderr.decode().strip()}")
+    subprocess.run(["tar", "-x", "-C", str(release)], input=archive.stdout, check=True)
+    return release
+
+
+@pytest.fixture
+def rolled_back(running: CrashWorld, format_1_release: Path) -> Iterator[Containers]:
+    """TurnFunction of the release before format 2, on the same stack."""
+    containers = Containers(running.dynamodb_url, running.sqs_url, release=format_1_release)
+    try:
+        yield containers
+    finally:
+        containers.close()
+
+
+def test_a_turn_queued_in_format_2_is_dead_lettered_by_a_rolled_back_worker_and_answered_once_redriven(
+    world, rolled_back
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's turn queued by today's relay (a format 2 body)
+    trigger = queue_message(stack, channel, alice)
+    assert (
+        json.loads(
+            stack.sqs.receive_message(QueueUrl=stack.resources.turn_queue_url, VisibilityTimeout=0)[
+                "Messages"
+            ][0]["Body"]
+        )["format"]
+        == 2
+    )
+
+    # When the stack is rolled back to the release before format 2 and its worker takes the turn
+    assert harness.deliver(containers=rolled_back) == ["done"]
+
+    # Then the turn is dead-lettered once as unreadable, nothing posted, asked, kept or captured
+    (dead,) = dead_letters(stack, channel)
+    # (the older reader refuses the unknown key: a TypeError)
+    assert dead["MessageAttributes"]["DeadLetterReason"]["StringValue"].endswith("not a turn job: TypeError")
+    assert TurnJob.from_json(dead["Body"]).turn_id == trigger["id"]
+    assert bot_posts(stack, channel) == [] and captured_lines(stack, channel) == []
+    assert model_calls(llm, asked_before) == 0 and outboxes(stack, alice) == []
+
+    # And redriven once today's release is back, it is answered, announced and captured once
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack, channel) == []
+
+
+def test_a_turn_an_older_release_queued_in_format_1_is_answered_once_by_todays_worker(
+    world, format_1_release
+):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    asked_before = model_calls(llm, 0)
+
+    # Given Alice's message queued by the release before format 2 (its own writer, the gateway's
+    # message as sent), still waiting when today's release is deployed
+    trigger = stack.discord.seed_message(
+        channel, alice, f"<@{stack.application_id}> remember I love green tea"
+    )
+    gateway = json.loads(gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []}))["d"]
+    written = subprocess.run(
+        [sys.executable, "-c", FORMAT_1_WRITER],
+        input=json.dumps(gateway),
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(format_1_release / "layers" / "kioku")},
+    ).stdout
+    assert "format" not in json.loads(written)
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.turn_queue_url,
+        MessageBody=written,
+        MessageGroupId=channel,
+        MessageDeduplicationId=trigger["id"],
+    )
+
+    # When today's worker takes it
+    assert harness.deliver() == ["done"]
+
+    # Then it is answered, announced and captured once, as a format 2 turn is
+    assert_delivered_and_captured_once(stack, channel, alice, trigger)
+    assert model_calls(llm, asked_before) == 2 and dead_letters(stack, channel) == []
+
+
+FORMAT_1_WRITER: Final = """
+import json, sys
+from kioku.domain.turn_jobs import TurnJob
+print(TurnJob.from_gateway_message(json.load(sys.stdin)).fitted().to_json(), end="")
+"""
+"""The release before format 2 queueing a relayed message, as its RelayFunction did."""

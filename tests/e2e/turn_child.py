@@ -1,7 +1,7 @@
 """TurnFunction containers for the crash harness: this process imports the handler once, then for
 each SQS event it reads (a JSON line on stdin, with the file to write the response to) forks a
-fresh container (with the request's ``env`` added to its environment), says its pid, and says how
-it ended. A forked container starts as a cold Lambda container does after its init: modules
+fresh container (with the request's ``env`` added to its environment, and its clock moved by the
+request's ``clock_ahead_seconds``, behind when negative), says its pid, and says how it ended. A forked container starts as a cold Lambda container does after its init: modules
 imported, no client, no cache, nothing of an earlier turn.
 """
 
@@ -11,8 +11,10 @@ import json
 import os
 import sys
 import traceback
+from datetime import timedelta
 from pathlib import Path
 
+from kioku import clock
 from kioku.playground.functions import LambdaContext, load_handler
 
 
@@ -35,6 +37,7 @@ def _contain(handler, request: dict) -> None:
     errors = os.open(request["errors"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
     os.dup2(errors, 2)
     os.environ.update(request.get("env") or {})
+    clock._offset = timedelta(seconds=request.get("clock_ahead_seconds", 0))  # either way, unlike advance
     try:
         response = handler(request["event"], LambdaContext())
         Path(request["answer"]).write_text(json.dumps(response))

@@ -14,6 +14,7 @@ import threading
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import timedelta
 from email import policy as email_policy
 from email.parser import BytesParser
 from http.server import BaseHTTPRequestHandler
@@ -238,6 +239,8 @@ class DiscordStandIn(_StandInServer):
         self.application_id = application_id or bot_user_id
         self.bot_user = {"id": bot_user_id, "username": bot_username, "global_name": None, "bot": True}
         self._last_id = 0
+        self.ahead = timedelta(0)
+        """How far Discord's clock runs ahead of kioku's (negative: behind): its ids and timestamps."""
         self._users: dict[str, dict[str, Any]] = {bot_user_id: self.bot_user}
         self._members: dict[str, dict[str, dict[str, Any]]] = {}
         self._channels: dict[str, list[dict[str, Any]]] = {}
@@ -281,11 +284,14 @@ class DiscordStandIn(_StandInServer):
 
     # Seeding -----------------------------------------------------------------------------------
 
+    def _now(self) -> str:
+        return (clock.now() + self.ahead).isoformat()
+
     def new_id(self) -> str:
-        """A snowflake of now by the stack's clock, as Discord makes them: its time is when it was
+        """A snowflake of now by the stack's clock (and Discord's ``ahead`` of it), as Discord makes them: its time is when it was
         made, and each is larger than the one before."""
         with self._lock:
-            self._last_id = max(self._last_id + 1, first_snowflake_at(clock.now()))
+            self._last_id = max(self._last_id + 1, first_snowflake_at(clock.now() + self.ahead))
             return str(self._last_id)
 
     def seed_user(
@@ -299,7 +305,7 @@ class DiscordStandIn(_StandInServer):
     def seed_member(
         self, guild_id: str, user: dict[str, Any], *, nick: str | None = None, roles: list[str] | None = None
     ) -> dict[str, Any]:
-        member = {"user": dict(user), "nick": nick, "roles": list(roles or []), "joined_at": _now()}
+        member = {"user": dict(user), "nick": nick, "roles": list(roles or []), "joined_at": self._now()}
         with self._lock:
             self._members.setdefault(guild_id, {})[user["id"]] = member
         return dict(member)
@@ -551,7 +557,7 @@ class DiscordStandIn(_StandInServer):
                 for index, (name, data) in enumerate(files.values())
             ],
             "author": self.bot_user,
-            "timestamp": _now(),
+            "timestamp": self._now(),
         }
         self._interaction_responses[token] = message
         self._attachments[token] = {name: data for name, data in files.values()}
@@ -563,7 +569,7 @@ class DiscordStandIn(_StandInServer):
         if token in self._interaction_responses:
             return CannedResponse(200, self._interaction_responses[token])
         thinking = {"id": self.new_id(), "content": "", "embeds": [], "flags": MessageFlag.LOADING}
-        return CannedResponse(200, {**thinking, "author": self.bot_user, "timestamp": _now()})
+        return CannedResponse(200, {**thinking, "author": self.bot_user, "timestamp": self._now()})
 
     def _search_members(self, request: RecordedRequest, guild_id: str) -> CannedResponse:
         query = (request.query.get("query") or [""])[0].lower()
@@ -655,7 +661,7 @@ class DiscordStandIn(_StandInServer):
             "type": MessageType.DEFAULT,
             "content": content,
             "author": dict(author),
-            "timestamp": timestamp or _now(),
+            "timestamp": timestamp or self._now(),
             "edited_timestamp": None,
             "attachments": [],
             "embeds": [],
@@ -871,7 +877,3 @@ def _int_param(request: RecordedRequest, name: str, *, default: int) -> int | No
         return int(values[0])
     except ValueError:
         return None
-
-
-def _now() -> str:
-    return clock.now().isoformat()

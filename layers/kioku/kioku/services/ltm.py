@@ -64,6 +64,10 @@ from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 from kioku.services.embeddings import TurnEmbeddings
 
+DeleteAnnounced = Callable[[Memory, ToolResult], None]
+"""Deletes a memory together with keeping the notice its deletion owes (the tool's result), so the
+notice survives the attempt; raises as ``MemoryStore.delete``."""
+
 CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
 SEARCH_TOOL_NAME: Final = "search_long_term_memory"
@@ -261,14 +265,15 @@ def update_long_term_memory(
     settings: Settings,
     lookup_member: LookupMember | None = None,
     embeddings: TurnEmbeddings | None = None,
+    delete_announced: DeleteAnnounced | None = None,
 ) -> ToolResult:
     """Replace a memory's content (with its new embedding, given ``embeddings``), or delete it
-    (blank content), giving its slot back."""
+    (blank content), giving its slot back; ``delete_announced`` deletes it, if given."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, lookup_member, embeddings)
+        return _update(request, turn, store, search_members, lookup_member, embeddings, delete_announced)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -473,6 +478,7 @@ def _update(
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None,
     embeddings: TurnEmbeddings | None,
+    delete_announced: DeleteAnnounced | None = None,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
     if lineage <= GLOBAL_LINEAGE:
@@ -503,14 +509,18 @@ def _update(
     names = {"subject_name": subject.display_name, "bot_name": turn.bot_name}
     shown = _shown_here(memory, turn)
     if request.deletes:
-        store.delete(memory)
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
-        return ToolResult(
+        deleted = ToolResult(
             UpdateStatus.DELETED,
             _about(memory, subject),
             notification=embed,
             notification_about=_owner(memory.scope),
         )
+        if delete_announced is None:
+            store.delete(memory)
+        else:
+            delete_announced(memory, deleted)
+        return deleted
     content = clean_content(request.content)
     named = None
     if memory.scope.kind is ScopeKind.SERVER:

@@ -33,9 +33,10 @@ from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, Tool
 from kioku.config import Settings
 from kioku.discord.models import Member, Message
 from kioku.discord.protocol import MessageType
+from kioku.discord.snowflake import is_snowflake
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
-from kioku.domain.ltm.memory import MemoryStoreFailed
+from kioku.domain.ltm.memory import Memory, MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemberSearchFailed
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
@@ -136,6 +137,8 @@ class TurnState:
     outbox: Outbox | None = None
     """What must still be posted and captured; ``outbox_kept``: it is in DynamoDB as it stands."""
     outbox_kept: bool = False
+    notices_kept: int = 0
+    """How many of this attempt's notices are kept in its outbox."""
 
     @property
     def answered(self) -> bool:
@@ -551,24 +554,42 @@ class TurnService:
                 answer = (response.content or "").rstrip() + (CUT_MARK if response.cut_short else "")
                 return strip_echoed_metadata(answer, turn.bot.user_id).strip()
             messages.append(response.assistant_message())
-            announced = len(self._notices(state))
             for call in response.tool_calls:
                 if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
                     record.tool_calls_not_run += 1
                 else:
                     result = self._run_tool(
-                        call, turn, stm, state.job.member, state.recalled, state.embeddings
+                        call,
+                        turn,
+                        stm,
+                        state.job.member,
+                        state.recalled,
+                        state.embeddings,
+                        lambda memory, deleted: self._delete_announced(state, earlier, memory, deleted),
                     )
                     record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
                 )
-            if len(self._notices(state)) > announced:
+            if len(self._notices(state)) > state.notices_kept:
                 # a memory was saved: its notice must survive this attempt, whatever the model does next
                 notes = Outbox(notices=self._owed_notices(state, earlier), quoted=self._quoted(state))
                 self.turns.keep(state.key, notes, state.now)
+                state.notices_kept = len(self._notices(state))
         raise AssertionError("unreachable: the last round offers no tools")
+
+    def _delete_announced(
+        self, state: TurnState, earlier: tuple[dict[str, Any], ...], memory: Memory, deleted: ToolResult
+    ) -> None:
+        """Delete ``memory`` and keep the notice it owes in the same transaction: a retry of an
+        attempt killed right after would find nothing to delete, and no notice to post."""
+        results = (*(result for _, result in state.record.tool_results), deleted)
+        notices = tuple(result.notification for result in results if result.notification)
+        quoted = tuple(dict.fromkeys(r.notification_about for r in results if r.notification_about))
+        outbox = Outbox(notices=(*earlier, *(n for n in notices if n not in earlier)), quoted=quoted)
+        if self.turns.forget_memory(state.key, memory, outbox, state.now):
+            state.notices_kept = len(notices)
 
     @classmethod
     def _owed_notices(
@@ -598,6 +619,7 @@ class TurnService:
         member: Member | None,
         recalled: Recall,
         embeddings: TurnEmbeddings | None,
+        delete_announced: ltm.DeleteAnnounced,
     ) -> ToolResult:
         common = {
             "store": self.ltm_store,
@@ -618,7 +640,9 @@ class TurnService:
                     **common,
                 )
             if call.name == ltm.UPDATE_TOOL_NAME:
-                return ltm.update_long_term_memory(call.arguments, turn, **common)
+                return ltm.update_long_term_memory(
+                    call.arguments, turn, delete_announced=delete_announced, **common
+                )
             if call.name == ltm.SEARCH_TOOL_NAME:
                 return ltm.search_long_term_memory(call.arguments, turn, recalled, embeddings)
         except Exception:
@@ -722,6 +746,9 @@ class TurnService:
         return [own, *earlier]
 
     def _crude_turn(self, job: TurnJob, turn: TurnContext, reply: str, now: datetime) -> list[CrudeMessage]:
+        """The message and its answer as short-term lines, on Discord's clock where it gave one (the
+        message's time here, the reply's first post when it is captured: ``_with_reply_id``), so a
+        worker's clock off from Discord's neither puts the answer first nor ages the lines."""
         said = CrudeMessage(
             speaker=person_label(turn.user.display_name, turn.user.username),
             user_id=turn.user.user_id,
@@ -735,7 +762,7 @@ class TurnService:
             user_id=turn.bot.user_id,
             role=CrudeRole.ASSISTANT,
             text=reply,
-            ts=now,
+            ts=max(now, said.ts),
             message_id=f"{job.turn_id}-reply",
         )
         return [said, answered]
@@ -751,11 +778,14 @@ def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
 
 
 def _with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:
-    """The turn's lines with the answer's line under the id of its first posted message."""
-    if not reply_ids or not reply_ids[0]:
+    """The turn's lines with the answer's line under the id of its first posted message, at the
+    time Discord posted it."""
+    if not reply_ids or not is_snowflake(reply_ids[0]):
         return list(lines)
+    posted_at = snowflake_time(reply_ids[0])
     return [
-        replace(line, message_id=reply_ids[0]) if line.role is CrudeRole.ASSISTANT else line for line in lines
+        replace(line, message_id=reply_ids[0], ts=posted_at) if line.role is CrudeRole.ASSISTANT else line
+        for line in lines
     ]
 
 

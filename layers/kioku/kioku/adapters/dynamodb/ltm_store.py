@@ -68,6 +68,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 from kioku.clock import parse_time
+from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     NO_AUTHOR,
     DuplicateMemory,
@@ -463,20 +464,27 @@ class DynamoMemoryStore:
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
         return fresh
 
-    def delete(self, memory: Memory) -> None:
-        self._remove(memory, pending_only=False)
+    def delete(self, memory: Memory, *, also: Sequence[dict[str, Any]] = ()) -> None:
+        """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed.
+        ``also`` (transaction operations: the outbox keeping the notice the deletion owes) are
+        written in the same transaction; when one of their conditions fails, nothing is written and
+        ``SpeakerForgotten`` is raised (their conditions are forget-all's)."""
+        self._remove(memory, pending_only=False, also=also)
 
     def reject(self, memory: Memory) -> None:
         """A pending memory is deleted, giving back its slot; raises ``MemoryNotFound`` when it is no
         longer the pending memory that was read (approved, rejected or changed meanwhile)."""
         self._remove(memory, pending_only=True)
 
-    def _remove(self, memory: Memory, *, pending_only: bool) -> None:
+    def _remove(self, memory: Memory, *, pending_only: bool, also: Sequence[dict[str, Any]] = ()) -> None:
         for _ in range(MAX_ATTEMPTS):
+            operations = self._remove_operations(memory, pending_only=pending_only)
             try:
-                self._transact_retrying(self._remove_operations(memory, pending_only=pending_only))
+                self._transact_retrying([*operations, *also])
                 return
             except TransactionCancelled as exc:
+                if any(reason.condition_failed for reason in exc.reasons[len(operations) :]):
+                    raise SpeakerForgotten("someone the notice answers or quotes forgot everything") from exc
                 memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
         raise MemoryStoreFailed(f"gave up deleting after {MAX_ATTEMPTS} lost races")
 

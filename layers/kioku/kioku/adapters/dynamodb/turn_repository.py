@@ -51,6 +51,8 @@ from kioku.adapters.dynamodb.turn_ledger import (
     TurnOutcome,
     outcome_from_item,
 )
+from kioku.domain.forgetting import SpeakerForgotten
+from kioku.domain.ltm.memory import Memory
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage
@@ -167,19 +169,7 @@ class TurnRepository:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.
         False, nothing kept, if its author or someone its notices quote asked to forget everything
         since the message was sent."""
-        item = _outbox_item(key, outbox, now)
-        parts = {
-            OUTBOX_PART: self._table.op_put(item),
-            "author_not_forgotten": op_not_forgotten_since(self._table, key.author_id, key.sent_at),
-        }
-        for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
-            pointer = {
-                **_outbox_key(key, person).as_item(),
-                "answers": key.author_id,
-                "expires_at": item["expires_at"],
-            }
-            parts[f"pointer {person}"] = self._table.op_put(pointer)
-            parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
+        parts = self._keep_parts(key, outbox, now)
         for attempt in range(KEEP_ATTEMPTS):
             try:
                 self._table.transact_write(parts.values())
@@ -196,6 +186,36 @@ class TurnRepository:
                     raise
                 time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def forget_memory(self, key: TurnKey, memory: Memory, outbox: Outbox, now: datetime) -> bool:
+        """Delete ``memory`` (the model forgot it) and keep ``outbox``, with the notice the deletion
+        owes, in one transaction: a retry of an attempt that died right after the delete finds the
+        notice, where its own delete would find nothing. Raises as ``DynamoMemoryStore.delete``;
+        False when the memory is deleted but nothing kept (someone the outbox answers or quotes
+        forgot everything since)."""
+        try:
+            self._memories.delete(memory, also=list(self._keep_parts(key, outbox, now).values()))
+        except SpeakerForgotten:
+            self._memories.delete(memory)
+            return False
+        return True
+
+    def _keep_parts(self, key: TurnKey, outbox: Outbox, now: datetime) -> dict[str, dict[str, Any]]:
+        """The outbox, the pointers of the people its notices quote, and forget-all's checks."""
+        item = _outbox_item(key, outbox, now)
+        parts = {
+            OUTBOX_PART: self._table.op_put(item),
+            "author_not_forgotten": op_not_forgotten_since(self._table, key.author_id, key.sent_at),
+        }
+        for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
+            pointer = {
+                **_outbox_key(key, person).as_item(),
+                "answers": key.author_id,
+                "expires_at": item["expires_at"],
+            }
+            parts[f"pointer {person}"] = self._table.op_put(pointer)
+            parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
+        return parts
 
     def drop(self, key: TurnKey, outbox: Outbox) -> None:
         """Delete the turn's outbox and its pointers (an attempt that lost the turn to another)."""

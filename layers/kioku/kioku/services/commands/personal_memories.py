@@ -11,6 +11,7 @@ from typing import Any, Final
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, MessageFlag, OptionType
 from kioku.discord.responses import message, updated_message
+from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
@@ -161,8 +162,11 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
     _check_owner(interaction, owner)
     if choice == CANCEL:
         return updated_message(embeds=[{"title": "Nothing was forgotten.", "color": EMBED_COLOR_INFO}])
+    # forgotten as of the later of our clock and Discord's (the confirmation's id): every message
+    # sent before it is then older by the clock turns are measured on, whichever of the two is ahead
+    at = max(context.clock(), snowflake_time(interaction.id))
     report = memory_control.forget_all(
-        owner, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=context.clock()
+        owner, context.ltm_store, context.stm_store, ledger=context.turn_ledger, now=at
     )
     if report.nothing:
         description = "There was nothing left to forget."
