@@ -9,6 +9,7 @@ from typing import Final
 
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import ServerConfig
 from kioku.domain.settings_edit import (
     MAX_TRIGGER_WORD_CHARS,
@@ -18,7 +19,6 @@ from kioku.domain.settings_edit import (
 )
 from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.guild_admin import load_server_config
 
 SUBCOMMAND: Final = "addressing"
