@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import THREAD_TYPES, ChannelType, OptionType
 from kioku.discord.responses import message
 from kioku.discord.ui import (
@@ -48,7 +49,7 @@ from kioku.domain.stm.entries import (
     live_summary,
 )
 from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
-from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
 from kioku.services.commands.error_replies import Refusal, Refused

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, MessageFlag, OptionType
 from kioku.discord.responses import message, updated_message
@@ -17,7 +18,6 @@ from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused

@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Final
 
 from kioku.config import Settings
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
 from kioku.discord.ui import (
@@ -36,7 +37,7 @@ from kioku.domain.settings_edit import (
     parse_categories,
 )
 from kioku.services.commands import server_addressing, server_memories, server_privacy
-from kioku.services.commands.base import Command, Handler, Interaction
+from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
 from kioku.services.commands.error_replies import Refusal, Refused

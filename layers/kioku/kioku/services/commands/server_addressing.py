@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
 from kioku.discord.ui import EMBED_COLOR_INFO
@@ -17,7 +18,6 @@ from kioku.domain.settings_edit import (
     InvalidSettingsEdit,
     parse_trigger_words,
 )
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.guild_admin import load_server_config
 

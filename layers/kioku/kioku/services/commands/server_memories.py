@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import ButtonStyle, OptionType, Permission
 from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
@@ -26,7 +27,6 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.guild_admin import load_server_config
