@@ -61,18 +61,12 @@ class Member:
     permissions: int | None = None
     """Only an interaction's member carries its permissions (in that channel)."""
     user: User | None = None
-    """Only an interaction's member carries its user (a message's author is beside it)."""
+    """Only an interaction's member carries its user (a message's author is beside it); a message's
+    member is what ``to_dict`` writes and ``parse_member`` reads, so neither carries it."""
 
     def to_dict(self) -> dict[str, Any]:
         permissions = None if self.permissions is None else str(self.permissions)
-        return _without_defaults(
-            {
-                "nick": self.nick,
-                "roles": list(self.roles),
-                "permissions": permissions,
-                "user": _dict_of(self.user),
-            }
-        )
+        return _without_defaults({"nick": self.nick, "roles": list(self.roles), "permissions": permissions})
 
 
 @dataclass(frozen=True, slots=True)
