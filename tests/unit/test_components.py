@@ -6,7 +6,7 @@ import pytest
 
 from kioku.discord.protocol import ButtonStyle
 from kioku.discord.responses import updated_message
-from kioku.services.commands.components import Button, action_rows
+from kioku.discord.ui import Button, action_rows
 
 
 def test_buttons_come_in_action_rows_with_their_style_and_state():

@@ -151,7 +151,12 @@ def test_a_module_named_in_a_string_is_a_lazy_import(tmp_path):
 
 LAYERS: Final = {
     # a layer: the kioku packages (besides itself) its modules may import, lazily or not
+    "kioku.clock": set(),
+    "kioku.public_keys": set(),
     "kioku.discord": {"kioku.clock"},
+    "kioku.config": {"kioku.discord", "kioku.public_keys"},
+    "kioku.observability": set(),
+    "kioku.signatures": set(),
     "kioku.domain": {"kioku.discord", "kioku.clock"},
     "kioku.adapters": {"kioku.domain", "kioku.discord", "kioku.config", "kioku.clock", "kioku.observability"},
     "kioku.services": {
@@ -187,6 +192,20 @@ def test_each_layer_imports_only_the_layers_below_it(kioku):
         if not _allowed(target, layer)
     )
     assert crossings == [], "imports against docs/architecture.md's layers:\n" + "\n".join(crossings)
+
+
+TOP: Final = ("kioku.entrypoints", "kioku.playground", "kioku.relay", "kioku.cli")
+"""What sits above every layer, as docs/architecture.md draws it."""
+
+
+def test_every_module_is_in_a_layer_or_on_top(kioku):
+    placed = [*LAYERS, *TOP]
+    unplaced = sorted(
+        name
+        for name in kioku.every()
+        if name != "kioku" and not any(name == top or name.startswith(top + ".") for top in placed)
+    )
+    assert unplaced == []
 
 
 def test_the_layer_rule_catches_a_domain_module_reaching_for_an_adapter(tmp_path):

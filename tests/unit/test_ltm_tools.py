@@ -7,8 +7,8 @@ from dataclasses import replace
 
 import pytest
 
+from kioku.discord.ui import EMBED_COLOR_SUCCESS
 from kioku.domain.ltm.memory import Memory, MemoryScope, MemoryStatus, ScopeKind
-from kioku.domain.ltm.notification import MEMORY_SAVED_COLOUR
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.models import Capabilities, MemoryModeration, PrivacyLevel
@@ -96,7 +96,7 @@ def test_a_server_memory_is_saved_with_its_id_and_an_embed():
     embed = result.notification
     assert embed["title"] == "Memory saved"
     assert embed["description"] == "Kioku runs the Friday quiz for Alice"
-    assert embed["color"] == MEMORY_SAVED_COLOUR
+    assert embed["color"] == EMBED_COLOR_SUCCESS
     assert saved.memory_id in embed["footer"]["text"]
     assert "Server memory" in embed["footer"]["text"]
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from kioku.discord.guild import parse_channel, parse_roles
 from kioku.discord.protocol import Permission
 from kioku.domain.privacy import (
     Origin,
@@ -37,6 +38,13 @@ def everyone(permissions: int) -> list[dict]:
     ]
 
 
+def describe(channel: dict, roles: list[dict] | None, parent: dict | None = None):
+    """``describe_channel`` on Discord's objects, parsed as the guild directory parses them."""
+    return describe_channel(
+        GUILD, parse_channel(channel), parse_roles(roles), None if parent is None else parse_channel(parent)
+    )
+
+
 def overwrite(target: str = GUILD, *, allow: int = 0, deny: int = 0, kind: int = 0) -> dict:
     return {"id": target, "type": kind, "allow": str(allow), "deny": str(deny)}
 
@@ -59,7 +67,8 @@ def overwrite(target: str = GUILD, *, allow: int = 0, deny: int = 0, kind: int =
     ],
 )
 def test_everyone_can_view_is_computed_as_discord_does(roles, overwrites, viewable):
-    assert everyone_can_view(GUILD, roles, overwrites) is viewable
+    read = parse_channel({"id": GENERAL, "permission_overwrites": overwrites})
+    assert everyone_can_view(GUILD, parse_roles(roles), read.overwrites) is viewable
 
 
 def test_a_text_channel_is_private_when_everyone_cannot_view_it():
@@ -70,14 +79,14 @@ def test_a_text_channel_is_private_when_everyone_cannot_view_it():
         "permission_overwrites": [overwrite(deny=VIEW_CHANNEL)],
     }
     general = {"id": GENERAL, "type": 0, "name": "general", "parent_id": "77", "permission_overwrites": []}
-    assert describe_channel(GUILD, secret, everyone(VIEW_CHANNEL)).private is True
-    described = describe_channel(GUILD, general, everyone(VIEW_CHANNEL))
+    assert describe(secret, everyone(VIEW_CHANNEL)).private is True
+    described = describe(general, everyone(VIEW_CHANNEL))
     # a channel's category is not its thread parent
     assert (described.private, described.parent_channel_id, described.name) == (False, None, "general")
 
 
 def test_unknown_roles_make_a_channel_without_a_deciding_overwrite_private():
-    assert describe_channel(GUILD, {"id": GENERAL, "type": 0}, None).private is True
+    assert describe({"id": GENERAL, "type": 0}, None).private is True
 
 
 @pytest.mark.parametrize(("parent_private", "expected"), [(True, True), (False, False)])
@@ -88,7 +97,7 @@ def test_a_public_thread_follows_its_parent(parent_private, expected):
         "permission_overwrites": [overwrite(deny=VIEW_CHANNEL)] if parent_private else [],
     }
     thread = {"id": THREAD, "type": 11, "parent_id": SECRET, "permission_overwrites": []}
-    described = describe_channel(GUILD, thread, everyone(VIEW_CHANNEL), parent)
+    described = describe(thread, everyone(VIEW_CHANNEL), parent)
     assert (described.private, described.parent_channel_id, described.private_thread) == (
         expected,
         SECRET,
@@ -98,13 +107,13 @@ def test_a_public_thread_follows_its_parent(parent_private, expected):
 
 def test_a_thread_whose_parent_is_unknown_or_another_channel_is_private():
     thread = {"id": THREAD, "type": 11, "parent_id": SECRET}
-    assert describe_channel(GUILD, thread, everyone(VIEW_CHANNEL), None).private is True
-    assert describe_channel(GUILD, thread, everyone(VIEW_CHANNEL), {"id": GENERAL, "type": 0}).private is True
+    assert describe(thread, everyone(VIEW_CHANNEL), None).private is True
+    assert describe(thread, everyone(VIEW_CHANNEL), {"id": GENERAL, "type": 0}).private is True
 
 
 def test_a_private_thread_is_private_whatever_its_parent():
     thread = {"id": THREAD, "type": 12, "parent_id": GENERAL}
-    described = describe_channel(GUILD, thread, everyone(VIEW_CHANNEL), {"id": GENERAL, "type": 0})
+    described = describe(thread, everyone(VIEW_CHANNEL), {"id": GENERAL, "type": 0})
     assert described.private is described.private_thread is True
 
 
@@ -250,7 +259,10 @@ def test_names_cannot_forge_header_fields_or_lines():
 def test_who_manages_the_server(owner, member_roles, roles, manages):
     from kioku.domain.privacy import manages_server
 
-    assert manages_server(GUILD, ALICE, owner_id=owner, member_role_ids=member_roles, roles=roles) is manages
+    assert (
+        manages_server(GUILD, ALICE, owner_id=owner, member_role_ids=member_roles, roles=parse_roles(roles))
+        is manages
+    )
 
 
 # -- rewriting a memory: the more private origin -----------------------------------------------------

@@ -128,15 +128,32 @@ def test_no_module_outside_kioku_discord_respells_view_channel_or_a_message_type
     assert found == {}
 
 
-def test_only_the_slash_commands_import_how_the_slash_commands_look():
-    """The turn pipeline and the playground take Discord's protocol from ``kioku.discord``, never
-    from the slash-command package's ``discord`` module."""
+EMBED_COLORS = frozenset({0x5865F2, 0x57F287, 0xFEE75C, 0xED4245, 0x99AAB5})
+
+
+def test_embed_colours_are_one_table_in_kioku_discord():
+    """How messages look (embeds, their colours, components) is ``kioku.discord.ui``'s: no module
+    elsewhere writes a colour of its own."""
+    found = sorted(
+        f"{path.relative_to(PACKAGE)}: line {node.lineno}"
+        for path in modules_outside_the_protocol()
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and type(node.value) is int and node.value in EMBED_COLORS
+    )
+    assert found == []
+
+
+def test_only_the_slash_commands_import_the_slash_command_modules():
+    """The turn pipeline and the playground take Discord's shapes from ``kioku.discord``, never from
+    the slash-command package; outside it, only its registry (the definitions) and router are used."""
     importers = [
         str(path.relative_to(PACKAGE))
         for path in modules_outside_the_protocol()
         if PACKAGE / "services" / "commands" not in path.parents
         and any(
-            isinstance(node, ast.ImportFrom) and node.module == "kioku.services.commands.discord"
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").startswith("kioku.services.commands")
+            and node.module not in ("kioku.services.commands.registry", "kioku.services.commands.router")
             for node in ast.walk(ast.parse(path.read_text()))
         )
     ]

@@ -7,8 +7,8 @@ import re
 import pytest
 from pydantic import ValidationError
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.snowflake import SNOWFLAKE_PATTERN, is_snowflake
-from kioku.services.commands.base import User
 
 IDS = ["0", "7", "100000000000000001", "1" * 20, "18446744073709551615"]
 NOT_IDS = [
@@ -27,18 +27,34 @@ NOT_IDS = [
 ]
 
 
+def interaction_user(user_id: str):
+    """The user of a DM interaction as the endpoint validates it."""
+    payload = {"id": "1", "application_id": "2", "type": 2, "token": "t", "user": {"id": user_id}}
+    return Interaction.model_validate(payload).user
+
+
+def interaction_member_user(user_id: str):
+    """The member's user of a server interaction as the endpoint validates it."""
+    payload = {"id": "1", "application_id": "2", "type": 2, "token": "t", "member": {"user": {"id": user_id}}}
+    member = Interaction.model_validate(payload).member
+    assert member is not None
+    return member.user
+
+
 @pytest.mark.parametrize("value", IDS)
 def test_ascii_digit_strings_of_1_to_20_digits_are_ids(value):
     assert is_snowflake(value)
     assert re.fullmatch(SNOWFLAKE_PATTERN, value)
-    assert User.model_validate({"id": value}).id == value
+    assert interaction_user(value).id == interaction_member_user(value).id == value
 
 
 @pytest.mark.parametrize("value", NOT_IDS)
 def test_anything_else_is_not_an_id_for_the_function_nor_for_pydantic(value):
     assert not is_snowflake(value)
     with pytest.raises(ValidationError):
-        User.model_validate({"id": value})
+        interaction_user(value)
+    with pytest.raises(ValidationError):
+        interaction_member_user(value)
 
 
 @pytest.mark.parametrize("value", [123, True, None, 1.0, b"123", ["1"]])

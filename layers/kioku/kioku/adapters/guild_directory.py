@@ -1,5 +1,8 @@
 """What a turn asks Discord about its guild: how private its channel is, and who is a member.
 
+Channels and roles enter here: each is parsed once into ``kioku.discord.guild``'s types, which the
+privacy rules read.
+
 The channel is asked every turn (its permission overwrites decide what may be recalled elsewhere,
 and a channel can turn private at any moment); the @everyone role, the guild's channel list (to
 name the channels a message mentions) and member lookups change rarely and are kept for a short
@@ -15,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.discord.guild import Role, parse_channel, parse_channels, parse_roles
 from kioku.discord.models import Member
 from kioku.discord.protocol import Permission
 from kioku.domain.privacy import (
@@ -22,7 +26,6 @@ from kioku.domain.privacy import (
     Place,
     PrivacyPolicy,
     describe_channel,
-    is_thread,
     manages_server,
     may_name_channel,
 )
@@ -68,20 +71,30 @@ class GuildDirectory:
     def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
         """``channel``'s privacy (the object of ``GET /channels/{id}``); whatever Discord will not
         tell (the roles, a thread's parent) makes it private."""
+        read = parse_channel(channel)
         parent = None
-        if is_thread(channel) and channel.get("parent_id"):
+        if read.is_thread and read.parent_id:
             try:
-                parent = self._discord.get_channel(str(channel["parent_id"]))
+                parent = parse_channel(self._discord.get_channel(read.parent_id))
             except (DiscordError, ValueError) as exc:
                 logger.warning("the thread's parent channel could not be read (%s); treated as private", exc)
-        return describe_channel(guild_id, channel, self.roles(guild_id), parent)
+        return describe_channel(guild_id, read, self.guild_roles(guild_id), parent)
 
-    def roles(self, guild_id: str) -> list[dict[str, Any]] | None:
+    def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None:
+        """The guild's roles; None when Discord will not tell."""
         try:
-            return self._roles.get(("roles", guild_id), lambda: self._discord.get_guild_roles(guild_id))
+            return self._roles.get(
+                ("roles", guild_id), lambda: parse_roles(self._discord.get_guild_roles(guild_id))
+            )
         except DiscordError as exc:
             logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
             return None
+
+    def roles(self, guild_id: str) -> list[dict[str, str]] | None:
+        """The guild's roles as ``{"id", "name"}``, as the turn's mention names read them
+        (``services/turn.py``, until it reads ``guild_roles``)."""
+        roles = self.guild_roles(guild_id)
+        return None if roles is None else [{"id": role.id, "name": role.name} for role in roles]
 
     def channel_names(self, guild_id: str, place: Place, policy: PrivacyPolicy) -> dict[str, str]:
         """The names of the guild's channels a turn at ``place`` may read, by id: a message may
@@ -90,15 +103,15 @@ class GuildDirectory:
         will not tell."""
         try:
             channels = self._channels.get(
-                ("channels", guild_id), lambda: self._discord.get_guild_channels(guild_id)
+                ("channels", guild_id), lambda: parse_channels(self._discord.get_guild_channels(guild_id))
             )
         except DiscordError as exc:
             logger.warning("the guild's channels could not be read (%s); mentions of them stay unnamed", exc)
             return {}
-        roles = self.roles(guild_id)
+        roles = self.guild_roles(guild_id)
         named = {}
         for channel in channels:
-            if not isinstance(channel, dict) or not channel.get("name"):
+            if not channel.name:
                 continue
             description = describe_channel(guild_id, channel, roles)
             if description.name and may_name_channel(description.origin(guild_id), place, policy):
@@ -124,7 +137,7 @@ class GuildDirectory:
             user_id,
             owner_id=str(owner) if owner else None,
             member_role_ids=member.roles,
-            roles=self.roles(guild_id),
+            roles=self.guild_roles(guild_id),
         )
 
     def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:

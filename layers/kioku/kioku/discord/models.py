@@ -46,15 +46,23 @@ class User:
             {"id": self.id, "username": self.username, "global_name": self.global_name, "bot": self.bot}
         )
 
+    def model_dump(self) -> dict[str, Any]:
+        """The user as the interaction's pydantic ``User`` dumped it, for the one caller still written
+        for it (``services/commands/personal_memories.py``'s export; ``parse_user`` reads it back)."""
+        return {"id": self.id, "username": self.username, "global_name": self.global_name, "bot": self.bot}
+
 
 @dataclass(frozen=True, slots=True)
 class Member:
-    """A guild member as a message (or an interaction) carries it: no user of its own."""
+    """A guild member as a message or an interaction carries it."""
 
     nick: str | None = None
     roles: tuple[str, ...] = ()
     permissions: int | None = None
     """Only an interaction's member carries its permissions (in that channel)."""
+    user: User | None = None
+    """Only an interaction's member carries its user (a message's author is beside it); a message's
+    member is what ``to_dict`` writes and ``parse_member`` reads, so neither carries it."""
 
     def to_dict(self) -> dict[str, Any]:
         permissions = None if self.permissions is None else str(self.permissions)

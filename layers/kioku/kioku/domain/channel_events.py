@@ -18,6 +18,7 @@ from enum import StrEnum
 from typing import Any, Final
 
 from kioku.clock import InvalidTime, parse_time
+from kioku.discord.guild import Overwrite, parse_channel, parse_roles
 from kioku.discord.protocol import THREAD_TYPES, ChannelType, GatewayEvent, Permission, permission_bits
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.privacy import ChannelDescription, describe_channel, everyone_overwrite
@@ -89,12 +90,14 @@ def parse_channel_event(kind: ChannelEventType, data: Any, received_at: Any = No
         parent_id=parent_id,
         channel_type=channel_type,
         name=name,
-        private=None if kind.deletes or guild_id is None else _privacy(guild_id, channel_type, overwrites),
+        private=None
+        if kind.deletes or guild_id is None
+        else _privacy(guild_id, channel_type, parse_channel(data).overwrites),
         taken_at=_optional_time(received_at, "received_at"),
     )
 
 
-def _privacy(guild_id: str, channel_type: int, overwrites: list[Any]) -> bool | None:
+def _privacy(guild_id: str, channel_type: int, overwrites: tuple[Overwrite, ...]) -> bool | None:
     if channel_type == ChannelType.PRIVATE_THREAD:
         return True
     if channel_type in THREAD_TYPES:
@@ -190,16 +193,18 @@ def parse_guild_create(data: Any, received_at: Any = None) -> GuildSnapshot:
     for kind, listed in (("channels", channels), ("threads", threads)):
         for channel in listed:
             _check_listed_channel(channel, kind)
-    by_id = {str(channel["id"]): channel for channel in channels}
+    guild_roles = parse_roles(roles)
+    by_id = {str(channel["id"]): parse_channel(channel) for channel in channels}
     described = {
-        channel_id: describe_channel(guild_id, channel, roles) for channel_id, channel in by_id.items()
+        channel_id: describe_channel(guild_id, channel, guild_roles) for channel_id, channel in by_id.items()
     }
     thread_ids: set[str] = set()
-    for thread in threads:
-        parent = by_id.get(str(thread.get("parent_id")))
-        described[str(thread["id"])] = describe_channel(guild_id, thread, roles, parent)
-        thread_ids.add(str(thread["id"]))
-    categories = frozenset(i for i, c in by_id.items() if c.get("type") == ChannelType.GUILD_CATEGORY)
+    for thread in map(parse_channel, threads):
+        described[thread.id] = describe_channel(
+            guild_id, thread, guild_roles, by_id.get(str(thread.parent_id))
+        )
+        thread_ids.add(thread.id)
+    categories = frozenset(i for i, c in by_id.items() if c.type == ChannelType.GUILD_CATEGORY)
     return GuildSnapshot(guild_id, described, frozenset(thread_ids), categories, taken_at)
 
 

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any, Final
 
-from kioku.discord.protocol import THREAD_TYPES, ChannelType, OverwriteType, Permission, permission_bits
+from kioku.discord.guild import Channel, Overwrite, Role
+from kioku.discord.protocol import THREAD_TYPES, ChannelType, Permission
 from kioku.discord.snowflake import is_snowflake
 
 MAX_PRIVACY_OVERRIDES: Final = 500
@@ -94,14 +95,12 @@ class ChannelDescription:
 
 
 def everyone_can_view(
-    guild_id: str, roles: Iterable[Mapping[str, Any]] | None, overwrites: Iterable[Any] | None
+    guild_id: str, roles: Iterable[Role] | None, overwrites: Iterable[Overwrite]
 ) -> bool | None:
     """Whether @everyone may view a channel, computed as Discord does; None when it cannot be told
     (the @everyone role unknown and no overwrite of it deciding)."""
-    everyone_role = next(
-        (role for role in roles or () if isinstance(role, Mapping) and str(role.get("id")) == guild_id), None
-    )
-    base = permission_bits(everyone_role.get("permissions")) if everyone_role is not None else None
+    everyone_role = next((role for role in roles or () if role.id == guild_id), None)
+    base = everyone_role.permissions if everyone_role is not None else None
     if base is not None and base & Permission.ADMINISTRATOR:
         return True
     allow, deny = everyone_overwrite(guild_id, overwrites)
@@ -112,15 +111,11 @@ def everyone_can_view(
     return None if base is None else bool(base & Permission.VIEW_CHANNEL)
 
 
-def everyone_overwrite(guild_id: str, overwrites: Iterable[Any] | None) -> tuple[int, int]:
+def everyone_overwrite(guild_id: str, overwrites: Iterable[Overwrite]) -> tuple[int, int]:
     """The (allow, deny) bits of the channel's overwrite for the @everyone role; (0, 0) if none."""
-    for overwrite in overwrites or ():
-        if (
-            isinstance(overwrite, Mapping)
-            and str(overwrite.get("id")) == guild_id
-            and overwrite.get("type", OverwriteType.ROLE) in (OverwriteType.ROLE, str(OverwriteType.ROLE))
-        ):
-            return permission_bits(overwrite.get("allow")) or 0, permission_bits(overwrite.get("deny")) or 0
+    for overwrite in overwrites:
+        if overwrite.id == guild_id and overwrite.for_role:
+            return overwrite.allow, overwrite.deny
     return 0, 0
 
 
@@ -129,8 +124,8 @@ def manages_server(
     user_id: str,
     *,
     owner_id: str | None,
-    member_role_ids: Iterable[Any],
-    roles: Iterable[Mapping[str, Any]] | None,
+    member_role_ids: Iterable[str],
+    roles: Iterable[Role] | None,
 ) -> bool:
     """Whether a member may manage the server: its owner, or a member whose roles (with @everyone)
     grant Manage Server or Administrator. Unknown roles grant nothing."""
@@ -139,37 +134,27 @@ def manages_server(
     held = {guild_id, *(str(role_id) for role_id in member_role_ids)}
     granted = 0
     for role in roles or ():
-        if isinstance(role, Mapping) and str(role.get("id")) in held:
-            granted |= permission_bits(role.get("permissions")) or 0
+        if role.id in held:
+            granted |= role.permissions or 0
     return bool(granted & (Permission.ADMINISTRATOR | Permission.MANAGE_GUILD))
 
 
 def describe_channel(
-    guild_id: str,
-    channel: Mapping[str, Any],
-    roles: Iterable[Mapping[str, Any]] | None,
-    parent: Mapping[str, Any] | None = None,
+    guild_id: str, channel: Channel, roles: Iterable[Role] | None, parent: Channel | None = None
 ) -> ChannelDescription:
-    """The privacy of ``channel`` (a thread: with its ``parent`` channel object); unknown is private."""
-    channel_id = str(channel.get("id"))
-    kind = channel.get("type")
-    parent_id = _optional_id(channel.get("parent_id"))
-    name = channel.get("name") if isinstance(channel.get("name"), str) else None
-    if kind == ChannelType.PRIVATE_THREAD:
+    """The privacy of ``channel`` (a thread: with its ``parent`` channel); unknown is private."""
+    channel_id, name, parent_id = channel.id, channel.name, channel.parent_id
+    if channel.type == ChannelType.PRIVATE_THREAD:
         return ChannelDescription(channel_id, name, parent_id, private=True, private_thread=True)
-    if kind in THREAD_TYPES:
-        if parent is None or str(parent.get("id")) != parent_id:
+    if channel.type in THREAD_TYPES:
+        if parent is None or parent.id != parent_id:
             return ChannelDescription(channel_id, name, parent_id, private=True)
-        viewable = everyone_can_view(guild_id, roles, parent.get("permission_overwrites"))
+        viewable = everyone_can_view(guild_id, roles, parent.overwrites)
     else:
         # A channel in a category has a parent_id too, but its own overwrites already decide.
-        viewable = everyone_can_view(guild_id, roles, channel.get("permission_overwrites"))
+        viewable = everyone_can_view(guild_id, roles, channel.overwrites)
         parent_id = None
     return ChannelDescription(channel_id, name, parent_id, private=viewable is not True)
-
-
-def is_thread(channel: Mapping[str, Any]) -> bool:
-    return channel.get("type") in THREAD_TYPES
 
 
 def effective_private(origin: Origin, policy: PrivacyPolicy) -> bool:
@@ -274,7 +259,3 @@ def parse_overrides(raw: Any) -> dict[str, PrivacyMode]:
             if parsed is not PrivacyMode.AUTO and is_snowflake(channel_id):
                 overrides[channel_id] = parsed
     return overrides
-
-
-def _optional_id(value: Any) -> str | None:
-    return str(value) if isinstance(value, str | int) and not isinstance(value, bool) and str(value) else None

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kioku.discord.ui import (
+    EMBED_COLOR_INFO,
+    EMBED_COLOR_MUTED,
+    EMBED_COLOR_SUCCESS,
+    EMBED_COLOR_WARNING,
+    embed,
+)
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.text import expand_macros, shorten
 
-MEMORY_SAVED_COLOUR: Final = 0x57F287
-MEMORY_UPDATED_COLOUR: Final = 0x5865F2
-MEMORY_FORGOTTEN_COLOUR: Final = 0x99AAB5
-MEMORY_PENDING_COLOUR: Final = 0xFEE75C
 NOTIFICATION_CONTENT_LIMIT: Final = 300
 NOT_SHOWN_HERE: Final = "*(Not shown here: this memory is not recalled in this channel.)*"
 
@@ -43,27 +46,27 @@ def memory_saved_embed(
             f"Personal memory #{memory_id} about {subject_name} · personal memories are turned off "
             "on this server, so it will not be recalled here"
         )
-    return _embed("Memory saved", content, subject_name, bot_name, footer, MEMORY_SAVED_COLOUR)
+    return _embed("Memory saved", content, subject_name, bot_name, footer, EMBED_COLOR_SUCCESS)
 
 
 def memory_pending_embed(content: str, memory_id: str, *, subject_name: str, bot_name: str) -> dict[str, Any]:
     """A server memory saved for review: not remembered until a manager approves it."""
     footer = f"Server memory #{memory_id} · awaits a manager's review (/server memories review)"
-    return _embed("Memory awaiting review", content, subject_name, bot_name, footer, MEMORY_PENDING_COLOUR)
+    return _embed("Memory awaiting review", content, subject_name, bot_name, footer, EMBED_COLOR_WARNING)
 
 
 def memory_updated_embed(
     content: str | None, memory_id: str, *, subject_name: str, bot_name: str
 ) -> dict[str, Any]:
     footer = f"Memory #{memory_id} updated"
-    return _embed("Memory updated", content, subject_name, bot_name, footer, MEMORY_UPDATED_COLOUR)
+    return _embed("Memory updated", content, subject_name, bot_name, footer, EMBED_COLOR_INFO)
 
 
 def memory_forgotten_embed(
     content: str | None, memory_id: str, *, subject_name: str, bot_name: str
 ) -> dict[str, Any]:
     footer = f"Memory #{memory_id} deleted"
-    return _embed("Memory forgotten", content, subject_name, bot_name, footer, MEMORY_FORGOTTEN_COLOUR)
+    return _embed("Memory forgotten", content, subject_name, bot_name, footer, EMBED_COLOR_MUTED)
 
 
 def _embed(
@@ -74,4 +77,4 @@ def _embed(
         shown = NOT_SHOWN_HERE
     else:
         shown = shorten(show_names(content, user_name=subject, bot_name=bot), NOTIFICATION_CONTENT_LIMIT)
-    return {"title": title, "description": shown, "color": colour, "footer": {"text": footer}}
+    return embed(title, shown, color=colour, footer=footer)

@@ -9,13 +9,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import Capabilities
 from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
-from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 

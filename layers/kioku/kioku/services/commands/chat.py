@@ -3,9 +3,11 @@ allows three seconds), queues the turn, and the turn worker edits the answer in.
 
 from __future__ import annotations
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import ResponseType
+from kioku.discord.models import Member
 from kioku.discord.protocol import OptionType
-from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
 
@@ -29,21 +31,25 @@ def on_chat(interaction: Interaction, context: CommandContext) -> dict:
             Refusal.NOT_UNDERSTOOD,
             f"That is longer than {MAX_CHAT_MESSAGE_LENGTH} characters; please shorten it.",
         )
-    from kioku.discord.models import parse_member, parse_user
-
     job = TurnJob(
         source=TurnSource.SLASH_COMMAND,
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=parse_user(invoker.model_dump()),
-        member=parse_member(interaction.member.model_dump(exclude={"user"})) if interaction.member else None,
+        author=invoker,
+        member=_for_the_turn(interaction.member),
         content=text,
         interaction_token=interaction.token,
         application_id=interaction.application_id,
     )
     context.turn_queue.enqueue(job)
     return {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE}
+
+
+def _for_the_turn(member: Member | None) -> Member | None:
+    """What the turn reads of the member: its nick and its permissions (its roles only stand in for
+    permissions a message does not carry, and an interaction's always does)."""
+    return None if member is None else Member(nick=member.nick, permissions=member.permissions)
 
 
 COMMAND = Command(

@@ -15,9 +15,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from kioku.discord.ui import MAX_CUSTOM_ID_CHARS
+
 SEPARATOR: Final = ":"
-MAX_CUSTOM_ID_CHARS: Final = 100
-"""Discord's limit for a component's or a modal's custom_id."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,10 +13,9 @@ from enum import StrEnum
 from typing import Final
 
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_WARNING, InvalidModalSubmit, UnknownComponent
 from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
 from kioku.domain.settings_edit import InvalidSettingsEdit
-from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
-from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_REFUSAL
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +59,7 @@ def reply_for(exc: Exception, command: str) -> dict:
 
 
 def refusal_reply(reason: Refusal, text: str) -> dict:
-    embed = {"title": reason.value, "description": text, "color": EMBED_COLOR_REFUSAL}
+    embed = {"title": reason.value, "description": text, "color": EMBED_COLOR_WARNING}
     return message(embeds=[embed])
 
 

@@ -10,8 +10,8 @@ from collections.abc import Callable
 from functools import wraps
 from typing import TYPE_CHECKING, Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import Permission, permission_bits
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
 

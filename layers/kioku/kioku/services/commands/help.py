@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from kioku.config import Settings
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import RenderMode, ServerConfig
 from kioku.domain.stm.update_tool import PROMPT_MACROS
-from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config
 

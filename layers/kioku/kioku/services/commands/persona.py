@@ -24,8 +24,19 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import THREAD_TYPES, ChannelType, OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import (
+    EMBED_COLOR_INFO,
+    MAX_MODAL_INPUTS,
+    InvalidModalSubmit,
+    TextInput,
+    TextInputStyle,
+    modal,
+    relative_time,
+    submitted_values,
+)
 from kioku.domain.models import Persona, ServerConfig, StmCategory
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
 from kioku.domain.stm.categories import active_categories
@@ -38,18 +49,9 @@ from kioku.domain.stm.entries import (
     live_summary,
 )
 from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
-from kioku.services.commands.base import Command, Interaction
-from kioku.services.commands.components import (
-    MAX_MODAL_INPUTS,
-    InvalidModalSubmit,
-    TextInput,
-    TextInputStyle,
-    modal,
-    submitted_values,
-)
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
-from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
 

@@ -11,13 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Final, NoReturn
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands import personal_memories
-from kioku.services.commands.base import Command, Interaction
+from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.error_replies import Refusal, Refused
 
 CROSS_SERVER_OPTION: Final = "cross_server"

@@ -8,20 +8,19 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, MessageFlag, OptionType
 from kioku.discord.responses import message, updated_message
+from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.services import memory_control
-from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
-from kioku.services.commands.discord import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.error_replies import Refusal, Refused
 
 GROUP: Final = "memories"

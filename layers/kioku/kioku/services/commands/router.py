@@ -8,12 +8,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import InteractionType
 from kioku.discord.responses import autocomplete, message
-from kioku.services.commands.base import Command, CustomIdHandler, Handler, Interaction
-from kioku.services.commands.components import InvalidModalSubmit, UnknownComponent
+from kioku.discord.ui import MAX_CUSTOM_ID_CHARS, InvalidModalSubmit, UnknownComponent
+from kioku.services.commands.base import Command, CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
 from kioku.services.commands.error_replies import reply_for
 from kioku.services.commands.registry import COMMANDS, by_name
 

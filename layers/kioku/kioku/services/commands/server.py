@@ -13,8 +13,18 @@ from dataclasses import replace
 from typing import Final
 
 from kioku.config import Settings
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import (
+    EMBED_COLOR_INFO,
+    MAX_MODAL_INPUTS,
+    InvalidModalSubmit,
+    TextInput,
+    TextInputStyle,
+    modal,
+    submitted_values,
+)
 from kioku.domain.models import ANCHORED_TOP_DEPTH, RenderMode, ServerConfig, StmConfig
 from kioku.domain.settings_edit import (
     INTEGER_RANGES,
@@ -27,18 +37,9 @@ from kioku.domain.settings_edit import (
     parse_categories,
 )
 from kioku.services.commands import server_addressing, server_memories, server_privacy
-from kioku.services.commands.base import Command, Handler, Interaction
-from kioku.services.commands.components import (
-    MAX_MODAL_INPUTS,
-    InvalidModalSubmit,
-    TextInput,
-    TextInputStyle,
-    modal,
-    submitted_values,
-)
+from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
 

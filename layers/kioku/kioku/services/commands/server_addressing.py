@@ -7,8 +7,10 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import ServerConfig
 from kioku.domain.settings_edit import (
     MAX_TRIGGER_WORD_CHARS,
@@ -16,9 +18,7 @@ from kioku.domain.settings_edit import (
     InvalidSettingsEdit,
     parse_trigger_words,
 )
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.guild_admin import load_server_config
 
 SUBCOMMAND: Final = "addressing"

@@ -16,8 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import ButtonStyle, OptionType, Permission
 from kioku.discord.responses import message, updated_message
+from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.models import MemoryModeration, ServerConfig
@@ -25,11 +27,8 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
-from kioku.services.commands.base import Interaction
-from kioku.services.commands.components import Button, action_rows
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
-from kioku.services.commands.discord import EMBED_COLOR_INFO, relative_time
 from kioku.services.commands.guild_admin import load_server_config
 
 GROUP: Final = "memories"

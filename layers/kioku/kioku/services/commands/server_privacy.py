@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Final
 
+from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
 from kioku.discord.snowflake import is_snowflake
+from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.privacy import MAX_PRIVACY_OVERRIDES, PrivacyMode
 from kioku.domain.settings_edit import InvalidSettingsEdit
-from kioku.services.commands.base import Interaction
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.discord import EMBED_COLOR_INFO
 from kioku.services.commands.guild_admin import load_server_config
 
 GROUP: Final = "privacy"

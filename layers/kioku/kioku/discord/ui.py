@@ -1,16 +1,30 @@
-"""Discord message components: limits, buttons in action rows, the modal response,
-and reading what a modal submit sent back (never trusted: every field is checked)."""
+"""How kioku's messages look on Discord: embeds and their colours (the one table), Discord's time
+markup, components (buttons in action rows, the modal response) within Discord's limits, and
+reading what a modal submit sent back (never trusted: every field is checked)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import ButtonStyle, ComponentType, TextInputStyle
-from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS
 
+EMBED_COLOR_INFO: Final = 0x5865F2
+"""Blurple: what is shown or changed (a list, a view, a memory updated)."""
+EMBED_COLOR_SUCCESS: Final = 0x57F287
+"""Green: a memory saved."""
+EMBED_COLOR_WARNING: Final = 0xFEE75C
+"""Yellow: a refusal, a memory awaiting review."""
+EMBED_COLOR_ERROR: Final = 0xED4245
+"""Red: something went wrong, or cannot be undone."""
+EMBED_COLOR_MUTED: Final = 0x99AAB5
+"""Grey: a memory forgotten."""
+
+MAX_CUSTOM_ID_CHARS: Final = 100
+"""Discord's limit for a component's or a modal's custom_id."""
 MAX_MODAL_INPUTS: Final = 5
 MAX_MODAL_TITLE_CHARS: Final = 45
 MAX_INPUT_LABEL_CHARS: Final = 45
@@ -19,6 +33,19 @@ MAX_TEXT_INPUT_CHARS: Final = 4000
 MAX_ACTION_ROWS: Final = 5
 MAX_BUTTONS_PER_ROW: Final = 5
 MAX_BUTTON_LABEL_CHARS: Final = 80
+
+
+def embed(title: str, description: str, *, color: int, footer: str | None = None) -> dict[str, Any]:
+    """An embed as Discord takes it (``color`` from the table above)."""
+    data: dict[str, Any] = {"title": title, "description": description, "color": color}
+    if footer is not None:
+        data["footer"] = {"text": footer}
+    return data
+
+
+def relative_time(moment: datetime | None) -> str:
+    """Discord's timestamp markup ("3 days ago", in each reader's language); "never" for None."""
+    return f"<t:{int(moment.timestamp())}:R>" if moment else "never"
 
 
 class InvalidModalSubmit(ValueError):
