@@ -90,12 +90,6 @@ class GuildDirectory:
             logger.warning("the guild's roles could not be read (%s); its channels count as private", exc)
             return None
 
-    def roles(self, guild_id: str) -> list[dict[str, str]] | None:
-        """The guild's roles as ``{"id", "name"}``, as the turn's mention names read them
-        (``services/turn.py``, until it reads ``guild_roles``)."""
-        roles = self.guild_roles(guild_id)
-        return None if roles is None else [{"id": role.id, "name": role.name} for role in roles]
-
     def channel_names(self, guild_id: str, place: Place, policy: PrivacyPolicy) -> dict[str, str]:
         """The names of the guild's channels a turn at ``place`` may read, by id: a message may
         mention any channel, and a channel whose memory the turn could not be shown keeps its name

@@ -46,11 +46,6 @@ class User:
             {"id": self.id, "username": self.username, "global_name": self.global_name, "bot": self.bot}
         )
 
-    def model_dump(self) -> dict[str, Any]:
-        """The user as the interaction's pydantic ``User`` dumped it, for the one caller still written
-        for it (``services/commands/personal_memories.py``'s export; ``parse_user`` reads it back)."""
-        return {"id": self.id, "username": self.username, "global_name": self.global_name, "bot": self.bot}
-
 
 @dataclass(frozen=True, slots=True)
 class Member:

@@ -717,14 +717,14 @@ class TurnService:
         request), this channel and, only when a message mentions another one, the guild's channels
         ``turn`` may name under its server's privacy settings (one cached request; None: not read
         yet, none named)."""
-        roles = (self.directory.roles(job.guild_id) if self.directory and job.guild_id else None) or []
+        roles = (self.directory.guild_roles(job.guild_id) if self.directory and job.guild_id else None) or ()
         channels = {channel.channel_id: channel.name} if channel.name else {}
         if self.directory and job.guild_id and turn and _mentions_another_channel(job, channel, history):
             named = self.directory.channel_names(job.guild_id, turn.place, turn.config.privacy)
             channels = {**named, **channels}
         return MentionNames(
             users={**user_names(history), bot_user_id: bot_name},
-            roles={str(role.get("id")): str(role.get("name") or "") for role in roles if role.get("name")},
+            roles={role.id: role.name for role in roles if role.name},
             channels=channels,
         )
 

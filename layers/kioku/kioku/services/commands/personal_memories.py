@@ -122,14 +122,12 @@ def export(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
-    from kioku.discord.models import parse_user
-
     job = TurnJob(
         source=TurnSource.EXPORT,
         turn_id=interaction.id,
         channel_id=interaction.channel_id,
         guild_id=interaction.guild_id,
-        author=parse_user(invoker.model_dump()),
+        author=invoker,
         content="",
         interaction_token=interaction.token,
         application_id=interaction.application_id,
