@@ -859,11 +859,12 @@ def _check_budget(
 def _after_forget_all(written: Written, user_id: str) -> Written:
     """What forget-all leaves of ``written``: it erases memories about the person (server memories that
     name them too), the lines they wrote anywhere, and everything of their DM's short-term memory; a
-    server memory they only saved stays, linked to nobody. The summaries of servers' rows stay
+    server memory they only saved, or a personal memory they saved about someone else, stays, linked
+    to nobody (so they can no longer change it: TAMPERED). The summaries of servers' rows stay
     (docs/privacy.md)."""
     if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.subject_id == user_id:
         return replace(written, stored=False, gone=True)
-    if written.kind is Kind.SERVER_MEMORY and written.author_id == user_id:
+    if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.author_id == user_id:
         return replace(written, author_id="")
     if written.kind is Kind.MESSAGE and written.author_id == user_id:
         return replace(written, stored=False, gone=True)
