@@ -10,7 +10,8 @@ this channel's own dialogue (else: LEAK); every token the rules say it must see 
 (MISSING); nothing forgotten or rewritten may still be shown (STALE); only a memory's author or
 subject may change it, where it could be shown (TAMPERED); and no channel's name may reach the
 requests where that channel's memory could not be shown (NAMED), while a mention of one whose name
-the turn may read reads as that name (UNNAMED).
+the turn may read reads as that name (UNNAMED). A few DM turns are said in a group DM instead: the
+relay's decision must leave them unanswered (GROUP_DM), never answered as the speaker's DM.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from typing import Any, Final
 
 import pytest
 from bench.memory import faster_moto
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
@@ -40,6 +41,7 @@ from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.discord.models import parse_message
+from kioku.domain.addressing import decide_turn
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
@@ -550,7 +552,13 @@ def play(
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
             content += "".join(f" in <#{channel_id}>" for channel_id in plan.channel_mentions)
-            message = discord.user_says(speaker, plan.where, content, now, mention=mention)
+            message = discord.user_says(
+                speaker, plan.where, content, now, mention=mention, group_dm=plan.group_dm
+            )
+            if plan.group_dm:
+                event("a turn in a group DM")
+                problems += _check_group_dm(service, model, message, number, speaker.name, said)
+                continue
             revised = _memory_to_revise(plan, written)
             repeated = _memories_to_repeat(plan, written)
             if plan.make_private and plan.where.guild_id:
@@ -727,6 +735,20 @@ def _check(
         if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
             problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
     return problems
+
+
+def _check_group_dm(
+    service: TurnService, model: TokenWritingModel, message: dict[str, Any], number: int, name: str, said: str
+) -> list[str]:
+    """A message in a group DM is not answered (GROUP_DM): were it queued as the relay would, it
+    would be answered as its speaker's DM, their DM memory read out to the group."""
+    if not decide_turn(message, bot_user_id=BOT_ID, config=ServerConfig(guild_id=None)).answer:
+        return []
+    model.plan([])
+    first_request = len(model.requests)
+    service.run(relayed(message))
+    shown = sorted(tokens_in([r.messages for r in model.requests[first_request:]]) - {said})
+    return [f"GROUP_DM at turn {number}: {name}'s message in a group DM was answered, showing {shown}"]
 
 
 def _check_names(oracle: Oracle, plan: TurnPlan, number: int, requests: list[ChatRequest]) -> list[str]:
