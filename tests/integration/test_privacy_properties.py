@@ -90,6 +90,7 @@ from tests.integration.privacy_world import (
     scenarios,
     tokens_in,
 )
+from tests.integration.test_personal_memories import buttons, click, personal
 from tests.unit.stm_builders import USER
 
 TABLE_NAME: Final = "kioku-privacy-properties"
@@ -1355,6 +1356,37 @@ def _empty(table: KiokuTable) -> None:
 def test_a_forget_all_landing_between_the_keep_and_the_post_posts_no_notice_and_keeps_nothing(
     dynamodb, forgetter
 ):
+    with fresh_table(dynamodb) as table:
+        _forget_all_between_the_keep_and_the_post(
+            table,
+            forgetter,
+            lambda forgotten: forget_all(
+                forgotten, DynamoMemoryStore(table), StmStore(table), ledger=TurnLedger(table)
+            ),
+        )
+
+
+@pytest.mark.parametrize("forgetter", ["speaker", "subject"])
+def test_the_signed_forget_all_click_landing_between_the_keep_and_the_post_posts_no_notice(
+    interact, table, forgetter
+):
+    # The same race, the forget-all asked for and confirmed as Discord sends it, through
+    # InteractionsFunction (issue 26, item 10)
+    guild, channel = "200000000000000000", "300000000000000000"
+
+    def click_forget_all(forgotten: str) -> dict:
+        command = personal("memories", "forget-all", user=forgotten, guild=guild, channel=channel)
+        confirm = next(b for b in buttons(interact(command)) if b["label"] == "Forget everything")
+        done = interact(click(command, confirm["custom_id"]))
+        assert done["data"]["embeds"][0]["title"] == "Done", done
+        return done
+
+    _forget_all_between_the_keep_and_the_post(table, forgetter, click_forget_all)
+
+
+def _forget_all_between_the_keep_and_the_post(
+    table: KiokuTable, forgetter: str, land: Callable[[str], object]
+) -> None:
     # Given ann's turn saving a memory about bo: its outbox (reply and "Memory saved" notice) is kept
     guild, channel = "200000000000000000", "300000000000000000"
     ann, bo = (
@@ -1366,34 +1398,31 @@ def test_a_forget_all_landing_between_the_keep_and_the_post_posts_no_notice_and_
     )
     plan = TurnPlan(ann.user_id, Where(guild, channel), personal_about=bo.user_id)
     forgotten = ann.user_id if forgetter == "speaker" else bo.user_id
-    with fresh_table(dynamodb) as table:
-        _configure(ConfigStore(table), world)
-        discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
-        service = _service(table, discord, model, clock)
-        message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
-        planned = _tool_calls(plan, _tokens(), None)
-        model.plan([(call.name, call.arguments) for call in planned])
-        keep, landed = service.turns.keep, []
+    _configure(ConfigStore(table), world)
+    discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
+    service = _service(table, discord, model, clock)
+    message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
+    planned = _tool_calls(plan, _tokens(), None)
+    model.plan([(call.name, call.arguments) for call in planned])
+    keep, landed = service.turns.keep, []
 
-        def keep_then_forget(key, outbox, now):
-            kept = keep(key, outbox, now)
-            if kept and outbox.answered and not landed:  # the signed click lands right after the keep
-                landed.append(
-                    forget_all(forgotten, service.ltm_store, service.stm_store, ledger=TurnLedger(table))
-                )
-            return kept
+    def keep_then_forget(key, outbox, now):
+        kept = keep(key, outbox, now)
+        if kept and outbox.answered and not landed:  # forget-all lands right after the keep
+            landed.append(land(forgotten))
+        return kept
 
-        service.turns.keep = keep_then_forget
-        # When the turn goes on to post
-        record = service.run(relayed(message))
-        # Then no notice quoting the forgotten memory is posted, nothing is captured or kept
-        assert landed, "the forget-all never landed"
-        posted = [m for messages in discord.messages.values() for m in messages if m["id"] != message["id"]]
-        assert not [m for m in posted if m.get("embeds")], posted
-        assert len(posted) <= len(record.reply_ids) <= 1  # at most the one reply already on its way
-        assert service.run(relayed(message), redelivered=True).duplicate is True
-        items, _ = table.query(
-            "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
-        )
-        assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
-        assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]
+    service.turns.keep = keep_then_forget
+    # When the turn goes on to post
+    record = service.run(relayed(message))
+    # Then no notice quoting the forgotten memory is posted, nothing is captured or kept
+    assert landed, "the forget-all never landed"
+    posted = [m for messages in discord.messages.values() for m in messages if m["id"] != message["id"]]
+    assert not [m for m in posted if m.get("embeds")], posted
+    assert len(posted) <= len(record.reply_ids) <= 1  # at most the one reply already on its way
+    assert service.run(relayed(message), redelivered=True).duplicate is True
+    items, _ = table.query(
+        "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
+    )
+    assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
+    assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]
