@@ -261,7 +261,18 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
         )
         for u, name in enumerate(("ann", "bo", "cy", "di")[: draw(st.integers(2, 4))])
     )
+    if admin_settings:
+        guilds = [_reviewing(guild, users) for guild in guilds]
     return World(tuple(guilds), tuple(channels), users)
+
+
+def _reviewing(guild: Guild, users: Sequence[User]) -> Guild:
+    """Half of the guilds of worlds with admin settings review members' memories (their first member
+    owns and manages the guild), so that pending memories meet overrides and the bypass. Picked by a
+    hash, not drawn, so that the examples stay the worlds and turns drawn before."""
+    members = [user.user_id for user in users if guild.guild_id in user.guild_ids]
+    reviews = zlib.crc32(f"reviews {guild}".encode()) % 2 == 0
+    return replace(guild, owner_id=members[0] if members else None, reviews=reviews)
 
 
 @st.composite

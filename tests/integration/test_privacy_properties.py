@@ -563,6 +563,7 @@ def play(
             revised = _memory_to_revise(plan, written)
             repeated = _memories_to_repeat(plan, written)
             if plan.make_private and plan.where.guild_id:
+                event("a channel made private after a save")
                 _make_private(ConfigStore(table), oracle, plan.where.guild_id, repeated)
             planned = _tool_calls(
                 plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "", repeated
@@ -602,6 +603,8 @@ def play(
                     if call.token:
                         pending = result is not None and result.status == SaveStatus.PENDING_REVIEW
                         done = done or pending  # kept, but recalled nowhere until approved
+                        if pending:
+                            event("a memory awaiting review")
                         memory_id = result.data.get("memory_id") if done and result else None
                         new = Written(
                             call.token,
