@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -1183,7 +1184,10 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
     with fresh_table(client) as table:
         _configure(ConfigStore(table), world)
         discord, model = FakeDiscord(world), HostileModel()
-        service = _service(table, discord, model, clock := _Clock())
+        clock = _Clock()
+        # every other turn has room for a few memories only, and searches the rest: the search's
+        # results (whom each memory is about, its text) are read like every other message
+        services = (_service(table, discord, model, clock), _service(table, discord, model, clock, BUDGETED))
         new_token = _tokens()
         for number, plan in enumerate(scenario.turns):
             speaker = world.user(plan.speaker)
@@ -1191,7 +1195,9 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
             message = _hostile_message(discord, speaker, plan.where, hostile, number, clock.tick())
             planned = _tool_calls(plan, new_token, _memory_to_revise(plan, written))
             model.reply = hostile.written[number]
-            model.plan([(call.name, _hostile_arguments(call, hostile.written[number])) for call in planned])
+            calls = [(call.name, _hostile_arguments(call, hostile.written[number])) for call in planned]
+            model.plan(calls + ([SEARCH_EVERYTHING] if number % 2 else []))
+            service = services[number % 2]
             first = len(model.requests)
 
             record = service.run(relayed(message))
@@ -1199,6 +1205,8 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
             for request in model.requests[first:]:
                 kinds = record.context_kinds + ["tool round"] * len(request.messages)
                 for kind, sent in zip(kinds, request.messages, strict=False):
+                    if sent.get("role") == "tool" and '"memories":' in str(sent.get("content")):
+                        event("a search's results read")
                     for text in _texts_of(sent):
                         problems += [f"FORGED at turn {number} in the {kind}: {f}" for f in forgeries(text)]
                         if reach is not None:
@@ -1255,10 +1263,10 @@ def _hostile_arguments(call: _Call, text: str) -> dict[str, Any]:
 
 
 def _texts_of(message: dict[str, Any]) -> list[str]:
-    """The text the model reads in one message of a request (a tool's result and a tool call are
-    not the context builder's: the call is the model's own, the result JSON)."""
+    """The text the model reads in one message of a request: a tool's result, every string of its
+    JSON (a search's names and memories); not a tool call, the model's own."""
     if message.get("role") == "tool":
-        return []
+        return list(_strings_in(json.loads(message.get("content") or "null")))
     content = message.get("content")
     if isinstance(content, str):
         return [content, message.get("name") or ""]
@@ -1274,6 +1282,17 @@ _HOSTILE_PARTS: Final = {
     "reply": "Replying to @",
     "reaction": "Reactions: ",
 }
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_in(item)
 
 
 def _hostile_parts(text: str) -> list[str]:
