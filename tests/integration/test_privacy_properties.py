@@ -29,7 +29,7 @@ from typing import Any, Final
 
 import pytest
 from bench.memory import faster_moto
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
@@ -558,13 +558,13 @@ def play(
                 speaker, plan.where, content, now, mention=mention, group_dm=plan.group_dm
             )
             if plan.group_dm:
-                event("a turn in a group DM")
+                _count("a turn in a group DM")
                 problems += _check_group_dm(service, model, message, number, speaker.name, said)
                 continue
             revised = _memory_to_revise(plan, written)
             repeated = _memories_to_repeat(plan, written)
             if plan.make_private and plan.where.guild_id:
-                event("a channel made private after a save")
+                _count("a channel made private after a save")
                 _make_private(ConfigStore(table), oracle, plan.where.guild_id, repeated)
             planned = _tool_calls(
                 plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "", repeated
@@ -605,7 +605,7 @@ def play(
                         pending = result is not None and result.status == SaveStatus.PENDING_REVIEW
                         done = done or pending  # kept, but recalled nowhere until approved
                         if pending:
-                            event("a memory awaiting review")
+                            _count("a memory awaiting review")
                         memory_id = result.data.get("memory_id") if done and result else None
                         new = Written(
                             call.token,
@@ -670,6 +670,12 @@ def play(
                         rewritten = replace(rewritten, private_then=target.private_then)
                     written.append(replace(rewritten, where=where))
     return problems
+
+
+def _count(label: str) -> None:
+    """Count ``label`` in a property's statistics (a plain test playing a scenario keeps none)."""
+    if currently_in_test_context():
+        event(label)
 
 
 def _service(
@@ -1206,7 +1212,7 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
                 kinds = record.context_kinds + ["tool round"] * len(request.messages)
                 for kind, sent in zip(kinds, request.messages, strict=False):
                     if sent.get("role") == "tool" and '"memories":' in str(sent.get("content")):
-                        event("a search's results read")
+                        _count("a search's results read")
                     for text in _texts_of(sent):
                         problems += [f"FORGED at turn {number} in the {kind}: {f}" for f in forgeries(text)]
                         if reach is not None:
