@@ -54,6 +54,8 @@ _GUILD_BASE: Final = 200_000_000_000_000_000
 _CHANNEL_BASE: Final = 300_000_000_000_000_000
 _USER_BASE: Final = 400_000_000_000_000_000
 _DM_BASE: Final = 500_000_000_000_000_000
+GROUP_DM: Final = str(_DM_BASE + 99)
+"""The one group DM of a world, where all its people are."""
 _MESSAGE_BASE: Final = 600_000_000_000_000_000
 TOKEN: Final = re.compile(r"TOK[MSGP]\d{4}")
 CHANNEL_NAME: Final = re.compile(r"room-(\d{2})")
@@ -172,6 +174,9 @@ class TurnPlan:
     index, modulo how many there are; a personal one about the same person)."""
     make_private: bool = False
     """Before the message, a manager makes the channel the repeated memory was said in private."""
+    group_dm: bool = False
+    """A turn of the speaker's DM said instead in a group DM (no server, ``channel_type`` 3) with the
+    others of the world: the relay must not answer it, least of all as the speaker's DM."""
 
 
 @dataclass(frozen=True)
@@ -256,7 +261,18 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
         )
         for u, name in enumerate(("ann", "bo", "cy", "di")[: draw(st.integers(2, 4))])
     )
+    if admin_settings:
+        guilds = [_reviewing(guild, users) for guild in guilds]
     return World(tuple(guilds), tuple(channels), users)
+
+
+def _reviewing(guild: Guild, users: Sequence[User]) -> Guild:
+    """Half of the guilds of worlds with admin settings review members' memories (their first member
+    owns and manages the guild), so that pending memories meet overrides and the bypass. Picked by a
+    hash, not drawn, so that the examples stay the worlds and turns drawn before."""
+    members = [user.user_id for user in users if guild.guild_id in user.guild_ids]
+    reviews = zlib.crc32(f"reviews {guild}".encode()) % 2 == 0
+    return replace(guild, owner_id=members[0] if members else None, reviews=reviews)
 
 
 @st.composite
@@ -348,7 +364,12 @@ def scenarios(
         st.lists(turn_plans(world, bypass_switches=bypass_switches), min_size=turns[0], max_size=turns[1])
     )
     picked = tuple(
-        replace(plan, channel_mentions=_picked_channels(world, plan, n)) for n, plan in enumerate(plans)
+        replace(
+            plan,
+            channel_mentions=_picked_channels(world, plan, n),
+            group_dm=plan.where.guild_id is None and zlib.crc32(f"group {n} {plan}".encode()) % 4 == 0,
+        )
+        for n, plan in enumerate(plans)
     )
     return Scenario(world, picked)
 
@@ -391,12 +412,21 @@ class FakeDiscord:
         """While set, every message post is refused (HTTP 500): a turn's reply is left unfinished."""
 
     def user_says(
-        self, user: User, where: Where, content: str, at: datetime, mention: User | None = None
+        self,
+        user: User,
+        where: Where,
+        content: str,
+        at: datetime,
+        mention: User | None = None,
+        *,
+        group_dm: bool = False,
     ) -> dict[str, Any]:
-        """A person's message in ``where``, as the gateway hands it to the relay."""
+        """A person's message in ``where``, as the gateway hands it to the relay (``group_dm``: in a
+        group DM instead, a channel with no server of type 3)."""
+        channel_id = GROUP_DM if group_dm else where.channel_id
         message: dict[str, Any] = {
             "id": self._new_id(at),
-            "channel_id": where.channel_id,
+            "channel_id": channel_id,
             "author": user.as_discord(),
             "content": content,
             "timestamp": at.isoformat(),
@@ -409,8 +439,8 @@ class FakeDiscord:
             message["guild_id"] = where.guild_id
             message["member"] = {"nick": None, "roles": []}
         else:
-            message["channel_type"] = 1  # the bot's DM, as the gateway names it
-        self.messages.setdefault(where.channel_id, []).append(message)
+            message["channel_type"] = 3 if group_dm else 1  # a group DM, or the bot's DM
+        self.messages.setdefault(channel_id, []).append(message)
         return copy.deepcopy(message)
 
     def _new_id(self, at: datetime | None = None) -> str:

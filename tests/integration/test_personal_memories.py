@@ -229,9 +229,10 @@ def test_forget_all_asks_first_then_deletes_everything_and_reports_the_counts(in
     confirm = next(b for b in buttons(asked) if b["label"] == "Forget everything")
     assert ltm.memories_of(ScopeKind.PERSONAL, ALICE)  # asking deletes nothing
     assert "server memories that name you too" in shown(asked)
-    assert "Server memories you saved that do not name you stay for their server, without your name" in (
-        shown(asked)
-    )
+    assert (
+        "Memories you saved that are not about you (about someone else, or server memories that do not "
+        "name you) stay, without your name"
+    ) in shown(asked)
     done = interact(click(command, confirm["custom_id"]))
     # Then everything of hers is gone and the reported counts are what was deleted
     assert done["type"] == 7 and done["data"]["components"] == []
@@ -327,6 +328,33 @@ def test_forget_all_deletes_the_server_memories_that_name_me_and_unnames_those_i
     )
     assert {memory.memory_id for memory in recalled.server} == {rules, bobs}
     assert memory_control.forget_all(fakes.ALICE.user_id, ltm, stm, ledger=TurnLedger(table)).nothing
+
+
+def stored_outside_the_partition_of(user_id: str, table) -> list[dict]:
+    """Every item of the table, but those in ``user_id``'s own partition, that holds their id."""
+    items = boto3.client("dynamodb").scan(TableName=table.name)["Items"]
+    return [item for item in items if user_id in json.dumps(item) and item["pk"]["S"] != f"USER#{user_id}"]
+
+
+def test_forget_all_unlinks_the_personal_memories_i_saved_about_someone_else(interact, ltm, stm, table):
+    # Given a memory about Bob that Alice saved (issue 26, item 9: Victor's about Ben)
+    about_bob = save(ltm, BOB, "{user} is allergic to nuts", by=ALICE, where=IN_GENERAL)
+    assert stored_outside_the_partition_of(ALICE, table)  # the memory, its book entry, its guard
+    # When Alice forgets everything
+    report = memory_control.forget_all(ALICE, ltm, stm, ledger=TurnLedger(table))
+    # Then Bob keeps it, saved by someone who asked to be forgotten, recalled where it was
+    listed = fields_by_id(interact(personal("memories", "list", user=BOB)))[about_bob]
+    assert "allergic to nuts" in listed and "saved by someone who asked to be forgotten" in listed
+    assert report.unnamed == 1
+    recalled = ltm.recall(GUILD, 1, [BOB], place=Place(GUILD, GENERAL), policy=PrivacyPolicy(GUILD))
+    assert [memory.memory_id for memory in recalled.personal[BOB]] == [about_bob]
+    # and nothing outside her own partition keeps her id: not the memory, its book entry or its guard
+    assert stored_outside_the_partition_of(ALICE, table) == []
+    # while Bob can still forget it, and the same fact said again is saved as usual
+    assert save(ltm, BOB, "{user} is allergic to nuts", by=ALICE, where=IN_GENERAL) != about_bob
+    forgotten = interact(personal("memories", "forget", user=BOB, memory_id=int(about_bob)))
+    assert "Forgotten" in forgotten["data"]["content"]
+    assert memory_control.forget_all(ALICE, ltm, stm, ledger=TurnLedger(table)).unnamed == 1
 
 
 def test_forget_deletes_a_listed_server_memory_about_me_and_no_other(interact, ltm):

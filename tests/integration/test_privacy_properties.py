@@ -10,13 +10,15 @@ this channel's own dialogue (else: LEAK); every token the rules say it must see 
 (MISSING); nothing forgotten or rewritten may still be shown (STALE); only a memory's author or
 subject may change it, where it could be shown (TAMPERED); and no channel's name may reach the
 requests where that channel's memory could not be shown (NAMED), while a mention of one whose name
-the turn may read reads as that name (UNNAMED).
+the turn may read reads as that name (UNNAMED). A few DM turns are said in a group DM instead: the
+relay's decision must leave them unanswered (GROUP_DM), never answered as the speaker's DM.
 """
 
 from __future__ import annotations
 
 import copy
 import itertools
+import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
@@ -27,7 +29,7 @@ from typing import Any, Final
 
 import pytest
 from bench.memory import faster_moto
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
@@ -40,6 +42,7 @@ from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.discord.models import parse_message
+from kioku.domain.addressing import decide_turn
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
@@ -88,6 +91,7 @@ from tests.integration.privacy_world import (
     scenarios,
     tokens_in,
 )
+from tests.integration.test_personal_memories import buttons, click, personal
 from tests.unit.stm_builders import USER
 
 TABLE_NAME: Final = "kioku-privacy-properties"
@@ -550,10 +554,17 @@ def play(
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
             content += "".join(f" in <#{channel_id}>" for channel_id in plan.channel_mentions)
-            message = discord.user_says(speaker, plan.where, content, now, mention=mention)
+            message = discord.user_says(
+                speaker, plan.where, content, now, mention=mention, group_dm=plan.group_dm
+            )
+            if plan.group_dm:
+                _count("a turn in a group DM")
+                problems += _check_group_dm(service, model, message, number, speaker.name, said)
+                continue
             revised = _memory_to_revise(plan, written)
             repeated = _memories_to_repeat(plan, written)
             if plan.make_private and plan.where.guild_id:
+                _count("a channel made private after a save")
                 _make_private(ConfigStore(table), oracle, plan.where.guild_id, repeated)
             planned = _tool_calls(
                 plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "", repeated
@@ -593,6 +604,8 @@ def play(
                     if call.token:
                         pending = result is not None and result.status == SaveStatus.PENDING_REVIEW
                         done = done or pending  # kept, but recalled nowhere until approved
+                        if pending:
+                            _count("a memory awaiting review")
                         memory_id = result.data.get("memory_id") if done and result else None
                         new = Written(
                             call.token,
@@ -657,6 +670,12 @@ def play(
                         rewritten = replace(rewritten, private_then=target.private_then)
                     written.append(replace(rewritten, where=where))
     return problems
+
+
+def _count(label: str) -> None:
+    """Count ``label`` in a property's statistics (a plain test playing a scenario keeps none)."""
+    if currently_in_test_context():
+        event(label)
 
 
 def _service(
@@ -727,6 +746,20 @@ def _check(
         if w.token not in seen and oracle.must_show(w, probe, newest_summary=newest):
             problems.append(f"MISSING at {where} did not see {_origin(oracle, w)}")
     return problems
+
+
+def _check_group_dm(
+    service: TurnService, model: TokenWritingModel, message: dict[str, Any], number: int, name: str, said: str
+) -> list[str]:
+    """A message in a group DM is not answered (GROUP_DM): were it queued as the relay would, it
+    would be answered as its speaker's DM, their DM memory read out to the group."""
+    if not decide_turn(message, bot_user_id=BOT_ID, config=ServerConfig(guild_id=None)).answer:
+        return []
+    model.plan([])
+    first_request = len(model.requests)
+    service.run(relayed(message))
+    shown = sorted(tokens_in([r.messages for r in model.requests[first_request:]]) - {said})
+    return [f"GROUP_DM at turn {number}: {name}'s message in a group DM was answered, showing {shown}"]
 
 
 def _check_names(oracle: Oracle, plan: TurnPlan, number: int, requests: list[ChatRequest]) -> list[str]:
@@ -859,11 +892,12 @@ def _check_budget(
 def _after_forget_all(written: Written, user_id: str) -> Written:
     """What forget-all leaves of ``written``: it erases memories about the person (server memories that
     name them too), the lines they wrote anywhere, and everything of their DM's short-term memory; a
-    server memory they only saved stays, linked to nobody. The summaries of servers' rows stay
+    server memory they only saved, or a personal memory they saved about someone else, stays, linked
+    to nobody (so they can no longer change it: TAMPERED). The summaries of servers' rows stay
     (docs/privacy.md)."""
     if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.subject_id == user_id:
         return replace(written, stored=False, gone=True)
-    if written.kind is Kind.SERVER_MEMORY and written.author_id == user_id:
+    if written.kind in (Kind.PERSONAL_MEMORY, Kind.SERVER_MEMORY) and written.author_id == user_id:
         return replace(written, author_id="")
     if written.kind is Kind.MESSAGE and written.author_id == user_id:
         return replace(written, stored=False, gone=True)
@@ -1156,7 +1190,10 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
     with fresh_table(client) as table:
         _configure(ConfigStore(table), world)
         discord, model = FakeDiscord(world), HostileModel()
-        service = _service(table, discord, model, clock := _Clock())
+        clock = _Clock()
+        # every other turn has room for a few memories only, and searches the rest: the search's
+        # results (whom each memory is about, its text) are read like every other message
+        services = (_service(table, discord, model, clock), _service(table, discord, model, clock, BUDGETED))
         new_token = _tokens()
         for number, plan in enumerate(scenario.turns):
             speaker = world.user(plan.speaker)
@@ -1164,7 +1201,9 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
             message = _hostile_message(discord, speaker, plan.where, hostile, number, clock.tick())
             planned = _tool_calls(plan, new_token, _memory_to_revise(plan, written))
             model.reply = hostile.written[number]
-            model.plan([(call.name, _hostile_arguments(call, hostile.written[number])) for call in planned])
+            calls = [(call.name, _hostile_arguments(call, hostile.written[number])) for call in planned]
+            model.plan(calls + ([SEARCH_EVERYTHING] if number % 2 else []))
+            service = services[number % 2]
             first = len(model.requests)
 
             record = service.run(relayed(message))
@@ -1172,6 +1211,8 @@ def play_hostile(hostile: HostileScenario, client, reach: Counter[str] | None = 
             for request in model.requests[first:]:
                 kinds = record.context_kinds + ["tool round"] * len(request.messages)
                 for kind, sent in zip(kinds, request.messages, strict=False):
+                    if sent.get("role") == "tool" and '"memories":' in str(sent.get("content")):
+                        _count("a search's results read")
                     for text in _texts_of(sent):
                         problems += [f"FORGED at turn {number} in the {kind}: {f}" for f in forgeries(text)]
                         if reach is not None:
@@ -1228,10 +1269,10 @@ def _hostile_arguments(call: _Call, text: str) -> dict[str, Any]:
 
 
 def _texts_of(message: dict[str, Any]) -> list[str]:
-    """The text the model reads in one message of a request (a tool's result and a tool call are
-    not the context builder's: the call is the model's own, the result JSON)."""
+    """The text the model reads in one message of a request: a tool's result, every string of its
+    JSON (a search's names and memories); not a tool call, the model's own."""
     if message.get("role") == "tool":
-        return []
+        return list(_strings_in(json.loads(message.get("content") or "null")))
     content = message.get("content")
     if isinstance(content, str):
         return [content, message.get("name") or ""]
@@ -1247,6 +1288,17 @@ _HOSTILE_PARTS: Final = {
     "reply": "Replying to @",
     "reaction": "Reactions: ",
 }
+
+
+def _strings_in(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _strings_in(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings_in(item)
 
 
 def _hostile_parts(text: str) -> list[str]:
@@ -1332,6 +1384,37 @@ def _empty(table: KiokuTable) -> None:
 def test_a_forget_all_landing_between_the_keep_and_the_post_posts_no_notice_and_keeps_nothing(
     dynamodb, forgetter
 ):
+    with fresh_table(dynamodb) as table:
+        _forget_all_between_the_keep_and_the_post(
+            table,
+            forgetter,
+            lambda forgotten: forget_all(
+                forgotten, DynamoMemoryStore(table), StmStore(table), ledger=TurnLedger(table)
+            ),
+        )
+
+
+@pytest.mark.parametrize("forgetter", ["speaker", "subject"])
+def test_the_signed_forget_all_click_landing_between_the_keep_and_the_post_posts_no_notice(
+    interact, table, forgetter
+):
+    # The same race, the forget-all asked for and confirmed as Discord sends it, through
+    # InteractionsFunction (issue 26, item 10)
+    guild, channel = "200000000000000000", "300000000000000000"
+
+    def click_forget_all(forgotten: str) -> dict:
+        command = personal("memories", "forget-all", user=forgotten, guild=guild, channel=channel)
+        confirm = next(b for b in buttons(interact(command)) if b["label"] == "Forget everything")
+        done = interact(click(command, confirm["custom_id"]))
+        assert done["data"]["embeds"][0]["title"] == "Done", done
+        return done
+
+    _forget_all_between_the_keep_and_the_post(table, forgetter, click_forget_all)
+
+
+def _forget_all_between_the_keep_and_the_post(
+    table: KiokuTable, forgetter: str, land: Callable[[str], object]
+) -> None:
     # Given ann's turn saving a memory about bo: its outbox (reply and "Memory saved" notice) is kept
     guild, channel = "200000000000000000", "300000000000000000"
     ann, bo = (
@@ -1343,34 +1426,31 @@ def test_a_forget_all_landing_between_the_keep_and_the_post_posts_no_notice_and_
     )
     plan = TurnPlan(ann.user_id, Where(guild, channel), personal_about=bo.user_id)
     forgotten = ann.user_id if forgetter == "speaker" else bo.user_id
-    with fresh_table(dynamodb) as table:
-        _configure(ConfigStore(table), world)
-        discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
-        service = _service(table, discord, model, clock)
-        message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
-        planned = _tool_calls(plan, _tokens(), None)
-        model.plan([(call.name, call.arguments) for call in planned])
-        keep, landed = service.turns.keep, []
+    _configure(ConfigStore(table), world)
+    discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
+    service = _service(table, discord, model, clock)
+    message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
+    planned = _tool_calls(plan, _tokens(), None)
+    model.plan([(call.name, call.arguments) for call in planned])
+    keep, landed = service.turns.keep, []
 
-        def keep_then_forget(key, outbox, now):
-            kept = keep(key, outbox, now)
-            if kept and outbox.answered and not landed:  # the signed click lands right after the keep
-                landed.append(
-                    forget_all(forgotten, service.ltm_store, service.stm_store, ledger=TurnLedger(table))
-                )
-            return kept
+    def keep_then_forget(key, outbox, now):
+        kept = keep(key, outbox, now)
+        if kept and outbox.answered and not landed:  # forget-all lands right after the keep
+            landed.append(land(forgotten))
+        return kept
 
-        service.turns.keep = keep_then_forget
-        # When the turn goes on to post
-        record = service.run(relayed(message))
-        # Then no notice quoting the forgotten memory is posted, nothing is captured or kept
-        assert landed, "the forget-all never landed"
-        posted = [m for messages in discord.messages.values() for m in messages if m["id"] != message["id"]]
-        assert not [m for m in posted if m.get("embeds")], posted
-        assert len(posted) <= len(record.reply_ids) <= 1  # at most the one reply already on its way
-        assert service.run(relayed(message), redelivered=True).duplicate is True
-        items, _ = table.query(
-            "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
-        )
-        assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
-        assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]
+    service.turns.keep = keep_then_forget
+    # When the turn goes on to post
+    record = service.run(relayed(message))
+    # Then no notice quoting the forgotten memory is posted, nothing is captured or kept
+    assert landed, "the forget-all never landed"
+    posted = [m for messages in discord.messages.values() for m in messages if m["id"] != message["id"]]
+    assert not [m for m in posted if m.get("embeds")], posted
+    assert len(posted) <= len(record.reply_ids) <= 1  # at most the one reply already on its way
+    assert service.run(relayed(message), redelivered=True).duplicate is True
+    items, _ = table.query(
+        "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
+    )
+    assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
+    assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]

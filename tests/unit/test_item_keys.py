@@ -20,6 +20,8 @@ from kioku.adapters.dynamodb.keys import (
     KeyRange,
     age_shard,
     attempts_key,
+    author_note_key,
+    author_note_range,
     book_key,
     channel_row_range,
     counter_key,
@@ -32,6 +34,7 @@ from kioku.adapters.dynamodb.keys import (
     lines_note_range,
     memory_key,
     memory_range,
+    noted_owner,
     noted_row,
     noted_server,
     outbox_key,
@@ -72,6 +75,7 @@ def test_every_key_is_spelled_as_the_data_model_says():
         stm_row_key(dm_row),
         lines_note_key("7", stm_row_key(guild_row)),
         server_note_key("7", "9"),
+        author_note_key("7", "8"),
         memory_key(ScopeKind.SERVER, "9", "12345"),
         memory_key(ScopeKind.PERSONAL, "7", "12345"),
         guard_key(server_scope, "f00d", "s"),
@@ -91,6 +95,7 @@ def test_every_key_is_spelled_as_the_data_model_says():
         ("STM#U#7", "DM#P#kioku"),
         ("USER#7", "STMLINES#STM#S#9|C#100#P#kioku"),
         ("USER#7", "SERVERLTM#9"),
+        ("USER#7", "SAVEDABOUT#8"),
         ("LTM#S#9", "M#12345"),
         ("USER#7", "M#12345"),
         ("LTM#S#9", "H#2#s#f00d"),
@@ -209,6 +214,7 @@ ENTITIES: dict[str, Callable[[Ids], ItemKey]] = {
     "DM row": lambda ids: stm_row_key(StmAddress.of(None, ids.user, ids.channel, ids.persona)),
     "raw-lines note": lambda ids: lines_note_key(ids.user, stm_row_key(_guild_row(ids))),
     "server-memory note": lambda ids: server_note_key(ids.user, ids.server),
+    "author note": lambda ids: author_note_key(ids.user, ids.server),
     **{
         f"{kind.value} {name}": make
         for kind in ScopeKind
@@ -240,6 +246,9 @@ QUERIES = {
     ),
     "a person's server-memory notes": Query(
         lambda ids: server_note_range(ids.user), "server-memory note", lambda q, k: q.user == k.user
+    ),
+    "a person's author notes": Query(
+        lambda ids: author_note_range(ids.user), "author note", lambda q, k: q.user == k.user
     ),
     **{
         f"an owner's {kind.value} memories": Query(
@@ -287,6 +296,7 @@ def test_a_note_names_the_item_it_notes_and_a_pointer_its_outbox(ids):
     row = stm_row_key(_guild_row(ids))
     assert noted_row(lines_note_key(ids.user, row)) == row
     assert noted_server(server_note_key(ids.user, ids.server)) == ids.server
+    assert noted_owner(author_note_key(ids.user, ids.server)) == ids.server
     pointer = outbox_key(ids.user, ids.source, ids.turn)
     assert pointed_outbox(pointer, ids.server) == outbox_key(ids.server, ids.source, ids.turn)
 

@@ -53,7 +53,8 @@ class ForgetAllReport:
     dm_rows: int = 0
     lines: int = 0
     unnamed: int = 0
-    """Server memories they saved that do not name them: kept for the server, without their name."""
+    """Memories they saved that are not about them (about someone else, or server memories that do
+    not name them): kept, without their name."""
 
     @property
     def nothing(self) -> bool:
@@ -95,7 +96,7 @@ def forget_all(
     now: datetime | None = None,
 ) -> ForgetAllReport:
     """Every long-term memory about ``user_id`` (server memories that name them too), the author link
-    of the server memories they saved, their DM rows, and every raw line they wrote; first the mark
+    of the memories they saved about others or their server, their DM rows, and every raw line they wrote; first the mark
     that they forgot at ``now`` (so no turn answering what they said before can store it again) and
     the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
@@ -103,7 +104,8 @@ def forget_all(
     for _ in range(MAX_FORGET_ROUNDS):
         personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)
         servers = ltm_store.server_memories_naming(user_id)
-        if not personal and not servers:
+        saved_about_others = ltm_store.personal_memories_saved_by(user_id)
+        if not personal and not servers and not saved_about_others:
             break
         for memory in personal:
             try:
@@ -125,6 +127,16 @@ def forget_all(
                     settled = False  # the next round reads it again, through the note kept
             if settled:
                 ltm_store.drop_server_note(user_id, guild_id)
+        for owner_id, saved in saved_about_others.items():
+            settled = True
+            for memory in saved:
+                try:
+                    ltm_store.forget_author(memory)
+                    unnamed += 1
+                except MemoryNotFound:
+                    settled = False  # the next round reads it again, through the note kept
+            if settled:
+                ltm_store.drop_author_note(user_id, owner_id)
     lines = stm_store.forget_lines_of(user_id)
     dm_rows = stm_store.delete_dm_rows_of(user_id)
     return ForgetAllReport(memories=memories, dm_rows=dm_rows, lines=lines, unnamed=unnamed)

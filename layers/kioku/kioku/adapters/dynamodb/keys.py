@@ -11,6 +11,8 @@ read, and the partitions of the indexes. The stores build every key here and now
                                                                (turn_repository)
                             STMLINES#{row pk}|{row sk}         a row holding their raw lines (stm_store)
                             SERVERLTM#{server}                 a server whose memories name them (ltm_store)
+                            SAVEDABOUT#{user}                  someone they saved personal memories
+                                                               about (ltm_store)
                             M#{id}, H#{lineage}#{domain}#{fingerprint}, COUNT, LTM#BOOK#L{lineage}[#{shard}]
                                                                their personal memories (ltm_store)
     LTM#S#{server}          M#{id}, H#…, COUNT, BOOK#L{lineage}[#{shard}]   server memories (ltm_store)
@@ -51,6 +53,7 @@ RATE_PREFIX: Final = "RATE#"
 OUTBOX_PREFIX: Final = "OUTBOX#"
 LINES_NOTE_PREFIX: Final = "STMLINES#"
 SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
+AUTHOR_NOTE_PREFIX: Final = "SAVEDABOUT#"
 MEMORY_PREFIX: Final = "M#"
 GUARD_PREFIX: Final = "H#"
 COUNTER: Final = "COUNT"
@@ -290,3 +293,17 @@ def server_note_range(user_id: str) -> KeyRange:
 def noted_server(note: ItemKey) -> str:
     """The server a ``server_note_key`` note names."""
     return note.sk[len(SERVER_NOTE_PREFIX) :]
+
+
+def author_note_key(author_id: str, owner_id: str) -> ItemKey:
+    """The note, in a person's partition, that they saved personal memories about ``owner_id``."""
+    return ItemKey(user_pk(author_id), f"{AUTHOR_NOTE_PREFIX}{owner_id}")
+
+
+def author_note_range(author_id: str) -> KeyRange:
+    return KeyRange(user_pk(author_id), AUTHOR_NOTE_PREFIX)
+
+
+def noted_owner(note: ItemKey) -> str:
+    """The person an ``author_note_key`` note names."""
+    return note.sk[len(AUTHOR_NOTE_PREFIX) :]

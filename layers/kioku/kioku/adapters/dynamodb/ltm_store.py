@@ -14,7 +14,8 @@ beside their profile. An owner's partition holds:
 - the counter (``keys.counter_key``): ``n_{lineage}`` per lineage; a person's also carries a ``version``.
 - on a person, a note per server whose memories name them (``keys.server_note_key``: saved by
   them, or about them), put by every write that names them, so forget-all and the export find a
-  person's server memories without a scan.
+  person's server memories without a scan; and a note per person they saved a personal memory
+  about (``keys.author_note_key``), so forget-all finds the author link it must remove.
 - the recall book of each scope, in shards (``keys.book_key``): one top-level attribute ``m{memory_id}`` per memory,
   ``{c: content, u: updated_at, a: author_id, o: origin, s: subject_id, v: embedding}``, and ``k``, the shard's
   number of entries; the origin (``guild/channel/parent/flags``) is what recall's privacy rules
@@ -55,12 +56,15 @@ from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, Transact
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import (
     ItemKey,
+    author_note_key,
+    author_note_range,
     book_key,
     counter_key,
     guard_key,
     index_by_key,
     memory_key,
     memory_range,
+    noted_owner,
     noted_server,
     server_note_key,
     server_note_range,
@@ -432,7 +436,7 @@ class DynamoMemoryStore:
                 },
             ),
             "book": self._write_entry(updated),
-            **self._server_notes(updated),
+            **self._notes(updated),
         }
         if said_at is not None:
             operations.update(self._not_forgotten(updated.author_id, updated.scope, said_at))
@@ -547,18 +551,55 @@ class DynamoMemoryStore:
         """Forget that memories of ``guild_id`` name ``user_id`` (once none does)."""
         self._guarded(self._table.delete, server_note_key(user_id, guild_id))
 
+    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]:
+        """By person, every personal memory about someone else that ``user_id`` saved, found through
+        their notes (one query of them, one of each noted person's partition)."""
+        found: dict[str, list[Memory]] = {}
+        start_key: Cursor | None = None
+        while True:
+            items, start_key = self._guarded(
+                self._table.query_range, author_note_range(user_id), consistent=True, start_key=start_key
+            )
+            for item in items:
+                owner = noted_owner(ItemKey.of(item))
+                found[owner] = [
+                    memory
+                    for memory in self.memories_of(ScopeKind.PERSONAL, owner)
+                    if memory.author_id == user_id
+                ]
+            if start_key is None:
+                return found
+
+    def drop_author_note(self, user_id: str, owner_id: str) -> None:
+        """Forget that ``user_id`` saved personal memories about ``owner_id`` (once none is theirs)."""
+        self._guarded(self._table.delete, author_note_key(user_id, owner_id))
+
     def forget_author(self, memory: Memory) -> Memory:
         """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
-        since it was read."""
+        since it was read. A guard whose key names the author (a personal memory someone else saved:
+        ``duplicate_domain``) is given back, the memory left unguarded, so no key keeps their id."""
         anonymous = replace(memory, author_id=NO_AUTHOR)
+        released = (
+            self._release_guard(memory) if anonymous.duplicate_domain != memory.duplicate_domain else {}
+        )
+        update, names = "SET #author_id = :no_author", ["#author_id", "#fingerprint"]
+        condition = "#fingerprint = :read_fingerprint AND #author_id = :read_author"
+        values: dict[str, Any] = {":no_author": NO_AUTHOR, ":read_author": memory.author_id}
+        if released:
+            anonymous = replace(anonymous, holds_guard=False)
+            update += ", #unguarded = :true"
+            condition += f" AND {_guard_state(memory)}"
+            names.append("#unguarded")
+            values[":true"] = True
         return self._rewrite(
             memory,
             anonymous,
-            "SET #author_id = :no_author",
-            condition="#fingerprint = :read_fingerprint AND #author_id = :read_author",
-            names=("#author_id", "#fingerprint"),
-            values={":no_author": NO_AUTHOR, ":read_author": memory.author_id},
+            update,
+            condition=condition,
+            names=names,
+            values=values,
             refused=f"memory #{memory.memory_id} changed or was deleted",
+            also=list(released.values()),
         )
 
     def tag_for_review(self, memory: Memory) -> Memory:
@@ -605,10 +646,11 @@ class DynamoMemoryStore:
         names: Sequence[str],
         values: dict[str, Any],
         refused: str,
+        also: Sequence[dict[str, Any]] = (),
     ) -> Memory:
         """Update ``memory``'s item (only while it is what was read: ``condition`` may use
-        ``:read_fingerprint``) and its book entry, as ``rewritten``, in one transaction; raises
-        ``MemoryNotFound`` with ``refused`` when the condition fails."""
+        ``:read_fingerprint``) and its book entry, as ``rewritten``, in one transaction with ``also``;
+        raises ``MemoryNotFound`` with ``refused`` when the condition fails."""
         operations = [
             self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
@@ -618,6 +660,7 @@ class DynamoMemoryStore:
                 values={**values, ":read_fingerprint": memory.fingerprint},
             ),
             self._write_entry(rewritten),
+            *also,
         ]
         try:
             self._transact_retrying(operations)
@@ -754,7 +797,7 @@ class DynamoMemoryStore:
                 ":capacity": self.layout.capacity,
             },
         )
-        operations.update(self._server_notes(draft.saved_as(memory_id)))
+        operations.update(self._notes(draft.saved_as(memory_id)))
         return operations
 
     def _not_forgotten(
@@ -767,10 +810,17 @@ class DynamoMemoryStore:
             parts["subject_not_forgotten"] = op_not_forgotten_since(self._table, scope.owner_id, said_at)
         return parts
 
-    def _server_notes(self, memory: Memory) -> dict[str, dict[str, Any]]:
-        """Notes, for whoever a server memory names (its author, its subject), that it exists."""
+    def _notes(self, memory: Memory) -> dict[str, dict[str, Any]]:
+        """Notes, for whoever a server memory names (its author, its subject), that it exists; for
+        the author of a personal memory about someone else, whom it is about."""
         if memory.scope.kind is not ScopeKind.SERVER:
-            return {}
+            if not memory.author_id or memory.author_id == memory.scope.owner_id:
+                return {}
+            return {
+                "note_0": self._table.op_put(
+                    author_note_key(memory.author_id, memory.scope.owner_id).as_item()
+                )
+            }
         people = dict.fromkeys(person for person in (memory.author_id, memory.subject_id) if person)
         return {
             f"note_{n}": self._table.op_put(server_note_key(person, memory.scope.owner_id).as_item())

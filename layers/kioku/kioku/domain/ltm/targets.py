@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.ltm.ports import LookupMember, SearchMembers
 from kioku.domain.models import Participant
-from kioku.domain.text import USER_MENTION, normalize_for_comparison
+from kioku.domain.text import USER_MENTION, normalize_for_comparison, one_line_name
 from kioku.domain.turn import TurnContext
 
 MAX_AMBIGUOUS_CANDIDATES: Final = 3
@@ -49,10 +49,12 @@ class TargetUser:
     username: str = ""
 
     def label(self) -> str:
-        """``Display (@username)``: enough for the model to ask which one was meant."""
-        if self.username and self.username != self.display_name:
-            return f"{self.display_name} (@{self.username})"
-        return self.display_name
+        """``Display (@username)``: enough for the model to ask which one was meant. Tool results
+        carry it to the model, so both names pass the neutraliser, as every name it reads does."""
+        display, username = one_line_name(self.display_name), one_line_name(self.username)
+        if username and username != display:
+            return f"{display} (@{username})"
+        return display
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,8 +111,8 @@ MEMORIES_GUIDE_FIELDS = (
         "too), with who saved it, where (unless it is a channel you can't see) and when.\n"
         "`/personal memories forget memory_id:<id>`: forget one, whoever saved it.\n"
         "`/personal memories forget-all`: forget everything about you (I ask first): memories, our "
-        "DM's short-term memory and your messages in any channel's short-term memory. Server memories "
-        "you saved that do not name you stay, without your name.\n"
+        "DM's short-term memory and your messages in any channel's short-term memory. Memories you "
+        "saved that are not about you stay, without your name.\n"
         "`/personal memories export`: all of it as a JSON file.\n"
         "`/personal stm`: your privacy level and cross-server memory.",
     ),

@@ -97,7 +97,8 @@ def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict
             "This deletes every long-term memory about you (whoever saved it, in every server and "
             "persona, server memories that name you too), our DM's short-term memory, and every "
             "message of yours I keep in any channel's short-term memory. It cannot be undone. "
-            "Server memories you saved that do not name you stay for their server, without your name. "
+            "Memories you saved that are not about you (about someone else, or server memories that do "
+            "not name you) stay, without your name. "
             "Summaries I wrote of whole conversations stay; a server's managers can rewrite them with "
             "`/persona stm edit`."
         ),
@@ -173,8 +174,8 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
             f"{counted(report.dm_rows, 'DM short-term memory', 'DM short-term memories')}, and "
             f"{report.lines} of your messages in channels' short-term memory. "
             + (
-                f"{counted(report.unnamed, 'server memory', 'server memories')} you saved that "
-                f"{'does' if report.unnamed == 1 else 'do'} not name you "
+                f"{counted(report.unnamed, 'memory', 'memories')} you saved that "
+                f"{'is' if report.unnamed == 1 else 'are'} not about you "
                 f"{'stays' if report.unnamed == 1 else 'stay'}, without your name."
             )
         )
@@ -209,7 +210,7 @@ def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
     if memory.author_id == user_id:
         who = "you"
     else:
-        who = f"<@{memory.author_id}>" if memory.author_id else "someone"
+        who = f"<@{memory.author_id}>" if memory.author_id else "someone who asked to be forgotten"
     kind = " · server memory" if memory.scope.kind is ScopeKind.SERVER else ""
     if memory.status is MemoryStatus.PENDING:
         kind += ", awaiting review"
