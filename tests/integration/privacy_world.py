@@ -543,9 +543,6 @@ class FakeDiscord:
     def edit_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise AssertionError("the privacy properties run message turns only")
 
-    def get_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        raise AssertionError("the privacy properties run message turns only")
-
     def _overwrites(self, channel: Channel) -> list[dict[str, Any]]:
         """The @everyone overwrite, among others that must not count: a role's and a member's."""
         view = str(VIEW_CHANNEL_BIT)

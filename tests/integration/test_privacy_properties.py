@@ -42,7 +42,7 @@ from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.discord.models import parse_message
-from kioku.domain.addressing import decide_turn
+from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
@@ -753,7 +753,9 @@ def _check_group_dm(
 ) -> list[str]:
     """A message in a group DM is not answered (GROUP_DM): were it queued as the relay would, it
     would be answered as its speaker's DM, their DM memory read out to the group."""
-    if not decide_turn(message, bot_user_id=BOT_ID, config=ServerConfig(guild_id=None)).answer:
+    if not decide_turn(
+        parse_message_object(message), bot_user_id=BOT_ID, config=ServerConfig(guild_id=None)
+    ).answer:
         return []
     model.plan([])
     first_request = len(model.requests)

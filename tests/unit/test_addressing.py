@@ -17,6 +17,7 @@ from kioku.domain.addressing import (
     TurnReason,
     decide_turn,
     parse_gateway_message,
+    parse_message_object,
     parse_relay_body,
 )
 from kioku.domain.models import ServerConfig
@@ -195,7 +196,7 @@ IGNORE_REASONS = {
     ids=[case[0] for case in ANSWER_CASES],
 )
 def test_answers_messages_addressed_to_the_bot(message, config, reason):
-    decision = decide_turn(message, bot_user_id=BOT_ID, config=config)
+    decision = decide_turn(parse_message_object(message), bot_user_id=BOT_ID, config=config)
 
     assert decision.answer is True
     assert decision.reason is reason
@@ -207,7 +208,7 @@ def test_answers_messages_addressed_to_the_bot(message, config, reason):
     ids=[case[0] for case in IGNORE_CASES],
 )
 def test_ignores_messages_not_for_the_bot(message, config, reason):
-    decision = decide_turn(message, bot_user_id=BOT_ID, config=config)
+    decision = decide_turn(parse_message_object(message), bot_user_id=BOT_ID, config=config)
 
     assert decision.answer is False
     assert decision.reason is IGNORE_REASONS[reason]
@@ -221,8 +222,8 @@ def test_decides_the_same_on_a_parsed_message_and_keeps_the_message_typed():
     # When deciding on it
     decision = decide_turn(parsed, bot_user_id=BOT_ID, config=DEFAULTS)
 
-    # Then the decision matches the raw-dict path and the worker gets the message as it was validated
-    assert decision == decide_turn(data, bot_user_id=BOT_ID, config=DEFAULTS)
+    # Then the decision matches the message object's and the worker gets the message as it was validated
+    assert decision == decide_turn(parse_message_object(data), bot_user_id=BOT_ID, config=DEFAULTS)
     assert parsed.message == parse_message(data)
     message = parsed.message
     assert (message.id, message.channel_id, message.guild_id, message.author.id) == (
@@ -334,9 +335,9 @@ def test_content_at_the_limit_is_accepted():
     assert len(message.message.content) == MAX_CONTENT_CHARS
 
 
-def test_decide_turn_rejects_a_malformed_raw_message():
+def test_a_malformed_message_object_is_rejected_before_any_decision():
     with pytest.raises(InvalidRelayEvent):
-        decide_turn(without("author"), bot_user_id=BOT_ID, config=DEFAULTS)
+        parse_message_object(without("author"))
 
 
 MALFORMED_BODIES = [

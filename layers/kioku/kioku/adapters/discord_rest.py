@@ -154,13 +154,6 @@ class DiscordRest:
             authorize=False,
         )
 
-    def get_original_response(self, application_id: str, interaction_token: str) -> dict[str, Any]:
-        """The interaction's response message (still "thinking…" until it is edited)."""
-        if not _INTERACTION_TOKEN.fullmatch(interaction_token):
-            raise ValueError("interaction token has unexpected characters")
-        path = f"/webhooks/{_id(application_id)}/{interaction_token}/messages/@original"
-        return self._request("GET", path, authorize=False)
-
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Members whose username or nickname starts with ``query``."""
         if not 1 <= limit <= MAX_MEMBER_SEARCH_RESULTS:

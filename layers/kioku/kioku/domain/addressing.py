@@ -136,12 +136,9 @@ def parse_message_object(data: Any) -> GatewayMessage:
         raise InvalidRelayEvent(exc.reason) from None
 
 
-def decide_turn(
-    message: GatewayMessage | Mapping[str, Any], *, bot_user_id: str, config: ServerConfig
-) -> TurnDecision:
-    """Answer or ignore, with the reason. ``message`` is a parsed message or the raw ``d`` object."""
-    relayed = message if isinstance(message, GatewayMessage) else parse_message_object(message)
-    return _decide(relayed.message, relayed.bot_role_ids, bot_user_id, config)
+def decide_turn(message: GatewayMessage, *, bot_user_id: str, config: ServerConfig) -> TurnDecision:
+    """Answer or ignore, with the reason."""
+    return _decide(message.message, message.bot_role_ids, bot_user_id, config)
 
 
 def _decide(
