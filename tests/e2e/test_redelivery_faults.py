@@ -2,12 +2,12 @@
 
 The same harness as ``test_turn_crash_points`` (TurnFunction in a child process, killed or its
 request's answer lost at a chosen point; moto, Discord, the model and embeddings behind proxies and
-stand-ins): a malformed 200 from the model, a memory notice (of a save or a delete) whose attempt
-did not finish, answered turns coming back, redriven dead letters and the rate limiter, two workers
-on one message, a reply larger than a DynamoDB item, a busy channel; then a kill during a 429 wait,
-a channel deleted mid-turn, and a rollback across job formats with turns in flight. Each case
-counts what matters: the posts per chunk, the captures, the notices, the memories, and the later
-turns answered.
+stand-ins): a malformed 200 from the model, a memory notice (of a save, a rewrite or a delete)
+whose attempt did not finish, answered turns coming back, redriven dead letters and the rate
+limiter, two workers on one message, a reply larger than a DynamoDB item, a busy channel; then a
+kill during a 429 wait, a channel deleted mid-turn, and a rollback across job formats with turns in
+flight. Each case counts what matters: the posts per chunk, the captures, the notices, the
+memories, and the later turns answered.
 """
 
 from __future__ import annotations
@@ -228,6 +228,51 @@ def test_a_memory_deleted_by_an_attempt_that_did_not_finish_is_still_announced_o
     assert posted[0]["message_reference"]["message_id"] == forgetting["id"]
     assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory forgotten"]
     assert outboxes(stack, alice) == [] and memory_guards(stack, alice) == []
+
+
+def memory_rewrite(memory_id: str, content: str) -> dict[str, Any]:
+    """The model rewriting Alice's memory ``memory_id`` to say ``content``."""
+    arguments = {"memory_id": memory_id, "memory_content": content, "target_user": "Alice"}
+    return completion_body(tool_calls=[("update_long_term_memory", arguments)])
+
+
+def test_a_memory_rewritten_by_an_attempt_that_did_not_finish_is_still_announced_once(world):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    store = DynamoMemoryStore(KiokuTable(stack.resources.table_name))
+
+    # Given Alice's memory, saved by an earlier turn
+    queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (memory,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    posted_before, lines_before = len(bot_posts(stack, channel)), len(captured_lines(stack, channel))
+    counted_before = turns_counted(stack, channel)
+
+    # When her next turn's model rewrites it, and the attempt is killed right after the rewrite
+    llm.enqueue(memory_rewrite(memory.memory_id, "{user} loves matcha"))
+    rewriting = queue_message(stack, channel, alice)
+    assert harness.deliver(save_transaction("after"), max_deliveries=1) == ["killed"]
+    (rewritten,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    assert rewritten.content == "{user} loves matcha"
+    # and the retry's model, shown the memory as it says now, only answers
+    llm.enqueue(completion_body("Updated."))
+    assert harness.deliver() == ["done"]
+
+    # Then the answer is posted once, replying to her, and the "Memory updated" notice once
+    posted = bot_posts(stack, channel)[posted_before:]
+    assert [m["content"] for m in posted] == ["Updated.", ""]
+    assert posted[0]["message_reference"]["message_id"] == rewriting["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory updated"]
+    assert "matcha" in posted[1]["embeds"][0]["description"]
+    # the memory says the new text once (one memory, one guard), the turn captured and counted once
+    assert [m.content for m in store.memories_of(ScopeKind.PERSONAL, alice["id"])] == ["{user} loves matcha"]
+    assert len(memory_guards(stack, alice)) == 1
+    assert captured_lines(stack, channel)[lines_before:] == [
+        ("@Kioku remember I love green tea", rewriting["id"]),
+        ("Updated.", posted[0]["id"]),
+    ]
+    assert turns_counted(stack, channel) == counted_before + 1
+    assert outboxes(stack, alice) == []
 
 
 def test_a_conflict_on_the_answers_keep_is_retried_in_place_without_asking_the_model_again(world):

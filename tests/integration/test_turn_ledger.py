@@ -28,6 +28,8 @@ from kioku.adapters.dynamodb.turn_ledger import (
 )
 from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
+from kioku.domain.ltm.memory import ForgottenSinceSaid, Memory, MemoryDraft, MemoryScope, ScopeKind
+from kioku.domain.privacy import Origin
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
 from tests.integration.stm_rows import identity
@@ -252,3 +254,86 @@ def test_a_capture_that_cannot_be_written_fails_the_commit_and_keeps_the_outbox(
     monkeypatch.setattr(table, "_call", real_call)
     read = turns.read(KEY, _memory(), recall_lineage=1)
     assert read.done is None and read.outbox is not None
+
+
+# -- a tool's change to a memory, kept with the notice it owes --------------------------------------
+
+CAROL = "400000000000000003"
+UPDATED = {"title": "Memory updated", "description": "Bob loves matcha"}
+
+
+def _bobs_memory(memories: DynamoMemoryStore) -> Memory:
+    """A memory about Bob, saved by Alice."""
+    draft = MemoryDraft(
+        scope=MemoryScope.personal(BOB, 1),
+        content="{user} loves tea",
+        author_id=ALICE,
+        created_at=NOW,
+        origin=Origin("500", "700", private=False),
+    )
+    saved = memories.create(draft, limit=5)
+    memory = memories.find(ScopeKind.PERSONAL, BOB, saved.memory_id)
+    assert memory is not None
+    return memory
+
+
+def _rewrite(memories: DynamoMemoryStore, memory: Memory):
+    """Alice's turn rewriting ``memory``, given the parts to write with it."""
+    return lambda also: memories.replace_content(
+        memory, "{user} loves matcha", NOW, author_id=ALICE, said_at=SENT, also=also
+    )
+
+
+def test_a_rewrite_and_its_notice_are_written_in_one_transaction(table, monkeypatch):
+    # Given Alice's turn, about to rewrite Bob's memory (its notice quotes Bob)
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000010")
+    outbox = Outbox(notices=(UPDATED,), quoted=(BOB,))
+    requests: list[str] = []
+    real_call = table._call
+
+    def counted(operation, **params):
+        requests.append(operation)
+        return real_call(operation, **params)
+
+    monkeypatch.setattr(table, "_call", counted)
+
+    # When it rewrites it
+    updated, kept = turns.write_announced(key, outbox, NOW, _rewrite(memories, memory))
+
+    # Then the memory says the new text and the outbox holds the notice, in one request (the
+    # forget-all checks of Alice and Bob made once, though both the rewrite and the outbox make them)
+    monkeypatch.setattr(table, "_call", real_call)
+    assert kept and requests == ["transact_write_items"]
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == updated
+    assert updated.content == "{user} loves matcha"
+    assert _outbox_from_item(table.get(outbox_of(key))).notices == (UPDATED,)
+
+
+def test_a_rewrite_is_made_without_its_notice_when_someone_the_notice_quotes_forgot_everything(table):
+    # Given Alice's turn, whose earlier notice quotes Carol, and Carol forgetting everything since
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000011")
+    mark_forgotten(table, CAROL, SENT + timedelta(minutes=1))
+    outbox = Outbox(notices=({"title": "Memory saved"}, UPDATED), quoted=(CAROL, BOB))
+
+    # When the turn rewrites Bob's memory
+    updated, kept = turns.write_announced(key, outbox, NOW, _rewrite(memories, memory))
+
+    # Then the memory is rewritten, and nothing kept
+    assert not kept and updated.content == "{user} loves matcha"
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == updated
+    assert table.get(outbox_of(key)) is None
+
+
+def test_a_rewrite_refused_as_forgotten_keeps_no_notice(table):
+    # Given Bob forgetting everything since Alice's message
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000012")
+    mark_forgotten(table, BOB, SENT + timedelta(minutes=1))
+
+    # When her turn rewrites his memory, Then it is refused as before, nothing changed or kept
+    with pytest.raises(ForgottenSinceSaid):
+        turns.write_announced(key, Outbox(notices=(UPDATED,), quoted=(BOB,)), NOW, _rewrite(memories, memory))
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
+    assert table.get(outbox_of(key)) is None

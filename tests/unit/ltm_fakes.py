@@ -195,6 +195,7 @@ class FakeMemoryStore:
         subject_id=None,
         embedding=None,
         policy=None,
+        also=(),
     ) -> Memory:
         self._check()
         key = (memory.scope.kind, memory.scope.owner_id, memory.memory_id)
@@ -221,7 +222,7 @@ class FakeMemoryStore:
         self.memories[key] = updated
         return updated
 
-    def delete(self, memory: Memory) -> None:
+    def delete(self, memory: Memory, *, also=()) -> None:
         self._check()
         if self.memories.pop((memory.scope.kind, memory.scope.owner_id, memory.memory_id), None) is None:
             raise MemoryNotFound("gone")

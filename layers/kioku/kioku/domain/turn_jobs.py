@@ -44,7 +44,8 @@ class TurnSource(StrEnum):
 
 
 class InvalidTurnJob(ValueError):
-    """A queued body that is not a turn job (it will never succeed: send it to the DLQ)."""
+    """A queued body that is not a turn job (it will never succeed: send it to the DLQ); its message,
+    the dead letter's reason, says why after ``not a turn job: ``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +156,7 @@ class TurnJob:
         if source is TurnSource.MESSAGE and job.message is None:
             raise InvalidTurnJob("not a turn job: a relayed turn needs its message")
         if source.answers_an_interaction and not (job.interaction_token and job.application_id):
-            raise InvalidTurnJob("a slash-command turn needs its interaction token")
+            raise InvalidTurnJob("not a turn job: a slash-command turn needs its interaction token")
         return job
 
 

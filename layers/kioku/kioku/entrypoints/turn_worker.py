@@ -55,7 +55,7 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         job = TurnJob.from_json(record.body)
     except InvalidTurnJob as exc:
         count(Metric.FAILED_TURNS)
-        reason = f"not a turn job: {exc}"
+        reason = str(exc)  # the parser's reason says "not a turn job: " already
         if _dead_letter(record, reason, attempt=1, error=exc):
             return {"dead_lettered": reason}
         _retry_soon(record.receipt_handle)

@@ -7,9 +7,9 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
 from kioku.domain.ltm.arguments import (
@@ -64,9 +64,21 @@ from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 from kioku.services.embeddings import TurnEmbeddings
 
-DeleteAnnounced = Callable[[Memory, ToolResult], None]
-"""Deletes a memory together with keeping the notice its deletion owes (the tool's result), so the
-notice survives the attempt; raises as ``MemoryStore.delete``."""
+_T = TypeVar("_T")
+
+
+class WriteAnnounced(Protocol):
+    """Makes a tool's change to a memory together with keeping the notice it owes (``result``'s),
+    so the notice survives the attempt: ``write`` makes the change, given the parts to write in its
+    transaction (``also`` of ``MemoryStore.delete`` and ``replace_content``); raises as it does."""
+
+    def __call__(self, result: ToolResult, write: Callable[[Sequence[Any]], _T]) -> _T: ...
+
+
+def _unannounced(result: ToolResult, write: Callable[[Sequence[Any]], _T]) -> _T:
+    """The change alone (no turn keeps its notice: a command's, or a test's)."""
+    return write(())
+
 
 CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
@@ -265,15 +277,15 @@ def update_long_term_memory(
     settings: Settings,
     lookup_member: LookupMember | None = None,
     embeddings: TurnEmbeddings | None = None,
-    delete_announced: DeleteAnnounced | None = None,
+    write_announced: WriteAnnounced | None = None,
 ) -> ToolResult:
     """Replace a memory's content (with its new embedding, given ``embeddings``), or delete it
-    (blank content), giving its slot back; ``delete_announced`` deletes it, if given."""
+    (blank content), giving its slot back; ``write_announced`` makes the change, if given."""
     if not turn.config.capabilities.self_teaching_enabled:
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, lookup_member, embeddings, delete_announced)
+        return _update(request, turn, store, search_members, lookup_member, embeddings, write_announced)
     except InvalidArguments as exc:
         return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
     except MemberSearchFailed:
@@ -478,7 +490,7 @@ def _update(
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None,
     embeddings: TurnEmbeddings | None,
-    delete_announced: DeleteAnnounced | None = None,
+    write_announced: WriteAnnounced | None = None,
 ) -> ToolResult:
     lineage = turn.config.persona.lineage_id
     if lineage <= GLOBAL_LINEAGE:
@@ -508,6 +520,7 @@ def _update(
     memory, subject = found
     names = {"subject_name": subject.display_name, "bot_name": turn.bot_name}
     shown = _shown_here(memory, turn)
+    announced = write_announced or _unannounced
     if request.deletes:
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
         deleted = ToolResult(
@@ -516,10 +529,7 @@ def _update(
             notification=embed,
             notification_about=_owner(memory.scope),
         )
-        if delete_announced is None:
-            store.delete(memory)
-        else:
-            delete_announced(memory, deleted)
+        announced(deleted, lambda also: store.delete(memory, also=also))
         return deleted
     content = clean_content(request.content)
     named = None
@@ -531,24 +541,31 @@ def _update(
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
     origin = rewritten_origin(memory.origin, _saving_origin(turn), turn.config.privacy)
-    updated = store.replace_content(
-        memory,
-        content,
-        turn.now,
-        origin=origin,
-        author_id=turn.user.user_id,
-        said_at=turn.sent_at,
-        subject_id=named,
-        embedding=embeddings.embed(embedded_text(content)) if embeddings else None,
-        policy=turn.config.privacy,
-    )
-    embed = memory_updated_embed(updated.content if shown else None, updated.memory_id, **names)
-    return ToolResult(
+    embedding = embeddings.embed(embedded_text(content)) if embeddings else None
+    # the rewritten memory keeps its id and scope, and says ``content``: its notice is known before
+    embed = memory_updated_embed(content if shown else None, memory.memory_id, **names)
+    rewritten = ToolResult(
         UpdateStatus.UPDATED,
-        _about(updated, subject),
+        _about(memory, subject),
         notification=embed,
-        notification_about=_owner(updated.scope),
+        notification_about=_owner(memory.scope),
     )
+    announced(
+        rewritten,
+        lambda also: store.replace_content(
+            memory,
+            content,
+            turn.now,
+            origin=origin,
+            author_id=turn.user.user_id,
+            said_at=turn.sent_at,
+            subject_id=named,
+            embedding=embedding,
+            policy=turn.config.privacy,
+            also=also,
+        ),
+    )
+    return rewritten
 
 
 def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:

@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
@@ -36,7 +36,7 @@ from kioku.discord.protocol import MessageType
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
-from kioku.domain.ltm.memory import Memory, MemoryStoreFailed
+from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemberSearchFailed
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
@@ -65,6 +65,7 @@ from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_per
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
 
 logger = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 MAX_TOOL_ROUNDS: Final = 3
 DEFAULT_TURN_SECONDS: Final = 120.0
@@ -566,7 +567,7 @@ class TurnService:
                         state.job.member,
                         state.recalled,
                         state.embeddings,
-                        lambda memory, deleted: self._delete_announced(state, earlier, memory, deleted),
+                        lambda result, write: self._write_announced(state, earlier, result, write),
                     )
                     record.tool_results.append((call.name, result))
                 messages.append(
@@ -579,17 +580,24 @@ class TurnService:
                 state.notices_kept = len(self._notices(state))
         raise AssertionError("unreachable: the last round offers no tools")
 
-    def _delete_announced(
-        self, state: TurnState, earlier: tuple[dict[str, Any], ...], memory: Memory, deleted: ToolResult
-    ) -> None:
-        """Delete ``memory`` and keep the notice it owes in the same transaction: a retry of an
-        attempt killed right after would find nothing to delete, and no notice to post."""
-        results = (*(result for _, result in state.record.tool_results), deleted)
-        notices = tuple(result.notification for result in results if result.notification)
+    def _write_announced(
+        self,
+        state: TurnState,
+        earlier: tuple[dict[str, Any], ...],
+        result: ToolResult,
+        write: Callable[[Sequence[Any]], _T],
+    ) -> _T:
+        """Change a memory (delete or rewrite it) and keep the notice it owes in the same
+        transaction: a retry of an attempt killed right after would find nothing to change (the
+        memory gone, or saying the new text already), and no notice to post."""
+        results = (*(earlier_result for _, earlier_result in state.record.tool_results), result)
+        notices = tuple(r.notification for r in results if r.notification)
         quoted = tuple(dict.fromkeys(r.notification_about for r in results if r.notification_about))
         outbox = Outbox(notices=(*earlier, *(n for n in notices if n not in earlier)), quoted=quoted)
-        if self.turns.forget_memory(state.key, memory, outbox, state.now):
+        written, kept = self.turns.write_announced(state.key, outbox, state.now, write)
+        if kept:
             state.notices_kept = len(notices)
+        return written
 
     @classmethod
     def _owed_notices(
@@ -619,7 +627,7 @@ class TurnService:
         member: Member | None,
         recalled: Recall,
         embeddings: TurnEmbeddings | None,
-        delete_announced: ltm.DeleteAnnounced,
+        write_announced: ltm.WriteAnnounced,
     ) -> ToolResult:
         common = {
             "store": self.ltm_store,
@@ -641,7 +649,7 @@ class TurnService:
                 )
             if call.name == ltm.UPDATE_TOOL_NAME:
                 return ltm.update_long_term_memory(
-                    call.arguments, turn, delete_announced=delete_announced, **common
+                    call.arguments, turn, write_announced=write_announced, **common
                 )
             if call.name == ltm.SEARCH_TOOL_NAME:
                 return ltm.search_long_term_memory(call.arguments, turn, recalled, embeddings)

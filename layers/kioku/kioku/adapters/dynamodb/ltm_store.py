@@ -109,6 +109,8 @@ GUARD_TURN: Final = "turn_id"
 """On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 _BACKOFF_SECONDS: Final = 0.01
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
+_ALSO: Final = "also "
+"""The name of a caller's part of a write's transaction (``also``), before its number."""
 _ENTRY_PREFIX: Final = "m"
 _SHARD_COUNT: Final = "k"
 BOOK_ITEM_BYTES: Final = 380_000
@@ -329,6 +331,7 @@ class DynamoMemoryStore:
         subject_id: str | None = None,
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
+        also: Sequence[dict[str, Any]] = (),
     ) -> Memory:
         """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
@@ -336,13 +339,15 @@ class DynamoMemoryStore:
         author, or a personal memory's owner, asked to forget everything since. ``embedding`` is the
         new content's (None: the old one goes, it described the old text). Raises
         ``DuplicateMemory`` only for a memory recalled wherever the rewritten one would be, under
-        ``policy``; otherwise it takes that memory's guard over."""
+        ``policy``; otherwise it takes that memory's guard over. ``also``: as for ``delete`` (the
+        rewrite's own refusals come first)."""
         policy = policy or PrivacyPolicy((origin or memory.origin).guild_id)
         taken: GuardHolder | None = None
         for attempt in range(MAX_ATTEMPTS):
             updated, operations = self._replace_operations(
                 memory, content, now, origin, author_id, said_at, subject_id, embedding, taken
             )
+            operations.update(_joined(operations, also))
             try:
                 self._guarded(self._table.transact_write, list(operations.values()))
                 return updated
@@ -353,6 +358,8 @@ class DynamoMemoryStore:
                     raise ForgottenSinceSaid(
                         "its author or subject asked to forget everything since"
                     ) from exc
+                if any(name.startswith(_ALSO) for name in failed):
+                    raise SpeakerForgotten("someone the notice answers or quotes forgot everything") from exc
                 if failed & {"memory", "old_guard"}:
                     memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
                 elif failed & {"new_guard", "displaced"}:
@@ -971,6 +978,16 @@ class DynamoMemoryStore:
             raise
         except StoreError as exc:
             raise MemoryStoreFailed(str(exc)) from exc
+
+
+def _joined(
+    operations: dict[str, dict[str, Any]], also: Sequence[dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """The caller's ``also`` parts, named, less those the write makes already: a rewrite checks its
+    author's and subject's forget-all since the message that asked for it, as the notice's outbox
+    does, and DynamoDB refuses a transaction that names one item twice."""
+    made = list(operations.values())
+    return {f"{_ALSO}{n}": part for n, part in enumerate(also) if part not in made}
 
 
 def _guard_state(memory: Memory) -> str:

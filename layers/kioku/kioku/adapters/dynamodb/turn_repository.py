@@ -27,10 +27,10 @@ from __future__ import annotations
 import json
 import random
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeVar
 
 from kioku.adapters.dynamodb.errors import StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
@@ -52,7 +52,6 @@ from kioku.adapters.dynamodb.turn_ledger import (
     outcome_from_item,
 )
 from kioku.domain.forgetting import SpeakerForgotten
-from kioku.domain.ltm.memory import Memory
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.entries import CrudeMessage
@@ -62,6 +61,7 @@ OUTBOX_PART: Final = "outbox"
 ANSWERED: Final = "answered"
 KEEP_ATTEMPTS: Final = 5
 KEEP_BACKOFF_SECONDS: Final = 0.01
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,18 +187,24 @@ class TurnRepository:
                 time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
 
-    def forget_memory(self, key: TurnKey, memory: Memory, outbox: Outbox, now: datetime) -> bool:
-        """Delete ``memory`` (the model forgot it) and keep ``outbox``, with the notice the deletion
-        owes, in one transaction: a retry of an attempt that died right after the delete finds the
-        notice, where its own delete would find nothing. Raises as ``DynamoMemoryStore.delete``;
-        False when the memory is deleted but nothing kept (someone the outbox answers or quotes
-        forgot everything since)."""
+    def write_announced(
+        self,
+        key: TurnKey,
+        outbox: Outbox,
+        now: datetime,
+        write: Callable[[Sequence[dict[str, Any]]], _T],
+    ) -> tuple[_T, bool]:
+        """Make a tool's change to a memory (``write``: ``DynamoMemoryStore.delete`` or
+        ``replace_content``, given the parts to add to its transaction) and keep ``outbox``, with the
+        notice the change owes, in the same transaction: a retry of an attempt that died right after
+        finds the notice, where its own change would find nothing to do (the memory deleted, or
+        saying the new text already). Raises as ``write``; what it returned, and False when the
+        change is made but nothing kept (someone the outbox answers or quotes forgot everything
+        since)."""
         try:
-            self._memories.delete(memory, also=list(self._keep_parts(key, outbox, now).values()))
+            return write(list(self._keep_parts(key, outbox, now).values())), True
         except SpeakerForgotten:
-            self._memories.delete(memory)
-            return False
-        return True
+            return write(()), False
 
     def _keep_parts(self, key: TurnKey, outbox: Outbox, now: datetime) -> dict[str, dict[str, Any]]:
         """The outbox, the pointers of the people its notices quote, and forget-all's checks."""

@@ -87,15 +87,20 @@ class MemoryStore(Protocol):
         subject_id: str | None = None,
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
+        also: Sequence[Any] = (),
     ) -> Memory:
         """``memory`` with new content (and ``embedding``, its embedding, if any), written at
         ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory`` (only
         for a memory that refuses it under ``policy``),
-        ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``."""
+        ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``. ``also``: as
+        for ``delete``."""
         ...
 
-    def delete(self, memory: Memory) -> None:
-        """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed."""
+    def delete(self, memory: Memory, *, also: Sequence[Any] = ()) -> None:
+        """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed.
+        ``also``: the caller's writes to make in the same transaction (a turn's outbox, keeping the
+        notice the change owes); when one of their conditions fails, nothing is written and
+        ``SpeakerForgotten`` is raised (their conditions are forget-all's)."""
         ...
 
     def recall(
