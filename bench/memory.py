@@ -75,6 +75,7 @@ from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.ranking import RecallQuery, similarity
 from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
+from kioku.domain.ltm.tools import SEARCH_TOOL_NAME
 from kioku.domain.ltm.vectors import DIMENSIONS, cosine, embedded_text, quantise
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.turn import BotIdentity, TurnContext
@@ -235,8 +236,8 @@ class Stack:
         self.sent.append(body)
         offered = {tool["function"]["name"] for tool in body.get("tools") or ()}
         searched = any(message.get("role") == "tool" for message in body["messages"])
-        if ltm.SEARCH_TOOL_NAME in offered and not searched:
-            return completion_body(tool_calls=[(ltm.SEARCH_TOOL_NAME, {"query": self.asked})])
+        if SEARCH_TOOL_NAME in offered and not searched:
+            return completion_body(tool_calls=[(SEARCH_TOOL_NAME, {"query": self.asked})])
         return completion_body(ANSWER)
 
 

@@ -45,6 +45,7 @@ from kioku.discord.models import parse_message
 from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyMode
 from kioku.domain.stm.entries import StmAddress
@@ -53,7 +54,6 @@ from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
-from kioku.services.ltm import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.services.memory_control import forget_all
 from kioku.services.turn import TurnService
 from tests.integration import stm_rows

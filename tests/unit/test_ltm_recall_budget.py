@@ -14,15 +14,17 @@ from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.ranking import RecallQuery, stem, terms
 from kioku.domain.ltm.recall import recall_query
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
-from kioku.domain.privacy import Origin
-from kioku.services.ltm import (
+from kioku.domain.ltm.tools import (
     CREATE_TOOL,
-    SEARCH_BUDGET_CHARS,
     SEARCH_TOOL,
     SEARCH_TOOL_NAME,
     UPDATE_TOOL,
-    create_long_term_memory,
     long_term_memory_tools,
+)
+from kioku.domain.privacy import Origin
+from kioku.services.ltm import (
+    SEARCH_BUDGET_CHARS,
+    create_long_term_memory,
     recall_context,
     search_long_term_memory,
 )

@@ -11,15 +11,10 @@ from kioku.discord.ui import EMBED_COLOR_SUCCESS
 from kioku.domain.ltm.memory import Memory, MemoryScope, MemoryStatus, ScopeKind
 from kioku.domain.ltm.ports import MemberSearchFailed
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.ltm.tools import CREATE_TOOL, UPDATE_TOOL, long_term_memory_tools
 from kioku.domain.models import Capabilities, MemoryModeration, PrivacyLevel
 from kioku.domain.privacy import Origin
-from kioku.services.ltm import (
-    CREATE_TOOL,
-    UPDATE_TOOL,
-    create_long_term_memory,
-    long_term_memory_tools,
-    update_long_term_memory,
-)
+from kioku.services.ltm import create_long_term_memory, update_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,

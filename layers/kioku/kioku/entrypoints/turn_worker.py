@@ -27,10 +27,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from kioku import clock
 from kioku.config import get_settings
 from kioku.domain.ltm.statuses import SaveStatus
+from kioku.domain.ltm.tools import CREATE_TOOL_NAME
 from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
 from kioku.entrypoints.composition import container
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
-from kioku.services.ltm import CREATE_TOOL_NAME
 from kioku.services.turn import TurnRecord
 
 RETRY_DELAY_SECONDS: Final = 30

@@ -57,8 +57,8 @@ from kioku.domain.ltm.recall import (
 )
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
+from kioku.domain.ltm.tools import SEARCH_TOOL_NAME, awaits_review, offered_update_tool
 from kioku.domain.ltm.vectors import embedded_text
-from kioku.domain.models import MemoryModeration
 from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
@@ -75,14 +75,15 @@ class WriteAnnounced(Protocol):
     def __call__(self, result: ToolResult, write: Callable[[Sequence[Any]], _T]) -> _T: ...
 
 
+def _manages_nothing() -> bool:
+    return False
+
+
 def _unannounced(result: ToolResult, write: Callable[[Sequence[Any]], _T]) -> _T:
     """The change alone (no turn keeps its notice: a command's, or a test's)."""
     return write(())
 
 
-CREATE_TOOL_NAME: Final = "create_long_term_memory"
-UPDATE_TOOL_NAME: Final = "update_long_term_memory"
-SEARCH_TOOL_NAME: Final = "search_long_term_memory"
 SEARCH_MAX_RESULTS: Final = 8
 SEARCH_BUDGET_CHARS: Final = 2_000
 """Characters of memory text one search answers with: a few memories, not another recall."""
@@ -92,98 +93,6 @@ NEAR_DUPLICATE_SIMILARITY: Final = 0.8
 Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
 conversation reach it, most rewordings of one fact do."""
 SIMILAR_ON_LIMIT: Final = 3
-
-CREATE_TOOL: Final = {
-    "type": "function",
-    "function": {
-        "name": CREATE_TOOL_NAME,
-        "description": (
-            "Save one new, lasting fact or preference so you remember it in later conversations. "
-            "Save only what will still matter next week, one distinct fact per call, and never something "
-            "already listed in your long-term memories (correct those with update_long_term_memory). "
-            "Write {user} for the person the fact is about and {bot} for yourself instead of names, "
-            "e.g. '{user} is allergic to peanuts' or '{bot} promised {user} a haiku every Friday'."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "memory_content": {
-                    "type": "string",
-                    "description": "The fact, in one or two sentences, using {user} and {bot} instead of names.",
-                },
-                "memory_scope": {
-                    "type": "string",
-                    "enum": [scope.value for scope in RequestedScope],
-                    "description": (
-                        "'target_user' for a fact about one person (their preferences, life, history); "
-                        "'server_wide' for a fact about this server, its community, rules or running jokes."
-                    ),
-                },
-                "target_user": {
-                    "type": "string",
-                    "description": (
-                        "With 'target_user': the person's display name as seen in the conversation "
-                        "(or their mention). Leave out for 'server_wide'."
-                    ),
-                },
-            },
-            "required": ["memory_content", "memory_scope"],
-        },
-    },
-}
-
-UPDATE_TOOL: Final = {
-    "type": "function",
-    "function": {
-        "name": UPDATE_TOOL_NAME,
-        "description": (
-            "Correct or forget a long-term memory you saved earlier, quoting its id from your memories "
-            "(the number in [#12345]). Give the full corrected fact as memory_content, or an empty "
-            "memory_content to delete the memory when it is wrong or the person asks you to forget it."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "memory_id": {
-                    "type": "integer",
-                    "description": "The id shown as [#12345] before the memory.",
-                },
-                "memory_content": {
-                    "type": "string",
-                    "description": "The corrected fact, with {user} and {bot} for names; empty to delete.",
-                },
-                "target_user": {
-                    "type": "string",
-                    "description": "For a personal memory: whose it is (display name or mention).",
-                },
-            },
-            "required": ["memory_id", "memory_content"],
-        },
-    },
-}
-
-SEARCH_TOOL: Final = {
-    "type": "function",
-    "function": {
-        "name": SEARCH_TOOL_NAME,
-        "description": (
-            "Search the long-term memories that did not fit in your context this turn. Use it when "
-            "the person asks about something you may have been told before and your memories shown "
-            "do not answer it. Answers the best matches with their ids (correct them with "
-            "update_long_term_memory, with target_user set to 'about' for a personal memory)."
-        ),
-        "parameters": {
-            "type": "object",
-            "properties": {
-                "query": {
-                    "type": "string",
-                    "description": "What to look for: names, places, dates, topics, in a few words.",
-                },
-            },
-            "required": ["query"],
-        },
-    },
-}
 
 _CREATE_PROBLEMS: Final = {
     Problem.ARGUMENTS: SaveStatus.INVALID_ARGS,
@@ -210,17 +119,6 @@ _SERVER_FALLBACK: Final = {
     TargetKind.OTHER_BOT: "saved as a server memory: bots have no personal memories",
     TargetKind.BRIDGE: "saved as a server memory: bridged users have no personal memories",
 }
-
-
-def long_term_memory_tools(turn: TurnContext, recalled: Recall | None = None) -> list[dict[str, Any]]:
-    """The memory tools to offer this turn: saving and correcting unless self-teaching is off, and
-    searching when ``recalled`` left memories out; none when the model takes no tools."""
-    if not turn.llm_has_tools:
-        return []
-    tools = [CREATE_TOOL, UPDATE_TOOL] if turn.config.capabilities.self_teaching_enabled else []
-    if recalled is not None and recalled.left_out:
-        tools.append(SEARCH_TOOL)
-    return tools
 
 
 def create_long_term_memory(
@@ -366,12 +264,6 @@ def search_long_term_memory(
     return ToolResult(SearchStatus.FOUND, {"memories": found})
 
 
-def offered_update_tool(turn: TurnContext) -> str | None:
-    """The update tool's name when this turn offers it: recall explains corrections only then."""
-    offered = any(tool["function"]["name"] == UPDATE_TOOL_NAME for tool in long_term_memory_tools(turn))
-    return UPDATE_TOOL_NAME if offered else None
-
-
 # -- the steps -------------------------------------------------------------------------------------
 
 
@@ -416,9 +308,7 @@ def _create(
     if target is None:
         content = pin_user_token(content, subject.display_name)
         scope, limit = MemoryScope.server(turn.guild_id or "", lineage), settings.MAX_SERVER_MEMORIES
-        if turn.config.memory_moderation is MemoryModeration.APPROVAL and not (
-            speaker_manages_server is not None and speaker_manages_server()
-        ):
+        if awaits_review(turn.config, speaker_manages_server or _manages_nothing):
             status = MemoryStatus.PENDING
     else:
         scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES

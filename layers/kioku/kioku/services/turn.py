@@ -29,7 +29,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
 from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRead, TurnRepository
 from kioku.adapters.guild_directory import GuildDirectory
-from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable, ToolCall
+from kioku.adapters.llm.base import ChatModel, ChatRequest, LlmUnavailable
 from kioku.config import Settings
 from kioku.discord.models import Member, Message
 from kioku.discord.protocol import MessageType
@@ -53,13 +53,12 @@ from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import CUT_MARK, at_most, split_reply, strip_echoed_metadata
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
 from kioku.domain.stm.intent import has_explicit_long_term_intent
-from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.text import MentionNames, mentioned_channels, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import BotIdentity, TurnAlreadyRecorded, TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
-from kioku.services import ltm
+from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
@@ -414,11 +413,7 @@ class TurnService:
         )
         kinds = [NUDGE_KIND if item is memory.nudge_item else CONTEXT_KINDS[item.tag] for item in items]
         state.messages, state.record.context_kinds = [item.to_openai() for item in items], kinds
-        state.tools = [
-            tool
-            for tool in [stm.tool_definition(), *ltm.long_term_memory_tools(turn, state.recalled)]
-            if tool
-        ]
+        state.tools = tools.offered(self._tool_bench(state, ()))
 
     def _converse(self, state: TurnState) -> None:
         """Ask the model, running its tools for a few rounds, and put the answer in the outbox."""
@@ -530,7 +525,7 @@ class TurnService:
     def _ask(self, state: TurnState, earlier: tuple[dict[str, Any], ...]) -> str:
         turn, stm, record = state.turn, state.stm, state.record
         assert turn is not None and stm is not None
-        messages = state.messages
+        messages, bench = state.messages, self._tool_bench(state, earlier)
         for round_number in range(MAX_TOOL_ROUNDS + 1):
             offered = state.tools if round_number < MAX_TOOL_ROUNDS else []
             budget = state.time_left() - RESERVED_SECONDS
@@ -560,15 +555,7 @@ class TurnService:
                     result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
                     record.tool_calls_not_run += 1
                 else:
-                    result = self._run_tool(
-                        call,
-                        turn,
-                        stm,
-                        state.job.member,
-                        state.recalled,
-                        state.embeddings,
-                        lambda result, write: self._write_announced(state, earlier, result, write),
-                    )
+                    result = tools.run(call.name, call.arguments, bench)
                     record.tool_results.append((call.name, result))
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
@@ -619,44 +606,22 @@ class TurnService:
             dict.fromkeys(result.notification_about for _, result in results if result.notification_about)
         )
 
-    def _run_tool(
-        self,
-        call: ToolCall,
-        turn: TurnContext,
-        stm: ShortTermMemoryTurn,
-        member: Member | None,
-        recalled: Recall,
-        embeddings: TurnEmbeddings | None,
-        write_announced: ltm.WriteAnnounced,
-    ) -> ToolResult:
-        common = {
-            "store": self.ltm_store,
-            "search_members": self._search_members,
-            "lookup_member": self._lookup_member,
-            "settings": self.settings,
-            "embeddings": embeddings,
-        }
-        try:
-            if call.name == STM_TOOL_NAME:
-                return stm.run_update_tool(call.arguments)
-            if call.name == ltm.CREATE_TOOL_NAME:
-                return ltm.create_long_term_memory(
-                    call.arguments,
-                    turn,
-                    speaker_manages_server=lambda: self._manages_server(turn, member),
-                    recalled=recalled,
-                    **common,
-                )
-            if call.name == ltm.UPDATE_TOOL_NAME:
-                return ltm.update_long_term_memory(
-                    call.arguments, turn, write_announced=write_announced, **common
-                )
-            if call.name == ltm.SEARCH_TOOL_NAME:
-                return ltm.search_long_term_memory(call.arguments, turn, recalled, embeddings)
-        except Exception:
-            logger.exception("tool %s failed", call.name)
-            return ToolResult("error", {"message": "the tool failed on our side; do not retry it this turn"})
-        return ToolResult("error", {"message": f"there is no tool named {call.name!r}"})
+    def _tool_bench(self, state: TurnState, earlier: tuple[dict[str, Any], ...]) -> tools.ToolBench:
+        """What this turn's tools work with; a change a tool makes keeps its notice with it."""
+        turn, stm = state.turn, state.stm
+        assert turn is not None and stm is not None
+        return tools.ToolBench(
+            turn=turn,
+            stm=stm,
+            recalled=state.recalled,
+            embeddings=state.embeddings,
+            store=self.ltm_store,
+            settings=self.settings,
+            search_members=self._search_members,
+            lookup_member=self._lookup_member,
+            speaker_manages_server=lambda: self._manages_server(turn, state.job.member),
+            write_announced=lambda result, write: self._write_announced(state, earlier, result, write),
+        )
 
     def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
         try:

@@ -1,0 +1,123 @@
+"""Every tool a turn may offer the model, one object each: its name, when it is offered (its schema,
+or None) and how a call runs. The turn asks ``offered`` for a request's tools and ``run`` for a call;
+a new tool is one more ``Tool`` in ``TOOLS`` (its schema in the domain, its work in a service)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from aws_lambda_powertools import Logger
+
+from kioku.config import Settings
+from kioku.domain.ltm import tools as ltm_tools
+from kioku.domain.ltm.ports import LookupMember, MemoryStore, SearchMembers
+from kioku.domain.ltm.recall import Recall
+from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
+from kioku.domain.tools import ToolResult
+from kioku.domain.turn import TurnContext
+from kioku.services import ltm
+from kioku.services.embeddings import TurnEmbeddings
+from kioku.services.stm import ShortTermMemoryTurn
+
+logger = Logger(child=True)
+
+TOOL_FAILED: Final = "the tool failed on our side; do not retry it this turn"
+
+
+@dataclass(frozen=True, slots=True)
+class ToolBench:
+    """What a turn's tools work with: the turn, what it read, and the stores and directory they write to
+    and look people up in. ``write_announced`` keeps a change and the notice it owes together."""
+
+    turn: TurnContext
+    stm: ShortTermMemoryTurn
+    recalled: Recall
+    embeddings: TurnEmbeddings | None
+    store: MemoryStore
+    settings: Settings
+    search_members: SearchMembers | None
+    lookup_member: LookupMember | None
+    speaker_manages_server: Callable[[], bool]
+    write_announced: ltm.WriteAnnounced
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    name: str
+    schema: Callable[[ToolBench], dict[str, Any] | None]
+    """The tool as the model is offered it this turn, or None when it is not offered."""
+    execute: Callable[[Any, ToolBench], ToolResult]
+    """Run a call with the model's arguments (unchecked: the tool validates them)."""
+
+
+def _create(arguments: Any, bench: ToolBench) -> ToolResult:
+    return ltm.create_long_term_memory(
+        arguments,
+        bench.turn,
+        store=bench.store,
+        search_members=bench.search_members,
+        lookup_member=bench.lookup_member,
+        settings=bench.settings,
+        speaker_manages_server=bench.speaker_manages_server,
+        recalled=bench.recalled,
+        embeddings=bench.embeddings,
+    )
+
+
+def _update(arguments: Any, bench: ToolBench) -> ToolResult:
+    return ltm.update_long_term_memory(
+        arguments,
+        bench.turn,
+        store=bench.store,
+        search_members=bench.search_members,
+        lookup_member=bench.lookup_member,
+        settings=bench.settings,
+        embeddings=bench.embeddings,
+        write_announced=bench.write_announced,
+    )
+
+
+def _search(arguments: Any, bench: ToolBench) -> ToolResult:
+    return ltm.search_long_term_memory(arguments, bench.turn, bench.recalled, bench.embeddings)
+
+
+def _saving(schema: dict[str, Any]) -> Callable[[ToolBench], dict[str, Any] | None]:
+    return lambda bench: schema if ltm_tools.saving_offered(bench.turn) else None
+
+
+TOOLS: Final = (
+    Tool(
+        STM_TOOL_NAME,
+        lambda bench: bench.stm.tool_definition(),
+        lambda arguments, bench: bench.stm.run_update_tool(arguments),
+    ),
+    Tool(ltm_tools.CREATE_TOOL_NAME, _saving(ltm_tools.CREATE_TOOL), _create),
+    Tool(ltm_tools.UPDATE_TOOL_NAME, _saving(ltm_tools.UPDATE_TOOL), _update),
+    Tool(
+        ltm_tools.SEARCH_TOOL_NAME,
+        lambda bench: ltm_tools.SEARCH_TOOL if ltm_tools.search_offered(bench.turn, bench.recalled) else None,
+        _search,
+    ),
+)
+"""In the order the model is given them."""
+_BY_NAME: Final = {tool.name: tool for tool in TOOLS}
+
+
+def offered(bench: ToolBench) -> list[dict[str, Any]]:
+    """The tools of this turn's model requests."""
+    return [schema for tool in TOOLS if (schema := tool.schema(bench)) is not None]
+
+
+def run(name: str, arguments: Any, bench: ToolBench) -> ToolResult:
+    """A call of the tool ``name``: what it answers, or an error status the model reads; a failure on
+    our side is logged, never raised into the turn."""
+    tool = _BY_NAME.get(name)
+    if tool is None:
+        return ToolResult("error", {"message": f"there is no tool named {name!r}"})
+    try:
+        return tool.execute(arguments, bench)
+    except Exception:
+        logger.exception("tool %s failed", name)
+        return ToolResult("error", {"message": TOOL_FAILED})
