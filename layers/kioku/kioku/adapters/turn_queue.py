@@ -9,16 +9,12 @@ import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
-from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_jobs import QueueUnavailable, TurnJob
 
 REASON_ATTRIBUTE: Final = "DeadLetterReason"
 ATTEMPTS_ATTRIBUTE: Final = "FailedAttempts"
 MAX_REASON_CHARS: Final = 500
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
-
-
-class QueueUnavailable(Exception):
-    """The turn could not be queued."""
 
 
 class TurnQueue:

@@ -155,3 +155,11 @@ class Participant:
     def known_names(self) -> tuple[str, ...]:
         names = (self.display_name, self.nickname, self.global_name, self.username)
         return tuple(dict.fromkeys(name for name in names if name))
+
+
+class StaleConfiguration(Exception):
+    """Someone else saved the configuration since it was read; ``current`` is what is stored now."""
+
+    def __init__(self, current: ServerConfig | UserProfile | None) -> None:
+        super().__init__("the configuration changed since it was read")
+        self.current = current

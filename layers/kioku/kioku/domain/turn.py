@@ -90,3 +90,11 @@ class TurnAlreadyRecorded(Exception):
 
 class TurnCommitFailed(Exception):
     """The turn's commit could not be written: its outbox stays, and the redelivery commits."""
+
+
+class LlmUnavailable(RuntimeError):
+    """The model could not answer: retries exhausted, a refused request, or an unreadable response."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status

@@ -195,3 +195,7 @@ def _fewer_attachments(job: TurnJob) -> TurnJob:
         return job
     attachments = job.message.attachments[:MAX_ATTACHMENTS_KEPT]
     return replace(job, message=replace(job.message, attachments=attachments))
+
+
+class QueueUnavailable(Exception):
+    """The turn could not be queued."""

@@ -67,8 +67,7 @@ def _answer(body: bytes) -> dict[str, Any]:
         count(Metric.RELAY_IGNORED)
         return empty_response(204)
 
-    from kioku.adapters.turn_queue import QueueUnavailable
-    from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob
+    from kioku.domain.turn_jobs import InvalidTurnJob, QueueUnavailable, TurnJob
 
     try:
         container().turn_queue.enqueue(TurnJob.from_message(message).fitted())

@@ -128,7 +128,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
 def _dead_letter(record: SQSRecord, reason: str, *, attempt: int, error: Exception) -> bool:
     """Move ``record`` to the dead-letter queue as it was queued, logged at ERROR once; False when
     it cannot be moved (no dead-letter queue configured, SQS unreachable): the caller retries."""
-    from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.domain.turn_jobs import QueueUnavailable
 
     queue = container().dead_letter_queue
     if queue is None:
@@ -194,7 +194,7 @@ def _export(job: TurnJob) -> dict[str, Any]:
 
 
 def _retry_soon(receipt_handle: str, seconds: int = RETRY_DELAY_SECONDS) -> None:
-    from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.domain.turn_jobs import QueueUnavailable
 
     try:
         container().turn_queue.retry_soon(receipt_handle, seconds)

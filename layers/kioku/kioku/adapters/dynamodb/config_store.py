@@ -16,19 +16,12 @@ from kioku.domain.models import (
     PrivacyLevel,
     RenderMode,
     ServerConfig,
+    StaleConfiguration,
     StmCategory,
     StmConfig,
     UserProfile,
 )
 from kioku.domain.privacy import parse_overrides
-
-
-class StaleConfiguration(Exception):
-    """Someone else saved the configuration since it was read; ``current`` is what is stored now."""
-
-    def __init__(self, current: ServerConfig | UserProfile | None) -> None:
-        super().__init__("the configuration changed since it was read")
-        self.current = current
 
 
 class ConfigStore:

@@ -6,14 +6,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 
-class LlmUnavailable(RuntimeError):
-    """The model could not answer: retries exhausted, a refused request, or an unreadable response."""
-
-    def __init__(self, message: str, *, status: int | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-
-
 @dataclass(frozen=True, slots=True)
 class ToolCall:
     """One function call the model asked for; ``arguments`` is the JSON text exactly as sent."""

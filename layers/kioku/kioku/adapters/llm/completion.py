@@ -12,7 +12,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from kioku.adapters.llm.base import ChatResponse, LlmUnavailable, ToolCall
+from kioku.adapters.llm.base import ChatResponse, ToolCall
+from kioku.domain.turn import LlmUnavailable
 
 
 class _Read(BaseModel):

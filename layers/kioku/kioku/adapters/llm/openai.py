@@ -13,9 +13,10 @@ from typing import Any, Final
 import httpx
 
 from kioku import __version__
-from kioku.adapters.llm.base import ChatRequest, ChatResponse, LlmUnavailable
+from kioku.adapters.llm.base import ChatRequest, ChatResponse
 from kioku.adapters.llm.completion import parse_chat_completion
 from kioku.config import ConfigurationError, Settings
+from kioku.domain.turn import LlmUnavailable
 
 logger = logging.getLogger(__name__)
 

@@ -69,8 +69,8 @@ def failure_reply(text: str) -> dict:
 
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
-    from kioku.adapters.dynamodb.config_store import StaleConfiguration
     from kioku.adapters.dynamodb.stm_store import NewerMemoryExists
+    from kioku.domain.models import StaleConfiguration
 
     if isinstance(exc, Refused):
         return exc.reason, exc.text
@@ -86,7 +86,7 @@ def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
 
 
 def _failure(exc: Exception, command: str) -> str:
-    from kioku.adapters.turn_queue import QueueUnavailable
+    from kioku.domain.turn_jobs import QueueUnavailable
 
     if isinstance(exc, MemoryStoreFailed):
         logger.warning("command %r could not reach the memories: %s", command, exc)

@@ -357,7 +357,7 @@ def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
 @managed
 def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
-    from kioku.adapters.dynamodb.config_store import StaleConfiguration
+    from kioku.domain.models import StaleConfiguration
 
     values = submitted_values(interaction.data)
     if set(values) != {NAME_INPUT, PROMPT_INPUT}:

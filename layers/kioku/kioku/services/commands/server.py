@@ -170,7 +170,7 @@ def saved_if_current(
 
     @managed
     def submit(interaction: Interaction, context: CommandContext, version: int) -> dict:
-        from kioku.adapters.dynamodb.config_store import StaleConfiguration
+        from kioku.domain.models import StaleConfiguration
 
         config = load_server_config(interaction, context)
         if config.version != version:
