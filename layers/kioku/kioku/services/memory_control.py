@@ -2,14 +2,15 @@
 
 For a person (personal scope), what kioku keeps about them, for them: see it, export it, forget one
 or all of it. Long-term memories about them (their personal ones, whoever saved them, and the
-server memories that name them, in every persona lineage), the server memories they saved, their DM
-short-term rows, and the raw lines they wrote in servers' short-term rows (found through the notes each capture and each
-server memory leaves in their partition). The list and the export show every memory about them, with
-its full text: it is theirs to see wherever it was said; only a channel they may not see is not named
-(``origin_known_to``). Forgetting all also marks the person (``forgotten_at``): a turn still
-answering a message they sent before, queued or retried, can store nothing of it. Summaries are
-written by the bot from whole conversations and are not theirs alone, so they are neither exported
-nor rewritten here (docs/privacy.md says so).
+server memories that name them, in every persona lineage), the server memories they saved, the
+personal memories they saved about someone else (whom, where and when: not the text, which is the
+other person's), their DM short-term rows, and the raw lines they wrote in servers' short-term rows
+(found through the notes each capture and each memory save leaves in their partition). The list
+and the export show every memory about them, with its full text: it is theirs to see wherever it was
+said; only a channel they may not see is not named (``origin_known_to``). Forgetting all also marks
+the person (``forgotten_at``): a turn still answering a message they sent before, queued or retried,
+can store nothing of it. Summaries are written by the bot from whole conversations and are not
+theirs alone, so they are neither exported nor rewritten here (docs/privacy.md says so).
 
 For a server (server scope), its managers' curation: list its memories, forget one, approve or
 reject one awaiting review. Every write is conditional on the memory still being what was shown
@@ -152,7 +153,9 @@ def export(
     ledger: TurnLedger,
 ) -> dict[str, Any]:
     """Everything above as one JSON-ready document, asked for at ``place``; with the turns still on
-    their way to them (their outboxes: their message and the answer wait there until posted)."""
+    their way to them (their outboxes: their message and the answer wait there until posted), and,
+    by person, the personal memories they saved about someone else that are still theirs (found
+    through their notes; without the text, see ``_authored_record``)."""
     saved = [
         m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
     ]
@@ -162,6 +165,10 @@ def export(
         "exported_at": now.isoformat(),
         "long_term_memories": [memory_record(m, user_id, place) for m in memories_about(user_id, ltm_store)],
         "server_memories_you_saved": [memory_record(m, user_id, place) for m in saved],
+        "personal_memories_you_saved_about_others": [
+            {"about": owner_id, "memories": [_authored_record(m, user_id, place) for m in authored]}
+            for owner_id, authored in ltm_store.personal_memories_saved_by(user_id).items()
+        ],
         "direct_message_short_term_memory": [
             _row_record(row, user_id) for row in stm_store.dm_rows_of(user_id)
         ],
@@ -221,6 +228,20 @@ def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
         "server_id": origin.guild_id,
         "channel_id": origin.channel_id,
         "private_channel": origin.private if origin.channel_id else None,
+    }
+
+
+def _authored_record(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+    """A personal memory ``user_id`` saved about someone else, without its text: the text is the
+    other person's memory (written by the model, maybe never shown to its author); their saving it,
+    where, when and for which persona are the author's."""
+    return {
+        "id": memory.memory_id,
+        "status": memory.status.value,
+        "persona_lineage": memory.scope.lineage,
+        "saved_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "saved_in": saved_in(memory, user_id, place),
     }
 
 
