@@ -427,6 +427,19 @@ def test_the_export_lists_the_personal_memories_i_saved_about_someone_else_witho
     assert exported() == []
 
 
+def test_forget_all_leaves_no_note_naming_me_with_those_who_saved_memories_about_me(ltm, stm, table):
+    # Given a memory about Bob that Alice saved: her partition notes that she saved one about him
+    save(ltm, BOB, "{user} is allergic to nuts", by=ALICE, where=IN_GENERAL)
+    # When Bob forgets everything
+    memory_control.forget_all(BOB, ltm, stm, ledger=TurnLedger(table))
+    # Then nothing outside his partition keeps his id, and Alice's export no longer names him
+    assert stored_outside_the_partition_of(BOB, table) == []
+    document = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+    assert document["personal_memories_you_saved_about_others"] == []
+
+
 def test_the_export_holds_the_replies_still_waiting_to_be_posted_to_me(ltm, stm, table):
     # Given a turn of Alice's whose reply Discord refused: her message and the answer wait in its
     # outbox (up to 16 days), and a turn of Bob's whose notice shows a memory about her

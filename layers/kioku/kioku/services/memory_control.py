@@ -34,7 +34,7 @@ from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, WaitingReply
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import NO_AUTHOR, Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
@@ -96,10 +96,11 @@ def forget_all(
     ledger: TurnLedger,
     now: datetime | None = None,
 ) -> ForgetAllReport:
-    """Every long-term memory about ``user_id`` (server memories that name them too), the author link
-    of the memories they saved about others or their server, their DM rows, and every raw line they wrote; first the mark
-    that they forgot at ``now`` (so no turn answering what they said before can store it again) and
-    the planned replies to them (which quote what they said)."""
+    """Every long-term memory about ``user_id`` (server memories that name them too) and the notes,
+    in their authors' partitions, that someone saved one about them; the author link of the memories
+    they saved about others or their server, their DM rows, and every raw line they wrote; first the
+    mark that they forgot at ``now`` (so no turn answering what they said before can store it again)
+    and the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
     memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
@@ -108,12 +109,17 @@ def forget_all(
         saved_about_others = ltm_store.personal_memories_saved_by(user_id)
         if not personal and not servers and not saved_about_others:
             break
+        authors: set[str] = set()
         for memory in personal:
             try:
                 ltm_store.delete(memory)
                 memories += 1
             except MemoryNotFound:
                 continue  # changed or deleted meanwhile: the next round reads it again
+            if memory.author_id not in (user_id, NO_AUTHOR):
+                authors.add(memory.author_id)
+        for author_id in authors:  # a memory saved meanwhile is found, with its note, next round
+            ltm_store.drop_author_note(author_id, user_id)
         for guild_id, named in servers.items():
             settled = True
             for memory in named:
