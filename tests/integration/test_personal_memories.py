@@ -384,6 +384,62 @@ def test_the_export_holds_the_server_memories_about_me_and_those_i_saved(ltm, st
     assert [record["id"] for record in document["server_memories_you_saved"]] == [rules]
 
 
+def test_the_export_lists_the_personal_memories_i_saved_about_someone_else_without_their_text(
+    ltm, stm, table
+):
+    # Given memories about Bob that Alice saved (issue 26, item 8: Victor's about Ben), one in a
+    # private channel, one that Bob forgets, one that Bob rewrites, and one Bob saved himself
+    kept = save(ltm, BOB, "{user} is allergic to nuts", by=ALICE, where=IN_GENERAL)
+    in_secret = save(ltm, BOB, "{user} is moving to Oslo", by=ALICE, where=IN_SECRET, lineage=2)
+    forgotten = save(ltm, BOB, "{user} owes Alice lunch", by=ALICE, where=IN_GENERAL)
+    rewritten = save(ltm, BOB, "{user} plays chess badly", by=ALICE, where=IN_GENERAL)
+    save(ltm, BOB, "{user} is Bob", by=BOB, where=IN_GENERAL)
+    memory_control.forget_memory_about(BOB, forgotten, ltm)
+    bobs_words = ltm.find(ScopeKind.PERSONAL, BOB, rewritten)
+    ltm.replace_content(bobs_words, "{user} plays chess well", NOW, author_id=BOB)
+
+    def exported() -> list[dict]:
+        return memory_control.export(
+            ALICE, ltm, stm, NOW, place=Place(OTHER_GUILD, ELSEWHERE.channel_id), ledger=TurnLedger(table)
+        )["personal_memories_you_saved_about_others"]
+
+    # When Alice exports what is kept about her, from another server
+    (about_bob,) = exported()
+    # Then the memories she saved about Bob that are still hers are listed: whom, where, when, which
+    # persona; not one Bob forgot or rewrote, and never their text (it is Bob's memory)
+    assert about_bob["about"] == BOB
+    records = {record["id"]: record for record in about_bob["memories"]}
+    assert set(records) == {kept, in_secret}
+    assert records[kept] == {
+        "id": kept,
+        "status": "active",
+        "persona_lineage": 1,
+        "saved_at": NOW.isoformat(),
+        "updated_at": NOW.isoformat(),
+        "saved_in": {"server_id": GUILD, "channel_id": GENERAL, "private_channel": False},
+    }
+    assert records[in_secret]["saved_in"]["channel_id"] == SECRET  # where she said it herself
+    document = json.dumps(exported())
+    for text in ("allergic", "Oslo", "lunch", "chess", "is Bob"):
+        assert text not in document
+    # and once she forgets everything, nothing of it is left to list
+    memory_control.forget_all(ALICE, ltm, stm, ledger=TurnLedger(table))
+    assert exported() == []
+
+
+def test_forget_all_leaves_no_note_naming_me_with_those_who_saved_memories_about_me(ltm, stm, table):
+    # Given a memory about Bob that Alice saved: her partition notes that she saved one about him
+    save(ltm, BOB, "{user} is allergic to nuts", by=ALICE, where=IN_GENERAL)
+    # When Bob forgets everything
+    memory_control.forget_all(BOB, ltm, stm, ledger=TurnLedger(table))
+    # Then nothing outside his partition keeps his id, and Alice's export no longer names him
+    assert stored_outside_the_partition_of(BOB, table) == []
+    document = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+    assert document["personal_memories_you_saved_about_others"] == []
+
+
 def test_the_export_holds_the_replies_still_waiting_to_be_posted_to_me(ltm, stm, table):
     # Given a turn of Alice's whose reply Discord refused: her message and the answer wait in its
     # outbox (up to 16 days), and a turn of Bob's whose notice shows a memory about her

@@ -2,14 +2,15 @@
 
 For a person (personal scope), what kioku keeps about them, for them: see it, export it, forget one
 or all of it. Long-term memories about them (their personal ones, whoever saved them, and the
-server memories that name them, in every persona lineage), the server memories they saved, their DM
-short-term rows, and the raw lines they wrote in servers' short-term rows (found through the notes each capture and each
-server memory leaves in their partition). The list and the export show every memory about them, with
-its full text: it is theirs to see wherever it was said; only a channel they may not see is not named
-(``origin_known_to``). Forgetting all also marks the person (``forgotten_at``): a turn still
-answering a message they sent before, queued or retried, can store nothing of it. Summaries are
-written by the bot from whole conversations and are not theirs alone, so they are neither exported
-nor rewritten here (docs/privacy.md says so).
+server memories that name them, in every persona lineage), the server memories they saved, the
+personal memories they saved about someone else (whom, where and when: not the text, which is the
+other person's), their DM short-term rows, and the raw lines they wrote in servers' short-term rows
+(found through the notes each capture and each memory save leaves in their partition). The list
+and the export show every memory about them, with its full text: it is theirs to see wherever it was
+said; only a channel they may not see is not named (``origin_known_to``). Forgetting all also marks
+the person (``forgotten_at``): a turn still answering a message they sent before, queued or retried,
+can store nothing of it. Summaries are written by the bot from whole conversations and are not
+theirs alone, so they are neither exported nor rewritten here (docs/privacy.md says so).
 
 For a server (server scope), its managers' curation: list its memories, forget one, approve or
 reject one awaiting review. Every write is conditional on the memory still being what was shown
@@ -33,7 +34,7 @@ from kioku.adapters.discord_rest import DiscordRest
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, WaitingReply
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.memory import NO_AUTHOR, Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.privacy import Place, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
@@ -95,10 +96,11 @@ def forget_all(
     ledger: TurnLedger,
     now: datetime | None = None,
 ) -> ForgetAllReport:
-    """Every long-term memory about ``user_id`` (server memories that name them too), the author link
-    of the memories they saved about others or their server, their DM rows, and every raw line they wrote; first the mark
-    that they forgot at ``now`` (so no turn answering what they said before can store it again) and
-    the planned replies to them (which quote what they said)."""
+    """Every long-term memory about ``user_id`` (server memories that name them too) and the notes,
+    in their authors' partitions, that someone saved one about them; the author link of the memories
+    they saved about others or their server, their DM rows, and every raw line they wrote; first the
+    mark that they forgot at ``now`` (so no turn answering what they said before can store it again)
+    and the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
     memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
@@ -107,12 +109,17 @@ def forget_all(
         saved_about_others = ltm_store.personal_memories_saved_by(user_id)
         if not personal and not servers and not saved_about_others:
             break
+        authors: set[str] = set()
         for memory in personal:
             try:
                 ltm_store.delete(memory)
                 memories += 1
             except MemoryNotFound:
                 continue  # changed or deleted meanwhile: the next round reads it again
+            if memory.author_id not in (user_id, NO_AUTHOR):
+                authors.add(memory.author_id)
+        for author_id in authors:  # a memory saved meanwhile is found, with its note, next round
+            ltm_store.drop_author_note(author_id, user_id)
         for guild_id, named in servers.items():
             settled = True
             for memory in named:
@@ -152,7 +159,9 @@ def export(
     ledger: TurnLedger,
 ) -> dict[str, Any]:
     """Everything above as one JSON-ready document, asked for at ``place``; with the turns still on
-    their way to them (their outboxes: their message and the answer wait there until posted)."""
+    their way to them (their outboxes: their message and the answer wait there until posted), and,
+    by person, the personal memories they saved about someone else that are still theirs (found
+    through their notes; without the text, see ``_authored_record``)."""
     saved = [
         m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
     ]
@@ -162,6 +171,10 @@ def export(
         "exported_at": now.isoformat(),
         "long_term_memories": [memory_record(m, user_id, place) for m in memories_about(user_id, ltm_store)],
         "server_memories_you_saved": [memory_record(m, user_id, place) for m in saved],
+        "personal_memories_you_saved_about_others": [
+            {"about": owner_id, "memories": [_authored_record(m, user_id, place) for m in authored]}
+            for owner_id, authored in ltm_store.personal_memories_saved_by(user_id).items()
+        ],
         "direct_message_short_term_memory": [
             _row_record(row, user_id) for row in stm_store.dm_rows_of(user_id)
         ],
@@ -221,6 +234,20 @@ def saved_in(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
         "server_id": origin.guild_id,
         "channel_id": origin.channel_id,
         "private_channel": origin.private if origin.channel_id else None,
+    }
+
+
+def _authored_record(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+    """A personal memory ``user_id`` saved about someone else, without its text: the text is the
+    other person's memory (written by the model, maybe never shown to its author); their saving it,
+    where, when and for which persona are the author's."""
+    return {
+        "id": memory.memory_id,
+        "status": memory.status.value,
+        "persona_lineage": memory.scope.lineage,
+        "saved_at": memory.created_at.isoformat(),
+        "updated_at": memory.updated_at.isoformat(),
+        "saved_in": saved_in(memory, user_id, place),
     }
 
 
