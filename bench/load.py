@@ -42,8 +42,9 @@ import httpx
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.adapters.dynamodb.turn_repository import TurnKey, TurnRepository
+from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.domain.forgetting import snowflake_time
+from kioku.domain.turn import TurnKey
 from kioku.domain.turn_jobs import TurnSource
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import DropConnection, RecordedRequest

@@ -26,12 +26,12 @@ from kioku.adapters.dynamodb.turn_ledger import (
     TurnOutcome,
     outcome_from_item,
 )
-from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRepository, _outbox_from_item
+from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.ltm.memory import ForgottenSinceSaid, Memory, MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
+from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
 

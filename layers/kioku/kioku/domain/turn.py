@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from kioku.domain.forgetting import Said
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin, Place
+from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.text import MentionNames
 
 
@@ -98,3 +100,33 @@ class LlmUnavailable(RuntimeError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class TurnKey:
+    source: str
+    turn_id: str
+    author_id: str
+    sent_at: datetime
+    """When the turn's message was sent (its snowflake's time): what a forget-all is measured against."""
+
+
+@dataclass(frozen=True, slots=True)
+class Outbox:
+    """What a turn must still do. ``reply`` None: the answer is not known yet, only ``notices`` of
+    tools that already ran. ``capture`` False: the turn posts but stores no lines (a rate notice)."""
+
+    reply: str | None = None
+    chunks: tuple[str, ...] = ()
+    notices: tuple[dict[str, Any], ...] = ()
+    lines: tuple[CrudeMessage, ...] = ()
+    reply_ids: tuple[str, ...] = ()
+    notice_ids: tuple[str, ...] = ()
+    apologised: bool = False
+    capture: bool = True
+    quoted: tuple[str, ...] = ()
+    """The people whose personal memories the notices show (their forget-all drops the outbox: see the turn repository)."""
+
+    @property
+    def answered(self) -> bool:
+        return self.reply is not None

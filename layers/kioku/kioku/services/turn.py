@@ -27,7 +27,7 @@ from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
-from kioku.adapters.dynamodb.turn_repository import Outbox, TurnKey, TurnRead, TurnRepository
+from kioku.adapters.dynamodb.turn_repository import TurnRead, TurnRepository
 from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatModel, ChatRequest
 from kioku.config import Settings
@@ -56,7 +56,7 @@ from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.text import MentionNames, mentioned_channels, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import BotIdentity, LlmUnavailable, TurnAlreadyRecorded, TurnContext
+from kioku.domain.turn import BotIdentity, LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnContext, TurnKey
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings

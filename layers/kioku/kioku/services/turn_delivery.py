@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
-from kioku.adapters.dynamodb.turn_repository import Outbox
 from kioku.discord.models import Message
+from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
 
 logger = logging.getLogger(__name__)

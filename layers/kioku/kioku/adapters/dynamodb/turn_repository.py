@@ -54,8 +54,7 @@ from kioku.adapters.dynamodb.turn_ledger import (
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
-from kioku.domain.stm.entries import CrudeMessage
-from kioku.domain.turn import TurnAlreadyRecorded, TurnCommitFailed
+from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey
 
 OUTBOX_PART: Final = "outbox"
 ANSWERED: Final = "answered"
@@ -64,38 +63,8 @@ KEEP_BACKOFF_SECONDS: Final = 0.01
 _T = TypeVar("_T")
 
 
-@dataclass(frozen=True, slots=True)
-class TurnKey:
-    source: str
-    turn_id: str
-    author_id: str
-    sent_at: datetime
-    """When the turn's message was sent (its snowflake's time): what a forget-all is measured against."""
-
-
 def _outbox_key(key: TurnKey, person_id: str | None = None) -> ItemKey:
     return outbox_key(person_id or key.author_id, key.source, key.turn_id)
-
-
-@dataclass(frozen=True, slots=True)
-class Outbox:
-    """What a turn must still do. ``reply`` None: the answer is not known yet, only ``notices`` of
-    tools that already ran. ``capture`` False: the turn posts but stores no lines (a rate notice)."""
-
-    reply: str | None = None
-    chunks: tuple[str, ...] = ()
-    notices: tuple[dict[str, Any], ...] = ()
-    lines: tuple[CrudeMessage, ...] = ()
-    reply_ids: tuple[str, ...] = ()
-    notice_ids: tuple[str, ...] = ()
-    apologised: bool = False
-    capture: bool = True
-    quoted: tuple[str, ...] = ()
-    """The people whose personal memories the notices show (see ``TurnRepository.keep``)."""
-
-    @property
-    def answered(self) -> bool:
-        return self.reply is not None
 
 
 @dataclass(frozen=True, slots=True)
