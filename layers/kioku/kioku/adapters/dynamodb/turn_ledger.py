@@ -27,7 +27,7 @@ from kioku.adapters.dynamodb.keys import (
     rate_key,
     turn_record_key,
 )
-from kioku.adapters.dynamodb.stm_store import crude_lines_from_items
+from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
 from kioku.domain.stm.entries import CrudeMessage
 

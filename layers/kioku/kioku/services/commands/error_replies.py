@@ -71,7 +71,7 @@ def failure_reply(text: str) -> dict:
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
     from kioku.adapters.dynamodb.config_store import StaleConfiguration
-    from kioku.adapters.dynamodb.stm_store import NewerMemoryExists
+    from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 
     if isinstance(exc, Refused):
         return exc.reason, exc.text
