@@ -259,6 +259,11 @@ class UpdateExpression:
         name, alias = self.name(attribute), self.value(value)
         self._sets.append(f"{name} = if_not_exists({name}, {alias})" if if_missing else f"{name} = {alias}")
 
+    def append(self, attribute: str, items: Sequence[Any]) -> None:
+        """Append ``items`` to the list ``attribute`` (an empty list if it is missing)."""
+        name, empty, alias = self.name(attribute), self.value([]), self.value(list(items))
+        self._sets.append(f"{name} = list_append(if_not_exists({name}, {empty}), {alias})")
+
     def add(self, attribute: str, amount: int) -> None:
         self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
 
