@@ -44,12 +44,10 @@ def mark_forgotten(table: KiokuTable, user_id: str, at: datetime) -> None:
     expression.set("forgotten_at", _stamp(at))
     forgotten_at = expression.name("forgotten_at")
     try:
-        table.update(
+        table.update_with(
             forgotten_key(user_id),
-            expression.text(),
+            expression,
             condition=f"attribute_not_exists({forgotten_at}) OR {forgotten_at} < {expression.value(_stamp(at))}",
-            names=expression.names,
-            values=expression.values,
         )
     except ConditionFailed:
         return  # a later forget-all is noted already

@@ -6,7 +6,6 @@ rows, once a turn described them, are found through the sparse ``ThreadParent`` 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.keys import (
@@ -19,23 +18,15 @@ from kioku.adapters.dynamodb.keys import (
     stm_row_key,
     thread_parent_partition,
 )
-from kioku.adapters.dynamodb.stm_items import MAX_CHANNEL_NAME_CHARS, entries_from_items, iso
+from kioku.adapters.dynamodb.stm_items import (
+    MAX_CHANNEL_NAME_CHARS,
+    STAMP_ATTRIBUTES,
+    entries_from_items,
+    iso,
+)
 from kioku.adapters.dynamodb.table import Cursor, KiokuTable, UpdateExpression
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.stm.entries import StmEntry
-
-_STAMP_ATTRIBUTES: Final = (
-    "channel_id",
-    "persona_id",
-    "server_id",
-    "lineage_id",
-    "parent_channel_id",
-    "channel_name",
-    "private",
-    "private_thread",
-    "described_at",
-)
-"""What reconciling a row with its guild's channel list reads of it."""
 
 
 class StmChannelRows:
@@ -76,12 +67,10 @@ class StmChannelRows:
             if not expression.has_changes():
                 continue
             try:
-                self._table.update(
+                self._table.update_with(
                     stm_row_key(entry.address),
-                    expression.text(),
+                    expression,
                     condition=condition,
-                    names=expression.names,
-                    values=expression.values,
                 )
                 changed += 1
             except ConditionFailed:
@@ -108,7 +97,7 @@ class StmChannelRows:
                 guild_row_range(guild_id),
                 limit=max_rows - len(rows),
                 start_key=start_key,
-                attributes=_STAMP_ATTRIBUTES,
+                attributes=STAMP_ATTRIBUTES,
             )
             rows.extend(entries_from_items(items))
             if start_key is None:
@@ -149,15 +138,13 @@ class StmChannelRows:
             return False
         described = expression.name("described_at")
         try:
-            self._table.update(
+            self._table.update_with(
                 stm_row_key(entry.address),
-                expression.text(),
+                expression,
                 condition=(
                     f"attribute_exists(pk) AND (attribute_not_exists({described}) "
                     f"OR {described} < {expression.value(iso(at))})"
                 ),
-                names=expression.names,
-                values=expression.values,
             )
         except ConditionFailed:
             return False

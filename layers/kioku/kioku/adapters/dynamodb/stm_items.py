@@ -17,6 +17,19 @@ from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmEnt
 logger = logging.getLogger(__name__)
 
 MAX_CHANNEL_NAME_CHARS: Final = 100
+STAMP_ATTRIBUTES: Final = (
+    "channel_id",
+    "persona_id",
+    "server_id",
+    "lineage_id",
+    "parent_channel_id",
+    "channel_name",
+    "private",
+    "private_thread",
+    "described_at",
+)
+"""What reconciling a row with its guild's channel list reads of it: what ``entry_from_item`` needs and
+the channel's privacy stamp."""
 
 
 def entry_from_item(item: Item | None) -> StmEntry | None:

@@ -64,12 +64,10 @@ class StmPersonRows:
             expression.set("crude", crude_lines_to_items(kept))
             expression.set("version", entry.version + 1)
             try:
-                self._table.update(
+                self._table.update_with(
                     key,
-                    expression.text(),
+                    expression,
                     condition=f"{expression.name('version')} = {expression.value(entry.version)}",
-                    names=expression.names,
-                    values=expression.values,
                 )
                 return len(entry.crude) - len(kept)
             except ConditionFailed:

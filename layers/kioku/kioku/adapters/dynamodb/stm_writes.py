@@ -138,14 +138,14 @@ class StmWrites:
             condition = f"attribute_not_exists({expression.name(written_at)})"
         else:
             condition = f"{expression.name(written_at)} = {expression.value(iso(expect_written_at))}"
-        row = {"names": expression.names, "values": expression.values, "condition": condition}
+        key = stm_row_key(identity.address)
         try:
             if said is None:
-                self._table.update(stm_row_key(identity.address), expression.text(), **row)
+                self._table.update_with(key, expression, condition=condition)
                 return
             self._table.transact_write(
                 [
-                    self._table.op_update(stm_row_key(identity.address), expression.text(), **row),
+                    self._table.op_update_with(key, expression, condition=condition),
                     op_not_forgotten_since(self._table, said.user_id, said.at),
                 ]
             )
@@ -222,21 +222,17 @@ class StmWrites:
                 condition = f"{expression.name('version')} = {expression.value(read.version)}"
             try:
                 if also or checks:
-                    row_update = self._table.op_update(
+                    row_update = self._table.op_update_with(
                         key,
-                        expression.text(),
+                        expression,
                         condition=condition,
-                        names=expression.names,
-                        values=expression.values,
                     )
                     self._table.transact_write([row_update, *checks, *also])
                     return None
-                item = self._table.update(
+                item = self._table.update_with(
                     key,
-                    expression.text(),
+                    expression,
                     condition=condition,
-                    names=expression.names,
-                    values=expression.values,
                     return_new=True,
                 )
             except ConditionFailed as exc:
@@ -279,11 +275,9 @@ class StmWrites:
         expression.add("turns_since_refresh", 1)
         key = stm_row_key(identity.address)
         if not also:
-            self._table.update(key, expression.text(), names=expression.names, values=expression.values)
+            self._table.update_with(key, expression)
             return
-        row_update = self._table.op_update(
-            key, expression.text(), names=expression.names, values=expression.values
-        )
+        row_update = self._table.op_update_with(key, expression)
         try:
             self._table.transact_write([row_update, *also])
         except TransactionCancelled as exc:

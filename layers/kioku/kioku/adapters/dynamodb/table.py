@@ -97,6 +97,24 @@ class KiokuTable:
         response = self._call("update_item", **params)
         return from_wire(response.get("Attributes"))
 
+    def update_with(
+        self,
+        key: ItemKey,
+        expression: UpdateExpression,
+        *,
+        condition: str | None = None,
+        return_new: bool = False,
+    ) -> Item | None:
+        """``update`` with ``expression``'s text, names and values (``condition`` takes its aliases)."""
+        return self.update(
+            key,
+            expression.text(),
+            condition=condition,
+            names=expression.names,
+            values=expression.values,
+            return_new=return_new,
+        )
+
     def delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> Item | None:
         params: dict[str, Any] = {
             "TableName": self.name,
@@ -202,6 +220,13 @@ class KiokuTable:
         }
         self._add_condition(params, condition, names, values)
         return {"Update": params}
+
+    def op_update_with(
+        self, key: ItemKey, expression: UpdateExpression, *, condition: str | None = None
+    ) -> dict:
+        return self.op_update(
+            key, expression.text(), condition=condition, names=expression.names, values=expression.values
+        )
 
     def op_delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> dict:
         params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key.as_item())}

@@ -78,12 +78,10 @@ class TurnLedger:
         expression.set("expires_at", int((now + RECORD_RETENTION).timestamp()))
         delivered = expression.name("delivery")
         try:
-            item = self._table.update(
+            item = self._table.update_with(
                 attempts_key(source, turn_id),
-                expression.text(),
+                expression,
                 condition=f"attribute_not_exists({delivered}) OR {delivered} <> {expression.value(delivery)}",
-                names=expression.names,
-                values=expression.values,
                 return_new=True,
             )
         except ConditionFailed as exc:
@@ -158,15 +156,13 @@ class RateLedger:
         expression.set("expires_at", minute * RATE_WINDOW_SECONDS + int(RECORD_RETENTION.total_seconds()))
         turns, counted = expression.name("turns"), expression.name("counted")
         try:
-            item = self._table.update(
+            item = self._table.update_with(
                 key,
-                expression.text(),
+                expression,
                 condition=(
                     f"(attribute_not_exists({turns}) OR {turns} <= {expression.value(limit)}) "
                     f"AND NOT contains({counted}, {expression.value(turn_id)})"
                 ),
-                names=expression.names,
-                values=expression.values,
                 return_new=True,
             )
         except ConditionFailed as exc:
