@@ -13,7 +13,8 @@ import boto3
 from moto import mock_aws
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Participant, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.context import build_short_term_memory_context

@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.llm.openai import RetryPolicy
 from kioku.config import get_settings

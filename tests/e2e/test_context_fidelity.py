@@ -13,7 +13,8 @@ import pytest
 
 from kioku.adapters.dynamodb.keys import stm_row_key
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind

@@ -8,7 +8,8 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import ItemKey
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.discord.protocol import Permission
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits

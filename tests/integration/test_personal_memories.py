@@ -10,7 +10,8 @@ import boto3
 import pytest
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore, TurnCapture
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import TurnCapture
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind

@@ -34,7 +34,8 @@ from hypothesis import HealthCheck, currently_in_test_context, event, given, set
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore, entry_from_item
+from kioku.adapters.dynamodb.stm_items import entry_from_item
+from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository

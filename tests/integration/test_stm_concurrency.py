@@ -9,7 +9,8 @@ from datetime import timedelta
 
 import pytest
 
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
 from kioku.services import stm as stm_service
 from kioku.services.stm import ShortTermMemoryTurn, turn_memory_query

@@ -9,7 +9,8 @@ import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import stm_row_key, turn_record_key
-from kioku.adapters.dynamodb.stm_store import NewerMemoryExists, StmStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
 from kioku.domain.forgetting import Said, SpeakerForgotten

@@ -19,7 +19,9 @@ from kioku.adapters.dynamodb.keys import (
     turn_record_key,
 )
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmRowIdentity, StmStore, TurnCapture, TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity, TurnCapture
 from kioku.adapters.dynamodb.turn_ledger import (
     RECORD_RETENTION,
     TurnLedger,

@@ -18,6 +18,7 @@ STORES = {
     "KiokuTable",
     "ConfigStore",
     "StmStore",
+    "StmJanitor",
     "DynamoMemoryStore",
     "TurnLedger",
     "RateLedger",

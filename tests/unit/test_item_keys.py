@@ -119,7 +119,7 @@ SHARED_PARTITIONS = {
         "forget-all mark (forgetting)": "FORGOTTEN",
         "turns per minute (turn_ledger)": "RATE#",
         "outbox and pointer (turn_repository)": "OUTBOX#",
-        "raw-lines note (stm_store)": "STMLINES#",
+        "raw-lines note (stm_writes)": "STMLINES#",
         "server-memory note (ltm_store)": "SERVERLTM#",
         "personal memory (ltm_store)": "M#",
         "personal duplicate guard (ltm_store)": "H#",

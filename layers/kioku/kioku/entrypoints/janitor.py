@@ -19,7 +19,7 @@ def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None =
 def _purge(moment: datetime) -> dict[str, int]:
     parts = container()
     idle_before = moment - timedelta(days=parts.settings.STM_JANITOR_RETENTION_DAYS)
-    report = parts.stm_store.purge_idle(idle_before)
+    report = parts.stm_janitor.purge_idle(idle_before)
     count(Metric.STM_ROWS_PURGED, report.deleted)
     logger.info(
         "short-term memory janitor: %d idle rows found, %d deleted, %d resumed meanwhile and kept",

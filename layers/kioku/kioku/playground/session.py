@@ -235,7 +235,7 @@ class Playground:
 
     def show_memory(self) -> None:
         from kioku.adapters.dynamodb.config_store import ConfigStore
-        from kioku.adapters.dynamodb.stm_store import StmStore
+        from kioku.adapters.dynamodb.stm_reads import StmReads
         from kioku.adapters.dynamodb.table import KiokuTable
         from kioku.domain.models import ServerConfig
         from kioku.domain.stm.entries import StmAddress
@@ -246,7 +246,7 @@ class Playground:
         address = StmAddress.of(
             guild_id, self.member.user_id, self.channel.channel_id, config.persona.persona_id
         )
-        entry = StmStore(table).get(address)
+        entry = StmReads(table).get(address)
         if entry is None:
             self.print("(no short-term memory in this channel yet)")
             return

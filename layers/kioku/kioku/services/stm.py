@@ -13,13 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_store import (
-    NewerMemoryExists,
-    StmRowIdentity,
-    StmStore,
-    TurnCapture,
-    TurnMemoryQuery,
-)
+from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists, StmRowIdentity, TurnCapture
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
 from kioku.domain.stm.categories import active_categories

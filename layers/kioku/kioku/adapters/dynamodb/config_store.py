@@ -1,5 +1,5 @@
 """Server configuration and user profiles: one item each, read together in a turn's first request
-(``StmStore.load_turn``)."""
+(``StmReads.load_turn``)."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.keys import forgotten_key
-from kioku.adapters.dynamodb.table import Item, KiokuTable
+from kioku.adapters.dynamodb.table import Item, KiokuTable, UpdateExpression
 from kioku.clock import parse_time
 
 _NAMES: Final = {"#forgotten_at": "forgotten_at"}
@@ -40,13 +40,14 @@ def op_not_forgotten_since(table: KiokuTable, user_id: str, sent_at: datetime) -
 
 def mark_forgotten(table: KiokuTable, user_id: str, at: datetime) -> None:
     """Note that ``user_id`` asked to forget everything at ``at``, unless a later ask is noted."""
+    expression = UpdateExpression()
+    expression.set("forgotten_at", _stamp(at))
+    forgotten_at = expression.name("forgotten_at")
     try:
-        table.update(
+        table.update_with(
             forgotten_key(user_id),
-            "SET #forgotten_at = :at",
-            condition="attribute_not_exists(#forgotten_at) OR #forgotten_at < :at",
-            names=_NAMES,
-            values={":at": _stamp(at)},
+            expression,
+            condition=f"attribute_not_exists({forgotten_at}) OR {forgotten_at} < {expression.value(_stamp(at))}",
         )
     except ConditionFailed:
         return  # a later forget-all is noted already

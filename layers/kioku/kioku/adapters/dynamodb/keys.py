@@ -9,7 +9,7 @@ read, and the partitions of the indexes. The stores build every key here and now
                             RATE#{unix minute}                 turns that minute (turn_ledger)
                             OUTBOX#{source}#{turn}             a turn's outbox, or a pointer to one
                                                                (turn_repository)
-                            STMLINES#{row pk}|{row sk}         a row holding their raw lines (stm_store)
+                            STMLINES#{row pk}|{row sk}         a row holding their raw lines (stm_writes)
                             SERVERLTM#{server}                 a server whose memories name them (ltm_store)
                             SAVEDABOUT#{user}                  someone they saved personal memories
                                                                about (ltm_store)
@@ -62,6 +62,15 @@ CHANNEL_ROW_PREFIX: Final = "C#"
 DM_ROW_PREFIX: Final = "DM#P#"
 DONE: Final = "DONE"
 ATTEMPTS: Final = "ATTEMPTS"
+
+RECENCY_INDEX: Final = "Recency"
+RECENCY_PK: Final = "gsi1pk"
+RECENCY_SK: Final = "gsi1sk"
+JANITOR_INDEX: Final = "JanitorAge"
+JANITOR_PK: Final = "gsi2pk"
+JANITOR_SK: Final = "gsi2sk"
+THREAD_PARENT_INDEX: Final = "ThreadParent"
+THREAD_PARENT_PK: Final = "gsi3pk"
 
 AGE_SHARDS: Final = 8
 _AGE_SHARD_PREFIX: Final = "STMAGE#"

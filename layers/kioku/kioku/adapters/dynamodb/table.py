@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import random
+import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -23,6 +25,7 @@ Cursor = dict[str, Any]
 
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=2, read_timeout=5)
 _BATCH_GET_LIMIT = 100
+_BACKOFF_STEP_SECONDS: Final = 0.002
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -93,6 +96,24 @@ class KiokuTable:
             params["ReturnValues"] = "ALL_NEW"
         response = self._call("update_item", **params)
         return from_wire(response.get("Attributes"))
+
+    def update_with(
+        self,
+        key: ItemKey,
+        expression: UpdateExpression,
+        *,
+        condition: str | None = None,
+        return_new: bool = False,
+    ) -> Item | None:
+        """``update`` with ``expression``'s text, names and values (``condition`` takes its aliases)."""
+        return self.update(
+            key,
+            expression.text(),
+            condition=condition,
+            names=expression.names,
+            values=expression.values,
+            return_new=return_new,
+        )
 
     def delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> Item | None:
         params: dict[str, Any] = {
@@ -170,6 +191,16 @@ class KiokuTable:
             attributes=attributes,
         )
 
+    def query_range_all(self, key_range: KeyRange, *, consistent: bool = True) -> list[Item]:
+        """Every item of ``key_range``, page after page."""
+        items: list[Item] = []
+        start_key: Cursor | None = None
+        while True:
+            page, start_key = self.query_range(key_range, consistent=consistent, start_key=start_key)
+            items.extend(page)
+            if start_key is None:
+                return items
+
     def transact_write(self, operations: Iterable[Mapping[str, Any]]) -> None:
         """Run ``operations`` (already in wire form, see ``op_*``) all-or-nothing."""
         self._call("transact_write_items", TransactItems=list(operations))
@@ -189,6 +220,13 @@ class KiokuTable:
         }
         self._add_condition(params, condition, names, values)
         return {"Update": params}
+
+    def op_update_with(
+        self, key: ItemKey, expression: UpdateExpression, *, condition: str | None = None
+    ) -> dict:
+        return self.op_update(
+            key, expression.text(), condition=condition, names=expression.names, values=expression.values
+        )
 
     def op_delete(self, key: ItemKey, *, condition: str | None = None, names=None, values=None) -> dict:
         params: dict[str, Any] = {"TableName": self.name, "Key": to_wire(key.as_item())}
@@ -219,6 +257,61 @@ class KiokuTable:
             raise _translate(exc) from exc
         except BotoCoreError as exc:
             raise StoreUnavailable(f"{operation} failed: {exc.__class__.__name__}") from exc
+
+
+class UpdateExpression:
+    """An UpdateExpression with every name and value aliased (no reserved-word surprises); a
+    condition on the same item takes its aliases from ``name`` and ``value``."""
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.values: dict[str, Any] = {}
+        self._sets: list[str] = []
+        self._adds: list[str] = []
+        self._removes: list[str] = []
+
+    def name(self, attribute: str) -> str:
+        alias = f"#{attribute}"
+        self.names[alias] = attribute
+        return alias
+
+    def value(self, value: Any) -> str:
+        alias = f":v{len(self.values)}"
+        self.values[alias] = value
+        return alias
+
+    def set(self, attribute: str, value: Any, *, if_missing: bool = False) -> None:
+        name, alias = self.name(attribute), self.value(value)
+        self._sets.append(f"{name} = if_not_exists({name}, {alias})" if if_missing else f"{name} = {alias}")
+
+    def append(self, attribute: str, items: Sequence[Any]) -> None:
+        """Append ``items`` to the list ``attribute`` (an empty list if it is missing)."""
+        name, empty, alias = self.name(attribute), self.value([]), self.value(list(items))
+        self._sets.append(f"{name} = list_append(if_not_exists({name}, {empty}), {alias})")
+
+    def add(self, attribute: str, amount: int) -> None:
+        self._adds.append(f"{self.name(attribute)} {self.value(amount)}")
+
+    def remove(self, attribute: str) -> None:
+        self._removes.append(self.name(attribute))
+
+    def has_changes(self) -> bool:
+        return bool(self._sets or self._adds or self._removes)
+
+    def text(self) -> str:
+        clauses = []
+        if self._sets:
+            clauses.append("SET " + ", ".join(self._sets))
+        if self._adds:
+            clauses.append("ADD " + ", ".join(self._adds))
+        if self._removes:
+            clauses.append("REMOVE " + ", ".join(self._removes))
+        return " ".join(clauses)
+
+
+def backoff(attempt: int) -> None:
+    """Sleep a random while, longer with each lost race (up to ten steps), before trying again."""
+    time.sleep(random.uniform(0, _BACKOFF_STEP_SECONDS * min(attempt + 1, 10)))
 
 
 def _translate(exc: ClientError) -> Exception:

@@ -27,8 +27,8 @@ from kioku.adapters.dynamodb.keys import (
     rate_key,
     turn_record_key,
 )
-from kioku.adapters.dynamodb.stm_store import crude_lines_from_items
-from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
+from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
+from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.domain.stm.entries import CrudeMessage
 
 RECORD_RETENTION: Final = timedelta(days=16)
@@ -72,17 +72,16 @@ class TurnLedger:
         """Count a failed attempt of the turn and return how many have failed. ``delivery`` names
         the attempt (SQS message id and receive count): an attempt reported twice counts once. Only
         failures are written, so a turn that succeeds first time makes no request here."""
+        expression = UpdateExpression()
+        expression.add("attempts", 1)
+        expression.set("delivery", delivery)
+        expression.set("expires_at", int((now + RECORD_RETENTION).timestamp()))
+        delivered = expression.name("delivery")
         try:
-            item = self._table.update(
+            item = self._table.update_with(
                 attempts_key(source, turn_id),
-                "ADD #attempts :one SET #delivery = :delivery, #expires_at = :expires_at",
-                condition="attribute_not_exists(#delivery) OR #delivery <> :delivery",
-                names={"#attempts": "attempts", "#delivery": "delivery", "#expires_at": "expires_at"},
-                values={
-                    ":one": 1,
-                    ":delivery": delivery,
-                    ":expires_at": int((now + RECORD_RETENTION).timestamp()),
-                },
+                expression,
+                condition=f"attribute_not_exists({delivered}) OR {delivered} <> {expression.value(delivery)}",
                 return_new=True,
             )
         except ConditionFailed as exc:
@@ -151,21 +150,19 @@ class RateLedger:
         or None once past ``limit + 1``; a turn counted before gets the number it got then."""
         minute = int(sent_at.timestamp()) // RATE_WINDOW_SECONDS
         key = rate_key(user_id, minute)
+        expression = UpdateExpression()
+        expression.add("turns", 1)
+        expression.append("counted", [turn_id])
+        expression.set("expires_at", minute * RATE_WINDOW_SECONDS + int(RECORD_RETENTION.total_seconds()))
+        turns, counted = expression.name("turns"), expression.name("counted")
         try:
-            item = self._table.update(
+            item = self._table.update_with(
                 key,
-                "ADD #turns :one SET #counted = list_append(if_not_exists(#counted, :none), :turn), "
-                "#expires_at = :expires_at",
-                condition="(attribute_not_exists(#turns) OR #turns <= :limit) AND NOT contains(#counted, :turn_id)",
-                names={"#turns": "turns", "#counted": "counted", "#expires_at": "expires_at"},
-                values={
-                    ":one": 1,
-                    ":none": [],
-                    ":turn": [turn_id],
-                    ":turn_id": turn_id,
-                    ":limit": limit,
-                    ":expires_at": minute * RATE_WINDOW_SECONDS + int(RECORD_RETENTION.total_seconds()),
-                },
+                expression,
+                condition=(
+                    f"(attribute_not_exists({turns}) OR {turns} <= {expression.value(limit)}) "
+                    f"AND NOT contains({counted}, {expression.value(turn_id)})"
+                ),
                 return_new=True,
             )
         except ConditionFailed as exc:

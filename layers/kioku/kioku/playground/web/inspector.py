@@ -15,7 +15,7 @@ from typing import Any, Final
 from kioku import clock
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.stm_reads import StmReads
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
 from kioku.discord.interactions import ResponseType
@@ -84,7 +84,7 @@ class Inspector:
         self._places = {place.key: place for place in places()}
         table = KiokuTable(self.stack.resources.table_name)
         self._config = ConfigStore(table)
-        self._stm = StmStore(table)
+        self._stm = StmReads(table)
         self._ltm = DynamoMemoryStore(table)
 
     # -- actions ------------------------------------------------------------------------------------

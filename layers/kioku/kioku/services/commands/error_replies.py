@@ -69,7 +69,7 @@ def failure_reply(text: str) -> dict:
 
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
-    from kioku.adapters.dynamodb.stm_store import NewerMemoryExists
+    from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
     from kioku.domain.models import StaleConfiguration
 
     if isinstance(exc, Refused):
