@@ -458,6 +458,7 @@ def _service(stack: Stack, mode: Mode) -> TurnService:
         stm_store=(stm := StmStore(stack.table)),
         ltm_store=(ltm := DynamoMemoryStore(stack.table, layout=BookLayout.from_settings(settings))),
         turns=TurnRepository(stack.table, stm, ltm),
+        directory=GuildDirectory(stack.rest),
         embedder=mode.embedder,
     )
 

@@ -39,6 +39,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
+from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
@@ -690,11 +691,12 @@ def _service(
     ltm_store = DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6))
     return TurnService(
         settings=settings,
-        discord=discord,  # type: ignore[arg-type]
+        discord=discord,
         model=model,
         stm_store=stm_store,
         ltm_store=ltm_store,
         turns=TurnRepository(table, stm_store, ltm_store),
+        directory=GuildDirectory(discord),
         clock=clock,
     )
 

@@ -14,7 +14,6 @@ from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists, StmRowIdentity, TurnCapture
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
@@ -32,6 +31,7 @@ from kioku.domain.stm.update_tool import (
 )
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.services.turn_ports import ShortTermMemoryWrites
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ class ShortTermMemoryTurn:
 
     def __init__(
         self,
-        store: StmStore,
+        store: ShortTermMemoryWrites,
         turn: TurnContext,
         state: StmState,
         limits: StmLimits,

@@ -22,13 +22,10 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from kioku import clock as kioku_clock
-from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.turn_ledger import RateLedger, TurnOutcome
-from kioku.adapters.dynamodb.turn_repository import TurnRead, TurnRepository
-from kioku.adapters.guild_directory import GuildDirectory
+from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
+from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.adapters.llm.base import ChatModel, ChatRequest
 from kioku.config import Settings
 from kioku.discord.models import Member, Message
@@ -37,7 +34,7 @@ from kioku.discord.snowflake import is_snowflake
 from kioku.domain.dialogue import Dialogue, participants_from_messages, read_dialogue, user_names
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
-from kioku.domain.ltm.ports import Embedder, MemberSearchFailed
+from kioku.domain.ltm.ports import Embedder, MemberSearchFailed, MemoryStore
 from kioku.domain.ltm.recall import Recall, recall_query, recall_subjects
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import (
@@ -62,6 +59,7 @@ from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
+from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -147,22 +145,21 @@ class TurnState:
 
 @dataclass
 class TurnService:
+    """A turn's collaborators are its ports (``turn_ports``, ``ChatModel``, ``MemoryStore``,
+    ``Embedder``): the composition root hands it the adapters, the unit tests in-memory fakes."""
+
     settings: Settings
-    discord: DiscordRest
+    discord: TurnDiscord
     model: ChatModel
-    stm_store: StmStore
-    ltm_store: DynamoMemoryStore
-    turns: TurnRepository
+    stm_store: ShortTermMemoryWrites
+    ltm_store: MemoryStore
+    turns: TurnStore
+    directory: GuildLookup
     clock: Callable[[], datetime] = kioku_clock.now
-    directory: GuildDirectory | None = None
-    rates: RateLedger | None = None
+    rates: TurnRates | None = None
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
     embedder: Embedder | None = None
     """``EMBEDDINGS_MODEL``'s endpoint; None ranks memories by their words alone."""
-
-    def __post_init__(self) -> None:
-        if self.directory is None:
-            self.directory = GuildDirectory(self.discord)
 
     def run(
         self,
@@ -630,7 +627,6 @@ class TurnService:
             raise MemberSearchFailed(str(exc)) from exc
 
     def _manages_server(self, turn: TurnContext, member: Member | None) -> bool:
-        assert self.directory is not None
         if turn.guild_id is None:
             return False
         try:
@@ -640,7 +636,6 @@ class TurnService:
             return False
 
     def _lookup_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
-        assert self.directory is not None
         try:
             return self.directory.member(guild_id, user_id)
         except (DiscordError, ValueError) as exc:
@@ -660,7 +655,6 @@ class TurnService:
         and is retried (without the parent, a thread of a private channel would pass for public)."""
         if job.guild_id is None:
             return ChannelDescription(job.channel_id, private=False)
-        assert self.directory is not None
         return self.directory.describe_channel(job.guild_id, self.discord.get_channel(job.channel_id))
 
     def _dialogue(
@@ -690,9 +684,9 @@ class TurnService:
         request), this channel and, only when a message mentions another one, the guild's channels
         ``turn`` may name under its server's privacy settings (one cached request; None: not read
         yet, none named)."""
-        roles = (self.directory.guild_roles(job.guild_id) if self.directory and job.guild_id else None) or ()
+        roles = (self.directory.guild_roles(job.guild_id) if job.guild_id else None) or ()
         channels = {channel.channel_id: channel.name} if channel.name else {}
-        if self.directory and job.guild_id and turn and _mentions_another_channel(job, channel, history):
+        if job.guild_id and turn and _mentions_another_channel(job, channel, history):
             named = self.directory.channel_names(job.guild_id, turn.place, turn.config.privacy)
             channels = {**named, **channels}
         return MentionNames(

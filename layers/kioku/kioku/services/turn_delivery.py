@@ -12,10 +12,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
-from kioku.adapters.discord_rest import DiscordError, DiscordRest
+from kioku.adapters.discord_rest import DiscordError
 from kioku.discord.models import Message
 from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
+from kioku.services.turn_ports import DeliveryDiscord
 
 logger = logging.getLogger(__name__)
 
@@ -39,7 +40,7 @@ class Responder(Protocol):
 class ChannelReply:
     """A relayed message: the first chunk replies to it, every chunk is a channel message."""
 
-    discord: DiscordRest
+    discord: DeliveryDiscord
     job: TurnJob
     adoptable_from: int = 0
 
@@ -56,7 +57,7 @@ class InteractionWebhook:
     """A ``/chat``: the first chunk is the deferred response (an edit: idempotent by nature), the
     rest are channel messages."""
 
-    discord: DiscordRest
+    discord: DeliveryDiscord
     job: TurnJob
     adoptable_from: int = 1
 
@@ -72,7 +73,7 @@ class InteractionWebhook:
         return str(posted.get("id", ""))
 
 
-def responder_for(job: TurnJob, discord: DiscordRest) -> Responder:
+def responder_for(job: TurnJob, discord: DeliveryDiscord) -> Responder:
     if job.source.answers_an_interaction:
         return InteractionWebhook(discord, job)
     return ChannelReply(discord, job)
@@ -98,7 +99,7 @@ class DeliveryInterrupted(Exception):
 
 @dataclass
 class Delivery:
-    discord: DiscordRest
+    discord: DeliveryDiscord
     job: TurnJob
     responder: Responder
     bot_user_id: str

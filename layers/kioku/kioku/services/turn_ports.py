@@ -1,0 +1,157 @@
+"""What a turn needs from outside, as the turn and its delivery call it: Discord, the guild
+directory, the turn's own items, the short-term memory row's writes and the rate ledger.
+
+The composition root hands the turn the adapters (``DiscordRest``, ``GuildDirectory``,
+``TurnRepository``, ``StmStore``, ``RateLedger``); ``tests/unit/test_turn_service.py`` hands it
+in-memory fakes. The model (``ChatModel``), the long-term memory store (``MemoryStore``) and the
+embeddings endpoint (``Embedder``) have their ports already.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from typing import Any, Protocol, TypeVar
+
+from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_writes import StmRowIdentity, TurnCapture
+from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
+from kioku.adapters.dynamodb.turn_repository import TurnRead
+from kioku.discord.guild import Role
+from kioku.discord.models import Member, Message
+from kioku.domain.forgetting import Said
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.models import StmCategory
+from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
+from kioku.domain.stm.update_tool import StmUpdate
+from kioku.domain.turn import Outbox, TurnKey
+
+_T = TypeVar("_T")
+
+
+class DeliveryDiscord(Protocol):
+    """What posting an outbox asks of Discord. Each call raises ``DiscordError`` when Discord
+    refuses or cannot answer."""
+
+    def get_channel_messages(
+        self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
+    ) -> list[Message]:
+        """Up to ``limit`` messages, newest first: the latest, or those ``before`` / ``after`` an id."""
+        ...
+
+    def create_message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        reply_to: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        nonce: str | None = None,
+    ) -> dict[str, Any]:
+        """The message posted (or the one a ``nonce`` already posted)."""
+        ...
+
+    def edit_original_response(
+        self,
+        application_id: str,
+        interaction_token: str,
+        content: str,
+        embeds: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        """A deferred interaction response filled in."""
+        ...
+
+
+class TurnDiscord(DeliveryDiscord, Protocol):
+    """What a turn asks of Discord: its delivery's calls, the typing indicator, the channel and a
+    member search for the memory tools."""
+
+    def trigger_typing(self, channel_id: str) -> None: ...
+
+    def get_channel(self, channel_id: str) -> dict[str, Any]:
+        """The channel object: its name, guild and, for a thread, ``parent_id``."""
+        ...
+
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
+
+
+class GuildLookup(Protocol):
+    """What a turn asks about its guild (``GuildDirectory``)."""
+
+    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription: ...
+
+    def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None: ...
+
+    def channel_names(self, guild_id: str, place: Place, policy: PrivacyPolicy) -> dict[str, str]: ...
+
+    def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool: ...
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        """The member, None for someone not in the guild; raises ``DiscordError`` when Discord fails."""
+        ...
+
+
+class TurnStore(Protocol):
+    """The turn's own items (``TurnRepository``): its one read, its outbox and its commit."""
+
+    def read(
+        self,
+        key: TurnKey,
+        memory: TurnMemoryQuery,
+        *,
+        recall_lineage: int,
+        recall_people: Sequence[str] = (),
+    ) -> TurnRead: ...
+
+    def done(self, key: TurnKey) -> TurnOutcome | None: ...
+
+    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
+        """Raises ``MemoryStoreFailed`` when the memories cannot be read."""
+        ...
+
+    def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
+        """Put the outbox; False, nothing kept, if someone it answers or quotes forgot everything since."""
+        ...
+
+    def write_announced(
+        self,
+        key: TurnKey,
+        outbox: Outbox,
+        now: datetime,
+        write: Callable[[Sequence[dict[str, Any]]], _T],
+    ) -> tuple[_T, bool]:
+        """What ``write`` returned, made with ``outbox`` kept in its transaction; False: nothing kept."""
+        ...
+
+    def drop(self, key: TurnKey, outbox: Outbox) -> None: ...
+
+    def still_kept(self, key: TurnKey) -> bool: ...
+
+    def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
+        """Record the turn as done, drop its outbox and write ``capture``, together; raises
+        ``TurnAlreadyRecorded``, ``SpeakerForgotten`` or ``TurnCommitFailed``, writing nothing."""
+        ...
+
+
+class ShortTermMemoryWrites(Protocol):
+    """What the short-term memory tool writes (``StmStore``); raises ``SpeakerForgotten``,
+    ``NewerMemoryExists`` or ``StoreError``, writing nothing."""
+
+    def write_memory(
+        self,
+        identity: StmRowIdentity,
+        update: StmUpdate,
+        categories: Sequence[StmCategory],
+        now: datetime,
+        retention: timedelta,
+        *,
+        said: Said | None = None,
+    ) -> None: ...
+
+
+class TurnRates(Protocol):
+    """Turns per person per minute (``RateLedger``); raises ``StoreError`` when it cannot count."""
+
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+        """The turn's number within its minute, or None once past ``limit + 1``."""
+        ...
