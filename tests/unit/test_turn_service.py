@@ -1,0 +1,411 @@
+"""The turn on in-memory fakes of its ports (``kioku.services.turn_ports``): each outcome of a turn,
+from what the channel shows and what the turn's items hold afterwards. The same turn on moto and over
+HTTP: ``tests/integration/test_turn_ledger.py``, ``tests/e2e/test_chat_turns.py``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from kioku.adapters.dynamodb.stm_reads import TurnMemoryLoad, TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_writes import TurnCapture
+from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
+from kioku.adapters.dynamodb.turn_repository import TurnRead
+from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
+from kioku.discord.guild import Role
+from kioku.discord.models import Embed, Member, Message, MessageReference, User
+from kioku.domain.forgetting import SpeakerForgotten, first_snowflake_at, forgotten_since
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.tools import CREATE_TOOL_NAME
+from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
+from kioku.domain.stm.context import StmState
+from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnKey
+from kioku.domain.turn_jobs import TurnJob
+from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
+from tests.unit.ltm_fakes import BOT, FakeMemoryStore, settings
+
+GUILD = "200000000000000001"
+CHANNEL = "300000000000000001"
+SENT = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+ALICE = User(id="400000000000000001", username="alice", global_name="Alice")
+REPLY = "Happy to help."
+
+
+def snowflake(at: datetime, n: int = 0) -> str:
+    return str(first_snowflake_at(at) + n)
+
+
+# -- the fakes --------------------------------------------------------------------------------------
+
+
+@dataclass
+class FakeDiscord:
+    """A guild channel: what is posted is kept in order, and served back as its history."""
+
+    messages: list[Message] = field(default_factory=list)
+
+    def posted(self) -> list[Message]:
+        return [message for message in self.messages if message.author.id == BOT.user_id]
+
+    def trigger_typing(self, channel_id: str) -> None:
+        pass
+
+    def get_channel(self, channel_id: str) -> dict[str, Any]:
+        return {"id": channel_id, "guild_id": GUILD, "type": 0, "name": "general"}
+
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+        return []
+
+    def get_channel_messages(
+        self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None
+    ) -> list[Message]:
+        found = sorted(
+            (
+                m
+                for m in self.messages
+                if (before is None or int(m.id) < int(before)) and (after is None or int(m.id) > int(after))
+            ),
+            key=lambda message: int(message.id),
+        )
+        page = found[:limit] if after is not None else found[-limit:]
+        return page[::-1]
+
+    def create_message(
+        self,
+        channel_id: str,
+        content: str,
+        *,
+        reply_to: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        nonce: str | None = None,
+    ) -> dict[str, Any]:
+        message = Message(
+            id=snowflake(SENT + timedelta(seconds=1), len(self.messages) + 1),
+            author=User(id=BOT.user_id, username=BOT.username, bot=True),
+            content=content,
+            channel_id=channel_id,
+            embeds=tuple(Embed(embed.get("title"), embed.get("description")) for embed in embeds or ()),
+            reference=MessageReference(message_id=reply_to) if reply_to else None,
+        )
+        self.messages.append(message)
+        return {"id": message.id}
+
+    def edit_original_response(
+        self,
+        application_id: str,
+        interaction_token: str,
+        content: str,
+        embeds: list[dict[str, Any]] | None = None,
+    ) -> dict[str, Any]:
+        raise AssertionError("a relayed message's turn has no interaction to answer")
+
+
+class PublicGuild:
+    """A guild whose channels are all public, with no roles, where nobody manages the server."""
+
+    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
+        return ChannelDescription(channel["id"], name=channel.get("name"), private=False)
+
+    def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None:
+        return ()
+
+    def channel_names(self, guild_id: str, place: Place, policy: PrivacyPolicy) -> dict[str, str]:
+        return {}
+
+    def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool:
+        return False
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        return None
+
+
+@dataclass
+class FakeTurnStore:
+    """The turn's items as ``TurnRepository`` keeps them: a record once done, an outbox until then
+    (refused once its author forgot everything since the message), what each commit captured."""
+
+    memories: FakeMemoryStore = field(default_factory=FakeMemoryStore)
+    records: dict[TurnKey, TurnOutcome] = field(default_factory=dict)
+    outboxes: dict[TurnKey, Outbox] = field(default_factory=dict)
+    captures: dict[TurnKey, TurnCapture] = field(default_factory=dict)
+    forgotten_at: dict[str, datetime] = field(default_factory=dict)
+
+    def _forgotten(self, person: str, key: TurnKey) -> bool:
+        return forgotten_since(self.forgotten_at.get(person), key.sent_at)
+
+    def read(
+        self, key: TurnKey, memory: TurnMemoryQuery, *, recall_lineage: int, recall_people: Sequence[str] = ()
+    ) -> TurnRead:
+        return TurnRead(
+            memory=TurnMemoryLoad(
+                ServerConfig(guild_id=memory.guild_id), UserProfile(key.author_id), StmState()
+            ),
+            done=self.records.get(key),
+            outbox=self.outboxes.get(key),
+            author_forgotten_at=self.forgotten_at.get(key.author_id),
+            query=memory,
+            recall_lineage=recall_lineage,
+            recall_people=tuple(recall_people),
+        )
+
+    def done(self, key: TurnKey) -> TurnOutcome | None:
+        return self.records.get(key)
+
+    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
+        return self.memories.recall(
+            read.query.guild_id, lineage, read.recall_people, place=place, policy=policy
+        )
+
+    def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
+        if any(self._forgotten(person, key) for person in (key.author_id, *outbox.quoted)):
+            return False
+        self.outboxes[key] = outbox
+        return True
+
+    def write_announced(
+        self, key: TurnKey, outbox: Outbox, now: datetime, write: Callable[[Sequence[dict[str, Any]]], Any]
+    ) -> tuple[Any, bool]:
+        written = write(())
+        return written, self.keep(key, outbox, now)
+
+    def drop(self, key: TurnKey, outbox: Outbox) -> None:
+        self.outboxes.pop(key, None)
+
+    def still_kept(self, key: TurnKey) -> bool:
+        return key in self.outboxes
+
+    def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
+        if key in self.records:
+            raise TurnAlreadyRecorded("another attempt already recorded this turn")
+        if capture is not None and capture.said is not None and self._forgotten(capture.said.user_id, key):
+            raise SpeakerForgotten("the speaker forgot everything since")
+        self.records[key] = outcome
+        self.outboxes.pop(key, None)
+        if capture is not None:
+            self.captures[key] = capture
+
+
+@dataclass
+class FakeRates:
+    """Turns per person per minute, each turn counted once: its number, None past ``limit + 1``."""
+
+    counted: dict[tuple[str, datetime], list[str]] = field(default_factory=dict)
+
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+        turns = self.counted.setdefault((user_id, sent_at.replace(second=0, microsecond=0)), [])
+        if turn_id not in turns:
+            if len(turns) > limit:
+                return None
+            turns.append(turn_id)
+        return turns.index(turn_id) + 1
+
+
+@dataclass
+class FakeModel:
+    """Answers from a script, one response (or ``LlmUnavailable``) a request."""
+
+    script: list[ChatResponse | LlmUnavailable] = field(default_factory=lambda: [ChatResponse(REPLY)])
+    requests: list[ChatRequest] = field(default_factory=list)
+
+    def complete(self, request: ChatRequest) -> ChatResponse:
+        self.requests.append(request)
+        answer = self.script.pop(0)
+        if isinstance(answer, LlmUnavailable):
+            raise answer
+        return answer
+
+
+class NoShortTermMemoryWrites:
+    def write_memory(self, *args: Any, **kwargs: Any) -> None:
+        raise AssertionError("no turn here saves short-term memory")
+
+
+# -- a turn among them ------------------------------------------------------------------------------
+
+
+@dataclass
+class World:
+    discord: FakeDiscord = field(default_factory=FakeDiscord)
+    turns: FakeTurnStore = field(default_factory=FakeTurnStore)
+    model: FakeModel = field(default_factory=FakeModel)
+    rates: FakeRates = field(default_factory=FakeRates)
+
+    def service(self, **overrides: Any) -> TurnService:
+        return TurnService(
+            settings=settings(**overrides),
+            discord=self.discord,
+            model=self.model,
+            stm_store=NoShortTermMemoryWrites(),
+            ltm_store=self.turns.memories,
+            turns=self.turns,
+            directory=PublicGuild(),
+            clock=lambda: SENT + timedelta(seconds=1),
+            rates=self.rates,
+        )
+
+    def say(self, text: str, n: int = 1) -> TurnJob:
+        """Alice says ``text`` to the bot in the channel: the turn's job."""
+        message = Message(
+            id=snowflake(SENT, n),
+            author=ALICE,
+            content=text,
+            timestamp=SENT,
+            channel_id=CHANNEL,
+            guild_id=GUILD,
+        )
+        self.discord.messages.append(message)
+        return TurnJob.from_message(message)
+
+    def run(self, job: TurnJob, *, redelivered: bool = False, **overrides: Any) -> TurnRecord:
+        return self.service(**overrides).run(job, redelivered=redelivered)
+
+
+def key_of(job: TurnJob) -> TurnKey:
+    return TurnKey(job.source.value, job.turn_id, job.author.id, SENT)
+
+
+def texts(messages: list[Message]) -> list[str]:
+    return [message.content or (message.embeds[0].title or "") for message in messages]
+
+
+# -- the outcomes -----------------------------------------------------------------------------------
+
+
+def test_an_answered_turn_posts_its_reply_once_captures_its_lines_and_is_recorded_done():
+    # Given Alice asks the bot something
+    world = World()
+    job = world.say("can you help me?")
+
+    # When the turn runs, and SQS hands it out again afterwards
+    record = world.run(job)
+    again = world.run(job, redelivered=True)
+
+    # Then the reply is posted once, as a reply to her message
+    assert texts(world.discord.posted()) == [REPLY]
+    assert world.discord.posted()[0].reference == MessageReference(message_id=job.turn_id)
+    # And her message and the reply are captured, and the turn is recorded done with its post
+    captured = world.turns.captures[key_of(job)]
+    assert [line.text for line in captured.lines] == ["can you help me?", REPLY]
+    assert world.turns.records[key_of(job)].reply_ids == tuple(record.reply_ids)
+    assert world.turns.outboxes == {}
+    # And the second delivery found it done, without asking the model
+    assert again.duplicate and len(world.model.requests) == 1
+
+
+def test_a_turn_already_done_posts_nothing_and_does_not_ask_the_model():
+    # Given a turn an earlier attempt answered and recorded
+    world = World()
+    job = world.say("hello")
+    world.turns.records[key_of(job)] = TurnOutcome(reply_ids=("9",))
+
+    # When it is run again
+    record = world.run(job)
+
+    # Then it ends where it reads its record
+    assert record.duplicate and record.reply_ids == ["9"]
+    assert world.discord.posted() == [] and world.model.requests == []
+    assert world.turns.captures == {}
+
+
+def test_the_first_turn_over_the_rate_gets_the_rate_notice_only():
+    # Given Alice's earlier turn took the one turn a minute allowed
+    world = World()
+    world.run(world.say("first", n=1), TURN_RATE_LIMIT_PER_MINUTE=1)
+    job = world.say("second", n=2)
+
+    # When her next turn of the same minute runs
+    record = world.run(job, TURN_RATE_LIMIT_PER_MINUTE=1)
+
+    # Then it posts the rate notice, asks no model and captures nothing, and is recorded done
+    assert record.rate_limited
+    assert texts(world.discord.posted()) == [REPLY, RATE_NOTICE]
+    assert len(world.model.requests) == 1
+    assert key_of(job) not in world.turns.captures and key_of(job) in world.turns.records
+
+
+def test_a_turn_whose_author_forgot_everything_since_posts_and_keeps_nothing():
+    # Given Alice asked to forget everything after sending her message
+    world = World()
+    job = world.say("remember my address")
+    world.turns.forgotten_at[ALICE.id] = SENT + timedelta(milliseconds=500)
+
+    # When the turn runs
+    record = world.run(job)
+
+    # Then nothing is posted, no outbox stays and nothing of her message is captured
+    assert world.discord.posted() == [] and record.reply_ids == []
+    assert world.turns.outboxes == {} and world.turns.captures == {}
+
+
+def test_an_outbox_whose_author_forgot_everything_since_is_dropped_unposted():
+    # Given an earlier attempt kept its answer, then Alice asked to forget everything
+    world = World()
+    job = world.say("remember my address")
+    world.turns.outboxes[key_of(job)] = Outbox(reply=REPLY, chunks=(REPLY,))
+    world.turns.forgotten_at[ALICE.id] = SENT + timedelta(milliseconds=500)
+
+    # When the turn is redelivered
+    world.run(job, redelivered=True)
+
+    # Then the outbox goes unposted and uncaptured, and the model is not asked
+    assert world.discord.posted() == [] and world.model.requests == []
+    assert world.turns.outboxes == {} and world.turns.captures == {}
+
+
+def test_a_model_that_fails_gets_the_user_an_apology_posted_once_and_captured():
+    # Given a model that cannot answer
+    world = World(model=FakeModel([LlmUnavailable("down")]))
+    job = world.say("are you there?")
+
+    # When the turn runs, then again
+    record = world.run(job)
+    world.run(job, redelivered=True)
+
+    # Then the apology is posted once, captured as the channel saw it, and recorded as such
+    assert record.apologised
+    assert texts(world.discord.posted()) == [APOLOGY]
+    assert [line.text for line in world.turns.captures[key_of(job)].lines] == ["are you there?", APOLOGY]
+    assert world.turns.records[key_of(job)].apologised
+
+
+def test_a_memory_saved_by_a_tool_is_announced_after_the_reply():
+    # Given a model that saves a server memory, then answers
+    save = ToolCall(
+        "call-1",
+        CREATE_TOOL_NAME,
+        '{"memory_content": "the picnic is on Saturday", "memory_scope": "server_wide"}',
+    )
+    world = World(model=FakeModel([ChatResponse(None, (save,)), ChatResponse("Noted!")]))
+    job = world.say("remember: the picnic is on Saturday")
+
+    # When the turn runs
+    world.run(job)
+
+    # Then the memory is saved, and the channel shows the reply, then the "Memory saved" notice
+    assert [memory.content for memory in world.turns.memories.memories.values()] == [
+        "the picnic is on Saturday"
+    ]
+    assert texts(world.discord.posted()) == ["Noted!", "Memory saved"]
+    assert key_of(job) in world.turns.records and world.turns.outboxes == {}
+
+
+def test_a_redelivery_that_finds_its_outbox_posts_what_is_missing_without_asking_the_model():
+    # Given an attempt that kept a two-chunk answer, posted its first chunk and died before noting it
+    world = World()
+    job = world.say("tell me a long story")
+    world.discord.create_message(CHANNEL, "Once upon a time", reply_to=job.turn_id)
+    world.turns.outboxes[key_of(job)] = Outbox(
+        reply="Once upon a time\n\nthe end.", chunks=("Once upon a time", "the end.")
+    )
+
+    # When SQS hands the turn out again
+    record = world.run(job, redelivered=True)
+
+    # Then only the missing chunk is posted, the model is not asked and the turn is recorded done
+    assert record.resumed and world.model.requests == []
+    assert texts(world.discord.posted()) == ["Once upon a time", "the end."]
+    assert world.turns.records[key_of(job)].reply_ids == tuple(m.id for m in world.discord.posted())
+    assert world.turns.outboxes == {}
