@@ -14,9 +14,9 @@ from moto import mock_aws
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.models import Participant, ServerConfig, StmCategory, UserProfile
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate

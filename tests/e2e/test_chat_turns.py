@@ -19,12 +19,12 @@ import httpx
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.llm.openai import RetryPolicy
 from kioku.config import get_settings
 from kioku.domain.dialogue import DIALOGUE_CONVENTIONS
 from kioku.domain.models import Persona
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress, StmEntry, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.events import slash_command

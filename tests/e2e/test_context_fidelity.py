@@ -14,12 +14,12 @@ import pytest
 from kioku.adapters.dynamodb.keys import stm_row_key
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import get_settings
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.privacy import Origin
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.stack import LocalStack

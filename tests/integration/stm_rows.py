@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
 from tests.unit.stm_builders import CHANNEL, SERVER, USER
 

@@ -9,9 +9,9 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
 from kioku.discord.protocol import Permission
 from kioku.domain.models import PrivacyLevel, ServerConfig, StmCategory, UserProfile
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.entrypoints.composition import Container

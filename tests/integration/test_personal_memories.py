@@ -11,12 +11,12 @@ import pytest
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import TurnCapture
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.models import MemoryModeration
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
+from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
 from kioku.domain.turn import Outbox, TurnKey
 from kioku.domain.turn_jobs import TurnJob, TurnSource

@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
+from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
 from kioku.services import stm as stm_service
 from kioku.services.stm import ShortTermMemoryTurn, turn_memory_query
@@ -73,8 +73,8 @@ def test_concurrent_captures_count_every_turn_and_lose_no_message(moto_server, c
 def test_the_same_turn_finished_by_many_attempts_at_once_counts_once(moto_server):
     # Given eight attempts of ONE turn (a duplicated delivery), each in its own container, each
     # ready to commit its capture together with the turn's completion record
-    from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
-    from kioku.domain.turn import TurnAlreadyRecorded
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.domain.turn import TurnAlreadyRecorded, TurnOutcome
 
     attempts = 8
     start = threading.Barrier(attempts)

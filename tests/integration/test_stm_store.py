@@ -12,12 +12,13 @@ from kioku.adapters.dynamodb.keys import stm_row_key, turn_record_key
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger, TurnOutcome
+from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
+from kioku.domain.turn import TurnOutcome
 from kioku.services import stm as stm_service
 from kioku.services.stm import ShortTermMemoryTurn, remember_persona, turn_memory_query
 from tests.integration.stm_rows import MAX_ITEM_BYTES, identity, item_size_bytes

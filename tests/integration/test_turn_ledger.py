@@ -21,19 +21,14 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity, TurnCapture
-from kioku.adapters.dynamodb.turn_ledger import (
-    RECORD_RETENTION,
-    TurnLedger,
-    TurnOutcome,
-    outcome_from_item,
-)
+from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.ltm.memory import ForgottenSinceSaid, Memory, MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.privacy import Origin
+from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey
+from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
 

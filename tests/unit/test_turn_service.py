@@ -10,8 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryLoad, TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_writes import TurnCapture
-from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
 from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
 from kioku.discord.guild import Role
@@ -21,8 +19,9 @@ from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME
 from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
+from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.context import StmState
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnKey
+from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnKey, TurnOutcome
 from kioku.domain.turn_jobs import TurnJob
 from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
 from tests.unit.ltm_fakes import BOT, FakeMemoryStore, settings

@@ -112,6 +112,14 @@ class TurnKey:
 
 
 @dataclass(frozen=True, slots=True)
+class TurnOutcome:
+    """What a turn that is done posted (its reply's messages), and whether it apologised."""
+
+    reply_ids: tuple[str, ...] = ()
+    apologised: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class Outbox:
     """What a turn must still do. ``reply`` None: the answer is not known yet, only ``notices`` of
     tools that already ran. ``capture`` False: the turn posts but stores no lines (a rate notice)."""

@@ -14,9 +14,10 @@ from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists, StmRowIdentity, TurnCapture
+from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
+from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.context import StmContext, StmState, build_short_term_memory_context
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmLimits

@@ -24,7 +24,6 @@ from typing import Any, Final, TypeVar
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
 from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.adapters.llm.base import ChatModel, ChatRequest
 from kioku.config import Settings
@@ -53,7 +52,15 @@ from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.text import MentionNames, mentioned_channels, person_label, readable_mentions
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import BotIdentity, LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnContext, TurnKey
+from kioku.domain.turn import (
+    BotIdentity,
+    LlmUnavailable,
+    Outbox,
+    TurnAlreadyRecorded,
+    TurnContext,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings

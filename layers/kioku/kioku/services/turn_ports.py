@@ -14,8 +14,6 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_writes import StmRowIdentity, TurnCapture
-from kioku.adapters.dynamodb.turn_ledger import TurnOutcome
 from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.discord.guild import Role
 from kioku.discord.models import Member, Message
@@ -23,8 +21,9 @@ from kioku.domain.forgetting import Said
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.models import StmCategory
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
+from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.update_tool import StmUpdate
-from kioku.domain.turn import Outbox, TurnKey
+from kioku.domain.turn import Outbox, TurnKey, TurnOutcome
 
 _T = TypeVar("_T")
 

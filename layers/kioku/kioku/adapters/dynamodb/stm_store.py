@@ -17,11 +17,10 @@ from kioku.adapters.dynamodb.stm_items import crude_lines_from_items, crude_line
 from kioku.adapters.dynamodb.stm_janitor import StmJanitor
 from kioku.adapters.dynamodb.stm_person import StmPersonRows
 from kioku.adapters.dynamodb.stm_reads import StmReads, TurnMemoryLoad, TurnMemoryQuery
-from kioku.adapters.dynamodb.stm_writes import StmWrites, TurnCapture
+from kioku.adapters.dynamodb.stm_writes import StmWrites
 
 __all__ = [
     "StmStore",
-    "TurnCapture",
     "TurnMemoryLoad",
     "TurnMemoryQuery",
     "crude_lines_from_items",

@@ -12,7 +12,6 @@ concurrent append is lost.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final
 
@@ -39,6 +38,7 @@ from kioku.adapters.dynamodb.stm_items import (
 from kioku.adapters.dynamodb.table import KiokuTable, UpdateExpression, backoff
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import StmCategory
+from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits, merge_crude
 from kioku.domain.stm.update_tool import StmUpdate
@@ -54,36 +54,6 @@ class NewerMemoryExists(StoreError):
 
 class CaptureConflict(StoreError):
     """The crude list kept changing under us; the capture gave up (nothing of it was stored)."""
-
-
-@dataclass(frozen=True, slots=True)
-class StmRowIdentity:
-    """Everything a write needs to create the row if it is missing, and the channel's privacy as
-    Discord described it at ``described_at`` (a capture re-stamps the row unless it was described later)."""
-
-    address: StmAddress
-    lineage_id: int
-    parent_channel_id: str | None = None
-    channel_name: str | None = None
-    private: bool = True
-    private_thread: bool = False
-    described_at: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnCapture:
-    """What a turn's commit writes to its short-term memory row: ``lines`` merged into ``read`` (the
-    row as the turn loaded it), refused if ``said``'s speaker asked to forget everything since; with
-    ``keep_lines`` False (a speaker with full privacy) the turn is only counted."""
-
-    identity: StmRowIdentity
-    read: StmEntry | None
-    lines: tuple[CrudeMessage, ...]
-    speaker_id: str
-    now: datetime
-    limits: StmLimits
-    said: Said | None = None
-    keep_lines: bool = True
 
 
 class StmWrites:

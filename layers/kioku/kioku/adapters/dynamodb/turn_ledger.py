@@ -30,17 +30,12 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.domain.stm.entries import CrudeMessage
+from kioku.domain.turn import TurnOutcome
 
 RECORD_RETENTION: Final = timedelta(days=16)
 """Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
 queue, a day in the turn queue after a redrive (template.yaml); a record gone before then would let
 a redriven turn that was answered be answered again."""
-
-
-@dataclass(frozen=True, slots=True)
-class TurnOutcome:
-    reply_ids: tuple[str, ...] = ()
-    apologised: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,23 +38,18 @@ from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, tur
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import (
     StmStore,
-    TurnCapture,
     TurnMemoryLoad,
     TurnMemoryQuery,
     crude_lines_from_items,
     crude_lines_to_items,
 )
 from kioku.adapters.dynamodb.table import Item, KiokuTable
-from kioku.adapters.dynamodb.turn_ledger import (
-    RECORD_RETENTION,
-    TurnLedger,
-    TurnOutcome,
-    outcome_from_item,
-)
+from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey
+from kioku.domain.stm.capture import TurnCapture
+from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
 
 OUTBOX_PART: Final = "outbox"
 ANSWERED: Final = "answered"

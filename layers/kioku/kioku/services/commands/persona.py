@@ -246,7 +246,7 @@ def on_edit(interaction: Interaction, context: CommandContext) -> dict:
 
 def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, seen_stamp: str) -> dict:
     """Save the edit form: the same row, the same persona, the same fields, or nothing is saved."""
-    from kioku.adapters.dynamodb.stm_writes import StmRowIdentity
+    from kioku.domain.stm.capture import StmRowIdentity
     from kioku.domain.stm.update_tool import StmUpdate
 
     _check_editor(interaction)
