@@ -233,7 +233,9 @@ def measure() -> Figures:
             httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=30).raise_for_status()
 
         def turn(text: str, author: dict[str, Any], channel: str = CHANNEL) -> None:
-            clock.advance(timedelta(seconds=1))  # one message a second: no two share a timestamp
+            # a minute a message: each turn is counted in a rate minute of its own, however slowly
+            # the machine runs (the rate item's size is measured at its limit, below)
+            clock.advance(timedelta(minutes=1))
             relay(f"<@{stack.application_id}> {text}", author, channel)
             for batch in stack.deliver_turns():
                 if batch.get("batchItemFailures"):
@@ -302,17 +304,24 @@ def measure() -> Figures:
 
 
 def _fill_to_the_limits(stack, turn, people: list[dict[str, Any]]) -> None:
-    """The largest items kioku writes: a channel row full of the longest messages, and a server's
-    memory books with as many of the longest memories as the limit allows."""
+    """The largest items kioku writes: a channel row full of the longest messages, a person's rate
+    minute at the default limit, and a server's memory books with as many of the longest memories as
+    the limit allows."""
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.table import KiokuTable
-    from kioku.config import get_settings
+    from kioku.adapters.dynamodb.turn_ledger import RateLedger
+    from kioku.config import Settings, get_settings
     from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
 
     settings = get_settings()
     for n in range(settings.SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL):
         turn(f"{n} " + "long message " * 150, people[n % 3])
-    store = DynamoMemoryStore(KiokuTable(stack.resources.table_name))
+    table = KiokuTable(stack.resources.table_name)
+    limit = Settings.model_fields["TURN_RATE_LIMIT_PER_MINUTE"].default
+    sent_at = datetime(2026, 1, 1, tzinfo=UTC)
+    for n in range(limit + 1):  # one person's minute at the default limit: the turns it counted
+        RateLedger(table).take(people[0]["id"], str(1_460_000_000_000_000_000 + n), sent_at, limit)
+    store = DynamoMemoryStore(table)
     start = datetime(2026, 1, 1, tzinfo=UTC)
     for n in range(settings.MAX_SERVER_MEMORIES - 1):  # one is saved by the measured turn
         content = f"{n} " + "x" * (settings.MAX_MEMORY_LENGTH - 6)
@@ -421,8 +430,8 @@ def render(figures: Figures) -> str:
         "",
         "## The largest items",
         "",
-        "The biggest item of each kind after the measured turns, in bytes as DynamoDB counts them (the",
-        "limit is 400 KB; reads cost a unit per 4 KB, writes a unit per 1 KB):",
+        "The biggest item of each kind after the measured turns and the fill to the limits, in bytes as",
+        "DynamoDB counts them (the limit is 400 KB; reads cost a unit per 4 KB, writes a unit per 1 KB):",
         "",
         "| partition / sort key prefix | bytes |",
         "|---|---|",
