@@ -8,17 +8,8 @@ import math
 from dataclasses import dataclass
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.keys import (
-    ItemKey,
-    book_key,
-)
-from kioku.domain.ltm.memory import (
-    Memory,
-    MemoryScope,
-    SaidFact,
-    ScopeKind,
-    refuses_as_duplicate,
-)
+from kioku.adapters.dynamodb.keys import ItemKey, book_key
+from kioku.domain.ltm.memory import Memory, MemoryScope, SaidFact, ScopeKind, refuses_as_duplicate
 from kioku.domain.ltm.vectors import VECTOR_BYTES
 from kioku.domain.privacy import PrivacyPolicy
 

@@ -5,18 +5,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
-from kioku.adapters.dynamodb.keys import (
-    memory_key,
-)
-from kioku.adapters.dynamodb.ltm_items import (
-    attribute_names,
-)
+from kioku.adapters.dynamodb.keys import memory_key
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions
-from kioku.domain.ltm.memory import (
-    Memory,
-    MemoryStatus,
-    new_review_tag,
-)
+from kioku.adapters.dynamodb.table import UpdateExpression
+from kioku.domain.ltm.memory import Memory, MemoryStatus, new_review_tag
 
 
 class LtmCuration(LtmTransactions):
@@ -34,13 +26,13 @@ class LtmCuration(LtmTransactions):
             return memory
         tag = new_review_tag()
         try:
+            expression = UpdateExpression()
+            expression.set("review_tag", tag)
             self._guarded(
-                self._table.update,
+                self._table.update_with,
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
-                "SET #review_tag = :tag",
-                condition="attribute_exists(pk) AND attribute_not_exists(#review_tag)",
-                names=attribute_names("#review_tag"),
-                values={":tag": tag},
+                expression,
+                condition=f"attribute_exists(pk) AND attribute_not_exists({expression.name('review_tag')})",
             )
         except ConditionFailed as exc:  # tagged meanwhile (or gone: its buttons are then refused)
             if exc.old_item and exc.old_item.get("review_tag"):

@@ -9,19 +9,10 @@ from typing import Any, Final
 
 from boto3.dynamodb.types import Binary
 
-from kioku.adapters.dynamodb.keys import (
-    memory_key,
-)
+from kioku.adapters.dynamodb.keys import memory_key
 from kioku.adapters.dynamodb.table import Item
 from kioku.clock import parse_time
-from kioku.domain.ltm.memory import (
-    Memory,
-    MemoryDraft,
-    MemoryScope,
-    MemoryStatus,
-    PersonalLedger,
-    ScopeKind,
-)
+from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, PersonalLedger, ScopeKind
 from kioku.domain.privacy import Origin
 
 GUARD_TURN: Final = "turn_id"
@@ -32,7 +23,6 @@ _PENDING: Final = "p"
 _ORIGIN_PRIVATE: Final = "p"
 _ORIGIN_PRIVATE_THREAD: Final = "t"
 _NAMES: Final = {
-    "#version": "version",
     "#fingerprint": "fingerprint",
     "#memory_id": "memory_id",
     "#turn": GUARD_TURN,

@@ -19,11 +19,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions, guard_state
 from kioku.adapters.dynamodb.table import Cursor
-from kioku.domain.ltm.memory import (
-    NO_AUTHOR,
-    Memory,
-    ScopeKind,
-)
+from kioku.domain.ltm.memory import NO_AUTHOR, Memory, ScopeKind
 
 
 class LtmPersonData(LtmTransactions):

@@ -5,15 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from kioku.adapters.dynamodb.config_store import user_profile_from_item
-from kioku.adapters.dynamodb.keys import (
-    ItemKey,
-    book_key,
-    index_by_key,
-    user_profile_key,
-)
-from kioku.adapters.dynamodb.ltm_items import (
-    memories_from_book,
-)
+from kioku.adapters.dynamodb.keys import ItemKey, book_key, index_by_key, user_profile_key
+from kioku.adapters.dynamodb.ltm_items import memories_from_book
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions
 from kioku.adapters.dynamodb.table import Item
 from kioku.domain.ltm.memory import (

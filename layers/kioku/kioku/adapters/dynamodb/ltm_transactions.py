@@ -33,7 +33,7 @@ from kioku.adapters.dynamodb.ltm_items import (
     entry_attribute,
     memory_from_item,
 )
-from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
+from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     Memory,
@@ -118,18 +118,10 @@ class LtmTransactions:
                 values=values,
             ),
             *self._release_guard(memory).values(),
-            self._table.op_update(
-                counter_key(scope.kind, scope.owner_id),
-                "ADD #count :minus_one",
-                names={"#count": count_attribute(scope.lineage)},
-                values={":minus_one": -1},
+            self._table.op_update_with(
+                counter_key(scope.kind, scope.owner_id), counted(count_attribute(scope.lineage), -1)
             ),
-            self._table.op_update(
-                book_key(scope, memory.book_shard),
-                "REMOVE #entry ADD #k :minus_one",
-                names={"#entry": entry_attribute(memory.memory_id), "#k": SHARD_COUNT},
-                values={":minus_one": -1},
-            ),
+            self._table.op_update_with(book_key(scope, memory.book_shard), _entry_removed(memory.memory_id)),
         ]
 
     def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]:
@@ -276,12 +268,9 @@ class LtmTransactions:
 
     def _write_entry(self, memory: Memory) -> dict[str, Any]:
         """Rewrite the entry of a saved memory in its book shard (which counted it when it was saved)."""
-        return self._table.op_update(
-            book_key(memory.scope, memory.book_shard),
-            "SET #entry = :entry",
-            names={"#entry": entry_attribute(memory.memory_id)},
-            values={":entry": book_entry(memory)},
-        )
+        expression = UpdateExpression()
+        expression.set(entry_attribute(memory.memory_id), book_entry(memory))
+        return self._table.op_update_with(book_key(memory.scope, memory.book_shard), expression)
 
     def _release_guard(self, memory: Memory) -> dict[str, dict[str, Any]]:
         """The delete of ``memory``'s guard, if it still holds one (``old_guard``)."""
@@ -327,3 +316,18 @@ class LtmTransactions:
 def guard_state(memory: Memory) -> str:
     """A condition that the memory's item holds its guard, or not, as ``memory`` was read."""
     return "attribute_not_exists(#unguarded)" if memory.holds_guard else "attribute_exists(#unguarded)"
+
+
+def counted(attribute: str, amount: int) -> UpdateExpression:
+    """``ADD`` ``amount`` to the count ``attribute``."""
+    expression = UpdateExpression()
+    expression.add(attribute, amount)
+    return expression
+
+
+def _entry_removed(memory_id: str) -> UpdateExpression:
+    """A memory's book entry removed, and its shard's count lowered."""
+    expression = UpdateExpression()
+    expression.remove(entry_attribute(memory_id))
+    expression.add(SHARD_COUNT, -1)
+    return expression

@@ -31,8 +31,8 @@ from kioku.adapters.dynamodb.ltm_items import (
     memory_to_item,
     origin_text,
 )
-from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, LtmTransactions, guard_state
-from kioku.adapters.dynamodb.table import Item
+from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, LtmTransactions, counted, guard_state
+from kioku.adapters.dynamodb.table import Item, UpdateExpression
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
@@ -292,15 +292,14 @@ class LtmWrites(LtmTransactions):
     ) -> dict[str, dict[str, Any]]:
         """The transaction of a save, by name, in the order the cancellation reasons come back."""
         scope, table = draft.scope, self._table
-        count = {"#count": count_attribute(scope.lineage)}
+        added = counted(count_attribute(scope.lineage), 1)
         operations: dict[str, dict[str, Any]] = {}
         if ledger is None:
-            counter = table.op_update(
+            count = added.name(count_attribute(scope.lineage))
+            counter = table.op_update_with(
                 counter_key(scope.kind, scope.owner_id),
-                "ADD #count :one",
-                condition="attribute_not_exists(#count) OR #count < :limit",
-                names=count,
-                values={":one": 1, ":limit": limit},
+                added,
+                condition=f"attribute_not_exists({count}) OR {count} < {added.value(limit)}",
             )
         else:
             operations["privacy"] = table.op_check(
@@ -309,13 +308,14 @@ class LtmWrites(LtmTransactions):
                 names=attribute_names("#privacy"),
                 values={":allowed": PrivacyLevel.NONE.value},
             )
-            unchanged = "attribute_not_exists(pk)" if ledger.version == 0 else "#version = :read_version"
-            counter = table.op_update(
-                counter_key(scope.kind, scope.owner_id),
-                "ADD #count :one, #version :one",
-                condition=unchanged,
-                names={**count, **attribute_names("#version")},
-                values={":one": 1, **({":read_version": ledger.version} if ledger.version else {})},
+            added.add("version", 1)
+            unchanged = (
+                "attribute_not_exists(pk)"
+                if ledger.version == 0
+                else f"{added.name('version')} = {added.value(ledger.version)}"
+            )
+            counter = table.op_update_with(
+                counter_key(scope.kind, scope.owner_id), added, condition=unchanged
             )
         if draft.said_at is not None:
             operations.update(self._not_forgotten(draft.author_id, scope, draft.said_at))
@@ -332,16 +332,14 @@ class LtmWrites(LtmTransactions):
             },
             condition="attribute_not_exists(pk)",
         )
-        operations["book"] = table.op_update(
+        entry = UpdateExpression()
+        entry.set(entry_attribute(memory_id), book_entry(draft.saved_as(memory_id)))
+        entry.add(SHARD_COUNT, 1)
+        k = entry.name(SHARD_COUNT)
+        operations["book"] = table.op_update_with(
             book_key(scope, shard),
-            "SET #entry = :entry ADD #k :one",
-            condition="attribute_not_exists(#k) OR #k < :capacity",
-            names={"#entry": entry_attribute(memory_id), "#k": SHARD_COUNT},
-            values={
-                ":entry": book_entry(draft.saved_as(memory_id)),
-                ":one": 1,
-                ":capacity": self.layout.capacity,
-            },
+            entry,
+            condition=f"attribute_not_exists({k}) OR {k} < {entry.value(self.layout.capacity)}",
         )
         operations.update(self._notes(draft.saved_as(memory_id)))
         return operations
