@@ -266,6 +266,18 @@ class LtmTransactions:
             )
         return operations
 
+    def _add_entry(self, memory: Memory, shard: int) -> dict[str, Any]:
+        """Put a new memory's entry in book shard ``shard``, counted there, while the shard has room."""
+        expression = UpdateExpression()
+        expression.set(entry_attribute(memory.memory_id), book_entry(memory))
+        expression.add(SHARD_COUNT, 1)
+        k = expression.name(SHARD_COUNT)
+        return self._table.op_update_with(
+            book_key(memory.scope, shard),
+            expression,
+            condition=f"attribute_not_exists({k}) OR {k} < {expression.value(self.layout.capacity)}",
+        )
+
     def _write_entry(self, memory: Memory) -> dict[str, Any]:
         """Rewrite the entry of a saved memory in its book shard (which counted it when it was saved)."""
         expression = UpdateExpression()

@@ -12,7 +12,6 @@ from typing import Any, Final
 from kioku.adapters.dynamodb.config_store import user_profile_from_item
 from kioku.adapters.dynamodb.errors import TransactionCancelled
 from kioku.adapters.dynamodb.keys import (
-    book_key,
     counter_key,
     guard_key,
     index_by_key,
@@ -22,17 +21,14 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.ltm_book import GuardHolder, shard_with_room
 from kioku.adapters.dynamodb.ltm_items import (
     GUARD_TURN,
-    SHARD_COUNT,
     attribute_names,
-    book_entry,
     count_attribute,
-    entry_attribute,
     ledger_from_item,
     memory_to_item,
     origin_text,
 )
 from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, LtmTransactions, counted, guard_state
-from kioku.adapters.dynamodb.table import Item, UpdateExpression
+from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
@@ -332,15 +328,7 @@ class LtmWrites(LtmTransactions):
             },
             condition="attribute_not_exists(pk)",
         )
-        entry = UpdateExpression()
-        entry.set(entry_attribute(memory_id), book_entry(draft.saved_as(memory_id)))
-        entry.add(SHARD_COUNT, 1)
-        k = entry.name(SHARD_COUNT)
-        operations["book"] = table.op_update_with(
-            book_key(scope, shard),
-            entry,
-            condition=f"attribute_not_exists({k}) OR {k} < {entry.value(self.layout.capacity)}",
-        )
+        operations["book"] = self._add_entry(draft.saved_as(memory_id), shard)
         operations.update(self._notes(draft.saved_as(memory_id)))
         return operations
 
