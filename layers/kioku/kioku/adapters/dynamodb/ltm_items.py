@@ -1,0 +1,180 @@
+"""A long-term memory's items: a memory and its item, a book's entries, the origin text, a personal
+counter as a ledger (see ``ltm_store`` for the layout of an owner's partition).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+from boto3.dynamodb.types import Binary
+
+from kioku.adapters.dynamodb.keys import memory_key
+from kioku.adapters.dynamodb.table import Item
+from kioku.clock import parse_time
+from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, PersonalLedger, ScopeKind
+from kioku.domain.privacy import Origin
+
+GUARD_TURN: Final = "turn_id"
+"""On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
+ENTRY_PREFIX: Final = "m"
+SHARD_COUNT: Final = "k"
+_PENDING: Final = "p"
+_ORIGIN_PRIVATE: Final = "p"
+_ORIGIN_PRIVATE_THREAD: Final = "t"
+_NAMES: Final = {
+    "#fingerprint": "fingerprint",
+    "#memory_id": "memory_id",
+    "#turn": GUARD_TURN,
+    "#content": "content",
+    "#updated_at": "updated_at",
+    "#privacy": "privacy_level",
+    "#status": "status",
+    "#origin": "origin",
+    "#author_id": "author_id",
+    "#subject_id": "subject_id",
+    "#embedding": "embedding",
+    "#unguarded": "unguarded",
+    "#review_tag": "review_tag",
+}
+
+
+def count_attribute(lineage: int) -> str:
+    return f"n_{lineage}"
+
+
+def entry_attribute(memory_id: str) -> str:
+    return f"{ENTRY_PREFIX}{memory_id}"
+
+
+def book_entry(memory: Memory) -> Item:
+    """A memory as its book holds it: all of it that recall shows."""
+    entry: Item = {
+        "c": memory.content,
+        "u": memory.updated_at.isoformat(),
+        "a": memory.author_id,
+        "o": origin_text(memory.origin),
+    }
+    if memory.subject_id:
+        entry["s"] = memory.subject_id
+    if memory.status is MemoryStatus.PENDING:
+        entry["st"] = _PENDING
+    if memory.embedding:
+        entry["v"] = memory.embedding
+    return entry
+
+
+def origin_text(origin: Origin) -> str:
+    """``guild/channel/parent/flags``: compact, since every book entry carries one."""
+    flags = (_ORIGIN_PRIVATE if origin.private else "") + (
+        _ORIGIN_PRIVATE_THREAD if origin.private_thread else ""
+    )
+    return "/".join((origin.guild_id or "", origin.channel_id or "", origin.parent_channel_id or "", flags))
+
+
+def origin_from_text(text: Any) -> Origin:
+    """The origin written by ``origin_text``; anything else (no origin kept) is ``Origin.unknown()``."""
+    parts = text.split("/") if isinstance(text, str) else []
+    if len(parts) != 4 or not parts[1]:
+        return Origin.unknown()
+    guild, channel, parent, flags = parts
+    return Origin(
+        guild_id=guild or None,
+        channel_id=channel,
+        parent_channel_id=parent or None,
+        private=_ORIGIN_PRIVATE in flags,
+        private_thread=_ORIGIN_PRIVATE_THREAD in flags,
+    )
+
+
+def attribute_names(*placeholders: str) -> dict[str, str]:
+    return {placeholder: _NAMES[placeholder] for placeholder in placeholders}
+
+
+def memories_from_book(shards: Sequence[Item | None], scope: MemoryScope) -> tuple[Memory, ...]:
+    """The memories of a book's shard items (by shard number, missing ones None), newest first."""
+    memories = []
+    for shard, item in enumerate(shards):
+        memories.extend(_memories_of_shard(item, scope, shard))
+    return tuple(sorted(memories, key=lambda memory: memory.updated_at, reverse=True))
+
+
+def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> list[Memory]:
+    memories = []
+    for name, entry in (item or {}).items():
+        if name.startswith(ENTRY_PREFIX):
+            updated_at = parse_time(entry["u"])
+            origin = origin_from_text(entry.get("o"))
+            memories.append(
+                Memory(
+                    scope,
+                    name[len(ENTRY_PREFIX) :],
+                    str(entry["c"]),
+                    str(entry["a"]),
+                    updated_at,
+                    updated_at,
+                    origin=origin,
+                    subject_id=_optional_str(entry.get("s")),
+                    status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
+                    book_shard=shard,
+                    embedding=_optional_bytes(entry.get("v")),
+                )
+            )
+    return memories
+
+
+def ledger_from_item(item: Item | None) -> PersonalLedger:
+    if not item:
+        return PersonalLedger()
+    counts = {int(name[2:]): int(value) for name, value in item.items() if name.startswith("n_")}
+    return PersonalLedger(counts=counts, version=int(item.get("version", 0)))
+
+
+def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: int = 0) -> Item:
+    scope = draft.scope
+    return {
+        **memory_key(scope.kind, scope.owner_id, memory_id).as_item(),
+        "kind": scope.kind.value,
+        "owner_id": scope.owner_id,
+        "lineage": scope.lineage,
+        "memory_id": memory_id,
+        "content": draft.content,
+        "fingerprint": fingerprint,
+        "author_id": draft.author_id,
+        "created_at": draft.created_at.isoformat(),
+        "updated_at": draft.created_at.isoformat(),
+        "origin": origin_text(draft.origin),
+        "status": draft.status.value,
+        "book_shard": shard,
+        **({"subject_id": draft.subject_id} if draft.subject_id else {}),
+        **({"embedding": draft.embedding} if draft.embedding else {}),
+    }
+
+
+def memory_from_item(item: Item) -> Memory:
+    return Memory(
+        scope=MemoryScope(ScopeKind(item["kind"]), str(item["owner_id"]), int(item["lineage"])),
+        memory_id=str(item["memory_id"]),
+        content=str(item["content"]),
+        author_id=str(item["author_id"]),
+        created_at=parse_time(item["created_at"]),
+        updated_at=parse_time(item["updated_at"]),
+        origin=origin_from_text(item.get("origin")),
+        subject_id=_optional_str(item.get("subject_id")),
+        status=MemoryStatus(item.get("status", MemoryStatus.ACTIVE)),
+        book_shard=int(item.get("book_shard", 0)),
+        embedding=_optional_bytes(item.get("embedding")),
+        review_tag=_optional_str(item.get("review_tag")),
+        holds_guard=not item.get("unguarded"),
+    )
+
+
+def _optional_str(value: Any) -> str | None:
+    return str(value) if value else None
+
+
+def _optional_bytes(value: Any) -> bytes | None:
+    """A binary attribute as bytes (boto3 reads it as ``Binary``); anything else, None."""
+    if isinstance(value, Binary):
+        value = value.value
+    return bytes(value) if isinstance(value, bytes | bytearray) and value else None

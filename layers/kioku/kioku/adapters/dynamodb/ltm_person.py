@@ -1,0 +1,104 @@
+"""A person's long-term memory data for forget-all and the export: the server memories that name them
+(through their ``SERVERLTM#`` notes), the personal memories they saved about others (through their
+``SAVEDABOUT#`` notes), and a memory kept without its author.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    author_note_key,
+    author_note_range,
+    noted_owner,
+    noted_server,
+    server_note_key,
+    server_note_range,
+)
+from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions, guard_state
+from kioku.adapters.dynamodb.table import Cursor
+from kioku.domain.ltm.memory import NO_AUTHOR, Memory, ScopeKind
+
+
+class LtmPersonData(LtmTransactions):
+    """What forget-all and the export read and write of a person."""
+
+    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
+        """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the
+        servers their notes name (one query of their notes, one of each such server's partition)."""
+        found: dict[str, list[Memory]] = {}
+        for guild_id in self._noted_servers(user_id):
+            found[guild_id] = [
+                memory
+                for memory in self.memories_of(ScopeKind.SERVER, guild_id)
+                if user_id in (memory.author_id, memory.about)
+            ]
+        return found
+
+    def drop_server_note(self, user_id: str, guild_id: str) -> None:
+        """Forget that memories of ``guild_id`` name ``user_id`` (once none does)."""
+        self._guarded(self._table.delete, server_note_key(user_id, guild_id))
+
+    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]:
+        """By person, every personal memory about someone else that ``user_id`` saved, found through
+        their notes (one query of them, one of each noted person's partition)."""
+        found: dict[str, list[Memory]] = {}
+        start_key: Cursor | None = None
+        while True:
+            items, start_key = self._guarded(
+                self._table.query_range, author_note_range(user_id), consistent=True, start_key=start_key
+            )
+            for item in items:
+                owner = noted_owner(ItemKey.of(item))
+                found[owner] = [
+                    memory
+                    for memory in self.memories_of(ScopeKind.PERSONAL, owner)
+                    if memory.author_id == user_id
+                ]
+            if start_key is None:
+                return found
+
+    def drop_author_note(self, user_id: str, owner_id: str) -> None:
+        """Forget that ``user_id`` saved personal memories about ``owner_id`` (once none is theirs)."""
+        self._guarded(self._table.delete, author_note_key(user_id, owner_id))
+
+    def forget_author(self, memory: Memory) -> Memory:
+        """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
+        since it was read. A guard whose key names the author (a personal memory someone else saved:
+        ``duplicate_domain``) is given back, the memory left unguarded, so no key keeps their id."""
+        anonymous = replace(memory, author_id=NO_AUTHOR)
+        released = (
+            self._release_guard(memory) if anonymous.duplicate_domain != memory.duplicate_domain else {}
+        )
+        update, names = "SET #author_id = :no_author", ["#author_id", "#fingerprint"]
+        condition = "#fingerprint = :read_fingerprint AND #author_id = :read_author"
+        values: dict[str, Any] = {":no_author": NO_AUTHOR, ":read_author": memory.author_id}
+        if released:
+            anonymous = replace(anonymous, holds_guard=False)
+            update += ", #unguarded = :true"
+            condition += f" AND {guard_state(memory)}"
+            names.append("#unguarded")
+            values[":true"] = True
+        return self._rewrite(
+            memory,
+            anonymous,
+            update,
+            condition=condition,
+            names=names,
+            values=values,
+            refused=f"memory #{memory.memory_id} changed or was deleted",
+            also=list(released.values()),
+        )
+
+    def _noted_servers(self, user_id: str) -> list[str]:
+        servers: list[str] = []
+        start_key: Cursor | None = None
+        while True:
+            items, start_key = self._guarded(
+                self._table.query_range, server_note_range(user_id), consistent=True, start_key=start_key
+            )
+            servers += [noted_server(ItemKey.of(item)) for item in items]
+            if start_key is None:
+                return servers
