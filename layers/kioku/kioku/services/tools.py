@@ -52,30 +52,30 @@ class Tool:
     """Run a call with the model's arguments (unchecked: the tool validates them)."""
 
 
+def _memory_access(bench: ToolBench) -> dict[str, Any]:
+    """What saving and correcting a memory both use: the store, and how people are looked up."""
+    return {
+        "store": bench.store,
+        "search_members": bench.search_members,
+        "lookup_member": bench.lookup_member,
+        "settings": bench.settings,
+        "embeddings": bench.embeddings,
+    }
+
+
 def _create(arguments: Any, bench: ToolBench) -> ToolResult:
     return ltm.create_long_term_memory(
         arguments,
         bench.turn,
-        store=bench.store,
-        search_members=bench.search_members,
-        lookup_member=bench.lookup_member,
-        settings=bench.settings,
         speaker_manages_server=bench.speaker_manages_server,
         recalled=bench.recalled,
-        embeddings=bench.embeddings,
+        **_memory_access(bench),
     )
 
 
 def _update(arguments: Any, bench: ToolBench) -> ToolResult:
     return ltm.update_long_term_memory(
-        arguments,
-        bench.turn,
-        store=bench.store,
-        search_members=bench.search_members,
-        lookup_member=bench.lookup_member,
-        settings=bench.settings,
-        embeddings=bench.embeddings,
-        write_announced=bench.write_announced,
+        arguments, bench.turn, write_announced=bench.write_announced, **_memory_access(bench)
     )
 
 
