@@ -47,6 +47,7 @@ from kioku.domain.turn import (
     Outbox,
     TurnAlreadyRecorded,
     TurnContext,
+    TurnEnd,
     TurnKey,
     TurnOutcome,
 )
@@ -104,57 +105,55 @@ class TurnService:
             job=job,
             key=TurnKey(job.source.value, job.turn_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
-            redelivered=redelivered,
             time_left=time_left,
-            delivery=Delivery(
-                self.discord, job, responder_for(job, self.discord), self.settings.DISCORD_APPLICATION_ID
-            ),
+            guessed=hinted_persona(job.guild_id),
         )
-        steps = (
-            self._gate,
-            self._read_discord,
-            self._read_memory,
-            self._recall,
-            self._assemble,
-            self._converse,
-            self._deliver,
-            self._commit,
-        )
-        for step in steps:
-            step(state)
-            if state.finished:
-                break
+        self._end(state, self._take(state, redelivered))
         return state.record
+
+    def _take(self, state: TurnState, redelivered: bool) -> TurnEnd:
+        """The steps, one way through, up to how the turn ends: a rate notice goes straight to
+        delivery, and so does an answer an earlier attempt kept; any step may end the turn early."""
+        end = self._gate(state, redelivered)
+        if end is not None:
+            return end
+        if state.outbox is None:  # no rate notice: the turn reads, and answers unless already answered
+            end = self._read_discord(state) or self._read_memory(state)
+            if end is not None:
+                return end
+            if not state.answered:
+                self._recall(state)
+                self._assemble(state)
+                self._converse(state)
+        return self._deliver(state)
 
     # -- the steps ------------------------------------------------------------------------------
 
-    def _gate(self, state: TurnState) -> None:
+    def _gate(self, state: TurnState, redelivered: bool) -> TurnEnd | None:
         """Count the turn against the minute its author sent it in, once ever (a redelivery, a
         duplicate, a redrive get the number its first attempt got). The first turn over the limit
         gets one short notice, posted and recorded like an answer; later ones end in silence,
         unrecorded (a ``/chat`` still gets the notice: its answer would otherwise stay
         "thinking…"). A turn already done ends here before any notice."""
         job = state.job
-        if state.redelivered or self.rates is None:
-            return
+        if redelivered or self.rates is None:
+            return None
         limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
         try:
             taken = self.rates.take(state.key.author_id, job.turn_id, state.key.sent_at, limit)
         except StoreError:
             logger.warning("the turn rate could not be counted; the turn goes on")
-            return
+            return None
         if taken is not None and taken <= limit:
-            return
+            return None
         if self._done_already(state):
-            return
+            return TurnEnd.ALREADY_DONE
         logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
         state.record.rate_limited = True
-        state.capture = False
-        if taken is not None or job.source is TurnSource.SLASH_COMMAND:
-            state.rate_notice = True
-            state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
-        else:
-            state.finished = True  # not recorded: a redrive of it is weighed again, never lost as "done"
+        if taken is None and job.source is not TurnSource.SLASH_COMMAND:
+            return TurnEnd.SILENCED
+        state.outbox = Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
+        return None
 
     def _done_already(self, state: TurnState) -> bool:
         """Whether the turn is recorded as done (a copy back after SQS's deduplication window): read
@@ -163,17 +162,13 @@ class TurnService:
         if done is None:
             return False
         logger.info("turn %s was already completed", state.job.turn_id)
-        state.record.duplicate = True
         state.record.reply_ids = list(done.reply_ids)
-        state.finished = True
         return True
 
-    def _read_discord(self, state: TurnState) -> None:
+    def _read_discord(self, state: TurnState) -> TurnEnd | None:
         """The channel (its privacy, read on every turn: a channel can turn private at any moment)
         and the conversation as it stood when the turn's message was sent."""
         job, reader = state.job, self._reader()
-        if state.rate_notice:
-            return  # nothing of the channel is needed
         reader.typing(job.channel_id)
         try:
             state.channel = reader.describe_channel(job)
@@ -183,10 +178,7 @@ class TurnService:
                 raise
             # The bot lost access to the channel, or it is gone: no retry can answer it.
             logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
-            state.record.unanswerable = True
-            state.outbox, state.capture = None, False
-            self._commit(state)
-            return
+            return TurnEnd.UNANSWERABLE
         bot = BotIdentity(
             user_id=self.settings.DISCORD_APPLICATION_ID,
             username=bot_username(state.history, self.settings),
@@ -194,11 +186,10 @@ class TurnService:
         participants = tuple(participants_from_messages(state.history, bot.user_id))
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
-        guessed_name = hinted_persona(job.guild_id).name
+        guessed_name = state.guessed.name
         # Other channels are named only once the server's privacy settings are read, with memory.
         names = reader.mention_names(job, state.channel, state.history, bot.user_id, guessed_name, None)
         state.dialogue = reader.dialogue(state.history, bot.user_id, names, guessed_name)
-        state.dialogue_bot_name = guessed_name
         state.turn = TurnContext(
             guild_id=job.guild_id,
             channel_id=job.channel_id,
@@ -219,17 +210,15 @@ class TurnService:
             sent_at=state.key.sent_at,
             turn_id=job.turn_id,
         )
+        return None
 
-    def _read_memory(self, state: TurnState) -> None:
+    def _read_memory(self, state: TurnState) -> TurnEnd | None:
         """One BatchGetItem for everything with a known key (configuration, profile, short-term
         rows, long-term memory books, this turn's record and outbox), one Query for other channels.
         A turn already done ends here; an outbox an earlier attempt left is taken up."""
         job, turn = state.job, state.turn
-        if turn is None:
-            return
+        assert turn is not None  # read from Discord
         limits = StmLimits.from_settings(self.settings)
-        state.guessed_lineage = hinted_persona(job.guild_id).lineage_id
-        state.subject_ids = [person.user_id for person in recall_subjects(turn)]
         read = self.turns.read(
             state.key,
             turn_memory_query(
@@ -239,31 +228,27 @@ class TurnService:
                 parent_channel_id=turn.parent_channel_id,
                 now=state.now,
                 limits=limits,
+                guessed=state.guessed,
             ),
-            recall_lineage=state.guessed_lineage,
-            recall_people=state.subject_ids,
+            recall_lineage=state.guessed.lineage_id,
+            recall_people=[person.user_id for person in recall_subjects(turn)],
         )
         remember_persona(job.guild_id, read.memory.config.persona)
         state.read = read
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
-            state.record.duplicate = True
             state.record.reply_ids = list(read.done.reply_ids)
-            state.finished = True
-            return
+            return TurnEnd.ALREADY_DONE
         if read.outbox is not None and _author_forgotten_since(read, state.key):
             # forget-all came after the message: what the outbox would post or capture quotes it
             logger.warning(
                 "turn %s: its outbox is dropped unposted, its author forgot everything", job.turn_id
             )
-            state.outbox, state.capture = None, False
-            self._commit(state)
-            return
+            return TurnEnd.WITHDRAWN
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
         if state.channel is not None and (
-            turn.bot_name != state.dialogue_bot_name
-            or mentions_another_channel(job, state.channel, state.history)
+            turn.bot_name != state.guessed.name or mentions_another_channel(job, state.channel, state.history)
         ):
             reader = self._reader()
             names = reader.mention_names(
@@ -282,7 +267,6 @@ class TurnService:
         )
         if read.outbox is not None:
             state.outbox, state.outbox_kept = read.outbox, True
-            state.capture = read.outbox.capture
             if read.outbox.answered:
                 logger.warning(
                     "turn %s: delivering the answer an earlier attempt recorded (%d of %d chunks posted)",
@@ -292,12 +276,12 @@ class TurnService:
                 )
                 state.record.resumed = True
                 state.record.apologised = read.outbox.apologised
+        return None
 
     def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
         turn, read = state.turn, state.read
-        if state.answered or turn is None or read is None:
-            return
+        assert turn is not None and read is not None  # read by the steps before
         lineage = turn.config.persona.lineage_id
         if self.embedder is not None:
             state.embeddings = TurnEmbeddings(self.embedder)
@@ -321,15 +305,12 @@ class TurnService:
 
     def _assemble(self, state: TurnState) -> None:
         """The model's messages and the tools offered (``Conversation.assemble``)."""
-        if state.answered or state.turn is None or state.stm is None or state.dialogue is None:
-            return
         self._conversation(state).assemble()
 
     def _converse(self, state: TurnState) -> None:
         """Ask the model, running its tools for a few rounds, and put the answer in the outbox."""
-        turn, stm, job = state.turn, state.stm, state.job
-        if state.answered or turn is None or stm is None:
-            return
+        turn, job = state.turn, state.job
+        assert turn is not None  # read by the steps before
         earlier = state.outbox.notices if state.outbox is not None else ()
         conversation = self._conversation(state)
         try:
@@ -353,25 +334,29 @@ class TurnService:
         )
         state.outbox_kept = False
 
-    def _deliver(self, state: TurnState) -> None:
+    def _deliver(self, state: TurnState) -> TurnEnd:
         """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post."""
-        if state.outbox is None:
-            return
-        delivery = state.delivery
+        outbox = state.outbox
+        assert outbox is not None  # a rate notice, an earlier attempt's, or this one's answer
+        delivery = Delivery(
+            self.discord,
+            state.job,
+            responder_for(state.job, self.discord),
+            self.settings.DISCORD_APPLICATION_ID,
+        )
         just_kept = not state.outbox_kept
         if just_kept:
-            if not self.turns.keep(state.key, state.outbox, state.now):
+            if not self.turns.keep(state.key, outbox, state.now):
                 logger.warning(
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
                 )
-                state.outbox, state.capture = None, False
-                return
+                return TurnEnd.WITHDRAWN
             state.outbox_kept = True
         else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
-            state.outbox = delivery.adopt(state.outbox)
+            outbox = state.outbox = delivery.adopt(outbox)
         try:
             state.outbox = delivery.post(
-                state.outbox, lambda: self.turns.still_kept(state.key), just_kept=just_kept
+                outbox, lambda: self.turns.still_kept(state.key), just_kept=just_kept
             )
         except DeliveryWithdrawn as exc:
             logger.warning(
@@ -383,22 +368,26 @@ class TurnService:
                 len(exc.outbox.notices),
             )
             state.record.reply_ids = list(exc.outbox.reply_ids)
-            state.outbox, state.capture = None, False
-            return
+            return TurnEnd.WITHDRAWN
         except DeliveryInterrupted as exc:
             self._keep_posted(state, exc.outbox)
             raise exc.cause from exc
         state.record.reply_ids = list(state.outbox.reply_ids)
+        return TurnEnd.DELIVERED
 
-    def _commit(self, state: TurnState) -> None:
-        """Capture the turn (an apologised one too: the channel saw it), record it as done and drop
-        its outbox, in one transaction."""
-        state.finished = True
-        outbox, stm = state.outbox, state.stm
+    def _end(self, state: TurnState, end: TurnEnd) -> None:
+        """The turn's one commit, for every end that records the turn: capture what was delivered
+        (an apology too: the channel saw it) unless its outbox says not, record the turn as done and
+        drop its outbox, in one transaction. A turn withdrawn or unanswerable is recorded with what
+        it posted, nothing captured."""
+        state.record.end = end
+        if not end.recorded:
+            return
+        outbox = state.outbox if end is TurnEnd.DELIVERED else None
         outcome = TurnOutcome(reply_ids=tuple(state.record.reply_ids), apologised=state.record.apologised)
         capture = None
-        if state.capture and outbox is not None and stm is not None:
-            capture = stm.capture_of(with_reply_id(outbox.lines, outcome.reply_ids))
+        if outbox is not None and outbox.capture and state.stm is not None:
+            capture = state.stm.capture_of(with_reply_id(outbox.lines, outcome.reply_ids))
         try:
             self.turns.commit(state.key, outcome, state.now, capture)
         except TurnAlreadyRecorded:

@@ -11,13 +11,13 @@ from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
 from kioku.domain.ltm.recall import Recall
+from kioku.domain.models import Persona
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import Outbox, TurnContext, TurnKey
+from kioku.domain.turn import Outbox, TurnContext, TurnEnd, TurnKey
 from kioku.domain.turn_jobs import TurnJob
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
-from kioku.services.turn_delivery import Delivery
 
 
 @dataclass
@@ -28,40 +28,43 @@ class TurnRecord:
     reply_ids: list[str] = field(default_factory=list)
     tool_results: list[tuple[str, ToolResult]] = field(default_factory=list)
     apologised: bool = False
-    duplicate: bool = False
     rate_limited: bool = False
-    unanswerable: bool = False
-    """Discord refused the turn's channel for good (403/404): nothing could be posted."""
     resumed: bool = False
     """An earlier attempt had recorded the answer: this one delivered it without asking the model."""
     model_seconds: list[float] = field(default_factory=list)
     context_kinds: list[str] = field(default_factory=list)
     """What each message of the first request is; later rounds add the tool calls and results."""
     tool_calls_not_run: int = 0
+    end: TurnEnd | None = None
+    """How the turn ended (None: it raised, for the queue to retry it)."""
+
+    @property
+    def duplicate(self) -> bool:
+        """An earlier attempt had recorded the turn as done: this one did nothing."""
+        return self.end is TurnEnd.ALREADY_DONE
+
+    @property
+    def unanswerable(self) -> bool:
+        """Discord refused the turn's channel for good (403/404): nothing could be posted."""
+        return self.end is TurnEnd.UNANSWERABLE
 
 
 @dataclass
 class TurnState:
-    """Everything one turn knows, filled in step by step; ``finished``: no further step runs."""
+    """What the turn's steps share, filled in step by step (how the turn ends is what they return)."""
 
     job: TurnJob
     key: TurnKey
     now: datetime
-    redelivered: bool
     time_left: Callable[[], float]
-    delivery: Delivery
+    guessed: Persona
+    """The persona this container last saw on the turn's server, read once: the name the history is
+    first read with, the keys the turn's one read guesses; the configuration read corrects it."""
     record: TurnRecord = field(default_factory=TurnRecord)
-    finished: bool = False
-    capture: bool = True
-    """False: the turn stores no lines (a rate notice, a channel refused for good)."""
-    rate_notice: bool = False
     channel: ChannelDescription | None = None
     history: list[Message] = field(default_factory=list)
     turn: TurnContext | None = None
     dialogue: Dialogue | None = None
-    dialogue_bot_name: str = ""
-    guessed_lineage: int = 0
-    subject_ids: list[str] = field(default_factory=list)
     read: TurnRead | None = None
     stm: ShortTermMemoryTurn | None = None
     recalled: Recall = field(default_factory=Recall)
