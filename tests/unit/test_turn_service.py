@@ -10,8 +10,6 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from kioku.adapters.discord_rest import DiscordError
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryLoad, TurnMemoryQuery
-from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
 from kioku.discord.guild import Role
 from kioku.discord.models import Embed, Member, Message, MessageReference, User
@@ -24,6 +22,7 @@ from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.context import StmState
 from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnEnd, TurnKey, TurnOutcome
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery, TurnRead
 from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
 from tests.unit.ltm_fakes import BOT, FakeMemoryStore, settings
 

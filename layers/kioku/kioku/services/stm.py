@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
 from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
@@ -32,6 +31,7 @@ from kioku.domain.stm.update_tool import (
 )
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.domain.turn_read import TurnMemoryQuery
 from kioku.services.turn_ports import ShortTermMemoryWrites
 
 logger = logging.getLogger(__name__)

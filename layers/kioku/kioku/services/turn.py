@@ -27,7 +27,6 @@ from typing import Final
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
 from kioku.domain.dialogue import participants_from_messages
@@ -52,6 +51,7 @@ from kioku.domain.turn import (
     TurnOutcome,
 )
 from kioku.domain.turn_jobs import TurnJob, TurnSource
+from kioku.domain.turn_read import TurnRead
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query

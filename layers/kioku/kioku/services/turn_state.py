@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
 from kioku.domain.ltm.recall import Recall
@@ -16,6 +15,7 @@ from kioku.domain.privacy import ChannelDescription
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import Outbox, TurnContext, TurnEnd, TurnKey
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_read import TurnRead
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
 
