@@ -36,19 +36,23 @@ from kioku.services.turn_ports import ShortTermMemoryWrites
 
 logger = logging.getLogger(__name__)
 
-_persona_hints: dict[str, Persona] = {}
 
+class PersonaGuesses:
+    """The persona this container last saw on each server: a guess for the keys of a turn's first
+    read (its short-term memory row, its memory books), checked against the configuration that read
+    returns. It lives as long as the turn service that owns it (the container's, in Lambda)."""
 
-def hinted_persona(guild_id: str | None) -> Persona:
-    """The persona this container last saw on ``guild_id``: a guess for the keys of the turn's
-    first read, checked against the configuration that read returns."""
-    return _persona_hints.get(guild_id or "", Persona())
+    def __init__(self) -> None:
+        self._seen: dict[str, Persona] = {}
 
+    def guess(self, guild_id: str | None) -> Persona:
+        """The persona last seen on ``guild_id``; the default one where none was (and in a DM)."""
+        return self._seen.get(guild_id or "", Persona())
 
-def remember_persona(guild_id: str | None, persona: Persona) -> None:
-    """Note the persona a turn's read found on ``guild_id``: the next turn's guess."""
-    if guild_id:
-        _persona_hints[guild_id] = persona
+    def saw(self, guild_id: str | None, persona: Persona) -> None:
+        """Note the persona a turn's read found on ``guild_id``: the next turn's guess."""
+        if guild_id:
+            self._seen[guild_id] = persona
 
 
 def turn_memory_query(
@@ -59,17 +63,17 @@ def turn_memory_query(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
-    guessed: Persona | None = None,
+    guessed: Persona,
 ) -> TurnMemoryQuery:
     """What a turn reads of short-term memory, with the server config and the user's profile, in two
-    requests (cross-server folding included): the row of the persona ``guessed`` (by default the one
-    this container last saw), and the other channels' rows active within the retention."""
+    requests (cross-server folding included): the row of the persona ``guessed`` (``PersonaGuesses``),
+    and the other channels' rows active within the retention."""
     return TurnMemoryQuery(
         guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=(guessed or hinted_persona(guild_id)).persona_id,
+        persona_hint=guessed.persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,

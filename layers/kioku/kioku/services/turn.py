@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final
 
@@ -54,7 +54,7 @@ from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.domain.turn_read import TurnRead
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
+from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from kioku.services.turn_conversation import Conversation
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
 from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
@@ -89,6 +89,8 @@ class TurnService:
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
     embedder: Embedder | None = None
     """``EMBEDDINGS_MODEL``'s endpoint; None ranks memories by their words alone."""
+    personas: PersonaGuesses = field(default_factory=PersonaGuesses)
+    """The persona last seen on each server, the next turn's guess: as long-lived as the service."""
 
     def run(
         self,
@@ -106,7 +108,7 @@ class TurnService:
             key=TurnKey(job.source.value, job.turn_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
             time_left=time_left,
-            guessed=hinted_persona(job.guild_id),
+            guessed=self.personas.guess(job.guild_id),
         )
         self._end(state, self._take(state, redelivered))
         return state.record
@@ -233,7 +235,7 @@ class TurnService:
             recall_lineage=state.guessed.lineage_id,
             recall_people=[person.user_id for person in recall_subjects(turn)],
         )
-        remember_persona(job.guild_id, read.memory.config.persona)
+        self.personas.saw(job.guild_id, read.memory.config.persona)
         state.read = read
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
