@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
+from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.arguments import (
     InvalidArguments,
     Problem,
@@ -23,7 +24,6 @@ from kioku.domain.ltm.arguments import (
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     DuplicateMemory,
-    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -165,7 +165,7 @@ def create_long_term_memory(
         return _result(SaveStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
     except TargetPrivacyRestricted:
         return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    except ForgottenSinceSaid:
+    except SpeakerForgotten:
         return _result(SaveStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
     except MemoryStoreFailed:
         return _result(SaveStatus.DB_ERROR, "the memory could not be saved; do not retry in this turn")
@@ -195,7 +195,7 @@ def update_long_term_memory(
         return _result(UpdateStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
     except MemoryNotFound:
         return _result(UpdateStatus.NOT_FOUND, "the memory changed or was deleted meanwhile")
-    except ForgottenSinceSaid:
+    except SpeakerForgotten:
         return _result(UpdateStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
     except DuplicateMemory as exc:
         return ToolResult(

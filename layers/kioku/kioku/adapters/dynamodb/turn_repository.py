@@ -146,7 +146,9 @@ class TurnRepository:
         since)."""
         try:
             return write(list(self._keep_parts(key, outbox, now).values())), True
-        except SpeakerForgotten:
+        except SpeakerForgotten as exc:
+            if not exc.by_notice:
+                raise  # the change itself is refused: its author or subject forgot everything since
             return write(()), False
 
     def _keep_parts(self, key: TurnKey, outbox: Outbox, now: datetime) -> dict[str, dict[str, Any]]:
