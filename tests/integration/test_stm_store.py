@@ -10,11 +10,11 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import stm_row_key, turn_record_key
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
+from kioku.domain.stm.capture import NewerMemoryExists
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.stm.update_tool import StmUpdate

@@ -7,14 +7,10 @@ turns is which persona a server had, and that is a guess for a key, checked on e
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
-from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.categories import active_categories
@@ -22,6 +18,7 @@ from kioku.domain.stm.context import StmContext, StmState, build_short_term_memo
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import (
     REFUSALS,
+    TOOL_NAME,
     InvalidStmUpdate,
     parse_update,
     refusal_message,
@@ -32,9 +29,8 @@ from kioku.domain.stm.update_tool import (
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 from kioku.domain.turn_read import TurnMemoryQuery
+from kioku.services.tool_failures import answer_for
 from kioku.services.turn_ports import ShortTermMemoryWrites
-
-logger = logging.getLogger(__name__)
 
 
 class PersonaGuesses:
@@ -129,7 +125,7 @@ class ShortTermMemoryTurn:
                 parse_tool_arguments(arguments), categories, limits, value_macros(turn, limits)
             )
         except InvalidStmUpdate as exc:
-            return _error(f"invalid arguments: {exc}. Nothing was saved.")
+            return _answer(exc)
         try:
             self._store.write_memory(
                 self._identity,
@@ -139,13 +135,8 @@ class ShortTermMemoryTurn:
                 limits.retention,
                 said=turn.said if turn.is_dm else None,  # a DM's row is the speaker's own
             )
-        except SpeakerForgotten:
-            return _error("the person asked to forget everything since this was said; nothing was saved.")
-        except NewerMemoryExists:
-            return _error("a newer short-term memory of this channel was saved meanwhile; yours was not.")
-        except StoreError:
-            logger.exception("saving short-term memory failed")
-            return _error("the short-term memory could not be saved right now. Nothing was saved.")
+        except Exception as exc:
+            return _answer(exc)
         self._tool_used = True
         data: dict[str, Any] = {"message": "Short-term memory saved."}
         if update.shortened:
@@ -173,3 +164,11 @@ class ShortTermMemoryTurn:
 
 def _error(message: str) -> ToolResult:
     return ToolResult(status="error", data={"message": message})
+
+
+def _answer(exc: Exception) -> ToolResult:
+    """The tool's answer to a condition that stopped it (``tool_failures``); anything else raises."""
+    answer = answer_for(TOOL_NAME, exc)
+    if answer is None:
+        raise exc
+    return answer

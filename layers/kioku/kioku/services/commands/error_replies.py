@@ -69,8 +69,8 @@ def failure_reply(text: str) -> dict:
 
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
-    from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
     from kioku.domain.models import StaleConfiguration
+    from kioku.domain.stm.capture import NewerMemoryExists
 
     if isinstance(exc, Refused):
         return exc.reason, exc.text
