@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -38,7 +38,13 @@ from kioku.discord.ui import (
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
+from kioku.domain.personas import with_persona
+from kioku.domain.settings_edit import (
+    MAX_PERSONA_NAME_CHARS,
+    MAX_PERSONA_PROMPT_CHARS,
+    InvalidSettingsEdit,
+    apply_persona,
+)
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
     StmAddress,
@@ -49,11 +55,13 @@ from kioku.domain.stm.entries import (
     live_summary,
 )
 from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
+from kioku.services.commands import persona_roster
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
+from kioku.services.commands.persona_roster import PERSONA_OPTION, persona_card, persona_option
 
 STM_EDIT_FORM: Final = CustomId(
     "persona", "stm-edit", hexadecimal("persona", 8), hexadecimal("written_at", (1, 16))
@@ -78,13 +86,22 @@ class _Here:
     entry: StmEntry | None
 
 
-def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here:
+def _here(
+    interaction: Interaction, context: CommandContext, limits: StmLimits, tag: str | None = None
+) -> _Here:
+    """The row of the persona the ``persona:`` option names (the main one by default), or, for a
+    submitted form, of the persona its ``tag`` marks (``_persona_tag``)."""
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I cannot tell which channel this is.")
     guild_id = interaction.guild_id
     config = context.config_store.get_server_config(guild_id) if guild_id else ServerConfig()
-    persona = config.persona
+    if tag is not None:
+        persona = next((p for p in config.personas if _persona_tag(p) == tag), None)
+        if persona is None:
+            raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+    else:
+        persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
     address = StmAddress.of(guild_id, invoker.id, interaction.channel_id, persona.persona_id)
     entry = context.stm_store.get(address)
     if entry is not None and entry.lineage_id != persona.lineage_id:
@@ -252,9 +269,7 @@ def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, se
     _check_editor(interaction)
     submitted = submitted_values(interaction.data)
     limits = StmLimits.from_settings(context.settings)
-    here = _here(interaction, context, limits)
-    if tag != _persona_tag(here.persona):
-        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+    here = _here(interaction, context, limits, tag)
     if seen_stamp != _stamp(_written_at(here)):
         raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
@@ -310,6 +325,10 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
 # -- /persona view and /persona edit: the name and the personality -----------------------------------
 
 PERSONA_FORM: Final = CustomId("persona", "edit", number("version", 12))
+ALTER_PERSONA_FORM: Final = CustomId(
+    "persona", "edit-alter", hexadecimal("persona", 8), number("version", 12)
+)
+"""An alter persona's form: which persona (``_persona_tag``) and the configuration version it showed."""
 NAME_INPUT: Final = "name"
 PROMPT_INPUT: Final = "prompt"
 DEFAULT_PERSONALITY_SHOWN: Final = (
@@ -324,16 +343,26 @@ def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
         if interaction.guild_id
         else ServerConfig()
     )
-    return message(embeds=[persona_embed(config.persona, f"Who I am {_where(interaction)}")])
+    persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
+    if persona.alter:
+        embed = persona_embed(persona, f"{persona.name}, {_where(interaction)}")
+        embed["fields"] += persona_card(config, persona, "")["fields"]
+        return message(embeds=[embed])
+    return message(embeds=[persona_embed(persona, f"Who I am {_where(interaction)}")])
 
 
 @managed
 def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
     config = load_server_config(interaction, context)
-    persona = config.persona
+    persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
+    form = (
+        ALTER_PERSONA_FORM.encode(_persona_tag(persona), config.version)
+        if persona.alter
+        else PERSONA_FORM.encode(config.version)
+    )
     return modal(
-        PERSONA_FORM.encode(config.version),
-        "The persona",
+        form,
+        f"The persona {persona.name}" if persona.alter else "The persona",
         [
             TextInput(
                 NAME_INPUT,
@@ -355,7 +384,9 @@ def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
 
 
 @managed
-def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
+def on_persona_form(
+    interaction: Interaction, context: CommandContext, version: int, tag: str | None = None
+) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
     from kioku.domain.models import StaleConfiguration
 
@@ -365,9 +396,27 @@ def on_persona_form(interaction: Interaction, context: CommandContext, version: 
     config = load_server_config(interaction, context)
     if config.version != version:
         raise StaleConfiguration(config)
-    persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
-    saved = context.config_store.save_server_config(replace(config, persona=persona))
-    return message(embeds=[persona_embed(saved.persona, "Saved: the persona")])
+    edited = (
+        config.main_persona
+        if tag is None
+        else next((p for p in config.alters if _persona_tag(p) == tag), None)
+    )
+    if edited is None:
+        raise StaleConfiguration(config)  # removed meanwhile
+    persona = apply_persona(edited, values[NAME_INPUT], values[PROMPT_INPUT])
+    namesake = config.persona_named(persona.name)
+    if namesake is not None and namesake.persona_id != persona.persona_id:
+        raise InvalidSettingsEdit([f"there is already a persona called **{persona.name}**"])
+    saved = context.config_store.save_server_config(with_persona(config, persona))
+    shown = saved.persona_by_id(persona.persona_id) or persona
+    return message(
+        embeds=[persona_embed(shown, f"Saved: {shown.name}" if shown.alter else "Saved: the persona")]
+    )
+
+
+@managed
+def on_alter_persona_form(interaction: Interaction, context: CommandContext, tag: str, version: int) -> dict:
+    return on_persona_form.__wrapped__(interaction, context, version, tag)
 
 
 def persona_embed(persona: Persona, title: str) -> dict:
@@ -392,6 +441,7 @@ _SUBCOMMANDS = {
     ("edit",): on_persona_edit,
     ("stm", "view"): on_view,
     ("stm", "edit"): on_edit,
+    **persona_roster.HANDLERS,
 }
 
 
@@ -400,10 +450,18 @@ def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     if handler is None:
         raise Refused(
             Refusal.NOT_UNDERSTOOD,
-            "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
+            "Try `/persona list`, `/persona view`, `/persona edit`, `/persona add`, `/persona remove`, "
+            "`/persona nickname`, `/persona stm view` or `/persona stm edit`.",
         )
     return handler(interaction, context)
 
+
+_PERSONA: Final = {
+    "type": OptionType.STRING,
+    "name": PERSONA_OPTION,
+    "description": "Which persona (default: the main one)",
+    "max_length": MAX_PERSONA_NAME_CHARS,
+}
 
 COMMAND = Command(
     name="persona",
@@ -418,11 +476,13 @@ COMMAND = Command(
                     "type": OptionType.SUB_COMMAND,
                     "name": "view",
                     "description": "Show the short-term memory of this channel",
+                    "options": [_PERSONA],
                 },
                 {
                     "type": OptionType.SUB_COMMAND,
                     "name": "edit",
                     "description": "Rewrite the short-term memory of this channel (Manage Server)",
+                    "options": [_PERSONA],
                 },
             ],
         },
@@ -430,15 +490,23 @@ COMMAND = Command(
             "type": OptionType.SUB_COMMAND,
             "name": "view",
             "description": "Show the persona's name and personality",
+            "options": [_PERSONA],
         },
         {
             "type": OptionType.SUB_COMMAND,
             "name": "edit",
             "description": "Change the persona's name and personality (Manage Server)",
+            "options": [_PERSONA],
         },
+        *persona_roster.OPTIONS,
     ],
     on_command=on_persona,
-    forms={PERSONA_FORM: on_persona_form, STM_EDIT_FORM: on_edit_form},
+    buttons=persona_roster.BUTTONS,
+    forms={
+        PERSONA_FORM: on_persona_form,
+        ALTER_PERSONA_FORM: on_alter_persona_form,
+        STM_EDIT_FORM: on_edit_form,
+    },
     # No default_member_permissions: Discord applies it to the whole /persona command, which would
     # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
     dm_permission=True,
