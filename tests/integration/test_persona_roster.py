@@ -259,3 +259,21 @@ def test_a_persona_s_nickname_for_a_member_is_its_own(invoke, configs):
     stored = configs.get_server_config(GUILD)
     assert stored.persona_named("Luna").nickname_of(MEMBER) == "Captain"
     assert stored.persona.nickname_of(MEMBER) is None
+
+
+def test_server_addressing_sets_one_persona_s_trigger_words_and_the_relay_reads_them(invoke, configs):
+    add(invoke, "Luna", "600000000000000001")
+    body = invoke(
+        slash_command(
+            APPLICATION_ID,
+            "server",
+            "addressing",
+            {"persona": "Luna", "trigger_words": "moon, night sky"},
+            guild_id=GUILD,
+            permissions=MANAGER,
+        )
+    )
+    assert "`moon`, `night sky`" in text(body) and "Luna" in embed(body)["title"]
+    stored = configs.get_server_config(GUILD)
+    assert stored.persona_named("Luna").trigger_words == ("moon", "night sky")
+    assert stored.trigger_words == ()
