@@ -12,11 +12,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from typing import Final
+from dataclasses import dataclass, field, replace
+from typing import Final, Protocol
 from urllib.parse import urlsplit
 
-from kioku.discord.models import Message
+from kioku.discord.models import Message, User
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.settings_edit import InvalidSettingsEdit, apply_persona
 
@@ -113,6 +113,14 @@ def without_persona(config: ServerConfig, persona: Persona) -> ServerConfig:
     return replace(config, alters=tuple(p for p in config.alters if p.persona_id != persona.persona_id))
 
 
+@dataclass(frozen=True, slots=True)
+class ChannelWebhook:
+    """The webhook kioku created in a channel; ``token`` is its credential (never logged)."""
+
+    webhook_id: str
+    token: str = field(repr=False)
+
+
 # -- whose voice a message is ----------------------------------------------------------------------
 
 
@@ -133,6 +141,33 @@ def persona_of_message(message: Message, application_id: str, config: ServerConf
     if is_kioku_webhook_message(message, application_id):
         return config.persona_named(message.author.username)
     return None
+
+
+def voiced_history(
+    messages: Sequence[Message], application_id: str, speaking: PersonaVoice | None, main_name: str
+) -> list[Message]:
+    """``messages`` as the persona ``speaking`` (None: the main persona) reads them: its own webhook
+    messages are authored by its own id (``speaking.persona_id``), so they are its assistant turns;
+    the other personas' (the main one's too, when an alter persona speaks) are another bot's,
+    labelled "BOT <name>" (seed 004's multi-agent rules), never a person's nor "you"."""
+    voiced = []
+    for message in messages:
+        author = message.author
+        if is_kioku_webhook_message(message, application_id):
+            if speaking is not None and author.username == speaking.name:
+                author = User(id=speaking.persona_id, username=speaking.name, bot=True)
+            else:
+                author = replace(author, bot=True, global_name=None)
+            message = replace(message, author=author, webhook_id=None, member=None)
+        elif speaking is not None and author.id == application_id:
+            message = replace(message, author=replace(author, username=main_name, global_name=None, bot=True))
+        voiced.append(message)
+    return voiced
+
+
+class PersonaVoice(Protocol):
+    persona_id: str
+    name: str
 
 
 @dataclass(frozen=True, slots=True)

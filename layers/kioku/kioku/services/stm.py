@@ -59,19 +59,22 @@ def turn_memory_query(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
+    speaking: str | None = None,
 ) -> TurnMemoryQuery:
     """What a turn reads of short-term memory, with the server config and the user's profile, in two
-    requests (cross-server folding included): the row of the persona this container last saw, and the
-    other channels' rows active within the retention."""
+    requests (cross-server folding included): the row of the persona ``speaking`` (an alter persona's
+    id), else of the main persona this container last saw, and the other channels' rows active
+    within the retention."""
     return TurnMemoryQuery(
         guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=hinted_persona(guild_id).persona_id,
+        persona_hint=speaking or hinted_persona(guild_id).persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
+        speaking=speaking,
     )
 
 

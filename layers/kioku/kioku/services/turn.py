@@ -44,6 +44,7 @@ from kioku.domain.models import (
     ServerConfig,
     UserProfile,
 )
+from kioku.domain.personas import voiced_history
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import CUT_MARK, at_most, split_reply, strip_echoed_metadata
@@ -64,6 +65,12 @@ from kioku.domain.turn import (
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings
+from kioku.services.persona_voice import (
+    NO_WEBHOOK_PERMISSION,
+    PersonaReply,
+    PersonaWebhooks,
+    WebhooksForbidden,
+)
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
 from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
@@ -167,6 +174,8 @@ class TurnService:
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
     embedder: Embedder | None = None
     """``EMBEDDINGS_MODEL``'s endpoint; None ranks memories by their words alone."""
+    webhooks: PersonaWebhooks | None = None
+    """The channel webhooks alter personas speak through; None: only the main persona speaks."""
 
     def run(
         self,
@@ -181,12 +190,12 @@ class TurnService:
         still ends in an apology."""
         state = TurnState(
             job=job,
-            key=TurnKey(job.source.value, job.turn_id, job.author.id, snowflake_time(job.turn_id)),
+            key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
             redelivered=redelivered,
             time_left=time_left,
             delivery=Delivery(
-                self.discord, job, responder_for(job, self.discord), self.settings.DISCORD_APPLICATION_ID
+                self.discord, job, responder_for(job, self.discord, self.settings.DISCORD_APPLICATION_ID)
             ),
         )
         steps = (
@@ -266,14 +275,17 @@ class TurnService:
             state.outbox, state.capture = None, False
             self._commit(state)
             return
-        bot = BotIdentity(
-            user_id=self.settings.DISCORD_APPLICATION_ID,
-            username=_bot_username(state.history, self.settings),
-        )
-        participants = tuple(participants_from_messages(state.history, bot.user_id))
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
-        # this container last saw; a wrong guess (the persona was renamed) reads the history again.
-        guessed_name = hinted_persona(job.guild_id).name
+        # this container last saw (an alter persona's: the one its job carries); a wrong guess (the
+        # persona was renamed) reads the history again.
+        main_name, cue = hinted_persona(job.guild_id).name, job.persona
+        guessed_name = cue.name if cue else main_name
+        bot = BotIdentity(
+            user_id=cue.persona_id if cue else self.settings.DISCORD_APPLICATION_ID,
+            username=cue.name if cue else _bot_username(state.history, self.settings),
+        )
+        state.history = voiced_history(state.history, self.settings.DISCORD_APPLICATION_ID, cue, main_name)
+        participants = tuple(participants_from_messages(state.history, bot.user_id))
         # Other channels are named only once the server's privacy settings are read, with memory.
         names = self._mention_names(job, state.channel, state.history, bot.user_id, guessed_name, None)
         state.dialogue = self._dialogue(state.history, bot.user_id, names, guessed_name)
@@ -307,7 +319,8 @@ class TurnService:
         if turn is None:
             return
         limits = StmLimits.from_settings(self.settings)
-        state.guessed_lineage = hinted_persona(job.guild_id).lineage_id
+        cue = job.persona
+        state.guessed_lineage = cue.lineage_id if cue else hinted_persona(job.guild_id).lineage_id
         state.subject_ids = [person.user_id for person in recall_subjects(turn)]
         read = self.turns.read(
             state.key,
@@ -318,12 +331,19 @@ class TurnService:
                 parent_channel_id=turn.parent_channel_id,
                 now=state.now,
                 limits=limits,
+                speaking=cue.persona_id if cue else None,
             ),
             recall_lineage=state.guessed_lineage,
             recall_people=state.subject_ids,
+            webhook_of=(job.guild_id, self._webhook_channel(state)) if cue and job.guild_id else None,
         )
-        remember_persona(job.guild_id, read.memory.config.persona)
+        remember_persona(job.guild_id, read.memory.config.main_persona)
         state.read = read
+        if read.memory.persona_gone:
+            logger.info("turn %s is not answered: its persona was removed", job.turn_id)
+            state.outbox, state.capture = None, False
+            self._commit(state)
+            return
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
             state.record.duplicate = True
@@ -358,6 +378,8 @@ class TurnService:
             state.channel.name if state.channel else None,
             described_at=state.now,
         )
+        if cue is not None:
+            self._speak_as_persona(state, read)
         if read.outbox is not None:
             state.outbox, state.outbox_kept = read.outbox, True
             state.capture = read.outbox.capture
@@ -370,6 +392,30 @@ class TurnService:
                 )
                 state.record.resumed = True
                 state.record.apologised = read.outbox.apologised
+
+    def _webhook_channel(self, state: TurnState) -> str:
+        """The channel whose webhook an alter persona posts through: a thread's parent's."""
+        channel = state.channel
+        return (channel.parent_channel_id if channel else None) or state.job.channel_id
+
+    def _speak_as_persona(self, state: TurnState, read: TurnRead) -> None:
+        """An alter persona answers through the channel's webhook, created now if the channel has
+        none; without Manage Webhooks the bot says so instead, once, and nothing is captured."""
+        job, persona = state.job, read.memory.config.persona
+        if self.webhooks is None:
+            raise RuntimeError("an alter persona's turn needs the persona webhooks")
+        channel_id = self._webhook_channel(state)
+        reply = PersonaReply(self.webhooks, job, persona, channel_id, stored=read.webhook)
+        if read.outbox is None or not read.outbox.answered:
+            try:
+                reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
+            except WebhooksForbidden:
+                logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
+                notice = NO_WEBHOOK_PERMISSION.format(name=persona.name)
+                state.outbox = Outbox(reply=notice, chunks=(notice,), capture=False)
+                state.capture = False
+                return
+        state.delivery = replace(state.delivery, responder=reply)
 
     def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
