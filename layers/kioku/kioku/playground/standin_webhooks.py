@@ -9,12 +9,14 @@ from typing import Any, Final
 
 from kioku.discord.protocol import JsonErrorCode
 
+DISCORD_MESSAGE_LIMIT: Final = 2000
 MISSING_PERMISSIONS: Final = 50013
 MAX_WEBHOOKS_PER_CHANNEL: Final = 15
 
 
 class WebhookRoutes:
-    """Mixed into ``DiscordStandIn``: its channels, ids, messages and error answers are this class's."""
+    """Mixed into ``DiscordStandIn``: its channels, ids, messages and answers (``_reply``,
+    ``_refuse``) are this class's."""
 
     def _init_webhooks(self) -> None:
         self._webhooks: dict[str, dict[str, Any]] = {}
@@ -36,12 +38,10 @@ class WebhookRoutes:
     # routes ------------------------------------------------------------------------------------
 
     def _create_webhook(self, request: Any, channel_id: str) -> Any:
-        from kioku.playground.standins import CannedResponse, _discord_error
-
         if channel_id not in self._channels:
-            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
+            return self._refuse(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         if channel_id in self._no_webhooks:
-            return _discord_error(403, MISSING_PERMISSIONS, "Missing Permissions")
+            return self._refuse(403, MISSING_PERMISSIONS, "Missing Permissions")
         body = request.body if isinstance(request.body, dict) else {}
         name = body.get("name")
         if (
@@ -49,7 +49,7 @@ class WebhookRoutes:
             or not 1 <= len(name) <= 80
             or len(self.webhooks_of(channel_id)) >= MAX_WEBHOOKS_PER_CHANNEL
         ):
-            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
+            return self._refuse(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         hook = {
             "id": self.new_id(),
             "type": 1,
@@ -62,14 +62,12 @@ class WebhookRoutes:
             "user": dict(self.bot_user),
         }
         self._webhooks[hook["id"]] = hook
-        return CannedResponse(200, dict(hook))
+        return self._reply(200, dict(hook))
 
     def _execute_webhook(self, request: Any, webhook_id: str, token: str) -> Any:
-        from kioku.playground.standins import DISCORD_MESSAGE_LIMIT, CannedResponse, _discord_error
-
         hook = self._webhooks.get(webhook_id)
         if hook is None or hook["token"] != token:
-            return _discord_error(404, JsonErrorCode.UNKNOWN_WEBHOOK, "Unknown Webhook")
+            return self._refuse(404, JsonErrorCode.UNKNOWN_WEBHOOK, "Unknown Webhook")
         body = request.body if isinstance(request.body, dict) else {}
         content, embeds = body.get("content") or "", body.get("embeds") or []
         username = body.get("username") or hook["name"]
@@ -78,14 +76,12 @@ class WebhookRoutes:
             or len(content) > DISCORD_MESSAGE_LIMIT
             or not isinstance(embeds, list)
         ):
-            return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
+            return self._refuse(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
         if not content.strip() and not embeds:
-            return _discord_error(
-                400, JsonErrorCode.CANNOT_SEND_EMPTY_MESSAGE, "Cannot send an empty message"
-            )
+            return self._refuse(400, JsonErrorCode.CANNOT_SEND_EMPTY_MESSAGE, "Cannot send an empty message")
         channel_id = (request.query.get("thread_id") or [hook["channel_id"]])[0]
         if channel_id not in self._channels:
-            return _discord_error(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
+            return self._refuse(404, JsonErrorCode.UNKNOWN_CHANNEL, "Unknown Channel")
         author = {"id": webhook_id, "username": username, "global_name": None, "bot": True}
         if body.get("avatar_url"):
             author["avatar_url"] = body["avatar_url"]  # Discord shows it; the avatar hash is not ours to make
@@ -93,4 +89,4 @@ class WebhookRoutes:
         message.update(embeds=embeds, webhook_id=webhook_id, application_id=self.application_id)
         self._channels[channel_id].append(message)
         wait = (request.query.get("wait") or ["false"])[0] == "true"
-        return CannedResponse(200, message) if wait else CannedResponse(204)
+        return self._reply(200, message) if wait else self._reply(204)

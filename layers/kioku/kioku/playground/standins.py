@@ -36,7 +36,7 @@ from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.ltm.ranking import stem, terms
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
-from kioku.playground.standin_webhooks import WebhookRoutes
+from kioku.playground.standin_webhooks import DISCORD_MESSAGE_LIMIT, WebhookRoutes
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
@@ -48,7 +48,6 @@ DEFAULT_EVERYONE_PERMISSIONS: Final = (
 )
 """@everyone's permissions in a new Discord server include View Channel (and Send Messages, Read
 Message History, Add Reactions); the stand-in's guilds start with them."""
-DISCORD_MESSAGE_LIMIT: Final = 2000
 _MENTIONED_ROLE: Final = re.compile(f"<@&({SNOWFLAKE_DIGITS})>")
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
 STANDIN_NATIVE_DIMENSIONS: Final = 1536
@@ -284,6 +283,14 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
     def base_url(self) -> str:
         """What ``DISCORD_API_BASE_URL`` should be set to."""
         return self.url + DISCORD_API_PREFIX
+
+    @staticmethod
+    def _reply(status: int, body: Any = None) -> CannedResponse:
+        return CannedResponse(status, body)
+
+    @staticmethod
+    def _refuse(status: int, code: int, message: str) -> CannedResponse:
+        return _discord_error(status, code, message)
 
     # Seeding -----------------------------------------------------------------------------------
 
