@@ -277,3 +277,28 @@ def test_server_addressing_sets_one_persona_s_trigger_words_and_the_relay_reads_
     stored = configs.get_server_config(GUILD)
     assert stored.persona_named("Luna").trigger_words == ("moon", "night sky")
     assert stored.trigger_words == ()
+
+
+def test_each_persona_lineage_holds_its_own_limit_of_server_memories(invoke, configs, table):
+    # Given Luna (her own lineage) and Sol (sharing it), and a limit of two server memories
+    from kioku.domain.ltm.memory import MemoryLimitReached
+
+    add(invoke, "Luna", "600000000000000001")
+    add(invoke, "Sol", "600000000000000002", memories_from="Luna")
+    stored = configs.get_server_config(GUILD)
+    ltm, here = DynamoMemoryStore(table), Origin(GUILD, CHANNEL, private=False)
+
+    def save(persona_name: str, fact: str):
+        scope = MemoryScope.server(GUILD, stored.persona_named(persona_name).lineage_id)
+        return ltm.create(MemoryDraft(scope, fact, MEMBER, NOW, origin=here), limit=2)
+
+    # When Luna saves two, then Sol one more, then the main persona two
+    save("Luna", "one")
+    save("Luna", "two")
+    with pytest.raises(MemoryLimitReached):
+        save("Sol", "three")  # Sol shares Luna's lineage, and so her count
+    save("Kioku", "four")
+    save("Kioku", "five")
+    # Then the server holds two memories per lineage (seed 003: MAX_SERVER_MEMORIES per persona)
+    lineages = sorted(m.scope.lineage for m in ltm.memories_of(ScopeKind.SERVER, GUILD))
+    assert lineages == [1, 1, 600000000000000001, 600000000000000001]

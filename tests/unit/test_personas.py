@@ -197,3 +197,29 @@ def test_speaking_as_a_removed_persona_is_none_and_the_main_one_is_the_default()
 
 def test_the_main_persona_s_default_is_kioku():
     assert ServerConfig().main_persona == Persona()
+
+
+# -- what a persona calls someone ------------------------------------------------------------------
+
+
+def test_a_persona_s_nickname_finds_the_member_and_another_persona_s_does_not():
+    from kioku.domain.ltm.targets import TargetKind, resolve_target
+    from kioku.domain.system_prompt import system_prompt
+    from tests.unit.ltm_fakes import BOB, make_turn, member_lookup
+
+    # Given Luna, who calls Bob "Captain"
+    turn = make_turn()
+    luna = with_nickname(
+        Persona(persona_id=LUNA_ID, lineage_id=9, name="Luna", alter=True), BOB.user_id, "Captain"
+    )
+    as_luna = replace(turn, config=replace(turn.config, persona=luna))
+    # When a memory names "Captain" (or "Master Captain") in Luna's turn, and in the main persona's
+    found = resolve_target("Captain", as_luna, None, member_lookup)
+    affixed = resolve_target("Master Captain", as_luna, None, member_lookup)
+    elsewhere = resolve_target("Captain", turn, None, member_lookup)
+    # Then Luna's nickname finds Bob; the main persona knows nobody by it
+    assert found.kind is affixed.kind is TargetKind.USER and found.user.user_id == BOB.user_id
+    assert elsewhere.kind is TargetKind.NOT_FOUND
+    # and Luna is told what she calls him
+    assert f"(UserID:{BOB.user_id}): Captain" in system_prompt(as_luna)
+    assert "You call these people" not in system_prompt(turn)
