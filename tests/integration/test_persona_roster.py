@@ -302,3 +302,39 @@ def test_each_persona_lineage_holds_its_own_limit_of_server_memories(invoke, con
     # Then the server holds two memories per lineage (seed 003: MAX_SERVER_MEMORIES per persona)
     lineages = sorted(m.scope.lineage for m in ltm.memories_of(ScopeKind.SERVER, GUILD))
     assert lineages == [1, 1, 600000000000000001, 600000000000000001]
+
+
+def test_forget_all_and_export_reach_every_persona_s_lineage_and_rows(invoke, configs, table):
+    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.domain.privacy import Place
+    from kioku.domain.stm.capture import TurnCapture
+    from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmLimits
+    from kioku.services import memory_control
+
+    # Given Alice's personal memories in Luna's lineage and the main one's, and her lines in both rows
+    add(invoke, "Luna", "600000000000000001")
+    luna = configs.get_server_config(GUILD).persona_named("Luna")
+    ltm, stm, here = DynamoMemoryStore(table), StmStore(table), Origin(GUILD, CHANNEL, private=False)
+    for lineage, fact in [(luna.lineage_id, "told Luna a secret"), (1, "told Kioku a secret")]:
+        ltm.create(
+            MemoryDraft(MemoryScope.personal(MEMBER, lineage), fact, MEMBER, NOW, origin=here), limit=100
+        )
+    for persona_id, lineage in [(luna.persona_id, luna.lineage_id), ("kioku", 1)]:
+        identity = StmRowIdentity(StmAddress.of(GUILD, MEMBER, CHANNEL, persona_id), lineage)
+        line = CrudeMessage("alice", MEMBER, CrudeRole.USER, f"hello {persona_id}", NOW, message_id="1")
+        stm.capture_turn(TurnCapture(identity, None, (line,), MEMBER, NOW, StmLimits()))
+    ledger = TurnLedger(table)
+    # When she exports, then forgets everything
+    exported = memory_control.export(MEMBER, ltm, stm, NOW, place=Place(GUILD, CHANNEL), ledger=ledger)
+    report = memory_control.forget_all(MEMBER, ltm, stm, ledger=ledger, now=NOW + timedelta(minutes=1))
+    # Then the export held both lineages' memories and both rows' lines, and forget-all took them all
+    assert sorted((m["persona_lineage"], m["text"]) for m in exported["long_term_memories"]) == [
+        (1, "told Kioku a secret"),
+        (luna.lineage_id, "told Luna a secret"),
+    ]
+    assert len(exported["your_lines_in_server_short_term_memory"]) == 2
+    assert report.memories == 2 and report.lines == 2
+    assert ltm.memories_of(ScopeKind.PERSONAL, MEMBER) == []
+    assert all(
+        not stm.get(StmAddress.of(GUILD, MEMBER, CHANNEL, p)).crude for p in (luna.persona_id, "kioku")
+    )
