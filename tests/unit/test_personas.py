@@ -9,10 +9,10 @@ import pytest
 from kioku.domain.addressing import MAIN_PERSONA_TURN, TurnReason, decide_turn, parse_gateway_message
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import (
-    Voices,
     name_opens,
     new_persona,
     persona_of_message,
+    voiced_history,
     with_nickname,
     with_persona,
     without_persona,
@@ -167,23 +167,45 @@ def test_a_name_opens_a_message_as_a_word(text, name, opens):
 # -- whose voice a message is ----------------------------------------------------------------------
 
 
-def test_each_persona_hears_its_own_messages_as_its_own_and_the_others_as_other_voices():
+def test_each_persona_hears_its_own_messages_as_its_own_and_the_others_as_other_bots():
     from kioku.discord.models import parse_message
+    from kioku.domain.dialogue import read_dialogue
+    from kioku.domain.turn_jobs import PersonaCue
 
-    config = server()
-    luna_said = parse_message(webhook_post("Luna"))
+    luna_said = parse_message(webhook_post("Luna", "610000000000000006"))
+    sol_said = parse_message(webhook_post("Sol", "610000000000000007"))
     main_said = parse_message(
-        guild_message("hi", author={"id": BOT_ID, "username": "kioku-bot", "bot": True})
+        guild_message(
+            "hi", id="610000000000000008", author={"id": BOT_ID, "username": "kioku-bot", "bot": True}
+        )
     )
-    person_said = parse_message(guild_message("hello"))
-    as_luna = Voices(BOT_ID, config.speaking_as(LUNA_ID))
-    as_main = Voices(BOT_ID, config.speaking_as(None))
-    assert as_luna.is_own(luna_said) and not as_luna.is_own(main_said)
-    assert as_luna.other_persona(main_said).name == "Kioku"
-    assert as_main.is_own(main_said) and as_main.other_persona(luna_said).name == "Luna"
-    assert not as_main.is_kioku(person_said) and as_main.is_kioku(luna_said)
-    # a persona since removed is nobody's voice, still kioku's
-    assert persona_of_message(parse_message(webhook_post("Gone")), BOT_ID, config) is None
+    person_said = parse_message(guild_message("hello", id="610000000000000009"))
+    history = [person_said, main_said, sol_said, luna_said]  # newest first
+    as_luna = PersonaCue(LUNA_ID, int(LUNA_ID), "Luna")
+
+    def heard(speaking, self_id, name):
+        voiced = voiced_history(history, BOT_ID, speaking, "Kioku")
+        items = read_dialogue(
+            voiced, bot_user_id=self_id, supports_vision=False, limit=10, bot_name=name
+        ).items
+        return [(item.role, str(item.content).split(" |")[0]) for item in items]
+
+    # Luna: her own message is hers; Sol's and the main persona's are other bots'
+    assert heard(as_luna, LUNA_ID, "Luna") == [
+        ("assistant", "[Luna"),
+        ("user", "[BOT Sol"),
+        ("user", "[BOT Kioku"),
+        ("user", "[Alice (alice)"),
+    ]
+    # the main persona: its own is its own, both alters are other bots (never people, never "you")
+    assert heard(None, BOT_ID, "Kioku") == [
+        ("user", "[BOT Luna"),
+        ("user", "[BOT Sol"),
+        ("assistant", "[Kioku"),
+        ("user", "[Alice (alice)"),
+    ]
+    # a persona since removed is nobody's voice
+    assert persona_of_message(parse_message(webhook_post("Gone")), BOT_ID, server()) is None
 
 
 def test_speaking_as_a_removed_persona_is_none_and_the_main_one_is_the_default():

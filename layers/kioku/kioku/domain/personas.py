@@ -4,7 +4,8 @@ message of the channel is.
 The main persona speaks as the bot user; an alter persona speaks through a webhook kioku created in
 the channel, whose messages carry the bot's ``application_id`` and the persona's name as the
 author's username. A turn of one persona reads its own earlier messages as its assistant turns and
-every other persona's as another bot's (seed 004's multi-agent rules), never as "you".
+every other persona's as another bot's (seed 004's multi-agent rules), never as "you"
+(``voiced_history``).
 """
 
 from __future__ import annotations
@@ -168,35 +169,6 @@ def voiced_history(
 class PersonaVoice(Protocol):
     persona_id: str
     name: str
-
-
-@dataclass(frozen=True, slots=True)
-class Voices:
-    """Who, in a channel's history, is the persona speaking now and who are kioku's other personas."""
-
-    application_id: str
-    config: ServerConfig
-    """As the turn reads it: ``persona`` is the one speaking."""
-
-    @property
-    def speaking(self) -> Persona:
-        return self.config.persona
-
-    def is_own(self, message: Message) -> bool:
-        persona = persona_of_message(message, self.application_id, self.config)
-        return persona is not None and persona.persona_id == self.speaking.persona_id
-
-    def other_persona(self, message: Message) -> Persona | None:
-        """The other persona of kioku that posted ``message``, or None."""
-        persona = persona_of_message(message, self.application_id, self.config)
-        if persona is None or persona.persona_id == self.speaking.persona_id:
-            return None
-        return persona
-
-    def is_kioku(self, message: Message) -> bool:
-        return message.author.id == self.application_id or is_kioku_webhook_message(
-            message, self.application_id
-        )
 
 
 # -- who a message addresses -------------------------------------------------------------------------
