@@ -245,3 +245,70 @@ def test_a_persona_s_nickname_finds_the_member_and_another_persona_s_does_not():
     # and Luna is told what she calls him
     assert f"(UserID:{BOB.user_id}): Captain" in system_prompt(as_luna)
     assert "You call these people" not in system_prompt(turn)
+
+
+# -- an alter persona's delivery -------------------------------------------------------------------
+
+
+class _Channel:
+    """The slice of Discord a persona's delivery uses, in memory."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict] = []
+        self.created = 0
+
+    def create_webhook(self, channel_id: str, name: str) -> dict:
+        self.created += 1
+        return {"id": WEBHOOK_ID, "token": "tok-en_1"}
+
+    def execute_webhook(
+        self, webhook_id, token, content, *, username, avatar_url=None, embeds=None, thread_id=None
+    ):
+        message = webhook_post(username, str(650000000000000000 + len(self.messages))) | {
+            "content": content,
+            "embeds": embeds or [],
+        }
+        self.messages.append(message)
+        return message
+
+    def get_channel_messages(self, channel_id, limit, *, before=None, after=None):
+        from kioku.discord.models import parse_history
+
+        return parse_history([m for m in self.messages if int(m["id"]) > int(after or 0)][::-1][:limit])
+
+
+class _Store:
+    def keep(self, guild_id, channel_id, webhook, *, replacing=None):
+        return webhook
+
+
+def test_a_redelivered_alter_persona_turn_counts_what_its_webhook_posted_and_posts_the_rest_once():
+    from kioku.discord.models import parse_message
+    from kioku.domain.turn import Outbox
+    from kioku.domain.turn_jobs import TurnJob
+    from kioku.services.persona_voice import PersonaReply, PersonaWebhooks
+    from kioku.services.turn_delivery import Delivery
+
+    # Given Luna's turn, whose first attempt posted the first chunk through the webhook and died
+    channel = _Channel()
+    job = TurnJob.from_message(parse_message(guild_message("moon, tell me", id="600000000000000100")))
+    luna = server().persona_named("Luna")
+    webhooks = PersonaWebhooks(channel, _Store())
+    reply = PersonaReply(webhooks, job, luna, job.channel_id)
+    outbox = Outbox(reply="one two", chunks=("one", "two"), notices=({"title": "Memory saved"},))
+    first = Delivery(channel, job, reply)
+    reply.post(0, "one")
+    # and Sol said "two" in between (another voice of the same webhook)
+    channel.execute_webhook(WEBHOOK_ID, "tok-en_1", "two", username="Sol")
+    # When the redelivery adopts what the channel holds, then posts
+    adopted = Delivery(channel, job, PersonaReply(webhooks, job, luna, job.channel_id)).adopt(outbox)
+    done = first.post(adopted)
+    # Then Luna's first chunk is hers already; Sol's "two" is not; the rest is posted once, as Luna
+    assert adopted.reply_ids == (channel.messages[0]["id"],)
+    assert [(m["author"]["username"], m["content"]) for m in channel.messages] == [
+        ("Luna", "one"),
+        ("Sol", "two"),
+        ("Luna", "two"),
+        ("Luna", ""),
+    ]
+    assert len(done.reply_ids) == 2 and len(done.notice_ids) == 1 and channel.created == 1
