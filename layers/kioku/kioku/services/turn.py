@@ -265,6 +265,7 @@ class TurnService:
             return TurnEnd.WITHDRAWN
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
+        state.record.persona, state.record.lineage = turn.config.persona.name, turn.config.persona.lineage_id
         if state.channel is not None and (
             turn.bot_name != state.guessed.name or mentions_another_channel(job, state.channel, state.history)
         ):

@@ -38,6 +38,10 @@ class TurnRecord:
     tool_calls_not_run: int = 0
     end: TurnEnd | None = None
     """How the turn ended (None: it raised, for the queue to retry it)."""
+    persona: str = ""
+    """The name of the persona that spoke (once the configuration was read)."""
+    lineage: int | None = None
+    """Its lineage: whose long-term memories the turn read and wrote."""
 
     @property
     def duplicate(self) -> bool:
