@@ -1,12 +1,8 @@
-"""``/persona view`` and ``/persona edit``: the persona's name and personality in this server;
-``/persona stm view`` and ``/persona stm edit``: the short-term memory this channel injects.
+"""The ``/persona`` command: ``view`` and ``edit`` (``persona_profile``), ``add``, ``list``,
+``remove`` and ``nickname`` (``persona_roster``), and here ``/persona stm view`` and ``/persona stm
+edit [persona:]``: the short-term memory this channel injects for a persona (the main one by default).
 
-``/persona edit`` (Manage Server) answers a form prefilled with the name and the personality; the
-form's custom_id carries the configuration version it was filled from, so a submit never overwrites
-a change saved meanwhile. The name is the bot's speaker label and ``{bot}`` in the prompts; the
-personality replaces the default opening of the system prompt.
-
-Both resolve exactly the row a turn here reads: the server-shared row (server, channel, persona) in
+Both resolve exactly the row a turn of that persona here reads: the server-shared row (server, channel, persona) in
 a guild, the user's own row (user, channel, persona) in a DM. ``view`` is open to every member;
 ``edit`` needs Manage Server in a guild (checked on the command and again on the modal submit) and
 answers a modal prefilled with the live text: one summary input, or one input per category.
@@ -18,7 +14,6 @@ overwrites a summary the bot refreshed while the form was open (the editor saw t
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -30,20 +25,14 @@ from kioku.discord.responses import message
 from kioku.discord.ui import (
     EMBED_COLOR_INFO,
     MAX_MODAL_INPUTS,
-    InvalidModalSubmit,
     TextInput,
-    TextInputStyle,
     modal,
     relative_time,
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.personas import with_persona
 from kioku.domain.settings_edit import (
     MAX_PERSONA_NAME_CHARS,
-    MAX_PERSONA_PROMPT_CHARS,
-    InvalidSettingsEdit,
-    apply_persona,
 )
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
@@ -58,10 +47,18 @@ from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shor
 from kioku.services.commands import persona_roster
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
+from kioku.services.commands.custom_ids import CustomId, hexadecimal
 from kioku.services.commands.error_replies import Refusal, Refused
-from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
-from kioku.services.commands.persona_roster import PERSONA_OPTION, persona_card, persona_option
+from kioku.services.commands.guild_admin import manages_server
+from kioku.services.commands.persona_profile import (
+    ALTER_PERSONA_FORM,
+    PERSONA_FORM,
+    on_alter_persona_form,
+    on_persona_edit,
+    on_persona_form,
+    on_persona_view,
+)
+from kioku.services.commands.persona_roster import PERSONA_OPTION, persona_option, persona_tag
 
 STM_EDIT_FORM: Final = CustomId(
     "persona", "stm-edit", hexadecimal("persona", 8), hexadecimal("written_at", (1, 16))
@@ -97,7 +94,7 @@ def _here(
     guild_id = interaction.guild_id
     config = context.config_store.get_server_config(guild_id) if guild_id else ServerConfig()
     if tag is not None:
-        persona = next((p for p in config.personas if _persona_tag(p) == tag), None)
+        persona = next((p for p in config.personas if persona_tag(p) == tag), None)
         if persona is None:
             raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
     else:
@@ -204,11 +201,6 @@ def _check_editor(interaction: Interaction) -> None:
         )
 
 
-def _persona_tag(persona: Persona) -> str:
-    """A short, fixed-length mark of the persona the form was opened for (custom_ids hold 100 chars)."""
-    return f"{zlib.crc32(f'{persona.persona_id}#{persona.lineage_id}'.encode()):08x}"
-
-
 def _written_at(here: _Here) -> datetime | None:
     """When the text the form shows was written (None: never), so a save can insist it still is."""
     if here.entry is None:
@@ -255,7 +247,7 @@ def on_edit(interaction: Interaction, context: CommandContext) -> dict:
             for category in here.categories[:MAX_MODAL_INPUTS]
         ]
     return modal(
-        STM_EDIT_FORM.encode(_persona_tag(here.persona), _stamp(_written_at(here))),
+        STM_EDIT_FORM.encode(persona_tag(here.persona), _stamp(_written_at(here))),
         f"{here.persona.name}: short-term memory",
         inputs,
     )
@@ -320,118 +312,6 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
     return shorten(
         sanitize_unknown_placeholders(expand_macros(text.strip(), macros)), limits.max_summary_length
     )
-
-
-# -- /persona view and /persona edit: the name and the personality -----------------------------------
-
-PERSONA_FORM: Final = CustomId("persona", "edit", number("version", 12))
-ALTER_PERSONA_FORM: Final = CustomId(
-    "persona", "edit-alter", hexadecimal("persona", 8), number("version", 12)
-)
-"""An alter persona's form: which persona (``_persona_tag``) and the configuration version it showed."""
-NAME_INPUT: Final = "name"
-PROMPT_INPUT: Final = "prompt"
-DEFAULT_PERSONALITY_SHOWN: Final = (
-    "*The default personality:* a friendly, thoughtful member of this community who remembers what "
-    "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
-)
-
-
-def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
-    config = (
-        context.config_store.get_server_config(interaction.guild_id)
-        if interaction.guild_id
-        else ServerConfig()
-    )
-    persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
-    if persona.alter:
-        embed = persona_embed(persona, f"{persona.name}, {_where(interaction)}")
-        embed["fields"] += persona_card(config, persona, "")["fields"]
-        return message(embeds=[embed])
-    return message(embeds=[persona_embed(persona, f"Who I am {_where(interaction)}")])
-
-
-@managed
-def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
-    config = load_server_config(interaction, context)
-    persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
-    form = (
-        ALTER_PERSONA_FORM.encode(_persona_tag(persona), config.version)
-        if persona.alter
-        else PERSONA_FORM.encode(config.version)
-    )
-    return modal(
-        form,
-        f"The persona {persona.name}" if persona.alter else "The persona",
-        [
-            TextInput(
-                NAME_INPUT,
-                "Name",
-                value=persona.name,
-                style=TextInputStyle.SHORT,
-                max_length=MAX_PERSONA_NAME_CHARS,
-                required=True,
-            ),
-            TextInput(
-                PROMPT_INPUT,
-                "Personality (blank: the default one)",
-                value=persona.system_prompt,
-                max_length=MAX_PERSONA_PROMPT_CHARS,
-                placeholder="You are {bot}, … ({bot}: the name, {user}: who is talking)",
-            ),
-        ],
-    )
-
-
-@managed
-def on_persona_form(
-    interaction: Interaction, context: CommandContext, version: int, tag: str | None = None
-) -> dict:
-    """The submitted persona form, saved only if the configuration is still the version it showed."""
-    from kioku.domain.models import StaleConfiguration
-
-    values = submitted_values(interaction.data)
-    if set(values) != {NAME_INPUT, PROMPT_INPUT}:
-        raise InvalidModalSubmit("the form came back without its fields")
-    config = load_server_config(interaction, context)
-    if config.version != version:
-        raise StaleConfiguration(config)
-    edited = (
-        config.main_persona
-        if tag is None
-        else next((p for p in config.alters if _persona_tag(p) == tag), None)
-    )
-    if edited is None:
-        raise StaleConfiguration(config)  # removed meanwhile
-    persona = apply_persona(edited, values[NAME_INPUT], values[PROMPT_INPUT])
-    namesake = config.persona_named(persona.name)
-    if namesake is not None and namesake.persona_id != persona.persona_id:
-        raise InvalidSettingsEdit([f"there is already a persona called **{persona.name}**"])
-    saved = context.config_store.save_server_config(with_persona(config, persona))
-    shown = saved.persona_by_id(persona.persona_id) or persona
-    return message(
-        embeds=[persona_embed(shown, f"Saved: {shown.name}" if shown.alter else "Saved: the persona")]
-    )
-
-
-@managed
-def on_alter_persona_form(interaction: Interaction, context: CommandContext, tag: str, version: int) -> dict:
-    return on_persona_form.__wrapped__(interaction, context, version, tag)
-
-
-def persona_embed(persona: Persona, title: str) -> dict:
-    # the default's text lives with the turn code, which this function does not load
-    personality = persona.system_prompt or DEFAULT_PERSONALITY_SHOWN
-    return {
-        "title": title,
-        "color": EMBED_COLOR_INFO,
-        "fields": [{"name": "Name", "value": persona.name, "inline": False}],
-        "description": shorten(personality, MAX_EMBED_DESCRIPTION_CHARS),
-    }
-
-
-def _where(interaction: Interaction) -> str:
-    return "in this server" if interaction.guild_id else "in direct messages"
 
 
 # -- the command -------------------------------------------------------------------------------------

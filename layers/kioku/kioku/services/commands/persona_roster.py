@@ -8,6 +8,7 @@ Manage Server; ``remove`` asks first, naming what goes with the persona.
 
 from __future__ import annotations
 
+import zlib
 from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
@@ -215,6 +216,11 @@ def _footprint_text(persona: Persona, footprint: personas.Footprint, *, will: bo
     lead = f"{persona.name}'s {rows} in this server {go} with it." if will else f"{rows} deleted."
     tail = " It cannot be undone." if will else ""
     return f"{lead} {memories}{tail}"
+
+
+def persona_tag(persona: Persona) -> str:
+    """A short, fixed-length mark of the persona the form was opened for (custom_ids hold 100 chars)."""
+    return f"{zlib.crc32(f'{persona.persona_id}#{persona.lineage_id}'.encode()):08x}"
 
 
 def _can_manage_webhooks(interaction: Interaction) -> bool:
