@@ -338,3 +338,11 @@ def test_forget_all_and_export_reach_every_persona_s_lineage_and_rows(invoke, co
     assert all(
         not stm.get(StmAddress.of(GUILD, MEMBER, CHANNEL, p)).crude for p in (luna.persona_id, "kioku")
     )
+
+
+def test_an_alter_persona_cannot_be_renamed_to_what_discord_refuses_as_a_webhook_name(invoke, configs):
+    add(invoke, "Luna", "600000000000000001")
+    form = invoke(persona("edit", {"persona": "Luna"}))["data"]
+    refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Discord Luna", "prompt": ""}))
+    assert embed(refused)["title"] == "Nothing was saved" and "webhook names" in text(refused)
+    assert configs.get_server_config(GUILD).persona_named("Luna") is not None

@@ -72,6 +72,9 @@ def test_a_new_persona_starts_its_own_lineage_unless_it_shares_another_s():
         ({"avatar_url": "javascript:alert(1)"}, "https://"),
         ({"name": "<@1>"}, "cannot contain"),
         ({"prompt": "x" * 4001}, "at most 4000"),
+        ({"name": "Discord Helper"}, "Discord refuses webhook names"),
+        ({"name": "my clyde"}, "Discord refuses webhook names"),
+        ({"name": "Everyone"}, "Discord refuses webhook names"),
     ],
 )
 def test_a_persona_that_cannot_be_created_says_why(changes, why):

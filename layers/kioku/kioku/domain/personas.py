@@ -24,6 +24,9 @@ from kioku.domain.settings_edit import InvalidSettingsEdit, apply_persona
 MAX_AVATAR_URL_CHARS: Final = 512
 MAX_NICKNAME_CHARS: Final = 32
 MAX_NICKNAMES_PER_PERSONA: Final = 200
+WEBHOOK_NAME_REFUSED: Final = ("discord", "clyde")
+"""Discord refuses a webhook message whose username contains these (an alter persona's name is one)."""
+WEBHOOK_NAMES_REFUSED: Final = frozenset({"everyone", "here"})
 
 
 def new_persona(
@@ -42,7 +45,7 @@ def new_persona(
     persona = apply_persona(
         Persona(persona_id=persona_id, lineage_id=int(persona_id), alter=True), name, prompt
     )
-    problems: list[str] = []
+    problems: list[str] = webhook_name_problems(persona.name)
     if config.persona_named(persona.name) is not None:
         problems.append(f"there is already a persona called **{persona.name}**")
     if memories_from is not None:
@@ -60,6 +63,14 @@ def new_persona(
     if problems:
         raise InvalidSettingsEdit(problems)
     return persona
+
+
+def webhook_name_problems(name: str) -> list[str]:
+    """Why Discord would refuse ``name`` as the username of an alter persona's webhook messages."""
+    folded = _fold(name)
+    if folded in WEBHOOK_NAMES_REFUSED or any(part in folded for part in WEBHOOK_NAME_REFUSED):
+        return ["Discord refuses webhook names containing “discord” or “clyde”, or “everyone” and “here”"]
+    return []
 
 
 def checked_avatar_url(url: str | None) -> str | None:

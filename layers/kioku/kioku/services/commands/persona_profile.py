@@ -19,7 +19,7 @@ from kioku.discord.ui import (
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig
-from kioku.domain.personas import with_persona
+from kioku.domain.personas import webhook_name_problems, with_persona
 from kioku.domain.settings_edit import (
     MAX_PERSONA_NAME_CHARS,
     MAX_PERSONA_PROMPT_CHARS,
@@ -121,6 +121,8 @@ def on_persona_form(
     if edited is None:
         raise StaleConfiguration(config)  # removed meanwhile
     persona = apply_persona(edited, values[NAME_INPUT], values[PROMPT_INPUT])
+    if persona.alter and (problems := webhook_name_problems(persona.name)):
+        raise InvalidSettingsEdit(problems)
     namesake = config.persona_named(persona.name)
     if namesake is not None and namesake.persona_id != persona.persona_id:
         raise InvalidSettingsEdit([f"there is already a persona called **{persona.name}**"])
