@@ -300,3 +300,25 @@ def test_a_personal_memory_is_labelled_in_scope_only_where_recall_would_show_it(
     assert alices_memory("dm-alice", "alice")["in_scope"]
     assert not alices_memory("dm-bob", "bob")["in_scope"]
     assert not alices_memory("dm-bob", "alice")["in_scope"]
+
+
+def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_with_persona_and_lineage(
+    inspector_url,
+):
+    # Given Luna, added with /persona add as in the console
+    added = command(
+        inspector_url,
+        '/persona add name:Luna prompt:"You are {bot}." avatar_url:https://example.com/luna.png',
+    )
+    assert added.status_code == 200, added.text
+    # When Luna is called, then the main persona
+    assert say(inspector_url, "Luna, hello").status_code == 200
+    assert say(inspector_url, "@kioku hello").status_code == 200
+    # Then Luna's reply shows as a persona's, with her avatar, and each turn names who spoke
+    shown = state(inspector_url)
+    luna = next(m for m in shown["messages"] if m.get("persona"))
+    main = next(m for m in shown["messages"] if m["bot"] and not m.get("persona") and m["turn"])
+    assert (luna["author"], luna["avatar_url"]) == ("Luna", "https://example.com/luna.png")
+    luna_turn, main_turn = shown["turns"][str(luna["turn"])], shown["turns"][str(main["turn"])]
+    assert luna_turn["persona"] == "Luna" and luna_turn["lineage"] > 1
+    assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", 1)

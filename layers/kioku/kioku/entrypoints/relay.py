@@ -11,6 +11,7 @@ from typing import Any
 
 from kioku.config import Settings, get_settings
 from kioku.domain.addressing import (
+    MAIN_PERSONA_TURN,
     MAX_GUILD_BODY_BYTES,
     GatewayMessage,
     InvalidRelayEvent,
@@ -93,7 +94,8 @@ def _route(event: GatewayMessage | ChannelEvent | GuildSnapshot, settings: Setti
     correlate(message_id=message.id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
-    decision = decide_turn(event, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
+    config = ServerConfig(guild_id=message.guild_id)
+    decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
         config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
@@ -103,9 +105,24 @@ def _route(event: GatewayMessage | ChannelEvent | GuildSnapshot, settings: Setti
 
     from kioku.domain.turn_jobs import TurnJob
 
-    container().turn_queue.enqueue(TurnJob.from_message(message).fitted())
+    # one turn per persona addressed, in the order named: the channel's FIFO group keeps it
+    for cue in _persona_cues(config, decision.personas):
+        container().turn_queue.enqueue(TurnJob.from_message(message, cue).fitted())
     count(Metric.RELAY_QUEUED)
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
+
+
+def _persona_cues(config: ServerConfig, personas: tuple[str, ...]) -> list[Any]:
+    """The persona each turn speaks as: None for the main persona (its turn is the plain one)."""
+    from kioku.domain.turn_jobs import PersonaCue
+
+    cues: list[PersonaCue | None] = []
+    for persona_id in personas or (MAIN_PERSONA_TURN,):
+        persona = config.persona_by_id(persona_id) if persona_id != MAIN_PERSONA_TURN else None
+        cues.append(
+            None if persona is None else PersonaCue(persona.persona_id, persona.lineage_id, persona.name)
+        )
+    return cues
 
 
 def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:

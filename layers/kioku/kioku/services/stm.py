@@ -60,19 +60,22 @@ def turn_memory_query(
     now: datetime,
     limits: StmLimits,
     guessed: Persona,
+    speaking: str | None = None,
 ) -> TurnMemoryQuery:
     """What a turn reads of short-term memory, with the server config and the user's profile, in two
-    requests (cross-server folding included): the row of the persona ``guessed`` (``PersonaGuesses``),
-    and the other channels' rows active within the retention."""
+    requests (cross-server folding included): the row of the persona ``speaking`` (an alter persona's
+    id), else of the main persona ``guessed`` (``PersonaGuesses``), and the other channels' rows
+    active within the retention."""
     return TurnMemoryQuery(
         guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=guessed.persona_id,
+        persona_hint=speaking or guessed.persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
+        speaking=speaking,
     )
 
 
