@@ -156,17 +156,25 @@ def persona_of_message(message: Message, application_id: str, config: ServerConf
 
 
 def voiced_history(
-    messages: Sequence[Message], application_id: str, speaking: PersonaVoice | None, main_name: str
+    messages: Sequence[Message],
+    application_id: str,
+    speaking: PersonaVoice | None,
+    main_name: str,
+    own_webhook_id: str | None = None,
 ) -> list[Message]:
     """``messages`` as the persona ``speaking`` (None: the main persona) reads them: its own webhook
     messages are authored by its own id (``speaking.persona_id``), so they are its assistant turns;
     the other personas' (the main one's too, when an alter persona speaks) are another bot's,
-    labelled "BOT <name>" (seed 004's multi-agent rules), never a person's nor "you"."""
+    labelled "BOT <name>" (seed 004's multi-agent rules), never a person's nor "you".
+
+    Its own are the ones posted under its name through ``own_webhook_id``, the channel's webhook
+    kioku created and keeps (None: not known, so none): a name alone is anyone's to post under,
+    through another webhook."""
     voiced = []
     for message in messages:
         author = message.author
         if is_kioku_webhook_message(message, application_id):
-            if speaking is not None and author.username == speaking.name:
+            if is_own_webhook_post(message, speaking, own_webhook_id):
                 author = User(id=speaking.persona_id, username=speaking.name, bot=True)
             else:
                 author = replace(author, bot=True, global_name=None)
@@ -175,6 +183,17 @@ def voiced_history(
             message = replace(message, author=replace(author, username=main_name, global_name=None, bot=True))
         voiced.append(message)
     return voiced
+
+
+def is_own_webhook_post(message: Message, speaking: PersonaVoice | None, own_webhook_id: str | None) -> bool:
+    """Whether ``speaking`` posted ``message``: under its name, through kioku's own webhook of the
+    channel (``own_webhook_id``, as stored), not merely under its name."""
+    return (
+        speaking is not None
+        and own_webhook_id is not None
+        and message.webhook_id == own_webhook_id
+        and message.author.username == speaking.name
+    )
 
 
 class PersonaVoice(Protocol):
