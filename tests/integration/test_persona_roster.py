@@ -123,6 +123,8 @@ def test_the_limit_is_a_condition_of_the_write_not_only_a_check_before_it(config
         ({"name": "kioku"}, "already a persona called **kioku**"),
         ({"memories_from": "Nobody"}, "no persona called **Nobody**"),
         ({"avatar_url": "http://example.com/x.png"}, "https://"),
+        ({"name": "So"}, "at least 3 characters and not a common word"),
+        ({"name": "Hey"}, "at least 3 characters and not a common word"),
     ],
 )
 def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved(
@@ -345,4 +347,12 @@ def test_an_alter_persona_cannot_be_renamed_to_what_discord_refuses_as_a_webhook
     form = invoke(persona("edit", {"persona": "Luna"}))["data"]
     refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Discord Luna", "prompt": ""}))
     assert embed(refused)["title"] == "Nothing was saved" and "webhook names" in text(refused)
+    assert configs.get_server_config(GUILD).persona_named("Luna") is not None
+
+
+def test_an_alter_persona_cannot_be_renamed_to_a_word_ordinary_messages_open_with(invoke, configs):
+    add(invoke, "Luna", "600000000000000001")
+    form = invoke(persona("edit", {"persona": "Luna"}))["data"]
+    refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Well", "prompt": ""}))
+    assert embed(refused)["title"] == "Nothing was saved" and "not a common word" in text(refused)
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None

@@ -75,6 +75,9 @@ def test_a_new_persona_starts_its_own_lineage_unless_it_shares_another_s():
         ({"name": "Discord Helper"}, "Discord refuses webhook names"),
         ({"name": "my clyde"}, "Discord refuses webhook names"),
         ({"name": "Everyone"}, "Discord refuses webhook names"),
+        ({"name": "I"}, "at least 3 characters"),
+        ({"name": "Yes"}, "not a common word"),
+        ({"name": "  THE  "}, "not a common word"),
     ],
 )
 def test_a_persona_that_cannot_be_created_says_why(changes, why):
@@ -161,10 +164,25 @@ def test_a_server_without_alter_personas_is_addressed_as_before():
         ("LUNA!", "luna", True),
         ("Lunatic", "Luna", False),
         ("Mr Moon, hi", "mr  moon", True),
+        ("So, what now?", "So", False),
+        ("I think so", "I", False),
+        ("Well, maybe", "Well", False),
+        ("Sol, hi", "Sol", True),
     ],
 )
 def test_a_name_opens_a_message_as_a_word(text, name, opens):
     assert name_opens(text, name) is opens
+
+
+def test_a_persona_named_a_common_word_before_the_rule_is_called_by_its_trigger_words_only():
+    # Given "So", an alter persona stored before such names were refused, with the trigger word "soso"
+    so = Persona(
+        persona_id="910000000000000009", lineage_id=9, name="So", alter=True, trigger_words=("soso",)
+    )
+    config = with_persona(server(), so)
+    # Then an ordinary message opening with "So" calls nobody, and its trigger word still calls it
+    assert not decide("So, what did everyone think?", config).answer
+    assert decide("soso, hi", config).personas == (so.persona_id,)
 
 
 # -- whose voice a message is ----------------------------------------------------------------------
