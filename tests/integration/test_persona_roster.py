@@ -244,6 +244,30 @@ def test_removing_a_persona_that_shares_a_lineage_keeps_the_memories(invoke, con
     assert [p.name for p in configs.get_server_config(GUILD).personas] == ["Kioku", "Luna"]
 
 
+def test_the_channel_webhooks_go_with_the_server_s_last_alter_persona(invoke, configs, table):
+    from kioku.adapters.dynamodb.webhook_store import WebhookStore
+    from kioku.domain.personas import ChannelWebhook
+
+    # Given Luna and Sol, who spoke through the webhooks kioku keeps for two channels
+    add(invoke, "Luna", "600000000000000001")
+    add(invoke, "Sol", "600000000000000002")
+    webhooks = WebhookStore(table)
+    for channel in (CHANNEL, OTHER_CHANNEL):
+        webhooks.keep(GUILD, channel, ChannelWebhook(f"7{channel[1:]}", "tok-en"))
+
+    def remove(name: str) -> None:
+        asked = invoke(persona("remove", {"persona": name}))
+        buttons = [c["custom_id"] for row in asked["data"]["components"] for c in row["components"]]
+        assert embed(invoke(component_click(persona("remove"), buttons[0])))["title"] == f"Removed: {name}"
+
+    # When Sol is removed, the webhooks stay: Luna still speaks through them
+    remove("Sol")
+    assert all(webhooks.get(GUILD, channel) is not None for channel in (CHANNEL, OTHER_CHANNEL))
+    # When Luna, the last alter persona, is removed, their items (and tokens) are deleted
+    remove("Luna")
+    assert all(webhooks.get(GUILD, channel) is None for channel in (CHANNEL, OTHER_CHANNEL))
+
+
 def test_a_confirmation_counted_before_the_configuration_changed_removes_nothing(invoke, configs):
     add(invoke, "Luna", "600000000000000001")
     asked = invoke(persona("remove", {"persona": "Luna"}))
