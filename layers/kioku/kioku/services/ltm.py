@@ -62,6 +62,7 @@ from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.privacy import Origin, effective_private, rewritten_origin
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.domain.why import MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
 
 _T = TypeVar("_T")
@@ -249,6 +250,7 @@ def search_long_term_memory(
         among=hidden,
     )
     found: list[dict[str, Any]] = []
+    touched: list[UsedMemory] = []
     room = SEARCH_BUDGET_CHARS
     for place in ranked:
         candidate = recalled.candidates[place.index]
@@ -259,9 +261,10 @@ def search_long_term_memory(
             found.append(
                 {"memory_id": candidate.memory.memory_id, "about": candidate.about, "memory": candidate.text}
             )
+            touched.append(UsedMemory.of(candidate.memory, MemoryUse.FOUND))
     if not found:
         return _result(SearchStatus.NOTHING_FOUND, "no memory matches; try other words, or answer without")
-    return ToolResult(SearchStatus.FOUND, {"memories": found})
+    return ToolResult(SearchStatus.FOUND, {"memories": found}, touched=tuple(touched))
 
 
 # -- the steps -------------------------------------------------------------------------------------
@@ -348,9 +351,11 @@ def _create(
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
+    saved = draft.saved_as(outcome.memory_id)
     if not outcome.created:
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
-        return ToolResult(SaveStatus.SAVED, data)
+        return ToolResult(SaveStatus.SAVED, data, touched=(UsedMemory.of(saved, MemoryUse.FOUND),))
+    touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
     if note:
         data["message"] = note
     if status is MemoryStatus.PENDING:
@@ -361,16 +366,18 @@ def _create(
         embed = memory_pending_embed(
             content, outcome.memory_id, subject_name=subject.display_name, bot_name=turn.bot_name
         )
-        return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed)
+        return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed, touched=touched)
     embed = memory_saved_embed(
-        content if _shown_here(draft.saved_as(outcome.memory_id), turn) else None,
+        content if _shown_here(saved, turn) else None,
         outcome.memory_id,
         scope=scope.kind,
         subject_name=subject.display_name,
         bot_name=turn.bot_name,
         personal_memories_enabled=turn.config.capabilities.personal_memories_enabled,
     )
-    return ToolResult(SaveStatus.SAVED, data, notification=embed, notification_about=_owner(scope))
+    return ToolResult(
+        SaveStatus.SAVED, data, notification=embed, notification_about=_owner(scope), touched=touched
+    )
 
 
 def _update(
@@ -418,6 +425,7 @@ def _update(
             _about(memory, subject),
             notification=embed,
             notification_about=_owner(memory.scope),
+            touched=(UsedMemory.of(memory, MemoryUse.DELETED),),
         )
         announced(deleted, lambda also: store.delete(memory, also=also))
         return deleted
@@ -439,6 +447,7 @@ def _update(
         _about(memory, subject),
         notification=embed,
         notification_about=_owner(memory.scope),
+        touched=(UsedMemory.of(replace(memory, subject_id=named or memory.subject_id), MemoryUse.UPDATED),),
     )
     announced(
         rewritten,

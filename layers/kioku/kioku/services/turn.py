@@ -62,6 +62,7 @@ from kioku.domain.turn import (
     TurnOutcome,
 )
 from kioku.domain.turn_jobs import TurnJob, TurnSource
+from kioku.domain.why import trace_of
 from kioku.services import ltm, tools
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
@@ -443,6 +444,13 @@ class TurnService:
             else tuple(self._crude_turn(job, turn, reply, state.now)),
             apologised=state.record.apologised,
             quoted=self._quoted(state),
+            trace=trace_of(
+                turn,
+                channel_name=state.channel.name if state.channel else None,
+                recalled=state.recalled,
+                rows=stm.context().shown,
+                tool_results=(result for _, result in state.record.tool_results),
+            ),
         )
         state.outbox_kept = False
 
@@ -488,7 +496,11 @@ class TurnService:
         its outbox, in one transaction."""
         state.finished = True
         outbox, stm = state.outbox, state.stm
-        outcome = TurnOutcome(reply_ids=tuple(state.record.reply_ids), apologised=state.record.apologised)
+        outcome = TurnOutcome(
+            reply_ids=tuple(state.record.reply_ids),
+            apologised=state.record.apologised,
+            trace=outbox.trace if outbox is not None else None,
+        )
         capture = None
         if state.capture and outbox is not None and stm is not None:
             capture = stm.capture_of(_with_reply_id(outbox.lines, outcome.reply_ids))
