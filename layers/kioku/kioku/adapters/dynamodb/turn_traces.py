@@ -17,6 +17,7 @@ All three are put in the commit's transaction (no request of their own) and expi
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -182,14 +183,12 @@ class TurnTraces:
         for note in self.notes_of(user_id):
             expression = UpdateExpression()
             expression.remove(f"{PERSON_PREFIX}{user_id}")
-            try:
+            with suppress(ConditionFailed):  # the record expired: nothing of them is left there
                 self._table.update_with(
                     turn_record_key(note.source, note.turn_id),
                     expression,
                     condition="attribute_exists(pk)",
                 )
-            except ConditionFailed:
-                pass  # the record expired: nothing of them is left there
             self._table.delete(shown_note_key(user_id, note.source, note.turn_id))
             forgotten += 1
         return forgotten
