@@ -1,4 +1,4 @@
-""""Why this answer?": what a turn's model was shown, kept as ids and places (never texts), and the
+""" "Why this answer?": what a turn's model was shown, kept as ids and places (never texts), and the
 rule that decides, at the time of the question, what of it a viewer may be told.
 
 A turn keeps a ``TurnTrace`` with its completion record: the long-term memories it was shown and

@@ -102,6 +102,7 @@ def forget_all(
     mark that they forgot at ``now`` (so no turn answering what they said before can store it again)
     and the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
+    ledger.traces.forget(user_id)  # their part of what turns were shown ("Why this answer?")
     memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
         personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)

@@ -64,9 +64,7 @@ def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:
 def trace_attributes(trace: TurnTrace) -> Item:
     """The record's attributes holding ``trace``: its common part, and each person's own."""
     people = set(trace.people())
-    common = _entries(
-        trace.memories, trace.rows, lambda person: person not in people if person else True
-    )
+    common = _entries(trace.memories, trace.rows, lambda person: person not in people if person else True)
     attributes: Item = {
         WHY: json.dumps(
             {
@@ -197,9 +195,7 @@ class TurnTraces:
 def _entries(memories: tuple[UsedMemory, ...], rows: tuple[UsedRow, ...], keep: Any) -> dict[str, Any]:
     return {
         "m": [
-            [_KINDS[m.kind], m.owner_id, m.memory_id, m.use.value, m.about]
-            for m in memories
-            if keep(m.about)
+            [_KINDS[m.kind], m.owner_id, m.memory_id, m.use.value, m.about] for m in memories if keep(m.about)
         ],
         "r": [
             [
@@ -247,4 +243,3 @@ def _note(item: Item) -> ShownNote:
         channel_private=bool(item.get("channel_private", True)),
         memory_keys=tuple(str(key) for key in item.get("memories", ())),
     )
-
