@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
 from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
+from kioku.domain.turn_read import TurnMemoryQuery
 from tests.unit.stm_builders import CHANNEL, SERVER, USER
 
 MAX_ITEM_BYTES: Final = 400 * 1024

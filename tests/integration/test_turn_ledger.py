@@ -19,7 +19,6 @@ from kioku.adapters.dynamodb.keys import (
     turn_record_key,
 )
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
@@ -29,6 +28,7 @@ from kioku.domain.privacy import Origin
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn_read import TurnMemoryQuery
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
 

@@ -20,9 +20,9 @@ from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.ltm import (
     create_long_term_memory,
     recall_context,
-    search_long_term_memory,
     update_long_term_memory,
 )
+from kioku.services.ltm_search import search_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,

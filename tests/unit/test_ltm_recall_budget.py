@@ -21,12 +21,8 @@ from kioku.domain.ltm.tools import (
     long_term_memory_tools,
 )
 from kioku.domain.privacy import Origin
-from kioku.services.ltm import (
-    SEARCH_BUDGET_CHARS,
-    create_long_term_memory,
-    recall_context,
-    search_long_term_memory,
-)
+from kioku.services.ltm import create_long_term_memory, recall_context
+from kioku.services.ltm_search import SEARCH_BUDGET_CHARS, search_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,

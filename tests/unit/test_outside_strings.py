@@ -9,6 +9,8 @@ import re
 from dataclasses import replace
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from kioku.discord.models import Embed, Message, User
 from kioku.domain.dialogue import read_dialogue
@@ -126,3 +128,18 @@ def _others(*rows):
 
 def _memory(scope: MemoryScope, memory_id: str, content: str) -> Memory:
     return Memory(scope, memory_id, content, USER, NOW, NOW, origin=Origin(SERVER, "100"))
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40) | st.text(max_size=40))
+def test_a_line_is_one_line_and_single_spaced_whatever_path_it_takes(text):
+    """The shortcut for plain ASCII lines (no pattern) writes exactly what the pattern writes."""
+    line = outside(text, Shape.LINE)
+    assert line == outside(re.sub(r"\s+", " ", text).strip(), Shape.LINE)
+    assert not re.search(r"\s\s|[^\S ]", line)
+    assert line == line.strip()
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=0x7F), max_size=40) | st.text(max_size=40))
+def test_no_bracket_or_pipe_outside_the_markers_whatever_path_it_takes(text):
+    for shape in (Shape.LINE, Shape.NOTES):
+        assert not {"[", "]", "|"} & set(outside(text, shape))

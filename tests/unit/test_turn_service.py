@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryLoad, TurnMemoryQuery
-from kioku.adapters.dynamodb.turn_repository import TurnRead
+from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
 from kioku.discord.guild import Role
 from kioku.discord.models import Embed, Member, Message, MessageReference, User
@@ -21,8 +20,9 @@ from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.context import StmState
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnKey, TurnOutcome
+from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnEnd, TurnKey, TurnOutcome
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery, TurnRead
 from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
 from tests.unit.ltm_fakes import BOT, FakeMemoryStore, settings
 
@@ -42,9 +42,13 @@ def snowflake(at: datetime, n: int = 0) -> str:
 
 @dataclass
 class FakeDiscord:
-    """A guild channel: what is posted is kept in order, and served back as its history."""
+    """A guild channel: what is posted is kept in order, and served back as its history. ``refusing``:
+    the HTTP status Discord answers a read of the channel with; ``after_post``: what happens
+    meanwhile, after each post (another worker, a forget-all)."""
 
     messages: list[Message] = field(default_factory=list)
+    refusing: int | None = None
+    after_post: Callable[[], None] = lambda: None
 
     def posted(self) -> list[Message]:
         return [message for message in self.messages if message.author.id == BOT.user_id]
@@ -53,6 +57,8 @@ class FakeDiscord:
         pass
 
     def get_channel(self, channel_id: str) -> dict[str, Any]:
+        if self.refusing is not None:
+            raise DiscordError(self.refusing, 50001, "Missing Access")
         return {"id": channel_id, "guild_id": GUILD, "type": 0, "name": "general"}
 
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
@@ -90,6 +96,7 @@ class FakeDiscord:
             reference=MessageReference(message_id=reply_to) if reply_to else None,
         )
         self.messages.append(message)
+        self.after_post()
         return {"id": message.id}
 
     def edit_original_response(
@@ -289,9 +296,9 @@ def test_an_answered_turn_posts_its_reply_once_captures_its_lines_and_is_recorde
     captured = world.turns.captures[key_of(job)]
     assert [line.text for line in captured.lines] == ["can you help me?", REPLY]
     assert world.turns.records[key_of(job)].reply_ids == tuple(record.reply_ids)
-    assert world.turns.outboxes == {}
+    assert world.turns.outboxes == {} and record.end is TurnEnd.DELIVERED
     # And the second delivery found it done, without asking the model
-    assert again.duplicate and len(world.model.requests) == 1
+    assert again.duplicate and again.end is TurnEnd.ALREADY_DONE and len(world.model.requests) == 1
 
 
 def test_a_turn_already_done_posts_nothing_and_does_not_ask_the_model():
@@ -319,7 +326,7 @@ def test_the_first_turn_over_the_rate_gets_the_rate_notice_only():
     record = world.run(job, TURN_RATE_LIMIT_PER_MINUTE=1)
 
     # Then it posts the rate notice, asks no model and captures nothing, and is recorded done
-    assert record.rate_limited
+    assert record.rate_limited and record.end is TurnEnd.DELIVERED
     assert texts(world.discord.posted()) == [REPLY, RATE_NOTICE]
     assert len(world.model.requests) == 1
     assert key_of(job) not in world.turns.captures and key_of(job) in world.turns.records
@@ -335,7 +342,7 @@ def test_a_turn_whose_author_forgot_everything_since_posts_and_keeps_nothing():
     record = world.run(job)
 
     # Then nothing is posted, no outbox stays and nothing of her message is captured
-    assert world.discord.posted() == [] and record.reply_ids == []
+    assert world.discord.posted() == [] and record.reply_ids == [] and record.end is TurnEnd.WITHDRAWN
     assert world.turns.outboxes == {} and world.turns.captures == {}
 
 
@@ -347,9 +354,10 @@ def test_an_outbox_whose_author_forgot_everything_since_is_dropped_unposted():
     world.turns.forgotten_at[ALICE.id] = SENT + timedelta(milliseconds=500)
 
     # When the turn is redelivered
-    world.run(job, redelivered=True)
+    record = world.run(job, redelivered=True)
 
     # Then the outbox goes unposted and uncaptured, and the model is not asked
+    assert record.end is TurnEnd.WITHDRAWN and key_of(job) in world.turns.records
     assert world.discord.posted() == [] and world.model.requests == []
     assert world.turns.outboxes == {} and world.turns.captures == {}
 
@@ -408,3 +416,87 @@ def test_a_redelivery_that_finds_its_outbox_posts_what_is_missing_without_asking
     assert texts(world.discord.posted()) == ["Once upon a time", "the end."]
     assert world.turns.records[key_of(job)].reply_ids == tuple(m.id for m in world.discord.posted())
     assert world.turns.outboxes == {}
+
+
+def test_a_turn_past_the_rate_notice_ends_in_silence_unrecorded():
+    # Given Alice's turns of this minute took the one allowed, then the rate notice
+    world = World()
+    world.run(world.say("first", n=1), TURN_RATE_LIMIT_PER_MINUTE=1)
+    world.run(world.say("second", n=2), TURN_RATE_LIMIT_PER_MINUTE=1)
+    job = world.say("third", n=3)
+
+    # When her third turn of the minute runs
+    record = world.run(job, TURN_RATE_LIMIT_PER_MINUTE=1)
+
+    # Then nothing more is posted and the turn is not recorded: a redrive of it is weighed again
+    assert record.rate_limited and record.end is TurnEnd.SILENCED
+    assert texts(world.discord.posted()) == [REPLY, RATE_NOTICE]
+    assert key_of(job) not in world.turns.records and key_of(job) not in world.turns.outboxes
+
+
+def test_a_turn_over_the_rate_that_is_done_already_posts_no_notice():
+    # Given a turn over the rate that an earlier attempt recorded (a copy back after deduplication)
+    world = World()
+    world.run(world.say("first", n=1), TURN_RATE_LIMIT_PER_MINUTE=1)
+    job = world.say("second", n=2)
+    world.turns.records[key_of(job)] = TurnOutcome(reply_ids=("9",))
+
+    # When the copy runs
+    record = world.run(job, TURN_RATE_LIMIT_PER_MINUTE=1)
+
+    # Then it ends at the gate, as the earlier attempt left it
+    assert record.duplicate and record.end is TurnEnd.ALREADY_DONE and record.reply_ids == ["9"]
+    assert texts(world.discord.posted()) == [REPLY]
+
+
+def test_a_channel_discord_refuses_for_good_ends_the_turn_recorded_unanswered():
+    # Given a channel the bot lost access to
+    world = World()
+    job = world.say("hello?")
+    world.discord.refusing = 403
+
+    # When the turn runs
+    record = world.run(job)
+
+    # Then it asks no model, posts nothing, captures nothing, and is recorded so no retry tries again
+    assert record.unanswerable and record.end is TurnEnd.UNANSWERABLE
+    assert world.model.requests == [] and world.discord.posted() == []
+    assert world.turns.records[key_of(job)] == TurnOutcome() and world.turns.captures == {}
+
+
+def test_an_outbox_withdrawn_while_posting_stops_and_is_recorded_with_what_it_posted():
+    # Given an earlier attempt's two-chunk answer, and a forget-all that drops it after the first post
+    world = World()
+    job = world.say("tell me a long story")
+    world.turns.outboxes[key_of(job)] = Outbox(
+        reply="Once upon a time\n\nthe end.", chunks=("Once upon a time", "the end.")
+    )
+    world.discord.after_post = lambda: world.turns.outboxes.clear()
+
+    # When SQS hands the turn out again
+    record = world.run(job, redelivered=True)
+
+    # Then the second chunk is not posted, nothing is captured, and the turn is recorded with its one post
+    assert record.end is TurnEnd.WITHDRAWN
+    assert texts(world.discord.posted()) == ["Once upon a time"]
+    assert (
+        world.turns.records[key_of(job)].reply_ids
+        == tuple(record.reply_ids)
+        == (world.discord.posted()[0].id,)
+    )
+    assert world.turns.captures == {}
+
+
+def test_a_turn_a_twin_worker_recorded_meanwhile_drops_its_outbox_and_captures_nothing():
+    # Given a twin worker that records the turn while this one posts
+    world = World()
+    job = world.say("hello")
+    world.discord.after_post = lambda: world.turns.records.setdefault(key_of(job), TurnOutcome(("twin",)))
+
+    # When the turn runs
+    record = world.run(job)
+
+    # Then this attempt's commit writes nothing, and the outbox it kept does not stay behind
+    assert record.end is TurnEnd.DELIVERED and texts(world.discord.posted()) == [REPLY]
+    assert world.turns.records[key_of(job)] == TurnOutcome(("twin",))
+    assert world.turns.outboxes == {} and world.turns.captures == {}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import TYPE_CHECKING, Any
 
 from kioku.domain.forgetting import Said
@@ -87,6 +88,27 @@ class TurnContext:
     @property
     def bot_name(self) -> str:
         return self.config.persona.name
+
+
+class TurnEnd(Enum):
+    """How a turn ends: its last step commits every end but the two that record nothing."""
+
+    DELIVERED = "delivered"
+    """Its outbox (the answer, an apology, a rate notice) is posted: recorded done, captured unless
+    the outbox says not (a rate notice)."""
+    ALREADY_DONE = "already done"
+    """An earlier attempt recorded it: nothing is written."""
+    SILENCED = "silenced"
+    """Past its author's rate notice: nothing posted, nothing recorded (a redrive is weighed again)."""
+    UNANSWERABLE = "unanswerable"
+    """Discord refused its channel for good (403/404): recorded done, nothing posted or captured."""
+    WITHDRAWN = "withdrawn"
+    """Forget-all withdrew what it would post or capture (before or while posting): recorded done with
+    what it posted, nothing captured."""
+
+    @property
+    def recorded(self) -> bool:
+        return self not in (TurnEnd.ALREADY_DONE, TurnEnd.SILENCED)
 
 
 class TurnAlreadyRecorded(Exception):

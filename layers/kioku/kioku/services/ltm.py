@@ -52,15 +52,25 @@ from kioku.domain.ltm.recall import (
     Recalled,
     build_recall,
     most_similar,
-    rank_recall,
     recall_subjects,
 )
-from kioku.domain.ltm.statuses import SaveStatus, SearchStatus, UpdateStatus
-from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser, resolve_target
+from kioku.domain.ltm.saving import (
+    memory_about,
+    names_user,
+    owner_of,
+    pin_user_token,
+    saving_origin,
+    scope_name,
+    shown_here,
+    speaker_of,
+    unresolved,
+)
+from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
+from kioku.domain.ltm.targets import TargetKind, TargetUser, resolve_target
 from kioku.domain.ltm.tools import SEARCH_TOOL_NAME, awaits_review, offered_update_tool
 from kioku.domain.ltm.vectors import embedded_text
-from kioku.domain.privacy import Origin, effective_private, rewritten_origin
-from kioku.domain.tools import ToolResult, parse_tool_arguments
+from kioku.domain.privacy import rewritten_origin
+from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 from kioku.domain.why import MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
@@ -85,10 +95,6 @@ def _unannounced(result: ToolResult, write: Callable[[Sequence[Any]], _T]) -> _T
     return write(())
 
 
-SEARCH_MAX_RESULTS: Final = 8
-SEARCH_BUDGET_CHARS: Final = 2_000
-"""Characters of memory text one search answers with: a few memories, not another recall."""
-SEARCH_QUERY_MAX_CHARS: Final = 500
 NEAR_DUPLICATE_SIMILARITY: Final = 0.8
 """Share of words in common above which a new memory says what one in its scope already says.
 Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
@@ -227,46 +233,6 @@ def recall_context(
     )
 
 
-def search_long_term_memory(
-    arguments: str | dict[str, Any] | None,
-    turn: TurnContext,
-    recalled: Recall,
-    embeddings: TurnEmbeddings | None = None,
-) -> ToolResult:
-    """The memories this turn may see but was not shown, best first for the model's ``query``, within
-    ``SEARCH_BUDGET_CHARS``: no read, since recall already holds every memory the turn may see."""
-    parsed = parse_tool_arguments(arguments)
-    query = parsed.get("query") if parsed is not None else None
-    if not isinstance(query, str) or not query.strip() or len(query) > SEARCH_QUERY_MAX_CHARS:
-        return _result(SearchStatus.INVALID_ARGS, f"give a query of 1 to {SEARCH_QUERY_MAX_CHARS} characters")
-    hidden = recalled.hidden()
-    if not hidden:
-        return _result(SearchStatus.NOTHING_FOUND, "every memory you have here is already in your context")
-    ranked = rank_recall(
-        recalled.candidates,
-        recalled.parts,
-        RecallQuery(query, ignored=turn.bot.names(turn.bot_name)),
-        embeddings.embed if embeddings else None,
-        among=hidden,
-    )
-    found: list[dict[str, Any]] = []
-    touched: list[UsedMemory] = []
-    room = SEARCH_BUDGET_CHARS
-    for place in ranked:
-        candidate = recalled.candidates[place.index]
-        if place.relevance <= 0 or len(found) >= SEARCH_MAX_RESULTS:
-            break
-        if len(candidate.text) <= room:
-            room -= len(candidate.text)
-            found.append(
-                {"memory_id": candidate.memory.memory_id, "about": candidate.about, "memory": candidate.text}
-            )
-            touched.append(UsedMemory.of(candidate.memory, MemoryUse.FOUND))
-    if not found:
-        return _result(SearchStatus.NOTHING_FOUND, "no memory matches; try other words, or answer without")
-    return ToolResult(SearchStatus.FOUND, {"memories": found}, touched=tuple(touched))
-
-
 # -- the steps -------------------------------------------------------------------------------------
 
 
@@ -282,7 +248,7 @@ def _create(
     embeddings: TurnEmbeddings | None,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-    subject = _speaker(turn)
+    subject = speaker_of(turn)
     target: PersonalTarget | None = None
     note = None
     if request.scope is RequestedScope.TARGET_USER:
@@ -296,7 +262,7 @@ def _create(
             if not allows_personal_memories(target.privacy_level):
                 return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
         else:
-            return _unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
+            return unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
     if target is None and turn.guild_id is None:
         return _result(SaveStatus.INVALID_SCOPE, "a direct message has no server; use target_user")
     content = clean_content(request.content)
@@ -325,7 +291,7 @@ def _create(
         content=content,
         author_id=turn.user.user_id,
         created_at=turn.now,
-        origin=_saving_origin(turn),
+        origin=saving_origin(turn),
         subject_id=named.user_id if named else None,
         status=status,
         said_at=turn.sent_at,
@@ -348,7 +314,7 @@ def _create(
             },
         )
 
-    data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": _scope_name(scope.kind)}
+    data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
     saved = draft.saved_as(outcome.memory_id)
@@ -368,7 +334,7 @@ def _create(
         )
         return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed, touched=touched)
     embed = memory_saved_embed(
-        content if _shown_here(saved, turn) else None,
+        content if shown_here(saved, turn) else None,
         outcome.memory_id,
         scope=scope.kind,
         subject_name=subject.display_name,
@@ -376,7 +342,7 @@ def _create(
         personal_memories_enabled=turn.config.capabilities.personal_memories_enabled,
     )
     return ToolResult(
-        SaveStatus.SAVED, data, notification=embed, notification_about=_owner(scope), touched=touched
+        SaveStatus.SAVED, data, notification=embed, notification_about=owner_of(scope), touched=touched
     )
 
 
@@ -393,7 +359,7 @@ def _update(
     if lineage <= GLOBAL_LINEAGE:
         return _result(UpdateStatus.INTERNAL_ERROR, "the persona has no valid lineage; nothing was changed")
     owners: list[tuple[ScopeKind, TargetUser]] = []
-    speaker = _speaker(turn)
+    speaker = speaker_of(turn)
     if request.target_user is None:
         if turn.guild_id is not None:
             owners.append((ScopeKind.SERVER, speaker))
@@ -405,7 +371,7 @@ def _update(
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             owners.append((ScopeKind.PERSONAL, resolution.user))
         else:
-            return _unresolved(resolution, UpdateStatus.AMBIGUOUS_USER, UpdateStatus.USER_NOT_FOUND)
+            return unresolved(resolution, UpdateStatus.AMBIGUOUS_USER, UpdateStatus.USER_NOT_FOUND)
 
     found = _find(store, turn, owners, request.memory_id, lineage)
     if found is None:
@@ -416,15 +382,15 @@ def _update(
         )
     memory, subject = found
     names = {"subject_name": subject.display_name, "bot_name": turn.bot_name}
-    shown = _shown_here(memory, turn)
+    shown = shown_here(memory, turn)
     announced = write_announced or _unannounced
     if request.deletes:
         embed = memory_forgotten_embed(memory.content if shown else None, memory.memory_id, **names)
         deleted = ToolResult(
             UpdateStatus.DELETED,
-            _about(memory, subject),
+            memory_about(memory, subject),
             notification=embed,
-            notification_about=_owner(memory.scope),
+            notification_about=owner_of(memory.scope),
             touched=(UsedMemory.of(memory, MemoryUse.DELETED),),
         )
         announced(deleted, lambda also: store.delete(memory, also=also))
@@ -438,15 +404,15 @@ def _update(
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
             return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    origin = rewritten_origin(memory.origin, _saving_origin(turn), turn.config.privacy)
+    origin = rewritten_origin(memory.origin, saving_origin(turn), turn.config.privacy)
     embedding = embeddings.embed(embedded_text(content)) if embeddings else None
     # the rewritten memory keeps its id and scope, and says ``content``: its notice is known before
     embed = memory_updated_embed(content if shown else None, memory.memory_id, **names)
     rewritten = ToolResult(
         UpdateStatus.UPDATED,
-        _about(memory, subject),
+        memory_about(memory, subject),
         notification=embed,
-        notification_about=_owner(memory.scope),
+        notification_about=owner_of(memory.scope),
         touched=(UsedMemory.of(replace(memory, subject_id=named or memory.subject_id), MemoryUse.UPDATED),),
     )
     announced(
@@ -485,30 +451,6 @@ def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> 
     )
 
 
-def _about(memory: Memory, subject: TargetUser) -> dict[str, Any]:
-    """A tool result's memory id and, for a personal memory, whom it is about, by name."""
-    data: dict[str, Any] = {"memory_id": memory.memory_id}
-    if memory.scope.kind is ScopeKind.PERSONAL:
-        data["about"] = subject.label()
-    return data
-
-
-def _owner(scope: MemoryScope) -> str | None:
-    """The person a personal memory is about; None for a server memory."""
-    return scope.owner_id if scope.kind is ScopeKind.PERSONAL else None
-
-
-def names_user(content: str) -> bool:
-    """Whether a server memory's text is about someone: it writes ``{user}`` for them."""
-    return "{user}" in content
-
-
-def pin_user_token(content: str, subject_name: str) -> str:
-    """A server memory is read in every later turn, where ``{user}`` would mean whoever is speaking
-    then; so ``{user}`` is written down as the person the fact is about when it is saved."""
-    return content.replace("{user}", subject_name)
-
-
 def _find(
     store: MemoryStore,
     turn: TurnContext,
@@ -531,43 +473,6 @@ def _find(
         ):
             return memory, subject
     return None
-
-
-def _saving_origin(turn: TurnContext) -> Origin:
-    """Where a memory is said, as private as the server's overrides made that channel: what was said
-    in a channel a manager made private must not follow its subject to another server."""
-    origin = turn.origin
-    if origin.guild_id is None:
-        return origin
-    return replace(origin, private=effective_private(origin, turn.config.privacy))
-
-
-def _shown_here(memory: Memory, turn: TurnContext) -> bool:
-    """A notification shows a memory's text only where the memory itself could be recalled."""
-    if memory.scope.kind is ScopeKind.PERSONAL and not turn.config.capabilities.personal_memories_enabled:
-        return False
-    return memory.recallable_at(turn.place, turn.config.privacy)
-
-
-def _speaker(turn: TurnContext) -> TargetUser:
-    user = turn.user
-    return TargetUser(user_id=user.user_id, display_name=user.display_name, username=user.username)
-
-
-def _unresolved(resolution: TargetResolution, ambiguous: str, not_found: str) -> ToolResult:
-    if resolution.kind is TargetKind.AMBIGUOUS:
-        return ToolResult(
-            ambiguous,
-            {
-                "candidates": list(resolution.candidates),
-                "message": "several users have that name; ask which one is meant, then use their mention",
-            },
-        )
-    return _result(not_found, "no user with that name in this conversation or server")
-
-
-def _scope_name(kind: ScopeKind) -> str:
-    return RequestedScope.SERVER_WIDE if kind is ScopeKind.SERVER else RequestedScope.TARGET_USER
 
 
 def _result(status: str, message: str) -> ToolResult:

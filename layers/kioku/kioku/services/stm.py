@@ -13,7 +13,6 @@ from datetime import datetime
 from typing import Any
 
 from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
 from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
@@ -32,6 +31,7 @@ from kioku.domain.stm.update_tool import (
 )
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.domain.turn_read import TurnMemoryQuery
 from kioku.services.turn_ports import ShortTermMemoryWrites
 
 logger = logging.getLogger(__name__)
@@ -59,16 +59,17 @@ def turn_memory_query(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
+    guessed: Persona | None = None,
 ) -> TurnMemoryQuery:
     """What a turn reads of short-term memory, with the server config and the user's profile, in two
-    requests (cross-server folding included): the row of the persona this container last saw, and the
-    other channels' rows active within the retention."""
+    requests (cross-server folding included): the row of the persona ``guessed`` (by default the one
+    this container last saw), and the other channels' rows active within the retention."""
     return TurnMemoryQuery(
         guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=hinted_persona(guild_id).persona_id,
+        persona_hint=(guessed or hinted_persona(guild_id)).persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,

@@ -17,7 +17,7 @@ from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
-from kioku.services import ltm
+from kioku.services import ltm, ltm_search
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
 
@@ -80,7 +80,7 @@ def _update(arguments: Any, bench: ToolBench) -> ToolResult:
 
 
 def _search(arguments: Any, bench: ToolBench) -> ToolResult:
-    return ltm.search_long_term_memory(arguments, bench.turn, bench.recalled, bench.embeddings)
+    return ltm_search.search_long_term_memory(arguments, bench.turn, bench.recalled, bench.embeddings)
 
 
 def _saving(schema: dict[str, Any]) -> Callable[[ToolBench], dict[str, Any] | None]:

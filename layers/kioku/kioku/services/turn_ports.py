@@ -13,8 +13,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from kioku.adapters.dynamodb.stm_reads import TurnMemoryQuery
-from kioku.adapters.dynamodb.turn_repository import TurnRead
 from kioku.discord.guild import Role
 from kioku.discord.models import Member, Message
 from kioku.domain.forgetting import Said
@@ -24,6 +22,7 @@ from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.domain.turn import Outbox, TurnKey, TurnOutcome
+from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 _T = TypeVar("_T")
 

@@ -10,8 +10,7 @@ may show them (the bypass, or a channel overridden to public). Every row read is
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Final
 
@@ -28,41 +27,15 @@ from kioku.adapters.dynamodb.keys import (
     user_profile_key,
 )
 from kioku.adapters.dynamodb.stm_items import entries_from_items, entry_from_item, iso
-from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable
-from kioku.domain.models import ServerConfig, UserProfile
+from kioku.adapters.dynamodb.table import Cursor, KiokuTable
 from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.context import StmState
 from kioku.domain.stm.entries import StmAddress, StmEntry, has_live_content, may_recall_row
+from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery
 
 MAX_RECENT_PAGES: Final = 4
 _PAGE_SLACK: Final = 2
 _MAX_PRIVATE_SLACK: Final = 10
-
-
-@dataclass(frozen=True, slots=True)
-class TurnMemoryQuery:
-    """What a turn's read of its short-term memory needs: where the turn is and who speaks, the persona
-    whose row to guess (``persona_hint``), how far back other channels' rows count
-    (``active_since``) and how many of them (``other_limit``), and since when a raw line counts as
-    something to show (``crude_since``, by default ``active_since``)."""
-
-    guild_id: str | None
-    channel_id: str
-    user_id: str
-    parent_channel_id: str | None
-    persona_hint: str
-    active_since: datetime
-    other_limit: int
-    crude_since: datetime | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class TurnMemoryLoad:
-    config: ServerConfig
-    profile: UserProfile
-    state: StmState
-    extra: Mapping[ItemKey, Item] = field(default_factory=dict)
-    """Items of ``extra_keys`` that rode in the same BatchGetItem."""
 
 
 class StmReads:

@@ -16,8 +16,9 @@ from kioku.adapters.dynamodb.stm_channels import StmChannelRows
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.stm_janitor import StmJanitor
 from kioku.adapters.dynamodb.stm_person import StmPersonRows
-from kioku.adapters.dynamodb.stm_reads import StmReads, TurnMemoryLoad, TurnMemoryQuery
+from kioku.adapters.dynamodb.stm_reads import StmReads
 from kioku.adapters.dynamodb.stm_writes import StmWrites
+from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery
 
 __all__ = [
     "StmStore",

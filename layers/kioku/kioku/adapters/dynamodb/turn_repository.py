@@ -28,7 +28,6 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -36,13 +35,7 @@ from kioku.adapters.dynamodb.errors import StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, turn_record_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import (
-    StmStore,
-    TurnMemoryLoad,
-    TurnMemoryQuery,
-    crude_lines_from_items,
-    crude_lines_to_items,
-)
+from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_traces import commit_parts, trace_attributes, trace_from_item
@@ -51,6 +44,7 @@ from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 OUTBOX_PART: Final = "outbox"
 ANSWERED: Final = "answered"
@@ -61,21 +55,6 @@ _T = TypeVar("_T")
 
 def _outbox_key(key: TurnKey, person_id: str | None = None) -> ItemKey:
     return outbox_key(person_id or key.author_id, key.source, key.turn_id)
-
-
-@dataclass(frozen=True, slots=True)
-class TurnRead:
-    """The turn's one read: its memory (the short-term memory, the configuration and the profile),
-    whether it is done, its outbox, when its author last asked to forget everything, and what its
-    recall was read for (see ``TurnRepository.recall``)."""
-
-    memory: TurnMemoryLoad
-    done: TurnOutcome | None
-    outbox: Outbox | None
-    author_forgotten_at: datetime | None
-    query: TurnMemoryQuery
-    recall_lineage: int
-    recall_people: tuple[str, ...]
 
 
 class TurnRepository:

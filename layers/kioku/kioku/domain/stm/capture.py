@@ -1,14 +1,18 @@
 """What a turn writes to its short-term memory row: the row's identity (enough to create it, and the
-channel's privacy as the turn saw it) and the capture its commit makes. The turn builds them
-(``services/stm.py``); ``adapters/dynamodb/stm_writes.py`` writes them."""
+channel's privacy as the turn saw it), the turn's lines and the capture its commit makes. The turn
+builds them (``services/stm.py``); ``adapters/dynamodb/stm_writes.py`` writes them."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
-from kioku.domain.forgetting import Said
-from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits
+from kioku.discord.snowflake import is_snowflake
+from kioku.domain.forgetting import Said, snowflake_time
+from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmEntry, StmLimits
+from kioku.domain.text import person_label, readable_mentions
+from kioku.domain.turn import TurnContext
+from kioku.domain.turn_jobs import TurnJob
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +43,38 @@ class TurnCapture:
     limits: StmLimits
     said: Said | None = None
     keep_lines: bool = True
+
+
+def turn_lines(job: TurnJob, turn: TurnContext, reply: str, now: datetime) -> list[CrudeMessage]:
+    """The message and its answer as short-term lines, on Discord's clock where it gave one (the
+    message's time here, the reply's first post when it is captured: ``with_reply_id``), so a
+    worker's clock off from Discord's neither puts the answer first nor ages the lines."""
+    said = CrudeMessage(
+        speaker=person_label(turn.user.display_name, turn.user.username),
+        user_id=turn.user.user_id,
+        role=CrudeRole.USER,
+        text=readable_mentions(job.content, turn.mention_names),
+        ts=(job.message.timestamp if job.message else None) or now,
+        message_id=job.turn_id,
+    )
+    answered = CrudeMessage(
+        speaker=turn.bot_name,
+        user_id=turn.bot.user_id,
+        role=CrudeRole.ASSISTANT,
+        text=reply,
+        ts=max(now, said.ts),
+        message_id=f"{job.turn_id}-reply",
+    )
+    return [said, answered]
+
+
+def with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:
+    """The turn's lines with the answer's line under the id of its first posted message, at the
+    time Discord posted it."""
+    if not reply_ids or not is_snowflake(reply_ids[0]):
+        return list(lines)
+    posted_at = snowflake_time(reply_ids[0])
+    return [
+        replace(line, message_id=reply_ids[0], ts=posted_at) if line.role is CrudeRole.ASSISTANT else line
+        for line in lines
+    ]
