@@ -94,6 +94,20 @@ def test_in_a_public_channel_the_speaker_sees_their_memory_others_only_count_it_
     assert "book club meets on Fridays" in to_bob
     assert "oolong" not in to_bob and "1 memory about someone else" in to_bob
 
+    # and her list says how often, and where last, the memory about her was used (saved, then recalled)
+    listed = slash_command(
+        stack.application_id,
+        "personal",
+        "memories list",
+        guild_id=GUILD,
+        channel_id=GENERAL,
+        user_id=alice["id"],
+        interaction_id=stack.discord.new_id(),
+    )
+    fields = signed_post(stack, "interactions", json.dumps(listed).encode(), stack.signing_key).json()
+    (tea,) = [f["name"] for f in fields["data"]["embeds"][0]["fields"] if "oolong" in f["value"]]
+    assert f"used in 2 turns of the last 16 days, last in <#{GENERAL}>" in tea
+
     # When Alice forgets the tea memory by its id, then everything
     (tea_id,) = [line.split(" ")[0][1:] for line in to_alice.split("\\n") if "oolong" in line] or [None]
     assert tea_id is not None

@@ -97,3 +97,21 @@ def test_the_trace_is_kept_as_ids_with_each_persons_part_apart():
     without_her = {name: value for name, value in attributes.items() if not name.endswith(ALICE)}
     assert trace_from_item(without_her) == TRACE.without(ALICE)
     assert ALICES not in TRACE.without(ALICE).memories and ALICES_DM not in TRACE.without(ALICE).rows
+
+
+def test_a_memorys_use_names_a_private_channel_only_to_someone_asking_from_there():
+    from kioku.domain.why import ShownNote, memory_key_text
+    from kioku.services.commands.personal_memories import _memory_field, memory_uses
+
+    mine = memory(ScopeKind.PERSONAL, ALICE, "44444", ALICE)
+    key = memory_key_text(ScopeKind.PERSONAL, ALICE, "44444")
+    notes = [
+        ShownNote("message", str(n), AT + timedelta(minutes=n), GUILD, channel, None, None, private, (key,))
+        for n, (channel, private) in enumerate(((GENERAL, False), (SECRET, True)))
+    ]
+    uses = memory_uses(notes)
+    assert uses[key][0] == 2 and uses[key][1].channel_id == SECRET
+    from_general = _memory_field(mine, ALICE, HERE, uses)["name"]
+    from_secret = _memory_field(mine, ALICE, Place(GUILD, SECRET), uses)["name"]
+    assert "used in 2 turns" in from_general and "last in a channel you can't see" in from_general
+    assert SECRET not in from_general and f"last in <#{SECRET}>" in from_secret

@@ -151,6 +151,27 @@ def trace_of(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class ShownNote:
+    """A turn noted in a person's partition as shown memories about them: which (``memory_keys``,
+    ``memory_key_text``), when and where."""
+
+    source: str
+    turn_id: str
+    at: datetime
+    guild_id: str | None
+    channel_id: str
+    parent_channel_id: str | None
+    channel_name: str | None
+    channel_private: bool
+    memory_keys: tuple[str, ...]
+
+
+def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:
+    """A memory as one string, as the notes list it."""
+    return f"{'s' if kind is ScopeKind.SERVER else 'p'}#{owner_id}#{memory_id}"
+
+
 # -- what a viewer is told ----------------------------------------------------------------------------
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
 
@@ -33,32 +32,12 @@ from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpres
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn import TurnKey
-from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory, UsedRow
+from kioku.domain.why import MemoryUse, ShownNote, TurnTrace, UsedMemory, UsedRow, memory_key_text
 
 WHY: Final = "why"
 PERSON_PREFIX: Final = "why_"
 _KINDS: Final = {ScopeKind.SERVER: "s", ScopeKind.PERSONAL: "p"}
 _KIND_OF: Final = {code: kind for kind, code in _KINDS.items()}
-
-
-@dataclass(frozen=True, slots=True)
-class ShownNote:
-    """A turn that was shown memories about a person: which (``memory_keys``, ``kind#owner#id``),
-    when and where."""
-
-    source: str
-    turn_id: str
-    at: datetime
-    guild_id: str | None
-    channel_id: str
-    parent_channel_id: str | None
-    channel_name: str | None
-    channel_private: bool
-    memory_keys: tuple[str, ...]
-
-
-def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:
-    return f"{_KINDS[kind]}#{owner_id}#{memory_id}"
 
 
 def trace_attributes(trace: TurnTrace) -> Item:

@@ -16,8 +16,9 @@ from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
-from kioku.domain.privacy import Place, origin_known_to
+from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
+from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
@@ -30,6 +31,7 @@ PAGE_SIZE: Final = 5
 MAX_SHOWN_CHARS: Final = 900
 """Five memories of this length, with their headers, stay under Discord's 6,000-character embed total."""
 MAX_MEMORY_ID: Final = 10**12
+MAX_FIELD_NAME_CHARS: Final = 256
 
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
@@ -50,6 +52,7 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     user_id = _invoker_id(interaction)
     memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
+    uses = memory_uses(context.turn_ledger.traces.notes_of(user_id))
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -62,7 +65,7 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
             else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
             "`/personal memories forget memory_id:<id>` forgets one."
         ),
-        "fields": [_memory_field(memory, user_id, place) for memory in shown],
+        "fields": [_memory_field(memory, user_id, place, uses) for memory in shown],
     }
     buttons = []
     if pages > 1:
@@ -197,7 +200,36 @@ def _place(interaction: Interaction) -> Place:
     return Place(interaction.guild_id, interaction.channel_id or "", thread_parent)
 
 
-def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+def memory_uses(notes: list[ShownNote]) -> dict[str, tuple[int, ShownNote]]:
+    """Per memory (``memory_key_text``), how many turns of the last 16 days were shown it (or saved,
+    rewrote or found it), and the last of them: one Query of the person's own notes, no scan."""
+    uses: dict[str, tuple[int, ShownNote]] = {}
+    for note in notes:  # oldest first: the last one stays
+        for key in dict.fromkeys(note.memory_keys):
+            uses[key] = (uses.get(key, (0, note))[0] + 1, note)
+    return uses
+
+
+def _used(memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int, ShownNote]]) -> str:
+    """ " · shown in 3 turns, last in #general 2 hours ago": the channel named only where the person
+    can tell they see it (a DM, a channel public then, the channel they ask from)."""
+    found = uses.get(memory_key_text(memory.scope.kind, memory.scope.owner_id, memory.memory_id))
+    if found is None:
+        return ""
+    count, last = found
+    where_shown = Origin(last.guild_id, last.channel_id, last.parent_channel_id, last.channel_private)
+    if last.guild_id is None:
+        named = "our DM"
+    elif origin_known_to(where_shown, person_id=user_id, author_id="", place=place):
+        named = f"<#{last.channel_id}>"
+    else:
+        named = memory_control.UNSEEN_CHANNEL
+    return f" · used in {counted(count, 'turn', 'turns')} of the last 16 days, last in {named} {relative_time(last.at)}"
+
+
+def _memory_field(
+    memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int, ShownNote]] | None = None
+) -> dict[str, Any]:
     origin = memory.origin
     if origin.channel_id is None:
         where = "somewhere I did not record"
@@ -217,7 +249,11 @@ def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
     # every memory in one's own list is about oneself: "{user}'s" reads "your", "{user} is" "you are"
     text = shorten(for_people(memory.content, about_you=True, name="you"), MAX_SHOWN_CHARS)
     return {
-        "name": f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}",
+        "name": shorten(
+            f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}"
+            + _used(memory, user_id, place, uses or {}),
+            MAX_FIELD_NAME_CHARS,
+        ),
         "value": text,
     }
 
