@@ -300,3 +300,29 @@ def test_a_personal_memory_is_labelled_in_scope_only_where_recall_would_show_it(
     assert alices_memory("dm-alice", "alice")["in_scope"]
     assert not alices_memory("dm-bob", "bob")["in_scope"]
     assert not alices_memory("dm-bob", "alice")["in_scope"]
+
+
+def test_why_this_answer_on_a_reply_answers_each_member_alone_with_what_they_may_see(inspector_url):
+    # Given Alice's memory about herself, and a reply that was shown it
+    say(inspector_url, "@kioku remember that I like oolong tea")
+    say(inspector_url, "@kioku what do I like?")
+    reply = [message for message in state(inspector_url)["messages"] if message["bot"]][-1]
+
+    # When Alice, then Bob, use the command the page offers on that reply
+    for member in ("alice", "bob"):
+        response = command(inspector_url, f":why {reply['id']}", member=member)
+        assert response.status_code == 200 and response.json()["ok"], response.text
+
+    # Then each sees only their own answer: Alice her memory, Bob that one about someone else was used
+    def why_answers(member: str) -> list[str]:
+        shown = httpx.get(
+            f"{inspector_url}/api/state", params={"channel": "general", "member": member}, timeout=30
+        ).json()
+        return [
+            str(m["embeds"])
+            for m in shown["messages"]
+            if m.get("answer") and m["embeds"][0]["title"] == "Why this answer?"
+        ]
+
+    (to_alice,), (to_bob,) = why_answers("alice"), why_answers("bob")
+    assert "oolong" in to_alice and "oolong" not in to_bob and "about someone else" in to_bob
