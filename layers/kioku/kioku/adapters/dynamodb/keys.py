@@ -18,6 +18,7 @@ read, and the partitions of the indexes. The stores build every key here and now
                             M#{id}, H#{lineage}#{domain}#{fingerprint}, COUNT, LTM#BOOK#L{lineage}[#{shard}]
                                                                their personal memories (ltm_store)
     LTM#S#{server}          M#{id}, H#…, COUNT, BOOK#L{lineage}[#{shard}]   server memories (ltm_store)
+                            REMOVED#{id}                       one its subject removed (ltm_store)
     STM#S#{server}          C#{channel}#P#{persona}            a guild channel's short-term memory row
     STM#U#{user}            DM#P#{persona}                     a DM's short-term memory row
     TURN#{source}#{turn}    DONE, ATTEMPTS                     a turn's completion record, its failed attempts
@@ -59,6 +60,7 @@ LINES_NOTE_PREFIX: Final = "STMLINES#"
 SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
 AUTHOR_NOTE_PREFIX: Final = "SAVEDABOUT#"
 SHOWN_NOTE_PREFIX: Final = "SHOWN#"
+REMOVED_PREFIX: Final = "REMOVED#"
 MEMORY_PREFIX: Final = "M#"
 GUARD_PREFIX: Final = "H#"
 COUNTER: Final = "COUNT"
@@ -196,6 +198,20 @@ def outbox_key(person_id: str, source: str, turn_id: str) -> ItemKey:
 def reply_key(message_id: str) -> ItemKey:
     """The pointer from a posted reply (any of its messages) to the turn it answered."""
     return ItemKey(f"{REPLY_PARTITION}{message_id}", REPLIED_TURN)
+
+
+def removed_note_key(guild_id: str, memory_id: str) -> ItemKey:
+    """The note that the person a server memory was about removed it (for the server's managers)."""
+    return ItemKey(f"{SERVER_MEMORY_PARTITION}{guild_id}", f"{REMOVED_PREFIX}{memory_id}")
+
+
+def removed_note_range(guild_id: str) -> KeyRange:
+    return KeyRange(f"{SERVER_MEMORY_PARTITION}{guild_id}", REMOVED_PREFIX)
+
+
+def removed_memory_id(note: ItemKey) -> str:
+    """The id of the memory a removal note is about."""
+    return note.sk.removeprefix(REMOVED_PREFIX)
 
 
 def shown_note_key(user_id: str, source: str, turn_id: str) -> ItemKey:

@@ -35,6 +35,8 @@ MAX_FIELD_NAME_CHARS: Final = 256
 
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
+FORGET_THIS_BUTTON: Final = CustomId("personal", FORGET, digits("user", 20), digits("memory", 12))
+"""Forget one memory saved by someone else about the person the list belongs to."""
 FORGET_ALL_BUTTON: Final = CustomId(
     "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
 )
@@ -56,6 +58,7 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+    by_others = [memory for memory in memories if memory.author_id != user_id]
     embed = {
         "title": "What I remember about you",
         "color": EMBED_COLOR_INFO,
@@ -64,20 +67,36 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
             if not memories
             else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
             "`/personal memories forget memory_id:<id>` forgets one."
+            + (
+                f"\nSaved by others about you: {counted(len(by_others), 'memory', 'memories')}; each "
+                "has a Forget button on its page (whoever saved it, it is yours to remove)."
+                if by_others
+                else ""
+            )
         ),
         "fields": [_memory_field(memory, user_id, place, uses) for memory in shown],
     }
-    buttons = []
+    rows = []
     if pages > 1:
-        buttons = action_rows(
+        rows.append(
             [
-                [
-                    Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
-                    Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
-                ]
+                Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
             ]
         )
-    return embed, buttons
+    theirs = [memory for memory in shown if memory.author_id != user_id]
+    if theirs:  # "saved by others about you": the subject may remove any of them
+        rows.append(
+            [
+                Button(
+                    FORGET_THIS_BUTTON.encode(user_id, memory.memory_id),
+                    f"Forget #{memory.memory_id}",
+                    style=ButtonStyle.DANGER,
+                )
+                for memory in theirs
+            ]
+        )
+    return embed, action_rows(rows) if rows else []
 
 
 def forget(interaction: Interaction, context: CommandContext) -> dict:
@@ -185,7 +204,20 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
 
-BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
+def forget_this(interaction: Interaction, context: CommandContext, owner: str, memory_id: str) -> dict:
+    """A Forget button of the list, on a memory someone else saved about its owner: only they may."""
+    _check_owner(interaction, owner)
+    forgotten = memory_control.forget_memory_about(owner, memory_id, context.ltm_store)
+    embed, buttons = _list_page(interaction, context, 0)
+    embed["description"] = f"Forgotten: memory #{forgotten.memory_id}.\n" + embed["description"]
+    return updated_message(embeds=[embed], components=buttons)
+
+
+BUTTONS: Final = {
+    PAGE_BUTTON: turn_page,
+    FORGET_ALL_BUTTON: answer_forget_all,
+    FORGET_THIS_BUTTON: forget_this,
+}
 
 
 def _check_owner(interaction: Interaction, owner: str) -> None:
