@@ -172,18 +172,19 @@ class Playground:
 
     def why(self, message_id: str) -> None:
         """The message command "Why this answer?" on ``message_id`` (or the bot's last message here)."""
-        from kioku.services.commands.why_answer import NAME
+        from kioku.services.commands.registry import definitions
 
+        name = next(each["name"] for each in definitions() if each["type"] == CommandType.MESSAGE)
         posted = self.stack.discord.channel_messages(self.channel.channel_id)
         replies = [m["id"] for m in posted if m["author"]["id"] == self.stack.application_id]
         target = message_id or (replies[-1] if replies else "")
         if not target:
             self.fail("no reply of mine here yet: say something first, or give a message id (:discord)")
             return
-        command = self._command(NAME, None, {}, self.channel)
+        command = self._command(name, None, {}, self.channel)
         command["data"] = {
             "id": self.stack.discord.new_id(),
-            "name": NAME,
+            "name": name,
             "type": CommandType.MESSAGE,
             "target_id": target,
         }

@@ -23,6 +23,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions, guard_state
 from kioku.adapters.dynamodb.table import Cursor
+from kioku.clock import parse_time
 from kioku.domain.ltm.memory import NO_AUTHOR, Memory, ScopeKind
 
 REMOVED_NOTE_RETENTION: Final = timedelta(days=30)
@@ -48,8 +49,7 @@ class LtmPersonData(LtmTransactions):
         """The server memories their subjects removed in the last 30 days: (id, when), oldest first."""
         items = self._guarded(self._table.query_range_all, removed_note_range(guild_id))
         removed = [
-            (removed_memory_id(ItemKey.of(item)), datetime.fromisoformat(str(item["removed_at"])))
-            for item in items
+            (removed_memory_id(ItemKey.of(item)), parse_time(str(item["removed_at"]))) for item in items
         ]
         return sorted(removed, key=lambda each: each[1])
 

@@ -29,6 +29,7 @@ from kioku.adapters.dynamodb.keys import (
     turn_record_key,
 )
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
+from kioku.clock import parse_time
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn import TurnKey
@@ -83,7 +84,7 @@ def trace_from_item(item: Item | None) -> TurnTrace | None:
         channel_name=common.get("n"),
         channel_private=bool(common.get("x", True)),
         lineage=int(common.get("l", 0)),
-        at=datetime.fromisoformat(str(common["t"])),
+        at=parse_time(str(common["t"])),
         memories=tuple(memories),
         rows=tuple(rows),
         left_out=int(common.get("o", 0)),
@@ -199,7 +200,7 @@ def _parse_entries(raw: dict[str, Any]) -> tuple[list[UsedMemory], list[UsedRow]
     rows = [
         UsedRow(
             StmAddress(channel_id=channel, persona_id=persona, guild_id=guild, user_id=user),
-            datetime.fromisoformat(updated) if updated else None,
+            parse_time(updated) if updated else None,
             current="c" in flags,
             summary="s" in flags,
             categories="k" in flags,
@@ -214,7 +215,7 @@ def _note(item: Item) -> ShownNote:
     return ShownNote(
         source=str(item.get("source", "")),
         turn_id=str(item.get("turn_id", "")),
-        at=datetime.fromisoformat(str(at)) if at else datetime.min.replace(tzinfo=UTC),
+        at=parse_time(str(at)) if at else datetime.min.replace(tzinfo=UTC),
         guild_id=item.get("guild_id"),
         channel_id=str(item.get("channel_id", "")),
         parent_channel_id=item.get("parent_channel_id"),
