@@ -12,18 +12,16 @@ from aws_lambda_powertools import Logger
 
 from kioku.config import Settings
 from kioku.domain.ltm import tools as ltm_tools
-from kioku.domain.ltm.ports import LookupMember, MemoryStore, SearchMembers
+from kioku.domain.ltm.ports import MemberDirectory, MemoryStore
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
-from kioku.services import ltm, ltm_search
+from kioku.services import ltm, ltm_search, tool_failures
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
 
 logger = Logger(child=True)
-
-TOOL_FAILED: Final = "the tool failed on our side; do not retry it this turn"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +35,7 @@ class ToolBench:
     embeddings: TurnEmbeddings | None
     store: MemoryStore
     settings: Settings
-    search_members: SearchMembers | None
-    lookup_member: LookupMember | None
+    members: MemberDirectory | None
     speaker_manages_server: Callable[[], bool]
     write_announced: ltm.WriteAnnounced
 
@@ -56,8 +53,7 @@ def _memory_access(bench: ToolBench) -> dict[str, Any]:
     """What saving and correcting a memory both use: the store, and how people are looked up."""
     return {
         "store": bench.store,
-        "search_members": bench.search_members,
-        "lookup_member": bench.lookup_member,
+        "members": bench.members,
         "settings": bench.settings,
         "embeddings": bench.embeddings,
     }
@@ -115,9 +111,9 @@ def run(name: str, arguments: Any, bench: ToolBench) -> ToolResult:
     our side is logged, never raised into the turn."""
     tool = _BY_NAME.get(name)
     if tool is None:
-        return ToolResult("error", {"message": f"there is no tool named {name!r}"})
+        return tool_failures.no_such_tool(name)
     try:
         return tool.execute(arguments, bench)
     except Exception:
         logger.exception("tool %s failed", name)
-        return ToolResult("error", {"message": TOOL_FAILED})
+        return tool_failures.tool_failed()

@@ -22,7 +22,7 @@ from kioku.domain.replies import CUT_MARK, strip_echoed_metadata
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import LlmUnavailable, Outbox, TurnContext
-from kioku.services import tools
+from kioku.services import tool_failures, tools
 from kioku.services.turn_ports import GuildLookup, TurnDiscord, TurnStore
 from kioku.services.turn_state import TurnState
 
@@ -31,7 +31,6 @@ _T = TypeVar("_T")
 
 MAX_TOOL_ROUNDS: Final = 3
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
-TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NUDGE_KIND: Final = "nudge"
 CONTEXT_KINDS: Final = {
     ContextTag.SYSTEM_PROMPT: "system",
@@ -41,6 +40,27 @@ CONTEXT_KINDS: Final = {
     ContextTag.DIALOGUE_SAMPLE: "dialogue sample",
     ContextTag.DIALOGUE_HISTORY: "dialogue",
 }
+
+
+@dataclass(frozen=True, slots=True)
+class GuildMembers:
+    """The member directory target resolution asks (``ltm.ports.MemberDirectory``): Discord's member
+    search, and the guild directory's member (cached per container)."""
+
+    discord: TurnDiscord
+    directory: GuildLookup
+
+    def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
+        try:
+            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
+        except DiscordError as exc:
+            raise MemberSearchFailed(str(exc)) from exc
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        try:
+            return self.directory.member(guild_id, user_id)
+        except (DiscordError, ValueError) as exc:
+            raise MemberSearchFailed(str(exc)) from exc
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +129,7 @@ class Conversation:
             messages.append(response.assistant_message())
             for call in response.tool_calls:
                 if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
-                    result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
+                    result = tool_failures.calls_exhausted()
                     record.tool_calls_not_run += 1
                 else:
                     result = tools.run(call.name, call.arguments, bench)
@@ -170,17 +190,10 @@ class Conversation:
             embeddings=self.state.embeddings,
             store=self.ltm_store,
             settings=self.settings,
-            search_members=self._search_members,
-            lookup_member=self._lookup_member,
+            members=GuildMembers(self.discord, self.directory),
             speaker_manages_server=lambda: self._manages_server(turn, self.state.job.member),
             write_announced=lambda result, write: self._write_announced(earlier, result, write),
         )
-
-    def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
-        try:
-            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
-        except DiscordError as exc:
-            raise MemberSearchFailed(str(exc)) from exc
 
     def _manages_server(self, turn: TurnContext, member: Member | None) -> bool:
         if turn.guild_id is None:
@@ -190,9 +203,3 @@ class Conversation:
         except (DiscordError, ValueError):
             logger.warning("could not tell whether the speaker manages the server; treated as a member")
             return False
-
-    def _lookup_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
-        try:
-            return self.directory.member(guild_id, user_id)
-        except (DiscordError, ValueError) as exc:
-            raise MemberSearchFailed(str(exc)) from exc
