@@ -4,7 +4,7 @@ could be shown now (the same recall and short-term rules, read afresh, never the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig
@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.turn_traces import TurnTraces
+
+
+NO_LINEAGE: Final = -1
+"""A lineage no memory has: what is recalled for a persona the server no longer has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +48,10 @@ def why_this_answer(
         return None
     config = config_store.get_server_config(place.guild_id) if place.guild_id else ServerConfig()
     profile = config_store.get_user_profile(viewer_id)
-    lineage = config.persona.lineage_id
+    # the persona that answered (an alter persona's reply too), while the server still has it: a
+    # turn of the viewer with that persona would recall its lineage; a persona removed since, none
+    answered_by = next((p for p in config.personas if p.lineage_id == trace.lineage), None)
+    lineage = answered_by.lineage_id if answered_by is not None else NO_LINEAGE
     # whom a turn of the viewer here recalls personal memories of: the viewer, if personal memories are on
     people = [viewer_id] if config.capabilities.personal_memories_enabled else []
     recalled = ltm_store.recall(place.guild_id, lineage, people, place=place, policy=config.privacy)
@@ -79,4 +86,4 @@ def why_this_answer(
         existing=frozenset(existing),
         rows=rows,
     )
-    return Answered(trace, explain(trace, seen), config.persona.name)
+    return Answered(trace, explain(trace, seen), (answered_by or config.persona).name)
