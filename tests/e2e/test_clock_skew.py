@@ -78,7 +78,8 @@ def lines_of(stack: LocalStack, channel: str) -> tuple[CrudeMessage, ...]:
 
 def expiries(stack: LocalStack, alice: dict[str, Any], trigger: dict[str, Any]) -> dict[str, datetime]:
     """When DynamoDB's TTL removes each record Alice's turn left (her rate's minute, the note of
-    the rows holding her lines, the turn's completion record), by sort key."""
+    the rows holding her lines, the note of her memories it was shown, the turn's completion
+    record), by sort key."""
     return {
         item["sk"]["S"]: datetime.fromtimestamp(int(item["expires_at"]["N"]), UTC)
         for item in _table_items(stack)
@@ -98,7 +99,9 @@ def assert_kept_for_their_retention(kept: dict[str, datetime], *, worker_ahead: 
     now = datetime.now(UTC)
     skews = (timedelta(0), DISCORD_AHEAD, worker_ahead)
     for sk, at in kept.items():
-        retention = RECORD_RETENTION if sk == "DONE" or sk.startswith("RATE#") else StmLimits().retention
+        # the record's retention: the rate, the completion record, and the notes of the memories it was shown
+        turns = sk == "DONE" or sk.startswith(("RATE#", "SHOWN#"))
+        retention = RECORD_RETENTION if turns else StmLimits().retention
         earliest, latest = now + retention + min(skews) - SLACK, now + retention + max(skews) + SLACK
         assert earliest <= at <= latest, (sk, at, earliest, latest)
     assert "DONE" in kept and any(sk.startswith("RATE#") for sk in kept), kept

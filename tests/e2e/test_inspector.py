@@ -302,6 +302,32 @@ def test_a_personal_memory_is_labelled_in_scope_only_where_recall_would_show_it(
     assert not alices_memory("dm-bob", "alice")["in_scope"]
 
 
+def test_why_this_answer_on_a_reply_answers_each_member_alone_with_what_they_may_see(inspector_url):
+    # Given Alice's memory about herself, and a reply that was shown it
+    say(inspector_url, "@kioku remember that I like oolong tea")
+    say(inspector_url, "@kioku what do I like?")
+    reply = [message for message in state(inspector_url)["messages"] if message["bot"]][-1]
+
+    # When Alice, then Bob, use the command the page offers on that reply
+    for member in ("alice", "bob"):
+        response = command(inspector_url, f":why {reply['id']}", member=member)
+        assert response.status_code == 200 and response.json()["ok"], response.text
+
+    # Then each sees only their own answer: Alice her memory, Bob that one about someone else was used
+    def why_answers(member: str) -> list[str]:
+        shown = httpx.get(
+            f"{inspector_url}/api/state", params={"channel": "general", "member": member}, timeout=30
+        ).json()
+        return [
+            str(m["embeds"])
+            for m in shown["messages"]
+            if m.get("answer") and m["embeds"][0]["title"] == "Why this answer?"
+        ]
+
+    (to_alice,), (to_bob,) = why_answers("alice"), why_answers("bob")
+    assert "oolong" in to_alice and "oolong" not in to_bob and "about someone else" in to_bob
+
+
 def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_with_persona_and_lineage(
     inspector_url,
 ):
@@ -322,3 +348,18 @@ def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_wi
     luna_turn, main_turn = shown["turns"][str(luna["turn"])], shown["turns"][str(main["turn"])]
     assert luna_turn["persona"] == "Luna" and luna_turn["lineage"] > 1
     assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", 1)
+
+
+def test_why_this_answer_works_on_an_alter_personas_reply(inspector_url):
+    # Given Luna, an alter persona, who answered through the channel's webhook
+    added = command(inspector_url, '/persona add name:Luna prompt:"You are {bot}."')
+    assert added.status_code == 200, added.text
+    assert say(inspector_url, "Luna, remember that I like oolong tea").status_code == 200
+    assert say(inspector_url, "Luna, what do I like?").status_code == 200
+    luna = [m for m in state(inspector_url)["messages"] if m.get("persona") and m["turn"]][-1]
+    # When Alice asks why on Luna's reply
+    response = command(inspector_url, f":why {luna['id']}")
+    # Then it is found by its message id, whoever posted it
+    assert response.status_code == 200 and response.json()["ok"], response.text
+    answers = [m for m in state(inspector_url)["messages"] if m.get("answer")]
+    assert "What I was shown for this answer" in str(answers[-1]["embeds"])

@@ -154,7 +154,7 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     wait.until(lambda _: "awaits a manager's review" in conversation())
     speak_as("alice")
     send("/server memories review")
-    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages button.component"))
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.answer button.component"))
     review = answers()[-1]
     assert "<@" not in review.text and "<#" not in review.text  # mentions are shown as names
     approve = next(b for b in review.find_elements(By.CSS_SELECTOR, "button") if b.text.startswith("Approve"))
@@ -170,6 +170,11 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     # /chat's answer is in the conversation
     send("/chat message:hello there")
     wait.until(lambda _: 'said: "hello there"' in conversation())
+
+    # Every reply offers "Why this answer?"; its answer is the asker's
+    why = browser.find_elements(By.CSS_SELECTOR, "#messages li.turn button.why")[-1]
+    browser.execute_script("arguments[0].click()", why)
+    wait.until(lambda _: any("What I was shown for this answer" in each.text for each in answers()))
 
     # The speaker changes only when you change it: bob's DM is bob's, and alice stays alice
     browser.find_element(By.CSS_SELECTOR, "#dms li[data-channel=dm-bob]").click()

@@ -458,3 +458,22 @@ def test_context_prints_the_tools_schemas_once_and_again_on_context_tools(tmp_pa
     assert first.count(schema) == 1
     assert schema not in second and "schemas as shown before (:context tools)" in second
     assert again.count(schema) == 1
+
+
+def test_why_this_answer_is_offered_on_a_reply_and_shows_each_member_what_they_may_see(tmp_path):
+    # Given Alice's memory about herself, and a reply that was shown it
+    result = run_playground(
+        tmp_path,
+        [
+            "@kioku remember that I like oolong tea",
+            "@kioku what do I like?",
+            ":why",
+            ":as bob",
+            ":why",
+        ],
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    to_alice, to_bob = result.stdout.split("> :why")[1:3]
+    # Then Alice reads her memory; Bob only that there was one about someone else
+    assert "Why this answer?" in to_alice and "oolong" in to_alice
+    assert "oolong" not in to_bob and "about someone else" in to_bob

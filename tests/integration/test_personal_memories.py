@@ -510,3 +510,36 @@ def test_one_memory_is_counted_as_one_memory_and_reads_as_your(interact, ltm):
     embed = body["data"]["embeds"][0]
     assert embed["description"].startswith("1 memory · page 1 of 1.")
     assert [field["value"] for field in embed["fields"]] == ["Your favourite colour is green"]
+
+
+# -- saved by others about you ------------------------------------------------------------------------
+
+
+def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use_and_managers_are_told(
+    interact, ltm
+):
+    from tests.integration.test_server_memories_commands import run as server_run
+
+    # Given a server memory Bob saved about Alice, and one Alice saved herself
+    draft = MemoryDraft(
+        MemoryScope.server(GUILD, 1), "Alice owes Bob lunch", BOB, NOW, origin=IN_GENERAL, subject_id=ALICE
+    )
+    bobs = ltm.create(draft, limit=100).memory_id
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    command = personal("memories", "list")
+    listed = interact(command)
+    forget_buttons = [b for b in buttons(listed) if b["label"].startswith("Forget #")]
+    # Then the list names the section and offers a Forget button for Bob's memory alone
+    assert "Saved by others about you: 1 memory" in shown(listed)
+    assert [b["label"] for b in forget_buttons] == [f"Forget #{bobs}"] and mine not in str(forget_buttons)
+    # When Bob clicks it, nothing is forgotten; when Alice does, it is
+    refused = interact(click(command, forget_buttons[0]["custom_id"], user=BOB))
+    assert "someone else" in shown(refused)
+    assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is not None
+    done = interact(click(command, forget_buttons[0]["custom_id"]))
+    assert done["type"] == 7 and f"Forgotten: memory #{bobs}" in shown(done)
+    assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is None
+    # and a manager's list says the person it was about removed it, never what it said
+    managers = json.dumps(interact(server_run("list")))
+    assert f"Removed by the person they were about (last 30 days): #{bobs}" in managers
+    assert "lunch" not in managers

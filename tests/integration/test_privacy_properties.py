@@ -50,7 +50,7 @@ from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig, UserProfile
-from kioku.domain.privacy import PrivacyMode
+from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
@@ -60,6 +60,7 @@ from kioku.playground.standins import EmbeddingsStandIn
 from kioku.services.memory_control import forget_all
 from kioku.services.persona_voice import PersonaWebhooks
 from kioku.services.turn import TurnService
+from kioku.services.why import why_this_answer
 from tests.integration import stm_rows
 from tests.integration.privacy_world import (
     BOT_ID,
@@ -135,6 +136,8 @@ shares is a near-duplicate of it, so both outcomes of a save are played."""
 MEMORY_KINDS: Final = (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY)
 LEFT_OUT: Final = re.compile(r"\((\d+) more memories are not shown")
 BYPASS_EXAMPLES: Final = 25
+WHY_REPLIES_ASKED: Final = 4
+"""After each turn, "Why this answer?" is asked of this many replies: the turn's and those before it."""
 REPEAT_EXAMPLES: Final = 30
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
@@ -257,6 +260,20 @@ def test_with_embeddings_the_hybrid_ranking_only_chooses_among_what_may_be_seen(
     problems = play(scenario, dynamodb, settings=BUDGETED, embedder=embedder)
 
     # Then ranking by meaning too changes what is chosen, never what may be chosen from
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@settings(PROPERTY_SETTINGS, max_examples=15)
+@given(scenario=scenarios(admin_settings=True, bypass_switches=True))
+def test_why_this_answer_shows_a_viewer_only_what_a_turn_of_theirs_there_could_be_shown(
+    dynamodb, scenario: Scenario
+):
+    # Given a random world with overrides and the bypass switched between turns
+    # When its people talk to the bot, and after each turn everyone who could asks "Why this answer?"
+    problems = play(scenario, dynamodb, why_viewers=True)
+
+    # Then each was shown only memories a turn of theirs at that place could be shown now: never
+    # another person's personal memory, a private channel's elsewhere, or one forgotten since
     assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
@@ -525,6 +542,7 @@ def play(
     oracle: Oracle | None = None,
     settings: Settings = SETTINGS,
     embedder: OpenAIEmbeddings | None = None,
+    why_viewers: bool = False,
 ) -> list[str]:
     """Run every turn of ``scenario`` on a fresh table (moto already running); the problems found, one
     line each (see the module's docstring). With a recall budget too small for every memory, a memory
@@ -541,6 +559,7 @@ def play(
         clock = _Clock()
         service = replace(_service(table, discord, model, clock, settings), embedder=embedder)
         new_token = _tokens()
+        replies: list[tuple[int, TurnPlan, str]] = []
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
             speaker = world.user(plan.speaker)
@@ -681,6 +700,59 @@ def play(
                     if where == target.where and where != plan.where:
                         rewritten = replace(rewritten, private_then=target.private_then)
                     written.append(replace(rewritten, where=where))
+            if why_viewers:
+                # this reply and the last few before it: their memories forgotten, rewritten or
+                # made private since, the bypass switched since, must not show
+                replies.append((number, plan, record.reply_ids[0]))
+                for asked in replies[-WHY_REPLIES_ASKED:]:
+                    problems += _check_why(table, service, oracle, world, asked, written)
+    return problems
+
+
+def _check_why(
+    table: KiokuTable,
+    service: TurnService,
+    oracle: Oracle,
+    world: World,
+    asked: tuple[int, TurnPlan, str],
+    written: list[Written],
+) -> list[str]:
+    """ "Why this answer?" on the turn's reply, asked by everyone who could ask where it was posted
+    (the speaker alone in a DM): every token it shows one a turn of theirs there could be shown
+    (WHY_LEAK), and never one forgotten or rewritten since (WHY_STALE)."""
+    number, plan, reply_id = asked
+    where = plan.where
+    viewers = (
+        [world.user(plan.speaker)]
+        if where.guild_id is None
+        else [user for user in world.users if where.guild_id in user.guild_ids]
+    )
+    place = Place(where.guild_id, where.channel_id, where.parent_id)
+    problems = []
+    for viewer in viewers:
+        answered = why_this_answer(
+            reply_id,
+            viewer.user_id,
+            place,
+            traces=TurnLedger(table).traces,
+            config_store=ConfigStore(table),
+            ltm_store=service.ltm_store,
+            stm_store=service.stm_store,
+        )
+        if answered is None:
+            problems.append(f"WHY_MISSING at turn {number}: no trace of its reply")
+            continue
+        _count("Why this answer? shows a memory" if answered.explanation.memories else "Why this answer?")
+        # a turn of theirs there, with the persona that answered (an alter persona's reply reads its lineage)
+        probe = Probe(where, viewer.user_id, frozenset({viewer.user_id}), plan.persona_id, plan.lineage)
+        shown = tokens_in([line.memory.content for line in answered.explanation.memories if line.memory])
+        live = {w.token for w in written if w.stored and not w.gone and oracle.may_show(w, probe)}
+        for token in shown - live:
+            gone = any(w.token == token and w.gone for w in written)
+            problems.append(
+                f"{'WHY_STALE' if gone else 'WHY_LEAK'} on the reply of turn {number}: {viewer.name} "
+                f"in {_place(oracle, where)} was shown {token}"
+            )
     return problems
 
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from kioku.discord.protocol import OptionType
+from kioku.discord.protocol import CommandType, OptionType
 from kioku.services.commands.registry import COMMANDS, definitions
 
 NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
@@ -39,7 +39,24 @@ def check_options(options: list[dict], depth: int) -> None:
     assert not required_seen_after_optional, "required options must come before optional ones"
 
 
-@pytest.mark.parametrize("command", COMMANDS, ids=lambda command: command.name)
+CONTEXT_MENU_NAME = re.compile(r"^\S(.{0,30}\S)?$")
+"""Discord's naming rules: USER and MESSAGE commands may be mixed case and include spaces, 1-32
+characters; they carry an empty description and no options (those are CHAT_INPUT's alone)."""
+
+
+@pytest.mark.parametrize(
+    "command", [c for c in COMMANDS if c.kind is CommandType.MESSAGE], ids=lambda command: command.name
+)
+def test_each_message_command_is_within_discords_limits(command):
+    body = command.definition()
+    assert CONTEXT_MENU_NAME.match(body["name"]) and body["type"] == CommandType.MESSAGE == 3
+    assert body["description"] == "" and "options" not in body
+    assert body["integration_types"] == [0] and body["contexts"] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "command", [c for c in COMMANDS if c.kind is CommandType.CHAT_INPUT], ids=lambda command: command.name
+)
 def test_each_command_is_within_discords_limits(command):
     body = command.definition()
     assert NAME.match(body["name"])

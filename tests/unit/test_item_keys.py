@@ -43,9 +43,12 @@ from kioku.adapters.dynamodb.keys import (
     pointed_outbox,
     rate_key,
     recency_partition,
+    reply_key,
     server_config_key,
     server_note_key,
     server_note_range,
+    shown_note_key,
+    shown_note_range,
     stm_row_key,
     thread_parent_partition,
     turn_record_key,
@@ -85,6 +88,8 @@ def test_every_key_is_spelled_as_the_data_model_says():
         book_key(server_scope),
         book_key(server_scope, 3),
         book_key(personal_scope, 1),
+        reply_key("66"),
+        shown_note_key("7", "message", "55"),
     ] == [
         ("SERVER#9", "CONFIG"),
         ("SERVER#9", "WEBHOOK#100"),
@@ -106,7 +111,10 @@ def test_every_key_is_spelled_as_the_data_model_says():
         ("LTM#S#9", "BOOK#L2"),
         ("LTM#S#9", "BOOK#L2#3"),
         ("USER#7", "LTM#BOOK#L2#1"),
+        ("REPLY#66", "TURN"),
+        ("USER#7", "SHOWN#message#55"),
     ]
+    assert shown_note_range("7").holds(shown_note_key("7", "message", "55"))
     assert recency_partition(guild_row, 2) == "STM#S#9#L#2"
     assert recency_partition(guild_row, 2, private=True) == "STM#S#9#L#2#PRIVATE"
     assert recency_partition(dm_row, 2, private=True) == "STM#U#7#L#2"  # a DM has no private partition
@@ -128,8 +136,15 @@ SHARED_PARTITIONS = {
         "personal duplicate guard (ltm_store)": "H#",
         "personal counter (ltm_store)": "COUNT",
         "personal book (ltm_store)": "LTM#BOOK#L",
+        "memories a turn was shown (turn_traces)": "SHOWN#",
     },
-    "LTM#S#": {"memory": "M#", "duplicate guard": "H#", "counter": "COUNT", "book": "BOOK#L"},
+    "LTM#S#": {
+        "memory": "M#",
+        "duplicate guard": "H#",
+        "counter": "COUNT",
+        "book": "BOOK#L",
+        "removed by its subject": "REMOVED#",
+    },
     "SERVER#": {"configuration (config_store)": "CONFIG", "channel webhook (webhook_store)": "WEBHOOK#"},
     "STM#S#": {"channel row": "C#"},
     "STM#U#": {"DM row": "DM#P#"},

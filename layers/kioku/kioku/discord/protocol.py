@@ -14,6 +14,8 @@ from typing import Final
 
 class CommandType(IntEnum):
     CHAT_INPUT = 1
+    MESSAGE = 3
+    """A message's context menu ("Apps" on a message): no description, no options."""
 
 
 class OptionType(IntEnum):

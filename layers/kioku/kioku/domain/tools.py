@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from kioku.domain.why import UsedMemory
 
 
 @dataclass(frozen=True, slots=True)
@@ -15,6 +18,8 @@ class ToolResult:
     notification_about: str | None = None
     """The person whose personal memory the notification shows: their forget-all drops it while it
     waits to be posted."""
+    touched: tuple[UsedMemory, ...] = ()
+    """The memories the call saved, rewrote, deleted or found, by id ("Why this answer?")."""
 
     @property
     def ok(self) -> bool:

@@ -5,13 +5,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kioku.domain.forgetting import Said
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin, Place
 from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.text import MentionNames
+
+if TYPE_CHECKING:
+    from kioku.domain.why import TurnTrace
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +145,8 @@ class TurnOutcome:
 
     reply_ids: tuple[str, ...] = ()
     apologised: bool = False
+    trace: TurnTrace | None = None
+    """What the turn's model was shown, kept with the record ("Why this answer?"); None: nothing."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,6 +164,8 @@ class Outbox:
     capture: bool = True
     quoted: tuple[str, ...] = ()
     """The people whose personal memories the notices show (their forget-all drops the outbox: see the turn repository)."""
+    trace: TurnTrace | None = None
+    """What the model was shown for this answer, committed with the turn's record."""
 
     @property
     def answered(self) -> bool:

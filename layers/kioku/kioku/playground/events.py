@@ -116,6 +116,19 @@ def slash_command(
     return payload
 
 
+def message_command(application_id: str, name: str, target_id: str, **where: Any) -> dict[str, Any]:
+    """An APPLICATION_COMMAND interaction as Discord sends it for a message command (a message's Apps
+    menu) named ``name`` on message ``target_id``; ``where`` as for ``slash_command`` (who, where)."""
+    payload = slash_command(application_id, name, **where)
+    payload["data"] = {
+        "id": "600000000000000003",
+        "name": name,
+        "type": CommandType.MESSAGE,
+        "target_id": target_id,
+    }
+    return payload
+
+
 def modal_submit(command: dict[str, Any], custom_id: str, values: dict[str, str]) -> dict[str, Any]:
     """The MODAL_SUBMIT Discord sends when a person fills in the form a command answered with."""
     return {

@@ -23,7 +23,7 @@ import httpx
 
 from kioku import clock
 from kioku.discord.interactions import ResponseType
-from kioku.discord.protocol import MessageFlag
+from kioku.discord.protocol import CommandType, MessageFlag
 from kioku.playground import slash, world
 from kioku.playground.events import component_click, modal_submit, slash_command
 from kioku.playground.functions import LambdaContext, load_handler
@@ -64,6 +64,8 @@ text                                    say something as the current user in the
 :wait DURATION                          move the whole stack's clock forward, e.g. :wait 25h, :wait 90m, :wait 91d
                                         (freshness, expiry, rate windows and new messages' times follow it)
 :janitor                                run JanitorFunction now (it purges rows idle past the retention)
+:why [MESSAGE_ID]                       "Why this answer?" (a message's Apps menu) on a reply of the bot
+                                        here (its last one without an id), as the current member
 :memory                                 the short-term memory row of this channel
 :discord                                what the Discord stand-in holds for this channel
 :help / :quit"""
@@ -158,6 +160,8 @@ class Playground:
             self.wait(argument)
         elif name == "janitor":
             self.run_janitor()
+        elif name == "why":
+            self.why(argument)
         elif name in {"private", "public"}:
             self.set_privacy(argument, private=name == "private")
         elif name == "discord":
@@ -165,6 +169,29 @@ class Playground:
                 self.print(f"  [{message['id']}] {message['author']['username']}: {message['content']}")
         else:
             self.fail(f"unknown console command :{name} (:help lists them)")
+
+    def why(self, message_id: str) -> None:
+        """The message command "Why this answer?" on ``message_id`` (or the bot's last message here)."""
+        from kioku.services.commands.registry import definitions
+
+        name = next(each["name"] for each in definitions() if each["type"] == CommandType.MESSAGE)
+        posted = self.stack.discord.channel_messages(self.channel.channel_id)
+        # the bot's own posts and its personas' (through a channel webhook)
+        replies = [
+            m["id"] for m in posted if m["author"]["id"] == self.stack.application_id or m.get("webhook_id")
+        ]
+        target = message_id or (replies[-1] if replies else "")
+        if not target:
+            self.fail("no reply of mine here yet: say something first, or give a message id (:discord)")
+            return
+        command = self._command(name, None, {}, self.channel)
+        command["data"] = {
+            "id": self.stack.discord.new_id(),
+            "name": name,
+            "type": CommandType.MESSAGE,
+            "target_id": target,
+        }
+        self.send_interaction(command, self.channel)
 
     def where(self) -> None:
         self.print(

@@ -9,6 +9,7 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
@@ -71,6 +72,7 @@ from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.privacy import rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
+from kioku.domain.why import MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.tool_failures import PRIVACY_RESTRICTED, answer_for
 
@@ -271,9 +273,11 @@ def _create(
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
+    saved = draft.saved_as(outcome.memory_id)
     if not outcome.created:
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
-        return ToolResult(SaveStatus.SAVED, data)
+        return ToolResult(SaveStatus.SAVED, data, touched=(UsedMemory.of(saved, MemoryUse.FOUND),))
+    touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
     if note:
         data["message"] = note
     if status is MemoryStatus.PENDING:
@@ -284,16 +288,18 @@ def _create(
         embed = memory_pending_embed(
             content, outcome.memory_id, subject_name=subject.display_name, bot_name=turn.bot_name
         )
-        return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed)
+        return ToolResult(SaveStatus.PENDING_REVIEW, data, notification=embed, touched=touched)
     embed = memory_saved_embed(
-        content if shown_here(draft.saved_as(outcome.memory_id), turn) else None,
+        content if shown_here(saved, turn) else None,
         outcome.memory_id,
         scope=scope.kind,
         subject_name=subject.display_name,
         bot_name=turn.bot_name,
         personal_memories_enabled=turn.config.capabilities.personal_memories_enabled,
     )
-    return ToolResult(SaveStatus.SAVED, data, notification=embed, notification_about=owner_of(scope))
+    return ToolResult(
+        SaveStatus.SAVED, data, notification=embed, notification_about=owner_of(scope), touched=touched
+    )
 
 
 def _update(
@@ -340,6 +346,7 @@ def _update(
             memory_about(memory, subject),
             notification=embed,
             notification_about=owner_of(memory.scope),
+            touched=(UsedMemory.of(memory, MemoryUse.DELETED),),
         )
         announced(deleted, lambda also: store.delete(memory, also=also))
         return deleted
@@ -361,6 +368,7 @@ def _update(
         memory_about(memory, subject),
         notification=embed,
         notification_about=owner_of(memory.scope),
+        touched=(UsedMemory.of(replace(memory, subject_id=named or memory.subject_id), MemoryUse.UPDATED),),
     )
     announced(
         rewritten,

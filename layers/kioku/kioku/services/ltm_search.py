@@ -10,6 +10,7 @@ from kioku.domain.ltm.recall import Recall, rank_recall
 from kioku.domain.ltm.statuses import SearchStatus
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
+from kioku.domain.why import MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
 
 SEARCH_MAX_RESULTS: Final = 8
@@ -41,6 +42,7 @@ def search_long_term_memory(
         among=hidden,
     )
     found: list[dict[str, Any]] = []
+    touched: list[UsedMemory] = []
     room = SEARCH_BUDGET_CHARS
     for place in ranked:
         candidate = recalled.candidates[place.index]
@@ -51,9 +53,10 @@ def search_long_term_memory(
             found.append(
                 {"memory_id": candidate.memory.memory_id, "about": candidate.about, "memory": candidate.text}
             )
+            touched.append(UsedMemory.of(candidate.memory, MemoryUse.FOUND))
     if not found:
         return _result(SearchStatus.NOTHING_FOUND, "no memory matches; try other words, or answer without")
-    return ToolResult(SearchStatus.FOUND, {"memories": found})
+    return ToolResult(SearchStatus.FOUND, {"memories": found}, touched=tuple(touched))
 
 
 def _result(status: str, message: str) -> ToolResult:

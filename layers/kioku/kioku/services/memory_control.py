@@ -82,9 +82,11 @@ def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) 
             break
         try:
             store.delete(memory)
-            return memory
         except MemoryNotFound:
             continue  # it changed between the read and the delete: read it again
+        if memory.scope.kind is ScopeKind.SERVER and memory.author_id != user_id:
+            store.note_removed_by_subject(memory, clock.now())  # the managers are told: its id, not its text
+        return memory
     raise MemoryNotFound(f"I keep no memory #{memory_id} about you")
 
 
@@ -102,6 +104,7 @@ def forget_all(
     mark that they forgot at ``now`` (so no turn answering what they said before can store it again)
     and the planned replies to them (which quote what they said)."""
     ledger.forget_turns_of(user_id, now or clock.now())
+    ledger.traces.forget(user_id)  # their part of what turns were shown ("Why this answer?")
     memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
         personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)

@@ -53,6 +53,7 @@ from kioku.domain.turn import (
 )
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.domain.turn_read import TurnRead
+from kioku.domain.why import trace_of
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.persona_voice import (
@@ -408,6 +409,13 @@ class TurnService:
             else tuple(turn_lines(job, turn, reply, state.now)),
             apologised=state.record.apologised,
             quoted=conversation.quoted(),
+            trace=trace_of(
+                turn,
+                channel_name=state.channel.name if state.channel else None,
+                recalled=state.recalled,
+                rows=state.stm.context().shown if state.stm else (),
+                tool_results=(result for _, result in state.record.tool_results),
+            ),
         )
         state.outbox_kept = False
 
@@ -460,7 +468,11 @@ class TurnService:
         if not end.recorded:
             return
         outbox = state.outbox if end is TurnEnd.DELIVERED else None
-        outcome = TurnOutcome(reply_ids=tuple(state.record.reply_ids), apologised=state.record.apologised)
+        outcome = TurnOutcome(
+            reply_ids=tuple(state.record.reply_ids),
+            apologised=state.record.apologised,
+            trace=outbox.trace if outbox is not None else None,
+        )
         capture = None
         if outbox is not None and outbox.capture and state.stm is not None:
             capture = state.stm.capture_of(with_reply_id(outbox.lines, outcome.reply_ids))

@@ -13,12 +13,16 @@ read, and the partitions of the indexes. The stores build every key here and now
                             SERVERLTM#{server}                 a server whose memories name them (ltm_store)
                             SAVEDABOUT#{user}                  someone they saved personal memories
                                                                about (ltm_store)
+                            SHOWN#{source}#{turn}              their memories a turn was shown
+                                                               (turn_traces)
                             M#{id}, H#{lineage}#{domain}#{fingerprint}, COUNT, LTM#BOOK#L{lineage}[#{shard}]
                                                                their personal memories (ltm_store)
     LTM#S#{server}          M#{id}, H#…, COUNT, BOOK#L{lineage}[#{shard}]   server memories (ltm_store)
+                            REMOVED#{id}                       one its subject removed (ltm_store)
     STM#S#{server}          C#{channel}#P#{persona}            a guild channel's short-term memory row
     STM#U#{user}            DM#P#{persona}                     a DM's short-term memory row
     TURN#{source}#{turn}    DONE, ATTEMPTS                     a turn's completion record, its failed attempts
+    REPLY#{message}         TURN                               the turn a posted reply answered (turn_traces)
 
     Recency       gsi1pk = {STM pk}#L#{lineage}, + "#PRIVATE" for a private channel's row
     JanitorAge    gsi2pk = STMAGE#{0..7}
@@ -45,6 +49,7 @@ SERVER_MEMORY_PARTITION: Final = "LTM#S#"
 GUILD_STM_PARTITION: Final = "STM#S#"
 DM_STM_PARTITION: Final = "STM#U#"
 TURN_PARTITION: Final = "TURN#"
+REPLY_PARTITION: Final = "REPLY#"
 
 CONFIG: Final = "CONFIG"
 WEBHOOK_PREFIX: Final = "WEBHOOK#"
@@ -55,6 +60,8 @@ OUTBOX_PREFIX: Final = "OUTBOX#"
 LINES_NOTE_PREFIX: Final = "STMLINES#"
 SERVER_NOTE_PREFIX: Final = "SERVERLTM#"
 AUTHOR_NOTE_PREFIX: Final = "SAVEDABOUT#"
+SHOWN_NOTE_PREFIX: Final = "SHOWN#"
+REMOVED_PREFIX: Final = "REMOVED#"
 MEMORY_PREFIX: Final = "M#"
 GUARD_PREFIX: Final = "H#"
 COUNTER: Final = "COUNT"
@@ -63,6 +70,7 @@ CHANNEL_ROW_PREFIX: Final = "C#"
 DM_ROW_PREFIX: Final = "DM#P#"
 DONE: Final = "DONE"
 ATTEMPTS: Final = "ATTEMPTS"
+REPLIED_TURN: Final = "TURN"
 
 RECENCY_INDEX: Final = "Recency"
 RECENCY_PK: Final = "gsi1pk"
@@ -196,6 +204,34 @@ def outbox_key(person_id: str, source: str, turn_id: str) -> ItemKey:
     """A turn's outbox in its author's partition, or a pointer to it in the partition of someone its
     notices quote: the same sort key either way."""
     return ItemKey(user_pk(person_id), f"{OUTBOX_PREFIX}{source}#{turn_id}")
+
+
+def reply_key(message_id: str) -> ItemKey:
+    """The pointer from a posted reply (any of its messages) to the turn it answered."""
+    return ItemKey(f"{REPLY_PARTITION}{message_id}", REPLIED_TURN)
+
+
+def removed_note_key(guild_id: str, memory_id: str) -> ItemKey:
+    """The note that the person a server memory was about removed it (for the server's managers)."""
+    return ItemKey(f"{SERVER_MEMORY_PARTITION}{guild_id}", f"{REMOVED_PREFIX}{memory_id}")
+
+
+def removed_note_range(guild_id: str) -> KeyRange:
+    return KeyRange(f"{SERVER_MEMORY_PARTITION}{guild_id}", REMOVED_PREFIX)
+
+
+def removed_memory_id(note: ItemKey) -> str:
+    """The id of the memory a removal note is about."""
+    return note.sk.removeprefix(REMOVED_PREFIX)
+
+
+def shown_note_key(user_id: str, source: str, turn_id: str) -> ItemKey:
+    """The note that a turn was shown memories about ``user_id`` (or their DM's short-term memory)."""
+    return ItemKey(user_pk(user_id), f"{SHOWN_NOTE_PREFIX}{source}#{turn_id}")
+
+
+def shown_note_range(user_id: str) -> KeyRange:
+    return KeyRange(user_pk(user_id), SHOWN_NOTE_PREFIX)
 
 
 def outbox_range(user_id: str) -> KeyRange:

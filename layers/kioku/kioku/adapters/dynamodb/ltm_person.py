@@ -6,7 +6,8 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from datetime import datetime, timedelta
+from typing import Any, Final
 
 from kioku.adapters.dynamodb.keys import (
     ItemKey,
@@ -14,16 +15,43 @@ from kioku.adapters.dynamodb.keys import (
     author_note_range,
     noted_owner,
     noted_server,
+    removed_memory_id,
+    removed_note_key,
+    removed_note_range,
     server_note_key,
     server_note_range,
 )
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions, guard_state
 from kioku.adapters.dynamodb.table import Cursor
+from kioku.clock import parse_time
 from kioku.domain.ltm.memory import NO_AUTHOR, Memory, ScopeKind
+
+REMOVED_NOTE_RETENTION: Final = timedelta(days=30)
+"""How long a server's managers are told that the person a memory was about removed it."""
 
 
 class LtmPersonData(LtmTransactions):
     """What forget-all and the export read and write of a person."""
+
+    def note_removed_by_subject(self, memory: Memory, at: datetime) -> None:
+        """Tell the server's managers that the person ``memory`` was about removed it: its id and when,
+        never its text."""
+        self._guarded(
+            self._table.put,
+            {
+                **removed_note_key(memory.scope.owner_id, memory.memory_id).as_item(),
+                "removed_at": at.isoformat(),
+                "expires_at": int((at + REMOVED_NOTE_RETENTION).timestamp()),
+            },
+        )
+
+    def removed_by_subjects(self, guild_id: str) -> list[tuple[str, datetime]]:
+        """The server memories their subjects removed in the last 30 days: (id, when), oldest first."""
+        items = self._guarded(self._table.query_range_all, removed_note_range(guild_id))
+        removed = [
+            (removed_memory_id(ItemKey.of(item)), parse_time(str(item["removed_at"]))) for item in items
+        ]
+        return sorted(removed, key=lambda each: each[1])
 
     def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
         """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the

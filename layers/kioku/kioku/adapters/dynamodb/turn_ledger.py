@@ -29,6 +29,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
+from kioku.adapters.dynamodb.turn_traces import TurnTraces, trace_attributes
 from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.turn import TurnOutcome
 
@@ -62,6 +63,8 @@ def outcome_from_item(item: Item | None) -> TurnOutcome | None:
 class TurnLedger:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
+        self.traces = TurnTraces(table)
+        """What each turn's model was shown, found by a reply's message id ("Why this answer?")."""
 
     def count_failed_attempt(self, source: str, turn_id: str, delivery: str, now: datetime) -> int:
         """Count a failed attempt of the turn and return how many have failed. ``delivery`` names
@@ -194,4 +197,5 @@ def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime)
         "apologised": outcome.apologised,
         "completed_at": now.isoformat(),
         "expires_at": int((now + RECORD_RETENTION).timestamp()),
+        **(trace_attributes(outcome.trace) if outcome.trace is not None else {}),
     }

@@ -38,6 +38,7 @@ from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
+from kioku.adapters.dynamodb.turn_traces import commit_parts, trace_attributes, trace_from_item
 from kioku.adapters.dynamodb.webhook_store import WebhookStore, webhook_from_item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.ports import RecallSet
@@ -196,6 +197,9 @@ class TurnRepository:
             self._ledger.op_record(key.source, key.turn_id, outcome, now),
             self._table.op_delete(_outbox_key(key)),
         ]
+        if outcome.trace is not None:  # "Why this answer?": ids and places, in the same transaction
+            expires_at = int((now + RECORD_RETENTION).timestamp())
+            done += commit_parts(self._table, key, outcome.trace, outcome.reply_ids, expires_at)
         if capture is None:
             try:
                 self._table.transact_write(done)
@@ -234,6 +238,8 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
     }
     if outbox.reply is not None:
         item[ANSWERED] = True
+    if outbox.trace is not None:  # a redelivery commits what the model was shown, not asked again
+        item["trace"] = trace_attributes(outbox.trace)
     return item
 
 
@@ -254,4 +260,5 @@ def _outbox_from_item(item: Item | None) -> Outbox | None:
         apologised=bool(item.get("apologised")),
         capture=bool(item.get("capture", True)),
         quoted=tuple(str(person) for person in item.get("quoted", ())),
+        trace=trace_from_item(item.get("trace")),
     )

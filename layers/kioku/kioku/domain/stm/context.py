@@ -63,6 +63,8 @@ class StmContext:
     nudge_item: ContextItem | None = None
     nudge_injection_depth: int = 0
     memory_injection_depth: int = ANCHORED_TOP_DEPTH
+    shown: tuple[StmEntry, ...] = ()
+    """The rows the memory items come from, in order ("Why this answer?" keeps their addresses)."""
 
 
 def build_short_term_memory_context(turn: TurnContext, state: StmState, limits: StmLimits) -> StmContext:
@@ -98,6 +100,7 @@ def _build(turn: TurnContext, state: StmState, limits: StmLimits) -> StmContext:
         nudge_item=build_nudge(turn, limits) if nudge_due(turn, current) else None,
         nudge_injection_depth=max(stm.nudge_injection_depth, 0),
         memory_injection_depth=resolve_memory_depth(stm.content_injection_depth, newest, now, limits),
+        shown=tuple(entry for entry, _ in injected),
     )
 
 

@@ -162,7 +162,8 @@ function renderMessages(state) {
     message.content ? el("div", { class: "content" }, message.content) : null,
     message.embeds.map(renderEmbed),
     message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)),
-    message.answer ? renderButtons(message.answer) : null);
+    message.answer ? renderButtons(message.answer) : null,
+    (message.bot || message.persona) && !message.answer ? whyButton(message) : null);
   }));
   if (atBottom) list.scrollTop = list.scrollHeight;
 }
@@ -189,6 +190,15 @@ function renderAnswerHead(answer) {
   return el("div", { class: "answer-head" },
     el("span", { class: "used" }, `${answer.by} used ${answer.line}`),
     answer.ephemeral ? el("span", { class: "chip only-you", title: "an ephemeral answer" }, "Only you can see this") : null);
+}
+
+// The message command "Why this answer?", as a message's Apps menu offers it on every reply: its
+// answer (only the member asking sees it) marks the memories they may not see.
+function whyButton(message) {
+  return el("div", { class: "buttons" }, el("button", {
+    class: "component style-2 why", "data-why": message.id, title: "Apps › Why this answer?",
+    onclick: (event) => { event.stopPropagation(); act("/api/command", { line: ":why " + message.id }); },
+  }, "Why this answer?"));
 }
 
 function renderButtons(answer) {

@@ -34,6 +34,8 @@ class Command:
     forms: Mapping[CustomId, CustomIdHandler] = field(default_factory=dict)
     dm_permission: bool = True
     default_member_permissions: str | None = None
+    kind: CommandType = CommandType.CHAT_INPUT
+    """``MESSAGE``: a message's context menu command, which Discord gives no description or options."""
 
     def __post_init__(self) -> None:
         strays = [kind for kind in [*self.buttons, *self.forms] if kind.command != self.name]
@@ -44,11 +46,12 @@ class Command:
         """The command as Discord's bulk-overwrite endpoint takes it."""
         body: dict[str, Any] = {
             "name": self.name,
-            "description": self.description,
-            "type": CommandType.CHAT_INPUT,
-            "options": self.options,
+            "description": self.description if self.kind is CommandType.CHAT_INPUT else "",
+            "type": self.kind,
             "dm_permission": self.dm_permission,
         }
+        if self.kind is CommandType.CHAT_INPUT:
+            body["options"] = self.options
         if self.default_member_permissions is not None:
             body["default_member_permissions"] = self.default_member_permissions
         # Installed to servers only, and usable only in a server or the bot's own DM: never in a group

@@ -114,7 +114,9 @@ MEMORIES_GUIDE_FIELDS = (
         "DM's short-term memory and your messages in any channel's short-term memory. Memories you "
         "saved that are not about you stay, without your name.\n"
         "`/personal memories export`: all of it as a JSON file.\n"
-        "`/personal stm`: your privacy level and cross-server memory.",
+        "`/personal stm`: your privacy level and cross-server memory.\n"
+        "**Why this answer?** (a reply's Apps menu): which memories I was shown for that reply, as "
+        "you may see them now; someone else's personal memories only counted.",
     ),
     (
         "Server memories (Manage Server)",

@@ -16,8 +16,9 @@ from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
-from kioku.domain.privacy import Place, origin_known_to
+from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
+from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
@@ -30,9 +31,12 @@ PAGE_SIZE: Final = 5
 MAX_SHOWN_CHARS: Final = 900
 """Five memories of this length, with their headers, stay under Discord's 6,000-character embed total."""
 MAX_MEMORY_ID: Final = 10**12
+MAX_FIELD_NAME_CHARS: Final = 256
 
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
+FORGET_THIS_BUTTON: Final = CustomId("personal", FORGET, digits("user", 20), digits("memory", 12))
+"""Forget one memory saved by someone else about the person the list belongs to."""
 FORGET_ALL_BUTTON: Final = CustomId(
     "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
 )
@@ -50,9 +54,11 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     user_id = _invoker_id(interaction)
     memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
+    uses = memory_uses(context.turn_ledger.traces.notes_of(user_id))
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
+    by_others = [memory for memory in memories if memory.author_id != user_id]
     embed = {
         "title": "What I remember about you",
         "color": EMBED_COLOR_INFO,
@@ -61,20 +67,36 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
             if not memories
             else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
             "`/personal memories forget memory_id:<id>` forgets one."
+            + (
+                f"\nSaved by others about you: {counted(len(by_others), 'memory', 'memories')}; each "
+                "has a Forget button on its page (whoever saved it, it is yours to remove)."
+                if by_others
+                else ""
+            )
         ),
-        "fields": [_memory_field(memory, user_id, place) for memory in shown],
+        "fields": [_memory_field(memory, user_id, place, uses) for memory in shown],
     }
-    buttons = []
+    rows = []
     if pages > 1:
-        buttons = action_rows(
+        rows.append(
             [
-                [
-                    Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
-                    Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
-                ]
+                Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
             ]
         )
-    return embed, buttons
+    theirs = [memory for memory in shown if memory.author_id != user_id]
+    if theirs:  # "saved by others about you": the subject may remove any of them
+        rows.append(
+            [
+                Button(
+                    FORGET_THIS_BUTTON.encode(user_id, memory.memory_id),
+                    f"Forget #{memory.memory_id}",
+                    style=ButtonStyle.DANGER,
+                )
+                for memory in theirs
+            ]
+        )
+    return embed, action_rows(rows) if rows else []
 
 
 def forget(interaction: Interaction, context: CommandContext) -> dict:
@@ -182,7 +204,20 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
     return updated_message(embeds=[{"title": "Done", "description": description, "color": EMBED_COLOR_INFO}])
 
 
-BUTTONS: Final = {PAGE_BUTTON: turn_page, FORGET_ALL_BUTTON: answer_forget_all}
+def forget_this(interaction: Interaction, context: CommandContext, owner: str, memory_id: str) -> dict:
+    """A Forget button of the list, on a memory someone else saved about its owner: only they may."""
+    _check_owner(interaction, owner)
+    forgotten = memory_control.forget_memory_about(owner, memory_id, context.ltm_store)
+    embed, buttons = _list_page(interaction, context, 0)
+    embed["description"] = f"Forgotten: memory #{forgotten.memory_id}.\n" + embed["description"]
+    return updated_message(embeds=[embed], components=buttons)
+
+
+BUTTONS: Final = {
+    PAGE_BUTTON: turn_page,
+    FORGET_ALL_BUTTON: answer_forget_all,
+    FORGET_THIS_BUTTON: forget_this,
+}
 
 
 def _check_owner(interaction: Interaction, owner: str) -> None:
@@ -197,7 +232,36 @@ def _place(interaction: Interaction) -> Place:
     return Place(interaction.guild_id, interaction.channel_id or "", thread_parent)
 
 
-def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
+def memory_uses(notes: list[ShownNote]) -> dict[str, tuple[int, ShownNote]]:
+    """Per memory (``memory_key_text``), how many turns of the last 16 days were shown it (or saved,
+    rewrote or found it), and the last of them: one Query of the person's own notes, no scan."""
+    uses: dict[str, tuple[int, ShownNote]] = {}
+    for note in notes:  # oldest first: the last one stays
+        for key in dict.fromkeys(note.memory_keys):
+            uses[key] = (uses.get(key, (0, note))[0] + 1, note)
+    return uses
+
+
+def _used(memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int, ShownNote]]) -> str:
+    """ " · shown in 3 turns, last in #general 2 hours ago": the channel named only where the person
+    can tell they see it (a DM, a channel public then, the channel they ask from)."""
+    found = uses.get(memory_key_text(memory.scope.kind, memory.scope.owner_id, memory.memory_id))
+    if found is None:
+        return ""
+    count, last = found
+    where_shown = Origin(last.guild_id, last.channel_id, last.parent_channel_id, last.channel_private)
+    if last.guild_id is None:
+        named = "our DM"
+    elif origin_known_to(where_shown, person_id=user_id, author_id="", place=place):
+        named = f"<#{last.channel_id}>"
+    else:
+        named = memory_control.UNSEEN_CHANNEL
+    return f" · used in {counted(count, 'turn', 'turns')} of the last 16 days, last in {named} {relative_time(last.at)}"
+
+
+def _memory_field(
+    memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int, ShownNote]] | None = None
+) -> dict[str, Any]:
     origin = memory.origin
     if origin.channel_id is None:
         where = "somewhere I did not record"
@@ -217,7 +281,11 @@ def _memory_field(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
     # every memory in one's own list is about oneself: "{user}'s" reads "your", "{user} is" "you are"
     text = shorten(for_people(memory.content, about_you=True, name="you"), MAX_SHOWN_CHARS)
     return {
-        "name": f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}",
+        "name": shorten(
+            f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}"
+            + _used(memory, user_id, place, uses or {}),
+            MAX_FIELD_NAME_CHARS,
+        ),
         "value": text,
     }
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kioku.services.commands import capabilities, chat, persona, personal, server
+from kioku.services.commands import capabilities, chat, persona, personal, server, why_answer
 from kioku.services.commands import help as help_command
 from kioku.services.commands.base import Command
 
@@ -13,6 +13,7 @@ COMMANDS: tuple[Command, ...] = (
     persona.COMMAND,
     personal.COMMAND,
     capabilities.COMMAND,
+    why_answer.COMMAND,
 )
 
 

@@ -149,15 +149,24 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     pending = sum(memory.status is MemoryStatus.PENDING for memory in memories)
     embed: dict[str, Any] = {"title": "Server memories", "color": EMBED_COLOR_INFO}
     if not memories:
-        embed["description"] = "No server memories yet."
+        embed["description"] = "No server memories yet." + _removed_by_subjects(interaction, context)
         return embed, []
     embed["description"] = (
         f"{len(memories)} kept for this server ({pending} awaiting review), oldest first. "
-        "Forget one with `/server memories forget`."
+        "Forget one with `/server memories forget`." + _removed_by_subjects(interaction, context)
     )
     embed["fields"] = [_memory_field(memory, viewer, "the list") for memory in shown]
     embed["footer"] = {"text": f"Page {page + 1} of {pages}"}
     return embed, _page_buttons(page, pages)
+
+
+def _removed_by_subjects(interaction: Interaction, context: CommandContext) -> str:
+    """Which memories the people they were about removed lately: their ids, never what they said."""
+    removed = context.ltm_store.removed_by_subjects(str(interaction.guild_id))
+    if not removed:
+        return ""
+    listed = ", ".join(f"#{memory_id} {relative_time(at)}" for memory_id, at in removed[-10:])
+    return f"\nRemoved by the person they were about (last 30 days): {listed}."
 
 
 def _page_buttons(page: int, pages: int) -> list[dict]:

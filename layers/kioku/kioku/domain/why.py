@@ -1,0 +1,274 @@
+""" "Why this answer?": what a turn's model was shown, kept as ids and places (never texts), and the
+rule that decides, at the time of the question, what of it a viewer may be told.
+
+A turn keeps a ``TurnTrace`` with its completion record: the long-term memories it was shown and
+those its tools saved, rewrote, deleted or found (by id and whose), the short-term rows it was shown
+(by address, with their age), and how many memories the budget left out. ``explain`` reads it for a
+viewer against what a turn of that viewer at their place could be shown now (``Seen``: the same
+recall and short-term rules a turn uses, read afresh), so nothing stored decides what is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Final
+
+from kioku.domain.ltm.memory import Memory, ScopeKind
+from kioku.domain.ltm.recall import Recall
+from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.stm.entries import StmAddress, StmEntry, live_categories, live_summary, may_recall_row
+from kioku.domain.tools import ToolResult
+from kioku.domain.turn import TurnContext
+
+MAX_PEOPLE_NOTED: Final = 20
+"""People whose memories' use a turn notes in their own partition (``/personal memories list``):
+the turn's commit is one transaction, which holds at most 100 items."""
+
+
+class MemoryUse(StrEnum):
+    """What a turn did with a long-term memory."""
+
+    RECALLED = "recalled"
+    SAVED = "saved"
+    UPDATED = "updated"
+    DELETED = "deleted"
+    FOUND = "found"
+
+
+@dataclass(frozen=True, slots=True)
+class UsedMemory:
+    """A long-term memory a turn used, by id: ``about`` whom it is about (a personal memory's owner,
+    a server memory's subject, or None)."""
+
+    kind: ScopeKind
+    owner_id: str
+    memory_id: str
+    use: MemoryUse
+    about: str | None = None
+
+    @classmethod
+    def of(cls, memory: Memory, use: MemoryUse) -> UsedMemory:
+        return cls(memory.scope.kind, memory.scope.owner_id, memory.memory_id, use, memory.about)
+
+    @property
+    def key(self) -> tuple[ScopeKind, str, str]:
+        return self.kind, self.owner_id, self.memory_id
+
+
+@dataclass(frozen=True, slots=True)
+class UsedRow:
+    """A short-term memory row a turn was shown: its address, how old it was then, and what of it
+    (``current``: the row of the turn's own channel)."""
+
+    address: StmAddress
+    last_updated: datetime | None = None
+    current: bool = False
+    summary: bool = False
+    categories: bool = False
+
+    @property
+    def person(self) -> str | None:
+        """The person a DM row belongs to; None for a server's row."""
+        return self.address.user_id
+
+
+@dataclass(frozen=True, slots=True)
+class TurnTrace:
+    """What one turn's model was shown, as ids and places."""
+
+    guild_id: str | None
+    channel_id: str
+    lineage: int
+    at: datetime
+    parent_channel_id: str | None = None
+    channel_name: str | None = None
+    channel_private: bool = True
+    memories: tuple[UsedMemory, ...] = ()
+    rows: tuple[UsedRow, ...] = ()
+    left_out: int = 0
+
+    @property
+    def place(self) -> Place:
+        return Place(self.guild_id, self.channel_id, self.parent_channel_id)
+
+    def people(self) -> tuple[str, ...]:
+        """Whose memories (or DM rows) the trace names, at most ``MAX_PEOPLE_NOTED``, first used first."""
+        named = [m.about for m in self.memories] + [r.person for r in self.rows]
+        return tuple(dict.fromkeys(person for person in named if person))[:MAX_PEOPLE_NOTED]
+
+    def of_person(self, person_id: str) -> TurnTrace:
+        """Only ``person_id``'s entries: what their forget-all removes from the record."""
+        return replace(
+            self,
+            memories=tuple(m for m in self.memories if m.about == person_id),
+            rows=tuple(r for r in self.rows if r.person == person_id),
+        )
+
+    def without(self, person_id: str) -> TurnTrace:
+        return replace(
+            self,
+            memories=tuple(m for m in self.memories if m.about != person_id),
+            rows=tuple(r for r in self.rows if r.person != person_id),
+        )
+
+
+def trace_of(
+    turn: TurnContext,
+    *,
+    channel_name: str | None,
+    recalled: Recall,
+    rows: Sequence[StmEntry],
+    tool_results: Iterable[ToolResult],
+) -> TurnTrace:
+    """The trace of ``turn``: the memories its recall showed (``recalled.shown``), the short-term
+    ``rows`` its context held (``StmContext.shown``; its own channel's is the current one), and the
+    memories its tools touched."""
+    shown = [UsedMemory.of(recalled.candidates[i].memory, MemoryUse.RECALLED) for i in recalled.shown]
+    touched = [used for result in tool_results for used in result.touched]
+    return TurnTrace(
+        guild_id=turn.guild_id,
+        channel_id=turn.channel_id,
+        parent_channel_id=turn.parent_channel_id,
+        channel_name=channel_name,
+        channel_private=turn.channel_private and not turn.is_dm,
+        lineage=turn.config.persona.lineage_id,
+        at=turn.now,
+        memories=tuple(dict.fromkeys([*shown, *touched])),
+        rows=tuple(
+            UsedRow(
+                row.address,
+                row.last_updated,
+                current=row.channel_id == turn.channel_id,
+                summary=bool(live_summary(row)),
+                categories=bool(live_categories(row)),
+            )
+            for row in rows
+        ),
+        left_out=recalled.left_out,
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class ShownNote:
+    """A turn noted in a person's partition as shown memories about them: which (``memory_keys``,
+    ``memory_key_text``), when and where."""
+
+    source: str
+    turn_id: str
+    at: datetime
+    guild_id: str | None
+    channel_id: str
+    parent_channel_id: str | None
+    channel_name: str | None
+    channel_private: bool
+    memory_keys: tuple[str, ...]
+
+
+def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:
+    """A memory as one string, as the notes list it."""
+    return f"{'s' if kind is ScopeKind.SERVER else 'p'}#{owner_id}#{memory_id}"
+
+
+# -- what a viewer is told ----------------------------------------------------------------------------
+
+
+class Visibility(StrEnum):
+    SHOWN = "shown"
+    UNSEEN = "unseen"
+    """It exists, but a turn of the viewer at their place could not be shown it now."""
+    FORGOTTEN = "forgotten"
+    GONE = "gone"
+    """A short-term row no longer kept (its channel deleted, or idle past the retention)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Seen:
+    """What a turn of ``viewer_id`` at ``place`` could be shown now, read at the question's time:
+    ``visible`` the memories its recall holds (``MemoryStore.recall`` for the viewer alone),
+    ``existing`` the keys of the memories that still exist among those the viewer may be told of
+    (the server's, their own), ``rows`` the short-term rows the trace names, as stored now."""
+
+    viewer_id: str
+    place: Place
+    policy: PrivacyPolicy
+    cross_server_opt_in: bool = False
+    visible: Mapping[tuple[ScopeKind, str, str], Memory] = field(default_factory=dict)
+    existing: frozenset[tuple[ScopeKind, str, str]] = frozenset()
+    rows: Mapping[StmAddress, StmEntry] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryLine:
+    use: MemoryUse
+    memory_id: str
+    visibility: Visibility
+    memory: Memory | None = None
+    """The memory as stored now, only when ``visibility`` is ``SHOWN``."""
+
+
+@dataclass(frozen=True, slots=True)
+class RowLine:
+    used: UsedRow
+    visibility: Visibility
+    entry: StmEntry | None = None
+    """The row as stored now, only when ``visibility`` is ``SHOWN``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """What ``explain`` lets a viewer see of a trace: another person's personal memories and DM
+    rows only counted."""
+
+    memories: tuple[MemoryLine, ...] = ()
+    others_memories: int = 0
+    rows: tuple[RowLine, ...] = ()
+    others_rows: int = 0
+    left_out: int = 0
+
+
+def explain(trace: TurnTrace, seen: Seen) -> Explanation:
+    """``trace`` as ``seen.viewer_id`` may be told it: a memory's text only when a turn of theirs at
+    their place could be shown it now; another person's personal memory only counted; a memory that
+    no longer exists "forgotten"; a row by name only where a turn there could be shown it now."""
+    memories: list[MemoryLine] = []
+    others_memories = 0
+    for used in trace.memories:
+        if used.kind is ScopeKind.PERSONAL and used.owner_id != seen.viewer_id:
+            others_memories += 1
+            continue
+        memory = seen.visible.get(used.key)
+        if memory is not None:
+            memories.append(MemoryLine(used.use, used.memory_id, Visibility.SHOWN, memory))
+        elif used.key in seen.existing:
+            memories.append(MemoryLine(used.use, used.memory_id, Visibility.UNSEEN))
+        else:
+            memories.append(MemoryLine(used.use, used.memory_id, Visibility.FORGOTTEN))
+    rows: list[RowLine] = []
+    others_rows = 0
+    for used in trace.rows:
+        if used.person is not None and used.person != seen.viewer_id:
+            others_rows += 1
+            continue
+        entry = seen.rows.get(used.address)
+        if entry is None:
+            rows.append(RowLine(used, Visibility.GONE))
+        elif may_recall_row(
+            entry,
+            seen.place,
+            seen.policy,
+            user_id=seen.viewer_id,
+            cross_server_opt_in=seen.cross_server_opt_in,
+        ):
+            rows.append(RowLine(used, Visibility.SHOWN, entry))
+        else:
+            rows.append(RowLine(used, Visibility.UNSEEN))
+    return Explanation(
+        memories=tuple(memories),
+        others_memories=others_memories,
+        rows=tuple(rows),
+        others_rows=others_rows,
+        left_out=trace.left_out,
+    )

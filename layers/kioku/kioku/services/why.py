@@ -1,0 +1,89 @@
+""" "Why this answer?": a reply's trace, read for a viewer with what a turn of theirs at their place
+could be shown now (the same recall and short-term rules, read afresh, never the stored record's)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from kioku.domain.ltm.memory import ScopeKind
+from kioku.domain.models import ServerConfig
+from kioku.domain.privacy import Place
+from kioku.domain.why import Explanation, Seen, TurnTrace, explain
+
+if TYPE_CHECKING:
+    from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.stm_store import StmStore
+    from kioku.adapters.dynamodb.turn_traces import TurnTraces
+
+
+NO_LINEAGE: Final = -1
+"""A lineage no memory has: what is recalled for a persona the server no longer has."""
+
+
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """A reply's trace and what of it the viewer may see."""
+
+    trace: TurnTrace
+    explanation: Explanation
+    persona_name: str
+
+
+def why_this_answer(
+    message_id: str,
+    viewer_id: str,
+    place: Place,
+    *,
+    traces: TurnTraces,
+    config_store: ConfigStore,
+    ltm_store: DynamoMemoryStore,
+    stm_store: StmStore,
+) -> Answered | None:
+    """The trace of the reply holding ``message_id`` as ``viewer_id`` at ``place`` may see it now;
+    None when no trace of it is kept here (not a kioku reply, expired, or a reply in another place)."""
+    trace = traces.of_reply(message_id)
+    if trace is None or trace.guild_id != place.guild_id or trace.channel_id != place.channel_id:
+        return None
+    config = config_store.get_server_config(place.guild_id) if place.guild_id else ServerConfig()
+    profile = config_store.get_user_profile(viewer_id)
+    # the persona that answered (an alter persona's reply too), while the server still has it: a
+    # turn of the viewer with that persona would recall its lineage; a persona removed since, none
+    answered_by = next((p for p in config.personas if p.lineage_id == trace.lineage), None)
+    lineage = answered_by.lineage_id if answered_by is not None else NO_LINEAGE
+    # whom a turn of the viewer here recalls personal memories of: the viewer, if personal memories are on
+    people = [viewer_id] if config.capabilities.personal_memories_enabled else []
+    recalled = ltm_store.recall(place.guild_id, lineage, people, place=place, policy=config.privacy)
+    visible = {
+        (memory.scope.kind, memory.scope.owner_id, memory.memory_id): memory
+        for memory in (*recalled.server, *(m for own in recalled.personal.values() for m in own))
+    }
+    unseen = [m for m in trace.memories if m.key not in visible]
+    existing: set[tuple[ScopeKind, str, str]] = set()
+    if any(m.kind is ScopeKind.SERVER for m in unseen) and place.guild_id:
+        existing |= {
+            (ScopeKind.SERVER, m.scope.owner_id, m.memory_id)
+            for m in ltm_store.memories_of(ScopeKind.SERVER, place.guild_id)
+        }
+    if any(m.kind is ScopeKind.PERSONAL and m.owner_id == viewer_id for m in unseen):
+        existing |= {
+            (ScopeKind.PERSONAL, viewer_id, m.memory_id)
+            for m in ltm_store.memories_of(ScopeKind.PERSONAL, viewer_id)
+        }
+    rows = {}
+    for used in trace.rows:
+        if used.person is None or used.person == viewer_id:  # another person's DM row is only counted
+            entry = stm_store.get(used.address)
+            if entry is not None:
+                rows[used.address] = entry
+    seen = Seen(
+        viewer_id=viewer_id,
+        place=place,
+        policy=config.privacy,
+        cross_server_opt_in=profile.cross_server_opt_in,
+        visible=visible,
+        existing=frozenset(existing),
+        rows=rows,
+    )
+    return Answered(trace, explain(trace, seen), (answered_by or config.persona).name)
