@@ -2,7 +2,7 @@
 Discord and the model stand-ins on 127.0.0.1): each answers by its trigger word through the channel's
 webhook, with its own short-term row and long-term lineage (one sharing another's); no persona
 answers kioku's own webhook messages; without Manage Webhooks the bot says so; a removed persona
-goes with its confirmation; every body sent to Discord is one its OpenAPI document accepts."""
+goes with its confirmation; every body sent to Discord is one its docs accept (tests/discord_contract.py)."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ def test_two_personas_in_one_channel_each_answer_by_trigger_word_with_their_own_
     # and the webhook was created once, then reused
     assert len(stack.discord.requests_to("POST", r"/api/v10/channels/\d+/webhooks")) == 1
 
-    # Every body kioku sent Discord is one its published OpenAPI document accepts
+    # Every body kioku sent Discord meets what Discord documents (tests/discord_contract.py)
     checked = checked_posts(stack.discord.requests)
     assert {
         "/channels/{channel_id}/webhooks",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 
 import pytest
 
@@ -319,7 +320,7 @@ def test_a_channel_webhook_is_created_then_posts_as_a_persona_without_the_bot_to
         "authorization" not in request.headers for request in executes
     )  # the token in the path is the key
     assert executes[0].query["wait"] == ["true"] and executes[1].query["thread_id"] == ["5001"]
-    # every body is one Discord's OpenAPI document accepts, and no token is logged
+    # every body is one Discord's docs accept (tests/discord_contract.py), and no token is logged
     assert checked_posts(discord.requests) == [
         "/channels/{channel_id}/webhooks",
         "/webhooks/{webhook_id}/{webhook_token}",
@@ -338,3 +339,19 @@ def test_without_manage_webhooks_creating_one_is_a_403(discord, rest):
 def test_a_webhook_token_that_could_change_the_path_is_refused(rest):
     with pytest.raises(ValueError):
         rest.execute_webhook("5000", "../../channels/1", "x", username="Luna")
+
+
+@pytest.mark.skipif(
+    not os.environ.get("KIOKU_DISCORD_OPENAPI"),
+    reason="KIOKU_DISCORD_OPENAPI names no local copy of Discord's OpenAPI document (tests never fetch it)",
+)
+def test_the_bodies_also_meet_a_local_copy_of_discord_s_openapi_document(discord, rest):
+    from tests.discord_contract import checked_posts, upstream_validator
+
+    hook = rest.create_webhook(CHANNEL, "kioku personas")
+    rest.execute_webhook(
+        hook["id"], hook["token"], "hi", username="Luna", avatar_url="https://example.com/l.png"
+    )
+    rest.create_message(CHANNEL, "hello", nonce="n1")
+    assert upstream_validator("/channels/{channel_id}/messages") is not None
+    assert len(checked_posts(discord.requests)) == 3  # each against ours and the local copy
