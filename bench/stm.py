@@ -105,9 +105,14 @@ def _fill(store: StmStore, categories: tuple[StmCategory, ...], now: datetime, l
 
 
 def _load(store: StmStore, now: datetime, limits: StmLimits):
-    stm_service._persona_hints.clear()  # a cold container, which has no persona guess but the default
     query = stm_service.turn_memory_query(
-        guild_id=SERVER, channel_id=CHANNEL, user_id=USER, parent_channel_id=None, now=now, limits=limits
+        guild_id=SERVER,
+        channel_id=CHANNEL,
+        user_id=USER,
+        parent_channel_id=None,
+        now=now,
+        limits=limits,
+        guessed=stm_service.PersonaGuesses().guess(SERVER),  # a cold container: the default persona
     )
     return store.load_turn(query)
 

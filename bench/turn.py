@@ -9,15 +9,19 @@ line leaves out the time spent inside DynamoDB calls (moto is far slower than Dy
 
 from __future__ import annotations
 
+import json
 import logging
 import statistics
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 
+from kioku.discord.protocol import Permission
 from kioku.entrypoints.composition import container
+from kioku.playground.events import slash_command
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, completion_body
@@ -28,6 +32,7 @@ CHANNEL = "300000000000000001"
 WARM_UP_TURNS = 3
 COUNTED_TURNS = 5
 SECRET, THREAD = "300000000000000003", "300000000000000004"
+PERSONA_CHANNEL = "300000000000000005"
 PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @everyone may not view
 TIMED_TURNS = 40
 WHY_PLAIN_TURN_REQUESTS = (
@@ -77,6 +82,8 @@ def main() -> None:
                 f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)"
             )
 
+        _alter_persona_turns(stack, turn, dynamodb, people[0])
+
         timings, own = [], []
         for n in range(TIMED_TURNS):
             dynamodb.clear()
@@ -98,13 +105,23 @@ class _Turns:
     def __init__(self, stack: LocalStack) -> None:
         self._stack = stack
 
-    def take(self, author: dict[str, Any], channel: str = CHANNEL) -> float:
-        """One turn for a message by ``author``; returns the handler's milliseconds."""
+    def take(
+        self,
+        author: dict[str, Any],
+        channel: str = CHANNEL,
+        text: str | None = None,
+        queued: Callable[[], None] | None = None,
+    ) -> float:
+        """One turn for a message by ``author`` (by default mentioning the bot); returns the
+        handler's milliseconds. ``queued`` is called once the relay queued it."""
         stack = self._stack
-        message = stack.discord.seed_message(channel, author, f"<@{stack.application_id}> what now?")
+        text = text or f"<@{stack.application_id}> what now?"
+        message = stack.discord.seed_message(channel, author, text)
         body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
         headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
         httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).raise_for_status()
+        if queued is not None:
+            queued()
         queue = stack.resources.turn_queue_url
         received = stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10, AttributeNames=["All"])
         event = stack.sqs_event(received["Messages"])
@@ -142,6 +159,46 @@ class _DynamoDbCalls:
 
     def _after(self, **_: Any) -> None:
         self.seconds += time.perf_counter() - self._started
+
+
+def _alter_persona_turns(
+    stack: LocalStack, turn: _Turns, dynamodb: _DynamoDbCalls, author: dict[str, Any]
+) -> None:
+    """Luna, an alter persona, called by name in a channel of her own: her first turn there creates
+    the channel's webhook (one Discord request, one DynamoDB put, once); the next ones make the main
+    persona's requests, posting through the webhook."""
+    command = slash_command(
+        stack.application_id,
+        "persona",
+        "add",
+        {"name": "Luna", "prompt": "You are {bot}."},
+        guild_id=GUILD,
+        permissions=str(int(Permission.MANAGE_GUILD)),
+        interaction_id=stack.discord.new_id(),
+    )
+    body = json.dumps(command).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).raise_for_status()
+    stack.discord.seed_channel(PERSONA_CHANNEL, name="luna", guild_id=GUILD)
+    per_turn, discord_calls = [], []
+    for _ in range(COUNTED_TURNS + 1):
+        dynamodb.clear()
+        before = len(stack.discord.requests)
+        turn.take(author, PERSONA_CHANNEL, "Luna, what now?", queued=dynamodb.clear)
+        per_turn.append(Counter(dynamodb.names))
+        discord_calls.append(len(stack.discord.requests) - before)
+    first, later = per_turn[0], per_turn[1:]
+    most = max(later, key=lambda counted: sum(counted.values()))
+    breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
+    print(
+        f"turn.dynamodb_requests_per_turn_alter_persona={sum(most.values())} ({breakdown}; the relay's "
+        "GetItem of the configuration, to know who is called, is the relay's, not counted)"
+    )
+    print(
+        f"turn.discord_requests_per_turn_alter_persona={max(discord_calls[1:])} "
+        f"(first turn in a channel: {discord_calls[0]}, creating its webhook; "
+        f"DynamoDB {sum(first.values())}, the webhook kept once)"
+    )
 
 
 def _fill_channel(stack: LocalStack, speakers: list[dict[str, Any]], channel: str) -> None:

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 import httpx
+import pytest
 
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import (
@@ -437,6 +438,13 @@ class CrashWorld:
     embeddings: EmbeddingsStandIn
     dynamodb_url: str
     sqs_url: str
+
+    def entered(self, monkeypatch: pytest.MonkeyPatch) -> CrashWorld:
+        """The stack, its environment set again for one test (every test starts from a bare one):
+        what a module's ``world`` fixture hands its tests."""
+        for name, value in self.env.items():
+            monkeypatch.setenv(name, value)
+        return self
 
 
 @contextmanager

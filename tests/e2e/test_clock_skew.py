@@ -61,9 +61,8 @@ def running() -> Iterator[CrashWorld]:
 
 @pytest.fixture
 def world(running: CrashWorld, monkeypatch: pytest.MonkeyPatch) -> CrashWorld:
-    for name, value in running.env.items():
-        monkeypatch.setenv(name, value)
-    return running
+    """The module's stack, its environment set again (every test starts from a bare one)."""
+    return running.entered(monkeypatch)
 
 
 def row_of(stack: LocalStack, channel: str) -> StmEntry | None:

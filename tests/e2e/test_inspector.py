@@ -326,3 +326,25 @@ def test_why_this_answer_on_a_reply_answers_each_member_alone_with_what_they_may
 
     (to_alice,), (to_bob,) = why_answers("alice"), why_answers("bob")
     assert "oolong" in to_alice and "oolong" not in to_bob and "about someone else" in to_bob
+
+
+def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_with_persona_and_lineage(
+    inspector_url,
+):
+    # Given Luna, added with /persona add as in the console
+    added = command(
+        inspector_url,
+        '/persona add name:Luna prompt:"You are {bot}." avatar_url:https://example.com/luna.png',
+    )
+    assert added.status_code == 200, added.text
+    # When Luna is called, then the main persona
+    assert say(inspector_url, "Luna, hello").status_code == 200
+    assert say(inspector_url, "@kioku hello").status_code == 200
+    # Then Luna's reply shows as a persona's, with her avatar, and each turn names who spoke
+    shown = state(inspector_url)
+    luna = next(m for m in shown["messages"] if m.get("persona"))
+    main = next(m for m in shown["messages"] if m["bot"] and not m.get("persona") and m["turn"])
+    assert (luna["author"], luna["avatar_url"]) == ("Luna", "https://example.com/luna.png")
+    luna_turn, main_turn = shown["turns"][str(luna["turn"])], shown["turns"][str(main["turn"])]
+    assert luna_turn["persona"] == "Luna" and luna_turn["lineage"] > 1
+    assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", 1)

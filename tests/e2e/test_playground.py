@@ -377,12 +377,25 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     assert fresh is not None and aged is not None and int(fresh.group(1)) <= 2 < int(aged.group(1))
     assert "Alice is talking about" in sections[3]
     # 3. Privacy: #secret's words reach #general only once #secret is public
-    private, public, private_again = sections[-3], sections[-2], sections[-1]
+    private, public, private_again = sections[-4], sections[-3], sections[-2].split("# 4. Personas", 1)[0]
     assert "okapi" not in private.split("> :public", 1)[0]
     assert "okapi" in public.split("> :private", 1)[0]
     assert "okapi" not in private_again  # the CHANNEL_UPDATE alone hides it at once
     assert "#secret: CHANNEL_UPDATE relayed" in result.stdout
     assert "#secret (private): CHANNEL_UPDATE relayed" in result.stdout
+    # 4. Personas: Luna answers through the webhook under her name and avatar, recalls her own
+    # memory and not kioku's, and each keeps its own row here
+    personas = result.stdout.split("# 4. Personas", 1)[1]
+    assert "Luna [persona, avatar https://example.com/luna.png]: [scripted]" in personas
+    luna_context = sections[-1].split("> kioku, where is the telescope?", 1)[0]
+    luna_recall = re.search(
+        r"^\[\d+\] long-term memory.*?(?=^\[\d+\] )", luna_context, re.MULTILINE | re.DOTALL
+    )
+    assert luna_recall is not None and "telescope is kept in the shed" in luna_recall.group(0)
+    assert "blankets" not in luna_recall.group(0)
+    memory = personas.split("> :memory", 1)[1]
+    assert "[Kioku, lineage 1]" in memory and re.search(r"^\[Luna, lineage \d+\]$", memory, re.MULTILINE)
+    assert "Luna (alter persona) · trigger words: moon" in personas
 
 
 def test_make_run_waits_out_the_rate_window(tmp_path):

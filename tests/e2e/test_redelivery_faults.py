@@ -64,9 +64,7 @@ def running() -> Iterator[CrashWorld]:
 @pytest.fixture
 def world(running: CrashWorld, monkeypatch: pytest.MonkeyPatch) -> CrashWorld:
     """The module's stack, its environment set again (every test starts from a bare one)."""
-    for name, value in running.env.items():
-        monkeypatch.setenv(name, value)
-    return running
+    return running.entered(monkeypatch)
 
 
 # -- what a turn left -------------------------------------------------------------------------------

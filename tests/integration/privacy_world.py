@@ -57,6 +57,10 @@ _DM_BASE: Final = 500_000_000_000_000_000
 GROUP_DM: Final = str(_DM_BASE + 99)
 """The one group DM of a world, where all its people are."""
 _MESSAGE_BASE: Final = 600_000_000_000_000_000
+_PERSONA_BASE: Final = 900_000_000_000_000_000
+_WEBHOOK_BASE: Final = 910_000_000_000_000_000
+MAIN_PERSONA: Final = "kioku"
+MAIN_LINEAGE: Final = 1
 TOKEN: Final = re.compile(r"TOK[MSGP]\d{4}")
 CHANNEL_NAME: Final = re.compile(r"room-(\d{2})")
 """Every channel and thread is named ``room-`` and the last two digits of its id (unique in a world)."""
@@ -89,6 +93,15 @@ class Channel:
 
 
 @dataclass(frozen=True)
+class Alter:
+    """An alter persona of a guild: its id, its name (which calls it) and its memories' lineage."""
+
+    persona_id: str
+    name: str
+    lineage: int
+
+
+@dataclass(frozen=True)
 class Guild:
     guild_id: str
     everyone_permissions: int
@@ -97,6 +110,9 @@ class Guild:
     owner_id: str | None = None
     reviews: bool = False
     """``/server memories moderation mode:approval``: members' server memories wait for review."""
+    alters: tuple[Alter, ...] = ()
+    """The guild's alter personas (``/persona add``): each turn there speaks as one of them or as
+    the main persona."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +193,16 @@ class TurnPlan:
     group_dm: bool = False
     """A turn of the speaker's DM said instead in a group DM (no server, ``channel_type`` 3) with the
     others of the world: the relay must not answer it, least of all as the speaker's DM."""
+    persona: Alter | None = None
+    """The alter persona the message calls (None: the main persona)."""
+
+    @property
+    def persona_id(self) -> str:
+        return self.persona.persona_id if self.persona else MAIN_PERSONA
+
+    @property
+    def lineage(self) -> int:
+        return self.persona.lineage if self.persona else MAIN_LINEAGE
 
 
 @dataclass(frozen=True)
@@ -263,7 +289,17 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
     )
     if admin_settings:
         guilds = [_reviewing(guild, users) for guild in guilds]
-    return World(tuple(guilds), tuple(channels), users)
+    return World(tuple(_with_personas(guild, g) for g, guild in enumerate(guilds)), tuple(channels), users)
+
+
+def _with_personas(guild: Guild, index: int) -> Guild:
+    """A third of the guilds have no alter persona, a third one (Luna, a lineage of her own), a third
+    two (Luna, and Sol sharing her memories). Picked by a hash, not drawn, so that the examples stay
+    the worlds drawn before personas."""
+    count = zlib.crc32(f"personas {guild.guild_id}".encode()) % 3
+    luna = Alter(_snowflake(_PERSONA_BASE, 10 * index), "Luna", _PERSONA_BASE + 10 * index)
+    sol = Alter(_snowflake(_PERSONA_BASE, 10 * index + 1), "Sol", luna.lineage)
+    return replace(guild, alters=(luna, sol)[:count])
 
 
 def _reviewing(guild: Guild, users: Sequence[User]) -> Guild:
@@ -368,10 +404,19 @@ def scenarios(
             plan,
             channel_mentions=_picked_channels(world, plan, n),
             group_dm=plan.where.guild_id is None and zlib.crc32(f"group {n} {plan}".encode()) % 4 == 0,
+            persona=_picked_persona(world, plan, n),
         )
         for n, plan in enumerate(plans)
     )
     return Scenario(world, picked)
+
+
+def _picked_persona(world: World, plan: TurnPlan, number: int) -> Alter | None:
+    """Who the message calls in its guild: the main persona or one of the alters, by a hash."""
+    if plan.where.guild_id is None:
+        return None
+    choices = (None, *world.guild(plan.where.guild_id).alters)
+    return choices[zlib.crc32(f"persona {number} {plan}".encode()) % len(choices)]
 
 
 def _picked_channels(world: World, plan: TurnPlan, number: int) -> tuple[str, ...]:
@@ -543,6 +588,44 @@ class FakeDiscord:
     def edit_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
         raise AssertionError("the privacy properties run message turns only")
 
+    def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]:
+        webhook_id = _snowflake(_WEBHOOK_BASE, int(channel_id) % 1000)
+        return {"id": webhook_id, "token": f"token-{webhook_id}", "channel_id": channel_id, "name": name}
+
+    def execute_webhook(
+        self,
+        webhook_id: str,
+        token: str,
+        content: str,
+        *,
+        username: str,
+        avatar_url: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
+        """An alter persona's post: the webhook is the author, under the persona's name."""
+        if self.refusing_posts:
+            raise DiscordError(HTTP_SERVER_ERROR, 0, "500: Internal Server Error")
+        channel_id = thread_id or next(
+            channel.channel_id
+            for channel in self.world.channels
+            if _snowflake(_WEBHOOK_BASE, int(channel.channel_id) % 1000) == webhook_id
+        )
+        history = self.messages.setdefault(channel_id, [])
+        message: dict[str, Any] = {
+            "id": self._new_id(),
+            "channel_id": channel_id,
+            "author": {"id": webhook_id, "username": username, "bot": True},
+            "webhook_id": webhook_id,
+            "application_id": BOT_ID,
+            "content": content,
+            "timestamp": history[-1]["timestamp"] if history else None,
+            "type": 0,
+            "embeds": embeds or [],
+        }
+        history.append(message)
+        return copy.deepcopy(message)
+
     def _overwrites(self, channel: Channel) -> list[dict[str, Any]]:
         """The @everyone overwrite, among others that must not count: a role's and a member's."""
         view = str(VIEW_CHANNEL_BIT)
@@ -621,6 +704,9 @@ class Kind(StrEnum):
     PERSONAL_MEMORY = "P"
 
 
+MEMORY_KINDS_SEEN: Final = frozenset({Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY})
+
+
 @dataclass(frozen=True)
 class Written:
     """A token and everything about where it came from. ``stored``: kioku said it saved it; ``gone``:
@@ -642,11 +728,20 @@ class Written:
     private_then: bool | None = None
     """Whether a memory's place was private (after the overrides) when it was written; what someone
     says about themself follows them to other servers and their DM as public or private as then."""
+    persona: str = MAIN_PERSONA
+    """The persona whose turn wrote it: a message or summary lives in that persona's row."""
+    lineage: int = MAIN_LINEAGE
+    """A memory's persona lineage: only turns of a persona of that lineage read it."""
 
     @property
-    def row(self) -> tuple[str | None, str]:
-        """The short-term memory row a message or summary lives in: a guild channel's, or a user's DMs."""
-        return (self.where.guild_id, self.where.channel_id if self.where.guild_id else self.author_id)
+    def row(self) -> tuple[str | None, str, str]:
+        """The short-term memory row a message or summary lives in: a guild channel's, or a user's
+        DMs, of the persona that wrote it."""
+        return (
+            self.where.guild_id,
+            self.where.channel_id if self.where.guild_id else self.author_id,
+            self.persona,
+        )
 
 
 @dataclass(frozen=True)
@@ -657,6 +752,8 @@ class Probe:
     where: Where
     speaker: str
     taking_part: frozenset[str]
+    persona: str = MAIN_PERSONA
+    lineage: int = MAIN_LINEAGE
 
 
 class Oracle:
@@ -753,7 +850,11 @@ class Oracle:
         return frozenset(
             at
             for at in places
-            if self.may_show(written, Probe(at, written.author_id, taking_part), bypass=False)
+            if self.may_show(
+                written,
+                Probe(at, written.author_id, taking_part, written.persona, written.lineage),
+                bypass=False,
+            )
         )
 
     def rewritten_at(self, old: Written, rewritten: Written) -> Where:
@@ -765,7 +866,7 @@ class Oracle:
     def may_refuse(self, existing: Written, new: Written) -> bool:
         """Rule 1 of "no oracle": a save (or rewrite) of the same words is refused only by a memory
         that is kept, not waiting for review, and shown wherever the new one would be."""
-        if not existing.stored or existing.gone or existing.pending:
+        if not existing.stored or existing.gone or existing.pending or existing.lineage != new.lineage:
             return False
         wanted = self.reach(new)
         return bool(wanted) and wanted <= self.reach(existing)
@@ -773,6 +874,11 @@ class Oracle:
     def may_show(self, written: Written, probe: Probe, *, bypass: bool = True) -> bool:
         at = probe.where
         if written.pending:
+            return False
+        # a persona reads its own short-term rows, and the long-term memories of its lineage
+        if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.persona != probe.persona:
+            return False
+        if written.kind in MEMORY_KINDS_SEEN and written.lineage != probe.lineage:
             return False
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)
@@ -810,6 +916,7 @@ class Oracle:
             own_row = (
                 probe.where.guild_id,
                 probe.where.channel_id if probe.where.guild_id else probe.speaker,
+                probe.persona,
             )
             return written.row != own_row
         return True

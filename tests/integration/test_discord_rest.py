@@ -289,3 +289,52 @@ def test_a_member_lookup_that_discord_refuses_is_an_error_not_a_stranger(discord
     discord.fail_next(403, {"code": 50001, "message": "Missing Access"})
     with pytest.raises(DiscordError):
         rest.get_guild_member(GUILD, "123456789012345678")
+
+
+def test_a_channel_webhook_is_created_then_posts_as_a_persona_without_the_bot_token_or_pings(
+    discord, rest, caplog
+):
+    from tests.discord_contract import checked_posts
+
+    caplog.set_level(logging.DEBUG)
+    # When kioku creates the channel's webhook and posts through it as Luna, into a thread too
+    hook = rest.create_webhook(CHANNEL, "kioku personas")
+    discord.seed_channel("5001", parent_id=CHANNEL)
+    posted = rest.execute_webhook(
+        hook["id"], hook["token"], "hi @everyone", username="Luna", avatar_url="https://example.com/l.png"
+    )
+    in_thread = rest.execute_webhook(
+        hook["id"], hook["token"], "in the thread", username="Luna", thread_id="5001"
+    )
+    # Then the posts are Luna's, through the webhook, of the application; nobody is pinged
+    assert (posted["author"]["username"], posted["webhook_id"], posted["application_id"]) == (
+        "Luna",
+        hook["id"],
+        discord.application_id,
+    )
+    assert in_thread["channel_id"] == "5001"
+    executes = discord.requests_to("POST", r"/api/v10/webhooks/.*")
+    assert all(request.body["allowed_mentions"] == {"parse": []} for request in executes)
+    assert all(
+        "authorization" not in request.headers for request in executes
+    )  # the token in the path is the key
+    assert executes[0].query["wait"] == ["true"] and executes[1].query["thread_id"] == ["5001"]
+    # every body is one Discord's OpenAPI document accepts, and no token is logged
+    assert checked_posts(discord.requests) == [
+        "/channels/{channel_id}/webhooks",
+        "/webhooks/{webhook_id}/{webhook_token}",
+        "/webhooks/{webhook_id}/{webhook_token}",
+    ]
+    assert hook["token"] not in caplog.text and TOKEN not in caplog.text
+
+
+def test_without_manage_webhooks_creating_one_is_a_403(discord, rest):
+    discord.forbid_webhooks(CHANNEL)
+    with pytest.raises(DiscordError) as refused:
+        rest.create_webhook(CHANNEL, "kioku personas")
+    assert refused.value.status == 403
+
+
+def test_a_webhook_token_that_could_change_the_path_is_refused(rest):
+    with pytest.raises(ValueError):
+        rest.execute_webhook("5000", "../../channels/1", "x", username="Luna")

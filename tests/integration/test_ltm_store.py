@@ -25,9 +25,9 @@ from kioku.adapters.dynamodb.ltm_store import (
     memory_from_item,
 )
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
-    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -588,7 +588,7 @@ def test_a_save_of_words_said_before_its_author_or_subject_forgot_everything_is_
         replace(draft(MemoryScope.server(SERVER, 1), "the server meets on Fridays"), said_at=before),
     ]
     for memory in refused:
-        with pytest.raises(ForgottenSinceSaid):
+        with pytest.raises(SpeakerForgotten):
             store.create(memory, limit=MAX_MEMORIES)
     # Then nothing of them was written, and no slot was taken
     assert store.memories_of(ScopeKind.PERSONAL, BOB) == []
@@ -605,7 +605,7 @@ def test_a_save_of_words_said_before_its_author_or_subject_forgot_everything_is_
     )
     assert mine.created and bobs.created
     (kept, _) = sorted(store.memories_of(ScopeKind.PERSONAL, BOB), key=lambda m: m.content)
-    with pytest.raises(ForgottenSinceSaid):
+    with pytest.raises(SpeakerForgotten):
         store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=before)
     store.replace_content(kept, "{user} owes Alice dinner", NOW, author_id=ALICE, said_at=after)
     assert store.find(ScopeKind.PERSONAL, BOB, kept.memory_id).content == "{user} owes Alice dinner"

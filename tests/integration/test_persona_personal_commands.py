@@ -527,5 +527,5 @@ def test_only_managers_change_the_persona_and_only_in_a_server(invoke, configs, 
 
 def test_persona_edit_and_view_are_top_level_beside_stm():
     options = {option["name"]: option for option in persona.COMMAND.definition()["options"]}
-    assert set(options) == {"stm", "view", "edit"}
+    assert set(options) == {"stm", "view", "edit", "add", "list", "remove", "nickname"}
     assert options["view"]["type"] == options["edit"]["type"] == SUB_COMMAND

@@ -39,6 +39,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
+from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
@@ -48,15 +49,16 @@ from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
-from kioku.domain.models import MemoryModeration, ServerConfig, UserProfile
+from kioku.domain.models import MemoryModeration, Persona, ServerConfig, UserProfile
 from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
-from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_jobs import PersonaCue, TurnJob
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
 from kioku.services.memory_control import forget_all
+from kioku.services.persona_voice import PersonaWebhooks
 from kioku.services.turn import TurnService
 from kioku.services.why import why_this_answer
 from tests.integration import stm_rows
@@ -65,6 +67,7 @@ from tests.integration.privacy_world import (
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     VIEW_CHANNEL_BIT,
+    Alter,
     Channel,
     FakeDiscord,
     ForgetRace,
@@ -147,9 +150,10 @@ PROPERTY_SETTINGS: Final = settings(
 )
 
 
-def relayed(message: dict[str, Any]) -> TurnJob:
-    """The turn of a message as RelayFunction queues it."""
-    return TurnJob.from_message(parse_message(message))
+def relayed(message: dict[str, Any], persona: Alter | None = None) -> TurnJob:
+    """The turn of a message as RelayFunction queues it (``persona``: the alter persona it calls)."""
+    cue = PersonaCue(persona.persona_id, persona.lineage, persona.name) if persona else None
+    return TurnJob.from_message(parse_message(message), cue)
 
 
 @PROPERTY_SETTINGS
@@ -596,11 +600,15 @@ def play(
             discord.fetched.clear()
             first_request = len(model.requests)
 
-            record = service.run(relayed(message))
+            record = service.run(relayed(message, plan.persona))
+            if plan.persona:
+                _count("a turn of an alter persona")
 
             assert not record.apologised and not record.duplicate, f"turn {number} did not complete"
             shown = [message, *discord.fetched][:HISTORY_LIMIT]
-            probe = Probe(plan.where, speaker.user_id, _taking_part(plan, shown))
+            probe = Probe(
+                plan.where, speaker.user_id, _taking_part(plan, shown), plan.persona_id, plan.lineage
+            )
             # What the model itself wrote in its tool calls is not what it was shown.
             seen = tokens_in(
                 [[m for m in r.messages if "tool_calls" not in m] for r in model.requests[first_request:]]
@@ -615,7 +623,8 @@ def play(
                 id(arguments): result
                 for (_, arguments), (_, result) in zip(model.made, record.tool_results, strict=True)
             }
-            written.append(Written(said, Kind.MESSAGE, plan.where, speaker.user_id))
+            voice = {"persona": plan.persona_id, "lineage": plan.lineage}
+            written.append(Written(said, Kind.MESSAGE, plan.where, speaker.user_id, **voice))
             private_now = oracle.private(plan.where) if plan.where.guild_id else None
             for call in planned:
                 result = results.get(id(call.arguments))
@@ -639,6 +648,7 @@ def play(
                             pending=pending,
                             text=text,
                             private_then=private_now,
+                            **voice,
                         )
                         if done and new.pending != oracle.waits_for_review(
                             call.kind, plan.where, speaker.user_id
@@ -769,6 +779,7 @@ def _service(
         turns=TurnRepository(table, stm_store, ltm_store),
         directory=GuildDirectory(discord),
         clock=clock,
+        webhooks=PersonaWebhooks(discord, WebhookStore(table)),
     )
 
 
@@ -1120,12 +1131,16 @@ def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
 
 def _configure(store: ConfigStore, world: World) -> None:
     for guild in world.guilds:
-        if guild.overrides or guild.bypass or guild.reviews:
+        if guild.overrides or guild.bypass or guild.reviews or guild.alters:
             config = ServerConfig(
                 guild_id=guild.guild_id,
                 channel_privacy=guild.overrides,
                 stm_privacy_bypass=guild.bypass,
                 memory_moderation=MemoryModeration.APPROVAL if guild.reviews else MemoryModeration.OPEN,
+                alters=tuple(
+                    Persona(persona_id=a.persona_id, lineage_id=a.lineage, name=a.name, alter=True)
+                    for a in guild.alters
+                ),
             )
             store.save_server_config(config)
     for user in world.users:

@@ -12,17 +12,11 @@ import pytest
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.stm.capture import StmRowIdentity
 from kioku.domain.stm.entries import StmAddress
-from kioku.services import stm as stm_service
-from kioku.services.stm import ShortTermMemoryTurn, turn_memory_query
+from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
 WORKERS = 32
 ADDRESS = StmAddress.of(SERVER, USER, CHANNEL, "kioku")
-
-
-@pytest.fixture(autouse=True)
-def _fresh_container(monkeypatch):
-    monkeypatch.setattr(stm_service, "_persona_hints", {})
 
 
 def capture_concurrently(moto_server, limits) -> None:
@@ -38,6 +32,7 @@ def capture_concurrently(moto_server, limits) -> None:
                 parent_channel_id=None,
                 now=NOW,
                 limits=limits,
+                guessed=PersonaGuesses().guess(SERVER),  # a cold container
             )
         )
         memory = ShortTermMemoryTurn(store, turn(loaded.config), loaded.state, limits)

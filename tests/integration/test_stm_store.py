@@ -10,31 +10,34 @@ import pytest
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import stm_row_key, turn_record_key
 from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, StmCategory, UserProfile
+from kioku.domain.stm.capture import NewerMemoryExists
 from kioku.domain.stm.context import build_short_term_memory_context
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.domain.turn import TurnOutcome
-from kioku.services import stm as stm_service
-from kioku.services.stm import ShortTermMemoryTurn, remember_persona, turn_memory_query
+from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from tests.integration.stm_rows import MAX_ITEM_BYTES, identity, item_size_bytes
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
 MINUTE = timedelta(minutes=1)
 
 
+CONTAINERS: dict[str, PersonaGuesses] = {}
+
+
 @pytest.fixture(autouse=True)
-def _fresh_container(monkeypatch):
+def _fresh_container():
     """Each test is a cold container: no persona guesses carried over from another test."""
-    monkeypatch.setattr(stm_service, "_persona_hints", {})
+    CONTAINERS["this test"] = PersonaGuesses()
 
 
 def load(store: StmStore, *, guild_id=SERVER, channel_id=CHANNEL, limits=LIMITS, now=NOW):
     """The turn's read of its short-term memory, as the turn service makes it."""
+    personas = CONTAINERS["this test"]
     query = turn_memory_query(
         guild_id=guild_id,
         channel_id=channel_id,
@@ -42,9 +45,10 @@ def load(store: StmStore, *, guild_id=SERVER, channel_id=CHANNEL, limits=LIMITS,
         parent_channel_id=None,
         now=now,
         limits=limits,
+        guessed=personas.guess(guild_id),
     )
     loaded = store.load_turn(query)
-    remember_persona(guild_id, loaded.config.persona)
+    personas.saw(guild_id, loaded.config.persona)
     return loaded
 
 

@@ -23,7 +23,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
-from kioku.domain.ltm.memory import ForgottenSinceSaid, Memory, MemoryDraft, MemoryScope, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
@@ -330,7 +330,8 @@ def test_a_rewrite_refused_as_forgotten_keeps_no_notice(table):
     mark_forgotten(table, BOB, SENT + timedelta(minutes=1))
 
     # When her turn rewrites his memory, Then it is refused as before, nothing changed or kept
-    with pytest.raises(ForgottenSinceSaid):
+    with pytest.raises(SpeakerForgotten) as refused:
         turns.write_announced(key, Outbox(notices=(UPDATED,), quoted=(BOB,)), NOW, _rewrite(memories, memory))
+    assert not refused.value.by_notice  # the rewrite's own refusal, not the notice's
     assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
     assert table.get(outbox_of(key)) is None

@@ -199,6 +199,7 @@ OPERATOR_PARAMETERS: Final = {
     "LlmMaxTokens": "LLM_MAX_TOKENS",
     "MaxReplyMessages": "MAX_REPLY_MESSAGES",
     "LtmRecallBudgetChars": "LTM_RECALL_BUDGET_CHARS",
+    "MaxPersonasPerServer": "MAX_PERSONAS_PER_SERVER",
 }
 
 

@@ -16,6 +16,7 @@ DISCORD_BITS = {
     "READ_MESSAGE_HISTORY": 16,
     "ADD_REACTIONS": 6,
     "SEND_MESSAGES_IN_THREADS": 38,
+    "MANAGE_WEBHOOKS": 29,
 }
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -29,6 +30,7 @@ def test_the_permissions_integer_is_the_sum_of_the_named_bits():
             "SEND_MESSAGES_IN_THREADS",
             "READ_MESSAGE_HISTORY",
             "EMBED_LINKS",
+            "MANAGE_WEBHOOKS",
         )
     )
     assert int(BOT_PERMISSIONS) == expected

@@ -24,6 +24,7 @@ from kioku.adapters.dynamodb.keys import (
     author_note_range,
     book_key,
     channel_row_range,
+    channel_webhook_key,
     counter_key,
     dm_row_range,
     forgotten_key,
@@ -68,6 +69,7 @@ def test_every_key_is_spelled_as_the_data_model_says():
     server_scope, personal_scope = MemoryScope.server("9", 2), MemoryScope.personal("7", 2)
     assert [
         server_config_key("9"),
+        channel_webhook_key("9", "100"),
         user_profile_key("7"),
         forgotten_key("7"),
         rate_key("7", 29_000_000),
@@ -90,6 +92,7 @@ def test_every_key_is_spelled_as_the_data_model_says():
         shown_note_key("7", "message", "55"),
     ] == [
         ("SERVER#9", "CONFIG"),
+        ("SERVER#9", "WEBHOOK#100"),
         ("USER#7", "PROFILE"),
         ("USER#7", "FORGOTTEN"),
         ("USER#7", "RATE#29000000"),
@@ -142,6 +145,7 @@ SHARED_PARTITIONS = {
         "book": "BOOK#L",
         "removed by its subject": "REMOVED#",
     },
+    "SERVER#": {"configuration (config_store)": "CONFIG", "channel webhook (webhook_store)": "WEBHOOK#"},
     "STM#S#": {"channel row": "C#"},
     "STM#U#": {"DM row": "DM#P#"},
     "TURN#": {"completion record": "DONE", "failed attempts": "ATTEMPTS"},

@@ -11,7 +11,7 @@ from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TO
 from kioku.domain.models import Capabilities
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
-from kioku.services import tools
+from kioku.services import tool_failures, tools
 from tests.unit.ltm_fakes import FakeMemoryStore, make_turn, member_lookup, settings
 from tests.unit.test_ltm_recall_budget import SERVER_SCOPE, chatter, recalled
 
@@ -117,4 +117,4 @@ def test_a_tool_that_fails_on_our_side_answers_an_error_and_does_not_raise():
     result = tools.run(STM_TOOL_NAME, "{}", bench(stm=Broken()))
 
     # Then the model is told it failed, and not to retry
-    assert (result.status, result.data["message"]) == ("error", tools.TOOL_FAILED)
+    assert (result.status, result.data["message"]) == ("error", tool_failures.TOOL_FAILED)

@@ -143,7 +143,13 @@ class FakeTurnStore:
         return forgotten_since(self.forgotten_at.get(person), key.sent_at)
 
     def read(
-        self, key: TurnKey, memory: TurnMemoryQuery, *, recall_lineage: int, recall_people: Sequence[str] = ()
+        self,
+        key: TurnKey,
+        memory: TurnMemoryQuery,
+        *,
+        recall_lineage: int,
+        recall_people: Sequence[str] = (),
+        webhook_of: tuple[str, str] | None = None,
     ) -> TurnRead:
         return TurnRead(
             memory=TurnMemoryLoad(

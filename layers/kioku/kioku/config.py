@@ -51,6 +51,7 @@ class Settings(BaseModel):
     MAX_TOOL_CALLS_PER_TURN: int = Field(default=6, ge=0, le=50)
     TURN_RATE_LIMIT_PER_MINUTE: int = Field(default=10, ge=1, le=1000)
     MAX_IMAGES_PER_REQUEST: int = Field(default=4, ge=0, le=50)
+    MAX_PERSONAS_PER_SERVER: int = Field(default=5, ge=1, le=25)
     EMBEDDINGS_MODEL: str | None = None
     EMBEDDINGS_BASE_URL: str | None = None
 

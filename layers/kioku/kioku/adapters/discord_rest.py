@@ -154,6 +154,37 @@ class DiscordRest:
             authorize=False,
         )
 
+    def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]:
+        """Create an incoming webhook in the channel (needs Manage Webhooks); the answer holds its token."""
+        return self._request("POST", f"/channels/{_id(channel_id)}/webhooks", json={"name": name})
+
+    def execute_webhook(
+        self,
+        webhook_id: str,
+        token: str,
+        content: str,
+        *,
+        username: str,
+        avatar_url: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
+        """Post through a webhook as ``username`` (with ``avatar_url``), waiting for the message; no
+        mass mentions. The token in the path is the credential: only the method is ever logged."""
+        if not _INTERACTION_TOKEN.fullmatch(token):
+            raise ValueError("webhook token has unexpected characters")
+        body: dict[str, Any] = {"content": content, "username": username, "allowed_mentions": {"parse": []}}
+        if avatar_url:
+            body["avatar_url"] = avatar_url
+        if embeds:
+            body["embeds"] = embeds
+        params: dict[str, Any] = {"wait": "true"}
+        if thread_id is not None:
+            params["thread_id"] = _id(thread_id)
+        return self._request(
+            "POST", f"/webhooks/{_id(webhook_id)}/{token}", params=params, json=body, authorize=False
+        )
+
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
         """Members whose username or nickname starts with ``query``."""
         if not 1 <= limit <= MAX_MEMBER_SEARCH_RESULTS:

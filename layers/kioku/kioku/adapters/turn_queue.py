@@ -29,7 +29,7 @@ class TurnQueue:
                 QueueUrl=self._url,
                 MessageBody=job.to_json(),
                 MessageGroupId=job.channel_id,
-                MessageDeduplicationId=f"{job.source.value}-{job.turn_id}",
+                MessageDeduplicationId=f"{job.source.value}-{job.record_id}",
             )
         except (BotoCoreError, ClientError) as exc:
             raise QueueUnavailable(f"could not queue turn {job.turn_id}: {exc.__class__.__name__}") from exc

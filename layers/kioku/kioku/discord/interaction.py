@@ -84,6 +84,8 @@ class Interaction(BaseModel):
     member: InteractionMember | None = None
     user: InteractionUser | None = None
     locale: str | None = None
+    app_permissions: str | None = Field(default=None, pattern=PERMISSIONS_PATTERN)
+    """The bot's permissions in the interaction's channel, as Discord computed them."""
     context: int | None = None
     """Where it was invoked: 0 a server, 1 the bot's DM, 2 another private channel (a group DM)."""
 

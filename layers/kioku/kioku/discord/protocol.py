@@ -115,6 +115,7 @@ class Permission(IntFlag):
     SEND_MESSAGES = 1 << 11
     EMBED_LINKS = 1 << 14
     READ_MESSAGE_HISTORY = 1 << 16
+    MANAGE_WEBHOOKS = 1 << 29
     SEND_MESSAGES_IN_THREADS = 1 << 38
 
 

@@ -74,6 +74,13 @@ class TurnReason(StrEnum):
 class TurnDecision:
     answer: bool
     reason: TurnReason
+    personas: tuple[str, ...] = ()
+    """The alter personas addressed, in the order named, each answering in a turn of its own; the
+    main persona is ``MAIN_PERSONA_TURN`` among them. Empty with ``answer``: the main persona alone."""
+
+
+MAIN_PERSONA_TURN: Final = ""
+"""The main persona's place in ``TurnDecision.personas``: its turn is the message's plain turn."""
 
 
 def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent | GuildSnapshot:
@@ -162,9 +169,41 @@ def _decide(
         return TurnDecision(True, TurnReason.MENTIONED)
     if _replied_to_author(message) == bot_user_id:
         return TurnDecision(True, TurnReason.REPLY_TO_BOT)
-    if config.trigger_words and _trigger_pattern(config.trigger_words).search(_normalise(message.content)):
-        return TurnDecision(True, TurnReason.TRIGGER_WORD)
-    return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+    if not config.alters:
+        if config.trigger_words and _trigger_pattern(config.trigger_words).search(
+            _normalise(message.content)
+        ):
+            return TurnDecision(True, TurnReason.TRIGGER_WORD)
+        return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+    addressed = _addressed_personas(message, bot_user_id, config)
+    if not addressed:
+        return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+    return TurnDecision(True, TurnReason.TRIGGER_WORD, addressed)
+
+
+def _addressed_personas(message: Message, bot_user_id: str, config: ServerConfig) -> tuple[str, ...]:
+    """Every persona the message calls, in the order named: a reply to an alter persona's message
+    first, then by where its trigger word (the main persona's are the server's) or, for an alter
+    persona, its name opening the message stands."""
+    from kioku.domain.personas import name_opens, ordered_unique, persona_of_message
+
+    text = _normalise(message.content)
+    named = []
+    quoted = _replied_message(message)
+    if quoted is not None:
+        persona = persona_of_message(quoted, bot_user_id, config)
+        if persona is not None:
+            named.append((-1, persona))
+    for persona in config.personas:
+        words = persona.trigger_words if persona.alter else config.trigger_words
+        found = _trigger_pattern(tuple(words)).search(text) if words else None
+        if found:
+            named.append((found.start(), persona))
+        if persona.alter and name_opens(message.content, persona.name):
+            named.append((0, persona))
+    return tuple(
+        persona.persona_id if persona.alter else MAIN_PERSONA_TURN for persona in ordered_unique(named)
+    )
 
 
 def _normalise(text: str) -> str:
@@ -186,10 +225,15 @@ def _trigger_pattern(trigger_words: tuple[str, ...]) -> re.Pattern[str]:
 
 def _replied_to_author(message: Message) -> str | None:
     """Whom the message replies to; a forward quotes a message without talking to its author."""
+    quoted = _replied_message(message)
+    return None if quoted is None else quoted.author.id
+
+
+def _replied_message(message: Message) -> Message | None:
     reference_type = message.reference.type if message.reference else MessageReferenceType.DEFAULT
     if message.referenced_message is None or reference_type != MessageReferenceType.DEFAULT:
         return None
-    return message.referenced_message.author.id
+    return message.referenced_message
 
 
 def _reject_constant(constant: str) -> None:

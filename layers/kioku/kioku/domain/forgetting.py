@@ -47,4 +47,11 @@ def forgotten_since(forgotten_at: datetime | None, sent_at: datetime) -> bool:
 
 
 class SpeakerForgotten(Exception):
-    """The speaker asked to forget everything after sending the message: nothing of it was written."""
+    """Someone asked to forget everything after the words were said (the speaker, or the person a
+    memory is about): nothing of it was written. ``by_notice``: what refused was the check of an
+    outbox kept in the same transaction (someone its notices answer or quote), not the write's own:
+    the write alone may still be made."""
+
+    def __init__(self, message: str, *, by_notice: bool = False) -> None:
+        super().__init__(message)
+        self.by_notice = by_notice

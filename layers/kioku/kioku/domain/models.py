@@ -6,8 +6,9 @@ must stay cheap to import and to copy.
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -38,12 +39,28 @@ DEFAULT_NUDGE_INJECTION_DEPTH = 2
 ANCHORED_TOP_DEPTH = -1
 
 
+MAIN_PERSONA_ID = "kioku"
+
+
 @dataclass(frozen=True, slots=True)
 class Persona:
-    persona_id: str = "kioku"
+    """Who kioku speaks as. The main persona speaks as the bot user; an ``alter`` persona through a
+    channel webhook, with its own name and ``avatar_url``. ``lineage_id`` names the long-term
+    memories it reads and writes: its own, or another persona's it was created to share.
+    ``trigger_words`` call an alter persona (the main persona's are the server's);
+    ``nicknames``: (member id, what this persona calls them)."""
+
+    persona_id: str = MAIN_PERSONA_ID
     lineage_id: int = 1
     name: str = "Kioku"
     system_prompt: str = ""
+    alter: bool = False
+    avatar_url: str | None = None
+    trigger_words: tuple[str, ...] = ()
+    nicknames: tuple[tuple[str, str], ...] = ()
+
+    def nickname_of(self, user_id: str) -> str | None:
+        return dict(self.nicknames).get(user_id)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +108,47 @@ class ServerConfig:
     trigger_words: tuple[str, ...] = ()
     answer_other_bots: bool = False
     memory_moderation: MemoryModeration = MemoryModeration.OPEN
+    alters: tuple[Persona, ...] = ()
+    """The other personas: in a stored configuration, the alter personas; in a turn's (after
+    ``speaking_as`` an alter one), every persona but the one speaking, the main one included."""
     version: int = 0
+
+    @property
+    def personas(self) -> tuple[Persona, ...]:
+        """Every persona, the one ``persona`` names first."""
+        return (self.persona, *self.alters)
+
+    @property
+    def main_persona(self) -> Persona:
+        return next((p for p in self.personas if not p.alter), self.persona)
+
+    def persona_by_id(self, persona_id: str | None) -> Persona | None:
+        """The persona with that id; None (no id) is the main persona."""
+        if persona_id is None:
+            return self.main_persona
+        return next((p for p in self.personas if p.persona_id == persona_id), None)
+
+    def persona_named(self, name: str) -> Persona | None:
+        """The persona called ``name`` (case- and width-insensitive)."""
+        wanted = _fold(name)
+        return next((p for p in self.personas if _fold(p.name) == wanted), None)
+
+    def speaking_as(self, persona_id: str | None) -> ServerConfig | None:
+        """This configuration as a turn of that persona reads it: ``persona`` is the one speaking,
+        ``alters`` the others. None if there is no such persona (it was removed)."""
+        persona = self.persona_by_id(persona_id)
+        if persona is None:
+            return None
+        others = tuple(p for p in self.personas if p.persona_id != persona.persona_id)
+        return replace(self, persona=persona, alters=others)
+
+    def lineage_sharers(self, persona: Persona) -> tuple[Persona, ...]:
+        """The other personas that read ``persona``'s long-term memories."""
+        return tuple(
+            p
+            for p in self.personas
+            if p.lineage_id == persona.lineage_id and p.persona_id != persona.persona_id
+        )
 
     @property
     def privacy(self) -> PrivacyPolicy:
@@ -155,6 +212,18 @@ class Participant:
     def known_names(self) -> tuple[str, ...]:
         names = (self.display_name, self.nickname, self.global_name, self.username)
         return tuple(dict.fromkeys(name for name in names if name))
+
+
+def _fold(name: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", name).casefold().split())
+
+
+class PersonaLimitReached(Exception):
+    """The server already has ``limit`` personas (``MAX_PERSONAS_PER_SERVER``)."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the server already has {limit} personas")
+        self.limit = limit
 
 
 class StaleConfiguration(Exception):

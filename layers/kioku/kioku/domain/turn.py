@@ -105,6 +105,9 @@ class TurnEnd(Enum):
     WITHDRAWN = "withdrawn"
     """Forget-all withdrew what it would post or capture (before or while posting): recorded done with
     what it posted, nothing captured."""
+    PERSONA_REMOVED = "persona removed"
+    """The alter persona it was to speak as was removed since it was queued: recorded done, nothing
+    posted or captured."""
 
     @property
     def recorded(self) -> bool:

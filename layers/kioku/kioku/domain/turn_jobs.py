@@ -49,6 +49,35 @@ class InvalidTurnJob(ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class PersonaCue:
+    """The alter persona a turn speaks as, as RelayFunction read it from the configuration: its id,
+    its lineage and its name are the keys and the name the turn's first read guesses (the turn
+    checks them against the configuration that read returns)."""
+
+    persona_id: str
+    lineage_id: int
+    name: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.persona_id, "lineage": self.lineage_id, "name": self.name}
+
+    @classmethod
+    def from_dict(cls, data: Any) -> PersonaCue:
+        if not isinstance(data, dict):
+            raise ValueError("persona is not an object")
+        lineage = data.get("lineage")
+        if not isinstance(lineage, int) or isinstance(lineage, bool) or lineage < 1:
+            raise ValueError("persona.lineage is not a positive integer")
+        name = data.get("name")
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_PERSONA_CUE_NAME:
+            raise ValueError("persona.name is not a short string")
+        return cls(_snowflake(data, "id"), lineage, name)
+
+
+MAX_PERSONA_CUE_NAME: Final = 100
+
+
+@dataclass(frozen=True, slots=True)
 class TurnJob:
     """``turn_id`` is the Discord message id or interaction id: the idempotency key of the turn.
     ``message``: the relayed message (a ``/chat`` or an export has none)."""
@@ -63,10 +92,18 @@ class TurnJob:
     member: Member | None = None
     interaction_token: str | None = None
     application_id: str | None = None
+    persona: PersonaCue | None = None
+    """The alter persona that answers; None: the main persona."""
+
+    @property
+    def record_id(self) -> str:
+        """What the turn's own items (its record, outbox and attempts) and its queue deduplication
+        are keyed by: a message answered by several personas is a turn for each."""
+        return self.turn_id if self.persona is None else f"{self.turn_id}.{self.persona.persona_id}"
 
     @classmethod
-    def from_message(cls, message: Message) -> TurnJob:
-        """The turn of a message the relay validated."""
+    def from_message(cls, message: Message, persona: PersonaCue | None = None) -> TurnJob:
+        """The turn of a message the relay validated, answered by ``persona`` (None: the main one)."""
         if message.channel_id is None:
             raise InvalidTurnJob("a relayed message needs its channel")
         return cls(
@@ -78,6 +115,7 @@ class TurnJob:
             member=message.member,
             content=message.content,
             message=message,
+            persona=persona,
         )
 
     def to_json(self) -> str:
@@ -117,6 +155,8 @@ class TurnJob:
             "interaction_token": self.interaction_token,
             "application_id": self.application_id,
         }
+        if self.persona is not None:
+            body["persona"] = self.persona.to_dict()
         return json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
@@ -148,6 +188,7 @@ class TurnJob:
                 application_id=None
                 if data.get("application_id") is None
                 else _snowflake(data, "application_id"),
+                persona=None if data.get("persona") is None else PersonaCue.from_dict(data["persona"]),
             )
         except MalformedMessage as exc:
             raise InvalidTurnJob(f"not a turn job: {exc.reason}") from None

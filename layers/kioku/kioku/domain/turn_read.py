@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.personas import ChannelWebhook
 from kioku.domain.stm.context import StmState
 from kioku.domain.turn import Outbox, TurnOutcome
 
@@ -31,6 +32,8 @@ class TurnMemoryQuery:
     active_since: datetime
     other_limit: int
     crude_since: datetime | None = None
+    speaking: str | None = None
+    """The persona the turn speaks as (None: the main one): its row, its lineage, its other rows."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +44,8 @@ class TurnMemoryLoad:
     extra: Mapping[Any, Any] = field(default_factory=dict)
     """The store's items of ``extra_keys`` that rode in the same BatchGetItem, by key: the store's
     own shapes, read back only by the store (the turn's record, outbox and memory books)."""
+    persona_gone: bool = False
+    """The persona the turn was to speak as is no longer in the configuration (removed)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,3 +61,5 @@ class TurnRead:
     query: TurnMemoryQuery
     recall_lineage: int
     recall_people: tuple[str, ...]
+    webhook: ChannelWebhook | None = None
+    """The channel's persona webhook, when the read asked for it (an alter persona's turn)."""

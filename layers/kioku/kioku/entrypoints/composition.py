@@ -128,7 +128,9 @@ class Container:
 
         from kioku.adapters.dynamodb.turn_ledger import RateLedger
         from kioku.adapters.dynamodb.turn_repository import TurnRepository
+        from kioku.adapters.dynamodb.webhook_store import WebhookStore
         from kioku.adapters.llm.registry import make_chat_model
+        from kioku.services.persona_voice import PersonaWebhooks
         from kioku.services.turn import TurnService
 
         model_settings = self.settings
@@ -147,6 +149,7 @@ class Container:
             directory=self.guild_directory,
             rates=RateLedger(self.table),
             embedder=self.embedder,
+            webhooks=PersonaWebhooks(self.discord, WebhookStore(self.table)),
         )
 
 

@@ -29,26 +29,50 @@ def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
     )
 
 
+class NotAnInteraction(ValueError):
+    """A signed body that is no Discord interaction (not JSON, or no ``type``)."""
+
+
 def _answer(body: bytes, context: Any) -> dict[str, Any]:
+    try:
+        return _route(body, context)
+    except Exception as exc:
+        response = _error_response(exc)
+        if response is None:
+            raise  # handle_signed logs it and answers 500
+        return response
+
+
+def _error_response(exc: Exception) -> dict[str, Any] | None:
+    """The interactions endpoint's one map from what stopped a request to its HTTP answer: 400 for
+    a body that is no interaction, or one the router cannot take; None for anything else (a command's
+    own failures are answered in the channel, by ``services/commands/error_replies.py``)."""
+    if isinstance(exc, NotAnInteraction):
+        return error_response(400, str(exc))
+    from kioku.services.commands.router import InvalidInteraction  # only on this path: a PING never loads it
+
+    if isinstance(exc, InvalidInteraction):
+        return error_response(400, str(exc))
+    return None
+
+
+def _route(body: bytes, context: Any) -> dict[str, Any]:
     try:
         payload = json.loads(body)
     except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser goes
-        return error_response(400, "body is not JSON")
+        raise NotAnInteraction("body is not JSON") from None
     if not isinstance(payload, dict) or not isinstance(payload.get("type"), int):
-        return error_response(400, "body is not a Discord interaction")
+        raise NotAnInteraction("body is not a Discord interaction")
     if payload["type"] == InteractionType.PING:
         return json_response(200, {"type": ResponseType.PONG})
 
     from kioku.entrypoints.composition import container
     from kioku.observability import Metric, count, invocation
-    from kioku.services.commands.router import InvalidInteraction, route_interaction
+    from kioku.services.commands.router import route_interaction
 
     with invocation(context, **_correlation_keys(payload)):
         count(Metric.COMMANDS)
-        try:
-            return json_response(200, route_interaction(payload, container()))
-        except InvalidInteraction as exc:
-            return error_response(400, str(exc))
+        return json_response(200, route_interaction(payload, container()))
 
 
 def _correlation_keys(payload: dict[str, Any]) -> dict[str, str | None]:

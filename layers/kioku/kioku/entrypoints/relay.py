@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from kioku.config import get_settings
+from kioku.config import Settings, get_settings
 from kioku.domain.addressing import (
+    MAIN_PERSONA_TURN,
     MAX_GUILD_BODY_BYTES,
+    GatewayMessage,
     InvalidRelayEvent,
     TurnReason,
     decide_turn,
@@ -44,10 +46,43 @@ def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 def _answer(body: bytes) -> dict[str, Any]:
     settings = get_settings()
+    event: GatewayMessage | ChannelEvent | GuildSnapshot | None = None
     try:
         event = parse_relay_body(body)
-    except InvalidRelayEvent as exc:
+        return _route(event, settings)
+    except Exception as exc:
+        response = _error_response(exc, event)
+        if response is None:
+            raise  # handle_signed logs it and answers 500
+        return response
+
+
+def _error_response(
+    exc: Exception, event: GatewayMessage | ChannelEvent | GuildSnapshot | None
+) -> dict[str, Any] | None:
+    """The relay endpoint's one map from what stopped a request to its HTTP answer: 400 for an
+    event it cannot take, 503 (the relay retries) for a queue or table out of reach; None for
+    anything else. ``event``: the request's, once parsed."""
+    from kioku.adapters.dynamodb.errors import StoreError
+    from kioku.domain.turn_jobs import InvalidTurnJob, QueueUnavailable
+
+    if isinstance(exc, InvalidRelayEvent):
         return error_response(400, f"invalid relay event: {exc.reason}")
+    if isinstance(exc, InvalidTurnJob):
+        return error_response(400, f"invalid relay event: {exc}")
+    if isinstance(exc, QueueUnavailable) and isinstance(event, GatewayMessage):
+        logger.exception("could not queue message %s", event.message.id)
+        return error_response(503, "could not queue the turn; retry")
+    if isinstance(exc, StoreError) and isinstance(event, ChannelEvent):
+        logger.exception("could not apply %s for channel %s", event.kind, event.channel_id)
+        return error_response(503, "could not apply the channel event; retry")
+    if isinstance(exc, StoreError) and isinstance(event, GuildSnapshot):
+        logger.exception("could not reconcile guild %s", event.guild_id)
+        return error_response(503, "could not reconcile the guild's memory; retry")
+    return None
+
+
+def _route(event: GatewayMessage | ChannelEvent | GuildSnapshot, settings: Settings) -> dict[str, Any]:
     if isinstance(event, ChannelEvent):
         correlate(channel_id=event.channel_id, guild_id=event.guild_id)
         count(Metric.RELAY_CHANNEL_EVENTS)
@@ -59,7 +94,8 @@ def _answer(body: bytes) -> dict[str, Any]:
     correlate(message_id=message.id, channel_id=message.channel_id, guild_id=message.guild_id)
 
     bot_user_id = settings.DISCORD_APPLICATION_ID
-    decision = decide_turn(event, bot_user_id=bot_user_id, config=ServerConfig(guild_id=message.guild_id))
+    config = ServerConfig(guild_id=message.guild_id)
+    decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
     if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
         config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
@@ -67,40 +103,39 @@ def _answer(body: bytes) -> dict[str, Any]:
         count(Metric.RELAY_IGNORED)
         return empty_response(204)
 
-    from kioku.domain.turn_jobs import InvalidTurnJob, QueueUnavailable, TurnJob
+    from kioku.domain.turn_jobs import TurnJob
 
-    try:
-        container().turn_queue.enqueue(TurnJob.from_message(message).fitted())
-    except InvalidTurnJob as exc:
-        return error_response(400, f"invalid relay event: {exc}")
-    except QueueUnavailable:
-        logger.exception("could not queue message %s", message.id)
-        return error_response(503, "could not queue the turn; retry")
+    # one turn per persona addressed, in the order named: the channel's FIFO group keeps it
+    for cue in _persona_cues(config, decision.personas):
+        container().turn_queue.enqueue(TurnJob.from_message(message, cue).fitted())
     count(Metric.RELAY_QUEUED)
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
 
 
+def _persona_cues(config: ServerConfig, personas: tuple[str, ...]) -> list[Any]:
+    """The persona each turn speaks as: None for the main persona (its turn is the plain one)."""
+    from kioku.domain.turn_jobs import PersonaCue
+
+    cues: list[PersonaCue | None] = []
+    for persona_id in personas or (MAIN_PERSONA_TURN,):
+        persona = config.persona_by_id(persona_id) if persona_id != MAIN_PERSONA_TURN else None
+        cues.append(
+            None if persona is None else PersonaCue(persona.persona_id, persona.lineage_id, persona.name)
+        )
+    return cues
+
+
 def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
-    from kioku.adapters.dynamodb.errors import StoreError
     from kioku.services.channel_events import apply_channel_event
 
-    try:
-        apply_channel_event(event, container().stm_store)
-    except StoreError:
-        logger.exception("could not apply %s for channel %s", event.kind, event.channel_id)
-        return error_response(503, "could not apply the channel event; retry")
+    apply_channel_event(event, container().stm_store)
     return empty_response(204)
 
 
 def _reconcile_guild(snapshot: GuildSnapshot) -> dict[str, Any]:
-    from kioku.adapters.dynamodb.errors import StoreError
     from kioku.services.channel_events import reconcile_guild
 
-    try:
-        report = reconcile_guild(snapshot, container().stm_store)
-    except StoreError:
-        logger.exception("could not reconcile guild %s", snapshot.guild_id)
-        return error_response(503, "could not reconcile the guild's memory; retry")
+    report = reconcile_guild(snapshot, container().stm_store)
     count(Metric.RELAY_GUILDS_RECONCILED)
     count(Metric.STM_ROWS_RECONCILED, report.restamped + report.deleted)
     return empty_response(204)

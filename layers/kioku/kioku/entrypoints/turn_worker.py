@@ -97,7 +97,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
     delivery = f"{record.message_id}#{_receive_count(record)}"
     try:
         attempt = container().turn_ledger.count_failed_attempt(
-            job.source.value, job.turn_id, delivery, clock.now()
+            job.source.value, job.record_id, delivery, clock.now()
         )
     except StoreError:
         attempt = None  # uncounted: retried, with the queue's maxReceiveCount as the backstop
@@ -107,7 +107,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
         reason = f"{why}: {_describe(exc)}"
         if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
             try:
-                container().turn_ledger.forget_attempts(job.source.value, job.turn_id)
+                container().turn_ledger.forget_attempts(job.source.value, job.record_id)
             except StoreError:
                 logger.warning("turn %s, if redriven, starts with its attempts counted", job.turn_id)
             return {"dead_lettered": reason}

@@ -38,7 +38,13 @@ def render_form(modal: dict) -> str:
 
 
 def render_message(message: dict[str, Any]) -> str:
-    lines = [f"{message.get('author', {}).get('username', '?')}: {message.get('content') or ''}".rstrip()]
+    """A message as text; a persona's (posted through kioku's webhook) with its name and avatar."""
+    author = message.get("author", {})
+    name = author.get("username", "?")
+    if message.get("webhook_id"):
+        avatar = author.get("avatar_url")
+        name = f"{name} [persona{', avatar ' + avatar if avatar else ''}]"
+    lines = [f"{name}: {message.get('content') or ''}".rstrip()]
     lines += [render_embed(embed) for embed in message.get("embeds") or []]
     lines += [
         f"  [attached file: {attachment.get('filename')}, {attachment.get('size', 0)} bytes]"

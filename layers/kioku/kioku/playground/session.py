@@ -258,6 +258,8 @@ class Playground:
             self.print(line)
 
     def show_memory(self) -> None:
+        """This channel's short-term memory, one row per persona that has one here (with its
+        lineage, whose long-term memories it reads)."""
         from kioku.adapters.dynamodb.config_store import ConfigStore
         from kioku.adapters.dynamodb.stm_reads import StmReads
         from kioku.adapters.dynamodb.table import KiokuTable
@@ -267,19 +269,27 @@ class Playground:
         table = KiokuTable(self.stack.resources.table_name)
         guild_id = self.channel.guild_id
         config = ConfigStore(table).get_server_config(guild_id) if guild_id else ServerConfig()
-        address = StmAddress.of(
-            guild_id, self.member.user_id, self.channel.channel_id, config.persona.persona_id
-        )
-        entry = StmReads(table).get(address)
-        if entry is None:
+        shown = False
+        for persona in config.personas if guild_id else (config.persona,):
+            address = StmAddress.of(
+                guild_id, self.member.user_id, self.channel.channel_id, persona.persona_id
+            )
+            entry = StmReads(table).get(address)
+            if entry is None:
+                continue
+            if config.alters:
+                self.print(f"[{persona.name}, lineage {persona.lineage_id}]")
+            shown = True
+            self.print(
+                f"turns since refresh: {entry.turns_since_refresh}   last updated: {entry.last_updated}"
+            )
+            self.print(f"summary: {entry.summary or '(none yet)'}")
+            for slug, text in entry.categories.items():
+                self.print(f"{slug}: {text}")
+            for message in entry.crude:
+                self.print(f"  {message.speaker}: {textwrap.shorten(message.text, 120)}")
+        if not shown:
             self.print("(no short-term memory in this channel yet)")
-            return
-        self.print(f"turns since refresh: {entry.turns_since_refresh}   last updated: {entry.last_updated}")
-        self.print(f"summary: {entry.summary or '(none yet)'}")
-        for slug, text in entry.categories.items():
-            self.print(f"{slug}: {text}")
-        for message in entry.crude:
-            self.print(f"  {message.speaker}: {textwrap.shorten(message.text, 120)}")
 
     # -- talking ------------------------------------------------------------------------------------
 

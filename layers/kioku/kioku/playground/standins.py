@@ -36,6 +36,7 @@ from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.ltm.ranking import stem, terms
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
+from kioku.playground.standin_webhooks import DISCORD_MESSAGE_LIMIT, WebhookRoutes
 
 LOOPBACK: Final = "127.0.0.1"
 DISCORD_API_PREFIX: Final = "/api/v10"
@@ -47,7 +48,6 @@ DEFAULT_EVERYONE_PERMISSIONS: Final = (
 )
 """@everyone's permissions in a new Discord server include View Channel (and Send Messages, Read
 Message History, Add Reactions); the stand-in's guilds start with them."""
-DISCORD_MESSAGE_LIMIT: Final = 2000
 _MENTIONED_ROLE: Final = re.compile(f"<@&({SNOWFLAKE_DIGITS})>")
 APPLICATION_OWNER_ID: Final = "1100000000000000001"
 STANDIN_NATIVE_DIMENSIONS: Final = 1536
@@ -222,9 +222,9 @@ def _discord_error(status: int, code: int, message: str) -> CannedResponse:
     return CannedResponse(status, {"code": code, "message": message})
 
 
-class DiscordStandIn(_StandInServer):
+class DiscordStandIn(WebhookRoutes, _StandInServer):
     """Discord's REST subset kioku uses, in memory: channels, messages, typing, interaction
-    webhooks, guild member search and command bulk overwrite."""
+    webhooks, channel webhooks (``WebhookRoutes``), guild member search and command bulk overwrite."""
 
     def __init__(
         self,
@@ -260,11 +260,13 @@ class DiscordStandIn(_StandInServer):
         self.interactions_endpoint_url: str | None = None
         self.owner = {"id": APPLICATION_OWNER_ID, "username": "owner", "global_name": None, "bot": False}
         self._users[APPLICATION_OWNER_ID] = self.owner
+        self._init_webhooks()
         self._routes: tuple[tuple[str, re.Pattern[str], Callable[..., CannedResponse]], ...] = (
             ("GET", re.compile(r"/channels/(\d+)"), self._get_channel),
             ("GET", re.compile(r"/channels/(\d+)/messages"), self._get_messages),
             ("POST", re.compile(r"/channels/(\d+)/messages"), self._post_message),
             ("POST", re.compile(r"/channels/(\d+)/typing"), self._typing),
+            ("POST", re.compile(r"/channels/(\d+)/webhooks"), self._create_webhook),
             ("GET", re.compile(r"/guilds/(\d+)/members/search"), self._search_members),
             ("GET", re.compile(r"/guilds/(\d+)/members/(\d+)"), self._get_member),
             ("GET", re.compile(r"/guilds/(\d+)/roles"), self._get_roles),
@@ -281,6 +283,14 @@ class DiscordStandIn(_StandInServer):
     def base_url(self) -> str:
         """What ``DISCORD_API_BASE_URL`` should be set to."""
         return self.url + DISCORD_API_PREFIX
+
+    @staticmethod
+    def _reply(status: int, body: Any = None) -> CannedResponse:
+        return CannedResponse(status, body)
+
+    @staticmethod
+    def _refuse(status: int, code: int, message: str) -> CannedResponse:
+        return _discord_error(status, code, message)
 
     # Seeding -----------------------------------------------------------------------------------
 
@@ -467,6 +477,9 @@ class DiscordStandIn(_StandInServer):
             return self._edit_original(request, *webhook.groups())  # the token in the path authorises
         if webhook and request.method == "GET":
             return self._get_original(*webhook.groups())
+        execute = re.fullmatch(r"/webhooks/(\d+)/([^/]+)", path)
+        if execute and request.method == "POST":
+            return self._execute_webhook(request, *execute.groups())  # the token in the path authorises
         if request.headers.get("authorization") != f"Bot {self.token}":
             return _discord_error(401, 0, "401: Unauthorized")
         for method, pattern, handler in self._routes:

@@ -1,7 +1,8 @@
 """The long-term memory tools the model calls, and the recall stage that shows it what it saved.
 
 Each tool answers with a ``ToolResult``: a status from ``domain.ltm.statuses`` the model reads and,
-on success, an embed for the turn to post. Domain errors map to statuses here and nowhere else.
+on success, an embed for the turn to post; a condition that stops a tool is answered from the one
+table of them all (``services/tool_failures.py``).
 Nothing is cached between turns, so a saved memory needs no cache invalidation: the next recall reads it.
 """
 
@@ -13,8 +14,6 @@ from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
 from kioku.domain.ltm.arguments import (
-    InvalidArguments,
-    Problem,
     RequestedScope,
     UpdateArguments,
     clean_content,
@@ -23,18 +22,13 @@ from kioku.domain.ltm.arguments import (
 )
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
-    DuplicateMemory,
-    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
-    MemoryNotFound,
     MemoryScope,
     MemoryStatus,
-    MemoryStoreFailed,
     PersonalTarget,
     ScopeKind,
-    TargetPrivacyRestricted,
     allows_personal_memories,
     content_fingerprint,
 )
@@ -44,7 +38,7 @@ from kioku.domain.ltm.notification import (
     memory_saved_embed,
     memory_updated_embed,
 )
-from kioku.domain.ltm.ports import LookupMember, MemberSearchFailed, MemoryStore, RecallSet, SearchMembers
+from kioku.domain.ltm.ports import LookupMember, MemoryStore, RecallSet, SearchMembers
 from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import (
     DEFAULT_RECALL_BUDGET_CHARS,
@@ -67,13 +61,20 @@ from kioku.domain.ltm.saving import (
 )
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.targets import TargetKind, TargetUser, resolve_target
-from kioku.domain.ltm.tools import SEARCH_TOOL_NAME, awaits_review, offered_update_tool
+from kioku.domain.ltm.tools import (
+    CREATE_TOOL_NAME,
+    SEARCH_TOOL_NAME,
+    UPDATE_TOOL_NAME,
+    awaits_review,
+    offered_update_tool,
+)
 from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.privacy import rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 from kioku.domain.why import MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
+from kioku.services.tool_failures import PRIVACY_RESTRICTED, answer_for
 
 _T = TypeVar("_T")
 
@@ -100,26 +101,6 @@ NEAR_DUPLICATE_SIMILARITY: Final = 0.8
 Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
 conversation reach it, most rewordings of one fact do."""
 SIMILAR_ON_LIMIT: Final = 3
-
-_CREATE_PROBLEMS: Final = {
-    Problem.ARGUMENTS: SaveStatus.INVALID_ARGS,
-    Problem.CONTENT: SaveStatus.INVALID_CONTENT,
-    Problem.SCOPE: SaveStatus.INVALID_SCOPE,
-}
-_UPDATE_PROBLEMS: Final = {
-    Problem.ARGUMENTS: UpdateStatus.INVALID_ARGS,
-    Problem.CONTENT: UpdateStatus.INVALID_CONTENT,
-    Problem.SCOPE: UpdateStatus.INVALID_ARGS,
-}
-_PRIVACY_MESSAGE: Final = (
-    "this user's privacy setting forbids personal memories; nothing was saved. "
-    "They can change it in their settings"
-)
-
-
-_FORGOTTEN_MESSAGE: Final = (
-    "nothing was saved: the person asked to forget everything about them after this was said"
-)
 
 _SERVER_FALLBACK: Final = {
     TargetKind.BOT_SELF: "saved as a server memory: you keep no personal memories about yourself",
@@ -161,16 +142,8 @@ def create_long_term_memory(
             recalled,
             embeddings,
         )
-    except InvalidArguments as exc:
-        return _result(_CREATE_PROBLEMS[exc.problem], exc.message)
-    except MemberSearchFailed:
-        return _result(SaveStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
-    except TargetPrivacyRestricted:
-        return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
-    except ForgottenSinceSaid:
-        return _result(SaveStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
-    except MemoryStoreFailed:
-        return _result(SaveStatus.DB_ERROR, "the memory could not be saved; do not retry in this turn")
+    except Exception as exc:
+        return _answer(CREATE_TOOL_NAME, exc)
 
 
 def update_long_term_memory(
@@ -191,21 +164,8 @@ def update_long_term_memory(
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
         return _update(request, turn, store, search_members, lookup_member, embeddings, write_announced)
-    except InvalidArguments as exc:
-        return _result(_UPDATE_PROBLEMS[exc.problem], exc.message)
-    except MemberSearchFailed:
-        return _result(UpdateStatus.INTERNAL_ERROR, "could not search the server's members; try a mention")
-    except MemoryNotFound:
-        return _result(UpdateStatus.NOT_FOUND, "the memory changed or was deleted meanwhile")
-    except ForgottenSinceSaid:
-        return _result(UpdateStatus.FORGOTTEN, _FORGOTTEN_MESSAGE)
-    except DuplicateMemory as exc:
-        return ToolResult(
-            UpdateStatus.DUPLICATE,
-            {"memory_id": exc.existing_id, "message": f"memory #{exc.existing_id} already says this"},
-        )
-    except MemoryStoreFailed:
-        return _result(UpdateStatus.DB_ERROR, "the memory could not be changed; do not retry in this turn")
+    except Exception as exc:
+        return _answer(UPDATE_TOOL_NAME, exc)
 
 
 def recall_context(
@@ -260,7 +220,7 @@ def _create(
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             subject, target = resolution.user, store.personal_target(resolution.user.user_id)
             if not allows_personal_memories(target.privacy_level):
-                return _result(SaveStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
+                return _result(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
         else:
             return unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
     if target is None and turn.guild_id is None:
@@ -403,7 +363,7 @@ def _update(
     else:
         privacy = store.personal_target(memory.scope.owner_id).privacy_level
         if not allows_personal_memories(privacy):
-            return _result(UpdateStatus.PRIVACY_RESTRICTED, _PRIVACY_MESSAGE)
+            return _result(UpdateStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
     origin = rewritten_origin(memory.origin, saving_origin(turn), turn.config.privacy)
     embedding = embeddings.embed(embedded_text(content)) if embeddings else None
     # the rewritten memory keeps its id and scope, and says ``content``: its notice is known before
@@ -477,3 +437,11 @@ def _find(
 
 def _result(status: str, message: str) -> ToolResult:
     return ToolResult(status, {"message": message})
+
+
+def _answer(tool: str, exc: Exception) -> ToolResult:
+    """The tool's answer to a condition that stopped it (``tool_failures``); anything else raises."""
+    answer = answer_for(tool, exc)
+    if answer is None:
+        raise exc
+    return answer

@@ -27,9 +27,11 @@ BOT_PERMISSIONS: Final = (
     | Permission.EMBED_LINKS
     | Permission.READ_MESSAGE_HISTORY
     | Permission.SEND_MESSAGES_IN_THREADS
+    | Permission.MANAGE_WEBHOOKS
 )
 """What the bot does in a channel: read it and its history, answer (with embeds for memory
-notifications), in threads too. Files go through interaction webhooks, which need none."""
+notifications), in threads too, and speak as an alter persona through a channel webhook it creates.
+Files go through interaction webhooks, which need none."""
 
 
 def is_typed_id(value: str) -> bool:

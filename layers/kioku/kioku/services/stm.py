@@ -7,14 +7,10 @@ turns is which persona a server had, and that is a guess for a key, checked on e
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from kioku.adapters.dynamodb.errors import StoreError
-from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
-from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.models import Persona, PrivacyLevel
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.categories import active_categories
@@ -22,6 +18,7 @@ from kioku.domain.stm.context import StmContext, StmState, build_short_term_memo
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmLimits
 from kioku.domain.stm.update_tool import (
     REFUSALS,
+    TOOL_NAME,
     InvalidStmUpdate,
     parse_update,
     refusal_message,
@@ -32,23 +29,26 @@ from kioku.domain.stm.update_tool import (
 from kioku.domain.tools import ToolResult, parse_tool_arguments
 from kioku.domain.turn import TurnContext
 from kioku.domain.turn_read import TurnMemoryQuery
+from kioku.services.tool_failures import answer_for
 from kioku.services.turn_ports import ShortTermMemoryWrites
 
-logger = logging.getLogger(__name__)
 
-_persona_hints: dict[str, Persona] = {}
+class PersonaGuesses:
+    """The persona this container last saw on each server: a guess for the keys of a turn's first
+    read (its short-term memory row, its memory books), checked against the configuration that read
+    returns. It lives as long as the turn service that owns it (the container's, in Lambda)."""
 
+    def __init__(self) -> None:
+        self._seen: dict[str, Persona] = {}
 
-def hinted_persona(guild_id: str | None) -> Persona:
-    """The persona this container last saw on ``guild_id``: a guess for the keys of the turn's
-    first read, checked against the configuration that read returns."""
-    return _persona_hints.get(guild_id or "", Persona())
+    def guess(self, guild_id: str | None) -> Persona:
+        """The persona last seen on ``guild_id``; the default one where none was (and in a DM)."""
+        return self._seen.get(guild_id or "", Persona())
 
-
-def remember_persona(guild_id: str | None, persona: Persona) -> None:
-    """Note the persona a turn's read found on ``guild_id``: the next turn's guess."""
-    if guild_id:
-        _persona_hints[guild_id] = persona
+    def saw(self, guild_id: str | None, persona: Persona) -> None:
+        """Note the persona a turn's read found on ``guild_id``: the next turn's guess."""
+        if guild_id:
+            self._seen[guild_id] = persona
 
 
 def turn_memory_query(
@@ -59,20 +59,23 @@ def turn_memory_query(
     parent_channel_id: str | None,
     now: datetime,
     limits: StmLimits,
-    guessed: Persona | None = None,
+    guessed: Persona,
+    speaking: str | None = None,
 ) -> TurnMemoryQuery:
     """What a turn reads of short-term memory, with the server config and the user's profile, in two
-    requests (cross-server folding included): the row of the persona ``guessed`` (by default the one
-    this container last saw), and the other channels' rows active within the retention."""
+    requests (cross-server folding included): the row of the persona ``speaking`` (an alter persona's
+    id), else of the main persona ``guessed`` (``PersonaGuesses``), and the other channels' rows
+    active within the retention."""
     return TurnMemoryQuery(
         guild_id=guild_id,
         channel_id=channel_id,
         user_id=user_id,
         parent_channel_id=parent_channel_id,
-        persona_hint=(guessed or hinted_persona(guild_id)).persona_id,
+        persona_hint=speaking or guessed.persona_id,
         active_since=now - limits.retention,
         crude_since=now - limits.crude_ttl,
         other_limit=limits.max_other_channels,
+        speaking=speaking,
     )
 
 
@@ -125,7 +128,7 @@ class ShortTermMemoryTurn:
                 parse_tool_arguments(arguments), categories, limits, value_macros(turn, limits)
             )
         except InvalidStmUpdate as exc:
-            return _error(f"invalid arguments: {exc}. Nothing was saved.")
+            return _answer(exc)
         try:
             self._store.write_memory(
                 self._identity,
@@ -135,13 +138,8 @@ class ShortTermMemoryTurn:
                 limits.retention,
                 said=turn.said if turn.is_dm else None,  # a DM's row is the speaker's own
             )
-        except SpeakerForgotten:
-            return _error("the person asked to forget everything since this was said; nothing was saved.")
-        except NewerMemoryExists:
-            return _error("a newer short-term memory of this channel was saved meanwhile; yours was not.")
-        except StoreError:
-            logger.exception("saving short-term memory failed")
-            return _error("the short-term memory could not be saved right now. Nothing was saved.")
+        except Exception as exc:
+            return _answer(exc)
         self._tool_used = True
         data: dict[str, Any] = {"message": "Short-term memory saved."}
         if update.shortened:
@@ -169,3 +167,11 @@ class ShortTermMemoryTurn:
 
 def _error(message: str) -> ToolResult:
     return ToolResult(status="error", data={"message": message})
+
+
+def _answer(exc: Exception) -> ToolResult:
+    """The tool's answer to a condition that stopped it (``tool_failures``); anything else raises."""
+    answer = answer_for(TOOL_NAME, exc)
+    if answer is None:
+        raise exc
+    return answer

@@ -17,13 +17,11 @@ from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
-from kioku.services import ltm, ltm_search
+from kioku.services import ltm, ltm_search, tool_failures
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
 
 logger = Logger(child=True)
-
-TOOL_FAILED: Final = "the tool failed on our side; do not retry it this turn"
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,9 +113,9 @@ def run(name: str, arguments: Any, bench: ToolBench) -> ToolResult:
     our side is logged, never raised into the turn."""
     tool = _BY_NAME.get(name)
     if tool is None:
-        return ToolResult("error", {"message": f"there is no tool named {name!r}"})
+        return tool_failures.no_such_tool(name)
     try:
         return tool.execute(arguments, bench)
     except Exception:
         logger.exception("tool %s failed", name)
-        return ToolResult("error", {"message": TOOL_FAILED})
+        return tool_failures.tool_failed()

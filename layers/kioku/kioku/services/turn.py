@@ -20,7 +20,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import suppress
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final
 
@@ -34,7 +34,8 @@ from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
 from kioku.domain.ltm.recall import recall_query, recall_subjects
-from kioku.domain.models import PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.personas import voiced_history
 from kioku.domain.replies import at_most, split_reply
 from kioku.domain.stm.capture import turn_lines, with_reply_id
 from kioku.domain.stm.entries import StmLimits
@@ -55,7 +56,13 @@ from kioku.domain.turn_read import TurnRead
 from kioku.domain.why import trace_of
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.stm import ShortTermMemoryTurn, hinted_persona, remember_persona, turn_memory_query
+from kioku.services.persona_voice import (
+    NO_WEBHOOK_PERMISSION,
+    PersonaReply,
+    PersonaWebhooks,
+    WebhooksForbidden,
+)
+from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from kioku.services.turn_conversation import Conversation
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
 from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
@@ -90,6 +97,10 @@ class TurnService:
     """Turns per person per minute (``TURN_RATE_LIMIT_PER_MINUTE``); None counts nothing."""
     embedder: Embedder | None = None
     """``EMBEDDINGS_MODEL``'s endpoint; None ranks memories by their words alone."""
+    personas: PersonaGuesses = field(default_factory=PersonaGuesses)
+    """The persona last seen on each server, the next turn's guess: as long-lived as the service."""
+    webhooks: PersonaWebhooks | None = None
+    """The channel webhooks alter personas speak through; None: only the main persona speaks."""
 
     def run(
         self,
@@ -104,13 +115,21 @@ class TurnService:
         still ends in an apology."""
         state = TurnState(
             job=job,
-            key=TurnKey(job.source.value, job.turn_id, job.author.id, snowflake_time(job.turn_id)),
+            key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
             time_left=time_left,
-            guessed=hinted_persona(job.guild_id),
+            guessed=self._speaking(job),
         )
         self._end(state, self._take(state, redelivered))
         return state.record
+
+    def _speaking(self, job: TurnJob) -> Persona:
+        """The persona the turn speaks as: the alter persona its job names, else the main persona this
+        container last saw on the server (a guess the turn's read checks)."""
+        cue = job.persona
+        if cue is None:
+            return self.personas.guess(job.guild_id)
+        return Persona(persona_id=cue.persona_id, lineage_id=cue.lineage_id, name=cue.name, alter=True)
 
     def _take(self, state: TurnState, redelivered: bool) -> TurnEnd:
         """The steps, one way through, up to how the turn ends: a rate notice goes straight to
@@ -180,10 +199,14 @@ class TurnService:
             # The bot lost access to the channel, or it is gone: no retry can answer it.
             logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
             return TurnEnd.UNANSWERABLE
+        # an alter persona is a voice of its own: its id, its name, the others' messages as other bots'
+        alter = state.guessed if state.guessed.alter else None
         bot = BotIdentity(
-            user_id=self.settings.DISCORD_APPLICATION_ID,
-            username=bot_username(state.history, self.settings),
+            user_id=alter.persona_id if alter else self.settings.DISCORD_APPLICATION_ID,
+            username=alter.name if alter else bot_username(state.history, self.settings),
         )
+        main_name = self.personas.guess(job.guild_id).name
+        state.history = voiced_history(state.history, self.settings.DISCORD_APPLICATION_ID, alter, main_name)
         participants = tuple(participants_from_messages(state.history, bot.user_id))
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
@@ -230,12 +253,17 @@ class TurnService:
                 now=state.now,
                 limits=limits,
                 guessed=state.guessed,
+                speaking=job.persona.persona_id if job.persona else None,
             ),
             recall_lineage=state.guessed.lineage_id,
             recall_people=[person.user_id for person in recall_subjects(turn)],
+            webhook_of=(job.guild_id, self._webhook_channel(state)) if job.persona and job.guild_id else None,
         )
-        remember_persona(job.guild_id, read.memory.config.persona)
+        self.personas.saw(job.guild_id, read.memory.config.main_persona)
         state.read = read
+        if read.memory.persona_gone:
+            logger.info("turn %s is not answered: its persona was removed", job.turn_id)
+            return TurnEnd.PERSONA_REMOVED
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
             state.record.reply_ids = list(read.done.reply_ids)
@@ -248,6 +276,7 @@ class TurnService:
             return TurnEnd.WITHDRAWN
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
+        state.record.persona, state.record.lineage = turn.config.persona.name, turn.config.persona.lineage_id
         if state.channel is not None and (
             turn.bot_name != state.guessed.name or mentions_another_channel(job, state.channel, state.history)
         ):
@@ -266,6 +295,8 @@ class TurnService:
             state.channel.name if state.channel else None,
             described_at=state.now,
         )
+        if job.persona is not None:
+            self._speak_as_persona(state, read)
         if read.outbox is not None:
             state.outbox, state.outbox_kept = read.outbox, True
             if read.outbox.answered:
@@ -278,6 +309,29 @@ class TurnService:
                 state.record.resumed = True
                 state.record.apologised = read.outbox.apologised
         return None
+
+    def _webhook_channel(self, state: TurnState) -> str:
+        """The channel whose webhook an alter persona posts through: a thread's parent's."""
+        channel = state.channel
+        return (channel.parent_channel_id if channel else None) or state.job.channel_id
+
+    def _speak_as_persona(self, state: TurnState, read: TurnRead) -> None:
+        """An alter persona answers through the channel's webhook, created now if the channel has
+        none; without Manage Webhooks the bot says so instead, once, and nothing is captured."""
+        job, persona = state.job, read.memory.config.persona
+        if self.webhooks is None:
+            raise RuntimeError("an alter persona's turn needs the persona webhooks")
+        channel_id = self._webhook_channel(state)
+        reply = PersonaReply(self.webhooks, job, persona, channel_id, stored=read.webhook)
+        if read.outbox is None or not read.outbox.answered:
+            try:
+                reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
+            except WebhooksForbidden:
+                logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
+                notice = NO_WEBHOOK_PERMISSION.format(name=persona.name)
+                state.outbox = Outbox(reply=notice, chunks=(notice,), capture=False)
+                return
+        state.responder = reply
 
     def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
@@ -349,8 +403,7 @@ class TurnService:
         delivery = Delivery(
             self.discord,
             state.job,
-            responder_for(state.job, self.discord),
-            self.settings.DISCORD_APPLICATION_ID,
+            state.responder or responder_for(state.job, self.discord, self.settings.DISCORD_APPLICATION_ID),
         )
         just_kept = not state.outbox_kept
         if just_kept:

@@ -22,7 +22,7 @@ from kioku.domain.replies import CUT_MARK, strip_echoed_metadata
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import LlmUnavailable, Outbox, TurnContext
-from kioku.services import tools
+from kioku.services import tool_failures, tools
 from kioku.services.turn_ports import GuildLookup, TurnDiscord, TurnStore
 from kioku.services.turn_state import TurnState
 
@@ -31,7 +31,6 @@ _T = TypeVar("_T")
 
 MAX_TOOL_ROUNDS: Final = 3
 RESERVED_SECONDS: Final = 10.0  # kept back from the model for posting the reply (or the apology)
-TOOL_CALLS_EXHAUSTED: Final = "not run: this turn has used all the tool calls it may make; answer without it"
 NUDGE_KIND: Final = "nudge"
 CONTEXT_KINDS: Final = {
     ContextTag.SYSTEM_PROMPT: "system",
@@ -109,7 +108,7 @@ class Conversation:
             messages.append(response.assistant_message())
             for call in response.tool_calls:
                 if len(record.tool_results) >= self.settings.MAX_TOOL_CALLS_PER_TURN:
-                    result = ToolResult("error", {"message": TOOL_CALLS_EXHAUSTED})
+                    result = tool_failures.calls_exhausted()
                     record.tool_calls_not_run += 1
                 else:
                     result = tools.run(call.name, call.arguments, bench)

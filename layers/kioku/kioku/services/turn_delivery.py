@@ -29,20 +29,50 @@ PERMANENT_REFUSALS: Final = frozenset({400, 403, 404})
 
 
 class Responder(Protocol):
-    """Where a turn's answer goes; ``adoptable_from``: the first chunk the channel's history shows."""
+    """Where a turn's answer goes; ``adoptable_from``: the first chunk the channel's history shows;
+    ``replies``: whether that chunk replies to the turn's message (a webhook's cannot)."""
 
     adoptable_from: int
+    replies: bool
 
     def post(self, index: int, chunk: str) -> str: ...
 
+    def notify(self, index: int, embed: dict[str, Any]) -> str:
+        """Post a memory notice; its id."""
+        ...
+
+    def is_own(self, message: Message) -> bool:
+        """Whether ``message`` is one this responder posts as (how a redelivery finds its posts)."""
+        ...
+
 
 @dataclass(frozen=True)
-class ChannelReply:
-    """A relayed message: the first chunk replies to it, every chunk is a channel message."""
+class _AsTheBot:
+    """Notices posted as the bot user, in the turn's channel."""
 
     discord: DeliveryDiscord
     job: TurnJob
+    bot_user_id: str
+
+    def notify(self, index: int, embed: dict[str, Any]) -> str:
+        posted = self.discord.create_message(
+            self.job.channel_id,
+            "",
+            embeds=[embed],
+            nonce=f"{self.job.turn_id}{NOTIFICATION_NONCE_MARK}{index}",
+        )
+        return str(posted.get("id", ""))
+
+    def is_own(self, message: Message) -> bool:
+        return message.author.id == self.bot_user_id
+
+
+@dataclass(frozen=True)
+class ChannelReply(_AsTheBot):
+    """A relayed message: the first chunk replies to it, every chunk is a channel message."""
+
     adoptable_from: int = 0
+    replies: bool = True
 
     def post(self, index: int, chunk: str) -> str:
         reply_to = self.job.turn_id if index == 0 else None
@@ -53,13 +83,12 @@ class ChannelReply:
 
 
 @dataclass(frozen=True)
-class InteractionWebhook:
+class InteractionWebhook(_AsTheBot):
     """A ``/chat``: the first chunk is the deferred response (an edit: idempotent by nature), the
     rest are channel messages."""
 
-    discord: DeliveryDiscord
-    job: TurnJob
     adoptable_from: int = 1
+    replies: bool = True
 
     def post(self, index: int, chunk: str) -> str:
         if index == 0:
@@ -73,10 +102,10 @@ class InteractionWebhook:
         return str(posted.get("id", ""))
 
 
-def responder_for(job: TurnJob, discord: DeliveryDiscord) -> Responder:
+def responder_for(job: TurnJob, discord: DeliveryDiscord, bot_user_id: str) -> Responder:
     if job.source.answers_an_interaction:
-        return InteractionWebhook(discord, job)
-    return ChannelReply(discord, job)
+        return InteractionWebhook(discord, job, bot_user_id)
+    return ChannelReply(discord, job, bot_user_id)
 
 
 class DeliveryWithdrawn(Exception):
@@ -102,7 +131,6 @@ class Delivery:
     discord: DeliveryDiscord
     job: TurnJob
     responder: Responder
-    bot_user_id: str
 
     def adopt(self, outbox: Outbox) -> Outbox:
         """``outbox`` with the posts the channel already holds counted as posted: an earlier
@@ -114,13 +142,16 @@ class Delivery:
         missing_notices = len(outbox.notice_ids) < len(outbox.notices)
         if not (missing_chunks or missing_notices):
             return outbox
-        own = [message for message in self._messages_after_turn() if message.author.id == self.bot_user_id]
+        own = [message for message in self._messages_after_turn() if self.responder.is_own(message)]
         reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
         last = _last_posted(reply_ids)
         if len(reply_ids) >= self.responder.adoptable_from:
             while len(reply_ids) < len(outbox.chunks):
                 if not reply_ids:
-                    found = next((m for m in own if _replies_to(m, self.job.turn_id)), None)
+                    firsts = (
+                        m for m in own if _replies_to(m, self.job.turn_id) or not self.responder.replies
+                    )
+                    found = next(firsts, None)
                 else:
                     found = _next_after(own, last)
                 if found is None or found.content != outbox.chunks[len(reply_ids)]:
@@ -185,18 +216,12 @@ class Delivery:
 
     def _notify(self, index: int, embed: dict[str, Any]) -> str:
         try:
-            posted = self.discord.create_message(
-                self.job.channel_id,
-                "",
-                embeds=[embed],
-                nonce=f"{self.job.turn_id}{NOTIFICATION_NONCE_MARK}{index}",
-            )
+            return self.responder.notify(index, embed)
         except DiscordError as exc:
             if exc.status not in PERMANENT_REFUSALS:
                 raise
             logger.warning("memory notification refused for good, not retried: %s", exc)
             return ""
-        return str(posted.get("id", ""))
 
 
 def _replies_to(message: Message, turn_id: str) -> bool:

@@ -99,7 +99,10 @@ class TurnStore(Protocol):
         *,
         recall_lineage: int,
         recall_people: Sequence[str] = (),
-    ) -> TurnRead: ...
+        webhook_of: tuple[str, str] | None = None,
+    ) -> TurnRead:
+        """``webhook_of`` (guild, channel): read that channel's persona webhook too."""
+        ...
 
     def done(self, key: TurnKey) -> TurnOutcome | None: ...
 

@@ -18,6 +18,7 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
+from kioku.services.turn_delivery import Responder
 
 
 @dataclass
@@ -37,6 +38,10 @@ class TurnRecord:
     tool_calls_not_run: int = 0
     end: TurnEnd | None = None
     """How the turn ended (None: it raised, for the queue to retry it)."""
+    persona: str = ""
+    """The name of the persona that spoke (once the configuration was read)."""
+    lineage: int | None = None
+    """Its lineage: whose long-term memories the turn read and wrote."""
 
     @property
     def duplicate(self) -> bool:
@@ -58,8 +63,9 @@ class TurnState:
     now: datetime
     time_left: Callable[[], float]
     guessed: Persona
-    """The persona this container last saw on the turn's server, read once: the name the history is
-    first read with, the keys the turn's one read guesses; the configuration read corrects it."""
+    """The persona the turn speaks as, decided once: an alter persona as its job names it, else the
+    main persona this container last saw on the turn's server. The name the history is first read
+    with, the keys the turn's one read guesses; the configuration read corrects it."""
     record: TurnRecord = field(default_factory=TurnRecord)
     channel: ChannelDescription | None = None
     history: list[Message] = field(default_factory=list)
@@ -77,6 +83,8 @@ class TurnState:
     outbox_kept: bool = False
     notices_kept: int = 0
     """How many of this attempt's notices are kept in its outbox."""
+    responder: Responder | None = None
+    """Where an alter persona's answer goes (its channel webhook); None: as the bot."""
 
     @property
     def answered(self) -> bool:

@@ -13,6 +13,7 @@ from kioku.domain.models import (
     Capabilities,
     MemoryModeration,
     Persona,
+    PersonaLimitReached,
     PrivacyLevel,
     RenderMode,
     ServerConfig,
@@ -47,6 +48,31 @@ class ConfigStore:
             raise StaleConfiguration(server_config_from_item(exc.old_item, config.guild_id)) from exc
         return saved
 
+    def save_with_persona_limit(self, config: ServerConfig, max_personas: int) -> ServerConfig:
+        """``save_server_config`` for a change that adds a persona: the write is also conditional on
+        the stored configuration holding fewer than ``max_personas`` personas, so two managers
+        adding at once can never pass the limit. ``PersonaLimitReached`` when it is full."""
+        if len(config.personas) > max_personas:
+            raise PersonaLimitReached(max_personas)
+        if not config.guild_id:
+            raise ValueError("a DM has no server configuration to save")
+        saved = replace(config, version=config.version + 1)
+        try:
+            self._table.put(
+                server_config_to_item(saved),
+                # the stored list holds the alter personas: the main one is always there
+                condition="(attribute_not_exists(pk) OR #version = :read_version) AND "
+                "(attribute_not_exists(#personas) OR size(#personas) < :max_alters)",
+                names={"#version": "version", "#personas": "personas"},
+                values={":read_version": config.version, ":max_alters": max_personas - 1},
+            )
+        except ConditionFailed as exc:
+            current = server_config_from_item(exc.old_item, config.guild_id)
+            if len(current.personas) >= max_personas:
+                raise PersonaLimitReached(max_personas) from exc
+            raise StaleConfiguration(current) from exc
+        return saved
+
     def get_user_profile(self, user_id: str) -> UserProfile:
         return user_profile_from_item(self._table.get(user_profile_key(user_id)), user_id)
 
@@ -67,18 +93,13 @@ class ConfigStore:
 def server_config_from_item(item: Item | None, guild_id: str | None) -> ServerConfig:
     if item is None:
         return ServerConfig(guild_id=guild_id)
-    persona = item.get("persona", {})
     capabilities = item.get("capabilities", {})
     stm = item.get("stm", {})
     defaults = StmConfig()
     return ServerConfig(
         guild_id=guild_id,
-        persona=Persona(
-            persona_id=str(persona.get("persona_id", Persona.persona_id)),
-            lineage_id=int(persona.get("lineage_id", Persona.lineage_id)),
-            name=str(persona.get("name", Persona.name)),
-            system_prompt=str(persona.get("system_prompt", "")),
-        ),
+        persona=_persona_from_map(item.get("persona", {}), alter=False),
+        alters=tuple(_persona_from_map(p, alter=True) for p in item.get("personas", ())),
         capabilities=Capabilities(**{k: bool(v) for k, v in capabilities.items() if k in _CAPABILITY_FLAGS}),
         channel_privacy=parse_overrides(item.get("channel_privacy")),
         stm_privacy_bypass=bool(item.get("stm_privacy_bypass", False)),
@@ -119,12 +140,8 @@ def server_config_to_item(config: ServerConfig) -> Item:
     stm = config.stm
     return {
         **server_config_key(config.guild_id or "").as_item(),
-        "persona": {
-            "persona_id": config.persona.persona_id,
-            "lineage_id": config.persona.lineage_id,
-            "name": config.persona.name,
-            "system_prompt": config.persona.system_prompt,
-        },
+        "persona": _persona_to_map(config.persona),
+        "personas": [_persona_to_map(persona) for persona in config.alters],
         "capabilities": {flag: getattr(config.capabilities, flag) for flag in sorted(_CAPABILITY_FLAGS)},
         "channel_privacy": {channel: mode.value for channel, mode in sorted(config.channel_privacy.items())},
         "stm_privacy_bypass": config.stm_privacy_bypass,
@@ -148,6 +165,33 @@ def server_config_to_item(config: ServerConfig) -> Item:
         "memory_moderation": config.memory_moderation.value,
         "version": config.version,
     }
+
+
+def _persona_from_map(stored: Any, *, alter: bool) -> Persona:
+    return Persona(
+        persona_id=str(stored.get("persona_id", Persona.persona_id)),
+        lineage_id=int(stored.get("lineage_id", Persona.lineage_id)),
+        name=str(stored.get("name", Persona.name)),
+        system_prompt=str(stored.get("system_prompt", "")),
+        alter=alter,
+        avatar_url=stored.get("avatar_url") or None,
+        trigger_words=tuple(str(word) for word in stored.get("trigger_words", ())),
+        nicknames=tuple(sorted((str(k), str(v)) for k, v in stored.get("nicknames", {}).items())),
+    )
+
+
+def _persona_to_map(persona: Persona) -> dict[str, Any]:
+    return _without_none(
+        {
+            "persona_id": persona.persona_id,
+            "lineage_id": persona.lineage_id,
+            "name": persona.name,
+            "system_prompt": persona.system_prompt,
+            "avatar_url": persona.avatar_url,
+            "trigger_words": list(persona.trigger_words) if persona.trigger_words else None,
+            "nicknames": dict(persona.nicknames) if persona.nicknames else None,
+        }
+    )
 
 
 def user_profile_from_item(item: Item | None, user_id: str) -> UserProfile:

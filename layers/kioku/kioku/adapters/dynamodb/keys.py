@@ -52,6 +52,7 @@ TURN_PARTITION: Final = "TURN#"
 REPLY_PARTITION: Final = "REPLY#"
 
 CONFIG: Final = "CONFIG"
+WEBHOOK_PREFIX: Final = "WEBHOOK#"
 PROFILE: Final = "PROFILE"
 FORGOTTEN: Final = "FORGOTTEN"
 RATE_PREFIX: Final = "RATE#"
@@ -160,6 +161,11 @@ def _turn_pk(source: str, turn_id: str) -> str:
 
 def server_config_key(guild_id: str) -> ItemKey:
     return ItemKey(f"{SERVER_PARTITION}{guild_id}", CONFIG)
+
+
+def channel_webhook_key(guild_id: str, channel_id: str) -> ItemKey:
+    """The webhook kioku's alter personas speak through in a channel (a thread's: its parent's)."""
+    return ItemKey(f"{SERVER_PARTITION}{guild_id}", f"{WEBHOOK_PREFIX}{channel_id}")
 
 
 def user_profile_key(user_id: str) -> ItemKey:

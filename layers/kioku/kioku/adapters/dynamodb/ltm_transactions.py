@@ -98,7 +98,9 @@ class LtmTransactions:
                 return
             except TransactionCancelled as exc:
                 if any(reason.condition_failed for reason in exc.reasons[len(operations) :]):
-                    raise SpeakerForgotten("someone the notice answers or quotes forgot everything") from exc
+                    raise SpeakerForgotten(
+                        "someone the notice answers or quotes forgot everything", by_notice=True
+                    ) from exc
                 memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
         raise MemoryStoreFailed(f"gave up deleting after {MAX_ATTEMPTS} lost races")
 

@@ -32,7 +32,6 @@ from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
-    ForgottenSinceSaid,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -102,9 +101,7 @@ class LtmWrites(LtmTransactions):
                 failed = {name for name, reason in reasons.items() if reason.condition_failed}
                 old = {name: reason.old_item for name, reason in reasons.items()}
                 if failed & _FORGOTTEN_PARTS:
-                    raise ForgottenSinceSaid(
-                        "its author or subject asked to forget everything since"
-                    ) from exc
+                    raise SpeakerForgotten("its author or subject asked to forget everything since") from exc
                 if "privacy" in failed:
                     raise TargetPrivacyRestricted(
                         "the user's privacy level forbids personal memories"
@@ -148,7 +145,7 @@ class LtmWrites(LtmTransactions):
     ) -> Memory:
         """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
-        would. Given ``said_at`` (when the new text was said), raises ``ForgottenSinceSaid`` if its
+        would. Given ``said_at`` (when the new text was said), raises ``SpeakerForgotten`` if its
         author, or a personal memory's owner, asked to forget everything since. ``embedding`` is the
         new content's (None: the old one goes, it described the old text). Raises
         ``DuplicateMemory`` only for a memory recalled wherever the rewritten one would be, under
@@ -168,11 +165,11 @@ class LtmWrites(LtmTransactions):
                 reasons = dict(zip(operations, exc.reasons, strict=True))
                 failed = {name for name, reason in reasons.items() if reason.condition_failed}
                 if failed & _FORGOTTEN_PARTS:
-                    raise ForgottenSinceSaid(
-                        "its author or subject asked to forget everything since"
-                    ) from exc
+                    raise SpeakerForgotten("its author or subject asked to forget everything since") from exc
                 if any(name.startswith(_ALSO) for name in failed):
-                    raise SpeakerForgotten("someone the notice answers or quotes forgot everything") from exc
+                    raise SpeakerForgotten(
+                        "someone the notice answers or quotes forgot everything", by_notice=True
+                    ) from exc
                 if failed & {"memory", "old_guard"}:
                     memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
                 elif failed & {"new_guard", "displaced"}:

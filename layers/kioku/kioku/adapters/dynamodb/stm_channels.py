@@ -84,6 +84,20 @@ class StmChannelRows:
             self._table.delete(stm_row_key(entry.address))
         return len(rows)
 
+    # -- a persona removed
+
+    def persona_rows(self, guild_id: str, persona_id: str) -> list[StmEntry]:
+        """Every channel's and thread's row of ``guild_id`` that ``persona_id`` keeps (identity only)."""
+        items = self._table.query_range_all(guild_row_range(guild_id))
+        return [entry for entry in entries_from_items(items) if entry.address.persona_id == persona_id]
+
+    def delete_persona_rows(self, guild_id: str, persona_id: str) -> int:
+        """Delete the rows ``persona_id`` keeps in ``guild_id``; returns how many."""
+        rows = self.persona_rows(guild_id, persona_id)
+        for entry in rows:
+            self._table.delete(stm_row_key(entry.address))
+        return len(rows)
+
     # -- a guild's whole channel list (GUILD_CREATE)
 
     def guild_rows(self, guild_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:

@@ -70,7 +70,16 @@ class StmReads:
             keys.append(stm_row_key(parent_guess))
         found = index_by_key(self._table.batch_get(keys))
         config_item = found.get(server_config_key(guild_id)) if guild_id else None
-        config = server_config_from_item(config_item, guild_id)
+        stored = server_config_from_item(config_item, guild_id)
+        config = stored.speaking_as(query.speaking) if guild_id else stored
+        if config is None:
+            return TurnMemoryLoad(
+                config=stored,
+                profile=user_profile_from_item(found.get(user_profile_key(user_id)), user_id),
+                state=StmState(None, ()),
+                extra=found,
+                persona_gone=True,
+            )
         profile = user_profile_from_item(found.get(user_profile_key(user_id)), user_id)
 
         def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
@@ -88,6 +97,7 @@ class StmReads:
         def eligible(entry: StmEntry) -> bool:
             return (
                 entry.channel_id != channel_id
+                and entry.address.persona_id == persona_id  # a lineage's sharers keep rows apart
                 and has_live_content(entry, crude_since or active_since)
                 and may_recall_row(
                     entry, place, policy, user_id=user_id, cross_server_opt_in=profile.cross_server_opt_in

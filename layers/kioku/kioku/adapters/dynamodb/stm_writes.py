@@ -38,7 +38,7 @@ from kioku.adapters.dynamodb.stm_items import (
 from kioku.adapters.dynamodb.table import KiokuTable, UpdateExpression, backoff
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.models import StmCategory
-from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
+from kioku.domain.stm.capture import NewerMemoryExists, StmRowIdentity, TurnCapture
 from kioku.domain.stm.categories import MAX_LABEL_CHARS, MAX_SLUG_CHARS
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits, merge_crude
 from kioku.domain.stm.update_tool import StmUpdate
@@ -46,10 +46,6 @@ from kioku.domain.turn import TurnAlreadyRecorded
 
 ANY_TIME: Final = object()  # write_memory's default: any earlier write may be replaced
 MAX_CAPTURE_ATTEMPTS: Final = 48
-
-
-class NewerMemoryExists(StoreError):
-    """Another turn saved this channel's memory after ours was written; ours was not stored."""
 
 
 class CaptureConflict(StoreError):

@@ -39,6 +39,7 @@ from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, 
 from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_traces import commit_parts, trace_attributes, trace_from_item
+from kioku.adapters.dynamodb.webhook_store import WebhookStore, webhook_from_item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
@@ -71,10 +72,12 @@ class TurnRepository:
         *,
         recall_lineage: int,
         recall_people: Sequence[str] = (),
+        webhook_of: tuple[str, str] | None = None,
     ) -> TurnRead:
         """Read the turn in one BatchGetItem (``StmStore.load_turn``): its ``memory``, its record and
         its outbox, its author's forget-all mark, and the memory books recall reads in the persona
-        lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``."""
+        lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``, and
+        the persona webhook of ``webhook_of`` (guild, channel) when given."""
         done_at, outbox_at, forgotten_at = (
             turn_record_key(key.source, key.turn_id),
             _outbox_key(key),
@@ -82,7 +85,9 @@ class TurnRepository:
         )
         people = tuple(recall_people)
         books = self._memories.recall_keys(memory.guild_id, recall_lineage, people)
-        loaded = self._stm.load_turn(memory, extra_keys=[done_at, outbox_at, forgotten_at, *books])
+        hook_at = WebhookStore.key(*webhook_of) if webhook_of else None
+        extra = [done_at, outbox_at, forgotten_at, *books, *([hook_at] if hook_at else [])]
+        loaded = self._stm.load_turn(memory, extra_keys=extra)
         found = loaded.extra
         return TurnRead(
             memory=loaded,
@@ -92,6 +97,7 @@ class TurnRepository:
             query=memory,
             recall_lineage=recall_lineage,
             recall_people=people,
+            webhook=webhook_from_item(found.get(hook_at)) if hook_at else None,
         )
 
     def done(self, key: TurnKey) -> TurnOutcome | None:
@@ -147,7 +153,9 @@ class TurnRepository:
         since)."""
         try:
             return write(list(self._keep_parts(key, outbox, now).values())), True
-        except SpeakerForgotten:
+        except SpeakerForgotten as exc:
+            if not exc.by_notice:
+                raise  # the change itself is refused: its author or subject forgot everything since
             return write(()), False
 
     def _keep_parts(self, key: TurnKey, outbox: Outbox, now: datetime) -> dict[str, dict[str, Any]]:

@@ -355,10 +355,5 @@ class TargetPrivacyRestricted(LongTermMemoryError):
     """The user's privacy level forbids personal memories (it may have changed since resolution)."""
 
 
-class ForgottenSinceSaid(LongTermMemoryError):
-    """The memory's author, or the person it is about, asked to forget everything after its words
-    were said: nothing was saved."""
-
-
 class MemoryStoreFailed(LongTermMemoryError):
     """The store could not be reached, or kept losing races past its retry budget."""

@@ -69,7 +69,7 @@ class MemoryStore(Protocol):
     ) -> SaveOutcome:
         """Save ``draft`` unless its scope holds the same fact in a memory that refuses it under
         ``policy`` (``refuses_as_duplicate``); raises ``MemoryLimitReached``,
-        ``ForgottenSinceSaid`` (``draft.said_at``) and, for personal memories,
+        ``SpeakerForgotten`` (``draft.said_at``) and, for personal memories,
         ``TargetPrivacyRestricted``. ``ledger`` is the counts already read."""
         ...
 
@@ -92,7 +92,7 @@ class MemoryStore(Protocol):
         """``memory`` with new content (and ``embedding``, its embedding, if any), written at
         ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory`` (only
         for a memory that refuses it under ``policy``),
-        ``MemoryNotFound`` (changed) or, given ``said_at``, ``ForgottenSinceSaid``. ``also``: as
+        ``MemoryNotFound`` (changed) or, given ``said_at``, ``SpeakerForgotten``. ``also``: as
         for ``delete``."""
         ...
 

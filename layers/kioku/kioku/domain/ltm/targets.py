@@ -75,8 +75,8 @@ def resolve_target(
     search_members: SearchMembers | None,
     lookup_member: LookupMember | None = None,
 ) -> TargetResolution:
-    """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); the
-    people in the conversation; the guild's member search; the names of webhook personas (bridges).
+    """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); what
+    the speaking persona calls someone (its nicknames); the people in the conversation; the guild's member search; the names of webhook personas (bridges).
     A name no rung finds is tried again without its titles and honorifics (``without_affixes``).
     At each rung a match on a primary name (username, global name) wins over one on a nickname
     (the guild display name); the result is ambiguous only when a rung finds several people on its
@@ -124,6 +124,10 @@ def _resolve_name(
         return TargetResolution(TargetKind.NOT_FOUND)
     if wanted in {comparable_name(name) for name in turn.bot.names(turn.bot_name)}:
         return TargetResolution(TargetKind.BOT_SELF)
+    # what the persona speaking calls someone (``/persona nickname``) names them before anything else
+    nicknamed = {uid for uid, nick in turn.config.persona.nicknames if comparable_name(nick) == wanted}
+    if len(nicknamed) == 1:
+        return _resolve_id(nicknamed.pop(), turn, people, lookup_member)
     people_named = _best_tier([p for p in people.values() if not p.is_bridge], wanted, _participant_names)
     if people_named:
         resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, lookup_member)

@@ -15,6 +15,10 @@ from kioku.domain.turn import TurnContext
 from kioku.domain.turn_jobs import TurnJob
 
 
+class NewerMemoryExists(Exception):
+    """Another turn saved this channel's memory after ours was written; ours was not stored."""
+
+
 @dataclass(frozen=True, slots=True)
 class StmRowIdentity:
     """Everything a write needs to create the row if it is missing, and the channel's privacy as

@@ -150,8 +150,12 @@ function renderMessages(state) {
       class: classes.join(" "), "data-id": message.id, "data-turn": message.turn,
       onclick: turn ? () => { view.selected = message.id; view.pinned = true; render(JSON.parse(view.lastJson)); } : null,
     },
+    message.avatar_url ? el("img", { class: "avatar", src: message.avatar_url, alt: "", width: 20, height: 20 }) : null,
     el("span", { class: "author" }, message.author),
+    message.persona ? el("span", { class: "chip persona", title: "an alter persona, through kioku's webhook" }, "persona") : null,
     el("span", { class: "time" }, (message.timestamp || "").slice(0, 16).replace("T", " ")),
+    turn && turn.persona ? el("span", { class: "chip lineage", title: "who spoke, and whose long-term memories it read" },
+      `${turn.persona} · lineage ${turn.lineage}`) : null,
     turn ? el("span", { class: "chip", title: "the model requests of the turn that posted this" },
       `turn ${turn.number} · ${turn.rounds.length} model request${turn.rounds.length === 1 ? "" : "s"} ▸`) : null,
     message.answer ? renderAnswerHead(message.answer) : null,
@@ -311,7 +315,7 @@ function renderRounds(state) {
     return;
   }
   $("request-meta").textContent = `· turn ${turn.number}, ${turn.rounds.length} request${turn.rounds.length === 1 ? "" : "s"}` +
-    (turn.apologised ? " · apologised" : "");
+    (turn.persona ? ` · ${turn.persona}, lineage ${turn.lineage}` : "") + (turn.apologised ? " · apologised" : "");
   keepOpen(box, () => box.replaceChildren(...turn.rounds.map((round) => el("div", { class: "round", "data-round": round.number },
     el("h3", {}, `Request ${round.number} of ${turn.rounds.length} · ${round.messages.length} messages`),
     round.messages.map((msg) => {

@@ -26,6 +26,8 @@ def turn_json(number: int, turn: TurnRecord) -> dict[str, Any]:
         "apologised": turn.apologised,
         "rate_limited": turn.rate_limited,
         "duplicate": turn.duplicate,
+        "persona": turn.persona,
+        "lineage": turn.lineage,
         "rounds": [
             round_json(model_round, rounds[model_round.number - 2] if model_round.number > 1 else None)
             for model_round in rounds
@@ -63,6 +65,8 @@ def message_json(
         "id": message.get("id"),
         "author": author.get("global_name") or author.get("username") or "?",
         "bot": bool(author.get("bot")),
+        "persona": bool(message.get("webhook_id")),
+        "avatar_url": author.get("avatar_url"),
         "timestamp": message.get("timestamp"),
         "content": readable(_named(message.get("content") or "", mentions)),
         "embeds": [embed_json(embed, mentions) for embed in message.get("embeds") or []],

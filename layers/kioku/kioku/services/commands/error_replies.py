@@ -69,8 +69,8 @@ def failure_reply(text: str) -> dict:
 
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
-    from kioku.adapters.dynamodb.stm_writes import NewerMemoryExists
-    from kioku.domain.models import StaleConfiguration
+    from kioku.domain.models import PersonaLimitReached, StaleConfiguration
+    from kioku.domain.stm.capture import NewerMemoryExists
 
     if isinstance(exc, Refused):
         return exc.reason, exc.text
@@ -78,6 +78,11 @@ def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
         return Refusal.NOTHING_SAVED, f"Nothing was saved:\n{exc}"
     if isinstance(exc, StaleConfiguration):
         return Refusal.NOTHING_SAVED, STALE_SETTINGS
+    if isinstance(exc, PersonaLimitReached):
+        return Refusal.NOTHING_SAVED, (
+            f"This server already has {exc.limit} personas, as many as it may "
+            "(`MAX_PERSONAS_PER_SERVER`). Remove one with `/persona remove` first."
+        )
     if isinstance(exc, NewerMemoryExists):
         return Refusal.NOTHING_SAVED, STALE_MEMORY
     if isinstance(exc, MemoryNotFound | UnknownComponent):

@@ -1,12 +1,8 @@
-"""``/persona view`` and ``/persona edit``: the persona's name and personality in this server;
-``/persona stm view`` and ``/persona stm edit``: the short-term memory this channel injects.
+"""The ``/persona`` command: ``view`` and ``edit`` (``persona_profile``), ``add``, ``list``,
+``remove`` and ``nickname`` (``persona_roster``), and here ``/persona stm view`` and ``/persona stm
+edit [persona:]``: the short-term memory this channel injects for a persona (the main one by default).
 
-``/persona edit`` (Manage Server) answers a form prefilled with the name and the personality; the
-form's custom_id carries the configuration version it was filled from, so a submit never overwrites
-a change saved meanwhile. The name is the bot's speaker label and ``{bot}`` in the prompts; the
-personality replaces the default opening of the system prompt.
-
-Both resolve exactly the row a turn here reads: the server-shared row (server, channel, persona) in
+Both resolve exactly the row a turn of that persona here reads: the server-shared row (server, channel, persona) in
 a guild, the user's own row (user, channel, persona) in a DM. ``view`` is open to every member;
 ``edit`` needs Manage Server in a guild (checked on the command and again on the modal submit) and
 answers a modal prefilled with the live text: one summary input, or one input per category.
@@ -18,9 +14,8 @@ overwrites a summary the bot refreshed while the form was open (the editor saw t
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
 
@@ -30,15 +25,15 @@ from kioku.discord.responses import message
 from kioku.discord.ui import (
     EMBED_COLOR_INFO,
     MAX_MODAL_INPUTS,
-    InvalidModalSubmit,
     TextInput,
-    TextInputStyle,
     modal,
     relative_time,
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS, apply_persona
+from kioku.domain.settings_edit import (
+    MAX_PERSONA_NAME_CHARS,
+)
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
     StmAddress,
@@ -49,11 +44,21 @@ from kioku.domain.stm.entries import (
     live_summary,
 )
 from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
+from kioku.services.commands import persona_roster
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.custom_ids import CustomId, hexadecimal, number
+from kioku.services.commands.custom_ids import CustomId, hexadecimal
 from kioku.services.commands.error_replies import Refusal, Refused
-from kioku.services.commands.guild_admin import load_server_config, managed, manages_server
+from kioku.services.commands.guild_admin import manages_server
+from kioku.services.commands.persona_profile import (
+    ALTER_PERSONA_FORM,
+    PERSONA_FORM,
+    on_alter_persona_form,
+    on_persona_edit,
+    on_persona_form,
+    on_persona_view,
+)
+from kioku.services.commands.persona_roster import PERSONA_OPTION, persona_option, persona_tag
 
 STM_EDIT_FORM: Final = CustomId(
     "persona", "stm-edit", hexadecimal("persona", 8), hexadecimal("written_at", (1, 16))
@@ -78,13 +83,22 @@ class _Here:
     entry: StmEntry | None
 
 
-def _here(interaction: Interaction, context: CommandContext, limits: StmLimits) -> _Here:
+def _here(
+    interaction: Interaction, context: CommandContext, limits: StmLimits, tag: str | None = None
+) -> _Here:
+    """The row of the persona the ``persona:`` option names (the main one by default), or, for a
+    submitted form, of the persona its ``tag`` marks (``_persona_tag``)."""
     invoker = interaction.invoker
     if invoker is None or interaction.channel_id is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I cannot tell which channel this is.")
     guild_id = interaction.guild_id
     config = context.config_store.get_server_config(guild_id) if guild_id else ServerConfig()
-    persona = config.persona
+    if tag is not None:
+        persona = next((p for p in config.personas if persona_tag(p) == tag), None)
+        if persona is None:
+            raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+    else:
+        persona = persona_option(config, interaction.option_values().get(PERSONA_OPTION))
     address = StmAddress.of(guild_id, invoker.id, interaction.channel_id, persona.persona_id)
     entry = context.stm_store.get(address)
     if entry is not None and entry.lineage_id != persona.lineage_id:
@@ -187,11 +201,6 @@ def _check_editor(interaction: Interaction) -> None:
         )
 
 
-def _persona_tag(persona: Persona) -> str:
-    """A short, fixed-length mark of the persona the form was opened for (custom_ids hold 100 chars)."""
-    return f"{zlib.crc32(f'{persona.persona_id}#{persona.lineage_id}'.encode()):08x}"
-
-
 def _written_at(here: _Here) -> datetime | None:
     """When the text the form shows was written (None: never), so a save can insist it still is."""
     if here.entry is None:
@@ -238,7 +247,7 @@ def on_edit(interaction: Interaction, context: CommandContext) -> dict:
             for category in here.categories[:MAX_MODAL_INPUTS]
         ]
     return modal(
-        STM_EDIT_FORM.encode(_persona_tag(here.persona), _stamp(_written_at(here))),
+        STM_EDIT_FORM.encode(persona_tag(here.persona), _stamp(_written_at(here))),
         f"{here.persona.name}: short-term memory",
         inputs,
     )
@@ -252,9 +261,7 @@ def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, se
     _check_editor(interaction)
     submitted = submitted_values(interaction.data)
     limits = StmLimits.from_settings(context.settings)
-    here = _here(interaction, context, limits)
-    if tag != _persona_tag(here.persona):
-        raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The persona"))
+    here = _here(interaction, context, limits, tag)
     if seen_stamp != _stamp(_written_at(here)):
         raise Refused(Refusal.NOTHING_SAVED, STALE_FORM.format(what="The memory"))
     if set(submitted) != set(_edited_inputs(here)):
@@ -307,84 +314,6 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
     )
 
 
-# -- /persona view and /persona edit: the name and the personality -----------------------------------
-
-PERSONA_FORM: Final = CustomId("persona", "edit", number("version", 12))
-NAME_INPUT: Final = "name"
-PROMPT_INPUT: Final = "prompt"
-DEFAULT_PERSONALITY_SHOWN: Final = (
-    "*The default personality:* a friendly, thoughtful member of this community who remembers what "
-    "people say. `/persona edit` gives me another (the name is `{bot}` in it)."
-)
-
-
-def on_persona_view(interaction: Interaction, context: CommandContext) -> dict:
-    config = (
-        context.config_store.get_server_config(interaction.guild_id)
-        if interaction.guild_id
-        else ServerConfig()
-    )
-    return message(embeds=[persona_embed(config.persona, f"Who I am {_where(interaction)}")])
-
-
-@managed
-def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
-    config = load_server_config(interaction, context)
-    persona = config.persona
-    return modal(
-        PERSONA_FORM.encode(config.version),
-        "The persona",
-        [
-            TextInput(
-                NAME_INPUT,
-                "Name",
-                value=persona.name,
-                style=TextInputStyle.SHORT,
-                max_length=MAX_PERSONA_NAME_CHARS,
-                required=True,
-            ),
-            TextInput(
-                PROMPT_INPUT,
-                "Personality (blank: the default one)",
-                value=persona.system_prompt,
-                max_length=MAX_PERSONA_PROMPT_CHARS,
-                placeholder="You are {bot}, … ({bot}: the name, {user}: who is talking)",
-            ),
-        ],
-    )
-
-
-@managed
-def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
-    """The submitted persona form, saved only if the configuration is still the version it showed."""
-    from kioku.domain.models import StaleConfiguration
-
-    values = submitted_values(interaction.data)
-    if set(values) != {NAME_INPUT, PROMPT_INPUT}:
-        raise InvalidModalSubmit("the form came back without its fields")
-    config = load_server_config(interaction, context)
-    if config.version != version:
-        raise StaleConfiguration(config)
-    persona = apply_persona(config.persona, values[NAME_INPUT], values[PROMPT_INPUT])
-    saved = context.config_store.save_server_config(replace(config, persona=persona))
-    return message(embeds=[persona_embed(saved.persona, "Saved: the persona")])
-
-
-def persona_embed(persona: Persona, title: str) -> dict:
-    # the default's text lives with the turn code, which this function does not load
-    personality = persona.system_prompt or DEFAULT_PERSONALITY_SHOWN
-    return {
-        "title": title,
-        "color": EMBED_COLOR_INFO,
-        "fields": [{"name": "Name", "value": persona.name, "inline": False}],
-        "description": shorten(personality, MAX_EMBED_DESCRIPTION_CHARS),
-    }
-
-
-def _where(interaction: Interaction) -> str:
-    return "in this server" if interaction.guild_id else "in direct messages"
-
-
 # -- the command -------------------------------------------------------------------------------------
 
 _SUBCOMMANDS = {
@@ -392,6 +321,7 @@ _SUBCOMMANDS = {
     ("edit",): on_persona_edit,
     ("stm", "view"): on_view,
     ("stm", "edit"): on_edit,
+    **persona_roster.HANDLERS,
 }
 
 
@@ -400,10 +330,18 @@ def on_persona(interaction: Interaction, context: CommandContext) -> dict:
     if handler is None:
         raise Refused(
             Refusal.NOT_UNDERSTOOD,
-            "Try `/persona view`, `/persona edit`, `/persona stm view` or `/persona stm edit`.",
+            "Try `/persona list`, `/persona view`, `/persona edit`, `/persona add`, `/persona remove`, "
+            "`/persona nickname`, `/persona stm view` or `/persona stm edit`.",
         )
     return handler(interaction, context)
 
+
+_PERSONA: Final = {
+    "type": OptionType.STRING,
+    "name": PERSONA_OPTION,
+    "description": "Which persona (default: the main one)",
+    "max_length": MAX_PERSONA_NAME_CHARS,
+}
 
 COMMAND = Command(
     name="persona",
@@ -418,11 +356,13 @@ COMMAND = Command(
                     "type": OptionType.SUB_COMMAND,
                     "name": "view",
                     "description": "Show the short-term memory of this channel",
+                    "options": [_PERSONA],
                 },
                 {
                     "type": OptionType.SUB_COMMAND,
                     "name": "edit",
                     "description": "Rewrite the short-term memory of this channel (Manage Server)",
+                    "options": [_PERSONA],
                 },
             ],
         },
@@ -430,15 +370,23 @@ COMMAND = Command(
             "type": OptionType.SUB_COMMAND,
             "name": "view",
             "description": "Show the persona's name and personality",
+            "options": [_PERSONA],
         },
         {
             "type": OptionType.SUB_COMMAND,
             "name": "edit",
             "description": "Change the persona's name and personality (Manage Server)",
+            "options": [_PERSONA],
         },
+        *persona_roster.OPTIONS,
     ],
     on_command=on_persona,
-    forms={PERSONA_FORM: on_persona_form, STM_EDIT_FORM: on_edit_form},
+    buttons=persona_roster.BUTTONS,
+    forms={
+        PERSONA_FORM: on_persona_form,
+        ALTER_PERSONA_FORM: on_alter_persona_form,
+        STM_EDIT_FORM: on_edit_form,
+    },
     # No default_member_permissions: Discord applies it to the whole /persona command, which would
     # hide `view` from members; `edit` checks Manage Server itself, on the command and on the submit.
     dm_permission=True,

@@ -1,0 +1,137 @@
+"""How an alter persona speaks: through the webhook kioku creates in the channel (a thread: its
+parent's, posting into the thread), with the persona's name and avatar.
+
+The webhook is kept in DynamoDB (``WebhookStore``), read with the turn's first BatchGetItem, and in
+this container's memory: a turn that finds it makes no request for it. The first turn of a channel
+creates it (one Discord request, ``POST /channels/{id}/webhooks``); a webhook someone deleted is
+created anew. Without Manage Webhooks, Discord refuses: ``WebhooksForbidden``, which the turn
+answers, as the bot, with a message saying so. Tokens are never logged.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from kioku.adapters.discord_rest import DiscordError
+from kioku.adapters.dynamodb.webhook_store import WebhookStore
+from kioku.discord.protocol import JsonErrorCode
+from kioku.domain.models import Persona
+from kioku.domain.personas import ChannelWebhook
+from kioku.domain.turn_jobs import TurnJob
+from kioku.services.turn_ports import DeliveryDiscord
+
+logger = logging.getLogger(__name__)
+
+WEBHOOK_NAME: Final = "kioku personas"
+HTTP_FORBIDDEN: Final = 403
+HTTP_NOT_FOUND: Final = 404
+NO_WEBHOOK_PERMISSION: Final = (
+    "I can't speak as **{name}** in this channel: kioku needs the **Manage Webhooks** permission here "
+    "to post as its personas. A server manager can grant it to kioku's role."
+)
+
+
+class WebhooksForbidden(Exception):
+    """Discord refused kioku a webhook in the channel: it lacks Manage Webhooks there."""
+
+
+@dataclass
+class PersonaWebhooks:
+    """The channel webhooks of this container: what the store holds, cached, created when missing."""
+
+    discord: DeliveryDiscord
+    store: WebhookStore
+    _known: dict[str, ChannelWebhook] = field(default_factory=dict)
+
+    def webhook(self, guild_id: str, channel_id: str, stored: ChannelWebhook | None) -> ChannelWebhook:
+        """The channel's webhook: known here, or ``stored`` (read with the turn), or created now."""
+        known = self._known.get(channel_id) or stored
+        if known is None:
+            known = self._create(guild_id, channel_id, replacing=None)
+        self._known[channel_id] = known
+        return known
+
+    def replace(self, guild_id: str, channel_id: str, dead: ChannelWebhook) -> ChannelWebhook:
+        """A new webhook for one Discord no longer knows (deleted by someone in the server)."""
+        self._known.pop(channel_id, None)
+        created = self._create(guild_id, channel_id, replacing=dead)
+        self._known[channel_id] = created
+        return created
+
+    def _create(self, guild_id: str, channel_id: str, *, replacing: ChannelWebhook | None) -> ChannelWebhook:
+        try:
+            created = self.discord.create_webhook(channel_id, WEBHOOK_NAME)
+        except DiscordError as exc:
+            if exc.status == HTTP_FORBIDDEN:
+                raise WebhooksForbidden(str(exc)) from exc
+            raise
+        webhook = ChannelWebhook(str(created.get("id", "")), str(created.get("token", "")))
+        if not webhook.webhook_id or not webhook.token:
+            raise DiscordError(200, None, "the created webhook had no id or token")
+        logger.info("created the persona webhook of channel %s", channel_id)
+        return self.store.keep(guild_id, channel_id, webhook, replacing=replacing)
+
+
+@dataclass
+class PersonaReply:
+    """A relayed message answered by an alter persona: every chunk, and its notices, through the
+    channel's webhook under the persona's name (a webhook cannot reply to a message)."""
+
+    webhooks: PersonaWebhooks
+    job: TurnJob
+    persona: Persona
+    webhook_channel_id: str
+    """The channel the webhook belongs to: the turn's, or a thread's parent."""
+    stored: ChannelWebhook | None = None
+    adoptable_from: int = 0
+    replies: bool = False
+
+    def post(self, index: int, chunk: str) -> str:
+        return self._execute(chunk, None)
+
+    def notify(self, index: int, embed: dict[str, Any]) -> str:
+        return self._execute("", [embed])
+
+    def is_own(self, message: Any) -> bool:
+        """A message this persona posted through a webhook of kioku's."""
+        return bool(message.webhook_id) and message.author.username == self.persona.name
+
+    def _execute(self, content: str, embeds: list[dict[str, Any]] | None) -> str:
+        guild_id = self.job.guild_id or ""
+        webhook = self.webhooks.webhook(guild_id, self.webhook_channel_id, self.stored)
+        thread_id = self.job.channel_id if self.job.channel_id != self.webhook_channel_id else None
+        try:
+            posted = self._send(webhook, content, embeds, thread_id)
+        except DiscordError as exc:
+            if exc.status != HTTP_NOT_FOUND or exc.code != JsonErrorCode.UNKNOWN_WEBHOOK:
+                raise
+            logger.warning(
+                "the persona webhook of channel %s is gone; creating another", self.webhook_channel_id
+            )
+            self.stored = None
+            webhook = self.webhooks.replace(guild_id, self.webhook_channel_id, webhook)
+            posted = self._send(webhook, content, embeds, thread_id)
+        return str(posted.get("id", ""))
+
+    def _send(
+        self,
+        webhook: ChannelWebhook,
+        content: str,
+        embeds: list[dict[str, Any]] | None,
+        thread_id: str | None,
+    ) -> dict[str, Any]:
+        return self.discord.execute_webhook(
+            webhook.webhook_id,
+            webhook.token,
+            content,
+            username=self.persona.name,
+            avatar_url=self.persona.avatar_url,
+            embeds=embeds,
+            thread_id=thread_id,
+        )
+
+    @property
+    def discord(self) -> DeliveryDiscord:
+        return self.webhooks.discord

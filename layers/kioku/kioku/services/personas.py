@@ -1,0 +1,85 @@
+"""A server's personas as use cases: adding one within ``MAX_PERSONAS_PER_SERVER``, what removing one
+takes with it, and removing it.
+
+A removed persona takes its short-term rows in the server and, when no other persona shares its
+lineage, the server's long-term memories of that lineage. Personal memories kept in its lineage stay
+with their people (``/personal memories`` lists, exports and forgets them as before); nothing reads
+that lineage again, as lineage ids are never reused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kioku.adapters.dynamodb.config_store import ConfigStore
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
+from kioku.domain.models import Persona, ServerConfig
+from kioku.domain.personas import new_persona, with_persona, without_persona
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """What removing a persona takes with it."""
+
+    stm_rows: int
+    memories: int
+    """The server's long-term memories of its lineage that go (none while another persona shares it)."""
+    sharers: tuple[Persona, ...]
+
+
+def add_persona(
+    configs: ConfigStore,
+    config: ServerConfig,
+    *,
+    persona_id: str,
+    name: str,
+    prompt: str,
+    avatar_url: str | None,
+    memories_from: str | None,
+    max_personas: int,
+) -> tuple[ServerConfig, Persona]:
+    """Save a new alter persona onto ``config`` (the version read), within the limit."""
+    persona = new_persona(
+        config,
+        persona_id=persona_id,
+        name=name,
+        prompt=prompt,
+        avatar_url=avatar_url,
+        memories_from=memories_from,
+    )
+    saved = configs.save_with_persona_limit(with_persona(config, persona), max_personas)
+    return saved, persona
+
+
+def footprint(config: ServerConfig, persona: Persona, stm: StmStore, ltm: DynamoMemoryStore) -> Footprint:
+    sharers = config.lineage_sharers(persona)
+    rows = len(stm.persona_rows(config.guild_id or "", persona.persona_id))
+    memories = 0 if sharers else len(_lineage_memories(config, persona, ltm))
+    return Footprint(rows, memories, sharers)
+
+
+def remove_persona(
+    configs: ConfigStore, config: ServerConfig, persona: Persona, stm: StmStore, ltm: DynamoMemoryStore
+) -> Footprint:
+    """Remove ``persona`` from ``config`` (conditional on the version read: a turn that reads the
+    configuration after it no longer speaks as it), then delete what it kept in this server."""
+    configs.save_server_config(without_persona(config, persona))
+    guild_id = config.guild_id or ""
+    sharers = config.lineage_sharers(persona)
+    rows = stm.delete_persona_rows(guild_id, persona.persona_id)
+    deleted = 0
+    if not sharers:
+        for memory in _lineage_memories(config, persona, ltm):
+            try:
+                ltm.delete(memory)
+            except MemoryNotFound:
+                continue  # changed or gone meanwhile
+            deleted += 1
+    return Footprint(rows, deleted, sharers)
+
+
+def _lineage_memories(config: ServerConfig, persona: Persona, ltm: DynamoMemoryStore) -> list[Memory]:
+    memories = ltm.memories_of(ScopeKind.SERVER, config.guild_id or "")
+    return [memory for memory in memories if memory.scope.lineage == persona.lineage_id]
