@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kioku.adapters.dynamodb.turn_traces import PERSON_PREFIX, trace_attributes, trace_from_item
@@ -115,3 +116,21 @@ def test_a_memorys_use_names_a_private_channel_only_to_someone_asking_from_there
     from_secret = _memory_field(mine, ALICE, Place(GUILD, SECRET), uses)["name"]
     assert "used in 2 turns" in from_general and "last in a channel you can't see" in from_general
     assert SECRET not in from_general and f"last in <#{SECRET}>" in from_secret
+
+
+def test_a_server_memory_about_someone_else_names_them_and_never_calls_the_viewer_you():
+    from kioku.domain.why import MemoryLine
+    from kioku.services.commands.why_answer import _memory_line
+
+    about_bob = replace(
+        memory(ScopeKind.SERVER, GUILD, "11111", BOB),
+        content="{user} is afraid of dogs and {user}'s cat is Mochi",
+    )
+    line = MemoryLine(MemoryUse.RECALLED, "11111", Visibility.SHOWN, about_bob)
+
+    to_alice = _memory_line(line, ALICE, HERE, "Luna")
+    to_bob = _memory_line(line, BOB, HERE, "Luna")
+
+    assert f"<@{BOB}> is afraid of dogs and <@{BOB}>'s cat is Mochi" in to_alice
+    assert "you" not in to_alice.lower().replace("you can't", "")
+    assert "You are afraid of dogs and your cat is Mochi" in to_bob

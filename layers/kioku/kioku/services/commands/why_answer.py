@@ -121,7 +121,10 @@ def _memory_line(line: MemoryLine, viewer_id: str, place: Place, bot: str) -> st
         if memory.about == viewer_id
         else ("server memory" if memory.scope.kind is ScopeKind.SERVER else "personal")
     )
-    text = for_people(memory.content, about_you=memory.about == viewer_id, name="you", bot=bot)
+    # someone else's memory names them as Discord shows them to the viewer (a mention in an embed
+    # pings no one), never "you"
+    subject = f"<@{memory.about}>" if memory.about else "someone"
+    text = for_people(memory.content, about_you=memory.about == viewer_id, name=subject, bot=bot)
     return f"#{memory.memory_id} · {use} · {whose}, said {_where(memory, viewer_id, place)}: {shorten(text, MAX_MEMORY_CHARS)}"
 
 
