@@ -83,6 +83,9 @@ class TurnTrace:
     channel_id: str
     lineage: int
     at: datetime
+    persona_id: str | None = None
+    """The persona that spoke (None: the main persona): its name is read from the server's
+    configuration at the time of the question."""
     parent_channel_id: str | None = None
     channel_name: str | None = None
     channel_private: bool = True
@@ -135,6 +138,7 @@ def trace_of(
         channel_name=channel_name,
         channel_private=turn.channel_private and not turn.is_dm,
         lineage=turn.config.persona.lineage_id,
+        persona_id=turn.config.persona.persona_id,
         at=turn.now,
         memories=tuple(dict.fromkeys([*shown, *touched])),
         rows=tuple(

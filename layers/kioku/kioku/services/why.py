@@ -4,7 +4,7 @@ could be shown now (the same recall and short-term rules, read afresh, never the
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import ServerConfig
@@ -16,6 +16,10 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.turn_traces import TurnTraces
+
+
+REMOVED_PERSONA: Final = "a persona since removed"
+"""What ``{bot}`` reads as when the persona that spoke was removed since."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,7 +48,9 @@ def why_this_answer(
         return None
     config = config_store.get_server_config(place.guild_id) if place.guild_id else ServerConfig()
     profile = config_store.get_user_profile(viewer_id)
-    lineage = config.persona.lineage_id
+    # the turn's own persona: an alter persona reads its lineage's memories, and speaks its name
+    lineage = trace.lineage
+    persona = config.persona_by_id(trace.persona_id)
     # whom a turn of the viewer here recalls personal memories of: the viewer, if personal memories are on
     people = [viewer_id] if config.capabilities.personal_memories_enabled else []
     recalled = ltm_store.recall(place.guild_id, lineage, people, place=place, policy=config.privacy)
@@ -79,4 +85,4 @@ def why_this_answer(
         existing=frozenset(existing),
         rows=rows,
     )
-    return Answered(trace, explain(trace, seen), config.persona.name)
+    return Answered(trace, explain(trace, seen), persona.name if persona else REMOVED_PERSONA)
