@@ -516,7 +516,7 @@ def test_one_memory_is_counted_as_one_memory_and_reads_as_your(interact, ltm):
 # -- saved by others about you ------------------------------------------------------------------------
 
 
-def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use_and_managers_are_told(
+def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use_after_a_warning(
     interact, ltm
 ):
     from tests.integration.test_server_memories_commands import run as server_run
@@ -533,14 +533,24 @@ def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use
     # Then the list names the section and offers a Forget button for Bob's memory alone
     assert "Saved by others about you: 1 memory" in shown(listed)
     assert [b["label"] for b in forget_buttons] == [f"Forget #{bobs}"] and mine not in str(forget_buttons)
-    # When Bob clicks it, nothing is forgotten; when Alice does, it is
+    # When Bob clicks it, nothing is forgotten
     refused = interact(click(command, forget_buttons[0]["custom_id"], user=BOB))
     assert "someone else" in shown(refused)
     assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is not None
-    done = interact(click(command, forget_buttons[0]["custom_id"]))
+    # When Alice clicks it, she is warned first: one click deletes nothing, Cancel neither
+    asked = interact(click(command, forget_buttons[0]["custom_id"]))
+    assert asked["type"] == 7 and "managers see only how many" in shown(asked)
+    assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is not None
+    confirm, cancel = buttons(asked)
+    assert interact(click(command, cancel["custom_id"]))["type"] == 7
+    assert interact(click(command, confirm["custom_id"], user=BOB)) and ltm.find(
+        ScopeKind.SERVER, GUILD, bobs
+    )
+    # and once she confirms, it is forgotten
+    done = interact(click(command, confirm["custom_id"]))
     assert done["type"] == 7 and f"Forgotten: memory #{bobs}" in shown(done)
     assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is None
-    # and a manager's list says the person it was about removed it, never what it said
+    # and a manager's list counts that a subject removed one: never which, nor what it said
     managers = json.dumps(interact(server_run("list")))
-    assert f"Removed by the person they were about (last 30 days): #{bobs}" in managers
-    assert "lunch" not in managers
+    assert "1 memory was removed in the last 30 days by the person they were about" in managers
+    assert bobs not in managers and "lunch" not in managers

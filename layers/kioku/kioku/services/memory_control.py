@@ -85,7 +85,7 @@ def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) 
         except MemoryNotFound:
             continue  # it changed between the read and the delete: read it again
         if memory.scope.kind is ScopeKind.SERVER and memory.author_id != user_id:
-            store.note_removed_by_subject(memory, clock.now())  # the managers are told: its id, not its text
+            store.note_removed_by_subject(memory, clock.now())  # the managers count it: not which, nor who
         return memory
     raise MemoryNotFound(f"I keep no memory #{memory_id} about you")
 
