@@ -554,3 +554,61 @@ def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use
     managers = json.dumps(interact(server_run("list")))
     assert "1 memory was removed in the last 30 days by the person they were about" in managers
     assert bobs not in managers and "lunch" not in managers
+
+
+def test_a_memorys_use_counts_only_turns_in_places_i_may_be_told_of_now_and_keeps_no_channel_name(
+    interact, ltm, stm, table
+):
+    from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.keys import shown_note_range
+    from kioku.adapters.dynamodb.turn_traces import commit_parts
+    from kioku.domain.models import ServerConfig
+    from kioku.domain.privacy import PrivacyMode
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory
+
+    # Given Alice's memory, shown to a turn in #general (public) and to three in #secret (private)
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    used = (UsedMemory(ScopeKind.PERSONAL, ALICE, mine, MemoryUse.RECALLED, ALICE),)
+    for n, channel in enumerate((GENERAL, SECRET, SECRET, SECRET)):
+        at = NOW - timedelta(hours=4 - n)
+        trace = TurnTrace(
+            GUILD,
+            channel,
+            1,
+            at,
+            channel_name=f"name-{channel}",
+            channel_private=channel == SECRET,
+            memories=used,
+        )
+        key = TurnKey(TurnSource.MESSAGE.value, f"50000000000000000{n}", BOB, at)
+        table.transact_write(commit_parts(table, key, trace, (f"60000000000000000{n}",), 2_000_000_000))
+
+    def use_of_mine(channel: str) -> str:
+        return fields_by_id(interact(personal("memories", "list", channel=channel)))[mine]
+
+    # Then asked from #general, her list counts the one turn there, never #secret's activity or times
+    assert "used in 1 turn of the last 16 days, last in <#300000000000000001>" in use_of_mine(GENERAL)
+    # and asked from #secret, all four, the last there
+    assert f"used in 4 turns of the last 16 days, last in <#{SECRET}>" in use_of_mine(SECRET)
+    # When a manager makes #general private, its turn is not counted from elsewhere either
+    config = ConfigStore(table)
+    config.save_server_config(
+        replace(ServerConfig(guild_id=GUILD), channel_privacy={GENERAL: PrivacyMode.PRIVATE})
+    )
+    assert "used in" not in use_of_mine("300000000000000077")
+    # and her export holds the notes she may be told of, the others counted; no note keeps a channel's name
+    exported = memory_control.export(
+        ALICE,
+        ltm,
+        stm,
+        NOW,
+        place=Place(GUILD, SECRET),
+        ledger=TurnLedger(table),
+        policy_of=lambda guild: config.get_server_config(guild).privacy,
+    )
+    assert [(n["channel_id"], n["memories"]) for n in exported["turns_shown_your_memories"]] == [
+        (SECRET, [f"p#{ALICE}#{mine}"])
+    ] * 3
+    assert exported["turns_shown_your_memories_elsewhere"] == 1
+    notes = table.query_range_all(shown_note_range(ALICE))
+    assert len(notes) == 4 and "name-" not in json.dumps(notes, default=str)

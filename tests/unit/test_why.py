@@ -107,7 +107,7 @@ def test_a_memorys_use_names_a_private_channel_only_to_someone_asking_from_there
     mine = memory(ScopeKind.PERSONAL, ALICE, "44444", ALICE)
     key = memory_key_text(ScopeKind.PERSONAL, ALICE, "44444")
     notes = [
-        ShownNote("message", str(n), AT + timedelta(minutes=n), GUILD, channel, None, None, private, (key,))
+        ShownNote("message", str(n), AT + timedelta(minutes=n), GUILD, channel, None, private, (key,))
         for n, (channel, private) in enumerate(((GENERAL, False), (SECRET, True)))
     ]
     uses = memory_uses(notes)

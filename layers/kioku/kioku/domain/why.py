@@ -18,7 +18,7 @@ from typing import Final
 
 from kioku.domain.ltm.memory import Memory, ScopeKind
 from kioku.domain.ltm.recall import Recall
-from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy, may_name_channel
 from kioku.domain.stm.entries import StmAddress, StmEntry, live_categories, live_summary, may_recall_row
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
@@ -89,6 +89,7 @@ class TurnTrace:
     parent_channel_id: str | None = None
     channel_name: str | None = None
     channel_private: bool = True
+    private_thread: bool = False
     memories: tuple[UsedMemory, ...] = ()
     rows: tuple[UsedRow, ...] = ()
     left_out: int = 0
@@ -137,6 +138,7 @@ def trace_of(
         parent_channel_id=turn.parent_channel_id,
         channel_name=channel_name,
         channel_private=turn.channel_private and not turn.is_dm,
+        private_thread=turn.private_thread,
         lineage=turn.config.persona.lineage_id,
         persona_id=turn.config.persona.persona_id,
         at=turn.now,
@@ -166,9 +168,24 @@ class ShownNote:
     guild_id: str | None
     channel_id: str
     parent_channel_id: str | None
-    channel_name: str | None
     channel_private: bool
+    """Discord's privacy of the turn's channel then; the server's overrides are read when asked."""
     memory_keys: tuple[str, ...]
+    private_thread: bool = False
+
+    def known_to(self, place: Place, policy: PrivacyPolicy) -> bool:
+        """Whether the person whose note it is, asking at ``place``, may be told of this turn (that it
+        ran, when, where): in their DM, or where memory of its channel could be shown to a turn of
+        theirs at ``place`` now (``policy``: its server's settings now; the bypass aside): a channel
+        public now, or the one they ask from. Else it would tell them of activity in a channel they
+        may not see."""
+        if self.guild_id is None:
+            return True
+        origin = Origin(
+            self.guild_id, self.channel_id, self.parent_channel_id, self.channel_private, self.private_thread
+        )
+        at = place if place.guild_id == self.guild_id else Place(self.guild_id, "", None)
+        return may_name_channel(origin, at, policy)
 
 
 def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:

@@ -53,6 +53,7 @@ def trace_attributes(trace: TurnTrace) -> Item:
                 "p": trace.parent_channel_id,
                 "n": trace.channel_name,
                 "x": trace.channel_private,
+                "v": trace.private_thread,
                 "l": trace.lineage,
                 "a": trace.persona_id,
                 "t": trace.at.isoformat(),
@@ -84,6 +85,7 @@ def trace_from_item(item: Item | None) -> TurnTrace | None:
         parent_channel_id=common.get("p"),
         channel_name=common.get("n"),
         channel_private=bool(common.get("x", True)),
+        private_thread=bool(common.get("v", False)),
         lineage=int(common.get("l", 0)),
         persona_id=common.get("a"),
         at=parse_time(str(common["t"])),
@@ -118,14 +120,14 @@ def commit_parts(
             "at": trace.at.isoformat(),
             "channel_id": trace.channel_id,
             "channel_private": trace.channel_private,
+            "private_thread": trace.private_thread,
             "memories": [memory_key_text(m.kind, m.owner_id, m.memory_id) for m in own.memories],
             "expires_at": expires_at,
         }
         for name, value in (
             ("guild_id", trace.guild_id),
             ("parent_channel_id", trace.parent_channel_id),
-            ("channel_name", trace.channel_name),
-        ):
+        ):  # no channel name: a private channel's would sit in the person's partition
             if value:
                 note[name] = value
         parts.append(table.op_put(note))
@@ -221,7 +223,7 @@ def _note(item: Item) -> ShownNote:
         guild_id=item.get("guild_id"),
         channel_id=str(item.get("channel_id", "")),
         parent_channel_id=item.get("parent_channel_id"),
-        channel_name=item.get("channel_name"),
         channel_private=bool(item.get("channel_private", True)),
         memory_keys=tuple(str(key) for key in item.get("memories", ())),
+        private_thread=bool(item.get("private_thread", False)),
     )

@@ -61,7 +61,13 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     user_id = _invoker_id(interaction)
     memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
-    uses = memory_uses(context.turn_ledger.traces.notes_of(user_id))
+    known, _ = memory_control.usage_notes(
+        user_id,
+        place,
+        context.turn_ledger,
+        lambda guild_id: context.config_store.get_server_config(guild_id).privacy,
+    )
+    uses = memory_uses(known)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
