@@ -612,3 +612,40 @@ def test_a_memorys_use_counts_only_turns_in_places_i_may_be_told_of_now_and_keep
     assert exported["turns_shown_your_memories_elsewhere"] == 1
     notes = table.query_range_all(shown_note_range(ALICE))
     assert len(notes) == 4 and "name-" not in json.dumps(notes, default=str)
+
+
+@pytest.mark.parametrize("captured", [False, True], ids=["no capture", "with its capture"])
+def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing_of_them(
+    ltm, stm, table, captured
+):
+    from kioku.adapters.dynamodb.forgetting import mark_forgotten
+    from kioku.adapters.dynamodb.keys import shown_note_range
+    from kioku.domain.forgetting import Said
+    from kioku.domain.turn import TurnOutcome
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory
+
+    # Given Alice's turn, shown a memory about her and one about Bob, whose commit is retried late
+    sent = NOW - timedelta(days=2)
+    used = tuple(
+        UsedMemory(ScopeKind.PERSONAL, person, memory_id, MemoryUse.RECALLED, person)
+        for person, memory_id in ((ALICE, "11111"), (BOB, "22222"))
+    )
+    trace = TurnTrace(GUILD, GENERAL, 1, sent, channel_private=False, memories=used)
+    key = TurnKey(TurnSource.MESSAGE.value, "500000000000000009", ALICE, sent)
+    capture = None
+    if captured:
+        line = CrudeMessage("Alice", ALICE, CrudeRole.USER, "hello", sent, "500000000000000009")
+        capture = TurnCapture(
+            identity(GENERAL, guild_id=GUILD), None, (line,), ALICE, NOW, LIMITS, Said(ALICE, sent)
+        )
+    # When Bob forgets everything after her message, before the commit
+    mark_forgotten(table, BOB, sent + timedelta(hours=1))
+    TurnRepository(table, stm, ltm).commit(
+        key, TurnOutcome(("600000000000000009",), trace=trace), NOW, capture
+    )
+
+    # Then the turn is recorded, its trace keeps Alice's part and nothing of Bob's, and only she has a note
+    kept = TurnLedger(table).traces.of_reply("600000000000000009")
+    assert kept is not None and {m.about for m in kept.memories} == {ALICE}
+    assert len(table.query_range_all(shown_note_range(ALICE))) == 1
+    assert table.query_range_all(shown_note_range(BOB)) == []

@@ -134,3 +134,23 @@ def test_a_server_memory_about_someone_else_names_them_and_never_calls_the_viewe
     assert f"<@{BOB}> is afraid of dogs and <@{BOB}>'s cat is Mochi" in to_alice
     assert "you" not in to_alice.lower().replace("you can't", "")
     assert "You are afraid of dogs and your cat is Mochi" in to_bob
+
+
+def test_people_beyond_the_cap_leave_no_id_in_the_trace_only_a_count():
+    from kioku.domain.why import MAX_PEOPLE_NOTED
+
+    # Given a turn shown one personal memory of each of 25 people
+    people = [f"4100000000000000{n:02d}" for n in range(MAX_PEOPLE_NOTED + 5)]
+    used = tuple(
+        UsedMemory(ScopeKind.PERSONAL, p, f"1{n:04d}", MemoryUse.RECALLED, p) for n, p in enumerate(people)
+    )
+    # When it is kept
+    attributes = trace_attributes(replace(TRACE, memories=used, rows=()))
+    # Then the first 20 each have their own part (their forget-all removes it), and nothing of the
+    # other 5 is kept anywhere on the record: they are only counted
+    assert sorted(k for k in attributes if k.startswith(PERSON_PREFIX)) == sorted(
+        f"{PERSON_PREFIX}{p}" for p in people[:MAX_PEOPLE_NOTED]
+    )
+    assert not any(p in json.dumps(attributes) for p in people[MAX_PEOPLE_NOTED:])
+    kept = trace_from_item({"pk": "x", **attributes})
+    assert kept is not None and kept.unnoted == 5 and len(kept.memories) == MAX_PEOPLE_NOTED

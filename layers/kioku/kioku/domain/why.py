@@ -25,7 +25,8 @@ from kioku.domain.turn import TurnContext
 
 MAX_PEOPLE_NOTED: Final = 20
 """People whose memories' use a turn notes in their own partition (``/personal memories list``):
-the turn's commit is one transaction, which holds at most 100 items."""
+the turn's commit is one transaction, which holds at most 100 items (each person noted takes two:
+the note and their forget-all check). Entries about anyone beyond are only counted."""
 
 
 class MemoryUse(StrEnum):
@@ -93,6 +94,9 @@ class TurnTrace:
     memories: tuple[UsedMemory, ...] = ()
     rows: tuple[UsedRow, ...] = ()
     left_out: int = 0
+    unnoted: int = 0
+    """Entries about people beyond ``MAX_PEOPLE_NOTED``: only counted, so that nothing of them is
+    kept that their forget-all could not find."""
 
     @property
     def place(self) -> Place:
@@ -102,6 +106,17 @@ class TurnTrace:
         """Whose memories (or DM rows) the trace names, at most ``MAX_PEOPLE_NOTED``, first used first."""
         named = [m.about for m in self.memories] + [r.person for r in self.rows]
         return tuple(dict.fromkeys(person for person in named if person))[:MAX_PEOPLE_NOTED]
+
+    def capped(self) -> TurnTrace:
+        """Without the entries about people beyond ``MAX_PEOPLE_NOTED`` (each person noted gets a note
+        their forget-all finds; the others would stay behind in the shared part): counted instead."""
+        noted = set(self.people())
+        memories = tuple(m for m in self.memories if m.about is None or m.about in noted)
+        rows = tuple(r for r in self.rows if r.person is None or r.person in noted)
+        dropped = len(self.memories) - len(memories) + len(self.rows) - len(rows)
+        if not dropped:
+            return self
+        return replace(self, memories=memories, rows=rows, unnoted=self.unnoted + dropped)
 
     def of_person(self, person_id: str) -> TurnTrace:
         """Only ``person_id``'s entries: what their forget-all removes from the record."""
@@ -154,7 +169,7 @@ def trace_of(
             for row in rows
         ),
         left_out=recalled.left_out,
-    )
+    ).capped()
 
 
 @dataclass(frozen=True, slots=True)
@@ -248,6 +263,7 @@ class Explanation:
     rows: tuple[RowLine, ...] = ()
     others_rows: int = 0
     left_out: int = 0
+    unnoted: int = 0
 
 
 def explain(trace: TurnTrace, seen: Seen) -> Explanation:
@@ -292,4 +308,5 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         rows=tuple(rows),
         others_rows=others_rows,
         left_out=trace.left_out,
+        unnoted=trace.unnoted,
     )

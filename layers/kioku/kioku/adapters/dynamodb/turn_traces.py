@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import (
     reply_key,
     shown_note_key,
@@ -43,6 +44,7 @@ _KIND_OF: Final = {code: kind for kind, code in _KINDS.items()}
 
 def trace_attributes(trace: TurnTrace) -> Item:
     """The record's attributes holding ``trace``: its common part, and each person's own."""
+    trace = trace.capped()
     people = set(trace.people())
     common = _entries(trace.memories, trace.rows, lambda person: person not in people if person else True)
     attributes: Item = {
@@ -58,6 +60,7 @@ def trace_attributes(trace: TurnTrace) -> Item:
                 "a": trace.persona_id,
                 "t": trace.at.isoformat(),
                 "o": trace.left_out,
+                "u": trace.unnoted,
                 **common,
             },
             ensure_ascii=False,
@@ -92,14 +95,23 @@ def trace_from_item(item: Item | None) -> TurnTrace | None:
         memories=tuple(memories),
         rows=tuple(rows),
         left_out=int(common.get("o", 0)),
+        unnoted=int(common.get("u", 0)),
     )
 
 
 def commit_parts(
-    table: KiokuTable, key: TurnKey, trace: TurnTrace, reply_ids: tuple[str, ...], expires_at: int
+    table: KiokuTable,
+    key: TurnKey,
+    trace: TurnTrace,
+    reply_ids: tuple[str, ...],
+    expires_at: int,
+    *,
+    checked: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The pointers from each posted message to the turn and each named person's note, as
-    transaction operations for the turn's commit."""
+    transaction operations for the turn's commit; with each person's forget-all check (as every
+    write about them carries), unless ``checked`` says the transaction checks them already (one
+    item, one operation): a turn retried after their forget-all fails, and is committed without them."""
     parts = [
         table.op_put(
             {
@@ -131,6 +143,8 @@ def commit_parts(
             if value:
                 note[name] = value
         parts.append(table.op_put(note))
+        if person not in checked:
+            parts.append(op_not_forgotten_since(table, person, key.sent_at))
     return parts
 
 

@@ -104,6 +104,11 @@ def _memory_lines(shown: Explanation, viewer_id: str, place: Place, bot: str) ->
             f"{counted(shown.others_memories, 'memory', 'memories')} about someone else "
             "(theirs to see, not shown to you)"
         )
+    if shown.unnoted:
+        lines.append(
+            f"{counted(shown.unnoted, 'memory', 'memories')} about more people than I keep track of "
+            "(not kept)"
+        )
     if shown.left_out:
         lines.append(f"{counted(shown.left_out, 'memory', 'memories')} left out: more than fitted the budget")
     return lines or ["none"]
