@@ -60,14 +60,19 @@ def seen_by(viewer: str, *, secret_private: bool) -> Seen:
     )
 
 
-def test_another_persons_personal_memory_and_dm_are_only_counted():
-    # Given a turn shown Alice's personal memory and her DM row
+def test_another_persons_personal_memory_is_only_counted_and_their_dm_row_not_even_that():
+    from kioku.services.commands.why_answer import _row_lines
+
+    # Given a turn shown Alice's personal memory and her DM row (folded in by her cross-server opt-in)
     # When Bob asks
     told = explain(TRACE, seen_by(BOB, secret_private=False))
-    # Then neither is among his lines, only counted
+    # Then her memory is only counted, and nothing tells him of her DM row (nor that she opted in)
     assert [line.memory_id for line in told.memories] == ["11111", "22222", "33333"]
-    assert told.others_memories == 1 and told.others_rows == 1
+    assert told.others_memories == 1
     assert all(line.used.person is None for line in told.rows)
+    assert not any("DM" in line or "direct" in line for line in _row_lines(TRACE, told))
+    # while Alice is told of her own
+    assert ALICES_DM in [line.used for line in explain(TRACE, seen_by(ALICE, secret_private=False)).rows]
 
 
 def test_what_the_viewer_may_not_see_now_is_unseen_and_what_is_gone_is_forgotten():

@@ -255,13 +255,12 @@ class RowLine:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """What ``explain`` lets a viewer see of a trace: another person's personal memories and DM
-    rows only counted."""
+    """What ``explain`` lets a viewer see of a trace: another person's personal memories only
+    counted, their DM row not even that (only its owner is told of it)."""
 
     memories: tuple[MemoryLine, ...] = ()
     others_memories: int = 0
     rows: tuple[RowLine, ...] = ()
-    others_rows: int = 0
     left_out: int = 0
     unnoted: int = 0
 
@@ -284,10 +283,10 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         else:
             memories.append(MemoryLine(used.use, used.memory_id, Visibility.FORGOTTEN))
     rows: list[RowLine] = []
-    others_rows = 0
     for used in trace.rows:
         if used.person is not None and used.person != seen.viewer_id:
-            others_rows += 1
+            # the speaker's DM row, folded in by their cross-server opt-in: not even counted, which
+            # would tell the viewer they opted in and talk with kioku in DMs
             continue
         entry = seen.rows.get(used.address)
         if entry is None:
@@ -306,7 +305,6 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         memories=tuple(memories),
         others_memories=others_memories,
         rows=tuple(rows),
-        others_rows=others_rows,
         left_out=trace.left_out,
         unnoted=trace.unnoted,
     )

@@ -143,12 +143,7 @@ def _where(memory: Memory, viewer_id: str, place: Place) -> str:
 
 
 def _row_lines(trace: TurnTrace, shown: Explanation) -> list[str]:
-    lines = [_row_line(trace, line) for line in shown.rows]
-    if shown.others_rows:
-        lines.append(
-            f"{counted(shown.others_rows, 'DM memory', 'DM memories')} of someone else (not shown to you)"
-        )
-    return lines or ["none"]
+    return [_row_line(trace, line) for line in shown.rows] or ["none"]
 
 
 def _row_line(trace: TurnTrace, line: RowLine) -> str:
