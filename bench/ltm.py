@@ -99,16 +99,21 @@ def _save(turn: TurnContext, store: DynamoMemoryStore, settings: Settings, scope
         arguments,
         turn,
         store=store,
-        search_members=None,
-        lookup_member=_every_person_is_a_member,
+        members=_EveryoneAMember(),
         settings=settings,
     )
     if not result.ok:
         raise SystemExit(f"bench save failed: {result.status}")
 
 
-def _every_person_is_a_member(guild_id: str, user_id: str) -> dict:
-    return {"user": {"id": user_id, "username": user_id}}
+class _EveryoneAMember:
+    """The bench's member directory: no search, and everyone asked about is a member."""
+
+    def search(self, guild_id: str, query: str) -> list[dict]:
+        return []
+
+    def member(self, guild_id: str, user_id: str) -> dict:
+        return {"user": {"id": user_id, "username": user_id}}
 
 
 def _fill(dynamodb, table_name: str) -> None:

@@ -91,6 +91,7 @@ from kioku.playground.standins import (
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.turn import TurnService
+from kioku.services.turn_conversation import GuildMembers
 
 SIZES = (20, 200, 1000)
 BUDGET = 8_000
@@ -329,8 +330,7 @@ def save_conversation(stack: Stack, conversation: Conversation, embedder: Embedd
             arguments,
             turn,
             store=store,
-            search_members=lambda guild, query: stack.rest.search_guild_members(guild, query, limit=10),
-            lookup_member=directory.member,
+            members=GuildMembers(stack.rest, directory),
             settings=settings,
             speaker_manages_server=lambda: False,
             recalled=ltm.recall_context(turn, seen, budget=settings.LTM_RECALL_BUDGET_CHARS),

@@ -300,8 +300,7 @@ def save_server_memory(store: DynamoMemoryStore, text: str, *, by=fakes.ALICE, r
         {"memory_content": text, "memory_scope": "server_wide"},
         turn,
         store=store,
-        search_members=None,
-        lookup_member=fakes.member_lookup,
+        members=fakes.members(None, fakes.member_lookup),
         settings=fakes.settings(),
         speaker_manages_server=lambda: False,
     )

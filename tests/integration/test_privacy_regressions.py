@@ -20,7 +20,7 @@ from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLim
 from kioku.services import ltm
 from tests.integration import stm_rows
 from tests.integration.stm_rows import identity
-from tests.unit.ltm_fakes import BOB, FakeMemoryStore, make_turn, member_lookup, settings
+from tests.unit.ltm_fakes import BOB, FakeMemoryStore, make_turn, member_lookup, members, settings
 from tests.unit.stm_builders import USER
 from tests.unit.stm_builders import turn as stm_turn
 
@@ -110,8 +110,7 @@ def create(store: FakeMemoryStore, turn, content: str, **arguments):
         {"memory_content": content, **arguments},
         turn,
         store=store,
-        search_members=None,
-        lookup_member=member_lookup,
+        members=members(None, member_lookup),
         settings=settings(),
     )
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 from kioku.config import Settings
@@ -258,3 +258,25 @@ class FakeMemoryStore:
     def _check(self) -> None:
         if self.broken:
             raise MemoryStoreFailed("the table is unreachable")
+
+
+@dataclass(frozen=True, slots=True)
+class Members:
+    """A ``MemberDirectory`` over a search and a lookup (None: no search, nobody a member)."""
+
+    search_with: Callable[[str, str], list[dict]] | None = None
+    member_with: Callable[[str, str], dict | None] | None = None
+
+    def search(self, guild_id: str, query: str) -> list[dict]:
+        return self.search_with(guild_id, query) if self.search_with else []
+
+    def member(self, guild_id: str, user_id: str) -> dict | None:
+        return self.member_with(guild_id, user_id) if self.member_with else None
+
+
+def members(
+    search: Callable[[str, str], list[dict]] | None = None,
+    lookup: Callable[[str, str], dict | None] | None = member_lookup,
+) -> Members:
+    """The test server's directory: everyone in ``MEMBERS`` is a member; ``search`` as given."""
+    return Members(search, lookup)

@@ -32,6 +32,7 @@ from tests.unit.ltm_fakes import (
     FakeMemoryStore,
     make_turn,
     member_lookup,
+    members,
     settings,
 )
 
@@ -227,8 +228,7 @@ def save(content: str, store: FakeMemoryStore, embedder, *, limit: int = 100):
         {"memory_content": content, "memory_scope": "target_user", "target_user": "Alice"},
         turn,
         store=store,
-        search_members=lambda guild, query: [],
-        lookup_member=member_lookup,
+        members=members(lambda guild, query: [], member_lookup),
         settings=settings(MAX_PERSONAL_MEMORIES=limit),
         recalled=recall_context(turn, shown),
         embeddings=TurnEmbeddings(embedder),
@@ -279,8 +279,7 @@ def test_an_update_replaces_the_embedding_and_drops_it_when_embeddings_fail():
             {"memory_id": 30001, "memory_content": content, "target_user": "Alice"},
             make_turn(),
             store=store,
-            search_members=lambda guild, query: [],
-            lookup_member=member_lookup,
+            members=members(lambda guild, query: [], member_lookup),
             settings=settings(),
             embeddings=TurnEmbeddings(embedder),
         )

@@ -33,6 +33,7 @@ from tests.unit.ltm_fakes import (
     FakeMemoryStore,
     make_turn,
     member_lookup,
+    members,
     settings,
 )
 
@@ -210,8 +211,7 @@ def save(content: str, store: FakeMemoryStore, *, scope: str = "target_user", tu
         arguments,
         turn,
         store=store,
-        search_members=lambda guild, query: [],
-        lookup_member=member_lookup,
+        members=members(lambda guild, query: [], member_lookup),
         settings=settings(MAX_PERSONAL_MEMORIES=limit, MAX_SERVER_MEMORIES=limit),
         recalled=recall_context(turn, shown),
     )

@@ -230,7 +230,7 @@ def test_the_main_persona_s_default_is_kioku():
 def test_a_persona_s_nickname_finds_the_member_and_another_persona_s_does_not():
     from kioku.domain.ltm.targets import TargetKind, resolve_target
     from kioku.domain.system_prompt import system_prompt
-    from tests.unit.ltm_fakes import BOB, make_turn, member_lookup
+    from tests.unit.ltm_fakes import BOB, make_turn, member_lookup, members
 
     # Given Luna, who calls Bob "Captain"
     turn = make_turn()
@@ -239,9 +239,9 @@ def test_a_persona_s_nickname_finds_the_member_and_another_persona_s_does_not():
     )
     as_luna = replace(turn, config=replace(turn.config, persona=luna))
     # When a memory names "Captain" (or "Master Captain") in Luna's turn, and in the main persona's
-    found = resolve_target("Captain", as_luna, None, member_lookup)
-    affixed = resolve_target("Master Captain", as_luna, None, member_lookup)
-    elsewhere = resolve_target("Captain", turn, None, member_lookup)
+    found = resolve_target("Captain", as_luna, members(None, member_lookup))
+    affixed = resolve_target("Master Captain", as_luna, members(None, member_lookup))
+    elsewhere = resolve_target("Captain", turn, members(None, member_lookup))
     # Then Luna's nickname finds Bob; the main persona knows nobody by it
     assert found.kind is affixed.kind is TargetKind.USER and found.user.user_id == BOB.user_id
     assert elsewhere.kind is TargetKind.NOT_FOUND

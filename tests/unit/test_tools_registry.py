@@ -12,7 +12,7 @@ from kioku.domain.models import Capabilities
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
 from kioku.services import tool_failures, tools
-from tests.unit.ltm_fakes import FakeMemoryStore, make_turn, member_lookup, settings
+from tests.unit.ltm_fakes import FakeMemoryStore, make_turn, member_lookup, members, settings
 from tests.unit.test_ltm_recall_budget import SERVER_SCOPE, chatter, recalled
 
 STM_SCHEMA = {"type": "function", "function": {"name": STM_TOOL_NAME, "parameters": {}}}
@@ -41,8 +41,7 @@ def bench(*, stm=None, recall=None, turn=None, store=None) -> tools.ToolBench:
         embeddings=None,
         store=store or FakeMemoryStore(),
         settings=settings(),
-        search_members=None,
-        lookup_member=member_lookup,
+        members=members(None, member_lookup),
         speaker_manages_server=lambda: True,
         write_announced=lambda result, write: write(()),
     )

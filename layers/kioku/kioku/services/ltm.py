@@ -38,7 +38,7 @@ from kioku.domain.ltm.notification import (
     memory_saved_embed,
     memory_updated_embed,
 )
-from kioku.domain.ltm.ports import LookupMember, MemoryStore, RecallSet, SearchMembers
+from kioku.domain.ltm.ports import MemberDirectory, MemoryStore, RecallSet
 from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import (
     DEFAULT_RECALL_BUDGET_CHARS,
@@ -114,9 +114,8 @@ def create_long_term_memory(
     turn: TurnContext,
     *,
     store: MemoryStore,
-    search_members: SearchMembers | None,
+    members: MemberDirectory | None,
     settings: Settings,
-    lookup_member: LookupMember | None = None,
     speaker_manages_server: Callable[[], bool] | None = None,
     recalled: Recall | None = None,
     embeddings: TurnEmbeddings | None = None,
@@ -135,8 +134,7 @@ def create_long_term_memory(
             arguments,
             turn,
             store,
-            search_members,
-            lookup_member,
+            members,
             speaker_manages_server,
             settings,
             recalled,
@@ -151,9 +149,8 @@ def update_long_term_memory(
     turn: TurnContext,
     *,
     store: MemoryStore,
-    search_members: SearchMembers | None,
+    members: MemberDirectory | None,
     settings: Settings,
-    lookup_member: LookupMember | None = None,
     embeddings: TurnEmbeddings | None = None,
     write_announced: WriteAnnounced | None = None,
 ) -> ToolResult:
@@ -163,7 +160,7 @@ def update_long_term_memory(
         return _result(UpdateStatus.DISABLED, "self-teaching is turned off on this server")
     try:
         request = parse_update_arguments(arguments, settings.MAX_MEMORY_LENGTH)
-        return _update(request, turn, store, search_members, lookup_member, embeddings, write_announced)
+        return _update(request, turn, store, members, embeddings, write_announced)
     except Exception as exc:
         return _answer(UPDATE_TOOL_NAME, exc)
 
@@ -200,8 +197,7 @@ def _create(
     arguments: str | dict[str, Any] | None,
     turn: TurnContext,
     store: MemoryStore,
-    search_members: SearchMembers | None,
-    lookup_member: LookupMember | None,
+    members: MemberDirectory | None,
     speaker_manages_server: Callable[[], bool] | None,
     settings: Settings,
     recalled: Recall | None,
@@ -212,7 +208,7 @@ def _create(
     target: PersonalTarget | None = None
     note = None
     if request.scope is RequestedScope.TARGET_USER:
-        resolution = resolve_target(request.target_user or "", turn, search_members, lookup_member)
+        resolution = resolve_target(request.target_user or "", turn, members)
         if resolution.kind in _SERVER_FALLBACK:
             note = _SERVER_FALLBACK[resolution.kind]
             if resolution.kind is TargetKind.BRIDGE and resolution.user is not None:
@@ -310,8 +306,7 @@ def _update(
     request: UpdateArguments,
     turn: TurnContext,
     store: MemoryStore,
-    search_members: SearchMembers | None,
-    lookup_member: LookupMember | None,
+    members: MemberDirectory | None,
     embeddings: TurnEmbeddings | None,
     write_announced: WriteAnnounced | None = None,
 ) -> ToolResult:
@@ -325,7 +320,7 @@ def _update(
             owners.append((ScopeKind.SERVER, speaker))
         owners.append((ScopeKind.PERSONAL, speaker))
     else:
-        resolution = resolve_target(request.target_user, turn, search_members, lookup_member)
+        resolution = resolve_target(request.target_user, turn, members)
         if resolution.kind in _SERVER_FALLBACK and turn.guild_id is not None:
             owners.append((ScopeKind.SERVER, speaker))
         elif resolution.kind is TargetKind.USER and resolution.user is not None:

@@ -12,7 +12,7 @@ from aws_lambda_powertools import Logger
 
 from kioku.config import Settings
 from kioku.domain.ltm import tools as ltm_tools
-from kioku.domain.ltm.ports import LookupMember, MemoryStore, SearchMembers
+from kioku.domain.ltm.ports import MemberDirectory, MemoryStore
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
@@ -35,8 +35,7 @@ class ToolBench:
     embeddings: TurnEmbeddings | None
     store: MemoryStore
     settings: Settings
-    search_members: SearchMembers | None
-    lookup_member: LookupMember | None
+    members: MemberDirectory | None
     speaker_manages_server: Callable[[], bool]
     write_announced: ltm.WriteAnnounced
 
@@ -54,8 +53,7 @@ def _memory_access(bench: ToolBench) -> dict[str, Any]:
     """What saving and correcting a memory both use: the store, and how people are looked up."""
     return {
         "store": bench.store,
-        "search_members": bench.search_members,
-        "lookup_member": bench.lookup_member,
+        "members": bench.members,
         "settings": bench.settings,
         "embeddings": bench.embeddings,
     }

@@ -43,6 +43,27 @@ CONTEXT_KINDS: Final = {
 
 
 @dataclass(frozen=True, slots=True)
+class GuildMembers:
+    """The member directory target resolution asks (``ltm.ports.MemberDirectory``): Discord's member
+    search, and the guild directory's member (cached per container)."""
+
+    discord: TurnDiscord
+    directory: GuildLookup
+
+    def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
+        try:
+            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
+        except DiscordError as exc:
+            raise MemberSearchFailed(str(exc)) from exc
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        try:
+            return self.directory.member(guild_id, user_id)
+        except (DiscordError, ValueError) as exc:
+            raise MemberSearchFailed(str(exc)) from exc
+
+
+@dataclass(frozen=True, slots=True)
 class Conversation:
     """One turn's model and tools, over the turn's state (its messages, the tools offered, the
     record of requests and tool results)."""
@@ -169,17 +190,10 @@ class Conversation:
             embeddings=self.state.embeddings,
             store=self.ltm_store,
             settings=self.settings,
-            search_members=self._search_members,
-            lookup_member=self._lookup_member,
+            members=GuildMembers(self.discord, self.directory),
             speaker_manages_server=lambda: self._manages_server(turn, self.state.job.member),
             write_announced=lambda result, write: self._write_announced(earlier, result, write),
         )
-
-    def _search_members(self, guild_id: str, query: str) -> list[dict[str, Any]]:
-        try:
-            return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
-        except DiscordError as exc:
-            raise MemberSearchFailed(str(exc)) from exc
 
     def _manages_server(self, turn: TurnContext, member: Member | None) -> bool:
         if turn.guild_id is None:
@@ -189,9 +203,3 @@ class Conversation:
         except (DiscordError, ValueError):
             logger.warning("could not tell whether the speaker manages the server; treated as a member")
             return False
-
-    def _lookup_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
-        try:
-            return self.directory.member(guild_id, user_id)
-        except (DiscordError, ValueError) as exc:
-            raise MemberSearchFailed(str(exc)) from exc

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
@@ -17,12 +17,19 @@ from kioku.domain.ltm.memory import (
 )
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 
-SearchMembers = Callable[[str, str], list[dict[str, Any]]]
-"""``search_members(guild_id, query)``: guild members as Discord REST returns them (``user``, ``nick``)."""
 
-LookupMember = Callable[[str, str], dict[str, Any] | None]
-"""``lookup_member(guild_id, user_id)``: the guild member, or None for someone not in the guild.
-Raises ``MemberSearchFailed`` when Discord cannot answer."""
+class MemberDirectory(Protocol):
+    """Who belongs to a guild, as Discord answers: what target resolution (``targets``) asks when
+    the conversation alone cannot tell. Both raise ``MemberSearchFailed`` when Discord cannot answer."""
+
+    def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
+        """Guild members whose names start with ``query``, as Discord REST returns them (``user``,
+        ``nick``); none where no search is possible."""
+        ...
+
+    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+        """The guild member, or None for someone not in the guild."""
+        ...
 
 
 class MemberSearchFailed(Exception):

@@ -9,7 +9,7 @@ from enum import StrEnum
 from typing import Any, Final, TypeVar
 
 from kioku.discord.snowflake import is_snowflake
-from kioku.domain.ltm.ports import LookupMember, SearchMembers
+from kioku.domain.ltm.ports import MemberDirectory
 from kioku.domain.models import Participant
 from kioku.domain.text import USER_MENTION, normalize_for_comparison, one_line_name
 from kioku.domain.turn import TurnContext
@@ -72,8 +72,7 @@ def comparable_name(name: str) -> str:
 def resolve_target(
     target: str,
     turn: TurnContext,
-    search_members: SearchMembers | None,
-    lookup_member: LookupMember | None = None,
+    members: MemberDirectory | None,
 ) -> TargetResolution:
     """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); what
     the speaking persona calls someone (its nicknames); the people in the conversation; the guild's member search; the names of webhook personas (bridges).
@@ -82,7 +81,7 @@ def resolve_target(
     (the guild display name); the result is ambiguous only when a rung finds several people on its
     best tier.
 
-    A person must be a current member of the turn's guild (``lookup_member``); in a DM the only
+    A person must be a current member of the turn's guild (``members``; None: nobody is); in a DM the only
     person is the DM partner. Naming the bot itself, another bot or a bridged user is reported as
     such: their memories belong to the server. Raises ``MemberSearchFailed`` when Discord was needed
     and failed.
@@ -97,10 +96,10 @@ def resolve_target(
     people = _people_in_conversation(turn)
     user_id = _mentioned_id(raw, known_ids={turn.bot.user_id, *people})
     if user_id is not None:
-        return _resolve_id(user_id, turn, people, lookup_member)
-    resolution = _resolve_name(raw, turn, people, search_members, lookup_member)
+        return _resolve_id(user_id, turn, people, members)
+    resolution = _resolve_name(raw, turn, people, members)
     if resolution.kind is TargetKind.NOT_FOUND and core != raw.removeprefix("@").strip():
-        return _resolve_name(core, turn, people, search_members, lookup_member)
+        return _resolve_name(core, turn, people, members)
     return resolution
 
 
@@ -116,8 +115,7 @@ def _resolve_name(
     raw: str,
     turn: TurnContext,
     people: Mapping[str, Participant],
-    search_members: SearchMembers | None,
-    lookup_member: LookupMember | None,
+    members: MemberDirectory | None,
 ) -> TargetResolution:
     wanted = comparable_name(raw)
     if not wanted:
@@ -127,19 +125,19 @@ def _resolve_name(
     # what the persona speaking calls someone (``/persona nickname``) names them before anything else
     nicknamed = {uid for uid, nick in turn.config.persona.nicknames if comparable_name(nick) == wanted}
     if len(nicknamed) == 1:
-        return _resolve_id(nicknamed.pop(), turn, people, lookup_member)
+        return _resolve_id(nicknamed.pop(), turn, people, members)
     people_named = _best_tier([p for p in people.values() if not p.is_bridge], wanted, _participant_names)
     if people_named:
-        resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, lookup_member)
+        resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, members)
         if resolution.kind is not TargetKind.NOT_FOUND:
             return resolution  # one who has left the guild since: the next rungs may find a member
     if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
         return TargetResolution(TargetKind.OTHER_BOT)
-    if turn.guild_id is not None and search_members is not None:
+    if turn.guild_id is not None and members is not None:
         query = " ".join(raw.removeprefix("@").split())
-        members = _matching_members(search_members(turn.guild_id, query), wanted, turn.bot.user_id)
-        if members:
-            return _decide(members)
+        found = _matching_members(members.search(turn.guild_id, query), wanted, turn.bot.user_id)
+        if found:
+            return _decide(found)
     bridges = _best_tier([p for p in people.values() if p.is_bridge], wanted, _participant_names)
     if bridges:
         return _from_participants(bridges)
@@ -205,14 +203,14 @@ def _resolve_id(
     user_id: str,
     turn: TurnContext,
     people: Mapping[str, Participant],
-    lookup_member: LookupMember | None,
+    members: MemberDirectory | None,
 ) -> TargetResolution:
     if user_id == turn.bot.user_id:
         return TargetResolution(TargetKind.BOT_SELF)
     person = people.get(user_id)
     if person is not None and person.is_bridge:
         return _from_participants([person])
-    member = lookup_member(turn.guild_id or "", user_id) if lookup_member and turn.guild_id else None
+    member = members.member(turn.guild_id, user_id) if members and turn.guild_id else None
     if member is None:
         return TargetResolution(TargetKind.NOT_FOUND)
     user = member.get("user") if isinstance(member.get("user"), dict) else {}
@@ -228,14 +226,14 @@ def _resolve_id(
 
 
 def _member_checked(
-    resolution: TargetResolution, turn: TurnContext, lookup_member: LookupMember | None
+    resolution: TargetResolution, turn: TurnContext, members: MemberDirectory | None
 ) -> TargetResolution:
     """A person found by name in the conversation may have left the guild since they spoke."""
     if resolution.kind is not TargetKind.USER or resolution.user is None:
         return resolution
-    if lookup_member is None or turn.guild_id is None:
+    if members is None or turn.guild_id is None:
         return TargetResolution(TargetKind.NOT_FOUND)
-    if lookup_member(turn.guild_id, resolution.user.user_id) is None:
+    if members.member(turn.guild_id, resolution.user.user_id) is None:
         return TargetResolution(TargetKind.NOT_FOUND)
     return resolution
 
