@@ -348,3 +348,18 @@ def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_wi
     luna_turn, main_turn = shown["turns"][str(luna["turn"])], shown["turns"][str(main["turn"])]
     assert luna_turn["persona"] == "Luna" and luna_turn["lineage"] > 1
     assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", 1)
+
+
+def test_why_this_answer_works_on_an_alter_personas_reply(inspector_url):
+    # Given Luna, an alter persona, who answered through the channel's webhook
+    added = command(inspector_url, '/persona add name:Luna prompt:"You are {bot}."')
+    assert added.status_code == 200, added.text
+    assert say(inspector_url, "Luna, remember that I like oolong tea").status_code == 200
+    assert say(inspector_url, "Luna, what do I like?").status_code == 200
+    luna = [m for m in state(inspector_url)["messages"] if m.get("persona") and m["turn"]][-1]
+    # When Alice asks why on Luna's reply
+    response = command(inspector_url, f":why {luna['id']}")
+    # Then it is found by its message id, whoever posted it
+    assert response.status_code == 200 and response.json()["ok"], response.text
+    answers = [m for m in state(inspector_url)["messages"] if m.get("answer")]
+    assert "What I was shown for this answer" in str(answers[-1]["embeds"])

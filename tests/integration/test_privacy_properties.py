@@ -746,6 +746,7 @@ def _check_why(
             problems.append(f"WHY_MISSING at turn {number}: no trace of its reply")
             continue
         _count("Why this answer? shows a memory" if answered.explanation.memories else "Why this answer?")
+        # a turn of theirs there, with the persona that answered (an alter persona's reply reads its lineage)
         probe = Probe(where, viewer.user_id, frozenset({viewer.user_id}), plan.persona_id, plan.lineage)
         shown = tokens_in([line.memory.content for line in answered.explanation.memories if line.memory])
         live = {w.token for w in written if w.stored and not w.gone and oracle.may_show(w, probe)}

@@ -176,7 +176,10 @@ class Playground:
 
         name = next(each["name"] for each in definitions() if each["type"] == CommandType.MESSAGE)
         posted = self.stack.discord.channel_messages(self.channel.channel_id)
-        replies = [m["id"] for m in posted if m["author"]["id"] == self.stack.application_id]
+        # the bot's own posts and its personas' (through a channel webhook)
+        replies = [
+            m["id"] for m in posted if m["author"]["id"] == self.stack.application_id or m.get("webhook_id")
+        ]
         target = message_id or (replies[-1] if replies else "")
         if not target:
             self.fail("no reply of mine here yet: say something first, or give a message id (:discord)")

@@ -163,7 +163,7 @@ function renderMessages(state) {
     message.embeds.map(renderEmbed),
     message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)),
     message.answer ? renderButtons(message.answer) : null,
-    message.bot && !message.answer ? whyButton(message) : null);
+    (message.bot || message.persona) && !message.answer ? whyButton(message) : null);
   }));
   if (atBottom) list.scrollTop = list.scrollHeight;
 }
