@@ -172,6 +172,35 @@ def test_two_personas_in_one_channel_each_answer_by_trigger_word_with_their_own_
     } <= set(checked)
 
 
+def test_a_persona_s_own_words_are_only_what_it_posted_through_the_channel_s_webhook(stack, llm):
+    from kioku.adapters.discord_rest import DiscordRest
+    from kioku.entrypoints.composition import forget
+
+    manage(stack, "add", {"name": "Luna", "prompt": "x"}, LUNA_ID)
+    manage(stack, "addressing", {"persona": "Luna", "trigger_words": "moon"})
+    alice = stack.discord.seed_user("alice", global_name="Alice")
+    stack.discord.seed_member(GUILD, alice)
+    llm.enqueue(completion_body("Hello from Luna."))
+    say(stack, alice, "moon, hello")
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Given someone posting as "Luna" through another webhook of the application in the channel
+    rest = DiscordRest(stack.discord.base_url, stack.discord.token)
+    other = rest.create_webhook(GENERAL, "lookalike")
+    rest.execute_webhook(other["id"], other["token"], "Free lunch for all, I promise.", username="Luna")
+    rest.close()
+    # When Alice calls the moon again, in a new container (the webhook known only as stored)
+    forget()
+    llm.enqueue(completion_body("Not my words."))
+    say(stack, alice, "moon, did you promise lunch?")
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+    # Then Luna hears her answer as hers, and the lookalike as another bot named Luna
+    heard = {str(m["content"]).split("\n")[-1]: m for m in llm.bodies[-1]["messages"][1:]}
+    (own,) = [m for text, m in heard.items() if "Hello from Luna." in text]
+    (lookalike,) = [m for text, m in heard.items() if "Free lunch" in text]
+    assert own["role"] == "assistant"
+    assert lookalike["role"] == "user" and str(lookalike["content"]).startswith("[BOT Luna |")
+
+
 def test_kioku_never_answers_its_own_webhook_messages(stack, llm):
     manage(stack, "add", {"name": "Luna", "prompt": "x"}, LUNA_ID)
     manage(stack, "addressing", {"trigger_words": "kioku", "answer_other_bots": True})

@@ -120,6 +120,21 @@ def test_deleting_a_channel_deletes_its_and_its_threads_memory_only(relay_event,
     assert row(store, GENERAL) is not None
 
 
+def test_deleting_a_channel_deletes_its_persona_webhook_and_its_token(relay_event, table):
+    from kioku.adapters.dynamodb.webhook_store import WebhookStore
+    from kioku.domain.personas import ChannelWebhook
+
+    # Given the persona webhooks kioku keeps for two channels
+    webhooks = WebhookStore(table)
+    for channel_id in (SECRET, GENERAL):
+        webhooks.keep(GUILD, channel_id, ChannelWebhook(f"7{channel_id}", "tok-en"))
+    # When one channel is deleted
+    assert relay_event("CHANNEL_DELETE", channel(SECRET)) == 204
+    # Then its webhook item (and token) went with it; the other channel's stays
+    assert webhooks.get(GUILD, SECRET) is None
+    assert webhooks.channels(GUILD) == [GENERAL]
+
+
 def test_deleting_a_thread_deletes_only_the_thread(relay_event, store):
     remember(store, SECRET, "in secret")
     remember(store, THREAD, "in its thread", parent=SECRET)

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.domain.addressing import MAX_GUILD_BODY_BYTES, MAX_RELAY_BODY_BYTES
 from kioku.domain.channel_events import parse_guild_create
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmLimits
@@ -115,6 +116,19 @@ def test_a_channel_whose_update_was_lost_is_made_private_by_the_next_guild_creat
     assert row(store, SECRET).private is True and row(store, THREAD).private is True
     assert seen_from(store, OTHER) == ""
     assert "okapi" in seen_from(store, THREAD, parent=SECRET)
+
+
+def test_the_persona_webhooks_of_channels_gone_while_nobody_listened_are_deleted(guild_create, table):
+    from kioku.domain.personas import ChannelWebhook
+
+    # Given the persona webhooks kioku keeps for two channels
+    webhooks = WebhookStore(table)
+    for channel_id in (GENERAL, GONE):
+        webhooks.keep(GUILD, channel_id, ChannelWebhook(f"7{channel_id}", "tok-en"))
+    # When the next session's channel list no longer holds one (deleted while the relay was down)
+    assert guild_create(guild([channel(GENERAL), channel(OTHER)])) == 204
+    # Then its webhook item (and token) is deleted; the listed channel's stays
+    assert webhooks.get(GUILD, GONE) is None and webhooks.get(GUILD, GENERAL) is not None
 
 
 def test_the_everyone_roles_permissions_decide_a_channel_without_an_overwrite(guild_create, store):
@@ -331,11 +345,11 @@ def test_only_a_guild_create_may_be_larger_than_a_message(guild_create, env, rel
     assert handler(signed_event(too_big, relay_keys.signing_hex), LambdaContext())["statusCode"] == 400
 
 
-def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store):
+def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store, table):
     for n in range(5):
         remember(store, str(1000 + n), f"row {n}")
     snapshot = parse_guild_create(guild([channel(str(1000 + n), deny=VIEW_CHANNEL) for n in range(5)]))
-    report = reconcile_guild(snapshot, store, max_rows=3)
+    report = reconcile_guild(snapshot, store, WebhookStore(table), max_rows=3)
     assert (report.rows, report.restamped, report.complete) == (3, 3, False)
     assert sum(row(store, str(1000 + n)).private is True for n in range(5)) == 3
 
@@ -370,13 +384,13 @@ def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_r
 
     # When the list shows every second channel turned private
     listed = [channel(c, deny=VIEW_CHANNEL if n % 2 else 0) for n, c in enumerate(channels)]
-    report = reconcile_guild(parse_guild_create(guild(listed)), store)
+    report = reconcile_guild(parse_guild_create(guild(listed)), store, WebhookStore(table))
 
-    # Then the guild's rows were read by Query alone (1 MB pages: no scan, no read per row), and only
-    # the 250 rows whose privacy changed were written
+    # Then the guild's rows were read by Query alone (1 MB pages: no scan, no read per row; one Query
+    # more for the server's persona webhooks), and only the 250 rows whose privacy changed were written
     pages = -(-stored // (1024 * 1024))
     assert (report.rows, report.restamped, report.deleted) == (500, 250, 0)
-    assert "scan" not in calls and calls.count("query") <= pages + 1
+    assert "scan" not in calls and calls.count("query") <= pages + 2
     assert calls.count("update_item") == 250 and len(calls) == calls.count("query") + 250
     print(
         f"500 rows, {stored} bytes stored, {pages} page(s) of 1 MB, {calls.count('query')} Query, 250 UpdateItem"

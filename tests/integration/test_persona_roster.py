@@ -123,6 +123,8 @@ def test_the_limit_is_a_condition_of_the_write_not_only_a_check_before_it(config
         ({"name": "kioku"}, "already a persona called **kioku**"),
         ({"memories_from": "Nobody"}, "no persona called **Nobody**"),
         ({"avatar_url": "http://example.com/x.png"}, "https://"),
+        ({"name": "So"}, "at least 3 characters and not a common word"),
+        ({"name": "Hey"}, "at least 3 characters and not a common word"),
     ],
 )
 def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved(
@@ -242,6 +244,30 @@ def test_removing_a_persona_that_shares_a_lineage_keeps_the_memories(invoke, con
     assert [p.name for p in configs.get_server_config(GUILD).personas] == ["Kioku", "Luna"]
 
 
+def test_the_channel_webhooks_go_with_the_server_s_last_alter_persona(invoke, configs, table):
+    from kioku.adapters.dynamodb.webhook_store import WebhookStore
+    from kioku.domain.personas import ChannelWebhook
+
+    # Given Luna and Sol, who spoke through the webhooks kioku keeps for two channels
+    add(invoke, "Luna", "600000000000000001")
+    add(invoke, "Sol", "600000000000000002")
+    webhooks = WebhookStore(table)
+    for channel in (CHANNEL, OTHER_CHANNEL):
+        webhooks.keep(GUILD, channel, ChannelWebhook(f"7{channel[1:]}", "tok-en"))
+
+    def remove(name: str) -> None:
+        asked = invoke(persona("remove", {"persona": name}))
+        buttons = [c["custom_id"] for row in asked["data"]["components"] for c in row["components"]]
+        assert embed(invoke(component_click(persona("remove"), buttons[0])))["title"] == f"Removed: {name}"
+
+    # When Sol is removed, the webhooks stay: Luna still speaks through them
+    remove("Sol")
+    assert all(webhooks.get(GUILD, channel) is not None for channel in (CHANNEL, OTHER_CHANNEL))
+    # When Luna, the last alter persona, is removed, their items (and tokens) are deleted
+    remove("Luna")
+    assert all(webhooks.get(GUILD, channel) is None for channel in (CHANNEL, OTHER_CHANNEL))
+
+
 def test_a_confirmation_counted_before_the_configuration_changed_removes_nothing(invoke, configs):
     add(invoke, "Luna", "600000000000000001")
     asked = invoke(persona("remove", {"persona": "Luna"}))
@@ -345,4 +371,12 @@ def test_an_alter_persona_cannot_be_renamed_to_what_discord_refuses_as_a_webhook
     form = invoke(persona("edit", {"persona": "Luna"}))["data"]
     refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Discord Luna", "prompt": ""}))
     assert embed(refused)["title"] == "Nothing was saved" and "webhook names" in text(refused)
+    assert configs.get_server_config(GUILD).persona_named("Luna") is not None
+
+
+def test_an_alter_persona_cannot_be_renamed_to_a_word_ordinary_messages_open_with(invoke, configs):
+    add(invoke, "Luna", "600000000000000001")
+    form = invoke(persona("edit", {"persona": "Luna"}))["data"]
+    refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Well", "prompt": ""}))
+    assert embed(refused)["title"] == "Nothing was saved" and "not a common word" in text(refused)
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None

@@ -75,6 +75,9 @@ def test_a_new_persona_starts_its_own_lineage_unless_it_shares_another_s():
         ({"name": "Discord Helper"}, "Discord refuses webhook names"),
         ({"name": "my clyde"}, "Discord refuses webhook names"),
         ({"name": "Everyone"}, "Discord refuses webhook names"),
+        ({"name": "I"}, "at least 3 characters"),
+        ({"name": "Yes"}, "not a common word"),
+        ({"name": "  THE  "}, "not a common word"),
     ],
 )
 def test_a_persona_that_cannot_be_created_says_why(changes, why):
@@ -161,10 +164,25 @@ def test_a_server_without_alter_personas_is_addressed_as_before():
         ("LUNA!", "luna", True),
         ("Lunatic", "Luna", False),
         ("Mr Moon, hi", "mr  moon", True),
+        ("So, what now?", "So", False),
+        ("I think so", "I", False),
+        ("Well, maybe", "Well", False),
+        ("Sol, hi", "Sol", True),
     ],
 )
 def test_a_name_opens_a_message_as_a_word(text, name, opens):
     assert name_opens(text, name) is opens
+
+
+def test_a_persona_named_a_common_word_before_the_rule_is_called_by_its_trigger_words_only():
+    # Given "So", an alter persona stored before such names were refused, with the trigger word "soso"
+    so = Persona(
+        persona_id="910000000000000009", lineage_id=9, name="So", alter=True, trigger_words=("soso",)
+    )
+    config = with_persona(server(), so)
+    # Then an ordinary message opening with "So" calls nobody, and its trigger word still calls it
+    assert not decide("So, what did everyone think?", config).answer
+    assert decide("soso, hi", config).personas == (so.persona_id,)
 
 
 # -- whose voice a message is ----------------------------------------------------------------------
@@ -187,7 +205,7 @@ def test_each_persona_hears_its_own_messages_as_its_own_and_the_others_as_other_
     as_luna = PersonaCue(LUNA_ID, int(LUNA_ID), "Luna")
 
     def heard(speaking, self_id, name):
-        voiced = voiced_history(history, BOT_ID, speaking, "Kioku")
+        voiced = voiced_history(history, BOT_ID, speaking, "Kioku", WEBHOOK_ID)
         items = read_dialogue(
             voiced, bot_user_id=self_id, supports_vision=False, limit=10, bot_name=name
         ).items
@@ -209,6 +227,27 @@ def test_each_persona_hears_its_own_messages_as_its_own_and_the_others_as_other_
     ]
     # a persona since removed is nobody's voice
     assert persona_of_message(parse_message(webhook_post("Gone")), BOT_ID, server()) is None
+
+
+def test_a_persona_s_own_messages_are_those_under_its_name_through_the_webhook_kioku_keeps():
+    from kioku.discord.models import parse_message
+    from kioku.domain.turn_jobs import PersonaCue
+
+    # Given Luna's answer through the channel's webhook, and a lookalike: "Luna" through another
+    # webhook (one of the application's too, as an old webhook of kioku's would be)
+    luna_said = parse_message(webhook_post("Luna", "610000000000000006"))
+    lookalike = parse_message(
+        webhook_post("Luna", "610000000000000007")
+        | {"webhook_id": "700000000000000099", "author": {"id": "700000000000000099", "username": "Luna"}}
+    )
+    as_luna = PersonaCue(LUNA_ID, int(LUNA_ID), "Luna")
+    # When Luna hears them, knowing the channel's webhook, and not knowing it
+    known = voiced_history([lookalike, luna_said], BOT_ID, as_luna, "Kioku", WEBHOOK_ID)
+    unknown = voiced_history([lookalike, luna_said], BOT_ID, as_luna, "Kioku", None)
+    # Then only the post through kioku's webhook is hers; the lookalike is another bot named Luna
+    assert [m.author.id for m in known] == ["700000000000000099", LUNA_ID]
+    assert known[0].author.bot and known[0].webhook_id is None
+    assert LUNA_ID not in {m.author.id for m in unknown}
 
 
 def test_speaking_as_a_removed_persona_is_none_and_the_main_one_is_the_default():
@@ -315,3 +354,32 @@ def test_a_redelivered_alter_persona_turn_counts_what_its_webhook_posted_and_pos
         ("Luna", ""),
     ]
     assert len(done.reply_ids) == 2 and len(done.notice_ids) == 1 and channel.created == 1
+
+
+def test_a_redelivered_alter_persona_turn_does_not_count_another_webhook_s_post_under_its_name():
+    from kioku.discord.models import parse_message
+    from kioku.domain.personas import ChannelWebhook
+    from kioku.domain.turn import Outbox
+    from kioku.domain.turn_jobs import TurnJob
+    from kioku.services.persona_voice import PersonaReply, PersonaWebhooks
+    from kioku.services.turn_delivery import Delivery
+
+    # Given Luna's turn, whose first attempt died before posting, and someone who then posted what
+    # Luna would say, under her name, through another webhook
+    channel = _Channel()
+    job = TurnJob.from_message(parse_message(guild_message("moon, tell me", id="600000000000000100")))
+    luna = server().persona_named("Luna")
+    channel.messages.append(
+        webhook_post("Luna", "650000000000000000")
+        | {
+            "content": "one",
+            "webhook_id": "700000000000000099",
+            "author": {"id": "700000000000000099", "username": "Luna"},
+        }
+    )
+    # When the redelivery, knowing the channel's webhook as stored, adopts what the channel holds
+    stored = ChannelWebhook(WEBHOOK_ID, "tok-en_1")
+    reply = PersonaReply(PersonaWebhooks(channel, _Store()), job, luna, job.channel_id, stored=stored)
+    adopted = Delivery(channel, job, reply).adopt(Outbox(reply="one", chunks=("one",)))
+    # Then the lookalike is not Luna's post: hers is still to be made
+    assert adopted.reply_ids == ()

@@ -27,6 +27,28 @@ MAX_NICKNAMES_PER_PERSONA: Final = 200
 WEBHOOK_NAME_REFUSED: Final = ("discord", "clyde")
 """Discord refuses a webhook message whose username contains these (an alter persona's name is one)."""
 WEBHOOK_NAMES_REFUSED: Final = frozenset({"everyone", "here"})
+MIN_ADDRESSED_NAME_CHARS: Final = 3
+# fmt: off
+COMMON_OPENING_WORDS: Final = frozenset({
+    "the", "and", "but", "for", "nor", "not", "yes", "yeah", "yep", "nope", "nah", "hey", "hello",
+    "hiya", "well", "also", "just", "then", "now", "what", "when", "where", "which", "while", "who",
+    "whom", "whose", "why", "how", "this", "that", "these", "those", "there", "they", "them", "their",
+    "you", "your", "yours", "she", "her", "hers", "him", "his", "its", "our", "ours", "mine", "can",
+    "could", "would", "should", "will", "shall", "may", "might", "must", "does", "did", "done", "have",
+    "has", "had", "was", "were", "are", "been", "being", "let", "lets", "let's", "okay", "sure",
+    "thanks", "thank", "please", "sorry", "wait", "look", "see", "all", "any", "some", "one", "two",
+    "both", "each", "every", "many", "much", "more", "most", "other", "such", "only", "own", "same",
+    "too", "very", "even", "still", "yet", "anyway", "maybe", "perhaps", "actually", "honestly",
+    "really", "like", "guys", "folks", "anyone", "someone", "somebody", "nobody", "nothing",
+    "something", "about", "above", "after", "again", "against", "before", "below", "between", "into",
+    "from", "with", "without", "over", "under", "until", "upon", "onto", "off", "out", "because",
+    "since", "though", "although", "unless", "whether", "else", "wow", "lol", "lmao", "omg", "hmm",
+    "huh", "ugh", "good", "great", "nice", "cool", "right", "true", "today", "tonight", "tomorrow",
+    "yesterday", "morning", "afternoon", "evening", "night", "welcome", "cheers", "bye", "goodbye",
+    "never", "always", "often",
+})
+# fmt: on
+"""Words that open ordinary messages: an alter persona named so would answer them (``name_opens``)."""
 
 
 def new_persona(
@@ -45,7 +67,7 @@ def new_persona(
     persona = apply_persona(
         Persona(persona_id=persona_id, lineage_id=int(persona_id), alter=True), name, prompt
     )
-    problems: list[str] = webhook_name_problems(persona.name)
+    problems: list[str] = alter_name_problems(persona.name)
     if config.persona_named(persona.name) is not None:
         problems.append(f"there is already a persona called **{persona.name}**")
     if memories_from is not None:
@@ -65,12 +87,29 @@ def new_persona(
     return persona
 
 
-def webhook_name_problems(name: str) -> list[str]:
-    """Why Discord would refuse ``name`` as the username of an alter persona's webhook messages."""
-    folded = _fold(name)
+def alter_name_problems(name: str) -> list[str]:
+    """Why ``name`` cannot be an alter persona's: Discord would refuse it as the username of its
+    webhook messages, or, opening ordinary messages, it would call the persona to answer them."""
+    folded, problems = _fold(name), []
     if folded in WEBHOOK_NAMES_REFUSED or any(part in folded for part in WEBHOOK_NAME_REFUSED):
-        return ["Discord refuses webhook names containing “discord” or “clyde”, or “everyone” and “here”"]
-    return []
+        problems.append(
+            "Discord refuses webhook names containing “discord” or “clyde”, or “everyone” and “here”"
+        )
+    if not addressable_name(name):
+        problems.append(
+            f"a persona's name is at least {MIN_ADDRESSED_NAME_CHARS} characters and not a common word "
+            "such as “the”, “yes” or “hey”: a name opening a message calls its persona, and people open "
+            "ordinary messages with those"
+        )
+    return problems
+
+
+def addressable_name(name: str) -> bool:
+    """Whether ``name`` opening a message may call its persona: not so short or common a word that
+    ordinary messages open with it (a persona named so before this rule is called by its trigger
+    words and replies only)."""
+    folded = _fold(name)
+    return len(folded) >= MIN_ADDRESSED_NAME_CHARS and folded not in COMMON_OPENING_WORDS
 
 
 def checked_avatar_url(url: str | None) -> str | None:
@@ -156,17 +195,25 @@ def persona_of_message(message: Message, application_id: str, config: ServerConf
 
 
 def voiced_history(
-    messages: Sequence[Message], application_id: str, speaking: PersonaVoice | None, main_name: str
+    messages: Sequence[Message],
+    application_id: str,
+    speaking: PersonaVoice | None,
+    main_name: str,
+    own_webhook_id: str | None = None,
 ) -> list[Message]:
     """``messages`` as the persona ``speaking`` (None: the main persona) reads them: its own webhook
     messages are authored by its own id (``speaking.persona_id``), so they are its assistant turns;
     the other personas' (the main one's too, when an alter persona speaks) are another bot's,
-    labelled "BOT <name>" (seed 004's multi-agent rules), never a person's nor "you"."""
+    labelled "BOT <name>" (seed 004's multi-agent rules), never a person's nor "you".
+
+    Its own are the ones posted under its name through ``own_webhook_id``, the channel's webhook
+    kioku created and keeps (None: not known, so none): a name alone is anyone's to post under,
+    through another webhook."""
     voiced = []
     for message in messages:
         author = message.author
         if is_kioku_webhook_message(message, application_id):
-            if speaking is not None and author.username == speaking.name:
+            if is_own_webhook_post(message, speaking, own_webhook_id):
                 author = User(id=speaking.persona_id, username=speaking.name, bot=True)
             else:
                 author = replace(author, bot=True, global_name=None)
@@ -175,6 +222,17 @@ def voiced_history(
             message = replace(message, author=replace(author, username=main_name, global_name=None, bot=True))
         voiced.append(message)
     return voiced
+
+
+def is_own_webhook_post(message: Message, speaking: PersonaVoice | None, own_webhook_id: str | None) -> bool:
+    """Whether ``speaking`` posted ``message``: under its name, through kioku's own webhook of the
+    channel (``own_webhook_id``, as stored), not merely under its name."""
+    return (
+        speaking is not None
+        and own_webhook_id is not None
+        and message.webhook_id == own_webhook_id
+        and message.author.username == speaking.name
+    )
 
 
 class PersonaVoice(Protocol):
@@ -188,9 +246,10 @@ _OPENING_PUNCTUATION = re.compile(r"^[\s,.:;!?~\-–—]")
 
 
 def name_opens(text: str, name: str) -> bool:
-    """Whether ``text`` opens with ``name`` as a word ("Luna, …", "luna: …", "Luna")."""
+    """Whether ``text`` opens with ``name`` as a word ("Luna, …", "luna: …", "Luna"); never for a
+    name ordinary messages open with (``addressable_name``)."""
     folded, wanted = _fold(text), _fold(name)
-    if not wanted or not folded.startswith(wanted):
+    if not addressable_name(name) or not folded.startswith(wanted):
         return False
     rest = folded[len(wanted) :]
     return not rest or bool(_OPENING_PUNCTUATION.match(rest))

@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
     from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.adapters.dynamodb.webhook_store import WebhookStore
     from kioku.adapters.guild_directory import GuildDirectory
     from kioku.adapters.secrets import Secrets
     from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue
@@ -62,6 +63,12 @@ class Container:
         from kioku.adapters.dynamodb.stm_store import StmStore
 
         return StmStore(self.table)
+
+    @cached_property
+    def webhook_store(self) -> WebhookStore:
+        from kioku.adapters.dynamodb.webhook_store import WebhookStore
+
+        return WebhookStore(self.table)
 
     @cached_property
     def stm_janitor(self) -> StmJanitor:
@@ -128,7 +135,6 @@ class Container:
 
         from kioku.adapters.dynamodb.turn_ledger import RateLedger
         from kioku.adapters.dynamodb.turn_repository import TurnRepository
-        from kioku.adapters.dynamodb.webhook_store import WebhookStore
         from kioku.adapters.llm.registry import make_chat_model
         from kioku.services.persona_voice import PersonaWebhooks
         from kioku.services.turn import TurnService
@@ -149,7 +155,7 @@ class Container:
             directory=self.guild_directory,
             rates=RateLedger(self.table),
             embedder=self.embedder,
-            webhooks=PersonaWebhooks(self.discord, WebhookStore(self.table)),
+            webhooks=PersonaWebhooks(self.discord, self.webhook_store),
         )
 
 

@@ -128,14 +128,14 @@ def _persona_cues(config: ServerConfig, personas: tuple[str, ...]) -> list[Any]:
 def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
     from kioku.services.channel_events import apply_channel_event
 
-    apply_channel_event(event, container().stm_store)
+    apply_channel_event(event, container().stm_store, container().webhook_store)
     return empty_response(204)
 
 
 def _reconcile_guild(snapshot: GuildSnapshot) -> dict[str, Any]:
     from kioku.services.channel_events import reconcile_guild
 
-    report = reconcile_guild(snapshot, container().stm_store)
+    report = reconcile_guild(snapshot, container().stm_store, container().webhook_store)
     count(Metric.RELAY_GUILDS_RECONCILED)
     count(Metric.STM_ROWS_RECONCILED, report.restamped + report.deleted)
     return empty_response(204)

@@ -3,7 +3,8 @@
 A channel made private is re-stamped private (with its threads) before any later turn can recall
 it elsewhere; a deleted channel's or thread's rows are deleted. A guild's whole channel list
 (``GUILD_CREATE``, on every new gateway session) repairs what lost events left behind: every row of
-the guild is stamped as the list describes its channel, or deleted when its channel is gone.
+the guild is stamped as the list describes its channel, or deleted when its channel is gone. A
+channel's persona webhook (its token a credential) goes with the channel, on either path.
 Long-term memories keep the privacy their channel had when they were written (see docs/privacy.md).
 """
 
@@ -17,6 +18,7 @@ from typing import Final
 
 from kioku import clock as kioku_clock
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
 
 MAX_RECONCILED_ROWS: Final = 20_000
@@ -26,12 +28,17 @@ logger = logging.getLogger(__name__)
 
 
 def apply_channel_event(
-    event: ChannelEvent, store: StmStore, clock: Callable[[], datetime] = kioku_clock.now
+    event: ChannelEvent,
+    store: StmStore,
+    webhooks: WebhookStore,
+    clock: Callable[[], datetime] = kioku_clock.now,
 ) -> int:
-    """Apply ``event`` to the rows of its channel (and its threads); returns the rows changed."""
+    """Apply ``event`` to the rows of its channel (and its threads); returns the rows changed. A
+    deleted channel's webhook item goes too (Discord deletes the webhook with the channel)."""
     if event.guild_id is None:
         return 0  # DM channels have no server rows; a DM row belongs to its user, not to a channel
     if event.kind.deletes:
+        webhooks.forget(event.guild_id, event.channel_id)
         changed = event_count = store.delete_channel(event.guild_id, event.channel_id)
     else:
         now = clock()
@@ -62,15 +69,20 @@ class GuildReconciliation:
 def reconcile_guild(
     snapshot: GuildSnapshot,
     store: StmStore,
+    webhooks: WebhookStore,
     clock: Callable[[], datetime] = kioku_clock.now,
     *,
     max_rows: int = MAX_RECONCILED_ROWS,
 ) -> GuildReconciliation:
     """Stamp every stored row of ``snapshot``'s guild as the channel list describes it (see
-    ``GuildSnapshot.fate_of``), as of when the relay received the list (never later than now)."""
+    ``GuildSnapshot.fate_of``), as of when the relay received the list (never later than now), and
+    delete the webhook items of channels no longer listed."""
     report = GuildReconciliation()
     if not snapshot.available:
         return report  # an outage: Discord lists no channels, which says nothing of them
+    for channel_id in webhooks.channels(snapshot.guild_id):
+        if snapshot.fate_of(channel_id, None, False).delete:
+            webhooks.forget(snapshot.guild_id, channel_id)
     now = clock()
     at = min(snapshot.taken_at or now, now)
     rows, report.complete = store.guild_rows(snapshot.guild_id, max_rows=max_rows)

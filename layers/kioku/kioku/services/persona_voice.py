@@ -18,7 +18,7 @@ from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.discord.protocol import JsonErrorCode
 from kioku.domain.models import Persona
-from kioku.domain.personas import ChannelWebhook
+from kioku.domain.personas import ChannelWebhook, is_own_webhook_post
 from kioku.domain.turn_jobs import TurnJob
 from kioku.services.turn_ports import DeliveryDiscord
 
@@ -52,6 +52,10 @@ class PersonaWebhooks:
             known = self._create(guild_id, channel_id, replacing=None)
         self._known[channel_id] = known
         return known
+
+    def known(self, channel_id: str) -> ChannelWebhook | None:
+        """The channel's webhook as this container last used it, if it did (no request)."""
+        return self._known.get(channel_id)
 
     def replace(self, guild_id: str, channel_id: str, dead: ChannelWebhook) -> ChannelWebhook:
         """A new webhook for one Discord no longer knows (deleted by someone in the server)."""
@@ -95,8 +99,10 @@ class PersonaReply:
         return self._execute("", [embed])
 
     def is_own(self, message: Any) -> bool:
-        """A message this persona posted through a webhook of kioku's."""
-        return bool(message.webhook_id) and message.author.username == self.persona.name
+        """A message this persona posted through the channel's webhook kioku keeps (another webhook
+        posting under its name is someone else: a retry must not count it as its own post)."""
+        webhook = self.webhooks.known(self.webhook_channel_id) or self.stored
+        return is_own_webhook_post(message, self.persona, webhook.webhook_id if webhook else None)
 
     def _execute(self, content: str, embeds: list[dict[str, Any]] | None) -> str:
         guild_id = self.job.guild_id or ""

@@ -2,7 +2,8 @@
 takes with it, and removing it.
 
 A removed persona takes its short-term rows in the server and, when no other persona shares its
-lineage, the server's long-term memories of that lineage. Personal memories kept in its lineage stay
+lineage, the server's long-term memories of that lineage; the server's last alter persona takes the
+channel webhooks they spoke through (their tokens are credentials nothing needs any more). Personal memories kept in its lineage stay
 with their people (``/personal memories`` lists, exports and forgets them as before); nothing reads
 that lineage again, as lineage ids are never reused.
 """
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import new_persona, with_persona, without_persona
@@ -61,12 +63,19 @@ def footprint(config: ServerConfig, persona: Persona, stm: StmStore, ltm: Dynamo
 
 
 def remove_persona(
-    configs: ConfigStore, config: ServerConfig, persona: Persona, stm: StmStore, ltm: DynamoMemoryStore
+    configs: ConfigStore,
+    config: ServerConfig,
+    persona: Persona,
+    stm: StmStore,
+    ltm: DynamoMemoryStore,
+    webhooks: WebhookStore,
 ) -> Footprint:
     """Remove ``persona`` from ``config`` (conditional on the version read: a turn that reads the
     configuration after it no longer speaks as it), then delete what it kept in this server."""
-    configs.save_server_config(without_persona(config, persona))
+    saved = configs.save_server_config(without_persona(config, persona))
     guild_id = config.guild_id or ""
+    if not saved.alters:
+        webhooks.forget_server(guild_id)
     sharers = config.lineage_sharers(persona)
     rows = stm.delete_persona_rows(guild_id, persona.persona_id)
     deleted = 0

@@ -34,7 +34,7 @@ from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
 from kioku.domain.ltm.recall import recall_query, recall_subjects
-from kioku.domain.models import Persona, PrivacyLevel, ServerConfig, UserProfile
+from kioku.domain.models import Participant, Persona, PrivacyLevel, ServerConfig, UserProfile
 from kioku.domain.personas import voiced_history
 from kioku.domain.replies import at_most, split_reply
 from kioku.domain.stm.capture import turn_lines, with_reply_id
@@ -205,9 +205,8 @@ class TurnService:
             user_id=alter.persona_id if alter else self.settings.DISCORD_APPLICATION_ID,
             username=alter.name if alter else bot_username(state.history, self.settings),
         )
-        main_name = self.personas.guess(job.guild_id).name
-        state.history = voiced_history(state.history, self.settings.DISCORD_APPLICATION_ID, alter, main_name)
-        participants = tuple(participants_from_messages(state.history, bot.user_id))
+        state.heard, state.voiced_by = state.history, self._known_webhook_id(state)
+        participants = self._voice(state, bot.user_id)
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
         guessed_name = state.guessed.name
@@ -235,6 +234,23 @@ class TurnService:
             turn_id=job.turn_id,
         )
         return None
+
+    def _known_webhook_id(self, state: TurnState) -> str | None:
+        """The id of the webhook an alter persona posts through, as this container knows it (its
+        own messages are the ones posted through it); the turn's read says for sure."""
+        if not state.guessed.alter or self.webhooks is None:
+            return None
+        known = self.webhooks.known(self._webhook_channel(state))
+        return known.webhook_id if known else None
+
+    def _voice(self, state: TurnState, bot_user_id: str) -> tuple[Participant, ...]:
+        """The history as the persona speaking hears it (``voiced_history``), and who takes part."""
+        alter = state.guessed if state.guessed.alter else None
+        main_name = self.personas.guess(state.job.guild_id).name
+        state.history = voiced_history(
+            state.heard, self.settings.DISCORD_APPLICATION_ID, alter, main_name, state.voiced_by
+        )
+        return tuple(participants_from_messages(state.history, bot_user_id))
 
     def _read_memory(self, state: TurnState) -> TurnEnd | None:
         """One BatchGetItem for everything with a known key (configuration, profile, short-term
@@ -277,15 +293,22 @@ class TurnService:
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
         state.record.persona, state.record.lineage = turn.config.persona.name, turn.config.persona.lineage_id
+        stored_webhook_id = read.webhook.webhook_id if read.webhook else None
+        revoice = job.persona is not None and stored_webhook_id != state.voiced_by
+        if revoice:  # the channel's webhook as stored decides which messages are the persona's own
+            state.voiced_by = stored_webhook_id
+            turn = replace(turn, participants=self._voice(state, turn.bot.user_id))
         if state.channel is not None and (
-            turn.bot_name != state.guessed.name or mentions_another_channel(job, state.channel, state.history)
+            revoice
+            or turn.bot_name != state.guessed.name
+            or mentions_another_channel(job, state.channel, state.history)
         ):
             reader = self._reader()
             names = reader.mention_names(
                 job, state.channel, state.history, turn.bot.user_id, turn.bot_name, turn
             )
             state.dialogue = reader.dialogue(state.history, turn.bot.user_id, names, turn.bot_name)
-            turn = replace(turn, mention_names=names)
+            turn = replace(turn, mention_names=names, author_ids=frozenset(state.dialogue.author_ids))
         state.turn = turn
         state.stm = ShortTermMemoryTurn(
             self.stm_store,

@@ -69,6 +69,10 @@ class TurnState:
     record: TurnRecord = field(default_factory=TurnRecord)
     channel: ChannelDescription | None = None
     history: list[Message] = field(default_factory=list)
+    """The conversation as the persona speaking hears it (``heard``: as Discord gave it)."""
+    heard: list[Message] = field(default_factory=list)
+    voiced_by: str | None = None
+    """The id of the webhook whose posts under the persona's name were heard as its own."""
     turn: TurnContext | None = None
     dialogue: Dialogue | None = None
     read: TurnRead | None = None

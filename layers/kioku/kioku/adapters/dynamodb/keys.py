@@ -169,6 +169,11 @@ def channel_webhook_key(guild_id: str, channel_id: str) -> ItemKey:
     return ItemKey(f"{SERVER_PARTITION}{guild_id}", f"{WEBHOOK_PREFIX}{channel_id}")
 
 
+def channel_webhook_range(guild_id: str) -> KeyRange:
+    """Every channel webhook of a server."""
+    return KeyRange(f"{SERVER_PARTITION}{guild_id}", WEBHOOK_PREFIX)
+
+
 def user_profile_key(user_id: str) -> ItemKey:
     return ItemKey(user_pk(user_id), PROFILE)
 

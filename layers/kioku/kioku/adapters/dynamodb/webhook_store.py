@@ -1,11 +1,12 @@
 """The webhook of each channel where an alter persona spoke: one item per channel, in the server's
 partition, read in the turn's first BatchGetItem (no request of its own) and written once, when kioku
-creates the webhook."""
+creates the webhook. Its token is a credential: the item goes with its channel, and with the
+server's last alter persona."""
 
 from __future__ import annotations
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
-from kioku.adapters.dynamodb.keys import ItemKey, channel_webhook_key
+from kioku.adapters.dynamodb.keys import ItemKey, channel_webhook_key, channel_webhook_range
 from kioku.adapters.dynamodb.table import Item, KiokuTable
 from kioku.domain.personas import ChannelWebhook
 
@@ -56,6 +57,20 @@ class WebhookStore:
 
     def forget(self, guild_id: str, channel_id: str) -> None:
         self._table.delete(channel_webhook_key(guild_id, channel_id))
+
+    def channels(self, guild_id: str) -> list[str]:
+        """The channels of ``guild_id`` whose webhook is kept."""
+        prefix = len(channel_webhook_range(guild_id).prefix)
+        return [
+            str(item["sk"])[prefix:] for item in self._table.query_range_all(channel_webhook_range(guild_id))
+        ]
+
+    def forget_server(self, guild_id: str) -> int:
+        """Delete every channel webhook kept for ``guild_id``; returns how many."""
+        channels = self.channels(guild_id)
+        for channel_id in channels:
+            self.forget(guild_id, channel_id)
+        return len(channels)
 
 
 def webhook_from_item(item: Item | None) -> ChannelWebhook | None:

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.turn_ledger import TurnLedger
+    from kioku.adapters.dynamodb.webhook_store import WebhookStore
     from kioku.adapters.turn_queue import TurnQueue
     from kioku.config import Settings
 
@@ -35,6 +36,9 @@ class CommandContext(Protocol):
 
     @property
     def ltm_store(self) -> DynamoMemoryStore: ...
+
+    @property
+    def webhook_store(self) -> WebhookStore: ...
 
     @property
     def turn_ledger(self) -> TurnLedger: ...

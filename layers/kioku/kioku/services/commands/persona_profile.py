@@ -19,7 +19,7 @@ from kioku.discord.ui import (
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig
-from kioku.domain.personas import webhook_name_problems, with_persona
+from kioku.domain.personas import alter_name_problems, with_persona
 from kioku.domain.settings_edit import (
     MAX_PERSONA_NAME_CHARS,
     MAX_PERSONA_PROMPT_CHARS,
@@ -121,7 +121,7 @@ def on_persona_form(
     if edited is None:
         raise StaleConfiguration(config)  # removed meanwhile
     persona = apply_persona(edited, values[NAME_INPUT], values[PROMPT_INPUT])
-    if persona.alter and (problems := webhook_name_problems(persona.name)):
+    if persona.alter and (problems := alter_name_problems(persona.name)):
         raise InvalidSettingsEdit(problems)
     namesake = config.persona_named(persona.name)
     if namesake is not None and namesake.persona_id != persona.persona_id:

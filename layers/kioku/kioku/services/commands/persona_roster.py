@@ -137,7 +137,7 @@ def on_remove_button(
         # what the confirmation counted may have changed (another persona now shares the lineage)
         raise StaleConfiguration(config)
     footprint = personas.remove_persona(
-        context.config_store, config, persona, context.stm_store, context.ltm_store
+        context.config_store, config, persona, context.stm_store, context.ltm_store, context.webhook_store
     )
     return updated_message(
         embeds=[
