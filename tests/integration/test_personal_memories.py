@@ -515,7 +515,7 @@ def test_one_memory_is_counted_as_one_memory_and_reads_as_your(interact, ltm):
 # -- saved by others about you ------------------------------------------------------------------------
 
 
-def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use_and_managers_are_told(
+def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use_after_a_warning(
     interact, ltm
 ):
     from tests.integration.test_server_memories_commands import run as server_run
@@ -532,14 +532,119 @@ def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use
     # Then the list names the section and offers a Forget button for Bob's memory alone
     assert "Saved by others about you: 1 memory" in shown(listed)
     assert [b["label"] for b in forget_buttons] == [f"Forget #{bobs}"] and mine not in str(forget_buttons)
-    # When Bob clicks it, nothing is forgotten; when Alice does, it is
+    # When Bob clicks it, nothing is forgotten
     refused = interact(click(command, forget_buttons[0]["custom_id"], user=BOB))
     assert "someone else" in shown(refused)
     assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is not None
-    done = interact(click(command, forget_buttons[0]["custom_id"]))
+    # When Alice clicks it, she is warned first: one click deletes nothing, Cancel neither
+    asked = interact(click(command, forget_buttons[0]["custom_id"]))
+    assert asked["type"] == 7 and "managers see only how many" in shown(asked)
+    assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is not None
+    confirm, cancel = buttons(asked)
+    assert interact(click(command, cancel["custom_id"]))["type"] == 7
+    assert interact(click(command, confirm["custom_id"], user=BOB)) and ltm.find(
+        ScopeKind.SERVER, GUILD, bobs
+    )
+    # and once she confirms, it is forgotten
+    done = interact(click(command, confirm["custom_id"]))
     assert done["type"] == 7 and f"Forgotten: memory #{bobs}" in shown(done)
     assert ltm.find(ScopeKind.SERVER, GUILD, bobs) is None
-    # and a manager's list says the person it was about removed it, never what it said
+    # and a manager's list counts that a subject removed one: never which, nor what it said
     managers = json.dumps(interact(server_run("list")))
-    assert f"Removed by the person they were about (last 30 days): #{bobs}" in managers
-    assert "lunch" not in managers
+    assert "1 memory was removed in the last 30 days by the person they were about" in managers
+    assert bobs not in managers and "lunch" not in managers
+
+
+def test_a_memorys_use_counts_only_turns_in_places_i_may_be_told_of_now_and_keeps_no_channel_name(
+    interact, ltm, stm, table
+):
+    from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.keys import shown_note_range
+    from kioku.adapters.dynamodb.turn_traces import commit_parts
+    from kioku.domain.models import ServerConfig
+    from kioku.domain.privacy import PrivacyMode
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory
+
+    # Given Alice's memory, shown to a turn in #general (public) and to three in #secret (private)
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    used = (UsedMemory(ScopeKind.PERSONAL, ALICE, mine, MemoryUse.RECALLED, ALICE),)
+    for n, channel in enumerate((GENERAL, SECRET, SECRET, SECRET)):
+        at = NOW - timedelta(hours=4 - n)
+        trace = TurnTrace(
+            GUILD,
+            channel,
+            1,
+            at,
+            channel_name=f"name-{channel}",
+            channel_private=channel == SECRET,
+            memories=used,
+        )
+        key = TurnKey(TurnSource.MESSAGE.value, f"50000000000000000{n}", BOB, at)
+        table.transact_write(commit_parts(table, key, trace, (f"60000000000000000{n}",), 2_000_000_000))
+
+    def use_of_mine(channel: str) -> str:
+        return fields_by_id(interact(personal("memories", "list", channel=channel)))[mine]
+
+    # Then asked from #general, her list counts the one turn there, never #secret's activity or times
+    assert "used in 1 turn of the last 16 days, last in <#300000000000000001>" in use_of_mine(GENERAL)
+    # and asked from #secret, all four, the last there
+    assert f"used in 4 turns of the last 16 days, last in <#{SECRET}>" in use_of_mine(SECRET)
+    # When a manager makes #general private, its turn is not counted from elsewhere either
+    config = ConfigStore(table)
+    config.save_server_config(
+        replace(ServerConfig(guild_id=GUILD), channel_privacy={GENERAL: PrivacyMode.PRIVATE})
+    )
+    assert "used in" not in use_of_mine("300000000000000077")
+    # and her export holds the notes she may be told of, the others counted; no note keeps a channel's name
+    exported = memory_control.export(
+        ALICE,
+        ltm,
+        stm,
+        NOW,
+        place=Place(GUILD, SECRET),
+        ledger=TurnLedger(table),
+        policy_of=lambda guild: config.get_server_config(guild).privacy,
+    )
+    assert [(n["channel_id"], n["memories"]) for n in exported["turns_shown_your_memories"]] == [
+        (SECRET, [f"p#{ALICE}#{mine}"])
+    ] * 3
+    assert exported["turns_shown_your_memories_elsewhere"] == 1
+    notes = table.query_range_all(shown_note_range(ALICE))
+    assert len(notes) == 4 and "name-" not in json.dumps(notes, default=str)
+
+
+@pytest.mark.parametrize("captured", [False, True], ids=["no capture", "with its capture"])
+def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing_of_them(
+    ltm, stm, table, captured
+):
+    from kioku.adapters.dynamodb.forgetting import mark_forgotten
+    from kioku.adapters.dynamodb.keys import shown_note_range
+    from kioku.domain.forgetting import Said
+    from kioku.domain.turn import TurnOutcome
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory
+
+    # Given Alice's turn, shown a memory about her and one about Bob, whose commit is retried late
+    sent = NOW - timedelta(days=2)
+    used = tuple(
+        UsedMemory(ScopeKind.PERSONAL, person, memory_id, MemoryUse.RECALLED, person)
+        for person, memory_id in ((ALICE, "11111"), (BOB, "22222"))
+    )
+    trace = TurnTrace(GUILD, GENERAL, 1, sent, channel_private=False, memories=used)
+    key = TurnKey(TurnSource.MESSAGE.value, "500000000000000009", ALICE, sent)
+    capture = None
+    if captured:
+        line = CrudeMessage("Alice", ALICE, CrudeRole.USER, "hello", sent, "500000000000000009")
+        capture = TurnCapture(
+            identity(GENERAL, guild_id=GUILD), None, (line,), ALICE, NOW, LIMITS, Said(ALICE, sent)
+        )
+    # When Bob forgets everything after her message, before the commit
+    mark_forgotten(table, BOB, sent + timedelta(hours=1))
+    TurnRepository(table, stm, ltm).commit(
+        key, TurnOutcome(("600000000000000009",), trace=trace), NOW, capture
+    )
+
+    # Then the turn is recorded, its trace keeps Alice's part and nothing of Bob's, and only she has a note
+    kept = TurnLedger(table).traces.of_reply("600000000000000009")
+    assert kept is not None and {m.about for m in kept.memories} == {ALICE}
+    assert len(table.query_range_all(shown_note_range(ALICE))) == 1
+    assert table.query_range_all(shown_note_range(BOB)) == []

@@ -55,6 +55,7 @@ from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import PersonaCue, TurnJob
+from kioku.domain.why import Visibility
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
 from kioku.services.memory_control import forget_all
@@ -719,7 +720,9 @@ def _check_why(
 ) -> list[str]:
     """ "Why this answer?" on the turn's reply, asked by everyone who could ask where it was posted
     (the speaker alone in a DM): every token it shows one a turn of theirs there could be shown
-    (WHY_LEAK), and never one forgotten or rewritten since (WHY_STALE)."""
+    (WHY_LEAK), never one forgotten or rewritten since (WHY_STALE), and no memory of the turn that
+    a turn of theirs there, of the persona that answered, could be shown called unseen
+    (WHY_HIDDEN: an alter persona's reply read with the main persona's lineage)."""
     number, plan, reply_id = asked
     where = plan.where
     viewers = (
@@ -747,6 +750,27 @@ def _check_why(
         probe = Probe(where, viewer.user_id, frozenset({viewer.user_id}), plan.persona_id, plan.lineage)
         shown = tokens_in([line.memory.content for line in answered.explanation.memories if line.memory])
         live = {w.token for w in written if w.stored and not w.gone and oracle.may_show(w, probe)}
+        told = [
+            used
+            for used in answered.trace.memories
+            if used.kind is ScopeKind.SERVER or used.owner_id == viewer.user_id
+        ]
+        for used, line in zip(told, answered.explanation.memories, strict=True):
+            kind = Kind.SERVER_MEMORY if used.kind is ScopeKind.SERVER else Kind.PERSONAL_MEMORY
+            now_kept = [
+                w
+                for w in written
+                if w.kind is kind
+                and w.memory_id == used.memory_id
+                and w.stored
+                and not w.gone
+                and (kind is Kind.SERVER_MEMORY or used.owner_id in (w.subject_id or w.author_id,))
+            ]
+            if line.visibility is Visibility.UNSEEN and any(oracle.may_show(w, probe) for w in now_kept):
+                problems.append(
+                    f"WHY_HIDDEN on the reply of turn {number} ({plan.persona_id}): {viewer.name} in "
+                    f"{_place(oracle, where)} was told #{used.memory_id} is from a channel they can't see"
+                )
         for token in shown - live:
             gone = any(w.token == token and w.gone for w in written)
             problems.append(

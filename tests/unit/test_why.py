@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from kioku.adapters.dynamodb.turn_traces import PERSON_PREFIX, trace_attributes, trace_from_item
@@ -59,14 +60,19 @@ def seen_by(viewer: str, *, secret_private: bool) -> Seen:
     )
 
 
-def test_another_persons_personal_memory_and_dm_are_only_counted():
-    # Given a turn shown Alice's personal memory and her DM row
+def test_another_persons_personal_memory_is_only_counted_and_their_dm_row_not_even_that():
+    from kioku.services.commands.why_answer import _row_lines
+
+    # Given a turn shown Alice's personal memory and her DM row (folded in by her cross-server opt-in)
     # When Bob asks
     told = explain(TRACE, seen_by(BOB, secret_private=False))
-    # Then neither is among his lines, only counted
+    # Then her memory is only counted, and nothing tells him of her DM row (nor that she opted in)
     assert [line.memory_id for line in told.memories] == ["11111", "22222", "33333"]
-    assert told.others_memories == 1 and told.others_rows == 1
+    assert told.others_memories == 1
     assert all(line.used.person is None for line in told.rows)
+    assert not any("DM" in line or "direct" in line for line in _row_lines(TRACE, told))
+    # while Alice is told of her own
+    assert ALICES_DM in [line.used for line in explain(TRACE, seen_by(ALICE, secret_private=False)).rows]
 
 
 def test_what_the_viewer_may_not_see_now_is_unseen_and_what_is_gone_is_forgotten():
@@ -106,7 +112,7 @@ def test_a_memorys_use_names_a_private_channel_only_to_someone_asking_from_there
     mine = memory(ScopeKind.PERSONAL, ALICE, "44444", ALICE)
     key = memory_key_text(ScopeKind.PERSONAL, ALICE, "44444")
     notes = [
-        ShownNote("message", str(n), AT + timedelta(minutes=n), GUILD, channel, None, None, private, (key,))
+        ShownNote("message", str(n), AT + timedelta(minutes=n), GUILD, channel, None, private, (key,))
         for n, (channel, private) in enumerate(((GENERAL, False), (SECRET, True)))
     ]
     uses = memory_uses(notes)
@@ -115,3 +121,41 @@ def test_a_memorys_use_names_a_private_channel_only_to_someone_asking_from_there
     from_secret = _memory_field(mine, ALICE, Place(GUILD, SECRET), uses)["name"]
     assert "used in 2 turns" in from_general and "last in a channel you can't see" in from_general
     assert SECRET not in from_general and f"last in <#{SECRET}>" in from_secret
+
+
+def test_a_server_memory_about_someone_else_names_them_and_never_calls_the_viewer_you():
+    from kioku.domain.why import MemoryLine
+    from kioku.services.commands.why_answer import _memory_line
+
+    about_bob = replace(
+        memory(ScopeKind.SERVER, GUILD, "11111", BOB),
+        content="{user} is afraid of dogs and {user}'s cat is Mochi",
+    )
+    line = MemoryLine(MemoryUse.RECALLED, "11111", Visibility.SHOWN, about_bob)
+
+    to_alice = _memory_line(line, ALICE, HERE, "Luna")
+    to_bob = _memory_line(line, BOB, HERE, "Luna")
+
+    assert f"<@{BOB}> is afraid of dogs and <@{BOB}>'s cat is Mochi" in to_alice
+    assert "you" not in to_alice.lower().replace("you can't", "")
+    assert "You are afraid of dogs and your cat is Mochi" in to_bob
+
+
+def test_people_beyond_the_cap_leave_no_id_in_the_trace_only_a_count():
+    from kioku.domain.why import MAX_PEOPLE_NOTED
+
+    # Given a turn shown one personal memory of each of 25 people
+    people = [f"4100000000000000{n:02d}" for n in range(MAX_PEOPLE_NOTED + 5)]
+    used = tuple(
+        UsedMemory(ScopeKind.PERSONAL, p, f"1{n:04d}", MemoryUse.RECALLED, p) for n, p in enumerate(people)
+    )
+    # When it is kept
+    attributes = trace_attributes(replace(TRACE, memories=used, rows=()))
+    # Then the first 20 each have their own part (their forget-all removes it), and nothing of the
+    # other 5 is kept anywhere on the record: they are only counted
+    assert sorted(k for k in attributes if k.startswith(PERSON_PREFIX)) == sorted(
+        f"{PERSON_PREFIX}{p}" for p in people[:MAX_PEOPLE_NOTED]
+    )
+    assert not any(p in json.dumps(attributes) for p in people[MAX_PEOPLE_NOTED:])
+    kept = trace_from_item({"pk": "x", **attributes})
+    assert kept is not None and kept.unnoted == 5 and len(kept.memories) == MAX_PEOPLE_NOTED

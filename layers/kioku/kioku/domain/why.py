@@ -18,14 +18,15 @@ from typing import Final
 
 from kioku.domain.ltm.memory import Memory, ScopeKind
 from kioku.domain.ltm.recall import Recall
-from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.privacy import Origin, Place, PrivacyPolicy, may_name_channel
 from kioku.domain.stm.entries import StmAddress, StmEntry, live_categories, live_summary, may_recall_row
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 
 MAX_PEOPLE_NOTED: Final = 20
 """People whose memories' use a turn notes in their own partition (``/personal memories list``):
-the turn's commit is one transaction, which holds at most 100 items."""
+the turn's commit is one transaction, which holds at most 100 items (each person noted takes two:
+the note and their forget-all check). Entries about anyone beyond are only counted."""
 
 
 class MemoryUse(StrEnum):
@@ -83,12 +84,19 @@ class TurnTrace:
     channel_id: str
     lineage: int
     at: datetime
+    persona_id: str | None = None
+    """The persona that spoke (None: the main persona): its name is read from the server's
+    configuration at the time of the question."""
     parent_channel_id: str | None = None
     channel_name: str | None = None
     channel_private: bool = True
+    private_thread: bool = False
     memories: tuple[UsedMemory, ...] = ()
     rows: tuple[UsedRow, ...] = ()
     left_out: int = 0
+    unnoted: int = 0
+    """Entries about people beyond ``MAX_PEOPLE_NOTED``: only counted, so that nothing of them is
+    kept that their forget-all could not find."""
 
     @property
     def place(self) -> Place:
@@ -98,6 +106,17 @@ class TurnTrace:
         """Whose memories (or DM rows) the trace names, at most ``MAX_PEOPLE_NOTED``, first used first."""
         named = [m.about for m in self.memories] + [r.person for r in self.rows]
         return tuple(dict.fromkeys(person for person in named if person))[:MAX_PEOPLE_NOTED]
+
+    def capped(self) -> TurnTrace:
+        """Without the entries about people beyond ``MAX_PEOPLE_NOTED`` (each person noted gets a note
+        their forget-all finds; the others would stay behind in the shared part): counted instead."""
+        noted = set(self.people())
+        memories = tuple(m for m in self.memories if m.about is None or m.about in noted)
+        rows = tuple(r for r in self.rows if r.person is None or r.person in noted)
+        dropped = len(self.memories) - len(memories) + len(self.rows) - len(rows)
+        if not dropped:
+            return self
+        return replace(self, memories=memories, rows=rows, unnoted=self.unnoted + dropped)
 
     def of_person(self, person_id: str) -> TurnTrace:
         """Only ``person_id``'s entries: what their forget-all removes from the record."""
@@ -134,7 +153,9 @@ def trace_of(
         parent_channel_id=turn.parent_channel_id,
         channel_name=channel_name,
         channel_private=turn.channel_private and not turn.is_dm,
+        private_thread=turn.private_thread,
         lineage=turn.config.persona.lineage_id,
+        persona_id=turn.config.persona.persona_id,
         at=turn.now,
         memories=tuple(dict.fromkeys([*shown, *touched])),
         rows=tuple(
@@ -148,7 +169,7 @@ def trace_of(
             for row in rows
         ),
         left_out=recalled.left_out,
-    )
+    ).capped()
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,9 +183,24 @@ class ShownNote:
     guild_id: str | None
     channel_id: str
     parent_channel_id: str | None
-    channel_name: str | None
     channel_private: bool
+    """Discord's privacy of the turn's channel then; the server's overrides are read when asked."""
     memory_keys: tuple[str, ...]
+    private_thread: bool = False
+
+    def known_to(self, place: Place, policy: PrivacyPolicy) -> bool:
+        """Whether the person whose note it is, asking at ``place``, may be told of this turn (that it
+        ran, when, where): in their DM, or where memory of its channel could be shown to a turn of
+        theirs at ``place`` now (``policy``: its server's settings now; the bypass aside): a channel
+        public now, or the one they ask from. Else it would tell them of activity in a channel they
+        may not see."""
+        if self.guild_id is None:
+            return True
+        origin = Origin(
+            self.guild_id, self.channel_id, self.parent_channel_id, self.channel_private, self.private_thread
+        )
+        at = place if place.guild_id == self.guild_id else Place(self.guild_id, "", None)
+        return may_name_channel(origin, at, policy)
 
 
 def memory_key_text(kind: ScopeKind, owner_id: str, memory_id: str) -> str:
@@ -219,14 +255,14 @@ class RowLine:
 
 @dataclass(frozen=True, slots=True)
 class Explanation:
-    """What ``explain`` lets a viewer see of a trace: another person's personal memories and DM
-    rows only counted."""
+    """What ``explain`` lets a viewer see of a trace: another person's personal memories only
+    counted, their DM row not even that (only its owner is told of it)."""
 
     memories: tuple[MemoryLine, ...] = ()
     others_memories: int = 0
     rows: tuple[RowLine, ...] = ()
-    others_rows: int = 0
     left_out: int = 0
+    unnoted: int = 0
 
 
 def explain(trace: TurnTrace, seen: Seen) -> Explanation:
@@ -247,10 +283,10 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         else:
             memories.append(MemoryLine(used.use, used.memory_id, Visibility.FORGOTTEN))
     rows: list[RowLine] = []
-    others_rows = 0
     for used in trace.rows:
         if used.person is not None and used.person != seen.viewer_id:
-            others_rows += 1
+            # the speaker's DM row, folded in by their cross-server opt-in: not even counted, which
+            # would tell the viewer they opted in and talk with kioku in DMs
             continue
         entry = seen.rows.get(used.address)
         if entry is None:
@@ -269,6 +305,6 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         memories=tuple(memories),
         others_memories=others_memories,
         rows=tuple(rows),
-        others_rows=others_rows,
         left_out=trace.left_out,
+        unnoted=trace.unnoted,
     )

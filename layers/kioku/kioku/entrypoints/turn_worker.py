@@ -189,7 +189,15 @@ def _export(job: TurnJob) -> dict[str, Any]:
     from kioku.services.memory_control import send_export
 
     parts = container()
-    send_export(job, parts.discord, parts.ltm_store, parts.stm_store, parts.clock(), ledger=parts.turn_ledger)
+    send_export(
+        job,
+        parts.discord,
+        parts.ltm_store,
+        parts.stm_store,
+        parts.clock(),
+        ledger=parts.turn_ledger,
+        policy_of=lambda guild_id: parts.config_store.get_server_config(guild_id).privacy,
+    )
     return {"exported": True}
 
 

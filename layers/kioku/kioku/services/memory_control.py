@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import hmac
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -35,9 +35,10 @@ from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger, WaitingReply
 from kioku.domain.ltm.memory import NO_AUTHOR, Memory, MemoryNotFound, MemoryStatus, ScopeKind
-from kioku.domain.privacy import Place, origin_known_to
+from kioku.domain.privacy import Place, PrivacyPolicy, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.why import ShownNote
 
 MAX_FORGET_ROUNDS: Final = 8
 """Forgetting all lists and deletes again until a round finds nothing, so a memory saved by a turn at
@@ -85,7 +86,7 @@ def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) 
         except MemoryNotFound:
             continue  # it changed between the read and the delete: read it again
         if memory.scope.kind is ScopeKind.SERVER and memory.author_id != user_id:
-            store.note_removed_by_subject(memory, clock.now())  # the managers are told: its id, not its text
+            store.note_removed_by_subject(memory, clock.now())  # the managers count it: not which, nor who
         return memory
     raise MemoryNotFound(f"I keep no memory #{memory_id} about you")
 
@@ -160,6 +161,7 @@ def export(
     *,
     place: Place,
     ledger: TurnLedger,
+    policy_of: Callable[[str], PrivacyPolicy] | None = None,
 ) -> dict[str, Any]:
     """Everything above as one JSON-ready document, asked for at ``place``; with the turns still on
     their way to them (their outboxes: their message and the answer wait there until posted), and,
@@ -168,6 +170,8 @@ def export(
     saved = [
         m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
     ]
+    # the notes of the turns shown their memories, as /personal memories list counts them
+    known, others = usage_notes(user_id, place, ledger, policy_of or PrivacyPolicy)
     return {
         "format": EXPORT_FORMAT,
         "user_id": user_id,
@@ -185,6 +189,31 @@ def export(
             _row_record(row, user_id, only_own_lines=True) for row in stm_store.rows_with_lines_of(user_id)
         ],
         "replies_waiting_to_be_posted": [_waiting_record(w) for w in ledger.waiting_replies_to(user_id)],
+        "turns_shown_your_memories": [_usage_record(note) for note in known],
+        "turns_shown_your_memories_elsewhere": len(others),
+    }
+
+
+def usage_notes(
+    user_id: str, place: Place, ledger: TurnLedger, policy_of: Callable[[str], PrivacyPolicy]
+) -> tuple[list[ShownNote], list[ShownNote]]:
+    """The turns noted as shown ``user_id``'s memories (16 days), split into those they may be told of
+    asking at ``place`` (``ShownNote.known_to``, each server's settings read now by ``policy_of``)
+    and the others, which are only counted: telling when and where would tell them of activity in a
+    channel they may not see."""
+    notes = ledger.traces.notes_of(user_id)
+    policies = {g: policy_of(g) for g in dict.fromkeys(n.guild_id for n in notes if n.guild_id)}
+    known = [n for n in notes if n.known_to(place, policies.get(n.guild_id or "", PrivacyPolicy(None)))]
+    return known, [n for n in notes if n not in known]
+
+
+def _usage_record(note: ShownNote) -> dict[str, Any]:
+    """A turn shown the person's memories, in a place they may be told of (``usage_notes``)."""
+    return {
+        "at": note.at.isoformat(),
+        "server_id": note.guild_id,
+        "channel_id": note.channel_id,
+        "memories": list(note.memory_keys),
     }
 
 
@@ -196,12 +225,13 @@ def send_export(
     now: datetime,
     *,
     ledger: TurnLedger,
+    policy_of: Callable[[str], PrivacyPolicy] | None = None,
 ) -> None:
     """Attach the person's export to the "thinking…" answer of their ``/personal memories export``.
     Sending it again (a redelivered job) only replaces the same attachment."""
     user_id = job.author.id
     place = Place(job.guild_id, job.channel_id)
-    document = export(user_id, ltm_store, stm_store, now, place=place, ledger=ledger)
+    document = export(user_id, ltm_store, stm_store, now, place=place, ledger=ledger, policy_of=policy_of)
     encoded = json.dumps(document, ensure_ascii=False, indent=2).encode()
     discord.edit_original_response(
         str(job.application_id),

@@ -16,11 +16,17 @@ from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.webhook_store import WebhookStore
+from kioku.config import Settings
 from kioku.discord.protocol import JsonErrorCode
-from kioku.domain.models import Persona
-from kioku.domain.personas import ChannelWebhook, is_own_webhook_post
+from kioku.domain.dialogue import participants_from_messages
+from kioku.domain.models import Participant, Persona
+from kioku.domain.personas import ChannelWebhook, is_own_webhook_post, voiced_history
+from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.turn_read import TurnRead
+from kioku.services.stm import PersonaGuesses
 from kioku.services.turn_ports import DeliveryDiscord
+from kioku.services.turn_state import TurnState
 
 logger = logging.getLogger(__name__)
 
@@ -141,3 +147,62 @@ class PersonaReply:
     @property
     def discord(self) -> DeliveryDiscord:
         return self.webhooks.discord
+
+
+def webhook_channel(state: TurnState) -> str:
+    """The channel whose webhook an alter persona posts through: a thread's parent's."""
+    channel = state.channel
+    return (channel.parent_channel_id if channel else None) or state.job.channel_id
+
+
+@dataclass(frozen=True, slots=True)
+class TurnVoice:
+    """Whom a turn speaks as and how it hears and posts: the main persona as the bot, an alter
+    persona through its channel's webhook (``TurnService``'s steps ask it)."""
+
+    settings: Settings
+    personas: PersonaGuesses
+    webhooks: PersonaWebhooks | None
+
+    def speaking(self, job: TurnJob) -> Persona:
+        """The persona the turn speaks as: the alter persona its job names, else the main persona this
+        container last saw on the server (a guess the turn's read checks)."""
+        cue = job.persona
+        if cue is None:
+            return self.personas.guess(job.guild_id)
+        return Persona(persona_id=cue.persona_id, lineage_id=cue.lineage_id, name=cue.name, alter=True)
+
+    def known_webhook_id(self, state: TurnState) -> str | None:
+        """The id of the webhook an alter persona posts through, as this container knows it (its
+        own messages are the ones posted through it); the turn's read says for sure."""
+        if not state.guessed.alter or self.webhooks is None:
+            return None
+        known = self.webhooks.known(webhook_channel(state))
+        return known.webhook_id if known else None
+
+    def heard_by(self, state: TurnState, bot_user_id: str) -> tuple[Participant, ...]:
+        """The history as the persona speaking hears it (``voiced_history``), and who takes part."""
+        alter = state.guessed if state.guessed.alter else None
+        main_name = self.personas.guess(state.job.guild_id).name
+        state.history = voiced_history(
+            state.heard, self.settings.DISCORD_APPLICATION_ID, alter, main_name, state.voiced_by
+        )
+        return tuple(participants_from_messages(state.history, bot_user_id))
+
+    def speak_as_persona(self, state: TurnState, read: TurnRead) -> None:
+        """An alter persona answers through the channel's webhook, created now if the channel has
+        none; without Manage Webhooks the bot says so instead, once, and nothing is captured."""
+        job, persona = state.job, read.memory.config.persona
+        if self.webhooks is None:
+            raise RuntimeError("an alter persona's turn needs the persona webhooks")
+        channel_id = webhook_channel(state)
+        reply = PersonaReply(self.webhooks, job, persona, channel_id, stored=read.webhook)
+        if read.outbox is None or not read.outbox.answered:
+            try:
+                reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
+            except WebhooksForbidden:
+                logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
+                notice = NO_WEBHOOK_PERMISSION.format(name=persona.name)
+                state.outbox = Outbox(reply=notice, chunks=(notice,), capture=False)
+                return
+        state.responder = reply

@@ -29,13 +29,11 @@ from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
-from kioku.domain.dialogue import participants_from_messages
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
 from kioku.domain.ltm.recall import recall_query, recall_subjects
-from kioku.domain.models import Participant, Persona, PrivacyLevel, ServerConfig, UserProfile
-from kioku.domain.personas import voiced_history
+from kioku.domain.models import PrivacyLevel, ServerConfig, UserProfile
 from kioku.domain.replies import at_most, split_reply
 from kioku.domain.stm.capture import turn_lines, with_reply_id
 from kioku.domain.stm.entries import StmLimits
@@ -56,12 +54,7 @@ from kioku.domain.turn_read import TurnRead
 from kioku.domain.why import trace_of
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.persona_voice import (
-    NO_WEBHOOK_PERMISSION,
-    PersonaReply,
-    PersonaWebhooks,
-    WebhooksForbidden,
-)
+from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, webhook_channel
 from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from kioku.services.turn_conversation import Conversation
 from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
@@ -118,18 +111,10 @@ class TurnService:
             key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
             now=self.clock(),
             time_left=time_left,
-            guessed=self._speaking(job),
+            guessed=self._voice().speaking(job),
         )
         self._end(state, self._take(state, redelivered))
         return state.record
-
-    def _speaking(self, job: TurnJob) -> Persona:
-        """The persona the turn speaks as: the alter persona its job names, else the main persona this
-        container last saw on the server (a guess the turn's read checks)."""
-        cue = job.persona
-        if cue is None:
-            return self.personas.guess(job.guild_id)
-        return Persona(persona_id=cue.persona_id, lineage_id=cue.lineage_id, name=cue.name, alter=True)
 
     def _take(self, state: TurnState, redelivered: bool) -> TurnEnd:
         """The steps, one way through, up to how the turn ends: a rate notice goes straight to
@@ -205,8 +190,9 @@ class TurnService:
             user_id=alter.persona_id if alter else self.settings.DISCORD_APPLICATION_ID,
             username=alter.name if alter else bot_username(state.history, self.settings),
         )
-        state.heard, state.voiced_by = state.history, self._known_webhook_id(state)
-        participants = self._voice(state, bot.user_id)
+        voice = self._voice()
+        state.heard, state.voiced_by = state.history, voice.known_webhook_id(state)
+        participants = voice.heard_by(state, bot.user_id)
         # The persona's name heads the bot's own messages, as the system prompt calls it: the name
         # this container last saw; a wrong guess (the persona was renamed) reads the history again.
         guessed_name = state.guessed.name
@@ -235,23 +221,6 @@ class TurnService:
         )
         return None
 
-    def _known_webhook_id(self, state: TurnState) -> str | None:
-        """The id of the webhook an alter persona posts through, as this container knows it (its
-        own messages are the ones posted through it); the turn's read says for sure."""
-        if not state.guessed.alter or self.webhooks is None:
-            return None
-        known = self.webhooks.known(self._webhook_channel(state))
-        return known.webhook_id if known else None
-
-    def _voice(self, state: TurnState, bot_user_id: str) -> tuple[Participant, ...]:
-        """The history as the persona speaking hears it (``voiced_history``), and who takes part."""
-        alter = state.guessed if state.guessed.alter else None
-        main_name = self.personas.guess(state.job.guild_id).name
-        state.history = voiced_history(
-            state.heard, self.settings.DISCORD_APPLICATION_ID, alter, main_name, state.voiced_by
-        )
-        return tuple(participants_from_messages(state.history, bot_user_id))
-
     def _read_memory(self, state: TurnState) -> TurnEnd | None:
         """One BatchGetItem for everything with a known key (configuration, profile, short-term
         rows, long-term memory books, this turn's record and outbox), one Query for other channels.
@@ -273,7 +242,7 @@ class TurnService:
             ),
             recall_lineage=state.guessed.lineage_id,
             recall_people=[person.user_id for person in recall_subjects(turn)],
-            webhook_of=(job.guild_id, self._webhook_channel(state)) if job.persona and job.guild_id else None,
+            webhook_of=(job.guild_id, webhook_channel(state)) if job.persona and job.guild_id else None,
         )
         self.personas.saw(job.guild_id, read.memory.config.main_persona)
         state.read = read
@@ -297,7 +266,7 @@ class TurnService:
         revoice = job.persona is not None and stored_webhook_id != state.voiced_by
         if revoice:  # the channel's webhook as stored decides which messages are the persona's own
             state.voiced_by = stored_webhook_id
-            turn = replace(turn, participants=self._voice(state, turn.bot.user_id))
+            turn = replace(turn, participants=self._voice().heard_by(state, turn.bot.user_id))
         if state.channel is not None and (
             revoice
             or turn.bot_name != state.guessed.name
@@ -319,7 +288,7 @@ class TurnService:
             described_at=state.now,
         )
         if job.persona is not None:
-            self._speak_as_persona(state, read)
+            self._voice().speak_as_persona(state, read)
         if read.outbox is not None:
             state.outbox, state.outbox_kept = read.outbox, True
             if read.outbox.answered:
@@ -332,29 +301,6 @@ class TurnService:
                 state.record.resumed = True
                 state.record.apologised = read.outbox.apologised
         return None
-
-    def _webhook_channel(self, state: TurnState) -> str:
-        """The channel whose webhook an alter persona posts through: a thread's parent's."""
-        channel = state.channel
-        return (channel.parent_channel_id if channel else None) or state.job.channel_id
-
-    def _speak_as_persona(self, state: TurnState, read: TurnRead) -> None:
-        """An alter persona answers through the channel's webhook, created now if the channel has
-        none; without Manage Webhooks the bot says so instead, once, and nothing is captured."""
-        job, persona = state.job, read.memory.config.persona
-        if self.webhooks is None:
-            raise RuntimeError("an alter persona's turn needs the persona webhooks")
-        channel_id = self._webhook_channel(state)
-        reply = PersonaReply(self.webhooks, job, persona, channel_id, stored=read.webhook)
-        if read.outbox is None or not read.outbox.answered:
-            try:
-                reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
-            except WebhooksForbidden:
-                logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
-                notice = NO_WEBHOOK_PERMISSION.format(name=persona.name)
-                state.outbox = Outbox(reply=notice, chunks=(notice,), capture=False)
-                return
-        state.responder = reply
 
     def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
@@ -499,6 +445,9 @@ class TurnService:
             logger.exception(
                 "turn %s: the outbox of a twin attempt stays until it expires", state.job.turn_id
             )
+
+    def _voice(self) -> TurnVoice:
+        return TurnVoice(self.settings, self.personas, self.webhooks)
 
     def _reader(self) -> ChannelReader:
         return ChannelReader(self.settings, self.discord, self.directory)

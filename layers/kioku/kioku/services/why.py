@@ -18,6 +18,8 @@ if TYPE_CHECKING:
     from kioku.adapters.dynamodb.turn_traces import TurnTraces
 
 
+REMOVED_PERSONA: Final = "a persona since removed"
+"""What ``{bot}`` reads as when the persona that spoke was removed since."""
 NO_LINEAGE: Final = -1
 """A lineage no memory has: what is recalled for a persona the server no longer has."""
 
@@ -48,10 +50,11 @@ def why_this_answer(
         return None
     config = config_store.get_server_config(place.guild_id) if place.guild_id else ServerConfig()
     profile = config_store.get_user_profile(viewer_id)
-    # the persona that answered (an alter persona's reply too), while the server still has it: a
-    # turn of the viewer with that persona would recall its lineage; a persona removed since, none
-    answered_by = next((p for p in config.personas if p.lineage_id == trace.lineage), None)
-    lineage = answered_by.lineage_id if answered_by is not None else NO_LINEAGE
+    # the persona that answered (an alter persona's reply too, by the id its trace keeps: two personas
+    # may share a lineage), while the server still has it: a turn of the viewer with that persona
+    # would recall its lineage; a persona removed since, none
+    persona = config.persona_by_id(trace.persona_id)
+    lineage = trace.lineage if persona is not None else NO_LINEAGE
     # whom a turn of the viewer here recalls personal memories of: the viewer, if personal memories are on
     people = [viewer_id] if config.capabilities.personal_memories_enabled else []
     recalled = ltm_store.recall(place.guild_id, lineage, people, place=place, policy=config.privacy)
@@ -86,4 +89,4 @@ def why_this_answer(
         existing=frozenset(existing),
         rows=rows,
     )
-    return Answered(trace, explain(trace, seen), (answered_by or config.persona).name)
+    return Answered(trace, explain(trace, seen), persona.name if persona else REMOVED_PERSONA)

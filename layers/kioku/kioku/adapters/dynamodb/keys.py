@@ -18,7 +18,8 @@ read, and the partitions of the indexes. The stores build every key here and now
                             M#{id}, H#{lineage}#{domain}#{fingerprint}, COUNT, LTM#BOOK#L{lineage}[#{shard}]
                                                                their personal memories (ltm_store)
     LTM#S#{server}          M#{id}, H#…, COUNT, BOOK#L{lineage}[#{shard}]   server memories (ltm_store)
-                            REMOVED#{id}                       one its subject removed (ltm_store)
+                            REMOVED#{random}                   one its subject removed, counted only
+                                                               (ltm_store)
     STM#S#{server}          C#{channel}#P#{persona}            a guild channel's short-term memory row
     STM#U#{user}            DM#P#{persona}                     a DM's short-term memory row
     TURN#{source}#{turn}    DONE, ATTEMPTS                     a turn's completion record, its failed attempts
@@ -211,18 +212,14 @@ def reply_key(message_id: str) -> ItemKey:
     return ItemKey(f"{REPLY_PARTITION}{message_id}", REPLIED_TURN)
 
 
-def removed_note_key(guild_id: str, memory_id: str) -> ItemKey:
-    """The note that the person a server memory was about removed it (for the server's managers)."""
-    return ItemKey(f"{SERVER_MEMORY_PARTITION}{guild_id}", f"{REMOVED_PREFIX}{memory_id}")
+def removed_note_key(guild_id: str, token: str) -> ItemKey:
+    """A note that the person a server memory was about removed it (counted for the server's
+    managers): ``token`` is random, so the note names neither the memory nor the person."""
+    return ItemKey(f"{SERVER_MEMORY_PARTITION}{guild_id}", f"{REMOVED_PREFIX}{token}")
 
 
 def removed_note_range(guild_id: str) -> KeyRange:
     return KeyRange(f"{SERVER_MEMORY_PARTITION}{guild_id}", REMOVED_PREFIX)
-
-
-def removed_memory_id(note: ItemKey) -> str:
-    """The id of the memory a removal note is about."""
-    return note.sk.removeprefix(REMOVED_PREFIX)
 
 
 def shown_note_key(user_id: str, source: str, turn_id: str) -> ItemKey:

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any, Final
@@ -15,7 +16,6 @@ from kioku.adapters.dynamodb.keys import (
     author_note_range,
     noted_owner,
     noted_server,
-    removed_memory_id,
     removed_note_key,
     removed_note_range,
     server_note_key,
@@ -34,24 +34,23 @@ class LtmPersonData(LtmTransactions):
     """What forget-all and the export read and write of a person."""
 
     def note_removed_by_subject(self, memory: Memory, at: datetime) -> None:
-        """Tell the server's managers that the person ``memory`` was about removed it: its id and when,
-        never its text."""
+        """Count, for the server's managers, that the person a memory was about removed one: when,
+        never which memory nor who (a random key: the id would tell them whose it was)."""
         self._guarded(
             self._table.put,
             {
-                **removed_note_key(memory.scope.owner_id, memory.memory_id).as_item(),
+                **removed_note_key(memory.scope.owner_id, uuid.uuid4().hex).as_item(),
                 "removed_at": at.isoformat(),
                 "expires_at": int((at + REMOVED_NOTE_RETENTION).timestamp()),
             },
         )
 
-    def removed_by_subjects(self, guild_id: str) -> list[tuple[str, datetime]]:
-        """The server memories their subjects removed in the last 30 days: (id, when), oldest first."""
+    def removed_by_subjects(self, guild_id: str, now: datetime) -> int:
+        """How many server memories their subjects removed in the last 30 days (the notes' time to
+        live lags: the expired ones are not counted)."""
         items = self._guarded(self._table.query_range_all, removed_note_range(guild_id))
-        removed = [
-            (removed_memory_id(ItemKey.of(item)), parse_time(str(item["removed_at"]))) for item in items
-        ]
-        return sorted(removed, key=lambda each: each[1])
+        since = now - REMOVED_NOTE_RETENTION
+        return sum(parse_time(str(item["removed_at"])) > since for item in items)
 
     def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
         """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the

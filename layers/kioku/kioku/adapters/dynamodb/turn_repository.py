@@ -28,6 +28,7 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
@@ -193,13 +194,37 @@ class TurnRepository:
         another attempt recorded the turn (``TurnAlreadyRecorded``) or if the speaker asked to forget
         everything since (``SpeakerForgotten``); a capture that cannot be written raises
         ``TurnCommitFailed``: the outbox stays, and the redelivery commits."""
+        try:
+            self._commit(key, outcome, now, capture)
+        except TurnAlreadyRecorded:
+            # or a person the trace names forgot everything since (a turn retried for days): commit
+            # without their part, else it would outlive their forget-all (a rare read, never a plain turn's)
+            trace = outcome.trace
+            forgot = [p for p in trace.people() if self._forgot_since(p, key.sent_at)] if trace else []
+            if not trace or not forgot:
+                raise
+            for person in forgot:
+                trace = trace.without(person)
+            self._commit(key, replace(outcome, trace=trace), now, capture)
+
+    def _forgot_since(self, user_id: str, sent_at: datetime) -> bool:
+        forgotten_at = forgotten_at_from_item(self._table.get(forgotten_key(user_id)))
+        return forgotten_at is not None and forgotten_at >= sent_at
+
+    def _commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         done = [
             self._ledger.op_record(key.source, key.turn_id, outcome, now),
             self._table.op_delete(_outbox_key(key)),
         ]
         if outcome.trace is not None:  # "Why this answer?": ids and places, in the same transaction
             expires_at = int((now + RECORD_RETENTION).timestamp())
-            done += commit_parts(self._table, key, outcome.trace, outcome.reply_ids, expires_at)
+            # the speaker's forget-all check is the capture's own when it keeps their lines
+            checked = frozenset(
+                {capture.said.user_id} if capture and capture.keep_lines and capture.said else ()
+            )
+            done += commit_parts(
+                self._table, key, outcome.trace, outcome.reply_ids, expires_at, checked=checked
+            )
         if capture is None:
             try:
                 self._table.transact_write(done)

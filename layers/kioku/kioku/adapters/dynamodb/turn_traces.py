@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
+from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import (
     reply_key,
     shown_note_key,
@@ -43,6 +44,7 @@ _KIND_OF: Final = {code: kind for kind, code in _KINDS.items()}
 
 def trace_attributes(trace: TurnTrace) -> Item:
     """The record's attributes holding ``trace``: its common part, and each person's own."""
+    trace = trace.capped()
     people = set(trace.people())
     common = _entries(trace.memories, trace.rows, lambda person: person not in people if person else True)
     attributes: Item = {
@@ -53,9 +55,12 @@ def trace_attributes(trace: TurnTrace) -> Item:
                 "p": trace.parent_channel_id,
                 "n": trace.channel_name,
                 "x": trace.channel_private,
+                "v": trace.private_thread,
                 "l": trace.lineage,
+                "a": trace.persona_id,
                 "t": trace.at.isoformat(),
                 "o": trace.left_out,
+                "u": trace.unnoted,
                 **common,
             },
             ensure_ascii=False,
@@ -83,19 +88,30 @@ def trace_from_item(item: Item | None) -> TurnTrace | None:
         parent_channel_id=common.get("p"),
         channel_name=common.get("n"),
         channel_private=bool(common.get("x", True)),
+        private_thread=bool(common.get("v", False)),
         lineage=int(common.get("l", 0)),
+        persona_id=common.get("a"),
         at=parse_time(str(common["t"])),
         memories=tuple(memories),
         rows=tuple(rows),
         left_out=int(common.get("o", 0)),
+        unnoted=int(common.get("u", 0)),
     )
 
 
 def commit_parts(
-    table: KiokuTable, key: TurnKey, trace: TurnTrace, reply_ids: tuple[str, ...], expires_at: int
+    table: KiokuTable,
+    key: TurnKey,
+    trace: TurnTrace,
+    reply_ids: tuple[str, ...],
+    expires_at: int,
+    *,
+    checked: frozenset[str] = frozenset(),
 ) -> list[dict[str, Any]]:
     """The pointers from each posted message to the turn and each named person's note, as
-    transaction operations for the turn's commit."""
+    transaction operations for the turn's commit; with each person's forget-all check (as every
+    write about them carries), unless ``checked`` says the transaction checks them already (one
+    item, one operation): a turn retried after their forget-all fails, and is committed without them."""
     parts = [
         table.op_put(
             {
@@ -116,17 +132,19 @@ def commit_parts(
             "at": trace.at.isoformat(),
             "channel_id": trace.channel_id,
             "channel_private": trace.channel_private,
+            "private_thread": trace.private_thread,
             "memories": [memory_key_text(m.kind, m.owner_id, m.memory_id) for m in own.memories],
             "expires_at": expires_at,
         }
         for name, value in (
             ("guild_id", trace.guild_id),
             ("parent_channel_id", trace.parent_channel_id),
-            ("channel_name", trace.channel_name),
-        ):
+        ):  # no channel name: a private channel's would sit in the person's partition
             if value:
                 note[name] = value
         parts.append(table.op_put(note))
+        if person not in checked:
+            parts.append(op_not_forgotten_since(table, person, key.sent_at))
     return parts
 
 
@@ -219,7 +237,7 @@ def _note(item: Item) -> ShownNote:
         guild_id=item.get("guild_id"),
         channel_id=str(item.get("channel_id", "")),
         parent_channel_id=item.get("parent_channel_id"),
-        channel_name=item.get("channel_name"),
         channel_private=bool(item.get("channel_private", True)),
         memory_keys=tuple(str(key) for key in item.get("memories", ())),
+        private_thread=bool(item.get("private_thread", False)),
     )

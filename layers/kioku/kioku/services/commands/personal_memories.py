@@ -36,7 +36,14 @@ MAX_FIELD_NAME_CHARS: Final = 256
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
 FORGET_THIS_BUTTON: Final = CustomId("personal", FORGET, digits("user", 20), digits("memory", 12))
-"""Forget one memory saved by someone else about the person the list belongs to."""
+"""Forget one memory saved by someone else about the person the list belongs to: asks first."""
+FORGET_THIS_CONFIRM: Final = CustomId(
+    "personal", FORGET, one_of("choice", CONFIRM, CANCEL), digits("user", 20), digits("memory", 12)
+)
+REMOVAL_WARNING: Final = (
+    "Someone else saved it: once forgotten, it is gone for everyone. The server's managers see only "
+    "how many memories the people they were about removed lately, never which one or who."
+)
 FORGET_ALL_BUTTON: Final = CustomId(
     "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
 )
@@ -54,7 +61,13 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
     user_id = _invoker_id(interaction)
     memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
-    uses = memory_uses(context.turn_ledger.traces.notes_of(user_id))
+    known, _ = memory_control.usage_notes(
+        user_id,
+        place,
+        context.turn_ledger,
+        lambda guild_id: context.config_store.get_server_config(guild_id).privacy,
+    )
+    uses = memory_uses(known)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -205,8 +218,29 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
 
 
 def forget_this(interaction: Interaction, context: CommandContext, owner: str, memory_id: str) -> dict:
-    """A Forget button of the list, on a memory someone else saved about its owner: only they may."""
+    """A Forget button of the list, on a memory someone else saved about its owner: only they may,
+    and only once they confirm (one click deletes nothing)."""
     _check_owner(interaction, owner)
+    embed = {
+        "title": f"Forget memory #{memory_id}?",
+        "description": REMOVAL_WARNING,
+        "color": EMBED_COLOR_ERROR,
+    }
+    buttons = [
+        Button(FORGET_THIS_CONFIRM.encode(CONFIRM, owner, memory_id), "Forget it", style=ButtonStyle.DANGER),
+        Button(FORGET_THIS_CONFIRM.encode(CANCEL, owner, memory_id), "Cancel"),
+    ]
+    return updated_message(embeds=[embed], components=action_rows([buttons]))
+
+
+def answer_forget_this(
+    interaction: Interaction, context: CommandContext, choice: str, owner: str, memory_id: str
+) -> dict:
+    """The subject's answer to ``forget_this``: forget the memory, or back to the list."""
+    _check_owner(interaction, owner)
+    if choice != CONFIRM:
+        embed, buttons = _list_page(interaction, context, 0)
+        return updated_message(embeds=[embed], components=buttons)
     forgotten = memory_control.forget_memory_about(owner, memory_id, context.ltm_store)
     embed, buttons = _list_page(interaction, context, 0)
     embed["description"] = f"Forgotten: memory #{forgotten.memory_id}.\n" + embed["description"]
@@ -217,6 +251,7 @@ BUTTONS: Final = {
     PAGE_BUTTON: turn_page,
     FORGET_ALL_BUTTON: answer_forget_all,
     FORGET_THIS_BUTTON: forget_this,
+    FORGET_THIS_CONFIRM: answer_forget_this,
 }
 
 

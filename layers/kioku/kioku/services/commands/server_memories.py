@@ -22,6 +22,7 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
+from kioku.domain.ltm.wording import counted
 from kioku.domain.models import MemoryModeration, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
@@ -161,12 +162,15 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
 
 
 def _removed_by_subjects(interaction: Interaction, context: CommandContext) -> str:
-    """Which memories the people they were about removed lately: their ids, never what they said."""
-    removed = context.ltm_store.removed_by_subjects(str(interaction.guild_id))
+    """How many memories the people they were about removed lately: a count only, never which
+    memories (managers saw whom each was about, so an id would name who asked to erase it)."""
+    removed = context.ltm_store.removed_by_subjects(str(interaction.guild_id), context.clock())
     if not removed:
         return ""
-    listed = ", ".join(f"#{memory_id} {relative_time(at)}" for memory_id, at in removed[-10:])
-    return f"\nRemoved by the person they were about (last 30 days): {listed}."
+    return (
+        f"\n{counted(removed, 'memory was', 'memories were')} removed in the last 30 days by the "
+        "person they were about."
+    )
 
 
 def _page_buttons(page: int, pages: int) -> list[dict]:

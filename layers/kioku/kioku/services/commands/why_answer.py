@@ -104,6 +104,11 @@ def _memory_lines(shown: Explanation, viewer_id: str, place: Place, bot: str) ->
             f"{counted(shown.others_memories, 'memory', 'memories')} about someone else "
             "(theirs to see, not shown to you)"
         )
+    if shown.unnoted:
+        lines.append(
+            f"{counted(shown.unnoted, 'memory', 'memories')} about more people than I keep track of "
+            "(not kept)"
+        )
     if shown.left_out:
         lines.append(f"{counted(shown.left_out, 'memory', 'memories')} left out: more than fitted the budget")
     return lines or ["none"]
@@ -121,7 +126,10 @@ def _memory_line(line: MemoryLine, viewer_id: str, place: Place, bot: str) -> st
         if memory.about == viewer_id
         else ("server memory" if memory.scope.kind is ScopeKind.SERVER else "personal")
     )
-    text = for_people(memory.content, about_you=memory.about == viewer_id, name="you", bot=bot)
+    # someone else's memory names them as Discord shows them to the viewer (a mention in an embed
+    # pings no one), never "you"
+    subject = f"<@{memory.about}>" if memory.about else "someone"
+    text = for_people(memory.content, about_you=memory.about == viewer_id, name=subject, bot=bot)
     return f"#{memory.memory_id} · {use} · {whose}, said {_where(memory, viewer_id, place)}: {shorten(text, MAX_MEMORY_CHARS)}"
 
 
@@ -135,12 +143,7 @@ def _where(memory: Memory, viewer_id: str, place: Place) -> str:
 
 
 def _row_lines(trace: TurnTrace, shown: Explanation) -> list[str]:
-    lines = [_row_line(trace, line) for line in shown.rows]
-    if shown.others_rows:
-        lines.append(
-            f"{counted(shown.others_rows, 'DM memory', 'DM memories')} of someone else (not shown to you)"
-        )
-    return lines or ["none"]
+    return [_row_line(trace, line) for line in shown.rows] or ["none"]
 
 
 def _row_line(trace: TurnTrace, line: RowLine) -> str:
