@@ -450,3 +450,96 @@ def _table_items(stack: LocalStack) -> list[dict[str, Any]]:
         start = page.get("LastEvaluatedKey")
         if not start:
             return items
+
+
+# -- an alter persona: its webhook made, then its posts through it --------------------------------
+
+LUNA_ID = "200000000000000777"
+MANAGE_GUILD = str(1 << 5)
+
+
+@pytest.fixture(scope="module")
+def luna(running) -> str:
+    """Luna, an alter persona of the module's server, added once through /persona add."""
+    stack = running[0]
+    payload = slash_command(
+        stack.application_id,
+        "persona",
+        "add",
+        {"name": "Luna", "prompt": "You are {bot}, calm and nocturnal."},
+        guild_id=GUILD,
+        permissions=MANAGE_GUILD,
+        interaction_id=LUNA_ID,
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert (
+        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
+    )
+    return LUNA_ID
+
+
+def webhook_creation(action: str = "kill", when: str = "after") -> Fault:
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.method == "POST" and request.path.endswith("/webhooks") and "/channels/" in request.path
+        )
+
+    return Fault(f"channel webhook created ({when})", "discord", matches, action, when)
+
+
+PERSONA_POINTS = [
+    webhook_creation(when="before"),
+    webhook_creation(),
+    webhook_creation("lose"),
+    chunk_post(1, when="before"),
+    chunk_post(2),
+    chunk_post(3, "lose"),
+    notice_post(),
+    commit("before"),
+]
+
+
+@pytest.mark.parametrize("fault", [pytest.param(f, id=f"{f.action} at {f.name}") for f in PERSONA_POINTS])
+def test_an_alter_persona_s_turn_interrupted_at_any_point_posts_through_one_webhook_exactly_once(
+    world, luna, fault
+):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    asked_before = len(llm.bodies)
+
+    # Given Alice calling Luna by name in a channel where kioku has no webhook yet
+    trigger = stack.discord.seed_message(channel, alice, "Luna, remember I love green tea")
+    body = gateway_dispatch(trigger, GUILD, {"nick": None, "roles": []})
+    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+
+    # When the worker is interrupted at the point, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault)
+
+    # Then every chunk and the notice went once, in order, through the one webhook kioku keeps
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes[-1] == "done", outcomes
+    messages = stack.discord.channel_messages(channel)
+    assert [m for m in messages if m["author"]["id"] == stack.application_id] == []
+    posted = [m for m in messages if m.get("webhook_id")]
+    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
+    assert {m["author"]["username"] for m in posted} == {"Luna"}
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    hooks = {hook["id"] for hook in stack.discord.webhooks_of(channel)}
+    assert len({m["webhook_id"] for m in posted}) == 1 and posted[0]["webhook_id"] in hooks
+    # one webhook made, or two when a worker died after Discord made it and before keeping it (that
+    # one stays unused in the channel)
+    made_then_lost = fault.name.startswith("channel webhook") and fault.when == "after"
+    assert len(hooks) == (2 if made_then_lost else 1)
+    # Luna's own row captured once, nothing left in the outbox, the memory saved once, and the
+    # model asked by one attempt only (the webhook is made before the model is asked)
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(StmAddress.of(GUILD, "", channel, luna))
+    assert row is not None and row.turns_since_refresh == 1
+    assert row.crude[0].text == "Luna, remember I love green tea"
+    items = _table_items(stack)
+    assert [
+        i for i in items if i["sk"]["S"].startswith("OUTBOX#") and i["pk"]["S"] == f"USER#{alice['id']}"
+    ] == []
+    assert len(memory_guards(stack, alice)) == 1
+    assert len(llm.bodies) - asked_before == 2
