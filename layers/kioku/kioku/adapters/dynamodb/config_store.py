@@ -34,19 +34,7 @@ class ConfigStore:
 
     def save_server_config(self, config: ServerConfig) -> ServerConfig:
         """Store ``config`` if nobody saved since it was read (its ``version``); returns the saved one."""
-        if not config.guild_id:
-            raise ValueError("a DM has no server configuration to save")
-        saved = replace(config, version=config.version + 1)
-        try:
-            self._table.put(
-                server_config_to_item(saved),
-                condition="attribute_not_exists(pk) OR #version = :read_version",
-                names={"#version": "version"},
-                values={":read_version": config.version},
-            )
-        except ConditionFailed as exc:
-            raise StaleConfiguration(server_config_from_item(exc.old_item, config.guild_id)) from exc
-        return saved
+        return self._save_server_config(config, None)
 
     def save_with_persona_limit(self, config: ServerConfig, max_personas: int) -> ServerConfig:
         """``save_server_config`` for a change that adds a persona: the write is also conditional on
@@ -54,21 +42,22 @@ class ConfigStore:
         adding at once can never pass the limit. ``PersonaLimitReached`` when it is full."""
         if len(config.personas) > max_personas:
             raise PersonaLimitReached(max_personas)
+        return self._save_server_config(config, max_personas)
+
+    def _save_server_config(self, config: ServerConfig, max_personas: int | None) -> ServerConfig:
         if not config.guild_id:
             raise ValueError("a DM has no server configuration to save")
         saved = replace(config, version=config.version + 1)
+        condition = "(attribute_not_exists(pk) OR #version = :read_version)"
+        names, values = {"#version": "version"}, {":read_version": config.version}
+        if max_personas is not None:  # the stored list holds the alter personas: the main one is always there
+            condition += " AND (attribute_not_exists(#personas) OR size(#personas) < :max_alters)"
+            names["#personas"], values[":max_alters"] = "personas", max_personas - 1
         try:
-            self._table.put(
-                server_config_to_item(saved),
-                # the stored list holds the alter personas: the main one is always there
-                condition="(attribute_not_exists(pk) OR #version = :read_version) AND "
-                "(attribute_not_exists(#personas) OR size(#personas) < :max_alters)",
-                names={"#version": "version", "#personas": "personas"},
-                values={":read_version": config.version, ":max_alters": max_personas - 1},
-            )
+            self._table.put(server_config_to_item(saved), condition=condition, names=names, values=values)
         except ConditionFailed as exc:
             current = server_config_from_item(exc.old_item, config.guild_id)
-            if len(current.personas) >= max_personas:
+            if max_personas is not None and len(current.personas) >= max_personas:
                 raise PersonaLimitReached(max_personas) from exc
             raise StaleConfiguration(current) from exc
         return saved
