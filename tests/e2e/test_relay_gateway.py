@@ -251,6 +251,24 @@ def test_channel_and_thread_events_arrive_under_their_own_names(relay, discord, 
     assert all(d.verified for d in receiver.deliveries)
 
 
+def test_a_guild_delete_arrives_in_the_same_envelope(relay, discord, receiver):
+    # Given a relay connected to the gateway
+    relay()
+    # When Discord says the bot was removed from the guild, then that another guild is in an outage
+    removed, outage = {"id": GUILD}, {"id": "400000000000000009", "unavailable": True}
+    discord.dispatch("GUILD_DELETE", removed)
+    discord.dispatch("GUILD_DELETE", outage)
+    wait_for_accepted(receiver, 2)
+    # Then both reached RelayFunction, signed, each in the envelope of its event name
+    for delivery, data in zip(receiver.deliveries, (removed, outage), strict=True):
+        sent = json.loads(delivery.body)
+        assert parse_time(sent.pop("received_at")) <= datetime.now(UTC)
+        assert json.dumps(sent, separators=(",", ":"), ensure_ascii=False).encode() == exact_body(
+            "GUILD_DELETE", data
+        )
+        assert delivery.verified
+
+
 def test_the_bots_own_messages_are_not_forwarded(relay, discord, receiver):
     # Given a relay whose READY named the bot's user id
     running = relay()

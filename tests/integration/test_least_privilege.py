@@ -178,12 +178,18 @@ def run_everything(log: CallLog) -> dict[str, str]:
         body = json.dumps({"t": "CHANNEL_DELETE", "d": channel}).encode()
         headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
         assert httpx.post(stack.urls["relay"], content=body, headers=headers).status_code < 300
+        # ...and the bot's removal from the server, whose data the janitor deletes after the grace,
+        # a personal memory said there among it
+        personal_memory_said_in(stack, playground.channel.guild_id)
+        body = json.dumps({"t": "GUILD_DELETE", "d": {"id": playground.channel.guild_id}}).encode()
+        headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+        assert httpx.post(stack.urls["relay"], content=body, headers=headers).status_code < 300
 
         from kioku.entrypoints.janitor import handle as janitor
 
         with log.acting_as("JanitorFunction"):
             report = janitor({}, now=datetime.now(UTC) + timedelta(days=400))
-        assert report["deleted"] > 0
+        assert report["deleted"] > 0 and report["servers_erased"] == 1
 
         dynamodb = boto3.client("dynamodb")
         queue_arn, dead_letter_arn = (
@@ -205,6 +211,20 @@ def run_everything(log: CallLog) -> dict[str, str]:
         }
     model_tools_and_a_broken_job()
     return arns
+
+
+def personal_memory_said_in(stack: LocalStack, guild_id: str) -> None:
+    """A personal memory said in ``guild_id`` (the offline model saves none there)."""
+    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+    from kioku.domain.privacy import Origin
+
+    said = datetime.now(UTC) - timedelta(days=1)
+    draft = MemoryDraft(
+        MemoryScope.personal("1", 1), "likes tea", "1", said, origin=Origin(guild_id, "1"), subject_id="1"
+    )
+    DynamoMemoryStore(KiokuTable(stack.resources.table_name)).create(draft, limit=100)
 
 
 def model_tools_and_a_broken_job() -> None:

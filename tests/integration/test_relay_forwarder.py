@@ -188,6 +188,21 @@ def test_channel_and_thread_events_are_forwarded_under_their_own_names(endpoint,
     ]
 
 
+def test_a_guild_delete_is_forwarded_in_the_same_envelope_removal_or_outage(endpoint, key_pair):
+    # Given the bot removed from one guild, and another guild in an outage
+    removed, outage = {"id": "400000000000000004"}, {"id": "400000000000000005", "unavailable": True}
+    forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK, clock=lambda: RECEIVED)
+    # When both GUILD_DELETEs are submitted
+    taken = [forwarder.submit("GUILD_DELETE", removed), forwarder.submit("GUILD_DELETE", outage)]
+    asyncio.run(deliver_all(forwarder))
+    # Then both arrive, signed, as they came, with when the relay received them (RelayFunction tells
+    # the two apart, and a late removal from a guild re-added since)
+    assert taken == [True, True]
+    assert [json.loads(r.body) for r in endpoint.received] == [
+        {"t": "GUILD_DELETE", "d": d, "received_at": "2025-12-01T12:00:00+00:00"} for d in (removed, outage)
+    ]
+
+
 def test_the_bots_own_messages_are_skipped_once_ready_names_the_bot(endpoint, key_pair):
     # Given a forwarder that has seen READY for bot user 100000000000000001
     forwarder = Forwarder(endpoint.url, key_pair[0], base_delay=QUICK)

@@ -65,6 +65,7 @@ class Settings(BaseModel):
     SHORT_TERM_MEMORY_MAX_MESSAGES_PER_CHANNEL: int = Field(default=10, ge=1, le=50)
     STM_MAX_CATEGORIES: int = Field(default=5, ge=1, le=5)  # the categories form: one modal, five inputs
     STM_JANITOR_RETENTION_DAYS: int = Field(default=90, ge=1)
+    SERVER_DATA_GRACE_DAYS: int = Field(default=30, ge=1, le=3650)
     STM_FRESH_WINDOW_MINUTES: float = Field(default=60, ge=0)
     STM_FRESH_INJECTION_DEPTH: int = Field(default=2, ge=0)
     MAX_SERVER_MEMORIES: int = Field(default=100, ge=1, le=1000)

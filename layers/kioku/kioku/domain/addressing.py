@@ -21,10 +21,12 @@ from kioku.discord.snowflake import is_snowflake
 from kioku.domain.channel_events import (
     ChannelEvent,
     ChannelEventType,
+    GuildRemoval,
     GuildSnapshot,
     InvalidChannelEvent,
     parse_channel_event,
     parse_guild_create,
+    parse_guild_delete,
 )
 from kioku.domain.models import ServerConfig
 from kioku.domain.text import USER_MENTION
@@ -83,7 +85,11 @@ MAIN_PERSONA_TURN: Final = ""
 """The main persona's place in ``TurnDecision.personas``: its turn is the message's plain turn."""
 
 
-def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent | GuildSnapshot:
+RelayEvent = GatewayMessage | ChannelEvent | GuildSnapshot | GuildRemoval
+"""Whatever the relay forwards, validated."""
+
+
+def parse_relay_body(body: bytes) -> RelayEvent:
     """Validate the raw body of a relay request (size, UTF-8, JSON, shape): a ``GUILD_CREATE`` may
     take up to ``MAX_GUILD_BODY_BYTES``, anything else ``MAX_RELAY_BODY_BYTES``."""
     if len(body) > MAX_GUILD_BODY_BYTES:
@@ -100,16 +106,20 @@ def parse_relay_body(body: bytes) -> GatewayMessage | ChannelEvent | GuildSnapsh
     return parse_gateway_message(payload)
 
 
-def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent | GuildSnapshot:
+def parse_gateway_message(payload: Any) -> RelayEvent:
     """Validate ``{"t": "MESSAGE_CREATE", "d": {...}}``, a channel event (``CHANNEL_UPDATE``,
-    ``CHANNEL_DELETE``, ``THREAD_UPDATE``, ``THREAD_DELETE``) or a ``GUILD_CREATE``; raises
-    InvalidRelayEvent with the reason."""
+    ``CHANNEL_DELETE``, ``THREAD_UPDATE``, ``THREAD_DELETE``), a ``GUILD_CREATE`` or a
+    ``GUILD_DELETE``; raises InvalidRelayEvent with the reason."""
     if not isinstance(payload, Mapping):
         raise InvalidRelayEvent("payload is not a JSON object")
     event_type = payload.get("t")
-    if event_type == GatewayEvent.GUILD_CREATE:
+    guild_parsers = {
+        GatewayEvent.GUILD_CREATE: parse_guild_create,
+        GatewayEvent.GUILD_DELETE: parse_guild_delete,
+    }
+    if isinstance(event_type, str) and event_type in guild_parsers:
         try:
-            return parse_guild_create(payload.get("d"), payload.get("received_at"))
+            return guild_parsers[event_type](payload.get("d"), payload.get("received_at"))
         except InvalidChannelEvent as exc:
             raise InvalidRelayEvent(exc.reason) from None
     if event_type == GatewayEvent.MESSAGE_CREATE:
@@ -128,8 +138,8 @@ def parse_gateway_message(payload: Any) -> GatewayMessage | ChannelEvent | Guild
         except InvalidChannelEvent as exc:
             raise InvalidRelayEvent(exc.reason) from None
     raise InvalidRelayEvent(
-        f"event type must be {GatewayEvent.MESSAGE_CREATE}, {GatewayEvent.GUILD_CREATE} "
-        f"or one of {', '.join(ChannelEventType)}"
+        f"event type must be {GatewayEvent.MESSAGE_CREATE}, {GatewayEvent.GUILD_CREATE}, "
+        f"{GatewayEvent.GUILD_DELETE} or one of {', '.join(ChannelEventType)}"
     )
 
 

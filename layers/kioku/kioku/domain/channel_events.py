@@ -1,5 +1,6 @@
 """Channel events the relay forwards: a channel or thread changed or was deleted, or a guild's
-whole channel list arrived (``GUILD_CREATE``, sent by Discord for every guild on each new session).
+whole channel list arrived (``GUILD_CREATE``, sent by Discord for every guild on each new session),
+or the bot left a guild (``GUILD_DELETE``).
 
 Each is validated like a message (never trust the relay, even signed) and reduced to what stored
 memory needs: which channel, of which guild, and what Discord now says of its privacy, when the
@@ -206,6 +207,30 @@ def parse_guild_create(data: Any, received_at: Any = None) -> GuildSnapshot:
         thread_ids.add(thread.id)
     categories = frozenset(i for i, c in by_id.items() if c.type == ChannelType.GUILD_CATEGORY)
     return GuildSnapshot(guild_id, described, frozenset(thread_ids), categories, taken_at)
+
+
+@dataclass(frozen=True, slots=True)
+class GuildRemoval:
+    """A ``GUILD_DELETE``: the bot was removed from the guild (or the guild deleted); ``outage`` when
+    Discord sent it as ``unavailable``, which removes nothing. ``taken_at``: as for ``GuildSnapshot``."""
+
+    guild_id: str
+    outage: bool = False
+    taken_at: datetime | None = None
+
+
+def parse_guild_delete(data: Any, received_at: Any = None) -> GuildRemoval:
+    """Validate the ``d`` of a ``GUILD_DELETE`` (``{"id", "unavailable"?}``); raises
+    ``InvalidChannelEvent`` with the reason."""
+    if not isinstance(data, Mapping):
+        raise InvalidChannelEvent("d is not an object")
+    guild_id = _snowflake(data.get("id"), "id")
+    unavailable = data.get("unavailable")
+    if unavailable is not None and not isinstance(unavailable, bool):
+        raise InvalidChannelEvent("unavailable is not a boolean")
+    return GuildRemoval(
+        guild_id, outage=unavailable is True, taken_at=_optional_time(received_at, "received_at")
+    )
 
 
 def _check_listed_channel(channel: Any, kind: str) -> None:

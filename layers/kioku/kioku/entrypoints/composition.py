@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from kioku.adapters.discord_rest import DiscordRest
     from kioku.adapters.dynamodb.config_store import ConfigStore
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.server_removal import ServerRemovals
     from kioku.adapters.dynamodb.stm_janitor import StmJanitor
     from kioku.adapters.dynamodb.stm_store import StmStore
     from kioku.adapters.dynamodb.table import KiokuTable
@@ -75,6 +76,12 @@ class Container:
         from kioku.adapters.dynamodb.stm_janitor import StmJanitor
 
         return StmJanitor(self.table)
+
+    @cached_property
+    def server_removals(self) -> ServerRemovals:
+        from kioku.adapters.dynamodb.server_removal import ServerRemovals
+
+        return ServerRemovals(self.table)
 
     @cached_property
     def ltm_store(self) -> DynamoMemoryStore:

@@ -1,5 +1,6 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
-``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet)."""
+``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), and delete the
+data of servers that removed kioku more than ``SERVER_DATA_GRACE_DAYS`` ago."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from kioku.observability import Metric, count, invocation, logger
 
 def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
     with invocation(context):
-        return _purge(now or clock.now())
+        moment = now or clock.now()
+        return {**_purge(moment), **_erase_removed_servers(moment)}
 
 
 def _purge(moment: datetime) -> dict[str, int]:
@@ -28,3 +30,24 @@ def _purge(moment: datetime) -> dict[str, int]:
         report.kept,
     )
     return {"found": report.found, "deleted": report.deleted, "kept": report.kept}
+
+
+def _erase_removed_servers(moment: datetime) -> dict[str, int]:
+    from kioku.services.server_removal import erase_removed_servers
+
+    parts = container()
+    grace = timedelta(days=parts.settings.SERVER_DATA_GRACE_DAYS)
+    report = erase_removed_servers(parts.server_removals, parts.ltm_store, moment, grace)
+    count(Metric.SERVER_ITEMS_ERASED, report.deleted)
+    logger.info(
+        "removed servers: %d erased, %d items deleted, %d changed since and kept, %d added back",
+        report.servers_erased,
+        report.deleted,
+        report.kept,
+        report.readded,
+    )
+    return {
+        "servers_erased": report.servers_erased,
+        "server_items_deleted": report.deleted,
+        "server_items_kept": report.kept,
+    }

@@ -1,5 +1,7 @@
 """RelayFunction: messages forwarded by the gateway relay, verified, addressed, queued; channel
-events applied to stored memory; a guild's channel list (GUILD_CREATE) reconciled with it.
+events applied to stored memory; a guild's channel list (GUILD_CREATE) reconciled with it; a guild
+that removed the bot (GUILD_DELETE) scheduled for deletion, the schedule taken back by its next
+GUILD_CREATE.
 
 202 queued, 204 not for the bot (or a channel event applied), 400 malformed, 401 not signed by the
 relay, 503 when the queue or the table cannot be reached (the relay retries).
@@ -9,17 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
+from kioku import clock
 from kioku.config import Settings, get_settings
 from kioku.domain.addressing import (
     MAIN_PERSONA_TURN,
     MAX_GUILD_BODY_BYTES,
     GatewayMessage,
     InvalidRelayEvent,
+    RelayEvent,
     TurnReason,
     decide_turn,
     parse_relay_body,
 )
-from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
+from kioku.domain.channel_events import ChannelEvent, GuildRemoval, GuildSnapshot
 from kioku.domain.models import ServerConfig
 from kioku.entrypoints.composition import container
 from kioku.entrypoints.function_url import empty_response, error_response, json_response
@@ -46,7 +50,7 @@ def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
 
 def _answer(body: bytes) -> dict[str, Any]:
     settings = get_settings()
-    event: GatewayMessage | ChannelEvent | GuildSnapshot | None = None
+    event: RelayEvent | None = None
     try:
         event = parse_relay_body(body)
         return _route(event, settings)
@@ -57,9 +61,7 @@ def _answer(body: bytes) -> dict[str, Any]:
         return response
 
 
-def _error_response(
-    exc: Exception, event: GatewayMessage | ChannelEvent | GuildSnapshot | None
-) -> dict[str, Any] | None:
+def _error_response(exc: Exception, event: RelayEvent | None) -> dict[str, Any] | None:
     """The relay endpoint's one map from what stopped a request to its HTTP answer: 400 for an
     event it cannot take, 503 (the relay retries) for a queue or table out of reach; None for
     anything else. ``event``: the request's, once parsed."""
@@ -79,10 +81,13 @@ def _error_response(
     if isinstance(exc, StoreError) and isinstance(event, GuildSnapshot):
         logger.exception("could not reconcile guild %s", event.guild_id)
         return error_response(503, "could not reconcile the guild's memory; retry")
+    if isinstance(exc, StoreError) and isinstance(event, GuildRemoval):
+        logger.exception("could not schedule the deletion of guild %s", event.guild_id)
+        return error_response(503, "could not schedule the guild's deletion; retry")
     return None
 
 
-def _route(event: GatewayMessage | ChannelEvent | GuildSnapshot, settings: Settings) -> dict[str, Any]:
+def _route(event: RelayEvent, settings: Settings) -> dict[str, Any]:
     if isinstance(event, ChannelEvent):
         correlate(channel_id=event.channel_id, guild_id=event.guild_id)
         count(Metric.RELAY_CHANNEL_EVENTS)
@@ -90,6 +95,9 @@ def _route(event: GatewayMessage | ChannelEvent | GuildSnapshot, settings: Setti
     if isinstance(event, GuildSnapshot):
         correlate(guild_id=event.guild_id)
         return _reconcile_guild(event)
+    if isinstance(event, GuildRemoval):
+        correlate(guild_id=event.guild_id)
+        return _schedule_removal(event)
     message = event.message
     correlate(message_id=message.id, channel_id=message.channel_id, guild_id=message.guild_id)
 
@@ -135,7 +143,21 @@ def _apply_channel_event(event: ChannelEvent) -> dict[str, Any]:
 def _reconcile_guild(snapshot: GuildSnapshot) -> dict[str, Any]:
     from kioku.services.channel_events import reconcile_guild
 
+    now = clock.now()
+    if container().server_removals.cancel(snapshot.guild_id, min(snapshot.taken_at or now, now)):
+        logger.info("guild %s added back: its scheduled deletion is cancelled", snapshot.guild_id)
     report = reconcile_guild(snapshot, container().stm_store, container().webhook_store)
     count(Metric.RELAY_GUILDS_RECONCILED)
     count(Metric.STM_ROWS_RECONCILED, report.restamped + report.deleted)
+    return empty_response(204)
+
+
+def _schedule_removal(removal: GuildRemoval) -> dict[str, Any]:
+    """Kioku was removed from the guild: its data is deleted after the grace, unless added back. An
+    outage (``unavailable``) removes nothing."""
+    if removal.outage:
+        return empty_response(204)
+    now = clock.now()
+    if container().server_removals.schedule(removal.guild_id, min(removal.taken_at or now, now)):
+        logger.info("guild %s removed kioku: its data is deleted after the grace", removal.guild_id)
     return empty_response(204)

@@ -38,6 +38,7 @@ FORWARDED_EVENTS: Final = frozenset(
     {
         GatewayEvent.MESSAGE_CREATE,
         GatewayEvent.GUILD_CREATE,
+        GatewayEvent.GUILD_DELETE,  # kioku removed from a guild: its memory is deleted after a grace
         GatewayEvent.CHANNEL_UPDATE,
         GatewayEvent.CHANNEL_DELETE,
         GatewayEvent.THREAD_UPDATE,
@@ -125,6 +126,8 @@ class Forwarder:
             return False
         if event_name in ROLE_EVENTS:
             self._learn_bot_roles(data)
+        if event_name == GatewayEvent.GUILD_DELETE and data.get("unavailable") is not True:
+            self._bot_roles.pop(str(data.get("id")), None)
         if event_name not in FORWARDED_EVENTS:
             return False
         if event_name == GatewayEvent.MESSAGE_CREATE and self._is_own_message(data):

@@ -4,6 +4,9 @@ read, and the partitions of the indexes. The stores build every key here and now
 
     partition               sort key                           item (store)
     SERVER#{guild}          CONFIG                             server configuration (config_store)
+                            WEBHOOK#{channel}                  a channel's persona webhook (webhook_store)
+                            REMOVAL                            kioku removed from the server: its data
+                                                               is deleted after the grace (server_removal)
     USER#{user}             PROFILE                            profile (config_store)
                             FORGOTTEN                          forget-all mark (forgetting)
                             RATE#{unix minute}                 turns that minute (turn_ledger)
@@ -26,8 +29,9 @@ read, and the partitions of the indexes. The stores build every key here and now
     REPLY#{message}         TURN                               the turn a posted reply answered (turn_traces)
 
     Recency       gsi1pk = {STM pk}#L#{lineage}, + "#PRIVATE" for a private channel's row
-    JanitorAge    gsi2pk = STMAGE#{0..7}
-    ThreadParent  gsi3pk = {STM pk}#PARENT#{parent channel}
+    JanitorAge    gsi2pk = STMAGE#{0..7}; REMOVALS (a server's REMOVAL, by when it was removed)
+    ThreadParent  gsi3pk = {STM pk}#PARENT#{parent channel}; SAIDIN#{guild} (a personal memory said
+                  in that server, so its removal finds them without a scan)
 
 Four stores share a person's ``USER#`` partition: each of their sort keys begins with a word of its
 own, so no query's prefix reads another store's items (tests/unit/test_item_keys.py proves it).
@@ -72,6 +76,7 @@ DM_ROW_PREFIX: Final = "DM#P#"
 DONE: Final = "DONE"
 ATTEMPTS: Final = "ATTEMPTS"
 REPLIED_TURN: Final = "TURN"
+SERVER_REMOVAL: Final = "REMOVAL"
 
 RECENCY_INDEX: Final = "Recency"
 RECENCY_PK: Final = "gsi1pk"
@@ -84,6 +89,9 @@ THREAD_PARENT_PK: Final = "gsi3pk"
 
 AGE_SHARDS: Final = 8
 _AGE_SHARD_PREFIX: Final = "STMAGE#"
+REMOVALS_PARTITION: Final = "REMOVALS"
+"""The ``JanitorAge`` partition of the servers kioku was removed from (``server_removal_key``)."""
+_SAID_IN_PREFIX: Final = "SAIDIN#"
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
 _PAIR_SEPARATOR: Final = "|"
 
@@ -172,6 +180,21 @@ def channel_webhook_key(guild_id: str, channel_id: str) -> ItemKey:
 def channel_webhook_range(guild_id: str) -> KeyRange:
     """Every channel webhook of a server."""
     return KeyRange(f"{SERVER_PARTITION}{guild_id}", WEBHOOK_PREFIX)
+
+
+def server_range(guild_id: str) -> KeyRange:
+    """A server's whole ``SERVER#`` partition: its configuration, webhooks and removal mark."""
+    return KeyRange(f"{SERVER_PARTITION}{guild_id}")
+
+
+def server_removal_key(guild_id: str) -> ItemKey:
+    """The mark that kioku was removed from a server (``GUILD_DELETE``), until its data is deleted."""
+    return ItemKey(f"{SERVER_PARTITION}{guild_id}", SERVER_REMOVAL)
+
+
+def removed_server(mark: ItemKey) -> str:
+    """The server a ``server_removal_key`` mark names."""
+    return mark.pk[len(SERVER_PARTITION) :]
 
 
 def user_profile_key(user_id: str) -> ItemKey:
@@ -315,6 +338,21 @@ def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> ItemKey:
 def memory_range(kind: ScopeKind, owner_id: str) -> KeyRange:
     """Every memory of an owner, every lineage."""
     return KeyRange(owner_pk(kind, owner_id), MEMORY_PREFIX)
+
+
+def server_memory_range(guild_id: str) -> KeyRange:
+    """A server's whole long-term memory partition: memories, guards, counter, books, notes."""
+    return KeyRange(owner_pk(ScopeKind.SERVER, guild_id))
+
+
+def said_in_partition(guild_id: str) -> str:
+    """The ``ThreadParent`` partition of the personal memories said in a server (its removal's)."""
+    return f"{_SAID_IN_PREFIX}{guild_id}"
+
+
+def personal_memory_of(key: ItemKey) -> tuple[str, str]:
+    """The owner and id of the personal memory whose key is ``key``."""
+    return key.pk[len(USER_PARTITION) :], key.sk[len(MEMORY_PREFIX) :]
 
 
 def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> ItemKey:

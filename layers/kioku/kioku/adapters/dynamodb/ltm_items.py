@@ -9,7 +9,7 @@ from typing import Any, Final
 
 from boto3.dynamodb.types import Binary
 
-from kioku.adapters.dynamodb.keys import memory_key
+from kioku.adapters.dynamodb.keys import THREAD_PARENT_PK, memory_key, said_in_partition
 from kioku.adapters.dynamodb.table import Item
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, PersonalLedger, ScopeKind
@@ -148,7 +148,17 @@ def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: 
         "book_shard": shard,
         **({"subject_id": draft.subject_id} if draft.subject_id else {}),
         **({"embedding": draft.embedding} if draft.embedding else {}),
+        **_said_in(draft),
     }
+
+
+def _said_in(draft: MemoryDraft) -> Item:
+    """A personal memory said in a server is indexed under it, for when kioku is removed from it (a
+    server memory needs no index: its whole partition goes)."""
+    guild_id = draft.origin.guild_id
+    if draft.scope.kind is not ScopeKind.PERSONAL or not guild_id:
+        return {}
+    return {THREAD_PARENT_PK: said_in_partition(guild_id)}
 
 
 def memory_from_item(item: Item) -> Memory:

@@ -1,0 +1,94 @@
+"""A server that removes kioku has its memory deleted once ``SERVER_DATA_GRACE_DAYS`` have passed.
+
+``GUILD_DELETE`` (not an outage) marks the server removed; a later ``GUILD_CREATE`` takes the mark
+back. Once the grace has passed, the janitor deletes what the server kept: first the personal
+memories said there (each through the memory store's own delete, so its owner's counter, book and
+duplicate guard stay consistent), then the server's own partitions (its memories, short-term rows,
+configuration and webhooks). Traces, reply and shown notes and outboxes need no deleting here:
+they expire after 16 days on their own (see docs/privacy.md).
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Final
+
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+from kioku.adapters.dynamodb.server_removal import ServerReadded, ServerRemoval, ServerRemovals
+from kioku.domain.forgetting import SpeakerForgotten
+from kioku.domain.ltm.memory import MemoryNotFound, ScopeKind
+
+MAX_ITEMS_PER_RUN: Final = 3000
+"""Items one janitor run reads for deletion (within its five minutes); the next run goes on."""
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class ErasureReport:
+    """What one janitor run did to removed servers: servers whose data is all gone, items deleted,
+    items kept (changed since the removal), servers added back meanwhile."""
+
+    servers_erased: int = 0
+    deleted: int = 0
+    kept: int = 0
+    readded: int = 0
+
+
+def erase_removed_servers(
+    removals: ServerRemovals,
+    memories: DynamoMemoryStore,
+    now: datetime,
+    grace: timedelta,
+    *,
+    budget: int = MAX_ITEMS_PER_RUN,
+) -> ErasureReport:
+    """Delete the data of every server removed more than ``grace`` ago, at most ``budget`` items."""
+    report = ErasureReport()
+    for removal in removals.due(now - grace):
+        if budget <= 0:
+            break
+        try:
+            budget -= _erase(removal, removals, memories, report, budget)
+        except ServerReadded:
+            report.readded += 1
+            logger.info("server %s was added back; its data is kept", removal.guild_id)
+    return report
+
+
+def _erase(
+    removal: ServerRemoval,
+    removals: ServerRemovals,
+    memories: DynamoMemoryStore,
+    report: ErasureReport,
+    budget: int,
+) -> int:
+    """Erase what ``removal``'s server kept, within ``budget``; returns the items read."""
+    read = 0
+    for owner_id, memory_id in removals.personal_memories_said_in(removal.guild_id, limit=min(budget, 100)):
+        if read >= budget:
+            return read
+        read += 1
+        memory = memories.find(ScopeKind.PERSONAL, owner_id, memory_id)
+        if memory is None:
+            continue  # the index lags a delete
+        if memory.updated_at >= removal.removed_at:
+            report.kept += 1
+            continue
+        try:
+            memories.delete(memory, also=[removals.still_removed(removal)])
+        except SpeakerForgotten:
+            raise ServerReadded(removal.guild_id) from None  # the mark's check is the only part added
+        except MemoryNotFound:
+            report.kept += 1  # changed since it was read
+            continue
+        report.deleted += 1
+    erased = removals.erase_partitions(removal, budget=budget - read)
+    report.deleted += erased.deleted
+    report.kept += erased.kept
+    if erased.finished and removals.finish(removal):
+        report.servers_erased += 1
+        logger.info("server %s removed at %s: its data is deleted", removal.guild_id, removal.removed_at)
+    return budget - erased.room
