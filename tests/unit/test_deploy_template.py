@@ -200,6 +200,15 @@ OPERATOR_PARAMETERS: Final = {
     "MaxReplyMessages": "MAX_REPLY_MESSAGES",
     "LtmRecallBudgetChars": "LTM_RECALL_BUDGET_CHARS",
     "MaxPersonasPerServer": "MAX_PERSONAS_PER_SERVER",
+    "MaxServerMemories": "MAX_SERVER_MEMORIES",
+    "MaxPersonalMemories": "MAX_PERSONAL_MEMORIES",
+    "MaxMemoryLength": "MAX_MEMORY_LENGTH",
+    "ShortTermMemoryDefaultCrudeMessageCount": "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT",
+    "ShortTermMemoryMaxOtherChannels": "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS",
+    "ShortTermMemoryTtlHours": "SHORT_TERM_MEMORY_TTL_HOURS",
+    "ShortTermMemoryMaxSummaryLength": "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH",
+    "StmFreshWindowMinutes": "STM_FRESH_WINDOW_MINUTES",
+    "StmFreshInjectionDepth": "STM_FRESH_INJECTION_DEPTH",
 }
 
 
