@@ -210,7 +210,8 @@ def test_removing_a_persona_asks_first_naming_what_goes_then_removes_it(invoke, 
     asked = invoke(persona("remove", {"persona": "luna"}))
     # Then the confirmation names what goes, and nothing is removed yet
     assert embed(asked)["title"] == "Remove Luna?"
-    assert "2 short-term memory rows" in text(asked) and "2 server long-term memories" in text(asked)
+    assert "2 short-term memory rows in this server go with it" in text(asked)
+    assert "2 server long-term memories of its lineage go with it" in text(asked)
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None
     buttons = [c["custom_id"] for row in asked["data"]["components"] for c in row["components"]]
     # a member's click is refused

@@ -204,16 +204,23 @@ def _lineage_text(config: ServerConfig, persona: Persona) -> str:
 
 def _footprint_text(persona: Persona, footprint: personas.Footprint, *, will: bool) -> str:
     rows = counted(footprint.stm_rows, "short-term memory row", "short-term memory rows")
-    go = "go" if will else "went"
+
+    def go(count: int) -> str:
+        return ("goes" if count == 1 else "go") if will else "went"
+
     if footprint.sharers:
         shared = ", ".join(f"**{p.name}**" for p in footprint.sharers)
         memories = f"Its long-term memories stay: {shared} shares them."
     else:
         memories = (
             f"{counted(footprint.memories, 'server long-term memory', 'server long-term memories')} "
-            f"of its lineage {go} with it (no other persona shares them)."
+            f"of its lineage {go(footprint.memories)} with it (no other persona shares them)."
         )
-    lead = f"{persona.name}'s {rows} in this server {go} with it." if will else f"{rows} deleted."
+    lead = (
+        f"{persona.name}'s {rows} in this server {go(footprint.stm_rows)} with it."
+        if will
+        else f"{rows} deleted."
+    )
     tail = " It cannot be undone." if will else ""
     return f"{lead} {memories}{tail}"
 
