@@ -123,8 +123,9 @@ def test_the_limit_is_a_condition_of_the_write_not_only_a_check_before_it(config
         ({"name": "kioku"}, "already a persona called **kioku**"),
         ({"memories_from": "Nobody"}, "no persona called **Nobody**"),
         ({"avatar_url": "http://example.com/x.png"}, "https://"),
-        ({"name": "So"}, "at least 3 characters and not a common word"),
-        ({"name": "Hey"}, "at least 3 characters and not a common word"),
+        ({"name": "So"}, "at least 3 characters long"),
+        ({"name": "Hey"}, "not a common word"),
+        ({"name": "月"}, "two for a name in Japanese, Chinese or Korean script"),
     ],
 )
 def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved(
@@ -135,6 +136,13 @@ def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved
     )
     assert embed(body)["title"] == "Nothing was saved" and why in text(body)
     assert configs.get_server_config(GUILD).alters == ()
+
+
+def test_a_two_character_japanese_name_is_as_addressable_as_luna(invoke, configs):
+    body = invoke(persona("add", {"name": "ルナ", "prompt": "x"}, interaction_id="600000000000000001"))
+
+    assert embed(body)["title"] != "Nothing was saved", text(body)
+    assert configs.get_server_config(GUILD).persona_named("ルナ") is not None
 
 
 def test_members_cannot_add_remove_or_nickname(invoke, configs):
