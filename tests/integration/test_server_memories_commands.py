@@ -202,6 +202,18 @@ def test_the_list_shows_each_memory_with_its_id_status_author_channel_and_time(i
     assert "components" not in body["data"]  # one page: no buttons
 
 
+def test_a_live_alter_persona_s_memory_is_labelled_with_its_name_and_read_with_it(interact, seed, configs):
+    # Given Luna, an alter persona with a lineage of her own, and a memory of hers
+    luna = Persona(persona_id="600000000000000001", lineage_id=7, name="Luna", alter=True)
+    configs.save_server_config(ServerConfig(guild_id=GUILD, alters=(luna,)))
+    hers = seed("{bot} hums when it rains", lineage=7)
+
+    body = interact(run("list"))
+
+    assert field_of(body, hers)["name"] == f"#{hers.memory_id} · active · Luna's"
+    assert field_of(body, hers)["value"].startswith("Luna hums when it rains\n")
+
+
 def test_a_memory_whose_author_asked_to_be_forgotten_is_listed_without_them(interact, seed, memories):
     quiz = seed("quiz night is on fridays")
     memories.forget_author(quiz)

@@ -23,7 +23,7 @@ from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_tim
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.ltm.wording import counted
-from kioku.domain.models import MemoryModeration, ServerConfig
+from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
@@ -106,16 +106,23 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
 def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str) -> dict[str, Any]:
     name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}"
     if memory.scope.lineage != viewer.config.persona.lineage_id:
-        name += " · an earlier persona's"
+        readers = _lineage_readers(viewer.config, memory.scope.lineage)
+        name += f" · {' and '.join(p.name for p in readers)}'s" if readers else " · an earlier persona's"
     value = f"{_text(memory, viewer, opened_with)}\n-# {_provenance(memory)}"
     return {"name": name, "value": value, "inline": False}
+
+
+def _lineage_readers(config: ServerConfig, lineage: int) -> list[Persona]:
+    """The personas that recall a lineage's memories (none: a removed persona's)."""
+    return [p for p in config.personas if p.lineage_id == lineage]
 
 
 def _text(memory: Memory, viewer: _Viewer, opened_with: str) -> str:
     if text_shown_to_manager(
         memory, viewer.place, viewer.policy, sees_every_channel=viewer.sees_every_channel
     ):
-        return shorten(expand_macros(memory.content, {"bot": viewer.config.persona.name}), MAX_SHOWN_CHARS)
+        readers = _lineage_readers(viewer.config, memory.scope.lineage) or [viewer.config.persona]
+        return shorten(expand_macros(memory.content, {"bot": readers[0].name}), MAX_SHOWN_CHARS)
     if memory.origin.channel_id is None:
         return HIDDEN_LEGACY
     return HIDDEN_PRIVATE.format(what=opened_with)
