@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType, Permission, permission_bits
-from kioku.discord.responses import message, updated_message
+from kioku.discord.responses import autocomplete, message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, ButtonStyle, action_rows
 from kioku.domain.ltm.wording import counted
 from kioku.domain.models import Persona, ServerConfig, StaleConfiguration
@@ -252,7 +252,28 @@ def _persona_name_option(description: str, *, required: bool) -> dict[str, Any]:
         "description": description,
         "required": required,
         "max_length": MAX_PERSONA_NAME_CHARS,
+        "autocomplete": True,
     }
+
+
+PERSONA_NAME_OPTIONS: Final = frozenset({PERSONA_OPTION, "memories_from"})
+
+
+def persona_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, str]]:
+    """The server's personas whose names hold what is typed (those starting with it first), as the
+    choices of a ``persona:`` or ``memories_from:`` being typed; none in a DM or for another option."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] not in PERSONA_NAME_OPTIONS or interaction.guild_id is None:
+        return []
+    typed = " ".join(focused[1].casefold().split())
+    names = [p.name for p in load_server_config(interaction, context).personas]
+    matching = [name for name in names if typed in name.casefold()]
+    matching.sort(key=lambda name: not name.casefold().startswith(typed))
+    return [{"name": name, "value": name} for name in matching]
+
+
+def on_persona_autocomplete(interaction: Interaction, context: CommandContext) -> dict:
+    return autocomplete(persona_choices(interaction, context))
 
 
 OPTIONS: Final = [
@@ -286,6 +307,7 @@ OPTIONS: Final = [
                 "name": "memories_from",
                 "description": "Share this persona's long-term memories",
                 "max_length": MAX_PERSONA_NAME_CHARS,
+                "autocomplete": True,
             },
         ],
     },

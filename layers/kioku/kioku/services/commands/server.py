@@ -36,7 +36,7 @@ from kioku.domain.settings_edit import (
     category_line,
     parse_categories,
 )
-from kioku.services.commands import server_addressing, server_memories, server_privacy
+from kioku.services.commands import persona_roster, server_addressing, server_memories, server_privacy
 from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
@@ -291,6 +291,7 @@ COMMAND = Command(
         server_memories.OPTIONS,
         server_addressing.OPTIONS,
     ],
+    on_autocomplete=persona_roster.on_persona_autocomplete,  # persona: of /server addressing
     on_command=on_server,
     # every click on a /server answer is checked like the commands: Manage Server, each time
     buttons={kind: managed(handler) for kind, handler in server_memories.BUTTONS.items()},
