@@ -391,19 +391,9 @@ def test_an_alter_persona_cannot_be_renamed_to_a_word_ordinary_messages_open_wit
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None
 
 
-def typing_in(command: dict, option: str, typed: str) -> dict:
-    """The autocomplete interaction Discord sends while ``option`` of ``command`` is being typed."""
-    from kioku.discord.interactions import InteractionType
-
-    options = command["data"]["options"]
-    while options and options[0].get("type") in (1, 2):  # into the subcommand (group)
-        options = options[0].setdefault("options", [])
-    options[:] = [o for o in options if o["name"] != option]
-    options.append({"type": 3, "name": option, "value": typed, "focused": True})
-    return command | {"type": InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE}
-
-
 def test_persona_options_autocomplete_with_the_server_s_personas(invoke):
+    from kioku.playground.events import autocomplete_typing
+
     # Given Luna and Lumen beside the main persona
     add(invoke, "Luna", "600000000000000001")
     add(invoke, "Lumen", "600000000000000002")
@@ -414,20 +404,20 @@ def test_persona_options_autocomplete_with_the_server_s_personas(invoke):
         (persona("view", permissions=NOTHING), "persona"),
         (persona("add", {"name": "Nova", "prompt": "x"}), "memories_from"),
     ]:
-        body = invoke(typing_in(command, option, "lu"))
+        body = invoke(autocomplete_typing(command, option, "lu"))
         # Then Discord is offered those personas' names, and nothing is changed
         assert body["type"] == 8
         assert sorted(choice["value"] for choice in body["data"]["choices"]) == ["Lumen", "Luna"]
     # ...the names that start with what is typed come first, and another option gets none
-    body = invoke(typing_in(persona("view", permissions=NOTHING), "persona", "o"))
+    body = invoke(autocomplete_typing(persona("view", permissions=NOTHING), "persona", "o"))
     assert [c["value"] for c in body["data"]["choices"]] == ["Kioku"]
-    body = invoke(typing_in(persona("add", {"prompt": "x"}), "name", "lu"))
+    body = invoke(autocomplete_typing(persona("add", {"prompt": "x"}), "name", "lu"))
     assert body["data"]["choices"] == []
     # ...and /server addressing persona: too
     addressing = slash_command(
         APPLICATION_ID, "server", "addressing", {}, guild_id=GUILD, permissions=MANAGER
     )
-    body = invoke(typing_in(addressing, "persona", "LUN"))
+    body = invoke(autocomplete_typing(addressing, "persona", "LUN"))
     assert [c["value"] for c in body["data"]["choices"]] == ["Luna"]
 
 

@@ -662,3 +662,15 @@ def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing
     assert kept is not None and {m.about for m in kept.memories} == {ALICE}
     assert len(table.query_range_all(shown_note_range(ALICE))) == 1
     assert table.query_range_all(shown_note_range(BOB)) == []
+
+
+def test_memory_id_autocompletes_with_the_memories_about_me_only(interact, ltm):
+    from kioku.playground.events import autocomplete_typing
+
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    bobs = save(ltm, BOB, "{user} likes coffee", by=BOB, where=IN_GENERAL)
+
+    offered = interact(autocomplete_typing(personal("memories", "forget", memory_id=1), "memory_id", ""))
+    choices = offered["data"]["choices"]
+    assert offered["type"] == 8 and [c["value"] for c in choices] == [int(mine)]
+    assert choices[0]["name"] == f"#{mine} · You like tea" and bobs not in str(choices)

@@ -691,3 +691,27 @@ def test_only_managers_in_the_server_may_curate(interact, table, seed, memories,
         assert "loves puns" not in str(body)
     assert stored(memories) == {puns.memory_id: MemoryStatus.PENDING} and count(table) == 1
     assert configs.get_server_config(GUILD) == config_before
+
+
+def test_memory_id_autocompletes_for_managers_without_a_private_channel_s_words(interact, seed):
+    from kioku.playground.events import autocomplete_typing
+
+    # Given a memory said in #general and one said in the private #secret
+    quiz = seed("quiz night is on fridays")
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
+
+    # When a manager in #general types in forget's memory_id
+    offered = interact(autocomplete_typing(run("forget", memory_id=1), "memory_id", ""))["data"]["choices"]
+    # Then both are offered by number, #secret's without its text
+    assert sorted(c["value"] for c in offered) == sorted([int(quiz.memory_id), int(vault.memory_id)])
+    assert "quiz night" in str(offered) and "okapi" not in str(offered)
+    # ...typing words of a text finds it; typing in #secret shows its text there
+    (found,) = interact(autocomplete_typing(run("forget", memory_id=1), "memory_id", "quiz"))["data"][
+        "choices"
+    ]
+    assert found["value"] == int(quiz.memory_id)
+    there = interact(autocomplete_typing(run("forget", channel=SECRET, memory_id=1), "memory_id", ""))
+    assert "okapi" in str(there)
+    # ...and a member who does not manage the server is offered nothing
+    member = run("forget", permissions="0", memory_id=1)
+    assert interact(autocomplete_typing(member, "memory_id", ""))["data"]["choices"] == []

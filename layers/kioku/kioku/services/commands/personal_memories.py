@@ -23,6 +23,7 @@ from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
+from kioku.services.commands.memory_choices import id_choices
 
 GROUP: Final = "memories"
 LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
@@ -110,6 +111,18 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
             ]
         )
     return embed, action_rows(rows) if rows else []
+
+
+def memory_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, Any]]:
+    """While ``memory_id`` is typed: the memories about the one typing (their ids, or words of
+    their text), each named by its number and text as their list shows it."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] != MEMORY_ID_OPTION:
+        return []
+    memories = memory_control.memories_about(_invoker_id(interaction), context.ltm_store)
+    return id_choices(
+        focused[1], [(m.memory_id, for_people(m.content, about_you=True, name="you")) for m in memories]
+    )
 
 
 def forget(interaction: Interaction, context: CommandContext) -> dict:
@@ -351,6 +364,7 @@ OPTIONS: Final = {
                     "description": "The number shown as #12345 in /personal memories list",
                     "required": True,
                     "min_value": 1,
+                    "autocomplete": True,
                 }
             ],
         },

@@ -30,7 +30,8 @@ from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
-from kioku.services.commands.guild_admin import load_server_config
+from kioku.services.commands.guild_admin import load_server_config, manages_server
+from kioku.services.commands.memory_choices import id_choices
 
 GROUP: Final = "memories"
 LIST: Final = "list"
@@ -132,6 +133,17 @@ def _provenance(memory: Memory) -> str:
     channel = f"<#{memory.origin.channel_id}>" if memory.origin.channel_id else "an unknown channel"
     author = f"<@{memory.author_id}>" if memory.author_id else "someone who asked to be forgotten"
     return f"by {author} in {channel} · saved {relative_time(memory.created_at)}"
+
+
+def memory_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, Any]]:
+    """While a manager types ``memory_id``: the server's memories, each text shown only where the
+    list would show it (a private channel's, there)."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] != MEMORY_ID_OPTION or not manages_server(interaction):
+        return []
+    viewer = _viewer(interaction, context)
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
+    return id_choices(focused[1], [(m.memory_id, _text(m, viewer, "the list")) for m in memories])
 
 
 # -- /server memories list ---------------------------------------------------------------------------
@@ -326,6 +338,7 @@ OPTIONS: Final = {
                     "description": "The memory's number, as /server memories list shows it",
                     "required": True,
                     "min_value": 1,
+                    "autocomplete": True,
                 }
             ],
         },
