@@ -322,3 +322,31 @@ def test_the_first_page_says_how_to_start_and_a_mistyped_command_is_answered_whe
     send("@kioku hello there")
     wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.message.turn"), "no reply")
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.hint")
+
+
+def test_a_persona_with_an_avatar_shows_its_initial_and_the_page_loads_nothing_from_elsewhere(
+    browser, inspector_url
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_SECONDS)
+
+    def send(text: str) -> None:
+        browser.find_element(By.ID, "text").send_keys(text)
+        browser.find_element(By.ID, "send").click()
+
+    # Given Luna, whose avatar is on another host (the page's policy fetches nothing from there)
+    browser.get(inspector_url + "/")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
+    send('/persona add name:Luna prompt:"You are {bot}." avatar_url:https://example.com/luna.png')
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#log li"))
+    # When she answers
+    send("Luna, hello")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.turn .avatar"))
+    # Then her avatar is her initial, never an image the page may not load (a broken one)
+    avatar = browser.find_element(By.CSS_SELECTOR, "#messages li.turn .avatar")
+    assert avatar.text == "L" and avatar.get_attribute("title") == "https://example.com/luna.png"
+    assert browser.find_elements(By.CSS_SELECTOR, "#messages img") == []
+    # ...and the short-term memory pane shows her row, named
+    wait.until(lambda _: "luna's" in browser.find_element(By.ID, "stm-meta").text.casefold())

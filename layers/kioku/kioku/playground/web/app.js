@@ -293,7 +293,7 @@ function renderStm(stm, others, state) {
     box.replaceChildren(el("p", { class: "empty" }, "No short-term memory in this channel yet."));
     return;
   }
-  $("stm-meta").textContent = (others.length ? `· ${stm.persona}'s ` : "· ") +
+  $("stm-meta").textContent = (others.length || !stm.main ? `· ${stm.persona}'s · ` : "· ") +
     `${stm.turns_since_refresh} turn${stm.turns_since_refresh === 1 ? "" : "s"} since refresh` + (stm.private ? " · private" : "");
   keepOpen(box, () => box.replaceChildren(...stmRow(stm, state), ...others.flatMap((row) => [
     el("h3", { class: "persona-row" }, `${row.persona}'s · ${row.turns_since_refresh} turn${row.turns_since_refresh === 1 ? "" : "s"} since refresh`),

@@ -309,7 +309,7 @@ class Inspector:
             address = StmAddress.of(channel.guild_id, owner.user_id, channel.channel_id, persona.persona_id)
             row = serialize.stm_json(self._stm.get(address))
             if row is not None:
-                rows.append(row | {"persona": persona.name})
+                rows.append(row | {"persona": persona.name, "main": not persona.alter})
         return {"stm": rows[0] if rows else None, "stm_others": rows[1:]}
 
     def _config_in(self, channel: world.Channel) -> ServerConfig:
