@@ -30,6 +30,7 @@ def target_of(stack: LocalStack, **changes) -> Target:
         api_base_url=stack.discord.base_url,
         relay_signing_key=stack.relay_signing_key,
         discord_signing_key=stack.signing_key,
+        secret_bot_token=PLAYGROUND_BOT_TOKEN,
         guild_id=GUILD,
         channel_id=GENERAL,
         timeout_seconds=5,
@@ -62,7 +63,7 @@ def test_a_healthy_stack_passes_every_check_and_answers_a_test_turn(registered):
     (turn,) = [f for f in findings if f.check == "test-turn"]
     assert STAND_IN_REPLY in turn.detail
     out = io.StringIO()
-    assert report(findings, out) == 0 and out.getvalue().count("ok ") == 6
+    assert report(findings, out) == 0 and out.getvalue().count("ok ") == len(CHECKS)
 
 
 def test_each_broken_hop_is_named(registered):
@@ -80,8 +81,10 @@ def test_each_broken_hop_is_named(registered):
         "interactions-ping": Outcome.OK,
         "discord-public-key": Outcome.FAIL,
         "relay-key": Outcome.FAIL,
+        "bot-token": Outcome.OK,
         "commands": Outcome.FAIL,
         "message-content-intent": Outcome.FAIL,
+        "manage-webhooks": Outcome.OK,
         "test-turn": Outcome.SKIP,
     }
     assert report(findings, io.StringIO()) == 4
@@ -149,7 +152,8 @@ def test_the_command_reads_the_stack_and_its_secret_and_takes_no_secret_as_an_ar
     # Then every check it can make from there passes (the test turn needs --channel)
     out = capsys.readouterr().out
     assert failures == 0, out
-    assert out.count("ok ") == 5 and "skip test-turn" in out
+    assert out.count("ok ") == len(CHECKS) - 2 and "skip test-turn" in out
+    assert "skip bot-token" in out  # the token came from the secret: nothing to compare it with
     with pytest.raises(SystemExit):
         run(["--stack-name", "kioku", "--bot-token", PLAYGROUND_BOT_TOKEN])
 
@@ -161,3 +165,31 @@ def test_a_stack_that_cannot_be_read_is_named(registered, monkeypatch, capsys):
 
     assert run(["--stack-name", "no-such-stack", "--region", "us-east-1"]) == 2
     assert "cannot describe stack 'no-such-stack'" in capsys.readouterr().err
+
+
+def test_a_relay_token_that_is_not_the_stack_secret_s_is_named(registered):
+    # Given the doctor run on the relay host after a token reset that reached only the stack's secret
+    findings = examine(target_of(registered, secret_bot_token="the-new-token-in-the-secret"))
+
+    (token,) = [f for f in findings if f.check == "bot-token"]
+    assert token.outcome is Outcome.FAIL and "secret" in token.detail
+    assert "the-new-token" not in token.detail and PLAYGROUND_BOT_TOKEN not in token.detail
+
+
+def test_a_server_where_kioku_lacks_manage_webhooks_is_named(registered):
+    # Given two servers, kioku added to one of them before personas (no Manage Webhooks)
+    from kioku.discord.protocol import Permission
+
+    registered.discord.bot_guild_permissions = {
+        GUILD: int(Permission.VIEW_CHANNEL | Permission.SEND_MESSAGES),
+        "987654321098765432": int(Permission.ADMINISTRATOR),
+    }
+
+    findings = examine(target_of(registered, channel_id=None, guild_id=None))
+
+    (webhooks,) = [f for f in findings if f.check == "manage-webhooks"]
+    assert webhooks.outcome is Outcome.FAIL
+    assert GUILD in webhooks.detail and "987654321098765432" not in webhooks.detail
+    # ...and with --guild naming the other server, nothing is wrong there
+    elsewhere = examine(target_of(registered, channel_id=None, guild_id="987654321098765432"))
+    assert outcomes(elsewhere)["manage-webhooks"] is Outcome.OK

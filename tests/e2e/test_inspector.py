@@ -346,8 +346,9 @@ def test_a_persona_s_message_shows_its_name_and_avatar_and_its_turn_is_badged_wi
     main = next(m for m in shown["messages"] if m["bot"] and not m.get("persona") and m["turn"])
     assert (luna["author"], luna["avatar_url"]) == ("Luna", "https://example.com/luna.png")
     luna_turn, main_turn = shown["turns"][str(luna["turn"])], shown["turns"][str(main["turn"])]
-    assert luna_turn["persona"] == "Luna" and luna_turn["lineage"] > 1
-    assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", 1)
+    # ...its lineage a string: a snowflake as a JSON number loses its last digits in JavaScript
+    assert luna_turn["persona"] == "Luna" and int(luna_turn["lineage"]) > 2**53
+    assert (main_turn["persona"], main_turn["lineage"]) == ("Kioku", "1")
 
 
 def test_why_this_answer_works_on_an_alter_personas_reply(inspector_url):
@@ -363,3 +364,36 @@ def test_why_this_answer_works_on_an_alter_personas_reply(inspector_url):
     assert response.status_code == 200 and response.json()["ok"], response.text
     answers = [m for m in state(inspector_url)["messages"] if m.get("answer")]
     assert "What I was shown for this answer" in str(answers[-1]["embeds"])
+    # ...headed as Discord heads a message command's answer, never with the message id
+    assert answers[-1]["answer"]["used"] == "Why this answer?"
+
+
+def test_when_only_an_alter_persona_spoke_her_memories_and_row_are_shown_as_hers(inspector_url):
+    # Given Luna, with a lineage of her own, the only persona that took part in #general
+    assert command(inspector_url, '/persona add name:Luna prompt:"You are {bot}."').status_code == 200
+    assert say(inspector_url, "Luna, remember that I like oolong tea").status_code == 200
+    shown = state(inspector_url)
+    # Then the short-term row of #general is hers, named
+    assert shown["stm"] is not None and shown["stm"]["persona"] == "Luna"
+    assert "oolong" in str(shown["stm"]["raw"])
+    # ...and the memory she saved is listed as Luna's, in scope where she would recall it
+    (memory,) = [m for m in shown["ltm"] if "oolong" in m["content"]]
+    assert memory["personas"] == ["Luna"] and memory["in_scope"]
+
+
+def test_a_port_in_use_is_said_in_one_line():
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        done = subprocess.run(
+            [sys.executable, "-m", "kioku.cli", "playground", "--web", "--port", str(port)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+    assert done.returncode == 2
+    assert done.stderr.strip().count("\n") == 0 and f"127.0.0.1:{port}" in done.stderr, done.stderr
+    assert "Traceback" not in done.stderr + done.stdout

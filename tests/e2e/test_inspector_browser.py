@@ -19,7 +19,7 @@ SCREENSHOT_TO = "INSPECTOR_SCREENSHOT"
 made this way)."""
 LAYOUT_SCREENSHOTS_TO = "INSPECTOR_LAYOUT_SCREENSHOTS"
 """Set to a folder to keep the layout's screenshots at each width (inspector-800.png, …)."""
-WIDTHS = (800, 1280)
+WIDTHS = (390, 800, 1366)
 HEIGHT = 800
 
 
@@ -171,10 +171,22 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     send("/chat message:hello there")
     wait.until(lambda _: 'said: "hello there"' in conversation())
 
-    # Every reply offers "Why this answer?"; its answer is the asker's
+    # Every reply offers "Why this answer?", and only replies (a memory notice does not); its
+    # answer is the asker's, headed as Discord heads a message command's, and scrolled to
+    notices = [
+        m for m in browser.find_elements(By.CSS_SELECTOR, "#messages li.message") if "Memory" in m.text
+    ]
+    assert notices and all(not n.find_elements(By.CSS_SELECTOR, "button.why") for n in notices)
     why = browser.find_elements(By.CSS_SELECTOR, "#messages li.turn button.why")[-1]
     browser.execute_script("arguments[0].click()", why)
     wait.until(lambda _: any("What I was shown for this answer" in each.text for each in answers()))
+    assert "Alice used Why this answer?" in answers()[-1].text
+    wait.until(
+        lambda _: browser.execute_script(
+            "const list = document.getElementById('messages');"
+            " return list.scrollHeight - list.scrollTop - list.clientHeight < 2"
+        )
+    )
 
     # The speaker changes only when you change it: bob's DM is bob's, and alice stays alice
     browser.find_element(By.CSS_SELECTOR, "#dms li[data-channel=dm-bob]").click()
@@ -190,7 +202,7 @@ def test_answers_buttons_forms_and_the_speaker_behave_as_in_discord(browser, ins
     )
 
 
-def test_the_panes_fit_the_window_at_800_and_1280_pixels(browser, inspector_url, tmp_path):
+def test_the_panes_fit_the_window_from_a_phone_to_a_laptop(browser, inspector_url, tmp_path):
     from selenium.webdriver.common.by import By
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -230,6 +242,13 @@ def test_the_panes_fit_the_window_at_800_and_1280_pixels(browser, inspector_url,
         top = browser.execute_script("return arguments[0].getBoundingClientRect().top", aside)
         assert -1 < top < HEIGHT  # within a pixel: scrolling rounds
         assert aside.find_element(By.CSS_SELECTOR, "#rounds .badge").is_displayed()
+        # And Send is whole within the window, beside the box you type in
+        send = browser.find_element(By.ID, "send")
+        browser.execute_script("arguments[0].scrollIntoView({block: 'center'})", send)
+        left, right = browser.execute_script(
+            "const box = arguments[0].getBoundingClientRect(); return [box.left, box.right]", send
+        )
+        assert left >= 0 and right <= inner_width, f"Send is cut at {width} px: {left}-{right}"
         browser.execute_script("window.scrollTo(0, 0)")
         screenshot = keep / f"inspector-{width}.png"
         assert browser.save_screenshot(str(screenshot))
@@ -303,3 +322,31 @@ def test_the_first_page_says_how_to_start_and_a_mistyped_command_is_answered_whe
     send("@kioku hello there")
     wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.message.turn"), "no reply")
     assert not browser.find_elements(By.CSS_SELECTOR, "#messages li.hint")
+
+
+def test_a_persona_with_an_avatar_shows_its_initial_and_the_page_loads_nothing_from_elsewhere(
+    browser, inspector_url
+):
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    wait = WebDriverWait(browser, WAIT_SECONDS)
+
+    def send(text: str) -> None:
+        browser.find_element(By.ID, "text").send_keys(text)
+        browser.find_element(By.ID, "send").click()
+
+    # Given Luna, whose avatar is on another host (the page's policy fetches nothing from there)
+    browser.get(inspector_url + "/")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#channels li[data-channel=general]"))
+    send('/persona add name:Luna prompt:"You are {bot}." avatar_url:https://example.com/luna.png')
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#log li"))
+    # When she answers
+    send("Luna, hello")
+    wait.until(lambda _: browser.find_elements(By.CSS_SELECTOR, "#messages li.turn .avatar"))
+    # Then her avatar is her initial, never an image the page may not load (a broken one)
+    avatar = browser.find_element(By.CSS_SELECTOR, "#messages li.turn .avatar")
+    assert avatar.text == "L" and avatar.get_attribute("title") == "https://example.com/luna.png"
+    assert browser.find_elements(By.CSS_SELECTOR, "#messages img") == []
+    # ...and the short-term memory pane shows her row, named
+    wait.until(lambda _: "luna's" in browser.find_element(By.ID, "stm-meta").text.casefold())

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+import kioku
 from kioku.playground.functions import LambdaContext
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import CannedResponse, completion_body
@@ -117,6 +118,7 @@ def test_a_failed_turn_is_logged_with_its_attempt_cause_and_correlation_keys(sta
     assert failure["turn_id"] == message["id"]
     assert failure["channel_id"] == CHANNEL and failure["guild_id"] == GUILD
     assert failure["function_request_id"] == LambdaContext.aws_request_id
+    assert failure["release"] == kioku.__version__  # which code wrote it, after a deploy or a roll back
     assert emitted_metrics(capsys.readouterr().out)["FailedTurns"] == [1]
 
 

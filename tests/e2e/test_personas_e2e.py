@@ -252,7 +252,7 @@ def test_a_removed_persona_goes_with_its_confirmation_and_is_no_longer_called(st
     assert stm.get(StmAddress.of(GUILD, "", GENERAL, LUNA_ID)) is not None
 
     asked = manage(stack, "remove", {"persona": "Luna"})
-    assert "1 short-term memory row" in json.dumps(asked)
+    assert "Luna's 1 short-term memory row in this server goes with it" in json.dumps(asked)
     confirm = asked["data"]["components"][0]["components"][0]["custom_id"]
     command = slash_command(
         stack.application_id, "persona", "remove", guild_id=GUILD, permissions=MANAGE_GUILD

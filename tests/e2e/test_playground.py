@@ -477,3 +477,21 @@ def test_why_this_answer_is_offered_on_a_reply_and_shows_each_member_what_they_m
     # Then Alice reads her memory; Bob only that there was one about someone else
     assert "Why this answer?" in to_alice and "oolong" in to_alice
     assert "oolong" not in to_bob and "about someone else" in to_bob
+
+
+def test_an_export_is_written_to_a_file_and_shown_and_memory_times_read_to_the_minute(tmp_path):
+    # Given a turn in #general, then :memory and an export
+    result = run_playground(
+        tmp_path,
+        ["@kioku hello there", ":memory", "/personal memories export", ":quit"],
+        TMPDIR=str(tmp_path),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    # Then the row's time is to the minute, in UTC, with its age (no microseconds, no +00:00)
+    (updated,) = re.findall(r"last updated: (.+)", result.stdout)
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC \(just now\)", updated), updated
+    # ...and the export is written where it says, and its JSON is shown
+    (written,) = re.findall(r"\(written to (.+)\)", result.stdout)
+    exported = json.loads(Path(written).read_text())
+    assert str(tmp_path) in written and exported["your_lines_in_server_short_term_memory"]
+    assert '"your_lines_in_server_short_term_memory": [' in result.stdout

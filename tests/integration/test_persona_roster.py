@@ -123,8 +123,9 @@ def test_the_limit_is_a_condition_of_the_write_not_only_a_check_before_it(config
         ({"name": "kioku"}, "already a persona called **kioku**"),
         ({"memories_from": "Nobody"}, "no persona called **Nobody**"),
         ({"avatar_url": "http://example.com/x.png"}, "https://"),
-        ({"name": "So"}, "at least 3 characters and not a common word"),
-        ({"name": "Hey"}, "at least 3 characters and not a common word"),
+        ({"name": "So"}, "at least 3 characters long"),
+        ({"name": "Hey"}, "not a common word"),
+        ({"name": "月"}, "two for a name in Japanese, Chinese or Korean script"),
     ],
 )
 def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved(
@@ -135,6 +136,13 @@ def test_a_persona_that_cannot_be_added_is_refused_with_why_and_nothing_is_saved
     )
     assert embed(body)["title"] == "Nothing was saved" and why in text(body)
     assert configs.get_server_config(GUILD).alters == ()
+
+
+def test_a_two_character_japanese_name_is_as_addressable_as_luna(invoke, configs):
+    body = invoke(persona("add", {"name": "ルナ", "prompt": "x"}, interaction_id="600000000000000001"))
+
+    assert embed(body)["title"] != "Nothing was saved", text(body)
+    assert configs.get_server_config(GUILD).persona_named("ルナ") is not None
 
 
 def test_members_cannot_add_remove_or_nickname(invoke, configs):
@@ -210,7 +218,8 @@ def test_removing_a_persona_asks_first_naming_what_goes_then_removes_it(invoke, 
     asked = invoke(persona("remove", {"persona": "luna"}))
     # Then the confirmation names what goes, and nothing is removed yet
     assert embed(asked)["title"] == "Remove Luna?"
-    assert "2 short-term memory rows" in text(asked) and "2 server long-term memories" in text(asked)
+    assert "2 short-term memory rows in this server go with it" in text(asked)
+    assert "2 server long-term memories of its lineage go with it" in text(asked)
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None
     buttons = [c["custom_id"] for row in asked["data"]["components"] for c in row["components"]]
     # a member's click is refused
@@ -380,3 +389,50 @@ def test_an_alter_persona_cannot_be_renamed_to_a_word_ordinary_messages_open_wit
     refused = invoke(modal_submit(persona("edit"), form["custom_id"], {"name": "Well", "prompt": ""}))
     assert embed(refused)["title"] == "Nothing was saved" and "not a common word" in text(refused)
     assert configs.get_server_config(GUILD).persona_named("Luna") is not None
+
+
+def test_persona_options_autocomplete_with_the_server_s_personas(invoke):
+    from kioku.playground.events import autocomplete_typing
+
+    # Given Luna and Lumen beside the main persona
+    add(invoke, "Luna", "600000000000000001")
+    add(invoke, "Lumen", "600000000000000002")
+
+    # When a member types "lu" where a persona is asked for (remove, view, stm, memories_from)
+    for command, option in [
+        (persona("remove", {"persona": "x"}, permissions=NOTHING), "persona"),
+        (persona("view", permissions=NOTHING), "persona"),
+        (persona("add", {"name": "Nova", "prompt": "x"}), "memories_from"),
+    ]:
+        body = invoke(autocomplete_typing(command, option, "lu"))
+        # Then Discord is offered those personas' names, and nothing is changed
+        assert body["type"] == 8
+        assert sorted(choice["value"] for choice in body["data"]["choices"]) == ["Lumen", "Luna"]
+    # ...the names that start with what is typed come first, and another option gets none
+    body = invoke(autocomplete_typing(persona("view", permissions=NOTHING), "persona", "o"))
+    assert [c["value"] for c in body["data"]["choices"]] == ["Kioku"]
+    body = invoke(autocomplete_typing(persona("add", {"prompt": "x"}), "name", "lu"))
+    assert body["data"]["choices"] == []
+    # ...and /server addressing persona: too
+    addressing = slash_command(
+        APPLICATION_ID, "server", "addressing", {}, guild_id=GUILD, permissions=MANAGER
+    )
+    body = invoke(autocomplete_typing(addressing, "persona", "LUN"))
+    assert [c["value"] for c in body["data"]["choices"]] == ["Luna"]
+
+
+def test_every_persona_option_is_marked_for_autocomplete():
+    from kioku.services.commands.registry import definitions
+
+    def options(node: dict):
+        for option in node.get("options") or []:
+            yield option
+            yield from options(option)
+
+    marked = [
+        (body["name"], option.get("autocomplete"))
+        for body in definitions()
+        for option in options(body)
+        if option["name"] in ("persona", "memories_from")
+    ]
+    assert marked and all(flag is True for _, flag in marked), marked

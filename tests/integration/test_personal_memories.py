@@ -531,7 +531,8 @@ def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use
     forget_buttons = [b for b in buttons(listed) if b["label"].startswith("Forget #")]
     # Then the list names the section and offers a Forget button for Bob's memory alone
     assert "Saved by others about you: 1 memory" in shown(listed)
-    assert [b["label"] for b in forget_buttons] == [f"Forget #{bobs}"] and mine not in str(forget_buttons)
+    assert sorted(b["label"] for b in forget_buttons) == sorted([f"Forget #{bobs}", f"Forget #{mine}"])
+    forget_buttons = [b for b in forget_buttons if b["label"] == f"Forget #{bobs}"]
     # When Bob clicks it, nothing is forgotten
     refused = interact(click(command, forget_buttons[0]["custom_id"], user=BOB))
     assert "someone else" in shown(refused)
@@ -553,6 +554,19 @@ def test_a_memory_someone_else_saved_about_me_has_a_forget_button_only_i_may_use
     managers = json.dumps(interact(server_run("list")))
     assert "1 memory was removed in the last 30 days by the person they were about" in managers
     assert bobs not in managers and "lunch" not in managers
+
+
+def test_my_own_memory_has_a_forget_button_that_asks_first(interact, ltm):
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    command = personal("memories", "list")
+    (forget_button,) = [b for b in buttons(interact(command)) if b["label"] == f"Forget #{mine}"]
+    asked = interact(click(command, forget_button["custom_id"]))
+    assert asked["type"] == 7 and "cannot be undone" in shown(asked) and "Someone else" not in shown(asked)
+    assert ltm.find(ScopeKind.PERSONAL, ALICE, mine) is not None
+    confirm, _ = buttons(asked)
+    done = interact(click(command, confirm["custom_id"]))
+    assert f"Forgotten: memory #{mine}" in shown(done)
+    assert ltm.find(ScopeKind.PERSONAL, ALICE, mine) is None
 
 
 def test_a_memorys_use_counts_only_turns_in_places_i_may_be_told_of_now_and_keeps_no_channel_name(
@@ -648,3 +662,15 @@ def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing
     assert kept is not None and {m.about for m in kept.memories} == {ALICE}
     assert len(table.query_range_all(shown_note_range(ALICE))) == 1
     assert table.query_range_all(shown_note_range(BOB)) == []
+
+
+def test_memory_id_autocompletes_with_the_memories_about_me_only(interact, ltm):
+    from kioku.playground.events import autocomplete_typing
+
+    mine = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    bobs = save(ltm, BOB, "{user} likes coffee", by=BOB, where=IN_GENERAL)
+
+    offered = interact(autocomplete_typing(personal("memories", "forget", memory_id=1), "memory_id", ""))
+    choices = offered["data"]["choices"]
+    assert offered["type"] == 8 and [c["value"] for c in choices] == [int(mine)]
+    assert choices[0]["name"] == f"#{mine} · You like tea" and bobs not in str(choices)

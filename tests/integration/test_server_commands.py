@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 
@@ -431,6 +432,34 @@ def test_help_memories_shows_the_configured_limits(invoke, monkeypatch):
     description = body["data"]["embeds"][0]["description"]
     assert "up to 40 memories for a server and 30 about each person" in description
     assert "at most 500 characters" in description
+
+
+def test_help_alone_or_overview_says_what_kioku_is_and_names_every_guide(invoke):
+    from kioku.services.commands.help import GUIDES
+
+    # Given /help as Discord sends its first subcommand, and as a client that sends none
+    for body in (
+        invoke(command("help", "overview", permissions="0", guild_id=None)),
+        invoke(command("help", permissions="0")),
+    ):
+        # Then an overview (ephemeral), not an error, pointing at each deeper guide and at Why
+        assert body["data"]["flags"] & 64
+        embed = body["data"]["embeds"][0]
+        assert embed["title"].startswith("kioku")
+        text = json.dumps(embed)
+        for topic in set(GUIDES) - {"overview"}:
+            assert f"/help {topic}" in text, topic
+        assert "Why this answer?" in text and "/personal memories forget" in text
+
+
+def test_help_personas_explains_calling_them_with_the_configured_limit(invoke, monkeypatch):
+    from kioku.config import get_settings
+
+    monkeypatch.setenv("MAX_PERSONAS_PER_SERVER", "7")
+    get_settings.cache_clear()
+    embed = invoke(command("help", "personas", permissions="0"))["data"]["embeds"][0]
+    assert "up to 7 personas" in embed["description"]
+    assert "Manage Webhooks" in json.dumps(embed) and "/persona add" in json.dumps(embed)
 
 
 # -- /server addressing ----------------------------------------------------------------------------

@@ -202,6 +202,18 @@ def test_the_list_shows_each_memory_with_its_id_status_author_channel_and_time(i
     assert "components" not in body["data"]  # one page: no buttons
 
 
+def test_a_live_alter_persona_s_memory_is_labelled_with_its_name_and_read_with_it(interact, seed, configs):
+    # Given Luna, an alter persona with a lineage of her own, and a memory of hers
+    luna = Persona(persona_id="600000000000000001", lineage_id=7, name="Luna", alter=True)
+    configs.save_server_config(ServerConfig(guild_id=GUILD, alters=(luna,)))
+    hers = seed("{bot} hums when it rains", lineage=7)
+
+    body = interact(run("list"))
+
+    assert field_of(body, hers)["name"] == f"#{hers.memory_id} · active · Luna's"
+    assert field_of(body, hers)["value"].startswith("Luna hums when it rains\n")
+
+
 def test_a_memory_whose_author_asked_to_be_forgotten_is_listed_without_them(interact, seed, memories):
     quiz = seed("quiz night is on fridays")
     memories.forget_author(quiz)
@@ -679,3 +691,27 @@ def test_only_managers_in_the_server_may_curate(interact, table, seed, memories,
         assert "loves puns" not in str(body)
     assert stored(memories) == {puns.memory_id: MemoryStatus.PENDING} and count(table) == 1
     assert configs.get_server_config(GUILD) == config_before
+
+
+def test_memory_id_autocompletes_for_managers_without_a_private_channel_s_words(interact, seed):
+    from kioku.playground.events import autocomplete_typing
+
+    # Given a memory said in #general and one said in the private #secret
+    quiz = seed("quiz night is on fridays")
+    vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
+
+    # When a manager in #general types in forget's memory_id
+    offered = interact(autocomplete_typing(run("forget", memory_id=1), "memory_id", ""))["data"]["choices"]
+    # Then both are offered by number, #secret's without its text
+    assert sorted(c["value"] for c in offered) == sorted([int(quiz.memory_id), int(vault.memory_id)])
+    assert "quiz night" in str(offered) and "okapi" not in str(offered)
+    # ...typing words of a text finds it; typing in #secret shows its text there
+    (found,) = interact(autocomplete_typing(run("forget", memory_id=1), "memory_id", "quiz"))["data"][
+        "choices"
+    ]
+    assert found["value"] == int(quiz.memory_id)
+    there = interact(autocomplete_typing(run("forget", channel=SECRET, memory_id=1), "memory_id", ""))
+    assert "okapi" in str(there)
+    # ...and a member who does not manage the server is offered nothing
+    member = run("forget", permissions="0", memory_id=1)
+    assert interact(autocomplete_typing(member, "memory_id", ""))["data"]["choices"] == []

@@ -76,7 +76,12 @@ def test_the_memories_guide_names_every_memory_command_within_discords_limits():
     import json
 
     from kioku.domain.models import ServerConfig, StmConfig
-    from kioku.services.commands.help import memories_guide_embed, stm_guide_embed
+    from kioku.services.commands.help import (
+        memories_guide_embed,
+        overview_embed,
+        personas_guide_embed,
+        stm_guide_embed,
+    )
     from kioku.services.commands.registry import by_name
     from tests.unit.ltm_fakes import settings
 
@@ -97,7 +102,8 @@ def test_the_memories_guide_names_every_memory_command_within_discords_limits():
         group = next(o for o in by_name()[command].definition()["options"] if o["name"] == "memories")
         for sub in group["options"]:
             assert f"/{command} memories {sub['name']}" in guide
-    for embed in (memories_guide_embed(widest), stm_guide_embed(widest, deep)):
+    guides = (memories_guide_embed(widest), stm_guide_embed(widest, deep), overview_embed())
+    for embed in (*guides, personas_guide_embed(widest)):
         assert all(len(field["value"]) <= 1024 for field in embed["fields"])
         assert (
             len(embed["title"])

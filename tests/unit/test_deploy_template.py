@@ -41,7 +41,7 @@ def test_every_log_level_is_one_lambda_python_logging_and_powertools_accept(sam,
     allowed = sam["Parameters"]["LogLevel"]["AllowedValues"]
 
     assert set(allowed) <= lambda_levels
-    assert {"DEBUG", "TRACE"}.isdisjoint(allowed)  # botocore logs whole responses at DEBUG
+    assert "DEBUG" in allowed and "TRACE" not in allowed
     from aws_lambda_powertools import Logger
 
     for level in allowed:
@@ -200,6 +200,15 @@ OPERATOR_PARAMETERS: Final = {
     "MaxReplyMessages": "MAX_REPLY_MESSAGES",
     "LtmRecallBudgetChars": "LTM_RECALL_BUDGET_CHARS",
     "MaxPersonasPerServer": "MAX_PERSONAS_PER_SERVER",
+    "MaxServerMemories": "MAX_SERVER_MEMORIES",
+    "MaxPersonalMemories": "MAX_PERSONAL_MEMORIES",
+    "MaxMemoryLength": "MAX_MEMORY_LENGTH",
+    "ShortTermMemoryDefaultCrudeMessageCount": "SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT",
+    "ShortTermMemoryMaxOtherChannels": "SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS",
+    "ShortTermMemoryTtlHours": "SHORT_TERM_MEMORY_TTL_HOURS",
+    "ShortTermMemoryMaxSummaryLength": "SHORT_TERM_MEMORY_MAX_SUMMARY_LENGTH",
+    "StmFreshWindowMinutes": "STM_FRESH_WINDOW_MINUTES",
+    "StmFreshInjectionDepth": "STM_FRESH_INJECTION_DEPTH",
 }
 
 
@@ -236,3 +245,22 @@ def test_each_function_has_an_empty_requirements_file_so_sam_build_does_not_warn
         requirements = REPO_ROOT / function["Properties"]["CodeUri"] / "requirements.txt"
         assert requirements.is_file(), name
         assert requirements.read_text().strip() == "", name
+
+
+def test_at_debug_the_libraries_that_log_whole_requests_stay_at_warning(monkeypatch):
+    # Given Lambda's DEBUG application level (it sets the root logger's)
+    import kioku.observability as observability
+
+    monkeypatch.setattr(logging.getLogger(), "level", logging.DEBUG)
+    # Then botocore (credentials, whole responses) and httpx (request bodies: memories) still say
+    # nothing below WARNING
+    for library in observability.QUIET_LIBRARIES:
+        assert not logging.getLogger(f"{library}.endpoint").isEnabledFor(logging.DEBUG), library
+        assert logging.getLogger(library).isEnabledFor(logging.WARNING), library
+
+
+def test_the_stack_reports_the_release_it_runs(sam):
+    import kioku
+
+    # the output an operator reads after a deploy, and the version every log line carries
+    assert sam["Outputs"]["Release"]["Value"] == kioku.__version__

@@ -76,6 +76,14 @@ def test_clean_content_unwraps_unknown_placeholders_and_keeps_tokens():
     assert clean_content("{Bob} plays chess") == "Bob plays chess"
 
 
+@pytest.mark.parametrize(
+    "written",
+    ["{{user}} sings with {{char}}", "{{ User }} sings with {char}", "{user} sings with {{bot}}"],
+)
+def test_character_card_tokens_are_read_as_the_user_and_the_bot(written):
+    assert clean_content(written) == "{user} sings with {bot}"
+
+
 def test_miscased_tokens_are_kept_as_tokens():
     assert clean_content("{User} met {BOT}") == "{user} met {bot}"
 

@@ -230,6 +230,19 @@ def test_a_server_memory_in_a_direct_message_is_an_invalid_scope():
     assert result.status == SaveStatus.INVALID_SCOPE
 
 
+def test_a_save_about_the_bot_itself_in_a_direct_message_says_why_it_cannot_be_kept():
+    # Given the model saving, in a DM, a fact about itself as target_user (as it was told to)
+    result = create(
+        {"memory_content": "{bot} likes rain", "memory_scope": "target_user", "target_user": "Kioku"},
+        turn=make_turn(guild_id=None),
+    )
+    # Then it is told why, not to do what it did
+    assert result.status == SaveStatus.INVALID_SCOPE
+    message = result.data["message"]
+    assert "use target_user" not in message
+    assert "no personal memories about yourself" in message and "direct message has no server" in message
+
+
 def test_ambiguous_names_list_candidates_for_the_model_to_ask():
     def search(guild_id, query):
         return [

@@ -30,6 +30,12 @@ from kioku.domain.ltm.wording import counted, for_people
             "Alice plays chess. Alice tries hard",
         ),
         ("met {user} in Rome", "met you in Rome", "met Alice in Rome"),
+        (
+            "Bob thinks {user} likes {bot}'s jokes",
+            "Bob thinks you like my jokes",
+            "Bob thinks Alice likes Kioku's jokes",
+        ),
+        ("Bob heard {user} plays drums", "Bob heard you play drums", "Bob heard Alice plays drums"),
         ("{user} has two cats", "You have two cats", "Alice has two cats"),
     ],
 )

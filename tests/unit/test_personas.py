@@ -168,6 +168,10 @@ def test_a_server_without_alter_personas_is_addressed_as_before():
         ("I think so", "I", False),
         ("Well, maybe", "Well", False),
         ("Sol, hi", "Sol", True),
+        ("ルナ、元気?", "ルナ", True),
+        ("ルナ", "ルナ", True),
+        ("ルナマリア、こんにちは", "ルナ", False),
+        ("月、きれい", "月", False),  # one ideograph: too short to call anyone
     ],
 )
 def test_a_name_opens_a_message_as_a_word(text, name, opens):

@@ -82,3 +82,10 @@ def test_a_line_discord_would_not_send_is_refused_with_what_is_wrong(line, compl
 )
 def test_a_field_is_name_colon_or_equals_value(word, pair):
     assert split_assignment(word) == pair
+
+
+def test_help_alone_is_its_overview_as_discords_picker_offers_it_first():
+    assert (read("/help").name, read("/help").path) == ("help", "overview")
+    # ...while a group without an overview still says what it needs
+    with pytest.raises(UnreadableCommand, match="needs one of"):
+        read("/personal memories")

@@ -27,6 +27,7 @@ import pytest
 import yaml
 from botocore.validate import ParamValidator
 
+import kioku
 from kioku.relay.sharding import parse_shard_plan
 
 REPO: Final = Path(__file__).resolve().parents[2]
@@ -124,6 +125,7 @@ def run_walkthrough(readme: Path, tmp_path: Path, chosen: dict[str, str]) -> lis
     bin_dir.mkdir()
     work.mkdir()
     (work / "deploy").symlink_to(REPO / "deploy")  # the commands run from the repository root
+    (work / ".venv").symlink_to(REPO / ".venv")  # where `make` installed kioku
     stand_in = bin_dir / "stand_in.py"
     stand_in.write_text(f"#!{sys.executable}\n{STAND_IN}")
     stand_in.chmod(0o755)
@@ -178,6 +180,8 @@ def the_image_pushed(calls: list[Call]) -> str:
     assert repository.split(":")[0] == only_call(calls, "aws", "ecr", "create-repository").option(
         "--repository-name"
     )
+    # ...tagged with the release of the checkout it was built from, as `kioku --version` says
+    assert repository.split(":")[1] == kioku.__version__
     login = only_call(calls, "docker", "login")
     assert login.args[-1] == registry and login.stdin == ANSWERS[("ecr", "get-login-password")] + "\n"
     return image

@@ -368,8 +368,6 @@ def test_the_nudge_is_gated_by_cadence_for_create_and_update_alike(turns, cadenc
 SUPPRESSION = [
     ({"stm_enabled": False}, "capability off"),
     ({"llm_has_tools": False}, "no tools"),
-    ({"llm_provider": "novelai"}, "novelai"),
-    ({"llm_provider": "NovelAI"}, "novelai, any case"),
     ({"explicit_ltm_intent": True}, "explicit long-term intent"),
 ]
 

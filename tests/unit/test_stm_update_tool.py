@@ -85,7 +85,6 @@ def test_the_description_override_is_honoured_in_both_modes(categories):
 GATES = [
     ({"stm_enabled": False}, "turned off"),
     ({"llm_has_tools": False}, "cannot use tools"),
-    ({"llm_provider": "novelai"}, "provider"),
 ]
 
 

@@ -8,6 +8,7 @@ Every module logs through ``logging.getLogger(__name__)``. Those loggers are chi
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Iterator
@@ -18,6 +19,8 @@ from typing import Any, Final
 from aws_lambda_powertools import Logger, Metrics
 from aws_lambda_powertools.logging.lambda_context import build_lambda_context_model
 from aws_lambda_powertools.metrics import MetricUnit
+
+from kioku import __version__
 
 SERVICE: Final = "kioku"
 DEFAULT_NAMESPACE: Final = "Kioku"
@@ -35,7 +38,13 @@ class _Stdout:
         sys.stdout.flush()
 
 
-logger = Logger(service=SERVICE, stream=_Stdout())  # type: ignore[arg-type]
+# Every line names the release that wrote it, so a log read after a deploy or a roll back says
+# which code ran.
+logger = Logger(service=SERVICE, stream=_Stdout(), release=__version__)  # type: ignore[arg-type]
+# At DEBUG these would log whole requests and responses: memories, and botocore's credentials.
+QUIET_LIBRARIES: Final = ("botocore", "boto3", "urllib3", "s3transfer", "httpx", "httpcore")
+for _library in QUIET_LIBRARIES:
+    logging.getLogger(_library).setLevel(logging.WARNING)
 metrics = Metrics(
     namespace=os.environ.get("POWERTOOLS_METRICS_NAMESPACE") or DEFAULT_NAMESPACE, service=SERVICE
 )

@@ -245,6 +245,15 @@ class DiscordRest:
         path += f"/guilds/{_id(guild_id)}/commands" if guild_id is not None else "/commands"
         return self._request("GET", path)
 
+    GUILDS_PAGE: Final = 200
+
+    def get_current_user_guilds(self, after: str | None = None) -> list[dict[str, Any]]:
+        """One page of the servers the bot is in, each with its ``permissions`` there (guild-wide)."""
+        params: dict[str, Any] = {"limit": self.GUILDS_PAGE}
+        if after is not None:
+            params["after"] = _id(after)
+        return self._request("GET", "/users/@me/guilds", params=params)
+
     def get_current_application(self) -> dict[str, Any]:
         """The bot's application: its ``flags`` (gateway intents), ``verify_key``, endpoint URL, owner."""
         return self._request("GET", "/applications/@me")

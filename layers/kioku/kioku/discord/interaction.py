@@ -118,6 +118,13 @@ class Interaction(BaseModel):
         """The leaf options of the invoked (sub)command, by name; malformed entries are skipped."""
         return {str(o.get("name")): o.get("value") for o in self._walk()[1]}
 
+    def focused_option(self) -> tuple[str, str] | None:
+        """In an autocomplete, the option being typed and what is typed so far."""
+        for option in self._walk()[1]:
+            if option.get("focused") is True:
+                return str(option.get("name")), str(option.get("value") or "")
+        return None
+
     def _walk(self) -> tuple[tuple[str, ...], list[dict[str, Any]]]:
         path: list[str] = []
         options = _dicts(self.data.get("options"))

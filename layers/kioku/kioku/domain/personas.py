@@ -28,6 +28,8 @@ WEBHOOK_NAME_REFUSED: Final = ("discord", "clyde")
 """Discord refuses a webhook message whose username contains these (an alter persona's name is one)."""
 WEBHOOK_NAMES_REFUSED: Final = frozenset({"everyone", "here"})
 MIN_ADDRESSED_NAME_CHARS: Final = 3
+"""Counted in the width a name takes: a CJK character, kana or hangul counts 2, so ルナ passes as
+"Luna" does, and one ideograph (which ordinary messages may open with) does not."""
 # fmt: off
 COMMON_OPENING_WORDS: Final = frozenset({
     "the", "and", "but", "for", "nor", "not", "yes", "yeah", "yep", "nope", "nah", "hey", "hello",
@@ -97,7 +99,8 @@ def alter_name_problems(name: str) -> list[str]:
         )
     if not addressable_name(name):
         problems.append(
-            f"a persona's name is at least {MIN_ADDRESSED_NAME_CHARS} characters and not a common word "
+            f"a persona's name is at least {MIN_ADDRESSED_NAME_CHARS} characters long (two for a name in "
+            "Japanese, Chinese or Korean script) and not a common word "
             "such as “the”, “yes” or “hey”: a name opening a message calls its persona, and people open "
             "ordinary messages with those"
         )
@@ -109,7 +112,11 @@ def addressable_name(name: str) -> bool:
     ordinary messages open with it (a persona named so before this rule is called by its trigger
     words and replies only)."""
     folded = _fold(name)
-    return len(folded) >= MIN_ADDRESSED_NAME_CHARS and folded not in COMMON_OPENING_WORDS
+    return name_width(folded) >= MIN_ADDRESSED_NAME_CHARS and folded not in COMMON_OPENING_WORDS
+
+
+def name_width(name: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in name)
 
 
 def checked_avatar_url(url: str | None) -> str | None:
@@ -242,7 +249,7 @@ class PersonaVoice(Protocol):
 
 # -- who a message addresses -------------------------------------------------------------------------
 
-_OPENING_PUNCTUATION = re.compile(r"^[\s,.:;!?~\-–—]")
+_OPENING_PUNCTUATION = re.compile(r"^[\s,.:;!?~\-–—、。「]")
 
 
 def name_opens(text: str, name: str) -> bool:

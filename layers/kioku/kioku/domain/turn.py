@@ -42,7 +42,6 @@ class TurnContext:
     now: datetime
     parent_channel_id: str | None = None
     participants: tuple[Participant, ...] = field(default_factory=tuple)
-    llm_provider: str = "openai"
     llm_has_tools: bool = True
     explicit_ltm_intent: bool = False
     channel_private: bool = True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import copy
 import json
 import time
 from typing import Any
@@ -145,6 +146,17 @@ def modal_submit(command: dict[str, Any], custom_id: str, values: dict[str, str]
             ],
         },
     }
+
+
+def autocomplete_typing(command: dict[str, Any], option: str, typed: str) -> dict[str, Any]:
+    """The autocomplete interaction Discord sends while ``option`` of ``command`` is being typed."""
+    typing = copy.deepcopy(command)
+    options = typing["data"].setdefault("options", [])
+    while options and options[0].get("type") in (OptionType.SUB_COMMAND, OptionType.SUB_COMMAND_GROUP):
+        options = options[0].setdefault("options", [])
+    options[:] = [o for o in options if o.get("name") != option]
+    options.append({"type": OptionType.STRING, "name": option, "value": typed, "focused": True})
+    return typing | {"type": InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE}
 
 
 def component_click(

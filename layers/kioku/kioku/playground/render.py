@@ -8,8 +8,9 @@ import json
 import re
 import textwrap
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Final
 
+from kioku import clock
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import MessageFlag
 from kioku.playground.inspect import rounds_of, tool_schema
@@ -51,6 +52,34 @@ def render_message(message: dict[str, Any]) -> str:
         for attachment in message.get("attachments") or []
     ]
     return "\n".join(lines)
+
+
+JSON_FILE_LINES: Final = 40
+
+
+def render_json_file(data: bytes) -> str:
+    """A JSON file as indented text, its first lines (the rest are in the file written)."""
+    try:
+        lines = json.dumps(json.loads(data), indent=2, ensure_ascii=False).splitlines()
+    except ValueError:
+        return "  (not JSON)"
+    shown = lines[:JSON_FILE_LINES]
+    if len(lines) > JSON_FILE_LINES:
+        shown.append(f"… ({len(lines) - JSON_FILE_LINES} more lines in the file)")
+    return "\n".join("  " + line for line in shown)
+
+
+def render_time(when: datetime | None) -> str:
+    """``2026-12-06 04:26 UTC (3 minutes ago)``: to the minute, in UTC, with its age."""
+    if when is None:
+        return "never"
+    ago = clock.now() - when
+    minutes = max(int(ago.total_seconds() // 60), 0)
+    age = "just now" if minutes == 0 else f"{minutes} minute{'s' if minutes != 1 else ''} ago"
+    if minutes >= 120:
+        hours = minutes // 60
+        age = f"{hours} hours ago"
+    return f"{when.astimezone(UTC):%Y-%m-%d %H:%M} UTC ({age})"
 
 
 def render_interaction_response(response: dict) -> str:

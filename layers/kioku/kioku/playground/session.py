@@ -12,11 +12,13 @@ from __future__ import annotations
 import json
 import re
 import shlex
+import tempfile
 import textwrap
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any, TextIO
 
 import httpx
@@ -32,7 +34,9 @@ from kioku.playground.render import (
     render_context,
     render_form,
     render_interaction_response,
+    render_json_file,
     render_message,
+    render_time,
 )
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.services.turn import TurnRecord
@@ -88,6 +92,7 @@ class Playground:
         self.on_answer: Callable[[dict, dict], None] | None = None
         self.turns: list[TurnRecord] = []  # every turn TurnFunction finished since the start
         self.schemas_shown: set[str] = set()  # the tool schemas :context printed (each once a session)
+        self.files_dir: Path | None = None  # where attached files (exports) are written, made on the first
         stack.observe_turns(self.turns.append)
         self._set_up_world()
 
@@ -284,7 +289,7 @@ class Playground:
                 self.print(f"[{persona.name}, lineage {persona.lineage_id}]")
             shown = True
             self.print(
-                f"turns since refresh: {entry.turns_since_refresh}   last updated: {entry.last_updated}"
+                f"turns since refresh: {entry.turns_since_refresh}   last updated: {render_time(entry.last_updated)}"
             )
             self.print(f"summary: {entry.summary or '(none yet)'}")
             for slug, text in entry.categories.items():
@@ -457,11 +462,25 @@ class Playground:
                 self.fail("the deferred answer was never filled in")
                 return
             self.show(render_message({"author": {"username": "kioku"}, **edited}))
+            self.show_files(self.stack.discord.interaction_attachments(token))
             if self.on_answer is not None:
                 filled = {"type": ResponseType.CHANNEL_MESSAGE_WITH_SOURCE, "data": edited}
                 self.on_answer(payload, filled)
             for posted in self.stack.discord.channel_messages(self.channel.channel_id)[before:]:
                 self.show(render_message(posted))
+
+    def show_files(self, files: dict[str, bytes]) -> None:
+        """An attached file (an export) written where you can open it, and a JSON one shown."""
+        if not files:
+            return
+        if self.files_dir is None:
+            self.files_dir = Path(tempfile.mkdtemp(prefix="kioku-playground-files-"))
+        for name, data in files.items():
+            path = self.files_dir / Path(name).name
+            path.write_bytes(data)
+            self.show(f"  (written to {path})")
+            if name.endswith(".json"):
+                self.show(render_json_file(data))
 
     def keep_buttons(self, answer: dict, channel: world.Channel) -> None:
         """A new message with buttons becomes the one ``:click`` clicks; an updated message replaces it."""

@@ -43,6 +43,9 @@ def split_assignment(word: str) -> tuple[str, str] | None:
     return match["name"], match["value"]
 
 
+OVERVIEW: Final = "overview"
+
+
 def parse(
     line: str, definitions: list[dict[str, Any]], channel_id: Callable[[str], str | None]
 ) -> TypedCommand:
@@ -62,6 +65,8 @@ def parse(
     rest = words[1:]
     while _subcommands(node):
         children = {child["name"]: child for child in _subcommands(node)}
+        if not rest and OVERVIEW in children:  # `/help` alone: its guide to the others
+            rest = [OVERVIEW]
         if not rest or rest[0].lower() not in children:
             given = f" (not {rest[0]!r})" if rest else ""
             raise UnreadableCommand(f"/{' '.join(typed)} needs one of: {_names(children.values())}{given}")

@@ -258,6 +258,7 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
         self.application_flags = ApplicationFlag.GATEWAY_MESSAGE_CONTENT
         self.verify_key: str | None = None
         self.interactions_endpoint_url: str | None = None
+        self.bot_guild_permissions: dict[str, int] = {}
         self.owner = {"id": APPLICATION_OWNER_ID, "username": "owner", "global_name": None, "bot": False}
         self._users[APPLICATION_OWNER_ID] = self.owner
         self._init_webhooks()
@@ -273,6 +274,7 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
             ("GET", re.compile(r"/guilds/(\d+)/channels"), self._get_guild_channels),
             ("GET", re.compile(r"/guilds/(\d+)"), self._get_guild),
             ("GET", re.compile(r"/applications/@me"), self._get_application),
+            ("GET", re.compile(r"/users/@me/guilds"), self._get_own_guilds),
             ("GET", re.compile(r"/applications/(\d+)/commands"), self._get_commands),
             ("GET", re.compile(r"/applications/(\d+)/guilds/(\d+)/commands"), self._get_commands),
             ("PUT", re.compile(r"/applications/(\d+)/commands"), self._put_commands),
@@ -624,6 +626,30 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
             and channel.get("type") not in (ChannelType.PUBLIC_THREAD, ChannelType.PRIVATE_THREAD)
         ]  # threads are listed by other routes in Discord too
         return CannedResponse(200, listed)
+
+    def _get_own_guilds(self, request: RecordedRequest) -> CannedResponse:
+        """The servers the bot is in (every guild seeded here), with its guild-wide permissions:
+        those of kioku's invite link unless ``bot_guild_permissions`` says otherwise."""
+        from kioku.services.registration import BOT_PERMISSIONS
+
+        known = (
+            {c.get("guild_id") for c in self._channel_info.values()} | set(self._roles) | set(self._members)
+        )
+        known |= set(self.bot_guild_permissions)
+        after = int(request.query.get("after", ["0"])[0])
+        limit = int(request.query.get("limit", ["200"])[0])
+        ids = sorted((g for g in known if g and int(g) > after), key=int)[:limit]
+        return CannedResponse(
+            200,
+            [
+                {
+                    "id": g,
+                    "name": f"guild-{g[-4:]}",
+                    "permissions": str(self.bot_guild_permissions.get(g, int(BOT_PERMISSIONS))),
+                }
+                for g in ids
+            ],
+        )
 
     def _get_application(self, request: RecordedRequest) -> CannedResponse:
         return CannedResponse(

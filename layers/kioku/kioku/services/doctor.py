@@ -21,17 +21,19 @@ import httpx
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.discord.interactions import InteractionType, ResponseType
-from kioku.discord.protocol import ApplicationFlag, GatewayEvent, MessageType
+from kioku.discord.protocol import ApplicationFlag, GatewayEvent, MessageType, Permission, permission_bits
 from kioku.services.commands.registry import definitions
 from kioku.signatures import new_key_pair, public_key_of, sign_request
 
 DEFAULT_API_BASE_URL: Final = "https://discord.com/api/v10"
 CHECKS: Final = {
-    "interactions-ping": "the interactions URL answers a signed PING with PONG and a forged one with 401",
+    "interactions-ping": "the interactions URL answers, and refuses a PING it cannot verify with 401",
     "discord-public-key": "the application's Public Key and endpoint URL on Discord are the stack's",
     "relay-key": "RELAY_SIGNING_KEY matches RelayPublicKey and the relay URL accepts a message signed with it",
+    "bot-token": "with DISCORD_BOT_TOKEN set (the relay host's): it is the bot token in the stack's secret",
     "commands": "the slash commands registered on Discord (globally, or in --guild) are the code's",
     "message-content-intent": "the application has the Message Content intent",
+    "manage-webhooks": "kioku has Manage Webhooks in every server it is in (or --guild): personas post through them",
     "test-turn": "with --guild, --channel and RELAY_SIGNING_KEY: one real turn, answered within --timeout",
 }
 """Every check, in the order a message travels (``examine``'s), as ``kioku doctor --help`` lists them."""
@@ -72,6 +74,8 @@ class Target:
     api_base_url: str = DEFAULT_API_BASE_URL
     relay_signing_key: str | None = None
     discord_signing_key: str | None = None  # local stacks only: Discord keeps the real one
+    secret_bot_token: str | None = None
+    """The stack secret's token, read when ``bot_token`` came from the environment, to compare them."""
     guild_id: str | None = None
     channel_id: str | None = None
     timeout_seconds: float = 60.0
@@ -87,8 +91,10 @@ def examine(target: Target) -> list[Finding]:
             _interactions_ping(target),
             _discord_public_key(target, application),
             _relay_key(target),
+            _bot_token(target),
             _commands(target, rest),
             _message_content_intent(application),
+            _manage_webhooks(target, rest),
             _test_turn(target, rest, application),
         ]
     finally:
@@ -177,6 +183,58 @@ def _relay_key(target: Target) -> Finding:
             name, Outcome.FAIL, f"the relay URL answered {answered.status_code} to a signed message"
         )
     return Finding(name, Outcome.OK, "the signing key matches RelayPublicKey and the relay URL accepts it")
+
+
+def _bot_token(target: Target) -> Finding:
+    name = "bot-token"
+    if target.secret_bot_token is None:
+        return Finding(
+            name,
+            Outcome.SKIP,
+            "run it where the relay runs, with its DISCORD_BOT_TOKEN, and --stack-name, to compare the two",
+        )
+    if target.secret_bot_token != target.bot_token:
+        return Finding(
+            name,
+            Outcome.FAIL,
+            "DISCORD_BOT_TOKEN here is not the one in the stack's secret: after a reset, put the new token "
+            "in both (docs/operations.md, Rotating the bot token or the LLM key)",
+        )
+    return Finding(name, Outcome.OK, "DISCORD_BOT_TOKEN here is the stack secret's")
+
+
+MAX_GUILD_PAGES: Final = 10
+"""Pages of 200 servers the webhook check reads; a bot in more is checked on its first 2,000."""
+LISTED_GUILDS: Final = 5
+
+
+def _manage_webhooks(target: Target, rest: DiscordRest) -> Finding:
+    name = "manage-webhooks"
+    guilds: list[dict[str, Any]] = []
+    try:
+        for _ in range(MAX_GUILD_PAGES):
+            page = rest.get_current_user_guilds(after=guilds[-1]["id"] if guilds else None)
+            guilds += page
+            if len(page) < DiscordRest.GUILDS_PAGE:
+                break
+    except DiscordError as exc:
+        return Finding(name, Outcome.FAIL, f"could not list kioku's servers ({exc})")
+    if target.guild_id:
+        guilds = [guild for guild in guilds if guild.get("id") == target.guild_id]
+        if not guilds:
+            return Finding(name, Outcome.FAIL, f"kioku is not in server {target.guild_id}: add it first")
+    granted = Permission.MANAGE_WEBHOOKS | Permission.ADMINISTRATOR
+    lacking = [g for g in guilds if not (permission_bits(g.get("permissions")) or 0) & granted]
+    if not lacking:
+        return Finding(name, Outcome.OK, f"in all {len(guilds)} of kioku's servers checked")
+    named = ", ".join(f"{g.get('name')} ({g.get('id')})" for g in lacking[:LISTED_GUILDS])
+    more = f" and {len(lacking) - LISTED_GUILDS} more" if len(lacking) > LISTED_GUILDS else ""
+    return Finding(
+        name,
+        Outcome.FAIL,
+        f"no Manage Webhooks in {named}{more}: alter personas cannot speak there. Give kioku's role "
+        "Manage Webhooks, or add the bot again with the link `kioku register-commands` prints",
+    )
 
 
 def _commands(target: Target, rest: DiscordRest) -> Finding:
@@ -383,6 +441,9 @@ def run(argv: list[str]) -> int:
     from kioku.services.registration import bot_token
 
     token, problem = bot_token(secret_arn)
+    secret_token = None
+    if os.environ.get("DISCORD_BOT_TOKEN") and secret_arn:
+        secret_token = _secret_bot_token(secret_arn)
     values = {
         "interactions_url": options.interactions_url or facts.get("InteractionsEndpointUrl"),
         "relay_url": options.relay_url or facts.get("RelayEndpointUrl"),
@@ -399,8 +460,20 @@ def run(argv: list[str]) -> int:
         bot_token=token,
         api_base_url=os.environ.get("DISCORD_API_BASE_URL") or DEFAULT_API_BASE_URL,
         relay_signing_key=os.environ.get("RELAY_SIGNING_KEY") or None,
+        secret_bot_token=secret_token,
         guild_id=options.guild,
         channel_id=options.channel,
         timeout_seconds=options.timeout,
     )
     return report(examine(target))
+
+
+def _secret_bot_token(secret_arn: str) -> str | None:
+    """The secret's token, to compare with the environment's; None if it cannot be read."""
+    from kioku.adapters.secrets import read_secret
+    from kioku.config import ConfigurationError
+
+    try:
+        return read_secret(secret_arn).get("DISCORD_BOT_TOKEN", "").strip() or None
+    except ConfigurationError:
+        return None

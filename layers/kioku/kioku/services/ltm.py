@@ -220,6 +220,12 @@ def _create(
         else:
             return unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
     if target is None and turn.guild_id is None:
+        if note is not None:  # the target was the bot, a bot or a bridge: the server memory it falls back to
+            why = note.removeprefix("saved as a server memory: ")
+            return _result(
+                SaveStatus.INVALID_SCOPE,
+                f"nothing was saved: {why}, and a direct message has no server memory to keep it in",
+            )
         return _result(SaveStatus.INVALID_SCOPE, "a direct message has no server; use target_user")
     content = clean_content(request.content)
     lineage = turn.config.persona.lineage_id

@@ -209,7 +209,6 @@ class TurnService:
             now=state.now,
             parent_channel_id=state.channel.parent_channel_id,
             participants=participants,
-            llm_provider=self.settings.LLM_PROVIDER,
             llm_has_tools=self.settings.LLM_SUPPORTS_TOOLS,
             explicit_ltm_intent=has_explicit_long_term_intent(job.content),
             channel_private=state.channel.private,

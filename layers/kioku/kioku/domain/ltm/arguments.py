@@ -11,7 +11,8 @@ from kioku.domain.text import sanitize_unknown_placeholders
 from kioku.domain.tools import parse_tool_arguments
 
 _QUOTED_MEMORY_ID = re.compile(r"^\[?#?(\d{1,12})\]?$")
-_MISCASED_TOKEN = re.compile(r"\{(user|bot)\}", re.IGNORECASE)
+# {User}, and character cards' {{user}}, {{char}} and {char}: the same two people, {user} and {bot}.
+_TOKEN_SPELLING = re.compile(r"\{\{\s*(user|bot|char)\s*\}\}|\{(user|bot|char)\}", re.IGNORECASE)
 
 
 class RequestedScope(StrEnum):
@@ -81,10 +82,15 @@ def parse_update_arguments(raw: str | dict[str, Any] | None, max_length: int) ->
     return UpdateArguments(memory_id=memory_id, content=content, target_user=_optional_target(arguments))
 
 
+def _token(match: re.Match[str]) -> str:
+    name = (match.group(1) or match.group(2)).lower()
+    return "{user}" if name == "user" else "{bot}"
+
+
 def clean_content(content: str) -> str:
-    """``content`` without placeholders other than {user}/{bot} (``{User}`` counts as ``{user}``);
-    empty left over is a problem."""
-    cleaned = sanitize_unknown_placeholders(_MISCASED_TOKEN.sub(lambda m: m.group(0).lower(), content))
+    """``content`` without placeholders other than {user}/{bot} (``{User}``, ``{{user}}`` count as
+    ``{user}``; ``{char}``, ``{{char}}`` as ``{bot}``); empty left over is a problem."""
+    cleaned = sanitize_unknown_placeholders(_TOKEN_SPELLING.sub(_token, content))
     if not cleaned:
         raise InvalidArguments(
             Problem.CONTENT,

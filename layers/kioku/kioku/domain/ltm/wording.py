@@ -47,7 +47,11 @@ _NEXT_WORDS: Final = re.compile(
     r"((?:[ \t]+(?:" + "|".join(sorted(_ADVERBS)) + r"))*)[ \t]+([a-z]+n't|[a-z]+(?![a-z']))"
 )
 _SENTENCE_START: Final = re.compile(r"(?:^|[.!?]\s+|\n)$")
-_CLAUSE_START: Final = re.compile(r"\b(?:and|that|because|when|if|but|so)[ \t]+$")
+# a clause begins after these, and after a verb that reports one ("Bob thinks {user} likes tea")
+_CLAUSE_START: Final = re.compile(
+    r"\b(?:and|that|because|when|if|but|so|said|says|thinks|thought|knows|knew|believes|"
+    r"mentioned|noticed|heard|hopes|feels|felt|claims|claimed|wrote|writes)[ \t]+$"
+)
 
 
 def for_people(text: str, *, about_you: bool, name: str, bot: str = "I") -> str:

@@ -14,7 +14,6 @@ from kioku.domain.turn import TurnContext
 
 TOOL_NAME: Final = "update_short_term_memory"
 SUMMARY_FIELD: Final = "summary"
-PROVIDERS_WITHOUT_STM_TOOL: Final = frozenset({"novelai"})
 
 DEFAULT_SUMMARY_DESCRIPTION: Final = (
     "Write your short-term memory of this channel: a running summary of the conversation happening "
@@ -52,7 +51,6 @@ CATEGORY_PARAMETER_SUFFIX: Final = (
 REFUSALS: Final = {
     "capability": "short-term memory management is turned off on this server",
     "tools": "the current model cannot use tools",
-    "provider": "the current provider does not support this tool",
     "once": "it was already used this turn; the memory has been saved, do not call it again",
 }
 
@@ -75,10 +73,9 @@ def unavailable_reason(turn: TurnContext) -> str | None:
     (and steps aside too when the user asks for long-term memory; the tool stays offered)."""
     if not turn.config.capabilities.short_term_memory_enabled:
         return REFUSALS["capability"]
+    # seed 000's novelai gate too: a model that takes no tools is LLM_SUPPORTS_TOOLS=false
     if not turn.llm_has_tools:
         return REFUSALS["tools"]
-    if turn.llm_provider.casefold() in PROVIDERS_WITHOUT_STM_TOOL:
-        return REFUSALS["provider"]
     return None
 
 

@@ -89,7 +89,7 @@ function render(state) {
   renderChannels(state);
   renderMessages(state);
   renderLog(state.log);
-  renderStm(state.stm, state);
+  renderStm(state.stm, state.stm_others || [], state);
   renderLtm(state.ltm);
   renderRounds(state);
   renderForm(state.form);
@@ -134,6 +134,10 @@ function select(channel) {
 function renderMessages(state) {
   const list = $("messages");
   const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+  // a new message (an answer included) is scrolled to, as Discord does; reading back up is left alone
+  const newest = state.messages.length ? state.messages[state.messages.length - 1].id : null;
+  const arrived = newest !== null && newest !== view.newest;
+  view.newest = newest;
   const replies = state.messages.filter((m) => m.turn);
   if (!view.pinned || !replies.some((m) => m.id === view.selected)) {
     view.selected = replies.length ? replies[replies.length - 1].id : null;
@@ -150,22 +154,30 @@ function renderMessages(state) {
       class: classes.join(" "), "data-id": message.id, "data-turn": message.turn,
       onclick: turn ? () => { view.selected = message.id; view.pinned = true; render(JSON.parse(view.lastJson)); } : null,
     },
-    message.avatar_url ? el("img", { class: "avatar", src: message.avatar_url, alt: "", width: 20, height: 20 }) : null,
+    // a persona's avatar lives on another host, which the page's policy does not fetch: its initial
+    message.avatar_url ? el("span", { class: "avatar", title: message.avatar_url }, (message.author || "?").slice(0, 1)) : null,
     el("span", { class: "author" }, message.author),
     message.persona ? el("span", { class: "chip persona", title: "an alter persona, through kioku's webhook" }, "persona") : null,
     el("span", { class: "time" }, (message.timestamp || "").slice(0, 16).replace("T", " ")),
     turn && turn.persona ? el("span", { class: "chip lineage", title: "who spoke, and whose long-term memories it read" },
       `${turn.persona} · lineage ${turn.lineage}`) : null,
     turn ? el("span", { class: "chip", title: "the model requests of the turn that posted this" },
-      `turn ${turn.number} · ${turn.rounds.length} model request${turn.rounds.length === 1 ? "" : "s"} ▸`) : null,
+      `turn ${turn.number} · ${requestsText(turn)} ▸`) : null,
     message.answer ? renderAnswerHead(message.answer) : null,
     message.content ? el("div", { class: "content" }, message.content) : null,
     message.embeds.map(renderEmbed),
     message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)),
     message.answer ? renderButtons(message.answer) : null,
-    (message.bot || message.persona) && !message.answer ? whyButton(message) : null);
+    turn && !message.answer ? whyButton(message) : null);  // replies only, not memory notices
   }));
-  if (atBottom) list.scrollTop = list.scrollHeight;
+  if (atBottom || arrived) list.scrollTop = list.scrollHeight;
+}
+
+// How many model requests a turn made, and why none when it made none.
+function requestsText(turn) {
+  if (!turn.rounds.length && turn.rate_limited) return "rate-limited: no model request";
+  if (!turn.rounds.length && turn.duplicate) return "already answered: no model request";
+  return `${turn.rounds.length} model request${turn.rounds.length === 1 ? "" : "s"}`;
 }
 
 // What an empty conversation says: how to start.
@@ -188,7 +200,7 @@ function firstPageHint(state) {
 
 function renderAnswerHead(answer) {
   return el("div", { class: "answer-head" },
-    el("span", { class: "used" }, `${answer.by} used ${answer.line}`),
+    el("span", { class: "used", title: answer.line }, `${answer.by} used ${answer.used}`),
     answer.ephemeral ? el("span", { class: "chip only-you", title: "an ephemeral answer" }, "Only you can see this") : null);
 }
 
@@ -274,30 +286,37 @@ function keepOpen(container, build) {
   }
 }
 
-function renderStm(stm, state) {
+function renderStm(stm, others, state) {
   const box = $("stm");
   if (!stm) {
     $("stm-meta").textContent = "";
     box.replaceChildren(el("p", { class: "empty" }, "No short-term memory in this channel yet."));
     return;
   }
-  $("stm-meta").textContent = `· ${stm.turns_since_refresh} turn${stm.turns_since_refresh === 1 ? "" : "s"} since refresh` +
-    (stm.private ? " · private" : "");
-  keepOpen(box, () => box.replaceChildren(
+  $("stm-meta").textContent = (others.length || !stm.main ? `· ${stm.persona}'s · ` : "· ") +
+    `${stm.turns_since_refresh} turn${stm.turns_since_refresh === 1 ? "" : "s"} since refresh` + (stm.private ? " · private" : "");
+  keepOpen(box, () => box.replaceChildren(...stmRow(stm, state), ...others.flatMap((row) => [
+    el("h3", { class: "persona-row" }, `${row.persona}'s · ${row.turns_since_refresh} turn${row.turns_since_refresh === 1 ? "" : "s"} since refresh`),
+    ...stmRow(row, state)])));
+}
+
+// One persona's row: its summary or categories, when it was written, its raw lines.
+function stmRow(stm, state) {
+  return [
     stm.categories.length
       ? stm.categories.map((c) => el("div", { class: "block", "data-stm": c.slug }, el("strong", {}, c.label + ": "), c.text))
       : el("div", { class: "block", "data-stm": "summary" }, stm.summary || "(no summary yet)"),
     el("div", { class: "meta" }, `last updated ${stm.last_updated || "never"} · summary written ${stm.summary_updated_at || "never"}`),
-    el("details", { "data-key": "stm-raw-" + state.channel },
+    el("details", { "data-key": `stm-raw-${state.channel}-${stm.persona}` },
       el("summary", {}, `raw lines (${stm.raw.length})`),
-      el("pre", {}, stm.raw.map((line) => `${line.ts.slice(11, 16)} ${line.speaker}: ${line.text}`).join("\n")))));
+      el("pre", {}, stm.raw.map((line) => `${line.ts.slice(11, 16)} ${line.speaker}: ${line.text}`).join("\n")))];
 }
 
 function renderLtm(memories) {
   $("ltm").replaceChildren(...(memories.length ? memories.map((memory) =>
     el("li", { class: memory.in_scope ? "in" : "out", title: memory.in_scope ? "a turn here may recall this" : "not recalled here" },
       el("div", {}, memory.content),
-      el("div", { class: "meta" }, `#${memory.id} · ${memory.scope} memory` +
+      el("div", { class: "meta" }, `#${memory.id} · ${memory.personas.join(" and ")}'s ${memory.scope} memory` +
         (memory.scope === "personal" ? ` of ${memory.owner}` : memory.about ? ` about ${memory.about}` : "") +
         ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
         (memory.status !== "active" ? ` · ${memory.status}` : "") +

@@ -23,16 +23,16 @@ from kioku.discord.models import parse_message
 from kioku.discord.protocol import MessageFlag
 from kioku.domain.dialogue import participants_from_messages, read_dialogue
 from kioku.domain.ltm.memory import (
+    GLOBAL_LINEAGE,
     Memory,
     RecallReach,
     ScopeKind,
     allows_personal_memories,
-    personal_lineages,
 )
 from kioku.domain.ltm.recall import recall_subjects
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import PrivacyPolicy
-from kioku.domain.stm.entries import StmAddress, StmEntry
+from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.playground import world
 from kioku.playground.session import Playground
@@ -256,7 +256,7 @@ class Inspector:
             "members": [{"key": m.key, "name": m.global_name or m.username} for m in world.MEMBERS],
             "messages": messages,
             "turns": {str(number): serialize.turn_json(number, turns[number - 1]) for number in shown},
-            "stm": serialize.stm_json(self._stm_entry(place)),
+            **self._stm_rows(place),
             "ltm": self._memories(place, viewer),
             "log": list(self._log),
             "form": self._form_json(place, viewer),
@@ -299,14 +299,18 @@ class Inspector:
         overwrites = self.stack.discord.channel_info(channel.channel_id).get("permission_overwrites") or []
         return replace(channel, permission_overwrites=tuple(overwrites))
 
-    def _stm_entry(self, place: Room) -> StmEntry | None:
-        """The row a turn there reads: the server's in a guild channel, the member's in their DM."""
+    def _stm_rows(self, place: Room) -> dict[str, Any]:
+        """Each persona's row of the channel (a turn of that persona there reads it): ``stm`` the main
+        persona's, or the first that has one, ``stm_others`` the rest, each named."""
         channel = place.channel
-        config = self._config_in(channel)
         owner = place.owner or world.MEMBERS[0]
-        return self._stm.get(
-            StmAddress.of(channel.guild_id, owner.user_id, channel.channel_id, config.persona.persona_id)
-        )
+        rows = []
+        for persona in self._config_in(channel).personas:
+            address = StmAddress.of(channel.guild_id, owner.user_id, channel.channel_id, persona.persona_id)
+            row = serialize.stm_json(self._stm.get(address))
+            if row is not None:
+                rows.append(row | {"persona": persona.name, "main": not persona.alter})
+        return {"stm": rows[0] if rows else None, "stm_others": rows[1:]}
 
     def _config_in(self, channel: world.Channel) -> ServerConfig:
         """The guild's stored configuration; a DM's is the defaults."""
@@ -317,6 +321,10 @@ class Inspector:
         recall first (``_reach``: the rule recall itself filters by)."""
         config = self._config_in(place.channel)
         reach = self._reach(place, viewer, config)
+        # every persona's lineage, each memory judged by the reach of a turn of its lineage here
+        readers: dict[int, list[str]] = {}
+        for persona in config.personas:
+            readers.setdefault(persona.lineage_id, []).append(persona.name)
         names = (
             {world.GUILD_ID: "the server"}
             | {m.user_id: m.global_name or m.key for m in world.MEMBERS}
@@ -325,12 +333,20 @@ class Inspector:
         memories: list[Memory] = list(self._ltm.memories_of(ScopeKind.SERVER, world.GUILD_ID))
         for member in world.MEMBERS:
             memories += self._ltm.memories_of(ScopeKind.PERSONAL, member.user_id)
-        seen = personal_lineages(reach.lineage)
-        shown = [
-            serialize.memory_json(memory, in_scope=reach.shows(memory), names=names, bot=config.persona.name)
-            for memory in memories
-            if memory.scope.lineage in seen
-        ]
+        shown = []
+        for memory in memories:
+            lineage = memory.scope.lineage
+            if lineage not in readers and lineage != GLOBAL_LINEAGE:
+                continue  # a removed persona's: no turn recalls it
+            personas = readers.get(lineage, [p.name for p in config.personas])
+            in_scope = any(
+                replace(reach, lineage=each).shows(memory)
+                for each in ([lineage] if lineage in readers else list(readers))
+            )
+            shown.append(
+                serialize.memory_json(memory, in_scope=in_scope, names=names, bot=personas[0])
+                | {"personas": personas}
+            )
         return sorted(shown, key=lambda memory: not memory["in_scope"])
 
     def _reach(self, place: Room, viewer: world.Member, config: ServerConfig) -> RecallReach:

@@ -3,6 +3,7 @@ readable embeds, the short-term memory row and long-term memories. Pure function
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import asdict
 from datetime import datetime
 from typing import Any
@@ -27,7 +28,9 @@ def turn_json(number: int, turn: TurnRecord) -> dict[str, Any]:
         "rate_limited": turn.rate_limited,
         "duplicate": turn.duplicate,
         "persona": turn.persona,
-        "lineage": turn.lineage,
+        "lineage": None
+        if turn.lineage is None
+        else str(turn.lineage),  # a snowflake: JSON numbers lose digits
         "rounds": [
             round_json(model_round, rounds[model_round.number - 2] if model_round.number > 1 else None)
             for model_round in rounds
@@ -130,11 +133,26 @@ def answer_json(
         "answer": {
             "id": answer_id,
             "line": line,
+            "used": used(line),
             "by": by,
             "ephemeral": bool((data.get("flags") or 0) & MessageFlag.EPHEMERAL),
             "buttons": [row for row in buttons if row],
         },
     }
+
+
+def used(line: str) -> str:
+    """What Discord heads an answer with after "Alice used": the command's name and subcommands
+    (``/server memories list``), a message command's name (``Why this answer?``), never the values."""
+    words = line.split()
+    if not words:
+        return line
+    if words[0] == ":why":
+        return "Why this answer?"
+    if not words[0].startswith("/"):
+        return words[0]
+    named = itertools.takewhile(lambda word: not any(mark in word for mark in ':="'), words)
+    return " ".join(named)
 
 
 def form_json(modal: dict[str, Any]) -> dict[str, Any]:

@@ -62,7 +62,15 @@ def make_server(inspector: Inspector, port: int = DEFAULT_PORT) -> LoopbackHTTPS
 
 def serve_forever(playground: Playground, port: int) -> int:
     """Serve until Ctrl-C or SIGTERM; prints the URL first (with the port picked for ``--port 0``)."""
-    server = make_server(Inspector(playground), port)
+    try:
+        server = make_server(Inspector(playground), port)
+    except OSError as exc:  # most often the port is taken: one line, not a traceback
+        print(
+            f"kioku inspector: cannot listen on {HOST}:{port} ({exc.strerror or exc}); "
+            "stop what uses it, or pick another with --port N (0: any free one)",
+            file=sys.stderr,
+        )
+        return 2
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     print(f"kioku inspector: http://{HOST}:{server.server_address[1]}/  (Ctrl-C stops it)", flush=True)
     try:

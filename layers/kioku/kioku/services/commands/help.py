@@ -1,4 +1,5 @@
-"""``/help``: in-Discord guides. ``/help stm`` explains how short-term memory can be shaped."""
+"""``/help``: in-Discord guides. ``/help overview`` (also a bare ``/help``) says what kioku is and
+where to look next; ``stm``, ``memories`` and ``personas`` go deeper."""
 
 from __future__ import annotations
 
@@ -138,7 +139,70 @@ MEMORIES_GUIDE_FIELDS = (
     ),
 )
 
-GUIDES = {"stm": "Short-term memory", "memories": "Long-term memories and your data"}
+OVERVIEW_DESCRIPTION = (
+    "I am a chat bot with a memory. Mention me, reply to me, or call me by a trigger word, and I "
+    "answer with what I remember of this channel, of this server and of you."
+)
+
+OVERVIEW_FIELDS = (
+    (
+        "What I remember",
+        "• **Short-term**: the last while of each channel, as a running summary and the latest "
+        "messages, so a conversation can pick up where it left off (`/help stm`).\n"
+        "• **Long-term**: facts worth keeping, about the server or about one person, saved when "
+        "someone asks me to remember something or I judge it worth it (`/help memories`).",
+    ),
+    (
+        "Seeing and forgetting it",
+        "`/personal memories list` shows what I keep about you and `/personal memories forget` or "
+        "`forget-all` removes it; `/personal memories export` gives you all of it. On any of my "
+        "replies, **Apps → Why this answer?** shows which memories I was shown for it.",
+    ),
+    (
+        "Privacy",
+        "What is said in a private channel stays there; nothing crosses servers. `/personal stm` sets "
+        "your privacy level; managers have `/server privacy`.",
+    ),
+    (
+        "Several voices",
+        "A server can give me personas, each with its own name, personality and memories: call one by "
+        "its name at the start of a message (`/help personas`).",
+    ),
+)
+
+PERSONAS_GUIDE_DESCRIPTION = (
+    "A server can have up to {max_personas} personas, the main one (me, under the bot's own name) "
+    "included. The others speak through a webhook in the channel, under their own name and avatar."
+)
+
+PERSONAS_GUIDE_FIELDS = (
+    (
+        "Calling one",
+        'Start a message with its name ("Luna, what do you think?"), use one of its trigger words, or '
+        "reply to one of its messages. A mention of me or a reply to me is the main persona's. Name "
+        "several and each answers, in the order named.",
+    ),
+    (
+        "What each one remembers",
+        "Each persona keeps its own short-term memory of each channel, and the long-term memories of "
+        "its lineage: its own, or another persona's when it was made to share them. Memories you "
+        "keep for every persona are recalled by all of them. `/persona list` shows who shares what.",
+    ),
+    (
+        "Managing them (Manage Server)",
+        "`/persona add name: prompt:` makes one (`memories_from:` to share another's memories); "
+        "`/persona edit`, `/persona view`; `/server addressing persona: trigger_words:`; "
+        "`/persona nickname` sets what a persona calls someone; `/persona remove` asks first, saying "
+        "what goes with it. Personas need kioku to have **Manage Webhooks** in the channel.",
+    ),
+)
+
+GUIDES = {
+    "overview": "What kioku is, and where to look next",
+    "stm": "Short-term memory",
+    "memories": "Long-term memories and your data",
+    "personas": "Several personas on one server",
+}
 
 
 def stm_guide_embed(settings: Settings, config: ServerConfig) -> dict:
@@ -167,6 +231,24 @@ def memories_guide_embed(settings: Settings) -> dict:
     }
 
 
+def overview_embed() -> dict:
+    return {
+        "title": "kioku: a chat bot that remembers",
+        "description": OVERVIEW_DESCRIPTION,
+        "color": EMBED_COLOR_INFO,
+        "fields": [{"name": name, "value": value, "inline": False} for name, value in OVERVIEW_FIELDS],
+    }
+
+
+def personas_guide_embed(settings: Settings) -> dict:
+    return {
+        "title": "Personas: several voices on one server",
+        "description": PERSONAS_GUIDE_DESCRIPTION.format(max_personas=settings.MAX_PERSONAS_PER_SERVER),
+        "color": EMBED_COLOR_INFO,
+        "fields": [{"name": name, "value": value, "inline": False} for name, value in PERSONAS_GUIDE_FIELDS],
+    }
+
+
 def _duration(minutes: float) -> str:
     """``90`` → "90 minutes", ``120`` → "2 hours", ``1440`` → "24 hours"."""
     if minutes >= 60 and minutes % 60 == 0:
@@ -184,7 +266,12 @@ def on_help(interaction: Interaction, context: CommandContext) -> dict:
         return message(embeds=[stm_guide_embed(settings, config)])
     if topic == ("memories",):
         return message(embeds=[memories_guide_embed(settings)])
-    raise Refused(Refusal.NOT_UNDERSTOOD, "I have no guide on that yet. Try `/help stm` or `/help memories`.")
+    if topic == ("personas",):
+        return message(embeds=[personas_guide_embed(settings)])
+    if topic in ((), ("overview",)):  # Discord always sends a subcommand; the playground may not
+        return message(embeds=[overview_embed()])
+    topics = ", ".join(f"`/help {name}`" for name in GUIDES)
+    raise Refused(Refusal.NOT_UNDERSTOOD, f"I have no guide on that yet. Try {topics}.")
 
 
 COMMAND = Command(

@@ -341,6 +341,7 @@ _PERSONA: Final = {
     "name": PERSONA_OPTION,
     "description": "Which persona (default: the main one)",
     "max_length": MAX_PERSONA_NAME_CHARS,
+    "autocomplete": True,
 }
 
 COMMAND = Command(
@@ -381,6 +382,7 @@ COMMAND = Command(
         *persona_roster.OPTIONS,
     ],
     on_command=on_persona,
+    on_autocomplete=persona_roster.on_persona_autocomplete,
     buttons=persona_roster.BUTTONS,
     forms={
         PERSONA_FORM: on_persona_form,

@@ -13,7 +13,7 @@ from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType, Permission, permission_bits
-from kioku.discord.responses import message, updated_message
+from kioku.discord.responses import autocomplete, message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, ButtonStyle, action_rows
 from kioku.domain.ltm.wording import counted
 from kioku.domain.models import Persona, ServerConfig, StaleConfiguration
@@ -204,16 +204,23 @@ def _lineage_text(config: ServerConfig, persona: Persona) -> str:
 
 def _footprint_text(persona: Persona, footprint: personas.Footprint, *, will: bool) -> str:
     rows = counted(footprint.stm_rows, "short-term memory row", "short-term memory rows")
-    go = "go" if will else "went"
+
+    def go(count: int) -> str:
+        return ("goes" if count == 1 else "go") if will else "went"
+
     if footprint.sharers:
         shared = ", ".join(f"**{p.name}**" for p in footprint.sharers)
         memories = f"Its long-term memories stay: {shared} shares them."
     else:
         memories = (
             f"{counted(footprint.memories, 'server long-term memory', 'server long-term memories')} "
-            f"of its lineage {go} with it (no other persona shares them)."
+            f"of its lineage {go(footprint.memories)} with it (no other persona shares them)."
         )
-    lead = f"{persona.name}'s {rows} in this server {go} with it." if will else f"{rows} deleted."
+    lead = (
+        f"{persona.name}'s {rows} in this server {go(footprint.stm_rows)} with it."
+        if will
+        else f"{rows} deleted."
+    )
     tail = " It cannot be undone." if will else ""
     return f"{lead} {memories}{tail}"
 
@@ -245,7 +252,28 @@ def _persona_name_option(description: str, *, required: bool) -> dict[str, Any]:
         "description": description,
         "required": required,
         "max_length": MAX_PERSONA_NAME_CHARS,
+        "autocomplete": True,
     }
+
+
+PERSONA_NAME_OPTIONS: Final = frozenset({PERSONA_OPTION, "memories_from"})
+
+
+def persona_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, str]]:
+    """The server's personas whose names hold what is typed (those starting with it first), as the
+    choices of a ``persona:`` or ``memories_from:`` being typed; none in a DM or for another option."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] not in PERSONA_NAME_OPTIONS or interaction.guild_id is None:
+        return []
+    typed = " ".join(focused[1].casefold().split())
+    names = [p.name for p in load_server_config(interaction, context).personas]
+    matching = [name for name in names if typed in name.casefold()]
+    matching.sort(key=lambda name: not name.casefold().startswith(typed))
+    return [{"name": name, "value": name} for name in matching]
+
+
+def on_persona_autocomplete(interaction: Interaction, context: CommandContext) -> dict:
+    return autocomplete(persona_choices(interaction, context))
 
 
 OPTIONS: Final = [
@@ -279,6 +307,7 @@ OPTIONS: Final = [
                 "name": "memories_from",
                 "description": "Share this persona's long-term memories",
                 "max_length": MAX_PERSONA_NAME_CHARS,
+                "autocomplete": True,
             },
         ],
     },

@@ -13,7 +13,7 @@ from typing import Any, Final, NoReturn
 
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
-from kioku.discord.responses import message
+from kioku.discord.responses import autocomplete, message
 from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.models import PrivacyLevel, UserProfile
 from kioku.services.commands import personal_memories
@@ -107,6 +107,11 @@ def on_personal(interaction: Interaction, context: CommandContext) -> dict:
     return message(embeds=[settings_embed(saved, "Your memory settings, saved")])
 
 
+def on_autocomplete(interaction: Interaction, context: CommandContext) -> dict:
+    """``memory_id:`` of /personal memories: the memories about the one typing."""
+    return autocomplete(personal_memories.memory_choices(interaction, context))
+
+
 COMMAND = Command(
     name="personal",
     description="Your own settings",
@@ -137,6 +142,7 @@ COMMAND = Command(
         personal_memories.OPTIONS,
     ],
     on_command=on_personal,
+    on_autocomplete=on_autocomplete,
     buttons=personal_memories.BUTTONS,
     dm_permission=True,
 )

@@ -23,6 +23,7 @@ from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
+from kioku.services.commands.memory_choices import id_choices
 
 GROUP: Final = "memories"
 LIST, FORGET, FORGET_ALL, EXPORT = "list", "forget", "forget-all", "export"
@@ -36,7 +37,7 @@ MAX_FIELD_NAME_CHARS: Final = 256
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
 FORGET_THIS_BUTTON: Final = CustomId("personal", FORGET, digits("user", 20), digits("memory", 12))
-"""Forget one memory saved by someone else about the person the list belongs to: asks first."""
+"""Forget one memory about the person the list belongs to, whoever saved it: asks first."""
 FORGET_THIS_CONFIRM: Final = CustomId(
     "personal", FORGET, one_of("choice", CONFIRM, CANCEL), digits("user", 20), digits("memory", 12)
 )
@@ -44,6 +45,7 @@ REMOVAL_WARNING: Final = (
     "Someone else saved it: once forgotten, it is gone for everyone. The server's managers see only "
     "how many memories the people they were about removed lately, never which one or who."
 )
+OWN_REMOVAL_WARNING: Final = "Once forgotten, I cannot recall it again; it cannot be undone."
 FORGET_ALL_BUTTON: Final = CustomId(
     "personal", FORGET_ALL, one_of("choice", CONFIRM, CANCEL), digits("user", 20)
 )
@@ -79,10 +81,10 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
             "Nothing here."
             if not memories
             else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
-            "`/personal memories forget memory_id:<id>` forgets one."
+            "Each has a Forget button below (or `/personal memories forget memory_id:<id>`)."
             + (
-                f"\nSaved by others about you: {counted(len(by_others), 'memory', 'memories')}; each "
-                "has a Forget button on its page (whoever saved it, it is yours to remove)."
+                f"\nSaved by others about you: {counted(len(by_others), 'memory', 'memories')}; whoever "
+                "saved it, it is yours to remove."
                 if by_others
                 else ""
             )
@@ -97,8 +99,7 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
                 Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
             ]
         )
-    theirs = [memory for memory in shown if memory.author_id != user_id]
-    if theirs:  # "saved by others about you": the subject may remove any of them
+    if shown:  # each memory about them, whoever saved it, is theirs to remove
         rows.append(
             [
                 Button(
@@ -106,10 +107,22 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
                     f"Forget #{memory.memory_id}",
                     style=ButtonStyle.DANGER,
                 )
-                for memory in theirs
+                for memory in shown
             ]
         )
     return embed, action_rows(rows) if rows else []
+
+
+def memory_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, Any]]:
+    """While ``memory_id`` is typed: the memories about the one typing (their ids, or words of
+    their text), each named by its number and text as their list shows it."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] != MEMORY_ID_OPTION:
+        return []
+    memories = memory_control.memories_about(_invoker_id(interaction), context.ltm_store)
+    return id_choices(
+        focused[1], [(m.memory_id, for_people(m.content, about_you=True, name="you")) for m in memories]
+    )
 
 
 def forget(interaction: Interaction, context: CommandContext) -> dict:
@@ -218,12 +231,16 @@ def answer_forget_all(interaction: Interaction, context: CommandContext, choice:
 
 
 def forget_this(interaction: Interaction, context: CommandContext, owner: str, memory_id: str) -> dict:
-    """A Forget button of the list, on a memory someone else saved about its owner: only they may,
-    and only once they confirm (one click deletes nothing)."""
+    """A Forget button of the list, on a memory about its owner: only they may, and only once they
+    confirm (one click deletes nothing); one someone else saved says who else it is gone for."""
     _check_owner(interaction, owner)
+    memory = next(
+        (m for m in memory_control.memories_about(owner, context.ltm_store) if m.memory_id == memory_id), None
+    )
+    own = memory is not None and memory.author_id == owner
     embed = {
         "title": f"Forget memory #{memory_id}?",
-        "description": REMOVAL_WARNING,
+        "description": OWN_REMOVAL_WARNING if own else REMOVAL_WARNING,
         "color": EMBED_COLOR_ERROR,
     }
     buttons = [
@@ -347,6 +364,7 @@ OPTIONS: Final = {
                     "description": "The number shown as #12345 in /personal memories list",
                     "required": True,
                     "min_value": 1,
+                    "autocomplete": True,
                 }
             ],
         },

@@ -15,7 +15,7 @@ from typing import Final
 from kioku.config import Settings
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
-from kioku.discord.responses import message
+from kioku.discord.responses import autocomplete, message
 from kioku.discord.ui import (
     EMBED_COLOR_INFO,
     MAX_MODAL_INPUTS,
@@ -36,7 +36,7 @@ from kioku.domain.settings_edit import (
     category_line,
     parse_categories,
 )
-from kioku.services.commands import server_addressing, server_memories, server_privacy
+from kioku.services.commands import persona_roster, server_addressing, server_memories, server_privacy
 from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
@@ -249,6 +249,12 @@ def _integer_option(name: str) -> dict:
     }
 
 
+def on_autocomplete(interaction: Interaction, context: CommandContext) -> dict:
+    """``persona:`` of /server addressing, ``memory_id:`` of /server memories."""
+    choices = persona_roster.persona_choices(interaction, context)
+    return autocomplete(choices or server_memories.memory_choices(interaction, context))
+
+
 COMMAND = Command(
     name=NAME,
     description="Server settings for kioku",
@@ -291,6 +297,7 @@ COMMAND = Command(
         server_memories.OPTIONS,
         server_addressing.OPTIONS,
     ],
+    on_autocomplete=on_autocomplete,
     on_command=on_server,
     # every click on a /server answer is checked like the commands: Manage Server, each time
     buttons={kind: managed(handler) for kind, handler in server_memories.BUTTONS.items()},

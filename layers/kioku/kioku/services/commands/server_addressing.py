@@ -113,6 +113,7 @@ OPTIONS: Final = {
             "name": PERSONA_OPTION,
             "description": "The persona whose trigger words these are (default: the main one)",
             "max_length": MAX_PERSONA_NAME_CHARS,
+            "autocomplete": True,
         },
         {
             "type": OptionType.STRING,

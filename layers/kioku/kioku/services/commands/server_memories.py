@@ -23,14 +23,15 @@ from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_tim
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
 from kioku.domain.ltm.wording import counted
-from kioku.domain.models import MemoryModeration, ServerConfig
+from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
-from kioku.services.commands.guild_admin import load_server_config
+from kioku.services.commands.guild_admin import load_server_config, manages_server
+from kioku.services.commands.memory_choices import id_choices
 
 GROUP: Final = "memories"
 LIST: Final = "list"
@@ -106,16 +107,23 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
 def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str) -> dict[str, Any]:
     name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}"
     if memory.scope.lineage != viewer.config.persona.lineage_id:
-        name += " · an earlier persona's"
+        readers = _lineage_readers(viewer.config, memory.scope.lineage)
+        name += f" · {' and '.join(p.name for p in readers)}'s" if readers else " · an earlier persona's"
     value = f"{_text(memory, viewer, opened_with)}\n-# {_provenance(memory)}"
     return {"name": name, "value": value, "inline": False}
+
+
+def _lineage_readers(config: ServerConfig, lineage: int) -> list[Persona]:
+    """The personas that recall a lineage's memories (none: a removed persona's)."""
+    return [p for p in config.personas if p.lineage_id == lineage]
 
 
 def _text(memory: Memory, viewer: _Viewer, opened_with: str) -> str:
     if text_shown_to_manager(
         memory, viewer.place, viewer.policy, sees_every_channel=viewer.sees_every_channel
     ):
-        return shorten(expand_macros(memory.content, {"bot": viewer.config.persona.name}), MAX_SHOWN_CHARS)
+        readers = _lineage_readers(viewer.config, memory.scope.lineage) or [viewer.config.persona]
+        return shorten(expand_macros(memory.content, {"bot": readers[0].name}), MAX_SHOWN_CHARS)
     if memory.origin.channel_id is None:
         return HIDDEN_LEGACY
     return HIDDEN_PRIVATE.format(what=opened_with)
@@ -125,6 +133,17 @@ def _provenance(memory: Memory) -> str:
     channel = f"<#{memory.origin.channel_id}>" if memory.origin.channel_id else "an unknown channel"
     author = f"<@{memory.author_id}>" if memory.author_id else "someone who asked to be forgotten"
     return f"by {author} in {channel} · saved {relative_time(memory.created_at)}"
+
+
+def memory_choices(interaction: Interaction, context: CommandContext) -> list[dict[str, Any]]:
+    """While a manager types ``memory_id``: the server's memories, each text shown only where the
+    list would show it (a private channel's, there)."""
+    focused = interaction.focused_option()
+    if focused is None or focused[0] != MEMORY_ID_OPTION or not manages_server(interaction):
+        return []
+    viewer = _viewer(interaction, context)
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
+    return id_choices(focused[1], [(m.memory_id, _text(m, viewer, "the list")) for m in memories])
 
 
 # -- /server memories list ---------------------------------------------------------------------------
@@ -319,6 +338,7 @@ OPTIONS: Final = {
                     "description": "The memory's number, as /server memories list shows it",
                     "required": True,
                     "min_value": 1,
+                    "autocomplete": True,
                 }
             ],
         },
