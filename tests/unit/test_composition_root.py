@@ -25,6 +25,7 @@ STORES = {
     "TurnRepository",
     "TurnQueue",
     "DeadLetterQueue",
+    "LtmVectorBackfill",
 }
 """The data-access classes: a container builds one of each, in the root."""
 

@@ -1,5 +1,7 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
-``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet)."""
+``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), and give memories
+saved without a vector theirs (at most ``EMBEDDINGS_BACKFILL_PER_RUN``; none with
+``EMBEDDINGS_MODEL=none``)."""
 
 from __future__ import annotations
 
@@ -7,17 +9,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kioku import clock
-from kioku.entrypoints.composition import container
+from kioku.entrypoints.composition import Container, container
 from kioku.observability import Metric, count, invocation, logger
 
 
 def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
     with invocation(context):
-        return _purge(now or clock.now())
+        parts = container()
+        return {**_purge(parts, now or clock.now()), **_backfill(parts)}
 
 
-def _purge(moment: datetime) -> dict[str, int]:
-    parts = container()
+def _purge(parts: Container, moment: datetime) -> dict[str, int]:
     idle_before = moment - timedelta(days=parts.settings.STM_JANITOR_RETENTION_DAYS)
     report = parts.stm_janitor.purge_idle(idle_before)
     count(Metric.STM_ROWS_PURGED, report.deleted)
@@ -28,3 +30,19 @@ def _purge(moment: datetime) -> dict[str, int]:
         report.kept,
     )
     return {"found": report.found, "deleted": report.deleted, "kept": report.kept}
+
+
+def _backfill(parts: Container) -> dict[str, int]:
+    embedder = parts.embedder
+    if embedder is None:
+        return {"vectors_written": 0, "vectors_skipped": 0}
+    from kioku.services.vector_backfill import backfill_vectors
+
+    report = backfill_vectors(parts.ltm_backfill, embedder, parts.settings.EMBEDDINGS_BACKFILL_PER_RUN)
+    logger.info(
+        "memory vectors: %d memories without one found, %d given theirs, %d edited meanwhile and left",
+        report.found,
+        report.embedded,
+        report.skipped,
+    )
+    return {"vectors_written": report.embedded, "vectors_skipped": report.skipped}
