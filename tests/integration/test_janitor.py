@@ -6,10 +6,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kioku.adapters.dynamodb.keys import stm_row_key
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.functions import LambdaContext, load_handler
 from tests.integration.stm_rows import identity
+from tests.integration.test_ltm_store import SEEN_HERE, SERVER
 from tests.unit.stm_builders import LIMITS, NOW
 
 DAY = timedelta(days=1)
@@ -73,3 +75,42 @@ def test_the_scheduled_lambda_handler_reports_what_it_did(env, table):
         "vectors_written": 0,
         "vectors_skipped": 0,
     }
+
+
+def test_the_janitor_embeds_memories_saved_without_a_vector_as_many_as_its_setting_allows(
+    env, table, monkeypatch
+):
+    from kioku.config import get_settings
+    from kioku.entrypoints.composition import forget as forget_parts
+    from kioku.entrypoints.janitor import handle
+    from tests.integration.test_vector_backfill import saved, vectors_recalled
+
+    # Given three memories saved before embeddings were on
+    store = DynamoMemoryStore(table)
+    saved(store, 3)
+
+    def forget() -> None:  # a new container, reading the environment anew
+        get_settings.cache_clear()
+        forget_parts()
+
+    # When the janitor runs with EMBEDDINGS_MODEL=none, nothing is embedded
+    monkeypatch.setenv("EMBEDDINGS_MODEL", "none")
+    forget()
+    assert handle({}, now=NOW)["vectors_written"] == 0
+    assert set(vectors_recalled(store).values()) == {None}
+
+    # When it runs with nothing set (the embedded model), two a run
+    monkeypatch.delenv("EMBEDDINGS_MODEL")
+    monkeypatch.setenv("EMBEDDINGS_BACKFILL_PER_RUN", "2")
+    forget()
+    assert handle({}, now=NOW)["vectors_written"] == 2
+    assert handle({}, now=NOW)["vectors_written"] == 1
+    assert handle({}, now=NOW)["vectors_written"] == 0
+
+    # Then every memory has the embedded model's vector of its own text
+    from kioku.adapters.embedded_model import EmbeddedModel
+
+    model = EmbeddedModel.load()
+    for memory in store.recall(SERVER, 1, [], **SEEN_HERE).server:
+        (expected,) = model.embed([memory.content.replace("{user}", "they")])
+        assert memory.embedding == expected
