@@ -98,7 +98,15 @@ def turn(stack: LocalStack, llm: OpenAIStandIn, author: dict[str, Any], text: st
     return "\n".join(str(m["content"]) for m in body["messages"] if m["role"] == "system")
 
 
-def test_with_nothing_set_the_janitor_embeds_old_memories_and_a_turn_ranks_them_by_meaning(llm):
+def test_with_nothing_set_the_janitor_embeds_old_memories_and_a_turn_ranks_them_by_meaning(llm, monkeypatch):
+    from kioku.adapters.embedded_model import EmbeddedModel
+
+    asked: list[str] = []
+    embed = EmbeddedModel.embed
+    monkeypatch.setattr(
+        EmbeddedModel, "embed", lambda model, texts: asked.extend(texts) or embed(model, texts)
+    )
+
     # Given memories saved before embeddings were on, more than a turn's 500 characters can show
     # When the janitor has run and a question shares its meaning, not its words, with one of them
     by_words, words_requests, words_report = ask(llm, EMBEDDINGS_MODEL="none")
@@ -110,5 +118,6 @@ def test_with_nothing_set_the_janitor_embeds_old_memories_and_a_turn_ranks_them_
     # and with nothing set the janitor gave every memory its vector, and the turn recalled it
     assert meaning_report["vectors_written"] == len(UNRELATED) + 1
     assert "hikes up into the mountains" in by_meaning
-    # with the same DynamoDB requests as by words
+    # with the same DynamoDB requests as by words, the message embedded once
     assert meaning_requests == words_requests
+    assert sum(QUESTION in text for text in asked) == 1
