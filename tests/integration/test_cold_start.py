@@ -52,3 +52,31 @@ def test_the_interactions_endpoint_takes_only_the_interaction_types_of_kioku_dis
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout.replace("'", '"')) == ["kioku.discord", "kioku.discord.interactions"]
+
+
+def test_the_turn_worker_imports_no_model_runtime_before_it_first_embeds(discord_keys):
+    # A fresh turn worker, its container's turn service and embedder built (nothing set: the
+    # embedded model): onnxruntime, tokenizers and numpy wait for the first text embedded
+    script = (
+        "import sys, kioku.entrypoints.turn_worker;"
+        "from kioku.entrypoints.composition import container;"
+        "parts = container(); parts.turn_service; parts.embedder;"
+        "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'numpy', 'kioku.adapters.embedded_model')"
+        " if m in sys.modules))"
+    )
+    env = {
+        **os.environ,
+        "TABLE_NAME": "kioku-table",
+        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
+        "DISCORD_APPLICATION_ID": APPLICATION_ID,
+        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
+        "DISCORD_BOT_TOKEN": "test-bot-token",
+        "LLM_API_KEY": "test-llm-key",
+        "LLM_MODEL": "test-model",
+    }
+    env.pop("EMBEDDINGS_MODEL", None)
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "[]"

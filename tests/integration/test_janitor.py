@@ -6,14 +6,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 from kioku.adapters.dynamodb.keys import stm_row_key
+from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.functions import LambdaContext, load_handler
 from tests.integration.stm_rows import identity
+from tests.integration.test_ltm_store import SEEN_HERE, SERVER
 from tests.unit.stm_builders import LIMITS, NOW
 
 DAY = timedelta(days=1)
 NO_SERVER_REMOVED = {"servers_erased": 0, "server_items_deleted": 0, "server_items_kept": 0}
+NO_VECTORS = {"vectors_written": 0, "vectors_skipped": 0}
 
 
 def write(store: StmStore, channel: str, at) -> None:
@@ -53,7 +56,7 @@ def test_the_janitor_uses_the_configured_retention(env, table, monkeypatch):
     store = StmStore(table)
     write(store, "month-old", NOW - 45 * DAY)
     write(store, "week-old", NOW - 7 * DAY)
-    assert handle({}, now=NOW) == {"found": 1, "deleted": 1, "kept": 0} | NO_SERVER_REMOVED
+    assert handle({}, now=NOW) == {"found": 1, "deleted": 1, "kept": 0} | NO_SERVER_REMOVED | NO_VECTORS
     assert store.get(identity("month-old").address) is None
     assert store.get(identity("week-old").address) is not None
 
@@ -63,10 +66,44 @@ def test_the_scheduled_lambda_handler_reports_what_it_did(env, table):
     scheduler_event = {"source": "aws.scheduler", "detail-type": "Scheduled Event", "detail": {}}
     assert (
         load_handler("janitor")(scheduler_event, LambdaContext())
-        == {
-            "found": 1,
-            "deleted": 1,
-            "kept": 0,
-        }
-        | NO_SERVER_REMOVED
+        == {"found": 1, "deleted": 1, "kept": 0} | NO_SERVER_REMOVED | NO_VECTORS
     )
+
+
+def test_the_janitor_embeds_memories_saved_without_a_vector_as_many_as_its_setting_allows(
+    env, table, monkeypatch
+):
+    from kioku.config import get_settings
+    from kioku.entrypoints.composition import forget as forget_parts
+    from kioku.entrypoints.janitor import handle
+    from tests.integration.test_vector_backfill import saved, vectors_recalled
+
+    # Given three memories saved before embeddings were on
+    store = DynamoMemoryStore(table)
+    saved(store, 3)
+
+    def forget() -> None:  # a new container, reading the environment anew
+        get_settings.cache_clear()
+        forget_parts()
+
+    # When the janitor runs with EMBEDDINGS_MODEL=none, nothing is embedded
+    monkeypatch.setenv("EMBEDDINGS_MODEL", "none")
+    forget()
+    assert handle({}, now=NOW)["vectors_written"] == 0
+    assert set(vectors_recalled(store).values()) == {None}
+
+    # When it runs with nothing set (the embedded model), two a run
+    monkeypatch.delenv("EMBEDDINGS_MODEL")
+    monkeypatch.setenv("EMBEDDINGS_BACKFILL_PER_RUN", "2")
+    forget()
+    assert handle({}, now=NOW)["vectors_written"] == 2
+    assert handle({}, now=NOW)["vectors_written"] == 1
+    assert handle({}, now=NOW)["vectors_written"] == 0
+
+    # Then every memory has the embedded model's vector of its own text
+    from kioku.adapters.embedded_model import EmbeddedModel
+
+    model = EmbeddedModel.load()
+    for memory in store.recall(SERVER, 1, [], **SEEN_HERE).server:
+        (expected,) = model.embed([memory.content.replace("{user}", "they")])
+        assert memory.embedding == expected

@@ -164,6 +164,22 @@ def secret_in(stack: LocalStack) -> Iterator[str]:
         DEFAULT_PROVIDERS.clear()
 
 
+def seed_memory_without_vector(stack: LocalStack) -> None:
+    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+    from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+    from kioku.domain.privacy import Origin
+
+    draft = MemoryDraft(
+        scope=MemoryScope.server("200000000000000099", 1),
+        content="The picnic is on Saturday",
+        author_id="100000000000000099",
+        created_at=datetime.now(UTC),
+        origin=Origin("200000000000000099", "300000000000000099", private=False),
+    )
+    DynamoMemoryStore(KiokuTable(stack.resources.table_name)).create(draft, limit=100)
+
+
 def run_everything(log: CallLog) -> dict[str, str]:
     """Drive all four functions over their paths; the ARNs of the resources they were given."""
     with LocalStack(extra_env={"DISCORD_BOT_TOKEN": ""}) as stack, secret_in(stack) as secret_arn:
@@ -187,9 +203,10 @@ def run_everything(log: CallLog) -> dict[str, str]:
 
         from kioku.entrypoints.janitor import handle as janitor
 
+        seed_memory_without_vector(stack)  # saved before embeddings were on: the janitor embeds it
         with log.acting_as("JanitorFunction"):
             report = janitor({}, now=datetime.now(UTC) + timedelta(days=400))
-        assert report["deleted"] > 0 and report["servers_erased"] == 1
+        assert report["deleted"] > 0 and report["servers_erased"] == 1 and report["vectors_written"] > 0
 
         dynamodb = boto3.client("dynamodb")
         queue_arn, dead_letter_arn = (

@@ -25,12 +25,13 @@ STORES = {
     "TurnRepository",
     "TurnQueue",
     "DeadLetterQueue",
+    "LtmVectorBackfill",
 }
 """The data-access classes: a container builds one of each, in the root."""
 
 
-@pytest.fixture
-def settings() -> Settings:
+def deployment_settings(**values: str) -> Settings:
+    """A deployment's settings (nothing sent to AWS until a part is used), with ``values`` over them."""
     public_key = new_key_pair()[1]
     return Settings.from_environ(
         {
@@ -39,8 +40,14 @@ def settings() -> Settings:
             "DISCORD_APPLICATION_ID": "100000000000000001",
             "DISCORD_PUBLIC_KEY": public_key,
             "RELAY_PUBLIC_KEY": public_key,
+            **values,
         }
     )
+
+
+@pytest.fixture
+def settings() -> Settings:
+    return deployment_settings()
 
 
 def modules(*rooms: str) -> list[Path]:

@@ -130,25 +130,30 @@ def test_one_architecture_parameter_drives_functions_layer_and_layer_build(sam, 
     assert parameter["Default"] == "arm64" and set(parameter["AllowedValues"]) == {"arm64", "x86_64"}
     for function in of_type(cfn, "AWS::Lambda::Function").values():
         assert function["Properties"]["Architectures"] == [{"Ref": "Architecture"}]
-    (layer,) = of_type(cfn, "AWS::Lambda::LayerVersion").values()
-    assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
-    metadata = sam["Resources"]["KiokuLayer"]["Metadata"]
-    assert metadata["BuildMethod"] == "makefile"
-    assert metadata["BuildArchitecture"] == {"Ref": "Architecture"}
+    layers = of_type(cfn, "AWS::Lambda::LayerVersion").values()
+    assert len(layers) == 2
+    for layer in layers:
+        assert layer["Properties"]["CompatibleArchitectures"] == [{"Ref": "Architecture"}]
+    for name in ("KiokuLayer", "EmbeddingsLayer"):
+        metadata = sam["Resources"][name]["Metadata"]
+        assert metadata["BuildMethod"] == "makefile"
+        assert metadata["BuildArchitecture"] == {"Ref": "Architecture"}
 
 
+@pytest.mark.parametrize("layer", [("KiokuLayer", "kioku"), ("EmbeddingsLayer", "embeddings")])
 @pytest.mark.parametrize("architecture", ["arm64", "x86_64"])
-def test_sam_build_runs_the_layers_make_in_a_directory_named_after_the_architecture(sam, architecture):
+def test_sam_build_runs_the_layers_make_in_a_directory_named_after_the_architecture(sam, architecture, layer):
     # Given the template as sam build resolves it for --parameter-overrides Architecture=…
     from samcli.lib.providers.sam_base_provider import SamBaseProvider
 
     resolved = SamBaseProvider.get_template(copy.deepcopy(sam), {"Architecture": architecture})
-    metadata = resolved["Resources"]["KiokuLayer"]["Metadata"]
+    name, directory = layer
+    metadata = resolved["Resources"][name]["Metadata"]
 
-    # Then make runs in layers/kioku/architecture/<Architecture>, which the layer's Makefile reads
+    # Then make runs in layers/<layer>/architecture/<Architecture>, which the layer's Makefile reads
     assert metadata["BuildArchitecture"] == architecture
     working_directory = REPO_ROOT / metadata["WorkingDirectory"]
-    assert working_directory == REPO_ROOT / "layers" / "kioku" / "architecture" / architecture
+    assert working_directory == REPO_ROOT / "layers" / directory / "architecture" / architecture
     assert working_directory.is_dir()
 
 

@@ -54,6 +54,8 @@ class Settings(BaseModel):
     MAX_PERSONAS_PER_SERVER: int = Field(default=5, ge=1, le=25)
     EMBEDDINGS_MODEL: str | None = None
     EMBEDDINGS_BASE_URL: str | None = None
+    EMBEDDINGS_BACKFILL_PER_RUN: int = Field(default=200, ge=0, le=5000)
+    """Memories saved without a vector that one janitor run embeds, at most."""
 
     DIALOGUE_HISTORY_LIMIT: int = Field(default=10, ge=1, le=100)
 
@@ -87,6 +89,14 @@ class Settings(BaseModel):
                 "not have: unset LLM_PROVIDER (openai, any OpenAI-compatible server)"
             )
         return self
+
+    @property
+    def embeddings_choice(self) -> Literal["embedded", "none", "endpoint"]:
+        """``EMBEDDINGS_MODEL`` unset: the embedded model; ``none``: no embeddings (ranking by words);
+        any other value: that model of an outside endpoint."""
+        if not self.EMBEDDINGS_MODEL:
+            return "embedded"
+        return "none" if self.EMBEDDINGS_MODEL.lower() == "none" else "endpoint"
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> Settings:

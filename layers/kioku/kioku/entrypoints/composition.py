@@ -19,6 +19,7 @@ from kioku.config import Settings, get_settings
 if TYPE_CHECKING:
     from kioku.adapters.discord_rest import DiscordRest
     from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.ltm_backfill import LtmVectorBackfill
     from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
     from kioku.adapters.dynamodb.server_removal import ServerRemovals
     from kioku.adapters.dynamodb.stm_janitor import StmJanitor
@@ -83,6 +84,11 @@ class Container:
 
         return ServerRemovals(self.table)
 
+    def ltm_backfill(self) -> LtmVectorBackfill:
+        from kioku.adapters.dynamodb.ltm_backfill import LtmVectorBackfill
+
+        return LtmVectorBackfill(self.table)
+
     @cached_property
     def ltm_store(self) -> DynamoMemoryStore:
         from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
@@ -129,9 +135,16 @@ class Container:
 
     @cached_property
     def embedder(self) -> Embedder | None:
-        """``EMBEDDINGS_MODEL``'s client, imported only when it is set."""
-        if not self.settings.EMBEDDINGS_MODEL:
+        """What ``EMBEDDINGS_MODEL`` chooses: unset, the embedded model (imported and loaded on the
+        first text embedded); ``none``, no embeddings (ranking by words); any other value, that model
+        of an OpenAI-compatible endpoint."""
+        choice = self.settings.embeddings_choice
+        if choice == "none":
             return None
+        if choice == "embedded":
+            from kioku.adapters.lazy_embedder import LazyEmbedder
+
+            return LazyEmbedder()
         from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 
         return OpenAIEmbeddings.from_settings(self.settings, api_key=self.secrets.llm_api_key)

@@ -1,6 +1,8 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
-``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), and delete the
-data of servers that removed kioku more than ``SERVER_DATA_GRACE_DAYS`` ago."""
+``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), delete the
+data of servers that removed kioku more than ``SERVER_DATA_GRACE_DAYS`` ago, and give memories
+saved without a vector theirs (at most ``EMBEDDINGS_BACKFILL_PER_RUN``; none with
+``EMBEDDINGS_MODEL=none``)."""
 
 from __future__ import annotations
 
@@ -8,18 +10,17 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from kioku import clock
-from kioku.entrypoints.composition import container
+from kioku.entrypoints.composition import Container, container
 from kioku.observability import Metric, count, invocation, logger
 
 
 def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
     with invocation(context):
-        moment = now or clock.now()
-        return {**_purge(moment), **_erase_removed_servers(moment)}
+        moment, parts = now or clock.now(), container()
+        return {**_purge(parts, moment), **_erase_removed_servers(parts, moment), **_backfill(parts)}
 
 
-def _purge(moment: datetime) -> dict[str, int]:
-    parts = container()
+def _purge(parts: Container, moment: datetime) -> dict[str, int]:
     idle_before = moment - timedelta(days=parts.settings.STM_JANITOR_RETENTION_DAYS)
     report = parts.stm_janitor.purge_idle(idle_before)
     count(Metric.STM_ROWS_PURGED, report.deleted)
@@ -32,10 +33,9 @@ def _purge(moment: datetime) -> dict[str, int]:
     return {"found": report.found, "deleted": report.deleted, "kept": report.kept}
 
 
-def _erase_removed_servers(moment: datetime) -> dict[str, int]:
+def _erase_removed_servers(parts: Container, moment: datetime) -> dict[str, int]:
     from kioku.services.server_removal import erase_removed_servers
 
-    parts = container()
     grace = timedelta(days=parts.settings.SERVER_DATA_GRACE_DAYS)
     report = erase_removed_servers(parts.server_removals, parts.ltm_store, moment, grace)
     count(Metric.SERVER_ITEMS_ERASED, report.deleted)
@@ -51,3 +51,19 @@ def _erase_removed_servers(moment: datetime) -> dict[str, int]:
         "server_items_deleted": report.deleted,
         "server_items_kept": report.kept,
     }
+
+
+def _backfill(parts: Container) -> dict[str, int]:
+    embedder = parts.embedder
+    if embedder is None:
+        return {"vectors_written": 0, "vectors_skipped": 0}
+    from kioku.services.vector_backfill import backfill_vectors
+
+    report = backfill_vectors(parts.ltm_backfill, embedder, parts.settings.EMBEDDINGS_BACKFILL_PER_RUN)
+    logger.info(
+        "memory vectors: %d memories without one found, %d given theirs, %d edited meanwhile and left",
+        report.found,
+        report.embedded,
+        report.skipped,
+    )
+    return {"vectors_written": report.embedded, "vectors_skipped": report.skipped}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from kioku.domain.ltm.ports import Embedder, EmbeddingsUnavailable
+from kioku.domain.ltm.ports import Embedder, EmbedderAbsent, EmbeddingsUnavailable
 
 logger = logging.getLogger(__name__)
 
@@ -26,6 +26,9 @@ class TurnEmbeddings:
         if known is None:
             try:
                 (known,) = self._embedder.embed([text])
+            except EmbedderAbsent:  # logged once, where it was found
+                self.failed = True
+                return None
             except (EmbeddingsUnavailable, ValueError) as exc:
                 logger.warning("embeddings failed; this turn ranks memories by their words: %s", exc)
                 self.failed = True

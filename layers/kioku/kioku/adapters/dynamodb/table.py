@@ -166,6 +166,29 @@ class KiokuTable:
         items = [from_wire(item) for item in response.get("Items", [])]
         return items, from_wire(response.get("LastEvaluatedKey"))
 
+    def scan(
+        self,
+        filter_expression: str,
+        *,
+        names: Mapping[str, str],
+        values: Mapping[str, Any],
+        limit: int,
+        start_key: Cursor | None = None,
+    ) -> tuple[list[Item], Cursor | None]:
+        """One page of a whole-table scan (``limit`` items read, those ``filter_expression`` keeps),
+        and the key to continue from: only for the janitor's backfill, which no key finds."""
+        params: dict[str, Any] = {
+            "TableName": self.name,
+            "FilterExpression": filter_expression,
+            "ExpressionAttributeNames": dict(names),
+            "ExpressionAttributeValues": to_wire(values),
+            "Limit": limit,
+        }
+        if start_key:
+            params["ExclusiveStartKey"] = to_wire(start_key)
+        response = self._call("scan", **params)
+        return [from_wire(i) for i in response.get("Items", [])], from_wire(response.get("LastEvaluatedKey"))
+
     def query_range(
         self,
         key_range: KeyRange,

@@ -54,8 +54,8 @@ class OpenAIEmbeddings:
     @classmethod
     def from_settings(cls, settings: Settings, api_key: str | None = None) -> OpenAIEmbeddings | None:
         """The embeddings ``EMBEDDINGS_MODEL`` names (on ``EMBEDDINGS_BASE_URL``, else ``LLM_BASE_URL``,
-        with the chat model's key), or None when it is unset."""
-        if not settings.EMBEDDINGS_MODEL:
+        with the chat model's key), or None when it names none (unset, or ``none``)."""
+        if settings.embeddings_choice != "endpoint" or not settings.EMBEDDINGS_MODEL:
             return None
         if api_key is None and settings.LLM_API_KEY is not None:
             api_key = settings.LLM_API_KEY.get_secret_value()

@@ -40,6 +40,11 @@ class EmbeddingsUnavailable(Exception):
     """The embeddings endpoint could not answer (down, slow, refusing, or answering nonsense)."""
 
 
+class EmbedderAbsent(EmbeddingsUnavailable):
+    """There is no embedder to ask (the embedded model's layer or files are missing): said once, when
+    found, and quietly after."""
+
+
 class Embedder(Protocol):
     """Texts to quantised embeddings (``kioku.domain.ltm.vectors``), one per text, in order.
 
