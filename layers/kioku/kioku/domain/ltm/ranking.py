@@ -405,7 +405,7 @@ def _with_feedback(
     used = 0
     for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
         part = parts[bisect_right(starts, number) - 1]
-        own = set(part.index.documents[number - part.start])
+        own = dict.fromkeys(part.index.documents[number - part.start])  # in order: ties rank alike everywhere
         if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
             continue  # matched by whom it is about alone (its label, a name): nothing of the topic
         used += 1
@@ -469,7 +469,7 @@ def _corrections_lifted(
         own, postings, ages = number - part.start, part.index.postings, part.ages
         rare = max(2, int(len(part) * CORRECTION_RARE_SHARE))
         newest = None
-        for term in set(part.index.documents[own]):
+        for term in dict.fromkeys(part.index.documents[own]):
             holders = postings.get(term, ())
             if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
                 continue  # a number or a date is shared by unrelated memories
