@@ -3,8 +3,8 @@ and the rules): what kioku keeps in use, facts a model wrote about people.
 
 Each fact is saved as a personal memory of the person it is ``about`` (its text as written, dated
 with its session, numbered in the file's order, refused when a memory of that person already says
-the same as the save decides it: Jaccard of their words, or the cosine of their embeddings, at
-``NEAR_DUPLICATE_SIMILARITY``). Each question is asked by a member outside the conversation, the day
+the same as the save decides it: by the Jaccard similarity of their words, never their embeddings,
+at ``NEAR_DUPLICATE_SIMILARITY``), with its embedding when ranking is by meaning. Each question is asked by a member outside the conversation, the day
 after the last session, right after both people spoke in the channel (they are the turn's
 participants), and counts at a budget when each of its evidence utterances is cited by a fact the
 recall shows, before any search. Only questions whose evidence the facts cite are asked; the others
@@ -74,26 +74,21 @@ def saved_facts(
 ) -> dict[str, list[Memory]]:
     """Each person's memories as the saves leave them."""
     books: dict[str, list[Memory]] = {}
-    known: dict[str, list[tuple[frozenset[str], bytes | None]]] = {}
+    known: dict[str, list[frozenset[str]]] = {}
     embedded = embed([vectors.embedded_text(f.text) for f in facts]) if embed and facts else []
     for n, fact in enumerate(facts):
         person = who[fact.about]
         mine, vector = fact_words(fact.text), (embedded[n] if embedded else None)
         others = known.setdefault(person.user_id, [])
-        if any(_alike(mine, vector, *other) >= NEAR_DUPLICATE_SIMILARITY for other in others):
+        if any(similarity(mine, other) >= NEAR_DUPLICATE_SIMILARITY for other in others):
             continue  # "already remembered": nothing saved
         scope = MemoryScope.personal(person.user_id, LINEAGE)
         memory = Memory(
             scope, str(10_000 + n), fact.text, person.user_id, fact.date, fact.date, embedding=vector
         )
         books.setdefault(person.user_id, []).append(memory)
-        others.append((mine, vector))
+        others.append(mine)
     return books
-
-
-def _alike(words: frozenset[str], vector: bytes | None, other: frozenset[str], theirs: bytes | None) -> float:
-    lexical = similarity(words, other)
-    return max(lexical, vectors.cosine(vector, theirs)) if vector and theirs else lexical
 
 
 def replay_facts(data: dict, embed: Embed | None = None, budgets: Sequence[int] = BUDGETS) -> Replayed:
