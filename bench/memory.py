@@ -52,7 +52,7 @@ from moto.dynamodb.models.dynamo_type import Item as MotoItem
 from moto.dynamodb.models.table import Table as MotoTable
 from moto.dynamodb.responses import DynamoHandler
 
-from bench import memory_replay
+from bench import memory_facts, memory_replay
 from bench.memory_conversation import (
     Conversation,
     Question,
@@ -783,6 +783,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             conversation = read_conversation(json.loads(args.conversation.read_text()))
             run([(f"file={args.conversation.name}", conversation)], embedder, label)
         else:
+            for line in memory_facts.facts_lines():
+                print(line, flush=True)
             sizes = [int(size) for size in args.sizes.split(",") if size]
             run([(f"memories={size}", generate(size)) for size in sizes], embedder, label)
             for line in ranking_in_a_fresh_process():

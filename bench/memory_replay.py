@@ -10,6 +10,7 @@ full turns (``python -m bench.memory --conversation FILE``) read the same memori
 give the same figure at 8,000 characters; this takes a second instead of minutes.
 
     python -m bench.memory_replay [FILE ...]     (default: the conversations of ../shared/memory-dev/)
+    python -m bench.memory_replay --facts FILE... [--ranking words|embedded]     (bench/memory_facts.py)
 """
 
 from __future__ import annotations
@@ -174,7 +175,13 @@ def recall_lines(files: Sequence[Path] = ()) -> list[str]:
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    files = [Path(a) for a in (argv or ())]
+    arguments = list(argv or ())
+    if "--facts" in arguments:
+        from bench.memory_facts import facts_main
+
+        facts_main(arguments)
+        return
+    files = [Path(a) for a in arguments]
     for line in recall_lines(files):
         print(line, flush=True)
     timed = ranking_of_real_lengths(files or dev_conversations())

@@ -40,6 +40,7 @@ from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.adapters.dynamodb.webhook_store import WebhookStore
+from kioku.adapters.embedded_model import EmbeddedModel
 from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
@@ -47,6 +48,7 @@ from kioku.config import Settings
 from kioku.discord.models import parse_message
 from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.memory import ScopeKind
+from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig, UserProfile
@@ -276,6 +278,25 @@ def test_why_this_answer_shows_a_viewer_only_what_a_turn_of_theirs_there_could_b
     # Then each was shown only memories a turn of theirs at that place could be shown now: never
     # another person's personal memory, a private channel's elsewhere, or one forgotten since
     assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@settings(PROPERTY_SETTINGS, max_examples=6)
+@given(scenario=scenarios(turns=(10, 18)))
+def test_with_the_embedded_model_the_hybrid_ranking_only_chooses_among_what_may_be_seen(
+    dynamodb, embedded_model, scenario: Scenario
+):
+    # Given the same small budget, and every memory saved with the embedded model's vector (the
+    # turn worker's default: real meaning, so the hybrid really reorders)
+    # When its people talk to the bot
+    problems = play(scenario, dynamodb, settings=BUDGETED, embedder=embedded_model)
+
+    # Then meaning changes what is chosen, never what may be chosen from
+    assert not problems, "\n".join([*problems, "", story(scenario)])
+
+
+@pytest.fixture(scope="module")
+def embedded_model() -> EmbeddedModel:
+    return EmbeddedModel.load()
 
 
 @pytest.fixture(scope="module")
@@ -542,7 +563,7 @@ def play(
     client,
     oracle: Oracle | None = None,
     settings: Settings = SETTINGS,
-    embedder: OpenAIEmbeddings | None = None,
+    embedder: Embedder | None = None,
     why_viewers: bool = False,
 ) -> list[str]:
     """Run every turn of ``scenario`` on a fresh table (moto already running); the problems found, one

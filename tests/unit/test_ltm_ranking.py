@@ -358,11 +358,11 @@ def test_every_term_is_counted_in_the_documents_that_hold_it_and_nowhere_else(te
 @settings(max_examples=500, deadline=None)
 @given(st.text(alphabet="aZ9- -.,_'é", max_size=24))
 def test_an_ascii_text_is_cut_into_the_words_the_pattern_finds(text):
-    from kioku.domain.ltm import ranking
+    from kioku.domain.ltm import stemming
 
     # the fast path for ASCII text and the pattern every other text is read with agree (a text
     # holding the batch separator, NUL, is cut alone: test_texts_indexed_together_…)
-    assert words(text) == ranking._WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+    assert words(text) == stemming._WORD.findall(unicodedata.normalize("NFKC", text).casefold())
 
 
 def test_a_word_of_separators_is_counted_where_it_is_and_nowhere_else():
@@ -403,20 +403,20 @@ def test_only_the_documents_ranked_have_a_say_in_the_meaning():
 
 
 def test_a_few_texts_that_are_not_ascii_leave_the_rest_on_the_fast_path(monkeypatch):
-    from kioku.domain.ltm import ranking
+    from kioku.domain.ltm import stemming
 
     # Given a section of ASCII memories with two that are not (a curly quote, an emoji)
     texts = [f"Caroline said on 8 May 2023: the support group was great ({n})" for n in range(300)]
     texts[7], texts[200] = "Melanie said: it’s lovely", "Caroline said: 🌟 so proud"
     read_by_the_pattern: list[str] = []
-    pattern = ranking._WORD
+    pattern = stemming._WORD
 
     class Watched:
         def findall(self, text):
             read_by_the_pattern.append(text)
             return pattern.findall(text)
 
-    monkeypatch.setattr(ranking, "_WORD", Watched())
+    monkeypatch.setattr(stemming, "_WORD", Watched())
     recall_module.clear_caches()
 
     # When a fresh worker indexes it

@@ -10,9 +10,10 @@ from kioku.discord.models import parse_history
 from kioku.domain.dialogue import read_dialogue
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
-from kioku.domain.ltm.ranking import RecallQuery, stem, terms
+from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import recall_query
 from kioku.domain.ltm.statuses import SaveStatus, SearchStatus
+from kioku.domain.ltm.stemming import stem, terms
 from kioku.domain.ltm.tools import (
     CREATE_TOOL,
     SEARCH_TOOL,

@@ -4,6 +4,7 @@ moto does, and a conversation is played through the real save path and real turn
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -203,4 +204,75 @@ def test_the_replay_counts_each_question_at_each_budget_and_skips_missing_dev_co
     monkeypatch.setattr(memory_replay, "DEV_DIRECTORY", tmp_path / "absent")
     assert memory_replay.recall_lines() == [
         f"memory.dev_evidence_recall skipped: no conversations in {(tmp_path / 'absent').resolve()}"
+    ]
+
+
+def _facts_file() -> dict:
+    """Two people's facts over two sessions (one a rewording the save refuses) and four questions:
+    one whose evidence needs two facts, one no fact cites."""
+    day1, day2 = "2023-05-08T13:56:00+00:00", "2023-06-09T10:00:00+00:00"
+    facts = [
+        ("F1", "Mel", day1, "Mel took up pottery classes at the community studio.", ["D1:1"]),
+        ("F2", "Mel", day1, "Mel took up pottery classes at the community studio!", ["D1:2"]),
+        ("F3", "Cam", day1, "Cam works as a counselor for teenagers in Lisbon.", ["D1:3"]),
+        ("F4", "Mel", day2, "Mel went camping with her kids by the lake.", ["D2:1"]),
+        ("F5", "Cam", day2, "Cam adopted a grey cat named Oscar from the shelter.", ["D2:2"]),
+    ]
+    filler = [
+        (f"G{n}", "Cam", day2, f"Cam read chapter {n} of a long novel about sailors {n}.", [f"D3:{n}"])
+        for n in range(40)
+    ]
+    return {
+        "speakers": ["Mel", "Cam"],
+        "facts": [
+            {"id": i, "about": a, "date": d, "text": t, "cites": c} for i, a, d, t, c in facts + filler
+        ],
+        "questions": [
+            {"id": "q1", "text": "What is Cam's cat called?", "evidence": ["D2:2"], "kind": "single-hop"},
+            {"id": "q2", "text": "Where does Cam work?", "evidence": ["D1:3"], "kind": "single-hop"},
+            {
+                "id": "q3",
+                "text": "What did Mel do: pottery and camping?",
+                "evidence": ["D1:1", "D2:1"],
+                "kind": "multi-hop",
+            },
+            {"id": "q4", "text": "What did Cam eat?", "evidence": ["D9:9"], "kind": "single-hop"},
+            {"id": "q5", "text": "Which classes?", "evidence": ["D1:2"], "kind": "open-domain"},
+        ],
+    }
+
+
+def test_the_facts_replay_saves_each_fact_about_its_person_and_asks_what_the_facts_cite(
+    tmp_path, monkeypatch, capsys
+):
+    from bench import memory_facts, memory_replay
+
+    # Given a facts file
+    data = _facts_file()
+    path = tmp_path / "facts-1.json"
+    path.write_text(json.dumps(data))
+
+    # When it is replayed by words
+    replayed = memory_facts.replay_facts(data, None, (400, 8_000))
+
+    # Then the rewording is refused, so the question citing only it finds nothing; the one no fact
+    # cites is not asked; at 8,000 characters everything else is shown, at 400 what fits
+    assert replayed.unsaved == 1
+    assert replayed.asked == {"single-hop": 2, "multi-hop": 1, "open-domain": 1}
+    assert replayed.share(8_000, "open-domain") == 0.0
+    assert replayed.share(8_000) == 0.75 and replayed.share(8_000, "multi-hop") == 1.0
+    assert max(replayed.chars[400]) <= 400 < min(replayed.chars[8_000])
+    # and the command prints one line a budget, as the shared contract writes it
+    memory_replay.main(["--facts", str(path), "--ranking", "words"])
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" budget=")[1].split()[0] for line in lines] == ["2000", "4000", "8000"]
+    assert re.fullmatch(
+        r"memory\.facts_recall=0\.75 file=facts-1\.json budget=8000 questions=4 uncovered=1 "
+        r"multi-hop=1\.00/1 open-domain=0\.00/1 single-hop=1\.00/2 chars_per_turn=\d+",
+        lines[2],
+    )
+    # and where the dev facts are not, make bench says so and goes on
+    monkeypatch.setattr(memory_facts, "DEV_DIRECTORY", tmp_path / "absent")
+    assert memory_facts.facts_lines(ranking="words") == [
+        f"memory.facts_recall skipped: no facts files in {(tmp_path / 'absent').resolve()}"
     ]

@@ -33,7 +33,7 @@ from kioku.discord.protocol import (
 )
 from kioku.discord.snowflake import SNOWFLAKE_DIGITS
 from kioku.domain.forgetting import first_snowflake_at
-from kioku.domain.ltm.ranking import stem, terms
+from kioku.domain.ltm.stemming import stem, terms
 from kioku.domain.text import USER_MENTION
 from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, LoopbackHTTPServer
 from kioku.playground.standin_webhooks import DISCORD_MESSAGE_LIMIT, WebhookRoutes

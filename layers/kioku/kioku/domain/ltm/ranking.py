@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import heapq
 import math
-import re
-import unicodedata
 from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -23,6 +21,8 @@ from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import add, le, mul, sub
 from typing import Final
+
+from kioku.domain.ltm.stemming import _APART, _CALENDAR, _terms, terms, words
 
 TRIGGER_WEIGHT: Final = 1.0
 DIALOGUE_WEIGHT: Final = 0.3
@@ -57,151 +57,8 @@ BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 SPEAKER, PARTICIPANT, SERVER = 0, 1, 2
 
-_APART: Final = "\x00"
-"""Between the texts of a batch tokenised at once (``_learn``): a word of its own, its own term."""
-_WORD = re.compile(r"[^\W_]+(?:-[^\W_]+)*|\x00", re.UNICODE)
-_ASCII_SEPARATORS: Final = str.maketrans(
-    {chr(c): " " for c in range(128) if not chr(c).isalnum() and chr(c) not in ("-", _APART)}
-)
-"""An ASCII text's words are its runs of letters, digits and hyphens: everything else is a space."""
-_ISO_DATE = re.compile(r"(\d{4})-(\d{1,2})-(\d{1,2})", re.UNICODE)
-_ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
-_MONTHS: Final = (
-    "january",
-    "february",
-    "march",
-    "april",
-    "may",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
-)
-_WEEKDAYS: Final = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_CALENDAR: Final = {
-    **{name[:3]: name for name in _MONTHS + _WEEKDAYS},
-    **{name: name for name in _MONTHS + _WEEKDAYS},
-    "sept": "september",
-    "tues": "tuesday",
-    "thur": "thursday",
-    "thurs": "thursday",
-}
-_IRREGULAR_TEXT: Final = """go went gone going goes; buy bought; bring brought; think thought; teach taught;
-    catch caught; mak made; tak took taken; see saw seen; get got gotten; giv gave given; find found;
-    feel felt; keep kept; meet met; run ran; writ wrote written; begin began begun; com came;
-    becom became; know knew known; grow grew grown; draw drew drawn; driv drove driven; eat ate eaten;
-    fall fell fallen; fly flew flown; forget forgot forgotten; hold held; hear heard; los lost;
-    pay paid; send sent; sell sold; spend spent; stand stood; swim swam swum; sing sang sung;
-    win won; wear wore worn; build built; choos chose chosen; speak spoke spoken; sit sat;
-    sleep slept; understand understood; throw threw thrown; wak woke woken; fight fought;
-    seek sought; hang hung; ride rode ridden; break broke broken; mean meant; lead led; tell told;
-    leav left; child children; person people; man men; woman women; mouse mice; tooth teeth"""
-_IRREGULAR: Final = {
-    form: forms.split()[0] for forms in _IRREGULAR_TEXT.split(";") for form in forms.split()[1:]
-}
-"""Irregular forms as the stem of the word's base form (``stem``: ``made`` as ``making`` reads)."""
-_STOPWORD_TEXT: Final = """a an and are as at be been but by can could did do does doing for from had has have having he her
-    here hers him his how i if in into is it its me my myself no nor not of off on once or our ours
-    out over own she so some such than that the their theirs them then there these they this those to
-    too up us very was we were what when where which while who whom why will with would you your yours
-    yourself just also about again any all am s t d ll m re ve o y"""
-_STOPWORDS: Final = frozenset(_STOPWORD_TEXT.split())
-_MONTH_NUMBERS: Final = {
-    **{str(number): name for number, name in enumerate(_MONTHS, 1)},
-    **{f"{number:02d}": name for number, name in enumerate(_MONTHS, 1)},
-}
-_VOWELS: Final = frozenset("aeiouy")
-_TERM_CACHE_LIMIT: Final = 50_000
 _TEXT_CACHE_LIMIT: Final = 20_000
 _COUNTED_TERMS_LIMIT: Final = 2_000
-
-
-def stem(word: str) -> str:
-    """A light English stemmer (plurals, -ing, -ed, -ly, a final e): ``moved``, ``moves``, ``moving``
-    and ``move`` are all ``mov``, ``studies`` and ``studied`` are ``study``, ``running`` is ``run``.
-    Not Porter's, but it joins the forms a question and a memory usually differ by, and leaves
-    names and numbers alone."""
-    if len(word) <= 3 or not word.isalpha():
-        return word
-    last = word[-1]
-    if last == "s":
-        if word[-3:-1] == "ie" and len(word) > 4:
-            return word[:-3] + "y"
-        if word.endswith("sses"):
-            word = word[:-2]
-        elif word[-2] not in "sui":
-            word = word[:-1]
-    elif last == "d" and word[-3:-1] == "ie" and len(word) > 4:
-        return word[:-3] + "y"
-    if word.endswith("ing"):
-        root = word[:-3]
-    elif word.endswith("ed"):
-        root = word[:-2]
-    else:
-        root = ""
-        if word.endswith("ly") and len(word) > 5:
-            word = word[:-2]
-    if len(root) >= 3 and not _VOWELS.isdisjoint(root):
-        if len(root) > 3 and root[-1] == root[-2] and root[-1] not in "lsz":
-            root = root[:-1]  # running → run
-        word = root
-    if word[-1] == "e" and len(word) > 3:
-        word = word[:-1]
-    return word
-
-
-def _term(word: str) -> str:
-    """A folded word as ranking compares it ("" for a stop word; a hyphenated one, its parts' terms
-    with spaces between, an ISO date ``2025-03-14`` as ``2025 march 14``)."""
-    if "-" in word:
-        date = _ISO_DATE.fullmatch(word)
-        if date:
-            year, month, day = date.groups()
-            return f"{year} {_MONTH_NUMBERS.get(month, month)} {int(day)}"
-        return " ".join(filter(None, map(_terms.__getitem__, word.split("-"))))
-    if word in _STOPWORDS:
-        return ""
-    if word.isdigit():
-        return str(int(word)) if len(word) <= 2 else word
-    ordinal = _ORDINAL.match(word) if word[:1].isdigit() else None
-    if ordinal:
-        return str(int(ordinal.group(1)))
-    if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
-        word = word[:-4]
-    return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
-
-
-class _Terms(dict[str, str]):
-    """Each word's term, worked out once per worker: a vocabulary is small, its texts many."""
-
-    def __missing__(self, word: str) -> str:
-        if len(self) >= _TERM_CACHE_LIMIT:
-            self.clear()
-        term = self[word] = _term(word)
-        return term
-
-
-_terms = _Terms()
-
-
-def words(text: str) -> list[str]:
-    """``text`` folded (NFKC, case) and cut into runs of letters, digits and inner hyphens."""
-    if text.isascii():  # most memories: no normalisation to do, and a few C passes split them
-        spaced = f" {text.lower().translate(_ASCII_SEPARATORS)} "
-        if "-" in spaced:  # a hyphen is part of a word only between two of its letters or digits
-            for apart in ("--", "- ", " -"):
-                if apart in spaced:
-                    spaced = spaced.replace(apart, " ")
-        return spaced.split()
-    return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
-
-
-def terms(text: str) -> list[str]:
-    """The words of ``text`` as ranking compares them: folded, dates spelled out, stop words gone, stemmed."""
-    return " ".join(map(_terms.__getitem__, words(text))).split()
 
 
 @dataclass(frozen=True, slots=True)
@@ -405,7 +262,7 @@ def _with_feedback(
     used = 0
     for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
         part = parts[bisect_right(starts, number) - 1]
-        own = set(part.index.documents[number - part.start])
+        own = dict.fromkeys(part.index.documents[number - part.start])  # in order: ties rank alike everywhere
         if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
             continue  # matched by whom it is about alone (its label, a name): nothing of the topic
         used += 1
@@ -469,7 +326,7 @@ def _corrections_lifted(
         own, postings, ages = number - part.start, part.index.postings, part.ages
         rare = max(2, int(len(part) * CORRECTION_RARE_SHARE))
         newest = None
-        for term in set(part.index.documents[own]):
+        for term in dict.fromkeys(part.index.documents[own]):
             holders = postings.get(term, ())
             if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
                 continue  # a number or a date is shared by unrelated memories
