@@ -648,3 +648,26 @@ def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing
     assert kept is not None and {m.about for m in kept.memories} == {ALICE}
     assert len(table.query_range_all(shown_note_range(ALICE))) == 1
     assert table.query_range_all(shown_note_range(BOB)) == []
+
+
+def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(interact, ltm):
+    def expiring(text: str, expires_at: datetime) -> str:
+        draft = MemoryDraft(
+            MemoryScope.personal(ALICE, 1),
+            text,
+            ALICE,
+            NOW,
+            origin=IN_GENERAL,
+            subject_id=ALICE,
+            expires_at=expires_at,
+        )
+        return ltm.create(draft, limit=100).memory_id
+
+    lasting = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    plan = expiring("{user} is moving house", datetime(2036, 5, 17, 9, 0, tzinfo=UTC))
+    expired = expiring("{user} is in Tokyo this week", NOW - timedelta(days=1))
+
+    listed = fields_by_id(interact(personal("memories", "list")))
+
+    assert set(listed) == {lasting, plan} and expired not in listed
+    assert "until 2036-05-17" in listed[plan] and "until" not in listed[lasting]

@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from kioku import clock
 from kioku.config import Settings
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
@@ -165,6 +166,8 @@ class FakeMemoryStore:
         policy = policy or PrivacyPolicy(draft.origin.guild_id)
         for memory in self.in_scope(scope.kind, scope.owner_id, {scope.lineage}):
             same = memory.fingerprint == content_fingerprint(draft.content)
+            if memory.expired(draft.created_at):
+                continue
             if same and refuses_as_duplicate(scope, memory.said(), draft.said(), policy):
                 return SaveOutcome(memory.memory_id, created=False)
         if scope.kind is ScopeKind.PERSONAL:
@@ -173,6 +176,11 @@ class FakeMemoryStore:
             used = self.personal_target(scope.owner_id).ledger.used_by(scope.lineage)
         else:
             used = len(self.in_scope(scope.kind, scope.owner_id, {scope.lineage}))
+        if used >= limit:  # as the store: a full scope's expired memories go before the save is refused
+            for memory in self.in_scope(scope.kind, scope.owner_id, set(range(0, 100))):
+                if memory.expired(draft.created_at):
+                    del self.memories[(memory.scope.kind, memory.scope.owner_id, memory.memory_id)]
+                    used -= memory.scope.lineage in (scope.lineage, GLOBAL_LINEAGE)
         if used >= limit:
             raise MemoryLimitReached(limit)
         self._next_id += 1
@@ -235,6 +243,7 @@ class FakeMemoryStore:
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         self._check()
 
@@ -243,7 +252,7 @@ class FakeMemoryStore:
             for user_id in user_ids
             if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
         ]
-        reach = RecallReach(place, policy, lineage, frozenset(people))
+        reach = RecallReach(place, policy, lineage, frozenset(people), now or clock.now())
 
         def shown(memories: list[Memory]) -> tuple[Memory, ...]:
             return tuple(memory for memory in memories if reach.shows(memory))

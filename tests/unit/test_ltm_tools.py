@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -600,3 +601,53 @@ def test_in_approval_mode_a_managers_server_memory_is_saved_at_once_and_members_
     )
     assert saved.status == personal.status == open_mode.status == SaveStatus.SAVED
     assert asked == [True]  # only the server memory on the reviewing server needed to know
+
+
+# -- expiry ----------------------------------------------------------------------------------------
+
+
+def test_a_memory_saved_with_an_expiry_expires_that_many_days_after_the_turn():
+    store = FakeMemoryStore()
+    result = create(
+        {
+            "memory_content": "{user} is in Tokyo this week",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+            "expires_in_days": 7,
+        },
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED
+    (memory,) = store.memories.values()
+    assert memory.expires_at == NOW + timedelta(days=7)
+
+
+@pytest.mark.parametrize("days", [0, 3651, "next week", 2.5, False])
+def test_a_bad_expiry_is_a_status_the_model_reads_and_saves_nothing(days):
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "a plan", "memory_scope": "server_wide", "expires_in_days": days}, store=store
+    )
+    assert result.status == SaveStatus.INVALID_ARGS
+    assert "expires_in_days" in result.data["message"]
+    assert store.memories == {}
+
+
+def test_the_create_tool_offers_an_expiry_for_plans_and_passing_states():
+    expiry = CREATE_TOOL["function"]["parameters"]["properties"]["expires_in_days"]
+    assert (expiry["type"], expiry["minimum"], expiry["maximum"]) == ("integer", 1, 3650)
+    assert "expires_in_days" not in CREATE_TOOL["function"]["parameters"]["required"]
+    assert "plan" in CREATE_TOOL["function"]["description"]
+
+
+def test_an_expired_memory_is_neither_recalled_nor_counted_toward_the_limit():
+    store = FakeMemoryStore()
+    store.add(replace(server_memory("10001", "a bake sale today"), expires_at=NOW - timedelta(days=1)))
+    store.add(server_memory("10002", "fact b"))
+    store.add(server_memory("10003", "fact c"))
+    turn = make_turn()
+    shown = store.recall(SERVER, 1, [], place=turn.place, policy=turn.config.privacy, now=NOW)
+    assert {m.memory_id for m in shown.server} == {"10002", "10003"}
+    result = create({"memory_content": "fact d", "memory_scope": "server_wide"}, turn=turn, store=store)
+    assert result.status == SaveStatus.SAVED
+    assert sorted(m.content for m in store.memories.values()) == ["fact b", "fact c", "fact d"]

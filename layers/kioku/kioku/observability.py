@@ -67,6 +67,7 @@ class Metric(StrEnum):
     STM_ROWS_RECONCILED = "StmRowsReconciled"
     COMMANDS = "Commands"
     STM_ROWS_PURGED = "StmRowsPurged"
+    LTM_MEMORIES_EXPIRED = "LtmMemoriesExpired"
 
 
 def count(metric: Metric, value: int | bool = 1) -> None:

@@ -1,5 +1,6 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
-``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet)."""
+``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), and delete the
+long-term memories that expired (a bounded number a run: ``ltm_expiry.EXPIRED_PER_RUN``)."""
 
 from __future__ import annotations
 
@@ -27,4 +28,18 @@ def _purge(moment: datetime) -> dict[str, int]:
         report.deleted,
         report.kept,
     )
-    return {"found": report.found, "deleted": report.deleted, "kept": report.kept}
+    expired = parts.ltm_store.purge_expired(moment)
+    count(Metric.LTM_MEMORIES_EXPIRED, expired.deleted)
+    logger.info(
+        "long-term memory janitor: %d expired memories found, %d deleted, %d changed meanwhile and kept",
+        expired.found,
+        expired.deleted,
+        expired.kept,
+    )
+    return {
+        "found": report.found,
+        "deleted": report.deleted,
+        "kept": report.kept,
+        "expired_found": expired.found,
+        "expired_deleted": expired.deleted,
+    }

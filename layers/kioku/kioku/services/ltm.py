@@ -31,6 +31,7 @@ from kioku.domain.ltm.memory import (
     ScopeKind,
     allows_personal_memories,
     content_fingerprint,
+    expiry_after,
 )
 from kioku.domain.ltm.notification import (
     memory_forgotten_embed,
@@ -253,6 +254,7 @@ def _create(
         said_at=turn.sent_at,
         embedding=embedding,
         turn_id=turn.turn_id,
+        expires_at=expiry_after(turn.now, request.expires_in_days),
     )
     try:
         outcome = store.create(
@@ -424,6 +426,7 @@ def _find(
             memory is not None
             and memory.scope.lineage in visible
             and memory.recallable_at(turn.place, turn.config.privacy)
+            and not memory.expired(turn.now)
             and turn.user.user_id in (memory.author_id, memory.about)
         ):
             return memory, subject

@@ -26,7 +26,8 @@ read, and the partitions of the indexes. The stores build every key here and now
     REPLY#{message}         TURN                               the turn a posted reply answered (turn_traces)
 
     Recency       gsi1pk = {STM pk}#L#{lineage}, + "#PRIVATE" for a private channel's row
-    JanitorAge    gsi2pk = STMAGE#{0..7}
+    JanitorAge    gsi2pk = STMAGE#{0..7} (rows, by last update), LTMEXPIRY#{0..7} (memories that
+                  expire, by expiry)
     ThreadParent  gsi3pk = {STM pk}#PARENT#{parent channel}
 
 Four stores share a person's ``USER#`` partition: each of their sort keys begins with a word of its
@@ -84,6 +85,7 @@ THREAD_PARENT_PK: Final = "gsi3pk"
 
 AGE_SHARDS: Final = 8
 _AGE_SHARD_PREFIX: Final = "STMAGE#"
+_EXPIRY_SHARD_PREFIX: Final = "LTMEXPIRY#"
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
 _PAIR_SEPARATOR: Final = "|"
 
@@ -305,6 +307,16 @@ def age_shard_partition(shard: int) -> str:
     return f"{_AGE_SHARD_PREFIX}{shard}"
 
 
+def expiry_shard(memory: ItemKey) -> str:
+    """The ``JanitorAge`` partition of a memory that expires (sorted there by its expiry): memories
+    spread over ``AGE_SHARDS`` partitions of their own, apart from the rows'."""
+    return expiry_shard_partition(zlib.crc32(memory.joined().encode()) % AGE_SHARDS)
+
+
+def expiry_shard_partition(shard: int) -> str:
+    return f"{_EXPIRY_SHARD_PREFIX}{shard}"
+
+
 # -- long-term memory ---------------------------------------------------------------------------------------
 
 
@@ -315,6 +327,11 @@ def memory_key(kind: ScopeKind, owner_id: str, memory_id: str) -> ItemKey:
 def memory_range(kind: ScopeKind, owner_id: str) -> KeyRange:
     """Every memory of an owner, every lineage."""
     return KeyRange(owner_pk(kind, owner_id), MEMORY_PREFIX)
+
+
+def memory_trail_range(kind: ScopeKind, owner_id: str, memory_id: str) -> KeyRange:
+    """Whatever a memory keeps beside its item under ``M#{id}#`` (its earlier texts): removed with it."""
+    return KeyRange(owner_pk(kind, owner_id), f"{MEMORY_PREFIX}{memory_id}#")
 
 
 def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> ItemKey:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
+from kioku import clock
 from kioku.adapters.dynamodb.config_store import user_profile_from_item
 from kioku.adapters.dynamodb.keys import ItemKey, book_key, index_by_key, user_profile_key
 from kioku.adapters.dynamodb.ltm_items import memories_from_book
@@ -31,11 +33,12 @@ class LtmReads(LtmTransactions):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """One BatchGetItem of ``recall_keys``, read by ``recall_from_items``."""
         keys = self.recall_keys(guild_id, lineage, user_ids)
         items = index_by_key(self._guarded(self._table.batch_get, keys))
-        return self.recall_from_items(items, guild_id, lineage, user_ids, place=place, policy=policy)
+        return self.recall_from_items(items, guild_id, lineage, user_ids, place=place, policy=policy, now=now)
 
     def recall_keys(self, guild_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[ItemKey]:
         """The items recall reads, all with fixed keys: every shard of the server's book of
@@ -57,11 +60,12 @@ class LtmReads(LtmTransactions):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """The memories in the items of ``recall_keys`` (by key, missing ones left out) that a
-        turn at ``place`` may be shown (``RecallReach``), without the people whose privacy level
-        forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``: books
-        keep only what recall shows."""
+        turn at ``place`` may be shown (``RecallReach``) at ``now`` (by default the clock's: never
+        an expired one), without the people whose privacy level forbids personal memories. A
+        recalled memory's ``created_at`` is its ``updated_at``: books keep only what recall shows."""
         people = tuple(
             user_id
             for user_id in user_ids
@@ -69,7 +73,7 @@ class LtmReads(LtmTransactions):
                 user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id).privacy_level
             )
         )
-        reach = RecallReach(place, policy, lineage, frozenset(people))
+        reach = RecallReach(place, policy, lineage, frozenset(people), now or clock.now())
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
             shards = range(self.layout.shards(scope.kind))

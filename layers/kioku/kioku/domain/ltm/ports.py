@@ -118,7 +118,9 @@ class MemoryStore(Protocol):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """The server's memories of ``lineage``, and the personal ones (``lineage`` and global) of the
-        users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see them."""
+        users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see
+        them, without those expired by ``now`` (by default the clock's)."""
         ...
