@@ -15,7 +15,7 @@ from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL, UPDATE_TOOL, long_term_memory_tools
 from kioku.domain.models import Capabilities, MemoryModeration, PrivacyLevel
 from kioku.domain.privacy import Origin
-from kioku.services.ltm import create_long_term_memory, update_long_term_memory
+from kioku.services.ltm import create_long_term_memory, recall_context, update_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,
@@ -651,3 +651,59 @@ def test_an_expired_memory_is_neither_recalled_nor_counted_toward_the_limit():
     result = create({"memory_content": "fact d", "memory_scope": "server_wide"}, turn=turn, store=store)
     assert result.status == SaveStatus.SAVED
     assert sorted(m.content for m in store.memories.values()) == ["fact b", "fact c", "fact d"]
+
+
+# -- corrections -----------------------------------------------------------------------------------
+
+
+def test_a_save_close_to_a_memory_of_the_same_person_names_it_and_asks_whether_it_replaces_it():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "20001", "{user} lives in Tokyo"))
+    store.add(personal_memory(BOB.user_id, "20002", "{user} plays the cello on sundays"))
+    store.add(personal_memory(ALICE.user_id, "20003", "{user} left Tokyo for Osaka"))  # someone else's
+    turn = make_turn()
+    result = create_long_term_memory(
+        {
+            "memory_content": "{user} left Tokyo and moved to Osaka",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+        },
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recall_context(
+            turn,
+            store.recall(
+                SERVER, 1, [ALICE.user_id, BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW
+            ),
+        ),
+    )
+    assert result.status == SaveStatus.SAVED
+    assert [m["memory_id"] for m in result.data["close_memories"]] == ["20001"]
+    assert "lives in Tokyo" in result.data["close_memories"][0]["memory"]
+    assert "update_long_term_memory" in result.data["question"]
+    assert f"#{result.data['memory_id']}" in result.data["question"]
+
+
+def test_a_save_unlike_every_memory_asks_nothing():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "20001", "{user} lives in Tokyo"))
+    turn = make_turn()
+    result = create_long_term_memory(
+        {
+            "memory_content": "{user} is allergic to peanuts",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+        },
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recall_context(
+            turn,
+            store.recall(SERVER, 1, [BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW),
+        ),
+    )
+    assert result.status == SaveStatus.SAVED
+    assert "close_memories" not in result.data and "question" not in result.data

@@ -102,6 +102,10 @@ NEAR_DUPLICATE_SIMILARITY: Final = 0.8
 Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
 conversation reach it, most rewordings of one fact do."""
 SIMILAR_ON_LIMIT: Final = 3
+CORRECTION_SIMILARITY: Final = 0.2
+"""Share of words in common from which a saved memory may correct one its scope holds: the save's
+answer names those (at most ``SIMILAR_ON_LIMIT``) and asks whether it replaces one. Measured by
+``python -m bench.memory_corrections`` (docs/memory.md, "Corrections")."""
 
 _SERVER_FALLBACK: Final = {
     TargetKind.BOT_SELF: "saved as a server memory: you keep no personal memories about yourself",
@@ -282,6 +286,7 @@ def _create(
     touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
     if note:
         data["message"] = note
+    data.update(_may_correct(similar, outcome.memory_id))
     if status is MemoryStatus.PENDING:
         data["message"] = (
             "saved for review: a server manager must approve it before you remember it; "
@@ -388,6 +393,23 @@ def _update(
         ),
     )
     return rewritten
+
+
+def _may_correct(similar: list[tuple[float, Recalled]], memory_id: str) -> dict[str, Any]:
+    """What a new memory's answer adds when memories of its scope say something close: them, and
+    the question whether the new fact replaces one (a correction lands on the fact it corrects)."""
+    close = [c for score, c in similar if CORRECTION_SIMILARITY <= score < NEAR_DUPLICATE_SIMILARITY]
+    if not close:
+        return {}
+    return {
+        "close_memories": [{"memory_id": c.memory.memory_id, "memory": c.text} for c in close],
+        "question": (
+            "does the new fact replace one of these close memories? If it corrects one, move it "
+            "there: update_long_term_memory that memory with the corrected fact, then delete "
+            f"#{memory_id} (update_long_term_memory with empty memory_content). If both stay true, "
+            "do nothing"
+        ),
+    }
 
 
 def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:
