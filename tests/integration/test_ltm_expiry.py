@@ -157,3 +157,23 @@ def test_the_same_words_as_an_expired_memory_are_a_new_memory_not_already_rememb
     assert store.create(draft(scope, "movie night on Friday", at=NOW + 3 * DAY), limit=5) == again.__class__(
         again.memory_id, created=False
     )
+
+
+def test_last_shown_reads_when_each_memory_was_last_shown_from_the_turns_notes(table):
+    from kioku.adapters.dynamodb.turn_traces import commit_parts
+    from kioku.domain.turn import TurnKey
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory, memory_key_text
+
+    def shown(turn_id: str, at: datetime, *memory_ids: str) -> None:
+        used = tuple(UsedMemory(ScopeKind.PERSONAL, BOB, m, MemoryUse.RECALLED, BOB) for m in memory_ids)
+        trace = TurnTrace(SERVER, "700", 1, at, channel_private=False, memories=used)
+        key = TurnKey("message", turn_id, BOB, at)
+        table.transact_write(commit_parts(table, key, trace, (), int((at + 16 * DAY).timestamp())))
+
+    shown("900000000000000001", NOW - 5 * DAY, "11111", "22222")
+    shown("900000000000000002", NOW - DAY, "11111")
+    last = DynamoMemoryStore(table).last_shown([BOB, ALICE])
+    assert last == {
+        memory_key_text(ScopeKind.PERSONAL, BOB, "11111"): NOW - DAY,
+        memory_key_text(ScopeKind.PERSONAL, BOB, "22222"): NOW - 5 * DAY,
+    }

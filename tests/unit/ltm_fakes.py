@@ -134,6 +134,9 @@ class FakeMemoryStore:
         self.privacy = dict(privacy or {})
         self.broken = False
         self._next_id = 10000
+        self.shown: dict[str, datetime] = {}
+        """When each memory (``memory_key_text``) was last shown, as the use notes would tell."""
+        self.shown_read: list[tuple[str, ...]] = []
 
     def add(self, memory: Memory) -> Memory:
         self.memories[(memory.scope.kind, memory.scope.owner_id, memory.memory_id)] = memory
@@ -263,6 +266,11 @@ class FakeMemoryStore:
             for user_id in people
         }
         return RecallSet(server=server, personal=personal)
+
+    def last_shown(self, user_ids: Sequence[str]) -> dict[str, datetime]:
+        self._check()
+        self.shown_read.append(tuple(user_ids))
+        return dict(self.shown)
 
     def _check(self) -> None:
         if self.broken:

@@ -15,6 +15,7 @@ from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL, UPDATE_TOOL, long_term_memory_tools
 from kioku.domain.models import Capabilities, MemoryModeration, PrivacyLevel
 from kioku.domain.privacy import Origin
+from kioku.domain.why import memory_key_text
 from kioku.services.ltm import create_long_term_memory, recall_context, update_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
@@ -707,3 +708,47 @@ def test_a_save_unlike_every_memory_asks_nothing():
     )
     assert result.status == SaveStatus.SAVED
     assert "close_memories" not in result.data and "question" not in result.data
+
+
+# -- a full book -----------------------------------------------------------------------------------
+
+
+def test_a_full_scope_names_its_least_recently_used_memories_reading_use_notes_only_then():
+    store = FakeMemoryStore()
+    for index, days in enumerate((1, 20, 30)):
+        store.add(personal_memory(BOB.user_id, f"2000{index}", f"{{user}} fact {index} " + "x" * 100))
+        store.memories[(ScopeKind.PERSONAL, BOB.user_id, f"2000{index}")] = replace(
+            store.memories[(ScopeKind.PERSONAL, BOB.user_id, f"2000{index}")],
+            updated_at=NOW - timedelta(days=days),
+        )
+    store.shown = {memory_key_text(ScopeKind.PERSONAL, BOB.user_id, "20000"): NOW - timedelta(days=2)}
+    turn = make_turn()
+    recalled = recall_context(
+        turn, store.recall(SERVER, 1, [BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW)
+    )
+    saved = create_long_term_memory(
+        {"memory_content": "{user} likes jazz", "memory_scope": "target_user", "target_user": "Bob"},
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recalled,
+    )
+    assert saved.status == SaveStatus.LIMIT_EXCEEDED
+    least = saved.data["least_used"]
+    # never shown lately, oldest written first; then the one shown two days ago
+    assert [m["memory_id"] for m in least] == ["20002", "20001", "20000"]
+    assert least[0]["last_shown"] == "not in the last 16 days"
+    assert least[2]["last_shown"] == (NOW - timedelta(days=2)).date().isoformat()
+    assert least[0]["memory"].startswith("Bob fact 2") and len(least[0]["memory"]) <= 80
+    assert store.shown_read == [(BOB.user_id,)]
+    assert "update_long_term_memory" in saved.data["message"]
+
+
+def test_a_save_that_fits_reads_no_use_notes():
+    store = FakeMemoryStore()
+    create(
+        {"memory_content": "{user} likes jazz", "memory_scope": "target_user", "target_user": "Bob"},
+        store=store,
+    )
+    assert store.shown_read == []

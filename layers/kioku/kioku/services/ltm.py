@@ -20,6 +20,7 @@ from kioku.domain.ltm.arguments import (
     parse_create_arguments,
     parse_update_arguments,
 )
+from kioku.domain.ltm.full_book import counted_in, least_used
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     Memory,
@@ -27,6 +28,7 @@ from kioku.domain.ltm.memory import (
     MemoryLimitReached,
     MemoryScope,
     MemoryStatus,
+    MemoryStoreFailed,
     PersonalTarget,
     ScopeKind,
     allows_personal_memories,
@@ -73,7 +75,7 @@ from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.privacy import rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
-from kioku.domain.why import MemoryUse, UsedMemory
+from kioku.domain.why import MAX_PEOPLE_NOTED, MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.tool_failures import PRIVACY_RESTRICTED, answer_for
 
@@ -270,8 +272,10 @@ def _create(
         return ToolResult(
             SaveStatus.LIMIT_EXCEEDED,
             {
-                "message": f"this scope already holds {exc.limit} memories; update or delete an old one "
-                "first, such as the most similar ones",
+                "message": f"this scope already holds {exc.limit} memories; make room first: merge one "
+                "of the least used into another with update_long_term_memory, or delete one (empty "
+                "memory_content), such as the most similar ones; then save again",
+                "least_used": _least_used(store, scope, recalled),
                 "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
             },
         )
@@ -393,6 +397,20 @@ def _update(
         ),
     )
     return rewritten
+
+
+def _least_used(store: MemoryStore, scope: MemoryScope, recalled: Recall | None) -> list[dict[str, str]]:
+    """The full scope's memories this turn may see (its recall holds them), least recently used
+    first; when they were last shown is read only here, on the refusal (a Query per person noted)."""
+    candidates = [c for c in (recalled or Recall()).candidates if counted_in(scope, c)]
+    if not candidates:
+        return []
+    people = [scope.owner_id] if scope.kind is ScopeKind.PERSONAL else [c.memory.about for c in candidates]
+    try:
+        shown = store.last_shown([p for p in dict.fromkeys(people) if p][:MAX_PEOPLE_NOTED])
+    except MemoryStoreFailed:
+        shown = {}  # the refusal still names them, by age
+    return [used.as_answer() for used in least_used(candidates, shown)]
 
 
 def _may_correct(similar: list[tuple[float, Recalled]], memory_id: str) -> dict[str, Any]:

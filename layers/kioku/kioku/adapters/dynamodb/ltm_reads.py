@@ -11,6 +11,8 @@ from kioku.adapters.dynamodb.keys import ItemKey, book_key, index_by_key, user_p
 from kioku.adapters.dynamodb.ltm_items import memories_from_book
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions
 from kioku.adapters.dynamodb.table import Item
+from kioku.adapters.dynamodb.turn_traces import TurnTraces
+from kioku.domain.ltm.full_book import last_shown_by_memory
 from kioku.domain.ltm.memory import (
     Memory,
     MemoryScope,
@@ -90,3 +92,14 @@ class LtmReads(LtmTransactions):
             for user_id in people
         }
         return RecallSet(server=server, personal=personal)
+
+    def last_shown(self, user_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each memory was last shown to a turn, from the use notes in the partitions of
+        ``user_ids`` (one Query each; kept 16 days): read only by a save refused at the limit."""
+        traces = TurnTraces(self._table)
+        notes = (
+            (note.at, note.memory_keys)
+            for user_id in dict.fromkeys(user_ids)
+            for note in self._guarded(traces.notes_of, user_id)
+        )
+        return last_shown_by_memory(notes)

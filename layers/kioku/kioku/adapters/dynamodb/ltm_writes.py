@@ -82,8 +82,7 @@ class LtmWrites(LtmExpiry):
         shards = self.layout.shards(draft.scope.kind)
         full: set[int] = set()
         taken: GuardHolder | None = None
-        attempt = 0
-        released = False  # a full scope's expired memories are deleted once, then the save retried
+        attempt, released = 0, False  # released: a full scope's expired memories went, once
         while attempt < MAX_ATTEMPTS:
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
                 if (

@@ -124,3 +124,8 @@ class MemoryStore(Protocol):
         users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see
         them, without those expired by ``now`` (by default the clock's)."""
         ...
+
+    def last_shown(self, user_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """When each memory (``why.memory_key_text``) was last shown to a turn, as far as the use
+        notes of ``user_ids`` tell (kept 16 days)."""
+        ...
