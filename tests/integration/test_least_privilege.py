@@ -181,9 +181,19 @@ def run_everything(log: CallLog) -> dict[str, str]:
 
         from kioku.entrypoints.janitor import handle as janitor
 
+        # a memory saved to last a day, which the janitor deletes with its guard, counter and book entry
+        from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+        from kioku.adapters.dynamodb.table import KiokuTable
+        from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+
+        now = datetime.now(UTC)
+        plan = MemoryDraft(
+            MemoryScope.server("1", 1), "a sale today", "2", now, expires_at=now + timedelta(days=1)
+        )
+        DynamoMemoryStore(KiokuTable(stack.resources.table_name)).create(plan, limit=100)
         with log.acting_as("JanitorFunction"):
             report = janitor({}, now=datetime.now(UTC) + timedelta(days=400))
-        assert report["deleted"] > 0
+        assert report["deleted"] > 0 and report["expired_deleted"] == 1
 
         dynamodb = boto3.client("dynamodb")
         queue_arn, dead_letter_arn = (
