@@ -179,12 +179,11 @@ def run_everything(log: CallLog) -> dict[str, str]:
         headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
         assert httpx.post(stack.urls["relay"], content=body, headers=headers).status_code < 300
 
-        from kioku.entrypoints.janitor import handle as janitor
-
         # a memory saved to last a day, which the janitor deletes with its guard, counter and book entry
         from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
         from kioku.adapters.dynamodb.table import KiokuTable
         from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
+        from kioku.entrypoints.janitor import handle as janitor
 
         now = datetime.now(UTC)
         plan = MemoryDraft(
