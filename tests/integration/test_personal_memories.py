@@ -650,7 +650,7 @@ def test_a_turn_committed_after_someone_it_names_forgot_everything_keeps_nothing
     assert table.query_range_all(shown_note_range(BOB)) == []
 
 
-def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(interact, ltm):
+def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(interact, ltm, stm, table):
     def expiring(text: str, expires_at: datetime) -> str:
         draft = MemoryDraft(
             MemoryScope.personal(ALICE, 1),
@@ -671,3 +671,8 @@ def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(i
 
     assert set(listed) == {lasting, plan} and expired not in listed
     assert "until 2036-05-17" in listed[plan] and "until" not in listed[lasting]
+    exported = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+    records = {record["id"]: record for record in exported["long_term_memories"]}
+    assert records[plan]["expires_at"] == "2036-05-17T09:00:00+00:00" and "expires_at" not in records[lasting]
