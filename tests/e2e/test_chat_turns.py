@@ -788,3 +788,39 @@ def test_a_channel_discord_refuses_for_good_ends_the_turn_without_retries(stack,
     assert response == {"batchItemFailures": []}
     assert llm.bodies == [] and replies_to(stack, message) == []
     assert stack.deliver_turns() == []  # nothing comes back to the queue
+
+
+def test_a_memory_that_expired_is_never_shown_to_a_later_turn(stack, llm, monkeypatch):
+    alice = seed_alice(stack.discord)
+    saves = [
+        {
+            "memory_content": "{user} is in Tokyo this week",
+            "memory_scope": "target_user",
+            "target_user": "Alice",
+            "expires_in_days": 7,
+        },
+        {"memory_content": "{user} loves green tea", "memory_scope": "target_user", "target_user": "Alice"},
+    ]
+    llm.enqueue(
+        completion_body(tool_calls=[("create_long_term_memory", save) for save in saves]),
+        completion_body("Noted both."),
+    )
+    # Given a turn that saves a plan for a week and a lasting fact
+    run_turn(stack, alice, "I'm in Tokyo this week, and I love green tea")
+    saved = [json.loads(m["content"]) for m in llm.bodies[1]["messages"] if m["role"] == "tool"]
+    assert [s["status"] for s in saved] == ["memory_saved_successfully"] * 2
+    plan_id = saved[0]["memory_id"]
+
+    # When she talks six days later, both are recalled
+    monkeypatch.setattr("kioku.clock._offset", timedelta(days=6))
+    run_turn(stack, alice, "what do you know about me?")
+    recall = text_of(llm.bodies[-1]["messages"][position(llm.bodies[-1]["messages"], LTM_HEADER)])
+    assert "Alice is in Tokyo this week" in recall and "Alice loves green tea" in recall
+
+    # Then eight days on the plan has expired: no part of the model's request carries it (her own
+    # words of that day are still in the channel's history, as she said them)
+    monkeypatch.setattr("kioku.clock._offset", timedelta(days=8))
+    run_turn(stack, alice, "what do you know about me now?")
+    sent = json.dumps(llm.bodies[-1])
+    assert "Alice is in Tokyo this week" not in sent and f"#{plan_id}" not in sent
+    assert "Alice loves green tea" in sent

@@ -195,6 +195,10 @@ class TurnPlan:
     others of the world: the relay must not answer it, least of all as the speaker's DM."""
     persona: Alter | None = None
     """The alter persona the message calls (None: the main persona)."""
+    expiring: bool = False
+    """The memories the model saves expire after a day (``expires_in_days``)."""
+    day_passes: bool = False
+    """Before the message, a day passes: memories saved expiring a day before have expired."""
 
     @property
     def persona_id(self) -> str:
@@ -330,6 +334,8 @@ def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) 
         forget=draw(st.integers(0, 3)) == 0 if bypass_switches else draw(st.booleans()),
         forget_all=draw(st.integers(0, 7)) == 0,
         bypass=draw(st.none() | st.booleans()) if bypass_switches and where.guild_id else None,
+        expiring=draw(st.integers(0, 2)) == 0,
+        day_passes=draw(st.integers(0, 4)) == 0,
     )
 
 
@@ -732,6 +738,8 @@ class Written:
     """The persona whose turn wrote it: a message or summary lives in that persona's row."""
     lineage: int = MAIN_LINEAGE
     """A memory's persona lineage: only turns of a persona of that lineage read it."""
+    expires_at: datetime | None = None
+    """When a memory saved with an expiry expires: from then on it is gone, shown nowhere."""
 
     @property
     def row(self) -> tuple[str | None, str, str]:

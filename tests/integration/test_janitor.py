@@ -17,6 +17,7 @@ from tests.unit.stm_builders import LIMITS, NOW
 DAY = timedelta(days=1)
 NO_SERVER_REMOVED = {"servers_erased": 0, "server_items_deleted": 0, "server_items_kept": 0}
 NO_VECTORS = {"vectors_written": 0, "vectors_skipped": 0}
+NO_EXPIRED = {"expired_found": 0, "expired_deleted": 0}
 
 
 def write(store: StmStore, channel: str, at) -> None:
@@ -56,7 +57,10 @@ def test_the_janitor_uses_the_configured_retention(env, table, monkeypatch):
     store = StmStore(table)
     write(store, "month-old", NOW - 45 * DAY)
     write(store, "week-old", NOW - 7 * DAY)
-    assert handle({}, now=NOW) == {"found": 1, "deleted": 1, "kept": 0} | NO_SERVER_REMOVED | NO_VECTORS
+    assert (
+        handle({}, now=NOW)
+        == {"found": 1, "deleted": 1, "kept": 0} | NO_EXPIRED | NO_SERVER_REMOVED | NO_VECTORS
+    )
     assert store.get(identity("month-old").address) is None
     assert store.get(identity("week-old").address) is not None
 
@@ -66,7 +70,7 @@ def test_the_scheduled_lambda_handler_reports_what_it_did(env, table):
     scheduler_event = {"source": "aws.scheduler", "detail-type": "Scheduled Event", "detail": {}}
     assert (
         load_handler("janitor")(scheduler_event, LambdaContext())
-        == {"found": 1, "deleted": 1, "kept": 0} | NO_SERVER_REMOVED | NO_VECTORS
+        == {"found": 1, "deleted": 1, "kept": 0} | NO_EXPIRED | NO_SERVER_REMOVED | NO_VECTORS
     )
 
 

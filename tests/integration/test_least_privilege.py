@@ -201,12 +201,22 @@ def run_everything(log: CallLog) -> dict[str, str]:
         headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
         assert httpx.post(stack.urls["relay"], content=body, headers=headers).status_code < 300
 
+        # a memory saved to last a day, which the janitor deletes with its guard, counter and book entry
+        from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
+        from kioku.adapters.dynamodb.table import KiokuTable
+        from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
         from kioku.entrypoints.janitor import handle as janitor
 
         seed_memory_without_vector(stack)  # saved before embeddings were on: the janitor embeds it
+        now = datetime.now(UTC)
+        plan = MemoryDraft(
+            MemoryScope.server("1", 1), "a sale today", "2", now, expires_at=now + timedelta(days=1)
+        )
+        DynamoMemoryStore(KiokuTable(stack.resources.table_name)).create(plan, limit=100)
         with log.acting_as("JanitorFunction"):
             report = janitor({}, now=datetime.now(UTC) + timedelta(days=400))
         assert report["deleted"] > 0 and report["servers_erased"] == 1 and report["vectors_written"] > 0
+        assert report["expired_deleted"] == 1
 
         dynamodb = boto3.client("dynamodb")
         queue_arn, dead_letter_arn = (

@@ -103,7 +103,7 @@ LONGEST_ORIGIN = Origin(LONGEST_AUTHOR, "2" * 20, "3" * 20, private=True, privat
 
 def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origin = LONGEST_ORIGIN) -> Memory:
     """An entry at its longest: the longest author, time, origin and subject, ``chars`` 4-byte
-    characters, and an embedding."""
+    characters, an embedding and an expiry."""
     return Memory(
         scope,
         memory_id,
@@ -114,6 +114,7 @@ def longest_memory(scope: MemoryScope, memory_id: str, chars: int, origin: Origi
         origin=origin,
         subject_id="4" * 20,
         embedding=bytes(range(128)) * (VECTOR_BYTES // 128),
+        expires_at=LATEST + timedelta(days=3650),
     )
 
 

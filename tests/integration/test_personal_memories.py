@@ -674,3 +674,31 @@ def test_memory_id_autocompletes_with_the_memories_about_me_only(interact, ltm):
     choices = offered["data"]["choices"]
     assert offered["type"] == 8 and [c["value"] for c in choices] == [int(mine)]
     assert choices[0]["name"] == f"#{mine} · You like tea" and bobs not in str(choices)
+
+
+def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(interact, ltm, stm, table):
+    def expiring(text: str, expires_at: datetime) -> str:
+        draft = MemoryDraft(
+            MemoryScope.personal(ALICE, 1),
+            text,
+            ALICE,
+            NOW,
+            origin=IN_GENERAL,
+            subject_id=ALICE,
+            expires_at=expires_at,
+        )
+        return ltm.create(draft, limit=100).memory_id
+
+    lasting = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    plan = expiring("{user} is moving house", datetime(2036, 5, 17, 9, 0, tzinfo=UTC))
+    expired = expiring("{user} is in Tokyo this week", NOW - timedelta(days=1))
+
+    listed = fields_by_id(interact(personal("memories", "list")))
+
+    assert set(listed) == {lasting, plan} and expired not in listed
+    assert "until 2036-05-17" in listed[plan] and "until" not in listed[lasting]
+    exported = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+    records = {record["id"]: record for record in exported["long_term_memories"]}
+    assert records[plan]["expires_at"] == "2036-05-17T09:00:00+00:00" and "expires_at" not in records[lasting]

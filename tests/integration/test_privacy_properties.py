@@ -33,7 +33,8 @@ from hypothesis import HealthCheck, currently_in_test_context, event, given, set
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore
+from kioku.adapters.dynamodb.keys import book_key, memory_key
+from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore, entry_attribute, memory_from_item
 from kioku.adapters.dynamodb.stm_items import entry_from_item
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
@@ -584,6 +585,8 @@ def play(
         replies: list[tuple[int, TurnPlan, str]] = []
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
+            if plan.day_passes:  # for the memories only: the short-term rows' freshness stays
+                written = [_after_expiry(table, world, w, now) for w in written]
             speaker = world.user(plan.speaker)
             if plan.bypass is not None and plan.where.guild_id:
                 _switch_bypass(ConfigStore(table), plan.where.guild_id, plan.bypass)
@@ -670,6 +673,9 @@ def play(
                             pending=pending,
                             text=text,
                             private_then=private_now,
+                            expires_at=now + timedelta(days=1)
+                            if plan.expiring and call.kind in MEMORY_KINDS
+                            else None,
                             **voice,
                         )
                         if done and new.pending != oracle.waits_for_review(
@@ -1128,7 +1134,7 @@ def _tool_calls(
         again = repeated.get(Kind.SERVER_MEMORY)
         token = again.token if again else new_token(Kind.SERVER_MEMORY)
         content = again.text if again and again.text else _server_fact(plan, token, filler)
-        arguments = {"memory_content": content, "memory_scope": "server_wide"}
+        arguments = {"memory_content": content, "memory_scope": "server_wide", **_expiry(plan)}
         subject = plan.speaker if "{user}" in content else None
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.SERVER_MEMORY, subject))
     if plan.personal_about:
@@ -1139,6 +1145,7 @@ def _tool_calls(
             "memory_content": again.text if again and again.text else f"Fact {token}{filler}",
             "memory_scope": "target_user",
             "target_user": f"<@{about}>",
+            **_expiry(plan),
         }
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, about))
     if revised is not None and revised.memory_id:
@@ -1161,6 +1168,39 @@ def _tool_calls(
         arguments |= {"memory_id": int(revised.memory_id), "memory_content": content if token else ""}
         calls.append(_Call(UPDATE_TOOL_NAME, arguments, token, revised.kind, subject, revised))
     return calls
+
+
+def _expiry(plan: TurnPlan) -> dict[str, int]:
+    """The model saves a memory of a plan expiring the next day: a day passing takes it away."""
+    if plan.expiring:
+        _count("a memory saved with an expiry")
+        return {"expires_in_days": 1}
+    return {}
+
+
+def _after_expiry(table: KiokuTable, world: World, written: Written, now: datetime) -> Written:
+    """A day passes for a memory saved expiring: its expiry is moved to just before ``now`` (as
+    if the day had passed, leaving the rest of the world's clock alone), and it is gone: a turn
+    shown it after that sees a forgotten memory (STALE)."""
+    if written.expires_at is None or not written.stored or written.gone or not written.memory_id:
+        return written
+    kind = ScopeKind.SERVER if written.kind is Kind.SERVER_MEMORY else ScopeKind.PERSONAL
+    owner = written.where.guild_id if kind is ScopeKind.SERVER else written.subject_id
+    key = memory_key(kind, owner or "", written.memory_id)
+    item = table.get(key)
+    if item is None:
+        return written
+    passed = int((now - timedelta(seconds=1)).timestamp())
+    table.update(key, "SET memory_expires_at = :passed", values={":passed": passed})
+    memory = memory_from_item(item)
+    table.update(
+        book_key(memory.scope, memory.book_shard),
+        "SET #entry.x = :passed",
+        names={"#entry": entry_attribute(memory.memory_id)},
+        values={":passed": passed},
+    )
+    _count("a memory expired")
+    return replace(written, gone=True)
 
 
 def _server_fact(plan: TurnPlan, token: str | None, filler: str = "") -> str:

@@ -64,6 +64,7 @@ def seed(memories):
         author: str = ALICE,
         status: MemoryStatus = MemoryStatus.ACTIVE,
         lineage: int = 1,
+        expires_at: datetime | None = None,
     ) -> Memory:
         draft = MemoryDraft(
             scope=MemoryScope.server(guild, lineage),
@@ -73,6 +74,7 @@ def seed(memories):
             origin=origin,
             subject_id=author,
             status=status,
+            expires_at=expires_at,
         )
         outcome = memories.create(draft, limit=100)
         return memories.find(ScopeKind.SERVER, guild, outcome.memory_id)
@@ -212,6 +214,16 @@ def test_a_live_alter_persona_s_memory_is_labelled_with_its_name_and_read_with_i
 
     assert field_of(body, hers)["name"] == f"#{hers.memory_id} · active · Luna's"
     assert field_of(body, hers)["value"].startswith("Luna hums when it rains\n")
+
+
+def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(interact, seed):
+    lasting = seed("quiz night is on fridays")
+    fair = seed("the book fair runs this month", expires_at=datetime(2036, 5, 17, 9, 0, tzinfo=UTC))
+    gone = seed("a bake sale today", expires_at=NOW - timedelta(days=1))
+    body = interact(run("list"))
+    assert listed(body) == [lasting.memory_id, fair.memory_id] and gone.memory_id not in listed(body)
+    assert field_of(body, fair)["name"] == f"#{fair.memory_id} · active · until 2036-05-17"
+    assert "2 kept for this server" in embed(body)["description"]
 
 
 def test_a_memory_whose_author_asked_to_be_forgotten_is_listed_without_them(interact, seed, memories):

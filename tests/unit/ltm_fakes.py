@@ -6,6 +6,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
+from kioku import clock
 from kioku.config import Settings
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
@@ -133,6 +134,9 @@ class FakeMemoryStore:
         self.privacy = dict(privacy or {})
         self.broken = False
         self._next_id = 10000
+        self.shown: dict[str, datetime] = {}
+        """When each memory (``memory_key_text``) was last shown, as the use notes would tell."""
+        self.shown_read: list[tuple[str, ...]] = []
 
     def add(self, memory: Memory) -> Memory:
         self.memories[(memory.scope.kind, memory.scope.owner_id, memory.memory_id)] = memory
@@ -165,6 +169,8 @@ class FakeMemoryStore:
         policy = policy or PrivacyPolicy(draft.origin.guild_id)
         for memory in self.in_scope(scope.kind, scope.owner_id, {scope.lineage}):
             same = memory.fingerprint == content_fingerprint(draft.content)
+            if memory.expired(draft.created_at):
+                continue
             if same and refuses_as_duplicate(scope, memory.said(), draft.said(), policy):
                 return SaveOutcome(memory.memory_id, created=False)
         if scope.kind is ScopeKind.PERSONAL:
@@ -173,6 +179,11 @@ class FakeMemoryStore:
             used = self.personal_target(scope.owner_id).ledger.used_by(scope.lineage)
         else:
             used = len(self.in_scope(scope.kind, scope.owner_id, {scope.lineage}))
+        if used >= limit:  # as the store: a full scope's expired memories go before the save is refused
+            for memory in self.in_scope(scope.kind, scope.owner_id, set(range(0, 100))):
+                if memory.expired(draft.created_at):
+                    del self.memories[(memory.scope.kind, memory.scope.owner_id, memory.memory_id)]
+                    used -= memory.scope.lineage in (scope.lineage, GLOBAL_LINEAGE)
         if used >= limit:
             raise MemoryLimitReached(limit)
         self._next_id += 1
@@ -235,6 +246,7 @@ class FakeMemoryStore:
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         self._check()
 
@@ -243,7 +255,7 @@ class FakeMemoryStore:
             for user_id in user_ids
             if allows_personal_memories(self.privacy.get(user_id, PrivacyLevel.NONE))
         ]
-        reach = RecallReach(place, policy, lineage, frozenset(people))
+        reach = RecallReach(place, policy, lineage, frozenset(people), now or clock.now())
 
         def shown(memories: list[Memory]) -> tuple[Memory, ...]:
             return tuple(memory for memory in memories if reach.shows(memory))
@@ -254,6 +266,11 @@ class FakeMemoryStore:
             for user_id in people
         }
         return RecallSet(server=server, personal=personal)
+
+    def last_shown(self, user_ids: Sequence[str]) -> dict[str, datetime]:
+        self._check()
+        self.shown_read.append(tuple(user_ids))
+        return dict(self.shown)
 
     def _check(self) -> None:
         if self.broken:

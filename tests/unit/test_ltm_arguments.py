@@ -134,3 +134,19 @@ def test_personal_ledger_counts_global_memories_in_every_lineage():
     assert ledger.used_by(7) == 3
     assert ledger.used_by(0) == 12  # a new global memory must fit the fullest lineage
     assert ledger.has_room(1, 9) and not ledger.has_room(0, 12)
+
+
+@pytest.mark.parametrize(("given", "days"), [(None, None), (1, 1), (3650, 3650), ("7", 7), (14.0, 14)])
+def test_expiry_is_a_whole_number_of_days_from_one_to_ten_years(given, days):
+    raw = {"memory_content": "{user} is in Tokyo", "memory_scope": "server_wide"}
+    if given is not None:
+        raw["expires_in_days"] = given
+    assert parse_create_arguments(raw, 100).expires_in_days == days
+
+
+@pytest.mark.parametrize("given", [0, -3, 3651, 1.5, True, "soon", [7], {"days": 7}])
+def test_an_expiry_out_of_range_or_of_the_wrong_type_is_named(given):
+    raw = {"memory_content": "{user} is in Tokyo", "memory_scope": "server_wide", "expires_in_days": given}
+    with pytest.raises(InvalidArguments, match="expires_in_days") as refused:
+        parse_create_arguments(raw, 100)
+    assert refused.value.problem is Problem.ARGUMENTS

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import replace
+from datetime import timedelta
 
 import pytest
 
@@ -14,7 +15,8 @@ from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL, UPDATE_TOOL, long_term_memory_tools
 from kioku.domain.models import Capabilities, MemoryModeration, PrivacyLevel
 from kioku.domain.privacy import Origin
-from kioku.services.ltm import create_long_term_memory, update_long_term_memory
+from kioku.domain.why import memory_key_text
+from kioku.services.ltm import create_long_term_memory, recall_context, update_long_term_memory
 from tests.unit.ltm_fakes import (
     ALICE,
     BOB,
@@ -613,3 +615,153 @@ def test_in_approval_mode_a_managers_server_memory_is_saved_at_once_and_members_
     )
     assert saved.status == personal.status == open_mode.status == SaveStatus.SAVED
     assert asked == [True]  # only the server memory on the reviewing server needed to know
+
+
+# -- expiry ----------------------------------------------------------------------------------------
+
+
+def test_a_memory_saved_with_an_expiry_expires_that_many_days_after_the_turn():
+    store = FakeMemoryStore()
+    result = create(
+        {
+            "memory_content": "{user} is in Tokyo this week",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+            "expires_in_days": 7,
+        },
+        store=store,
+    )
+    assert result.status == SaveStatus.SAVED
+    (memory,) = store.memories.values()
+    assert memory.expires_at == NOW + timedelta(days=7)
+
+
+@pytest.mark.parametrize("days", [0, 3651, "next week", 2.5, False])
+def test_a_bad_expiry_is_a_status_the_model_reads_and_saves_nothing(days):
+    store = FakeMemoryStore()
+    result = create(
+        {"memory_content": "a plan", "memory_scope": "server_wide", "expires_in_days": days}, store=store
+    )
+    assert result.status == SaveStatus.INVALID_ARGS
+    assert "expires_in_days" in result.data["message"]
+    assert store.memories == {}
+
+
+def test_the_create_tool_offers_an_expiry_for_plans_and_passing_states():
+    expiry = CREATE_TOOL["function"]["parameters"]["properties"]["expires_in_days"]
+    assert (expiry["type"], expiry["minimum"], expiry["maximum"]) == ("integer", 1, 3650)
+    assert "expires_in_days" not in CREATE_TOOL["function"]["parameters"]["required"]
+    assert "plan" in CREATE_TOOL["function"]["description"]
+
+
+def test_an_expired_memory_is_neither_recalled_nor_counted_toward_the_limit():
+    store = FakeMemoryStore()
+    store.add(replace(server_memory("10001", "a bake sale today"), expires_at=NOW - timedelta(days=1)))
+    store.add(server_memory("10002", "fact b"))
+    store.add(server_memory("10003", "fact c"))
+    turn = make_turn()
+    shown = store.recall(SERVER, 1, [], place=turn.place, policy=turn.config.privacy, now=NOW)
+    assert {m.memory_id for m in shown.server} == {"10002", "10003"}
+    result = create({"memory_content": "fact d", "memory_scope": "server_wide"}, turn=turn, store=store)
+    assert result.status == SaveStatus.SAVED
+    assert sorted(m.content for m in store.memories.values()) == ["fact b", "fact c", "fact d"]
+
+
+# -- corrections -----------------------------------------------------------------------------------
+
+
+def test_a_save_close_to_a_memory_of_the_same_person_names_it_and_asks_whether_it_replaces_it():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "20001", "{user} lives in Tokyo"))
+    store.add(personal_memory(BOB.user_id, "20002", "{user} plays the cello on sundays"))
+    store.add(personal_memory(ALICE.user_id, "20003", "{user} left Tokyo for Osaka"))  # someone else's
+    turn = make_turn()
+    result = create_long_term_memory(
+        {
+            "memory_content": "{user} left Tokyo and moved to Osaka",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+        },
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recall_context(
+            turn,
+            store.recall(
+                SERVER, 1, [ALICE.user_id, BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW
+            ),
+        ),
+    )
+    assert result.status == SaveStatus.SAVED
+    assert [m["memory_id"] for m in result.data["close_memories"]] == ["20001"]
+    assert "lives in Tokyo" in result.data["close_memories"][0]["memory"]
+    assert "update_long_term_memory" in result.data["question"]
+    assert f"#{result.data['memory_id']}" in result.data["question"]
+
+
+def test_a_save_unlike_every_memory_asks_nothing():
+    store = FakeMemoryStore()
+    store.add(personal_memory(BOB.user_id, "20001", "{user} lives in Tokyo"))
+    turn = make_turn()
+    result = create_long_term_memory(
+        {
+            "memory_content": "{user} is allergic to peanuts",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+        },
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recall_context(
+            turn,
+            store.recall(SERVER, 1, [BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW),
+        ),
+    )
+    assert result.status == SaveStatus.SAVED
+    assert "close_memories" not in result.data and "question" not in result.data
+
+
+# -- a full book -----------------------------------------------------------------------------------
+
+
+def test_a_full_scope_names_its_least_recently_used_memories_reading_use_notes_only_then():
+    store = FakeMemoryStore()
+    for index, days in enumerate((1, 20, 30)):
+        store.add(personal_memory(BOB.user_id, f"2000{index}", f"{{user}} fact {index} " + "x" * 100))
+        store.memories[(ScopeKind.PERSONAL, BOB.user_id, f"2000{index}")] = replace(
+            store.memories[(ScopeKind.PERSONAL, BOB.user_id, f"2000{index}")],
+            updated_at=NOW - timedelta(days=days),
+        )
+    store.shown = {memory_key_text(ScopeKind.PERSONAL, BOB.user_id, "20000"): NOW - timedelta(days=2)}
+    turn = make_turn()
+    recalled = recall_context(
+        turn, store.recall(SERVER, 1, [BOB.user_id], place=turn.place, policy=turn.config.privacy, now=NOW)
+    )
+    saved = create_long_term_memory(
+        {"memory_content": "{user} likes jazz", "memory_scope": "target_user", "target_user": "Bob"},
+        turn,
+        store=store,
+        members=members(no_search, member_lookup),
+        settings=SETTINGS,
+        recalled=recalled,
+    )
+    assert saved.status == SaveStatus.LIMIT_EXCEEDED
+    least = saved.data["least_used"]
+    # never shown lately, oldest written first; then the one shown two days ago
+    assert [m["memory_id"] for m in least] == ["20002", "20001", "20000"]
+    assert least[0]["last_shown"] == "not in the last 16 days"
+    assert least[2]["last_shown"] == (NOW - timedelta(days=2)).date().isoformat()
+    assert least[0]["memory"].startswith("Bob fact 2") and len(least[0]["memory"]) <= 80
+    assert store.shown_read == [(BOB.user_id,)]
+    assert "update_long_term_memory" in saved.data["message"]
+
+
+def test_a_save_that_fits_reads_no_use_notes():
+    store = FakeMemoryStore()
+    create(
+        {"memory_content": "{user} likes jazz", "memory_scope": "target_user", "target_user": "Bob"},
+        store=store,
+    )
+    assert store.shown_read == []

@@ -166,9 +166,11 @@ class FakeTurnStore:
     def done(self, key: TurnKey) -> TurnOutcome | None:
         return self.records.get(key)
 
-    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
+    def recall(
+        self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy, now=None
+    ) -> RecallSet:
         return self.memories.recall(
-            read.query.guild_id, lineage, read.recall_people, place=place, policy=policy
+            read.query.guild_id, lineage, read.recall_people, place=place, policy=policy, now=now
         )
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:

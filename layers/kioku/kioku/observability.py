@@ -77,6 +77,7 @@ class Metric(StrEnum):
     COMMANDS = "Commands"
     STM_ROWS_PURGED = "StmRowsPurged"
     SERVER_ITEMS_ERASED = "ServerItemsErased"
+    LTM_MEMORIES_EXPIRED = "LtmMemoriesExpired"
 
 
 def count(metric: Metric, value: int | bool = 1) -> None:

@@ -1,5 +1,6 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
 ``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), delete the
+long-term memories that expired (a bounded number a run: ``ltm_expiry.EXPIRED_PER_RUN``), delete the
 data of servers that removed kioku more than ``SERVER_DATA_GRACE_DAYS`` ago, and give memories
 saved without a vector theirs (at most ``EMBEDDINGS_BACKFILL_PER_RUN``; none with
 ``EMBEDDINGS_MODEL=none``)."""
@@ -17,7 +18,12 @@ from kioku.observability import Metric, count, invocation, logger
 def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None = None) -> dict[str, int]:
     with invocation(context):
         moment, parts = now or clock.now(), container()
-        return {**_purge(parts, moment), **_erase_removed_servers(parts, moment), **_backfill(parts)}
+        return {
+            **_purge(parts, moment),
+            **_expire(parts, moment),
+            **_erase_removed_servers(parts, moment),
+            **_backfill(parts),
+        }
 
 
 def _purge(parts: Container, moment: datetime) -> dict[str, int]:
@@ -31,6 +37,18 @@ def _purge(parts: Container, moment: datetime) -> dict[str, int]:
         report.kept,
     )
     return {"found": report.found, "deleted": report.deleted, "kept": report.kept}
+
+
+def _expire(parts: Container, moment: datetime) -> dict[str, int]:
+    expired = parts.ltm_store.purge_expired(moment)
+    count(Metric.LTM_MEMORIES_EXPIRED, expired.deleted)
+    logger.info(
+        "long-term memory janitor: %d expired memories found, %d deleted, %d changed meanwhile and kept",
+        expired.found,
+        expired.deleted,
+        expired.kept,
+    )
+    return {"expired_found": expired.found, "expired_deleted": expired.deleted}
 
 
 def _erase_removed_servers(parts: Container, moment: datetime) -> dict[str, int]:

@@ -67,7 +67,8 @@ text                                    say something as the current user in the
                                         "full" prints long lines whole
 :wait DURATION                          move the whole stack's clock forward, e.g. :wait 25h, :wait 90m, :wait 91d
                                         (freshness, expiry, rate windows and new messages' times follow it)
-:janitor                                run JanitorFunction now (it purges rows idle past the retention)
+:janitor                                run JanitorFunction now (it purges rows idle past the retention
+                                        and deletes expired long-term memories)
 :why [MESSAGE_ID]                       "Why this answer?" (a message's Apps menu) on a reply of the bot
                                         here (its last one without an id), as the current member
 :memory                                 the short-term memory row of this channel
@@ -217,7 +218,8 @@ class Playground:
         report = load_handler("janitor")(scheduler_event(clock.now()), LambdaContext())
         self.print(
             f"(janitor: {report['found']} short-term memory rows idle past the retention, "
-            f"{report['deleted']} deleted, {report['kept']} resumed meanwhile and kept)"
+            f"{report['deleted']} deleted, {report['kept']} resumed meanwhile and kept; "
+            f"{report['expired_deleted']} expired long-term memories deleted)"
         )
 
     def set_privacy(self, argument: str, *, private: bool) -> None:

@@ -20,6 +20,7 @@ from kioku.domain.ltm.arguments import (
     parse_create_arguments,
     parse_update_arguments,
 )
+from kioku.domain.ltm.full_book import counted_in, least_used
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     Memory,
@@ -27,10 +28,12 @@ from kioku.domain.ltm.memory import (
     MemoryLimitReached,
     MemoryScope,
     MemoryStatus,
+    MemoryStoreFailed,
     PersonalTarget,
     ScopeKind,
     allows_personal_memories,
     content_fingerprint,
+    expiry_after,
 )
 from kioku.domain.ltm.notification import (
     memory_forgotten_embed,
@@ -72,7 +75,7 @@ from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.privacy import rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
-from kioku.domain.why import MemoryUse, UsedMemory
+from kioku.domain.why import MAX_PEOPLE_NOTED, MemoryUse, UsedMemory
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.tool_failures import PRIVACY_RESTRICTED, answer_for
 
@@ -101,6 +104,10 @@ NEAR_DUPLICATE_SIMILARITY: Final = 0.8
 Measured by ``make bench`` (memory.near_duplicate): no two distinct facts of the generated
 conversation reach it, most rewordings of one fact do."""
 SIMILAR_ON_LIMIT: Final = 3
+CORRECTION_SIMILARITY: Final = 0.2
+"""Share of words in common from which a saved memory may correct one its scope holds: the save's
+answer names those (at most ``SIMILAR_ON_LIMIT``) and asks whether it replaces one. Measured by
+``python -m bench.memory_corrections`` (docs/memory.md, "Corrections")."""
 
 _SERVER_FALLBACK: Final = {
     TargetKind.BOT_SELF: "saved as a server memory: you keep no personal memories about yourself",
@@ -259,6 +266,7 @@ def _create(
         said_at=turn.sent_at,
         embedding=embedding,
         turn_id=turn.turn_id,
+        expires_at=expiry_after(turn.now, request.expires_in_days),
     )
     try:
         outcome = store.create(
@@ -270,8 +278,10 @@ def _create(
         return ToolResult(
             SaveStatus.LIMIT_EXCEEDED,
             {
-                "message": f"this scope already holds {exc.limit} memories; update or delete an old one "
-                "first, such as the most similar ones",
+                "message": f"this scope already holds {exc.limit} memories; make room first: merge one "
+                "of the least used into another with update_long_term_memory, or delete one (empty "
+                "memory_content), such as the most similar ones; then save again",
+                "least_used": _least_used(store, scope, recalled),
                 "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
             },
         )
@@ -286,6 +296,7 @@ def _create(
     touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
     if note:
         data["message"] = note
+    data.update(_may_correct(similar, outcome.memory_id))
     if status is MemoryStatus.PENDING:
         data["message"] = (
             "saved for review: a server manager must approve it before you remember it; "
@@ -394,6 +405,37 @@ def _update(
     return rewritten
 
 
+def _least_used(store: MemoryStore, scope: MemoryScope, recalled: Recall | None) -> list[dict[str, str]]:
+    """The full scope's memories this turn may see (its recall holds them), least recently used
+    first; when they were last shown is read only here, on the refusal (a Query per person noted)."""
+    candidates = [c for c in (recalled or Recall()).candidates if counted_in(scope, c)]
+    if not candidates:
+        return []
+    people = [scope.owner_id] if scope.kind is ScopeKind.PERSONAL else [c.memory.about for c in candidates]
+    try:
+        shown = store.last_shown([p for p in dict.fromkeys(people) if p][:MAX_PEOPLE_NOTED])
+    except MemoryStoreFailed:
+        shown = {}  # the refusal still names them, by age
+    return [used.as_answer() for used in least_used(candidates, shown)]
+
+
+def _may_correct(similar: list[tuple[float, Recalled]], memory_id: str) -> dict[str, Any]:
+    """What a new memory's answer adds when memories of its scope say something close: them, and
+    the question whether the new fact replaces one (a correction lands on the fact it corrects)."""
+    close = [c for score, c in similar if CORRECTION_SIMILARITY <= score < NEAR_DUPLICATE_SIMILARITY]
+    if not close:
+        return {}
+    return {
+        "close_memories": [{"memory_id": c.memory.memory_id, "memory": c.text} for c in close],
+        "question": (
+            "does the new fact replace one of these close memories? If it corrects one, move it "
+            "there: update_long_term_memory that memory with the corrected fact, then delete "
+            f"#{memory_id} (update_long_term_memory with empty memory_content). If both stay true, "
+            "do nothing"
+        ),
+    }
+
+
 def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:
     """The answer to a save that rewords the most similar memory, if it does. The same text is left
     to the store, whose guard answers it within the save's transaction."""
@@ -430,6 +472,7 @@ def _find(
             memory is not None
             and memory.scope.lineage in visible
             and memory.recallable_at(turn.place, turn.config.privacy)
+            and not memory.expired(turn.now)
             and turn.user.user_id in (memory.author_id, memory.about)
         ):
             return memory, subject

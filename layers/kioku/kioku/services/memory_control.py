@@ -253,6 +253,7 @@ def memory_record(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
         "saved_at": memory.created_at.isoformat(),
         "updated_at": memory.updated_at.isoformat(),
         "saved_in": saved_in(memory, user_id, place),
+        **({"expires_at": memory.expires_at.isoformat()} if memory.expires_at else {}),
     }
 
 

@@ -309,7 +309,9 @@ class TurnService:
         if self.embedder is not None:
             state.embeddings = TurnEmbeddings(self.embedder)
         try:
-            memories = self.turns.recall(read, lineage, place=turn.place, policy=turn.config.privacy)
+            memories = self.turns.recall(
+                read, lineage, place=turn.place, policy=turn.config.privacy, now=turn.now
+            )
         except MemoryStoreFailed:
             logger.exception("long-term memory recall failed; the turn goes on without it")
             return

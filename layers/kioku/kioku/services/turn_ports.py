@@ -106,8 +106,16 @@ class TurnStore(Protocol):
 
     def done(self, key: TurnKey) -> TurnOutcome | None: ...
 
-    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
-        """Raises ``MemoryStoreFailed`` when the memories cannot be read."""
+    def recall(
+        self,
+        read: TurnRead,
+        lineage: int,
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+        now: datetime | None = None,
+    ) -> RecallSet:
+        """Raises ``MemoryStoreFailed`` when the memories cannot be read; none expired by ``now``."""
         ...
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:

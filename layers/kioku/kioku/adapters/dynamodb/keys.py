@@ -29,7 +29,8 @@ read, and the partitions of the indexes. The stores build every key here and now
     REPLY#{message}         TURN                               the turn a posted reply answered (turn_traces)
 
     Recency       gsi1pk = {STM pk}#L#{lineage}, + "#PRIVATE" for a private channel's row
-    JanitorAge    gsi2pk = STMAGE#{0..7}; REMOVALS (a server's REMOVAL, by when it was removed)
+    JanitorAge    gsi2pk = STMAGE#{0..7} (rows, by last update); LTMEXPIRY#{0..7} (memories that
+                  expire, by expiry); REMOVALS (a server's REMOVAL, by when it was removed)
     ThreadParent  gsi3pk = {STM pk}#PARENT#{parent channel}; SAIDIN#{guild} (a personal memory said
                   in that server, so its removal finds them without a scan)
 
@@ -92,6 +93,7 @@ _AGE_SHARD_PREFIX: Final = "STMAGE#"
 REMOVALS_PARTITION: Final = "REMOVALS"
 """The ``JanitorAge`` partition of the servers kioku was removed from (``server_removal_key``)."""
 _SAID_IN_PREFIX: Final = "SAIDIN#"
+_EXPIRY_SHARD_PREFIX: Final = "LTMEXPIRY#"
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
 _PAIR_SEPARATOR: Final = "|"
 
@@ -328,6 +330,16 @@ def age_shard_partition(shard: int) -> str:
     return f"{_AGE_SHARD_PREFIX}{shard}"
 
 
+def expiry_shard(memory: ItemKey) -> str:
+    """The ``JanitorAge`` partition of a memory that expires (sorted there by its expiry): memories
+    spread over ``AGE_SHARDS`` partitions of their own, apart from the rows'."""
+    return expiry_shard_partition(zlib.crc32(memory.joined().encode()) % AGE_SHARDS)
+
+
+def expiry_shard_partition(shard: int) -> str:
+    return f"{_EXPIRY_SHARD_PREFIX}{shard}"
+
+
 # -- long-term memory ---------------------------------------------------------------------------------------
 
 
@@ -353,6 +365,11 @@ def said_in_partition(guild_id: str) -> str:
 def personal_memory_of(key: ItemKey) -> tuple[str, str]:
     """The owner and id of the personal memory whose key is ``key``."""
     return key.pk[len(USER_PARTITION) :], key.sk[len(MEMORY_PREFIX) :]
+
+
+def memory_trail_range(kind: ScopeKind, owner_id: str, memory_id: str) -> KeyRange:
+    """Whatever a memory keeps beside its item under ``M#{id}#`` (its earlier texts): removed with it."""
+    return KeyRange(owner_pk(kind, owner_id), f"{MEMORY_PREFIX}{memory_id}#")
 
 
 def guard_key(scope: MemoryScope, fingerprint: str, domain: str) -> ItemKey:

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.keys import ItemKey, book_key
@@ -28,8 +29,14 @@ class GuardHolder:
     memory_id: str
     memory: Memory | None
 
-    def refuses(self, scope: MemoryScope, new: SaidFact, policy: PrivacyPolicy) -> bool:
-        return self.memory is not None and refuses_as_duplicate(scope, self.memory.said(), new, policy)
+    def refuses(self, scope: MemoryScope, new: SaidFact, policy: PrivacyPolicy, now: datetime) -> bool:
+        """Whether the holder makes the new memory needless: never once it expired (by ``now``)."""
+        held = self.memory
+        return (
+            held is not None
+            and not held.expired(now)
+            and refuses_as_duplicate(scope, held.said(), new, policy)
+        )
 
 
 @dataclass(frozen=True, slots=True)

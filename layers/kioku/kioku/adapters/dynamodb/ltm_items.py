@@ -5,20 +5,33 @@ counter as a ledger (see ``ltm_store`` for the layout of an owner's partition).
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, Final
 
 from boto3.dynamodb.types import Binary
 
-from kioku.adapters.dynamodb.keys import THREAD_PARENT_PK, memory_key, said_in_partition
+from kioku.adapters.dynamodb.keys import (
+    JANITOR_PK,
+    JANITOR_SK,
+    THREAD_PARENT_PK,
+    ItemKey,
+    expiry_shard,
+    memory_key,
+    said_in_partition,
+)
 from kioku.adapters.dynamodb.table import Item
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, PersonalLedger, ScopeKind
 from kioku.domain.privacy import Origin
 
+EXPIRES: Final = "memory_expires_at"
+"""A memory's expiry, epoch seconds: not the table's TTL attribute (``expires_at``), whose deletes
+would skip the counter, the guard and the book; the janitor deletes an expired memory instead."""
 GUARD_TURN: Final = "turn_id"
 """On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 ENTRY_PREFIX: Final = "m"
 SHARD_COUNT: Final = "k"
+_ENTRY_EXPIRES: Final = "x"
 _PENDING: Final = "p"
 _ORIGIN_PRIVATE: Final = "p"
 _ORIGIN_PRIVATE_THREAD: Final = "t"
@@ -36,6 +49,7 @@ _NAMES: Final = {
     "#embedding": "embedding",
     "#unguarded": "unguarded",
     "#review_tag": "review_tag",
+    "#expires": EXPIRES,
 }
 
 
@@ -61,7 +75,33 @@ def book_entry(memory: Memory) -> Item:
         entry["st"] = _PENDING
     if memory.embedding:
         entry["v"] = memory.embedding
+    if memory.expires_at is not None:
+        entry[_ENTRY_EXPIRES] = epoch(memory.expires_at)
     return entry
+
+
+def epoch(moment: datetime) -> int:
+    return int(moment.timestamp())
+
+
+def expiry_attributes(key: ItemKey, expires_at: datetime | None) -> Item:
+    """A memory item's expiry, and its place in the janitor's index (sorted by expiry)."""
+    if expires_at is None:
+        return {}
+    return {
+        EXPIRES: epoch(expires_at),
+        JANITOR_PK: expiry_shard(key),
+        JANITOR_SK: iso_time(expires_at),
+    }
+
+
+def iso_time(moment: datetime) -> str:
+    """One fixed ISO form (UTC, seconds), so that the index's string order is time order."""
+    return moment.astimezone(UTC).isoformat(timespec="seconds")
+
+
+def _expiry(value: Any) -> datetime | None:
+    return datetime.fromtimestamp(int(value), UTC) if value is not None else None
 
 
 def origin_text(origin: Origin) -> str:
@@ -118,6 +158,7 @@ def _memories_of_shard(item: Item | None, scope: MemoryScope, shard: int) -> lis
                     status=MemoryStatus.PENDING if entry.get("st") == _PENDING else MemoryStatus.ACTIVE,
                     book_shard=shard,
                     embedding=_optional_bytes(entry.get("v")),
+                    expires_at=_expiry(entry.get(_ENTRY_EXPIRES)),
                 )
             )
     return memories
@@ -132,8 +173,10 @@ def ledger_from_item(item: Item | None) -> PersonalLedger:
 
 def memory_to_item(draft: MemoryDraft, memory_id: str, fingerprint: str, shard: int = 0) -> Item:
     scope = draft.scope
+    key = memory_key(scope.kind, scope.owner_id, memory_id)
     return {
-        **memory_key(scope.kind, scope.owner_id, memory_id).as_item(),
+        **key.as_item(),
+        **expiry_attributes(key, draft.expires_at),
         "kind": scope.kind.value,
         "owner_id": scope.owner_id,
         "lineage": scope.lineage,
@@ -176,6 +219,7 @@ def memory_from_item(item: Item) -> Memory:
         embedding=_optional_bytes(item.get("embedding")),
         review_tag=_optional_str(item.get("review_tag")),
         holds_guard=not item.get("unguarded"),
+        expires_at=_expiry(item.get(EXPIRES)),
     )
 
 

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from datetime import datetime
 
+from kioku import clock
 from kioku.adapters.dynamodb.config_store import user_profile_from_item
 from kioku.adapters.dynamodb.keys import ItemKey, book_key, index_by_key, user_profile_key
 from kioku.adapters.dynamodb.ltm_items import memories_from_book
 from kioku.adapters.dynamodb.ltm_transactions import LtmTransactions
 from kioku.adapters.dynamodb.table import Item
+from kioku.adapters.dynamodb.turn_traces import TurnTraces
+from kioku.domain.ltm.full_book import last_shown_by_memory
 from kioku.domain.ltm.memory import (
     Memory,
     MemoryScope,
@@ -31,11 +35,12 @@ class LtmReads(LtmTransactions):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """One BatchGetItem of ``recall_keys``, read by ``recall_from_items``."""
         keys = self.recall_keys(guild_id, lineage, user_ids)
         items = index_by_key(self._guarded(self._table.batch_get, keys))
-        return self.recall_from_items(items, guild_id, lineage, user_ids, place=place, policy=policy)
+        return self.recall_from_items(items, guild_id, lineage, user_ids, place=place, policy=policy, now=now)
 
     def recall_keys(self, guild_id: str | None, lineage: int, user_ids: Sequence[str]) -> list[ItemKey]:
         """The items recall reads, all with fixed keys: every shard of the server's book of
@@ -57,11 +62,12 @@ class LtmReads(LtmTransactions):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """The memories in the items of ``recall_keys`` (by key, missing ones left out) that a
-        turn at ``place`` may be shown (``RecallReach``), without the people whose privacy level
-        forbids personal memories. A recalled memory's ``created_at`` is its ``updated_at``: books
-        keep only what recall shows."""
+        turn at ``place`` may be shown (``RecallReach``) at ``now`` (by default the clock's: never
+        an expired one), without the people whose privacy level forbids personal memories. A
+        recalled memory's ``created_at`` is its ``updated_at``: books keep only what recall shows."""
         people = tuple(
             user_id
             for user_id in user_ids
@@ -69,7 +75,7 @@ class LtmReads(LtmTransactions):
                 user_profile_from_item(items_by_key.get(user_profile_key(user_id)), user_id).privacy_level
             )
         )
-        reach = RecallReach(place, policy, lineage, frozenset(people))
+        reach = RecallReach(place, policy, lineage, frozenset(people), now or clock.now())
 
         def read(scope: MemoryScope) -> tuple[Memory, ...]:
             shards = range(self.layout.shards(scope.kind))
@@ -86,3 +92,14 @@ class LtmReads(LtmTransactions):
             for user_id in people
         }
         return RecallSet(server=server, personal=personal)
+
+    def last_shown(self, user_ids: Sequence[str]) -> dict[str, datetime]:
+        """When each memory was last shown to a turn, from the use notes in the partitions of
+        ``user_ids`` (one Query each; kept 16 days): read only by a save refused at the limit."""
+        traces = TurnTraces(self._table)
+        notes = (
+            (note.at, note.memory_keys)
+            for user_id in dict.fromkeys(user_ids)
+            for note in self._guarded(traces.notes_of, user_id)
+        )
+        return last_shown_by_memory(notes)

@@ -104,7 +104,11 @@ class LtmTransactions:
                 memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
         raise MemoryStoreFailed(f"gave up deleting after {MAX_ATTEMPTS} lost races")
 
-    def _remove_operations(self, memory: Memory, *, pending_only: bool) -> list[dict[str, Any]]:
+    def _remove_operations(
+        self, memory: Memory, *, pending_only: bool, expires: int | None = None
+    ) -> list[dict[str, Any]]:
+        """The delete of ``memory`` as read (only while pending, with ``pending_only``; only while
+        it expires at ``expires``, epoch seconds, when given), with its guard, count and entry."""
         scope = memory.scope
         condition = f"#fingerprint = :read_fingerprint AND {guard_state(memory)}"
         names = attribute_names("#fingerprint", "#unguarded")
@@ -112,6 +116,12 @@ class LtmTransactions:
         if pending_only:
             condition, names = f"#status = :pending AND {condition}", {**names, **attribute_names("#status")}
             values[":pending"] = MemoryStatus.PENDING.value
+        if expires is not None:
+            condition, names = (
+                f"#expires = :expires AND {condition}",
+                {**names, **attribute_names("#expires")},
+            )
+            values[":expires"] = expires
         return [
             self._table.op_delete(
                 memory_key(scope.kind, scope.owner_id, memory.memory_id),

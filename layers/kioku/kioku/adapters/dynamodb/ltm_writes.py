@@ -19,6 +19,7 @@ from kioku.adapters.dynamodb.keys import (
     user_profile_key,
 )
 from kioku.adapters.dynamodb.ltm_book import GuardHolder, shard_with_room
+from kioku.adapters.dynamodb.ltm_expiry import LtmExpiry
 from kioku.adapters.dynamodb.ltm_items import (
     GUARD_TURN,
     attribute_names,
@@ -27,7 +28,7 @@ from kioku.adapters.dynamodb.ltm_items import (
     memory_to_item,
     origin_text,
 )
-from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, LtmTransactions, counted, guard_state
+from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, counted, guard_state
 from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
@@ -53,7 +54,7 @@ _ALSO: Final = "also "
 """The name of a caller's part of a write's transaction (``also``), before its number."""
 
 
-class LtmWrites(LtmTransactions):
+class LtmWrites(LtmExpiry):
     """A memory saved, rewritten or deleted, each in one transaction with its guard, counter,
     book entry and notes."""
 
@@ -81,9 +82,16 @@ class LtmWrites(LtmTransactions):
         shards = self.layout.shards(draft.scope.kind)
         full: set[int] = set()
         taken: GuardHolder | None = None
-        attempt = 0
+        attempt, released = 0, False  # released: a full scope's expired memories went, once
         while attempt < MAX_ATTEMPTS:
             if ledger is not None and not ledger.has_room(draft.scope.lineage, limit):
+                if (
+                    not released
+                    and (released := True)
+                    and self.release_expired(draft.scope, draft.created_at)
+                ):
+                    ledger = self.personal_target(draft.scope.owner_id).ledger
+                    continue
                 return self._existing_or_limit(draft, fingerprint, limit, policy)
             memory_id = self._new_id()
             shard = shard_with_room(memory_id, shards, full)
@@ -111,12 +119,20 @@ class LtmWrites(LtmTransactions):
                     if own is not None:
                         return own
                     holder = self._holder_of(old["guard"], draft.scope, fingerprint, draft.duplicate_domain)
-                    if holder is not None and holder.refuses(draft.scope, draft.said(memory_id), policy):
+                    if holder is not None and holder.refuses(
+                        draft.scope, draft.said(memory_id), policy, draft.created_at
+                    ):
                         return SaveOutcome(holder.memory_id, created=False)
                     taken = holder  # the next attempt takes the guard over (or puts it, if it went)
                     attempt += 1
                     continue
                 if "counter" in failed and not personal:
+                    if (
+                        not released
+                        and (released := True)
+                        and self.release_expired(draft.scope, draft.created_at)
+                    ):
+                        continue
                     raise MemoryLimitReached(limit) from exc
                 if "counter" in failed:
                     ledger = ledger_from_item(old["counter"])
@@ -179,7 +195,7 @@ class LtmWrites(LtmTransactions):
                         updated.fingerprint,
                         updated.duplicate_domain,
                     )
-                    if holder is not None and holder.refuses(memory.scope, updated.said(), policy):
+                    if holder is not None and holder.refuses(memory.scope, updated.said(), policy, now):
                         raise DuplicateMemory(holder.memory_id) from exc
                     taken = holder
                 elif failed or not exc.conflicted:
@@ -340,7 +356,7 @@ class LtmWrites(LtmTransactions):
         if own is not None:
             return own
         holder = self._holder_of(guard, scope, fingerprint, domain)
-        if holder is not None and holder.refuses(scope, draft.said(), policy):
+        if holder is not None and holder.refuses(scope, draft.said(), policy, draft.created_at):
             return SaveOutcome(holder.memory_id, created=False)
         raise MemoryLimitReached(limit)
 

@@ -105,16 +105,25 @@ class TurnRepository:
         """The turn's record, if it is done (one GetItem: ``read`` carries it in its BatchGetItem)."""
         return outcome_from_item(self._table.get(turn_record_key(key.source, key.turn_id)))
 
-    def recall(self, read: TurnRead, lineage: int, *, place: Place, policy: PrivacyPolicy) -> RecallSet:
-        """The memories the turn at ``place`` may be shown with a persona of ``lineage``: from the books
-        its read fetched when that is the lineage it guessed, else with one BatchGetItem more."""
+    def recall(
+        self,
+        read: TurnRead,
+        lineage: int,
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+        now: datetime | None = None,
+    ) -> RecallSet:
+        """The memories the turn at ``place`` may be shown with a persona of ``lineage`` at ``now``
+        (none expired): from the books its read fetched when that is the lineage it guessed, else
+        with one BatchGetItem more."""
         guild_id, people = read.query.guild_id, read.recall_people
         if lineage == read.recall_lineage:
             found = read.memory.extra
             return self._memories.recall_from_items(
-                found, guild_id, lineage, people, place=place, policy=policy
+                found, guild_id, lineage, people, place=place, policy=policy, now=now
             )
-        return self._memories.recall(guild_id, lineage, people, place=place, policy=policy)
+        return self._memories.recall(guild_id, lineage, people, place=place, policy=policy, now=now)
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.

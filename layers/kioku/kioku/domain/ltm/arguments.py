@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Final
 
 from kioku.domain.text import sanitize_unknown_placeholders
 from kioku.domain.tools import parse_tool_arguments
 
+MIN_EXPIRY_DAYS: Final = 1
+MAX_EXPIRY_DAYS: Final = 3650
 _QUOTED_MEMORY_ID = re.compile(r"^\[?#?(\d{1,12})\]?$")
 # {User}, and character cards' {{user}}, {{char}} and {char}: the same two people, {user} and {bot}.
 _TOKEN_SPELLING = re.compile(r"\{\{\s*(user|bot|char)\s*\}\}|\{(user|bot|char)\}", re.IGNORECASE)
@@ -40,6 +42,7 @@ class CreateArguments:
     content: str
     scope: RequestedScope
     target_user: str | None
+    expires_in_days: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +75,29 @@ def parse_create_arguments(raw: str | dict[str, Any] | None, max_length: int) ->
         raise InvalidArguments(
             Problem.ARGUMENTS, "memory_scope 'target_user' needs target_user: the display name of the user"
         )
-    return CreateArguments(content=content, scope=scope, target_user=target)
+    expires_in_days = expiry_days(arguments.get("expires_in_days"))
+    return CreateArguments(content=content, scope=scope, target_user=target, expires_in_days=expires_in_days)
+
+
+def expiry_days(value: Any) -> int | None:
+    """``expires_in_days`` checked: absent (None), or a whole number of days from 1 to 3650."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise InvalidArguments(
+            Problem.ARGUMENTS, f"expires_in_days must be a whole number of days, not {value!r}"[:200]
+        )
+    if not MIN_EXPIRY_DAYS <= value <= MAX_EXPIRY_DAYS:
+        raise InvalidArguments(
+            Problem.ARGUMENTS,
+            f"expires_in_days must be from {MIN_EXPIRY_DAYS} to {MAX_EXPIRY_DAYS}, not {value}; "
+            "leave it out for a fact that stays true",
+        )
+    return value
 
 
 def parse_update_arguments(raw: str | dict[str, Any] | None, max_length: int) -> UpdateArguments:

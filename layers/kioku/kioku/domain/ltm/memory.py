@@ -6,7 +6,7 @@ import hashlib
 import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
 
@@ -85,6 +85,8 @@ class MemoryDraft:
     turn_id: str | None = None
     """The turn whose tool saves it: a retry of that turn (its first attempt died after the save)
     knows the save as its own, and owes its notice again."""
+    expires_at: datetime | None = None
+    """When the memory stops being true (a plan, a passing state); None: it does not expire."""
 
     @property
     def duplicate_domain(self) -> str:
@@ -105,6 +107,7 @@ class MemoryDraft:
             subject_id=self.subject_id,
             status=self.status,
             embedding=self.embedding,
+            expires_at=self.expires_at,
         )
 
 
@@ -128,6 +131,12 @@ class Memory:
     holds_guard: bool = field(default=True, compare=False)
     """Whether its duplicate guard is its own: a save the guard would have refused, were this memory
     recalled wherever that save is, takes the guard over (the store's bookkeeping)."""
+    expires_at: datetime | None = None
+    """After this time the memory is gone for recall, search, lists and limits, and the janitor
+    deletes it (``expired``)."""
+
+    def expired(self, now: datetime) -> bool:
+        return self.expires_at is not None and self.expires_at <= now
 
     @property
     def fingerprint(self) -> str:
@@ -157,6 +166,11 @@ class Memory:
         )
 
 
+def expiry_after(now: datetime, days: int | None) -> datetime | None:
+    """When a memory saved at ``now`` to last ``days`` days expires (None: it lasts)."""
+    return now + timedelta(days=days) if days is not None else None
+
+
 def personal_lineages(lineage: int) -> tuple[int, ...]:
     """A person's memories shown with a persona of ``lineage``: its lineage's and their global ones."""
     return tuple(dict.fromkeys((lineage, GLOBAL_LINEAGE)))
@@ -173,8 +187,12 @@ class RecallReach:
     policy: PrivacyPolicy
     lineage: int
     people: frozenset[str] = frozenset()
+    now: datetime | None = None
+    """The turn's time: a memory expired by then is shown nowhere (None: expiry not checked)."""
 
     def shows(self, memory: Memory) -> bool:
+        if self.now is not None and memory.expired(self.now):
+            return False
         scope = memory.scope
         if scope.kind is ScopeKind.SERVER:
             held = scope.lineage == self.lineage

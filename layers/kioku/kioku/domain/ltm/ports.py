@@ -123,7 +123,14 @@ class MemoryStore(Protocol):
         *,
         place: Place,
         policy: PrivacyPolicy,
+        now: datetime | None = None,
     ) -> RecallSet:
         """The server's memories of ``lineage``, and the personal ones (``lineage`` and global) of the
-        users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see them."""
+        users in ``user_ids`` whose privacy level allows them, as far as a turn at ``place`` may see
+        them, without those expired by ``now`` (by default the clock's)."""
+        ...
+
+    def last_shown(self, user_ids: Sequence[str]) -> Mapping[str, datetime]:
+        """When each memory (``why.memory_key_text``) was last shown to a turn, as far as the use
+        notes of ``user_ids`` tell (kept 16 days)."""
         ...

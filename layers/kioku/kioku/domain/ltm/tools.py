@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, Final
 
-from kioku.domain.ltm.arguments import RequestedScope
+from kioku.domain.ltm.arguments import MAX_EXPIRY_DAYS, MIN_EXPIRY_DAYS, RequestedScope
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.models import MemoryModeration, ServerConfig
 from kioku.domain.turn import TurnContext
@@ -25,7 +25,9 @@ CREATE_TOOL: Final = {
             "Save only what will still matter next week, one distinct fact per call, and never something "
             "already listed in your long-term memories (correct those with update_long_term_memory). "
             "Write {user} for the person the fact is about and {bot} for yourself instead of names, "
-            "e.g. '{user} is allergic to peanuts' or '{bot} promised {user} a haiku every Friday'."
+            "e.g. '{user} is allergic to peanuts' or '{bot} promised {user} a haiku every Friday'. "
+            "For a plan or a passing state ('{user} is in Tokyo this week', '{user} has an exam on "
+            "Friday'), give expires_in_days so it is forgotten once it is no longer true."
         ),
         "parameters": {
             "type": "object",
@@ -47,6 +49,15 @@ CREATE_TOOL: Final = {
                     "description": (
                         "With 'target_user': the person's display name as seen in the conversation "
                         "(or their mention). Leave out for 'server_wide'."
+                    ),
+                },
+                "expires_in_days": {
+                    "type": "integer",
+                    "minimum": MIN_EXPIRY_DAYS,
+                    "maximum": MAX_EXPIRY_DAYS,
+                    "description": (
+                        "For plans and passing states only: after how many days the fact stops being "
+                        "true and is forgotten. Leave out for lasting facts."
                     ),
                 },
             },

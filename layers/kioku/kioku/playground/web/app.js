@@ -320,6 +320,7 @@ function renderLtm(memories) {
         (memory.scope === "personal" ? ` of ${memory.owner}` : memory.about ? ` about ${memory.about}` : "") +
         ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
         (memory.status !== "active" ? ` · ${memory.status}` : "") +
+        (memory.expires_at ? ` · until ${memory.expires_at.slice(0, 10)}` : "") +
         (memory.in_scope ? " · in scope here" : " · not in scope here"))))
     : [el("li", { class: "out" }, "No long-term memories yet.")]));
 }

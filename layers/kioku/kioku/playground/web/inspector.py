@@ -381,4 +381,4 @@ class Inspector:
             if allows_personal_memories(self._ltm.personal_target(subject.user_id).privacy_level)
         )
         policy = config.privacy if channel.guild_id else PrivacyPolicy()
-        return RecallReach(turn.place, policy, config.persona.lineage_id, people)
+        return RecallReach(turn.place, policy, config.persona.lineage_id, people, turn.now)

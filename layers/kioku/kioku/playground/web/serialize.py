@@ -220,6 +220,7 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str], bot: s
             "private": origin.private,
         },
         "updated_at": _iso(memory.updated_at),
+        "expires_at": _iso(memory.expires_at),
     }
 
 

@@ -15,7 +15,7 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
-from kioku.domain.ltm.wording import counted, for_people
+from kioku.domain.ltm.wording import counted, for_people, live, until_text
 from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
@@ -61,7 +61,7 @@ def list_memories(interaction: Interaction, context: CommandContext) -> dict:
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
     user_id = _invoker_id(interaction)
-    memories = memory_control.memories_about(user_id, context.ltm_store)
+    memories = live(memory_control.memories_about(user_id, context.ltm_store), context.clock())
     place = _place(interaction)
     known, _ = memory_control.usage_notes(
         user_id,
@@ -335,6 +335,7 @@ def _memory_field(
     return {
         "name": shorten(
             f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}"
+            + until_text(memory.expires_at)
             + _used(memory, user_id, place, uses or {}),
             MAX_FIELD_NAME_CHARS,
         ),

@@ -22,7 +22,7 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
-from kioku.domain.ltm.wording import counted
+from kioku.domain.ltm.wording import counted, live, until_text
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
@@ -105,7 +105,7 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
 
 
 def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str) -> dict[str, Any]:
-    name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}"
+    name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}{until_text(memory.expires_at)}"
     if memory.scope.lineage != viewer.config.persona.lineage_id:
         readers = _lineage_readers(viewer.config, memory.scope.lineage)
         name += f" · {' and '.join(p.name for p in readers)}'s" if readers else " · an earlier persona's"
@@ -162,7 +162,9 @@ def show_page(interaction: Interaction, context: CommandContext, page: int) -> d
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
     viewer = _viewer(interaction, context)
-    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
+    memories = live(
+        memory_control.server_memories(str(interaction.guild_id), context.ltm_store), context.clock()
+    )
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
