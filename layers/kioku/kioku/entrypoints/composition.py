@@ -84,6 +84,7 @@ class Container:
 
         return ServerRemovals(self.table)
 
+    @cached_property
     def ltm_backfill(self) -> LtmVectorBackfill:
         from kioku.adapters.dynamodb.ltm_backfill import LtmVectorBackfill
 
