@@ -9,7 +9,8 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
@@ -28,6 +29,7 @@ from kioku.domain.ltm.memory import (
     MemoryScope,
     MemoryStatus,
     PersonalTarget,
+    SaveOutcome,
     ScopeKind,
     allows_personal_memories,
     content_fingerprint,
@@ -215,8 +217,6 @@ def _create(
                 subject = resolution.user
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             subject, target = resolution.user, store.personal_target(resolution.user.user_id)
-            if not allows_personal_memories(target.privacy_level):
-                return _result(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
         else:
             return unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
     if target is None and turn.guild_id is None:
@@ -232,11 +232,47 @@ def _create(
     named = subject if about_subject else None
     if target is None:
         content = pin_user_token(content, subject.display_name)
-        scope, limit = MemoryScope.server(turn.guild_id or "", lineage), settings.MAX_SERVER_MEMORIES
+        scope = MemoryScope.server(turn.guild_id or "", lineage)
         if awaits_review(turn.config, speaker_manages_server or _manages_nothing):
             status = MemoryStatus.PENDING
     else:
-        scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
+        scope = MemoryScope.personal(target.user_id, lineage)
+    saving = Saving(scope, content, subject, target, named.user_id if named else None, status, note)
+    return save_memory(saving, turn, store=store, settings=settings, recalled=recalled, embeddings=embeddings)
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """A memory whose scope and text are decided (by the model's tool, or by a person's command),
+    to be saved by ``save_memory`` under the rules every save keeps."""
+
+    scope: MemoryScope
+    content: str
+    subject: TargetUser
+    """Whom the notice names: a personal memory's owner, or the person a server memory is about."""
+    target: PersonalTarget | None = None
+    """A personal memory's owner, as read (privacy level and counts); None for a server memory."""
+    subject_id: str | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    note: str | None = None
+    expires_at: datetime | None = None
+
+
+def save_memory(
+    saving: Saving,
+    turn: TurnContext,
+    *,
+    store: MemoryStore,
+    settings: Settings,
+    recalled: Recall | None = None,
+    embeddings: TurnEmbeddings | None = None,
+) -> ToolResult:
+    """The one path every new memory is saved by: the owner's privacy level, the near-duplicate answer (``recalled``: the memories of the scope the
+    saver may see), then one write that holds the limit and the exact duplicate guard."""
+    scope, content, target = saving.scope, saving.content, saving.target
+    if target is not None and not allows_personal_memories(target.privacy_level):
+        return _result(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
+    limit = settings.MAX_SERVER_MEMORIES if target is None else settings.MAX_PERSONAL_MEMORIES
     similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
     remembered = _already_remembered(similar, content)
     if remembered is not None:
@@ -248,11 +284,12 @@ def _create(
         author_id=turn.user.user_id,
         created_at=turn.now,
         origin=saving_origin(turn),
-        subject_id=named.user_id if named else None,
-        status=status,
+        subject_id=saving.subject_id,
+        status=saving.status,
         said_at=turn.sent_at,
         embedding=embedding,
         turn_id=turn.turn_id,
+        expires_at=saving.expires_at,
     )
     try:
         outcome = store.create(
@@ -269,7 +306,11 @@ def _create(
                 "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
             },
         )
+    return _saved(saving, draft, outcome, turn)
 
+
+def _saved(saving: Saving, draft: MemoryDraft, outcome: SaveOutcome, turn: TurnContext) -> ToolResult:
+    scope, content, subject = saving.scope, saving.content, saving.subject
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
@@ -278,9 +319,9 @@ def _create(
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
         return ToolResult(SaveStatus.SAVED, data, touched=(UsedMemory.of(saved, MemoryUse.FOUND),))
     touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
-    if note:
-        data["message"] = note
-    if status is MemoryStatus.PENDING:
+    if saving.note:
+        data["message"] = saving.note
+    if saving.status is MemoryStatus.PENDING:
         data["message"] = (
             "saved for review: a server manager must approve it before you remember it; "
             "tell the person it awaits review"

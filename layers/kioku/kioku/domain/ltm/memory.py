@@ -85,6 +85,8 @@ class MemoryDraft:
     turn_id: str | None = None
     """The turn whose tool saves it: a retry of that turn (its first attempt died after the save)
     knows the save as its own, and owes its notice again."""
+    expires_at: datetime | None = None
+    """When it stops being true (``expires_in_days`` from now); None: never."""
 
     @property
     def duplicate_domain(self) -> str:
@@ -128,6 +130,8 @@ class Memory:
     holds_guard: bool = field(default=True, compare=False)
     """Whether its duplicate guard is its own: a save the guard would have refused, were this memory
     recalled wherever that save is, takes the guard over (the store's bookkeeping)."""
+    expires_at: datetime | None = None
+    """When it stops being true; None: never."""
 
     @property
     def fingerprint(self) -> str:
