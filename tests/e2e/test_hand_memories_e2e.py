@@ -380,3 +380,22 @@ def test_remember_this_refusals_change_nothing(stack, llm, case):
     assert answer["data"]["embeds"][0]["title"] in ("Nothing was saved", "Not allowed")
     assert stack.deliver_turns() == []
     assert table_items(stack) == before
+
+
+def test_an_add_delivered_twice_saves_once_and_answers_with_the_same_id(stack, llm):
+    alice = person(stack, "alice")
+    payload = add(stack, alice, "personal", {"content": "I sing in a choir"})
+    assert post(stack, payload) == DEFERRED
+    queue = stack.resources.turn_queue_url
+    (queued,) = stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=10)["Messages"]
+    stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=queued["ReceiptHandle"])
+    answers = []
+    for copy in ("first", "again"):  # as SQS may hand a message out twice
+        stack.sqs.send_message(
+            QueueUrl=queue, MessageBody=queued["Body"], MessageGroupId=GENERAL, MessageDeduplicationId=copy
+        )
+        assert stack.deliver_turns() == [{"batchItemFailures": []}]
+        answers.append(stack.discord.interaction_response(payload["token"])["content"])
+    (memory,) = ltm(stack).memories_of(ScopeKind.PERSONAL, alice["id"])
+    assert [memory_id(answer) for answer in answers] == [memory.memory_id] * 2
+    assert all(answer.startswith("Saved as memory") for answer in answers)
