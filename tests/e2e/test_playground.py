@@ -396,6 +396,11 @@ def test_the_tour_in_docs_shows_cadence_time_and_privacy(tmp_path):
     memory = personas.split("> :memory", 1)[1]
     assert "[Kioku, lineage 1]" in memory and re.search(r"^\[Luna, lineage \d+\]$", memory, re.MULTILINE)
     assert "Luna (alter persona) · trigger words: moon" in personas
+    # 5. By hand: three memories saved, each answered with its id, Alice's for every persona
+    by_hand = result.stdout.split("# 5. Writing memories by hand", 1)[1]
+    assert by_hand.count("Saved as memory **#") == 3
+    assert "(every persona's), for 365 days" in by_hand
+    assert "I am allergic to wasps" in by_hand.split("> /personal memories list", 1)[1]
 
 
 def test_make_run_waits_out_the_rate_window(tmp_path):

@@ -61,6 +61,7 @@ _PERSONA_BASE: Final = 900_000_000_000_000_000
 _WEBHOOK_BASE: Final = 910_000_000_000_000_000
 MAIN_PERSONA: Final = "kioku"
 MAIN_LINEAGE: Final = 1
+GLOBAL_LINEAGE: Final = 0
 TOKEN: Final = re.compile(r"TOK[MSGP]\d{4}")
 CHANNEL_NAME: Final = re.compile(r"room-(\d{2})")
 """Every channel and thread is named ``room-`` and the last two digits of its id (unique in a world)."""
@@ -162,6 +163,18 @@ class World:
         return (Where(None, user.dm_channel_id), *guild_places)
 
 
+class Hand(StrEnum):
+    """A memory the speaker writes by hand just before the message (``kioku.services.hand_memories``)."""
+
+    PERSONAL = "personal"
+    """``/personal memories add`` (or ``Remember this`` on their own message): about themself."""
+    EVERY_PERSONA = "every persona"
+    """``/personal memories add all_personas:True``: lineage 0, recalled by every persona."""
+    SERVER = "server"
+    """``/server memories add`` by a manager, or ``Remember this`` on someone else's message by a
+    member (pending where the guild reviews): a server memory said where the speaker is."""
+
+
 @dataclass(frozen=True)
 class TurnPlan:
     """One message to the bot, and what the model does with it."""
@@ -199,6 +212,7 @@ class TurnPlan:
     """The memories the model saves expire after a day (``expires_in_days``)."""
     day_passes: bool = False
     """Before the message, a day passes: memories saved expiring a day before have expired."""
+    by_hand: Hand | None = None
 
     @property
     def persona_id(self) -> str:
@@ -336,6 +350,7 @@ def turn_plans(draw: st.DrawFn, world: World, *, bypass_switches: bool = False) 
         bypass=draw(st.none() | st.booleans()) if bypass_switches and where.guild_id else None,
         expiring=draw(st.integers(0, 2)) == 0,
         day_passes=draw(st.integers(0, 4)) == 0,
+        by_hand=draw(st.none() | st.sampled_from(tuple(Hand))),
     )
 
 
@@ -388,6 +403,7 @@ def repeating_scenarios(draw: st.DrawFn) -> Scenario:
                 forget_all=False,
                 repeat=repeat,
                 make_private=repeat is not None and draw(st.booleans()),
+                by_hand=None,  # what is said again is the model's saves' (a hand's are its tools' too)
             )
         )
     return Scenario(world, tuple(plans))
@@ -461,6 +477,7 @@ class FakeDiscord:
         self._last_id = _MESSAGE_BASE
         self.refusing_posts = False
         """While set, every message post is refused (HTTP 500): a turn's reply is left unfinished."""
+        self.interaction_answers: list[str] = []
 
     def user_says(
         self,
@@ -591,8 +608,12 @@ class FakeDiscord:
         history.append(message)
         return copy.deepcopy(message)
 
-    def edit_original_response(self, *args: Any, **kwargs: Any) -> dict[str, Any]:
-        raise AssertionError("the privacy properties run message turns only")
+    def edit_original_response(
+        self, application_id: str, token: str, content: str, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Only a memory written by hand answers an interaction: its answer to the person who asked."""
+        self.interaction_answers.append(content)
+        return {"id": self._new_id(), "content": content}
 
     def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]:
         webhook_id = _snowflake(_WEBHOOK_BASE, int(channel_id) % 1000)
@@ -886,7 +907,11 @@ class Oracle:
         # a persona reads its own short-term rows, and the long-term memories of its lineage
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.persona != probe.persona:
             return False
-        if written.kind in MEMORY_KINDS_SEEN and written.lineage != probe.lineage:
+        # a person's memory for every persona (lineage 0) is every persona's
+        lineages = (
+            {probe.lineage, GLOBAL_LINEAGE} if written.kind is Kind.PERSONAL_MEMORY else {probe.lineage}
+        )
+        if written.kind in MEMORY_KINDS_SEEN and written.lineage not in lineages:
             return False
         if written.kind in (Kind.MESSAGE, Kind.SUMMARY) and written.where.guild_id is None:
             owner = self.world.user(written.author_id)

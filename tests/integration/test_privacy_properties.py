@@ -46,7 +46,7 @@ from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
-from kioku.discord.models import parse_message
+from kioku.discord.models import parse_message, parse_user
 from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.ltm.ports import Embedder
@@ -57,10 +57,11 @@ from kioku.domain.privacy import Place, PrivacyMode
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
-from kioku.domain.turn_jobs import PersonaCue, TurnJob
+from kioku.domain.turn_jobs import MemoryRequest, PersonaCue, TurnJob, TurnSource
 from kioku.domain.why import Visibility
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
+from kioku.services.hand_memories import HandWriting, save_by_hand
 from kioku.services.memory_control import forget_all
 from kioku.services.persona_voice import PersonaWebhooks
 from kioku.services.turn import TurnService
@@ -68,6 +69,8 @@ from kioku.services.why import why_this_answer
 from tests.integration import stm_rows
 from tests.integration.privacy_world import (
     BOT_ID,
+    GLOBAL_LINEAGE,
+    MAIN_LINEAGE,
     PRIVATE_THREAD,
     PUBLIC_THREAD,
     VIEW_CHANNEL_BIT,
@@ -76,6 +79,7 @@ from tests.integration.privacy_world import (
     FakeDiscord,
     ForgetRace,
     Guild,
+    Hand,
     HostileModel,
     HostileScenario,
     HostileUser,
@@ -600,6 +604,11 @@ def play(
                     now=now - timedelta(seconds=30),  # just before the message
                 )
                 written = [_after_forget_all(w, speaker.user_id) for w in written]
+            if plan.by_hand is not None and (plan.where.guild_id or plan.by_hand is not Hand.SERVER):
+                kind = Kind.SERVER_MEMORY if plan.by_hand is Hand.SERVER else Kind.PERSONAL_MEMORY
+                by_hand, problem = _add_by_hand(plan, number, service, table, oracle, new_token(kind), now)
+                written += by_hand
+                problems += problem
             said = new_token(Kind.MESSAGE)
             mention = world.user(plan.mention) if plan.mention else None
             content = f"news {said}" + (f" for <@{mention.user_id}>" if mention else "")
@@ -811,6 +820,60 @@ def _count(label: str) -> None:
     """Count ``label`` in a property's statistics (a plain test playing a scenario keeps none)."""
     if currently_in_test_context():
         event(label)
+
+
+def _add_by_hand(
+    plan: TurnPlan,
+    number: int,
+    service: TurnService,
+    table: KiokuTable,
+    oracle: Oracle,
+    token: str,
+    now: datetime,
+) -> tuple[list[Written], list[str]]:
+    """The speaker writes a memory by hand where they are, through the worker's path (the endpoint's
+    checks are the e2e tests'): what it wrote, and a problem if its review status is wrong."""
+    speaker = oracle.world.user(plan.speaker)
+    personal = plan.by_hand is not Hand.SERVER
+    lineage = GLOBAL_LINEAGE if plan.by_hand is Hand.EVERY_PERSONA else MAIN_LINEAGE
+    manages = plan.where.guild_id is not None and oracle.manages(speaker.user_id, plan.where.guild_id)
+    text = f"Fact {token} written by hand"
+    discord = service.discord
+    job = TurnJob(
+        source=TurnSource.MEMORY,
+        turn_id=discord._new_id(now),
+        channel_id=plan.where.channel_id,
+        guild_id=plan.where.guild_id,
+        author=parse_user(speaker.as_discord()),
+        content=text,
+        interaction_token="hand-token",
+        application_id=BOT_ID,
+        memory=MemoryRequest(personal, lineage, manages_server=manages),
+    )
+    config_of = ConfigStore(table).get_server_config
+    writing = HandWriting(service.settings, discord, GuildDirectory(discord), service.ltm_store, config_of)
+    result = save_by_hand(job, writing, now)
+    _count(f"a memory written by hand ({plan.by_hand})")
+    pending = result.status == SaveStatus.PENDING_REVIEW
+    done = result.ok or pending
+    kind = Kind.PERSONAL_MEMORY if personal else Kind.SERVER_MEMORY
+    new = Written(
+        token,
+        kind,
+        plan.where,
+        speaker.user_id,
+        speaker.user_id if personal else None,
+        stored=done,
+        memory_id=result.data.get("memory_id") if done else None,
+        pending=pending,
+        text=text,
+        private_then=oracle.private(plan.where) if plan.where.guild_id else None,
+        lineage=lineage,
+    )
+    problems = []
+    if done and pending != oracle.waits_for_review(kind, plan.where, speaker.user_id):
+        problems.append(f"REVIEWED at turn {number}: by hand {_origin(oracle, new)} pending={pending}")
+    return [new], problems
 
 
 def _service(

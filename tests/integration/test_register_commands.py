@@ -31,6 +31,22 @@ def test_global_registration_is_one_put_of_the_routers_commands(discord, capsys)
     assert "registered" in capsys.readouterr().out
 
 
+def test_registration_carries_the_adding_subcommands_and_the_remember_this_message_command(discord):
+    assert run([]) == 0
+    (put,) = discord.requests_to("PUT", f"/api/v10/applications/{APPLICATION_ID}/commands")
+    sent = {command["name"]: command for command in put.body}
+    remember = sent["Remember this"]
+    assert (remember["type"], remember["description"], "options" in remember) == (3, "", False)
+    for command, options in (
+        ("personal", ["content", "all_personas", "expires_in_days"]),
+        ("server", ["content", "persona", "expires_in_days"]),
+    ):
+        group = next(option for option in sent[command]["options"] if option["name"] == "memories")
+        (add,) = [option for option in group["options"] if option["name"] == "add"]
+        assert [option["name"] for option in add["options"]] == options
+        assert [option.get("required", False) for option in add["options"]] == [True, False, False]
+
+
 def test_guild_registration_targets_the_guild(discord):
     assert run(["--guild", "200000000000000001"]) == 0
     assert discord.requests_to(

@@ -169,8 +169,17 @@ def test_the_memories_group_has_exactly_the_contracts_subcommands_and_options():
     group = next(option for option in server.COMMAND.definition()["options"] if option["name"] == "memories")
     subcommands = {option["name"]: option for option in group["options"]}
 
-    assert list(subcommands) == ["list", "forget", "moderation", "review"]
+    assert list(subcommands) == ["list", "forget", "moderation", "review", "add"]
     assert "options" not in subcommands["list"] and "options" not in subcommands["review"]
+    content, persona, days = subcommands["add"]["options"]
+    assert (content["name"], content["type"], content["required"]) == ("content", 3, True)
+    assert (persona["name"], persona["type"], persona.get("required", False)) == ("persona", 3, False)
+    assert (days["name"], days["type"], days["min_value"], days["max_value"]) == (
+        "expires_in_days",
+        4,
+        1,
+        3650,
+    )
     (memory_id,) = subcommands["forget"]["options"]
     assert (memory_id["name"], memory_id["type"], memory_id["required"]) == ("memory_id", 4, True)
     (mode,) = subcommands["moderation"]["options"]

@@ -8,7 +8,14 @@ from datetime import UTC, datetime
 import pytest
 
 from kioku.discord.models import Attachment, Embed, Member, Message, User, parse_message
-from kioku.domain.turn_jobs import MAX_JOB_BYTES, TRIMMED_MARK, InvalidTurnJob, TurnJob, TurnSource
+from kioku.domain.turn_jobs import (
+    MAX_JOB_BYTES,
+    TRIMMED_MARK,
+    InvalidTurnJob,
+    MemoryRequest,
+    TurnJob,
+    TurnSource,
+)
 
 MESSAGE = {
     "id": "700000000000000001",
@@ -134,6 +141,54 @@ def test_a_format_1_slash_command_job_is_still_read():
 def test_anything_else_is_an_invalid_job(body):
     with pytest.raises(InvalidTurnJob):
         TurnJob.from_json(body)
+
+
+def memory_job(**memory) -> dict:
+    job = TurnJob(
+        source=TurnSource.MEMORY,
+        turn_id="700000000000000009",
+        channel_id="300000000000000001",
+        guild_id="200000000000000001",
+        author=User("400000000000000001", "alice"),
+        content="I like tea",
+        interaction_token="t",
+        application_id="100000000000000001",
+        memory=MemoryRequest(False, 0, 30, manages_server=True, message_id="700000000000000008"),
+    )
+    body = json.loads(job.to_json())
+    body["memory"].update(memory)
+    return body
+
+
+def test_a_memory_written_by_hand_round_trips_with_what_it_is():
+    body = memory_job()
+    job = TurnJob.from_json(json.dumps(body))
+    assert job.memory == MemoryRequest(False, 0, 30, True, "700000000000000008")
+    assert TurnJob.from_json(job.to_json()) == job
+
+
+@pytest.mark.parametrize(
+    "memory",
+    [
+        {"lineage": -1},
+        {"lineage": True},
+        {"personal": "yes"},
+        {"expires_in_days": 0},
+        {"expires_in_days": 1.5},
+        {"message_id": "abc"},
+    ],
+)
+def test_a_memory_job_that_says_something_else_is_invalid(memory):
+    with pytest.raises(InvalidTurnJob):
+        TurnJob.from_json(json.dumps(memory_job(**memory)))
+
+
+def test_only_a_memory_job_carries_a_memory_and_it_always_does():
+    body = memory_job()
+    with pytest.raises(InvalidTurnJob):
+        TurnJob.from_json(json.dumps({**body, "memory": None}))
+    with pytest.raises(InvalidTurnJob):
+        TurnJob.from_json(json.dumps({**body, "source": "export"}))
 
 
 def test_an_oversized_job_is_refused_before_sending():

@@ -37,6 +37,9 @@ class TurnSource(StrEnum):
     SLASH_COMMAND = "slash_command"
     EXPORT = "export"
     """``/personal memories export``: not a chat turn; the worker attaches the person's data."""
+    MEMORY = "memory"
+    """A memory written by hand (``/… memories add``, ``Remember this``): the worker, which can ask
+    Discord how private the channel is, saves it and answers the interaction."""
 
     @property
     def answers_an_interaction(self) -> bool:
@@ -78,6 +81,44 @@ MAX_PERSONA_CUE_NAME: Final = 100
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryRequest:
+    """What a person asked to remember besides its text (the job's ``content``): a personal memory
+    about themself or a server memory, of persona lineage ``lineage`` (0: every persona's), for
+    ``expires_in_days`` days (None: for good); ``manages_server`` as the interaction said, for the
+    review mode; ``message_id``: the message remembered (``Remember this``), if any."""
+
+    personal: bool
+    lineage: int
+    expires_in_days: int | None = None
+    manages_server: bool = False
+    message_id: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "personal": self.personal,
+            "lineage": self.lineage,
+            "expires_in_days": self.expires_in_days,
+            "manages_server": self.manages_server,
+            "message_id": self.message_id,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Any) -> MemoryRequest:
+        if not isinstance(data, dict):
+            raise ValueError("memory is not an object")
+        personal, manages, lineage = data.get("personal"), data.get("manages_server"), data.get("lineage")
+        days = data.get("expires_in_days")
+        if not isinstance(personal, bool) or not isinstance(manages, bool):
+            raise ValueError("memory.personal and memory.manages_server are not booleans")
+        if not isinstance(lineage, int) or isinstance(lineage, bool) or lineage < 0:
+            raise ValueError("memory.lineage is not a lineage")
+        if days is not None and (not isinstance(days, int) or isinstance(days, bool) or days < 1):
+            raise ValueError("memory.expires_in_days is not a number of days")
+        message_id = None if data.get("message_id") is None else _snowflake(data, "message_id")
+        return cls(personal, lineage, days, manages, message_id)
+
+
+@dataclass(frozen=True, slots=True)
 class TurnJob:
     """``turn_id`` is the Discord message id or interaction id: the idempotency key of the turn.
     ``message``: the relayed message (a ``/chat`` or an export has none)."""
@@ -94,6 +135,8 @@ class TurnJob:
     application_id: str | None = None
     persona: PersonaCue | None = None
     """The alter persona that answers; None: the main persona."""
+    memory: MemoryRequest | None = None
+    """A memory written by hand (``TurnSource.MEMORY``): what it is, besides its text."""
 
     @property
     def record_id(self) -> str:
@@ -157,6 +200,8 @@ class TurnJob:
         }
         if self.persona is not None:
             body["persona"] = self.persona.to_dict()
+        if self.memory is not None:
+            body["memory"] = self.memory.to_dict()
         return json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
@@ -189,6 +234,7 @@ class TurnJob:
                 if data.get("application_id") is None
                 else _snowflake(data, "application_id"),
                 persona=None if data.get("persona") is None else PersonaCue.from_dict(data["persona"]),
+                memory=None if data.get("memory") is None else MemoryRequest.from_dict(data["memory"]),
             )
         except MalformedMessage as exc:
             raise InvalidTurnJob(f"not a turn job: {exc.reason}") from None
@@ -198,6 +244,8 @@ class TurnJob:
             raise InvalidTurnJob("not a turn job: a relayed turn needs its message")
         if source.answers_an_interaction and not (job.interaction_token and job.application_id):
             raise InvalidTurnJob("not a turn job: a slash-command turn needs its interaction token")
+        if (source is TurnSource.MEMORY) != (job.memory is not None):
+            raise InvalidTurnJob("not a turn job: a memory written by hand, and only it, says what it is")
         return job
 
 

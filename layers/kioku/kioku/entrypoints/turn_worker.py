@@ -64,6 +64,8 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     try:
         if job.source is TurnSource.EXPORT:
             return _export(job)
+        if job.source is TurnSource.MEMORY:
+            return _remember(job)
         turn = container().turn_service.run(
             job,
             redelivered=_receive_count(record) > 1,
@@ -199,6 +201,22 @@ def _export(job: TurnJob) -> dict[str, Any]:
         policy_of=lambda guild_id: parts.config_store.get_server_config(guild_id).privacy,
     )
     return {"exported": True}
+
+
+def _remember(job: TurnJob) -> dict[str, Any]:
+    from kioku.services.hand_memories import HandWriting, save_by_hand
+
+    parts = container()
+    writing = HandWriting(
+        settings=parts.settings,
+        discord=parts.discord,
+        directory=parts.guild_directory,
+        store=parts.ltm_store,
+        config_of=parts.config_store.get_server_config,
+        embedder=parts.embedder,
+    )
+    result = save_by_hand(job, writing, parts.clock())
+    return {"memory": result.status}
 
 
 def _retry_soon(receipt_handle: str, seconds: int = RETRY_DELAY_SECONDS) -> None:

@@ -117,9 +117,12 @@ def slash_command(
     return payload
 
 
-def message_command(application_id: str, name: str, target_id: str, **where: Any) -> dict[str, Any]:
+def message_command(
+    application_id: str, name: str, target_id: str, *, target: dict[str, Any] | None = None, **where: Any
+) -> dict[str, Any]:
     """An APPLICATION_COMMAND interaction as Discord sends it for a message command (a message's Apps
-    menu) named ``name`` on message ``target_id``; ``where`` as for ``slash_command`` (who, where)."""
+    menu) named ``name`` on message ``target_id`` (``target``: the message, which Discord resolves
+    into the interaction); ``where`` as for ``slash_command`` (who, where)."""
     payload = slash_command(application_id, name, **where)
     payload["data"] = {
         "id": "600000000000000003",
@@ -127,6 +130,8 @@ def message_command(application_id: str, name: str, target_id: str, **where: Any
         "type": CommandType.MESSAGE,
         "target_id": target_id,
     }
+    if target is not None:
+        payload["data"]["resolved"] = {"messages": {target_id: target}}
     return payload
 
 

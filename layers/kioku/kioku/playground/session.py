@@ -71,6 +71,8 @@ text                                    say something as the current user in the
                                         and deletes expired long-term memories)
 :why [MESSAGE_ID]                       "Why this answer?" (a message's Apps menu) on a reply of the bot
                                         here (its last one without an id), as the current member
+:remember [MESSAGE_ID]                  "Remember this" (a message's Apps menu) on a message here (your last
+                                        one without an id): yours is a memory about you, another's a server one
 :memory                                 the short-term memory row of this channel
 :discord                                what the Discord stand-in holds for this channel
 :help / :quit"""
@@ -168,6 +170,8 @@ class Playground:
             self.run_janitor()
         elif name == "why":
             self.why(argument)
+        elif name == "remember":
+            self.remember(argument)
         elif name in {"private", "public"}:
             self.set_privacy(argument, private=name == "private")
         elif name == "discord":
@@ -178,17 +182,27 @@ class Playground:
 
     def why(self, message_id: str) -> None:
         """The message command "Why this answer?" on ``message_id`` (or the bot's last message here)."""
-        from kioku.services.commands.registry import definitions
+        from kioku.services.commands.why_answer import NAME
 
-        name = next(each["name"] for each in definitions() if each["type"] == CommandType.MESSAGE)
-        posted = self.stack.discord.channel_messages(self.channel.channel_id)
         # the bot's own posts and its personas' (through a channel webhook)
-        replies = [
-            m["id"] for m in posted if m["author"]["id"] == self.stack.application_id or m.get("webhook_id")
-        ]
-        target = message_id or (replies[-1] if replies else "")
+        self.message_command(
+            NAME, message_id, lambda m: m["author"]["id"] == self.stack.application_id or m.get("webhook_id")
+        )
+
+    def remember(self, message_id: str) -> None:
+        """The message command "Remember this" on ``message_id`` (or the current member's last message here)."""
+        from kioku.services.commands.memory_add import REMEMBER_THIS
+
+        self.message_command(REMEMBER_THIS, message_id, lambda m: m["author"]["id"] == self.member.user_id)
+
+    def message_command(self, name: str, message_id: str, default: Callable[[dict], Any]) -> None:
+        """A message command on ``message_id`` (or the last message here ``default`` picks), with the
+        message resolved into it as Discord does."""
+        posted = self.stack.discord.channel_messages(self.channel.channel_id)
+        picked = [m for m in posted if default(m)]
+        target = message_id or (picked[-1]["id"] if picked else "")
         if not target:
-            self.fail("no reply of mine here yet: say something first, or give a message id (:discord)")
+            self.fail("no such message here yet: say something first, or give a message id (:discord)")
             return
         command = self._command(name, None, {}, self.channel)
         command["data"] = {
@@ -196,6 +210,7 @@ class Playground:
             "name": name,
             "type": CommandType.MESSAGE,
             "target_id": target,
+            "resolved": {"messages": {m["id"]: m for m in posted if m["id"] == target}},
         }
         self.send_interaction(command, self.channel)
 

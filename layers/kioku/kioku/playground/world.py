@@ -45,7 +45,9 @@ class Channel:
         return f"{prefix}{self.name}{' (private)' if self.private else ''}"
 
 
-MANAGE_SERVER_PERMISSION: Final = str(Permission.MANAGE_GUILD)
+SEES_CHANNEL_PERMISSION: Final = str(Permission.VIEW_CHANNEL)
+"""What Discord says every member who uses a command in a channel may do there: see it."""
+MANAGE_SERVER_PERMISSION: Final = str(Permission.MANAGE_GUILD | Permission.VIEW_CHANNEL)
 
 
 @dataclass(frozen=True)
@@ -55,7 +57,7 @@ class Member:
     username: str
     global_name: str | None
     dm_channel_id: str
-    permissions: str = "0"
+    permissions: str = SEES_CHANNEL_PERMISSION
 
     def user(self) -> dict:
         return {"id": self.user_id, "username": self.username, "global_name": self.global_name, "bot": False}

@@ -9,7 +9,8 @@ Nothing is cached between turns, so a saved memory needs no cache invalidation: 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Final, Protocol, TypeVar
 
 from kioku.config import Settings
@@ -30,6 +31,7 @@ from kioku.domain.ltm.memory import (
     MemoryStatus,
     MemoryStoreFailed,
     PersonalTarget,
+    SaveOutcome,
     ScopeKind,
     allows_personal_memories,
     content_fingerprint,
@@ -222,8 +224,6 @@ def _create(
                 subject = resolution.user
         elif resolution.kind is TargetKind.USER and resolution.user is not None:
             subject, target = resolution.user, store.personal_target(resolution.user.user_id)
-            if not allows_personal_memories(target.privacy_level):
-                return _result(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
         else:
             return unresolved(resolution, SaveStatus.AMBIGUOUS_USER, SaveStatus.USER_NOT_FOUND)
     if target is None and turn.guild_id is None:
@@ -245,11 +245,50 @@ def _create(
     named = subject if about_subject else None
     if target is None:
         content = pin_user_token(content, subject.display_name)
-        scope, limit = MemoryScope.server(turn.guild_id or "", lineage), settings.MAX_SERVER_MEMORIES
+        scope = MemoryScope.server(turn.guild_id or "", lineage)
         if awaits_review(turn.config, speaker_manages_server or _manages_nothing):
             status = MemoryStatus.PENDING
     else:
-        scope, limit = MemoryScope.personal(target.user_id, lineage), settings.MAX_PERSONAL_MEMORIES
+        scope = MemoryScope.personal(target.user_id, lineage)
+    expires_at = expiry_after(turn.now, request.expires_in_days)
+    saving = Saving(
+        scope, content, subject, target, named.user_id if named else None, status, note, expires_at
+    )
+    return save_memory(saving, turn, store=store, settings=settings, recalled=recalled, embeddings=embeddings)
+
+
+@dataclass(frozen=True, slots=True)
+class Saving:
+    """A memory whose scope and text are decided (by the model's tool, or by a person's command),
+    to be saved by ``save_memory`` under the rules every save keeps."""
+
+    scope: MemoryScope
+    content: str
+    subject: TargetUser
+    """Whom the notice names: a personal memory's owner, or the person a server memory is about."""
+    target: PersonalTarget | None = None
+    """A personal memory's owner, as read (privacy level and counts); None for a server memory."""
+    subject_id: str | None = None
+    status: MemoryStatus = MemoryStatus.ACTIVE
+    note: str | None = None
+    expires_at: datetime | None = None
+
+
+def save_memory(
+    saving: Saving,
+    turn: TurnContext,
+    *,
+    store: MemoryStore,
+    settings: Settings,
+    recalled: Recall | None = None,
+    embeddings: TurnEmbeddings | None = None,
+) -> ToolResult:
+    """The one path every new memory is saved by: the owner's privacy level, the near-duplicate answer (``recalled``: the memories of the scope the
+    saver may see), then one write that holds the limit and the exact duplicate guard."""
+    scope, content, target = saving.scope, saving.content, saving.target
+    if target is not None and not allows_personal_memories(target.privacy_level):
+        return _result(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
+    limit = settings.MAX_SERVER_MEMORIES if target is None else settings.MAX_PERSONAL_MEMORIES
     similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
     remembered = _already_remembered(similar, content)
     if remembered is not None:
@@ -261,12 +300,12 @@ def _create(
         author_id=turn.user.user_id,
         created_at=turn.now,
         origin=saving_origin(turn),
-        subject_id=named.user_id if named else None,
-        status=status,
+        subject_id=saving.subject_id,
+        status=saving.status,
         said_at=turn.sent_at,
         embedding=embedding,
         turn_id=turn.turn_id,
-        expires_at=expiry_after(turn.now, request.expires_in_days),
+        expires_at=saving.expires_at,
     )
     try:
         outcome = store.create(
@@ -285,7 +324,17 @@ def _create(
                 "similar": [{"memory_id": c.memory.memory_id, "memory": c.text} for _, c in similar],
             },
         )
+    return _saved(saving, draft, outcome, turn, similar)
 
+
+def _saved(
+    saving: Saving,
+    draft: MemoryDraft,
+    outcome: SaveOutcome,
+    turn: TurnContext,
+    similar: list[tuple[float, Recalled]],
+) -> ToolResult:
+    scope, content, subject = saving.scope, saving.content, saving.subject
     data: dict[str, Any] = {"memory_id": outcome.memory_id, "memory_scope": scope_name(scope.kind)}
     if scope.kind is ScopeKind.PERSONAL:
         data["about"] = subject.label()  # the person by name, so the model can say whom it remembered
@@ -294,10 +343,10 @@ def _create(
         data["message"] = f"already remembered as memory #{outcome.memory_id}; nothing new was saved"
         return ToolResult(SaveStatus.SAVED, data, touched=(UsedMemory.of(saved, MemoryUse.FOUND),))
     touched = (UsedMemory.of(saved, MemoryUse.SAVED),)
-    if note:
-        data["message"] = note
+    if saving.note:
+        data["message"] = saving.note
     data.update(_may_correct(similar, outcome.memory_id))
-    if status is MemoryStatus.PENDING:
+    if saving.status is MemoryStatus.PENDING:
         data["message"] = (
             "saved for review: a server manager must approve it before you remember it; "
             "tell the person it awaits review"

@@ -168,7 +168,8 @@ function renderMessages(state) {
     message.embeds.map(renderEmbed),
     message.attachments.map((name) => el("div", { class: "meta" }, `[attached file: ${name}]`)),
     message.answer ? renderButtons(message.answer) : null,
-    turn && !message.answer ? whyButton(message) : null);  // replies only, not memory notices
+    turn && !message.answer ? whyButton(message) : null,  // replies only, not memory notices
+    !message.bot && !message.persona && !message.answer ? rememberButton(message) : null);
   }));
   if (atBottom || arrived) list.scrollTop = list.scrollHeight;
 }
@@ -211,6 +212,15 @@ function whyButton(message) {
     class: "component style-2 why", "data-why": message.id, title: "Apps › Why this answer?",
     onclick: (event) => { event.stopPropagation(); act("/api/command", { line: ":why " + message.id }); },
   }, "Why this answer?"));
+}
+
+// The message command "Remember this" on someone's message: one's own becomes a memory about
+// oneself, another's a server memory said in this channel.
+function rememberButton(message) {
+  return el("div", { class: "buttons" }, el("button", {
+    class: "component style-2 why", "data-remember": message.id, title: "Apps › Remember this",
+    onclick: (event) => { event.stopPropagation(); act("/api/command", { line: ":remember " + message.id }); },
+  }, "Remember this"));
 }
 
 function renderButtons(answer) {

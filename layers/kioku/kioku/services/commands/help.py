@@ -132,6 +132,19 @@ MEMORIES_GUIDE_FIELDS = (
         "**Reject** buttons.",
     ),
     (
+        "Writing memories yourself",
+        "`/personal memories add content:<text>`: a memory about you, in your words (also in DMs); "
+        "`all_personas:True` makes every persona of the server recall it (it counts in each one's "
+        "limit).\n"
+        "`/server memories add content:<text> [persona:<name>]` (Manage Server): a server memory of "
+        "that persona (the main one by default), said in the channel you write it in, as private as it.\n"
+        "**Remember this** (a message's Apps menu): your own message becomes a memory about you; "
+        "someone else's, a server memory said in its channel (awaiting review where the server reviews "
+        "members' memories), never a personal memory about them.\n"
+        "`expires_in_days:<1-3650>` sets how long a memory you add holds. The same rules as mine apply: "
+        'the length, the limits, "already remembered", privacy. I answer only to you, with the id.',
+    ),
+    (
         "Where memories are recalled",
         "What is said in a private channel stays in that channel and its threads; nothing crosses "
         "servers; what someone says about you is recalled only in the server where it was said. "

@@ -9,8 +9,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
-from kioku.discord.interactions import ResponseType
-from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, MessageFlag, OptionType
+from kioku.discord.protocol import THREAD_TYPES, ButtonStyle, OptionType
 from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.forgetting import snowflake_time
@@ -20,6 +19,7 @@ from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
+from kioku.services.commands import memory_add
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -166,26 +166,9 @@ def ask_to_forget_all(interaction: Interaction, context: CommandContext) -> dict
 
 def export(interaction: Interaction, context: CommandContext) -> dict:
     """Answers "thinking…" and queues the export; the worker attaches the file to that answer."""
-    from kioku.domain.turn_jobs import TurnJob, TurnSource
+    from kioku.domain.turn_jobs import TurnSource
 
-    invoker = interaction.invoker
-    if invoker is None or interaction.channel_id is None:
-        raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
-    job = TurnJob(
-        source=TurnSource.EXPORT,
-        turn_id=interaction.id,
-        channel_id=interaction.channel_id,
-        guild_id=interaction.guild_id,
-        author=invoker,
-        content="",
-        interaction_token=interaction.token,
-        application_id=interaction.application_id,
-    )
-    context.turn_queue.enqueue(job)
-    return {
-        "type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE,
-        "data": {"flags": MessageFlag.EPHEMERAL},
-    }
+    return memory_add.queue_for_worker(interaction, context, TurnSource.EXPORT)
 
 
 SUBCOMMANDS: Final = {
@@ -193,6 +176,7 @@ SUBCOMMANDS: Final = {
     (GROUP, FORGET): forget,
     (GROUP, FORGET_ALL): ask_to_forget_all,
     (GROUP, EXPORT): export,
+    (GROUP, memory_add.ADD): memory_add.add_personal,
 }
 
 
@@ -351,7 +335,7 @@ def _invoker_id(interaction: Interaction) -> str:
 OPTIONS: Final = {
     "type": OptionType.SUB_COMMAND_GROUP,
     "name": GROUP,
-    "description": "What I remember about you: see it, export it, forget it",
+    "description": "What I remember about you: add to it, see it, export it, forget it",
     "options": [
         {"type": OptionType.SUB_COMMAND, "name": LIST, "description": "The long-term memories about you"},
         {
@@ -375,5 +359,6 @@ OPTIONS: Final = {
             "description": "Forget everything about you (asks first)",
         },
         {"type": OptionType.SUB_COMMAND, "name": EXPORT, "description": "Your memories as a JSON file"},
+        memory_add.PERSONAL_ADD_OPTION,
     ],
 }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from kioku.services.commands import capabilities, chat, persona, personal, server, why_answer
+from kioku.services.commands import capabilities, chat, memory_add, persona, personal, server, why_answer
 from kioku.services.commands import help as help_command
 from kioku.services.commands.base import Command
 
@@ -14,6 +14,7 @@ COMMANDS: tuple[Command, ...] = (
     personal.COMMAND,
     capabilities.COMMAND,
     why_answer.COMMAND,
+    memory_add.REMEMBER_COMMAND,
 )
 
 

@@ -28,6 +28,7 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control
+from kioku.services.commands import memory_add
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.guild_admin import load_server_config, manages_server
@@ -317,6 +318,7 @@ HANDLERS: Final = {
     (GROUP, FORGET): forget,
     (GROUP, MODERATION): set_moderation,
     (GROUP, REVIEW): review,
+    (GROUP, memory_add.ADD): memory_add.add_server,
 }
 
 OPTIONS: Final = {
@@ -369,5 +371,6 @@ OPTIONS: Final = {
             "name": REVIEW,
             "description": "Approve or reject the server memories awaiting review",
         },
+        memory_add.SERVER_ADD_OPTION,
     ],
 }
