@@ -138,7 +138,7 @@ def remember(
 def table_items(stack: LocalStack) -> list[dict[str, Any]]:
     client = KiokuTable(stack.resources.table_name).client
     items = client.scan(TableName=stack.resources.table_name)["Items"]
-    return sorted(items, key=lambda item: json.dumps(item, sort_keys=True))
+    return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=repr))  # vectors are bytes
 
 
 def ltm(stack: LocalStack) -> DynamoMemoryStore:
