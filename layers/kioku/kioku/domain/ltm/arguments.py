@@ -81,6 +81,15 @@ def parse_update_arguments(raw: str | dict[str, Any] | None, max_length: int) ->
     return UpdateArguments(memory_id=memory_id, content=content, target_user=_optional_target(arguments))
 
 
+def parse_memory_text(content: str, max_length: int) -> str:
+    """A memory's text as a person typed it (an edit command's ``content``), checked as the tools
+    check theirs: within ``max_length``, not empty, placeholders cleaned."""
+    content = _checked_content(content, max_length)
+    if not content:
+        raise InvalidArguments(Problem.CONTENT, "the text is empty; write the fact to remember")
+    return clean_content(content)
+
+
 def clean_content(content: str) -> str:
     """``content`` without placeholders other than {user}/{bot} (``{User}`` counts as ``{user}``);
     empty left over is a problem."""
