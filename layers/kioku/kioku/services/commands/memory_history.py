@@ -10,12 +10,12 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
-from kioku.discord.protocol import OptionType
+from kioku.discord.protocol import THREAD_TYPES, OptionType
 from kioku.discord.responses import message
 from kioku.discord.ui import EMBED_COLOR_INFO, relative_time
 from kioku.domain.ltm.memory import MAX_MEMORY_VERSIONS, Memory, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
-from kioku.domain.privacy import PrivacyPolicy
+from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.text import shorten
 from kioku.services import memory_edits
 from kioku.services.commands.context import CommandContext
@@ -108,10 +108,10 @@ def personal_edit(interaction: Interaction, context: CommandContext) -> dict:
     if invoker is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
     memory_id, text = memory_id_of(interaction), content_of(interaction)
-    memory = memory_edits.editable_by_person(invoker.id, memory_id, interaction.guild_id, context.ltm_store)
-    policy = PrivacyPolicy(memory.origin.guild_id)
-    if memory.scope.kind is ScopeKind.SERVER:
-        policy = context.config_store.get_server_config(memory.scope.owner_id).privacy
+    place, policy = _where(interaction, context)
+    memory = memory_edits.editable_by_person(invoker.id, memory_id, place, policy, context.ltm_store)
+    if memory.scope.kind is ScopeKind.PERSONAL:
+        policy = PrivacyPolicy(memory.origin.guild_id)
     edited = memory_edits.edit(
         memory,
         text,
@@ -129,10 +129,21 @@ def personal_history(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
     if invoker is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
+    place, policy = _where(interaction, context)
     memory = memory_edits.history_for_person(
-        invoker.id, memory_id_of(interaction), interaction.guild_id, context.ltm_store
+        invoker.id, memory_id_of(interaction), place, policy, context.ltm_store
     )
     return message(embeds=[history_embed(memory, for_viewer(memory, invoker.id, "I"))])
+
+
+def _where(interaction: Interaction, context: CommandContext) -> tuple[Place, PrivacyPolicy]:
+    """Where the command runs, and its server's privacy rules (a DM's: none)."""
+    channel = interaction.channel
+    parent = channel.parent_id if channel is not None and channel.type in THREAD_TYPES else None
+    place = Place(interaction.guild_id, interaction.channel_id or "", parent)
+    if interaction.guild_id is None:
+        return place, PrivacyPolicy(None)
+    return place, context.config_store.get_server_config(interaction.guild_id).privacy
 
 
 PERSONAL_HANDLERS: Final = {EDIT: personal_edit, HISTORY: personal_history}
