@@ -397,3 +397,24 @@ def test_a_port_in_use_is_said_in_one_line():
     assert done.returncode == 2
     assert done.stderr.strip().count("\n") == 0 and f"127.0.0.1:{port}" in done.stderr, done.stderr
     assert "Traceback" not in done.stderr + done.stdout
+
+
+def test_a_memory_edited_with_the_command_shows_changed_once_with_its_history(inspector_url):
+    # Given: alice's memory about herself
+    assert say(inspector_url, "@kioku remember that my favourite colour is amber").status_code == 200
+    (memory,) = [m for m in state(inspector_url)["ltm"] if "amber" in m["content"]]
+    assert memory["changes"] == 0 and memory["history"] == []
+
+    # When: she corrects it with /personal memories edit, as the console takes it
+    response = command(
+        inspector_url, f"/personal memories edit memory_id:{memory['id']} content:'{{user}} loves crimson'"
+    )
+
+    # Then: she is answered, and the inspector shows it changed once, its old text in its history
+    assert response.status_code == 200 and f"Edited memory #{memory['id']}" in response.json()["output"]
+    (edited,) = [m for m in state(inspector_url)["ltm"] if m["id"] == memory["id"]]
+    assert "crimson" in edited["content"] and edited["changes"] == 1
+    (version,) = edited["history"]
+    assert "amber" in version["content"] and version["changed_by"] == "Alice"
+    history = command(inspector_url, f"/personal memories history memory_id:{memory['id']}")
+    assert "amber" in history.json()["output"] and "crimson" in history.json()["output"]

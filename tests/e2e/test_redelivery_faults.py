@@ -41,6 +41,7 @@ from tests.e2e.test_turn_crash_points import (
     answer,
     assert_delivered_and_captured_once,
     chunk_post,
+    dynamodb_write,
     memory_guards,
     new_channel_and_person,
     queue_message,
@@ -270,6 +271,46 @@ def test_a_memory_rewritten_by_an_attempt_that_did_not_finish_is_still_announced
         ("Updated.", posted[0]["id"]),
     ]
     assert turns_counted(stack, channel) == counted_before + 1
+    assert outboxes(stack, alice) == []
+
+
+REWRITE_FAULTS = [
+    # the fault, and whether the worker dies there (its retry's model asks for the rewrite again)
+    (save_transaction("before"), True),
+    (save_transaction("after"), True),
+    (dynamodb_write("TransactWriteItems", having=b"LTM#"), False),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "killed"), [pytest.param(f, k, id=f"{f.action} at {f.name}") for f, k in REWRITE_FAULTS]
+)
+def test_a_rewrite_interrupted_around_its_write_keeps_one_version_of_history(world, fault, killed):
+    stack, llm, harness = world.stack, world.llm, world.harness
+    channel, alice = new_channel_and_person(stack)
+    store = DynamoMemoryStore(KiokuTable(stack.resources.table_name))
+
+    # Given Alice's memory, saved by an earlier turn
+    queue_message(stack, channel, alice)
+    assert harness.deliver() == ["done"]
+    (memory,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    posted_before = len(bot_posts(stack, channel))
+
+    # When her next turn's model rewrites it, and the worker dies just before or after the rewrite's
+    # transaction (its history with it), or its response is lost; a retry's model asks the same again
+    rewrite = memory_rewrite(memory.memory_id, "{user} loves matcha")
+    llm.enqueue(*([rewrite] if killed else []), rewrite, completion_body("Updated."))
+    queue_message(stack, channel, alice)
+    outcomes = harness.deliver(fault)
+
+    # Then the turn is done, the memory says the new text with one version of history (not two),
+    # and the "Memory updated" notice is posted once
+    assert harness.chaos.fired and outcomes[-1] == "done", outcomes
+    (rewritten,) = store.memories_of(ScopeKind.PERSONAL, alice["id"])
+    assert rewritten.content == "{user} loves matcha"
+    assert [v.content for v in rewritten.history] == ["{user} loves green tea"] and rewritten.changes == 1
+    posted = bot_posts(stack, channel)[posted_before:]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory updated"]
     assert outboxes(stack, alice) == []
 
 

@@ -22,7 +22,7 @@ import json
 import re
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -48,12 +48,13 @@ from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
 from kioku.discord.models import parse_message, parse_user
 from kioku.domain.addressing import decide_turn, parse_message_object
-from kioku.domain.ltm.memory import ScopeKind
+from kioku.domain.ltm.curation import text_shown_to_manager
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
 from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig, UserProfile
-from kioku.domain.privacy import Place, PrivacyMode
+from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
@@ -61,6 +62,7 @@ from kioku.domain.turn_jobs import MemoryRequest, PersonaCue, TurnJob, TurnSourc
 from kioku.domain.why import Visibility
 from kioku.playground.aws import create_table, load_template
 from kioku.playground.standins import EmbeddingsStandIn
+from kioku.services import memory_edits
 from kioku.services.hand_memories import HandWriting, save_by_hand
 from kioku.services.memory_control import forget_all
 from kioku.services.persona_voice import PersonaWebhooks
@@ -147,6 +149,8 @@ BYPASS_EXAMPLES: Final = 25
 WHY_REPLIES_ASKED: Final = 4
 """After each turn, "Why this answer?" is asked of this many replies: the turn's and those before it."""
 REPEAT_EXAMPLES: Final = 30
+HISTORY_EXAMPLES: Final = 3
+"""Everyone asks everywhere about every memory: each example makes a few thousand requests."""
 PROPERTY_SETTINGS: Final = settings(
     max_examples=25,
     deadline=None,
@@ -302,6 +306,18 @@ def test_with_the_embedded_model_the_hybrid_ranking_only_chooses_among_what_may_
 @pytest.fixture(scope="module")
 def embedded_model() -> EmbeddedModel:
     return EmbeddedModel.load()
+
+
+@settings(PROPERTY_SETTINGS, max_examples=HISTORY_EXAMPLES)
+@given(scenario=scenarios(admin_settings=True, turns=(6, 10)))
+def test_a_memorys_history_and_edit_reach_only_who_may_read_its_text_there(dynamodb, scenario: Scenario):
+    # Given a random world with overrides, whose turns save, rewrite and forget memories
+    # When, after them, everyone asks everywhere for the history of every memory, and to edit it
+    problems = play(scenario, dynamodb, history_viewers=True)
+
+    # Then an earlier text is shown only to whom, and where, its memory's text may be; an edit is
+    # allowed only to its subject (or, for a memory about nobody, its author) where they may read it
+    assert not problems, "\n".join([*problems, "", story(scenario)])
 
 
 @pytest.fixture(scope="module")
@@ -570,6 +586,7 @@ def play(
     settings: Settings = SETTINGS,
     embedder: Embedder | None = None,
     why_viewers: bool = False,
+    history_viewers: bool = False,
 ) -> list[str]:
     """Run every turn of ``scenario`` on a fresh table (moto already running); the problems found, one
     line each (see the module's docstring). With a recall budget too small for every memory, a memory
@@ -743,6 +760,76 @@ def play(
                 replies.append((number, plan, record.reply_ids[0]))
                 for asked in replies[-WHY_REPLIES_ASKED:]:
                     problems += _check_why(table, service, oracle, world, asked, written)
+        if history_viewers:
+            problems += _check_history(ConfigStore(table), service.ltm_store, oracle, world, written)
+    return problems
+
+
+def _check_history(
+    configs: ConfigStore, store: DynamoMemoryStore, oracle: Oracle, world: World, written: list[Written]
+) -> list[str]:
+    """Everyone, from everywhere they can talk to the bot, asks for the history of every memory,
+    and to edit it (``/personal memories history|edit``; a manager's ``/server memories history``):
+    every earlier text shown must be one they may read there: their own memory's (as their list
+    shows them), or a server memory's that a turn of theirs there could be shown, the bypass aside
+    (HISTORY_LEAK); an edit only of a memory about them, or about nobody that they wrote, that they
+    may read there (EDIT_ALLOWED)."""
+    problems: list[str] = []
+    memories = {
+        w.memory_id: w
+        for w in written
+        if w.kind in (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY) and w.memory_id
+    }
+    earlier = {w.token: w for w in written if w.kind in (Kind.SERVER_MEMORY, Kind.PERSONAL_MEMORY) and w.gone}
+    for user, where in ((u, w) for u in world.users for w in world.places_of(u)):
+        place = Place(where.guild_id, where.channel_id, where.parent_id)
+        policy = configs.get_server_config(where.guild_id).privacy if where.guild_id else PrivacyPolicy(None)
+        for memory_id in memories:
+            shown: list[Memory] = []
+            with suppress(MemoryNotFound):
+                shown.append(memory_edits.history_for_person(user.user_id, memory_id, place, policy, store))
+            managed = store.find(ScopeKind.SERVER, where.guild_id, memory_id) if where.guild_id else None
+            if managed and text_shown_to_manager(managed, place, policy, sees_every_channel=False):
+                shown.append(managed)
+            for memory in shown:
+                _count("a history shown" if memory.history else "a history asked for")
+                for token in tokens_in([version.content for version in memory.history]):
+                    old = earlier.get(token)
+                    probe = Probe(
+                        where, user.user_id, frozenset({user.user_id}), lineage=memory.scope.lineage
+                    )
+                    own = memory.scope.kind is ScopeKind.PERSONAL and memory.scope.owner_id == user.user_id
+                    readable = old is not None and oracle.may_show(
+                        replace(old, pending=False), probe, bypass=False
+                    )
+                    if not (own or readable):
+                        problems.append(
+                            f"HISTORY_LEAK: {user.name} in {_place(oracle, where)} was shown {token} "
+                            f"in the history of #{memory_id}"
+                        )
+            try:
+                editable = memory_edits.editable_by_person(user.user_id, memory_id, place, policy, store)
+            except MemoryNotFound:
+                continue
+            about = editable.about
+            may = about == user.user_id or (about is None and editable.author_id == user.user_id)
+            if editable.scope.kind is ScopeKind.SERVER:
+                current = next(
+                    w
+                    for w in reversed(written)
+                    if w.kind is Kind.SERVER_MEMORY
+                    and w.memory_id == memory_id
+                    and w.where.guild_id == editable.scope.owner_id
+                )
+                probe = Probe(where, user.user_id, frozenset({user.user_id}), lineage=current.lineage)
+                # one awaiting review too: their list shows it to them, as a manager's review does
+                may = may and oracle.may_show(replace(current, pending=False), probe, bypass=False)
+            if not may:
+                problems.append(
+                    f"EDIT_ALLOWED: {user.name} in {_place(oracle, where)} may edit #{memory_id} "
+                    f"({editable.scope.kind} about {editable.about} by {editable.author_id}, from "
+                    f"{editable.origin})"
+                )
     return problems
 
 

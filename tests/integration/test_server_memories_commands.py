@@ -169,7 +169,15 @@ def test_the_memories_group_has_exactly_the_contracts_subcommands_and_options():
     group = next(option for option in server.COMMAND.definition()["options"] if option["name"] == "memories")
     subcommands = {option["name"]: option for option in group["options"]}
 
-    assert list(subcommands) == ["list", "forget", "moderation", "review", "add"]
+    assert list(subcommands) == ["list", "forget", "moderation", "review", "add", "edit", "history"]
+    edit_memory_id, content = subcommands["edit"]["options"]
+    assert (edit_memory_id["name"], edit_memory_id["type"], edit_memory_id["required"]) == (
+        "memory_id",
+        4,
+        True,
+    )
+    assert (content["name"], content["type"], content["required"]) == ("content", 3, True)
+    assert [option["name"] for option in subcommands["history"]["options"]] == ["memory_id"]
     assert "options" not in subcommands["list"] and "options" not in subcommands["review"]
     content, persona, days = subcommands["add"]["options"]
     assert (content["name"], content["type"], content["required"]) == ("content", 3, True)

@@ -206,6 +206,7 @@ class FakeMemoryStore:
         subject_id=None,
         embedding=None,
         policy=None,
+        changed_by=None,
         also=(),
     ) -> Memory:
         self._check()
@@ -221,8 +222,11 @@ class FakeMemoryStore:
                 policy or PrivacyPolicy(rewritten.origin.guild_id),
             ):
                 raise DuplicateMemory(other.memory_id)
+        history = memory.edited(content, now, changed_by or author_id or memory.author_id)
         updated = replace(
             memory,
+            history=history,
+            changes=memory.changes + (history != memory.history),
             content=content,
             updated_at=now,
             origin=origin or memory.origin,

@@ -243,6 +243,9 @@ class MemoryLine:
     visibility: Visibility
     memory: Memory | None = None
     """The memory as stored now, only when ``visibility`` is ``SHOWN``."""
+    changed_since: bool = False
+    """Whether its text was changed since the turn (only told with ``SHOWN``: elsewhere it would tell
+    of activity where the viewer may not look)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -277,7 +280,8 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
             continue
         memory = seen.visible.get(used.key)
         if memory is not None:
-            memories.append(MemoryLine(used.use, used.memory_id, Visibility.SHOWN, memory))
+            changed = memory.updated_at > trace.at
+            memories.append(MemoryLine(used.use, used.memory_id, Visibility.SHOWN, memory, changed))
         elif used.key in seen.existing:
             memories.append(MemoryLine(used.use, used.memory_id, Visibility.UNSEEN))
         else:

@@ -33,6 +33,7 @@ from kioku.domain.ltm.memory import (
     PersonalTarget,
     SaveOutcome,
     ScopeKind,
+    TargetPrivacyRestricted,
     allows_personal_memories,
     content_fingerprint,
     expiry_after,
@@ -74,7 +75,7 @@ from kioku.domain.ltm.tools import (
     offered_update_tool,
 )
 from kioku.domain.ltm.vectors import embedded_text
-from kioku.domain.privacy import rewritten_origin
+from kioku.domain.privacy import Origin, PrivacyPolicy, rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
 from kioku.domain.why import MAX_PEOPLE_NOTED, MemoryUse, UsedMemory
@@ -421,10 +422,6 @@ def _update(
     if memory.scope.kind is ScopeKind.SERVER:
         named = speaker.user_id if names_user(content) else None
         content = pin_user_token(content, speaker.display_name)
-    else:
-        privacy = store.personal_target(memory.scope.owner_id).privacy_level
-        if not allows_personal_memories(privacy):
-            return _result(UpdateStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED)
     origin = rewritten_origin(memory.origin, saving_origin(turn), turn.config.privacy)
     embedding = embeddings.embed(embedded_text(content)) if embeddings else None
     # the rewritten memory keeps its id and scope, and says ``content``: its notice is known before
@@ -438,12 +435,13 @@ def _update(
     )
     announced(
         rewritten,
-        lambda also: store.replace_content(
+        lambda also: rewrite_memory(
+            store,
             memory,
             content,
             turn.now,
+            editor_id=turn.user.user_id,
             origin=origin,
-            author_id=turn.user.user_id,
             said_at=turn.sent_at,
             subject_id=named,
             embedding=embedding,
@@ -483,6 +481,42 @@ def _may_correct(similar: list[tuple[float, Recalled]], memory_id: str) -> dict[
             "do nothing"
         ),
     }
+
+
+def rewrite_memory(
+    store: MemoryStore,
+    memory: Memory,
+    content: str,
+    now: datetime,
+    *,
+    editor_id: str,
+    policy: PrivacyPolicy,
+    origin: Origin | None = None,
+    said_at: datetime | None = None,
+    subject_id: str | None = None,
+    embedding: bytes | None = None,
+    also: Sequence[Any] = (),
+) -> Memory:
+    """The one write that changes a memory's text, the model's and a person's edit alike: ``content``
+    written by ``editor_id``, the text it replaces kept as its history in the same write; the
+    store's guard refuses another memory's fact (``DuplicateMemory``); a personal memory only while
+    its owner's privacy level allows personal memories (``TargetPrivacyRestricted``)."""
+    personal = memory.scope.kind is ScopeKind.PERSONAL
+    if personal and not allows_personal_memories(store.personal_target(memory.scope.owner_id).privacy_level):
+        raise TargetPrivacyRestricted("the person's privacy level forbids personal memories")
+    return store.replace_content(
+        memory,
+        content,
+        now,
+        origin=origin,
+        author_id=editor_id,
+        said_at=said_at,
+        subject_id=subject_id,
+        embedding=embedding,
+        policy=policy,
+        changed_by=editor_id,
+        also=also,
+    )
 
 
 def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:

@@ -132,7 +132,7 @@ def forget_all(
                         ltm_store.delete(memory)
                         memories += 1
                     else:
-                        ltm_store.forget_author(memory)
+                        ltm_store.forget_author(memory, user_id)
                         unnamed += 1
                 except MemoryNotFound:
                     settled = False  # the next round reads it again, through the note kept
@@ -142,7 +142,7 @@ def forget_all(
             settled = True
             for memory in saved:
                 try:
-                    ltm_store.forget_author(memory)
+                    ltm_store.forget_author(memory, user_id)
                     unnamed += 1
                 except MemoryNotFound:
                     settled = False  # the next round reads it again, through the note kept
@@ -167,9 +167,17 @@ def export(
     their way to them (their outboxes: their message and the answer wait there until posted), and,
     by person, the personal memories they saved about someone else that are still theirs (found
     through their notes; without the text, see ``_authored_record``)."""
+    # theirs while they wrote the text it says now (an earlier text of theirs, in its history, is not)
     saved = [
-        m for found in ltm_store.server_memories_naming(user_id).values() for m in found if m.about != user_id
+        m
+        for found in ltm_store.server_memories_naming(user_id).values()
+        for m in found
+        if m.about != user_id and m.author_id == user_id
     ]
+    authored_by_owner = {
+        owner_id: [m for m in memories if m.author_id == user_id]
+        for owner_id, memories in ltm_store.personal_memories_saved_by(user_id).items()
+    }
     # the notes of the turns shown their memories, as /personal memories list counts them
     known, others = usage_notes(user_id, place, ledger, policy_of or PrivacyPolicy)
     return {
@@ -180,7 +188,7 @@ def export(
         "server_memories_you_saved": [memory_record(m, user_id, place) for m in saved],
         "personal_memories_you_saved_about_others": [
             {"about": owner_id, "memories": [_authored_record(m, user_id, place) for m in authored]}
-            for owner_id, authored in ltm_store.personal_memories_saved_by(user_id).items()
+            for owner_id, authored in authored_by_owner.items()
         ],
         "direct_message_short_term_memory": [
             _row_record(row, user_id) for row in stm_store.dm_rows_of(user_id)
@@ -254,6 +262,17 @@ def memory_record(memory: Memory, user_id: str, place: Place) -> dict[str, Any]:
         "updated_at": memory.updated_at.isoformat(),
         "saved_in": saved_in(memory, user_id, place),
         **({"expires_at": memory.expires_at.isoformat()} if memory.expires_at else {}),
+        "times_changed": memory.changes,
+        "history": [
+            {
+                "text": version.content,
+                "from": version.since.isoformat(),
+                "until": version.until.isoformat(),
+                "written_by": version.author_id or None,
+                "changed_by": version.changed_by or None,
+            }
+            for version in memory.history
+        ],
     }
 
 

@@ -89,6 +89,7 @@ FAILURES: Final[Mapping[str, Mapping[type[Exception], Answer]]] = {
         InvalidArguments: lambda exc: ToolResult(_UPDATE_PROBLEMS[exc.problem], {"message": exc.message}),
         MemberSearchFailed: _says(UpdateStatus.INTERNAL_ERROR, MEMBER_SEARCH_FAILED),
         MemoryNotFound: _says(UpdateStatus.NOT_FOUND, "the memory changed or was deleted meanwhile"),
+        TargetPrivacyRestricted: _says(UpdateStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED),
         SpeakerForgotten: _says(UpdateStatus.FORGOTTEN, FORGOTTEN),
         DuplicateMemory: _duplicate,
         MemoryStoreFailed: _says(

@@ -21,7 +21,15 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.table import Item
 from kioku.clock import parse_time
-from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, MemoryStatus, PersonalLedger, ScopeKind
+from kioku.domain.ltm.memory import (
+    Memory,
+    MemoryDraft,
+    MemoryScope,
+    MemoryStatus,
+    MemoryVersion,
+    PersonalLedger,
+    ScopeKind,
+)
 from kioku.domain.privacy import Origin
 
 EXPIRES: Final = "memory_expires_at"
@@ -50,6 +58,8 @@ _NAMES: Final = {
     "#unguarded": "unguarded",
     "#review_tag": "review_tag",
     "#expires": EXPIRES,
+    "#history": "history",
+    "#changes": "changes",
 }
 
 
@@ -220,6 +230,32 @@ def memory_from_item(item: Item) -> Memory:
         review_tag=_optional_str(item.get("review_tag")),
         holds_guard=not item.get("unguarded"),
         expires_at=_expiry(item.get(EXPIRES)),
+        history=tuple(_version_from_item(version) for version in item.get("history") or ()),
+        changes=int(item.get("changes", 0)),
+    )
+
+
+def history_to_item(history: Sequence[MemoryVersion]) -> list[Item]:
+    """A memory's history as its item keeps it (never in its book entry: recall does not read it)."""
+    return [
+        {
+            "c": version.content,
+            "since": version.since.isoformat(),
+            "until": version.until.isoformat(),
+            "a": version.author_id,
+            "by": version.changed_by,
+        }
+        for version in history
+    ]
+
+
+def _version_from_item(version: Item) -> MemoryVersion:
+    return MemoryVersion(
+        content=str(version["c"]),
+        since=parse_time(version["since"]),
+        until=parse_time(version["until"]),
+        author_id=str(version.get("a", "")),
+        changed_by=str(version.get("by", "")),
     )
 
 

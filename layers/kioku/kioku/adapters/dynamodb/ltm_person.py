@@ -60,7 +60,7 @@ class LtmPersonData(LtmTransactions):
             found[guild_id] = [
                 memory
                 for memory in self.memories_of(ScopeKind.SERVER, guild_id)
-                if user_id in (memory.author_id, memory.about)
+                if memory.about == user_id or memory.written_by(user_id)
             ]
         return found
 
@@ -82,7 +82,7 @@ class LtmPersonData(LtmTransactions):
                 found[owner] = [
                     memory
                     for memory in self.memories_of(ScopeKind.PERSONAL, owner)
-                    if memory.author_id == user_id
+                    if memory.written_by(user_id)
                 ]
             if start_key is None:
                 return found
@@ -91,17 +91,23 @@ class LtmPersonData(LtmTransactions):
         """Forget that ``user_id`` saved personal memories about ``owner_id`` (once none is theirs)."""
         self._guarded(self._table.delete, author_note_key(user_id, owner_id))
 
-    def forget_author(self, memory: Memory) -> Memory:
-        """``memory`` kept without the link to who saved it; raises ``MemoryNotFound`` when it changed
-        since it was read. A guard whose key names the author (a personal memory someone else saved:
-        ``duplicate_domain``) is given back, the memory left unguarded, so no key keeps their id."""
-        anonymous = replace(memory, author_id=NO_AUTHOR)
+    def forget_author(self, memory: Memory, person: str | None = None) -> Memory:
+        """``memory`` kept without the link to who saved it (given ``person``, only if they did) and
+        without its history (which names who wrote and changed its earlier texts); raises
+        ``MemoryNotFound`` when it changed since it was read. A guard whose key names the author (a
+        personal memory someone else saved: ``duplicate_domain``) is given back, the memory left
+        unguarded, so no key keeps their id."""
+        unlinked = person is None or memory.author_id == person
+        anonymous = replace(memory, author_id=NO_AUTHOR if unlinked else memory.author_id, history=())
         released = (
             self._release_guard(memory) if anonymous.duplicate_domain != memory.duplicate_domain else {}
         )
-        update, names = "SET #author_id = :no_author", ["#author_id", "#fingerprint"]
+        update = f"SET #author_id = {':no_author' if unlinked else ':read_author'}"
+        names = ["#author_id", "#fingerprint", "#history"]
         condition = "#fingerprint = :read_fingerprint AND #author_id = :read_author"
-        values: dict[str, Any] = {":no_author": NO_AUTHOR, ":read_author": memory.author_id}
+        values: dict[str, Any] = {":read_author": memory.author_id}
+        if unlinked:
+            values[":no_author"] = NO_AUTHOR
         if released:
             anonymous = replace(anonymous, holds_guard=False)
             update += ", #unguarded = :true"
@@ -111,7 +117,7 @@ class LtmPersonData(LtmTransactions):
         return self._rewrite(
             memory,
             anonymous,
-            update,
+            update + " REMOVE #history",
             condition=condition,
             names=names,
             values=values,

@@ -72,15 +72,17 @@ class LtmTransactions:
         return memory_from_item(item) if item else None
 
     def _reread_unchanged(self, memory: Memory, exc: Exception) -> Memory:
-        """``memory`` read again when only its guard changed since (taken over by another save);
-        ``MemoryNotFound`` when it changed or went."""
+        """``memory`` read again when only its guard changed since (taken over by another save), or
+        it was read without its history (from a book);
+            ``MemoryNotFound`` when it changed or went."""
         fresh = self.find(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
-        if fresh is None or (fresh.fingerprint, fresh.updated_at, fresh.status, fresh.holds_guard) == (
-            memory.fingerprint,
-            memory.updated_at,
-            memory.status,
-            memory.holds_guard,
-        ):
+        if fresh is None or (
+            fresh.fingerprint,
+            fresh.updated_at,
+            fresh.status,
+            fresh.holds_guard,
+            fresh.changes,
+        ) == (memory.fingerprint, memory.updated_at, memory.status, memory.holds_guard, memory.changes):
             raise MemoryNotFound(f"memory #{memory.memory_id} changed or was deleted") from exc
         if (fresh.fingerprint, fresh.updated_at, fresh.status) != (
             memory.fingerprint,
@@ -340,6 +342,12 @@ class LtmTransactions:
 def guard_state(memory: Memory) -> str:
     """A condition that the memory's item holds its guard, or not, as ``memory`` was read."""
     return "attribute_not_exists(#unguarded)" if memory.holds_guard else "attribute_exists(#unguarded)"
+
+
+def history_state(memory: Memory) -> str:
+    """A condition that the memory's item has been edited as many times as ``memory`` was read
+    with (``:read_changes``), so the history written with an edit is the item's own."""
+    return "attribute_not_exists(#changes)" if not memory.changes else "#changes = :read_changes"
 
 
 def counted(attribute: str, amount: int) -> UpdateExpression:

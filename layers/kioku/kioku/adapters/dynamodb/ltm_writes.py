@@ -24,11 +24,17 @@ from kioku.adapters.dynamodb.ltm_items import (
     GUARD_TURN,
     attribute_names,
     count_attribute,
+    history_to_item,
     ledger_from_item,
     memory_to_item,
     origin_text,
 )
-from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS, counted, guard_state
+from kioku.adapters.dynamodb.ltm_transactions import (
+    MAX_ATTEMPTS,
+    counted,
+    guard_state,
+    history_state,
+)
 from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
@@ -157,9 +163,11 @@ class LtmWrites(LtmExpiry):
         subject_id: str | None = None,
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
+        changed_by: str | None = None,
         also: Sequence[dict[str, Any]] = (),
     ) -> Memory:
-        """``memory`` with new content; given ``origin``, ``author_id`` and ``subject_id`` (where, by
+        """``memory`` with new content, the text it replaces kept in its history (``Memory.edited``:
+        changed by ``changed_by``, else ``author_id``, else its author) in the same write; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
         would. Given ``said_at`` (when the new text was said), raises ``SpeakerForgotten`` if its
         author, or a personal memory's owner, asked to forget everything since. ``embedding`` is the
@@ -171,7 +179,16 @@ class LtmWrites(LtmExpiry):
         taken: GuardHolder | None = None
         for attempt in range(MAX_ATTEMPTS):
             updated, operations = self._replace_operations(
-                memory, content, now, origin, author_id, said_at, subject_id, embedding, taken
+                memory,
+                content,
+                now,
+                origin,
+                author_id,
+                said_at,
+                subject_id,
+                embedding,
+                taken,
+                changed_by or author_id or memory.author_id,
             )
             operations.update(_joined(operations, also))
             try:
@@ -215,10 +232,15 @@ class LtmWrites(LtmExpiry):
         subject_id: str | None,
         embedding: bytes | None,
         taken: GuardHolder | None,
+        changed_by: str,
     ) -> tuple[Memory, dict[str, dict[str, Any]]]:
         """The rewritten memory and the transaction that writes it (see ``replace_content``)."""
+        history = memory.edited(content, now, changed_by)
+        changes = memory.changes + (history != memory.history)
         updated = replace(
             memory,
+            history=history,
+            changes=changes,
             content=content,
             updated_at=now,
             origin=origin or memory.origin,
@@ -242,11 +264,15 @@ class LtmWrites(LtmExpiry):
             "memory": self._table.op_update(
                 memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
-                f"#origin = :origin, #author_id = :author_id{subject}"
+                f"#origin = :origin, #author_id = :author_id{subject}, #history = :history, "
+                "#changes = :changes"
                 + (", #embedding = :embedding" if embedding else "")
                 + (f" REMOVE {', '.join(removed)}" if removed else ""),
-                condition=f"#fingerprint = :read_fingerprint AND {guard_state(memory)}",
+                condition=f"#fingerprint = :read_fingerprint AND {guard_state(memory)} AND "
+                + history_state(memory),
                 names=attribute_names(
+                    "#history",
+                    "#changes",
                     "#content",
                     "#fingerprint",
                     "#updated_at",
@@ -264,6 +290,9 @@ class LtmWrites(LtmExpiry):
                     ":origin": origin_text(updated.origin),
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
+                    ":history": history_to_item(history),
+                    ":changes": changes,
+                    **({":read_changes": memory.changes} if memory.changes else {}),
                     **({":subject_id": updated.subject_id} if subject else {}),
                     **({":embedding": embedding} if embedding else {}),
                 },

@@ -112,6 +112,15 @@ def _token(match: re.Match[str]) -> str:
     return "{user}" if name == "user" else "{bot}"
 
 
+def parse_memory_text(content: str, max_length: int) -> str:
+    """A memory's text as a person typed it (an edit command's ``content``), checked as the tools
+    check theirs: within ``max_length``, not empty, placeholders cleaned."""
+    content = _checked_content(content, max_length)
+    if not content:
+        raise InvalidArguments(Problem.CONTENT, "the text is empty; write the fact to remember")
+    return clean_content(content)
+
+
 def clean_content(content: str) -> str:
     """``content`` without placeholders other than {user}/{bot} (``{User}``, ``{{user}}`` count as
     ``{user}``; ``{char}``, ``{{char}}`` as ``{bot}``); empty left over is a problem."""

@@ -27,6 +27,10 @@ GLOBAL_LINEAGE: Final = 0
 NO_AUTHOR: Final = ""
 """The author of a server memory whose author asked kioku to forget them: it stays, linked to nobody."""
 
+MAX_MEMORY_VERSIONS: Final = 10
+"""Earlier texts a memory keeps as its history: the newest ten, so its item stays far below
+DynamoDB's 400 KB (ten of ``MAX_MEMORY_LENGTH`` characters at four bytes each is 40 KB)."""
+
 MEMORY_ID_DIGITS: Final = 5
 _MEMORY_ID_LOW: Final = 10 ** (MEMORY_ID_DIGITS - 1)
 _MEMORY_ID_SPAN: Final = 9 * _MEMORY_ID_LOW
@@ -112,6 +116,18 @@ class MemoryDraft:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryVersion:
+    """A text a memory said before an edit: said from ``since`` until ``until``, written by
+    ``author_id``, replaced by ``changed_by``."""
+
+    content: str
+    since: datetime
+    until: datetime
+    author_id: str
+    changed_by: str
+
+
+@dataclass(frozen=True, slots=True)
 class Memory:
     scope: MemoryScope
     memory_id: str
@@ -134,6 +150,11 @@ class Memory:
     expires_at: datetime | None = None
     """After this time the memory is gone for recall, search, lists and limits, and the janitor
     deletes it (``expired``)."""
+    history: tuple[MemoryVersion, ...] = field(default=(), compare=False, repr=False)
+    """The texts it said before its edits, oldest first (the newest ``MAX_MEMORY_VERSIONS``); read
+    only from its own item, never from the book recall reads."""
+    changes: int = field(default=0, compare=False)
+    """How many times its text was changed (its history keeps only the newest of them)."""
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -153,6 +174,20 @@ class Memory:
     def about(self) -> str | None:
         """Whom the memory is about: a personal memory's owner, or the person a server memory names."""
         return self.scope.owner_id if self.scope.kind is ScopeKind.PERSONAL else self.subject_id
+
+    def written_by(self, user_id: str) -> bool:
+        """Whether ``user_id`` wrote its text or one of its earlier texts, or changed one."""
+        return self.author_id == user_id or any(
+            user_id in (version.author_id, version.changed_by) for version in self.history
+        )
+
+    def edited(self, content: str, now: datetime, changed_by: str) -> tuple[MemoryVersion, ...]:
+        """Its history once ``changed_by`` replaces its text with ``content`` at ``now``: the text
+        it says now kept, within the bound; the same text again keeps nothing (a retried edit)."""
+        if content == self.content:
+            return self.history
+        version = MemoryVersion(self.content, self.updated_at, now, self.author_id, changed_by)
+        return (*self.history, version)[-MAX_MEMORY_VERSIONS:]
 
     def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:
         """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules);

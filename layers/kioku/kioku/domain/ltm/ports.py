@@ -99,9 +99,12 @@ class MemoryStore(Protocol):
         subject_id: str | None = None,
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
+        changed_by: str | None = None,
         also: Sequence[Any] = (),
     ) -> Memory:
-        """``memory`` with new content (and ``embedding``, its embedding, if any), written at
+        """``memory`` with new content (and ``embedding``, its embedding, if any), the text it
+        replaces kept in its history (``Memory.edited``), changed by ``changed_by`` (else
+        ``author_id``), in the same write; written at
         ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory`` (only
         for a memory that refuses it under ``policy``),
         ``MemoryNotFound`` (changed) or, given ``said_at``, ``SpeakerForgotten``. ``also``: as

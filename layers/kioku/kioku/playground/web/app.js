@@ -331,8 +331,18 @@ function renderLtm(memories) {
         ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
         (memory.status !== "active" ? ` · ${memory.status}` : "") +
         (memory.expires_at ? ` · until ${memory.expires_at.slice(0, 10)}` : "") +
-        (memory.in_scope ? " · in scope here" : " · not in scope here"))))
+        (memory.in_scope ? " · in scope here" : " · not in scope here")),
+      memory.changes ? renderHistory(memory) : null))
     : [el("li", { class: "out" }, "No long-term memories yet.")]));
+}
+
+// "changed N times", and on click the texts it said before (never read by recall)
+function renderHistory(memory) {
+  return el("details", { class: "history" },
+    el("summary", {}, `changed ${memory.changes} time${memory.changes === 1 ? "" : "s"}`),
+    el("ol", {}, ...memory.history.map((version) =>
+      el("li", {}, el("div", {}, version.content),
+        el("div", { class: "meta" }, `from ${version.since} until ${version.until} · changed by ${version.changed_by}`)))));
 }
 
 function renderRounds(state) {

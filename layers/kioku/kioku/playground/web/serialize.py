@@ -221,6 +221,22 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str], bot: s
         },
         "updated_at": _iso(memory.updated_at),
         "expires_at": _iso(memory.expires_at),
+        "changes": memory.changes,
+        # its earlier texts, newest first, as the inspector shows them on click
+        "history": [
+            {
+                "content": for_people(
+                    version.content,
+                    about_you=False,
+                    name=names.get(memory.about or memory.scope.owner_id, "someone"),
+                    bot=bot,
+                ),
+                "since": _iso(version.since),
+                "until": _iso(version.until),
+                "changed_by": names.get(version.changed_by, version.changed_by),
+            }
+            for version in reversed(memory.history)
+        ],
     }
 
 

@@ -14,7 +14,12 @@ from typing import Final
 
 from kioku.discord.responses import message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_WARNING, InvalidModalSubmit, UnknownComponent
-from kioku.domain.ltm.memory import MemoryNotFound, MemoryStoreFailed
+from kioku.domain.ltm.memory import (
+    DuplicateMemory,
+    MemoryNotFound,
+    MemoryStoreFailed,
+    TargetPrivacyRestricted,
+)
 from kioku.domain.settings_edit import InvalidSettingsEdit
 
 logger = logging.getLogger(__name__)
@@ -87,6 +92,25 @@ def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
         return Refusal.NOTHING_SAVED, STALE_MEMORY
     if isinstance(exc, MemoryNotFound | UnknownComponent):
         return Refusal.NOTHING_CHANGED, f"Nothing was changed: {exc}."
+    return _memory_refusal(exc)
+
+
+def _memory_refusal(exc: Exception) -> tuple[Refusal, str] | None:
+    """A memory written by hand that the tools' rules refuse (its text, its duplicate guard, the
+    privacy level of whom it is about)."""
+    from kioku.domain.ltm.arguments import InvalidArguments
+
+    if isinstance(exc, InvalidArguments):
+        return (
+            Refusal.NOTHING_CHANGED,
+            f"Nothing was changed: {exc.message.replace('memory_content', 'the text')}.",
+        )
+    if isinstance(exc, DuplicateMemory):
+        return Refusal.NOTHING_CHANGED, (f"Nothing was changed: memory #{exc.existing_id} already says this.")
+    if isinstance(exc, TargetPrivacyRestricted):
+        return Refusal.NOTHING_CHANGED, (
+            "Nothing was changed: the privacy level of the person it is about keeps no personal memories."
+        )
     return None
 
 

@@ -1,4 +1,5 @@
-"""``/personal memories list|forget|forget-all|export``: what kioku keeps about you, under your control.
+"""``/personal memories list|forget|forget-all|export``: what kioku keeps about you, under your
+control (``edit`` and ``history`` are ``memory_history``'s).
 
 Every answer is ephemeral: only the person who asked sees it. Buttons name the person they belong to
 in their custom_id and are refused to anyone else, so a copied button cannot act for someone else.
@@ -19,7 +20,7 @@ from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
-from kioku.services.commands import memory_add
+from kioku.services.commands import memory_add, memory_history
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -177,6 +178,7 @@ SUBCOMMANDS: Final = {
     (GROUP, FORGET_ALL): ask_to_forget_all,
     (GROUP, EXPORT): export,
     (GROUP, memory_add.ADD): memory_add.add_personal,
+    **{(GROUP, name): handler for name, handler in memory_history.PERSONAL_HANDLERS.items()},
 }
 
 
@@ -335,7 +337,7 @@ def _invoker_id(interaction: Interaction) -> str:
 OPTIONS: Final = {
     "type": OptionType.SUB_COMMAND_GROUP,
     "name": GROUP,
-    "description": "What I remember about you: add to it, see it, export it, forget it",
+    "description": "What I remember about you: add to it, see it, correct it, export it, forget it",
     "options": [
         {"type": OptionType.SUB_COMMAND, "name": LIST, "description": "The long-term memories about you"},
         {
@@ -360,5 +362,9 @@ OPTIONS: Final = {
         },
         {"type": OptionType.SUB_COMMAND, "name": EXPORT, "description": "Your memories as a JSON file"},
         memory_add.PERSONAL_ADD_OPTION,
+        *memory_history.options(
+            "Correct a memory about you (or one about nobody you wrote); the old text is kept",
+            "The earlier texts of a memory about you or written by you",
+        ),
     ],
 }

@@ -1,7 +1,7 @@
 """``/server memories …``: a manager's curation of the memories kioku keeps for the whole server.
 
 ``list`` pages through every server memory of this server (every persona lineage), ``forget``
-deletes one by id, ``moderation`` chooses whether members' new server memories wait for a manager's
+deletes one by id, ``edit`` corrects one (its old text kept as its history, which ``history`` shows), ``moderation`` chooses whether members' new server memories wait for a manager's
 review, and ``review`` shows the waiting ones, oldest first, with Approve and Reject buttons.
 
 A memory's text is shown only where ``kioku.domain.ltm.curation`` allows it; elsewhere its id,
@@ -21,14 +21,14 @@ from kioku.discord.protocol import ButtonStyle, OptionType, Permission
 from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
-from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus
+from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.ltm.wording import counted, live, until_text
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
-from kioku.services import memory_control
-from kioku.services.commands import memory_add
+from kioku.services import memory_control, memory_edits
+from kioku.services.commands import memory_add, memory_history
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.guild_admin import load_server_config, manages_server
@@ -228,6 +228,51 @@ def _memory_id(value: Any) -> str:
     return str(value)
 
 
+# -- /server memories edit|history ------------------------------------------------------------------
+
+
+def edit(interaction: Interaction, context: CommandContext) -> dict:
+    memory, viewer = _readable(interaction, context, "edit it")
+    invoker = interaction.invoker
+    edited = memory_edits.edit(
+        memory,
+        memory_history.content_of(interaction),
+        editor_id=invoker.id if invoker else "",
+        editor_name=(invoker.global_name or invoker.username) if invoker else "someone",
+        now=context.clock(),
+        max_length=context.settings.MAX_MEMORY_LENGTH,
+        store=context.ltm_store,
+        policy=viewer.policy,
+    )
+    return message(embeds=[memory_history.edited_embed(edited, _render(viewer))])
+
+
+def history(interaction: Interaction, context: CommandContext) -> dict:
+    memory, viewer = _readable(interaction, context, "see its history")
+    return message(embeds=[memory_history.history_embed(memory, _render(viewer))])
+
+
+def _readable(interaction: Interaction, context: CommandContext, to: str) -> tuple[Memory, _Viewer]:
+    """The server memory the command names, if the manager may read its text here (else no edit,
+    no history: both would show or replace what they may not read)."""
+    memory_id = _memory_id(interaction.option_values().get(MEMORY_ID_OPTION))
+    memory = context.ltm_store.find(ScopeKind.SERVER, str(interaction.guild_id), memory_id)
+    if memory is None:
+        raise MemoryNotFound(f"there is no server memory #{memory_id} here")
+    viewer = _viewer(interaction, context)
+    if not text_shown_to_manager(
+        memory, viewer.place, viewer.policy, sees_every_channel=viewer.sees_every_channel
+    ):
+        raise MemoryNotFound(
+            f"server memory #{memory_id} was said in a channel you may not read here: {to} from that channel"
+        )
+    return memory, viewer
+
+
+def _render(viewer: _Viewer) -> memory_history.Render:
+    return lambda text: expand_macros(text, {"bot": viewer.config.persona.name})
+
+
 # -- /server memories moderation ---------------------------------------------------------------------
 
 
@@ -319,6 +364,8 @@ HANDLERS: Final = {
     (GROUP, MODERATION): set_moderation,
     (GROUP, REVIEW): review,
     (GROUP, memory_add.ADD): memory_add.add_server,
+    (GROUP, memory_history.EDIT): edit,
+    (GROUP, memory_history.HISTORY): history,
 }
 
 OPTIONS: Final = {
@@ -372,5 +419,9 @@ OPTIONS: Final = {
             "description": "Approve or reject the server memories awaiting review",
         },
         memory_add.SERVER_ADD_OPTION,
+        *memory_history.options(
+            "Correct a server memory; its old text is kept as its history",
+            "The earlier texts of a server memory",
+        ),
     ],
 }

@@ -130,7 +130,10 @@ def _memory_line(line: MemoryLine, viewer_id: str, place: Place, bot: str) -> st
     # pings no one), never "you"
     subject = f"<@{memory.about}>" if memory.about else "someone"
     text = for_people(memory.content, about_you=memory.about == viewer_id, name=subject, bot=bot)
-    return f"#{memory.memory_id} · {use} · {whose}, said {_where(memory, viewer_id, place)}: {shorten(text, MAX_MEMORY_CHARS)}"
+    said = f"said {_where(memory, viewer_id, place)}"
+    if line.changed_since:  # the turn was shown an earlier text: only the current one is shown here
+        return f"#{memory.memory_id} · {use} · {whose}, {said} · changed since, it now says: {shorten(text, MAX_MEMORY_CHARS)}"
+    return f"#{memory.memory_id} · {use} · {whose}, {said}: {shorten(text, MAX_MEMORY_CHARS)}"
 
 
 def _where(memory: Memory, viewer_id: str, place: Place) -> str:
