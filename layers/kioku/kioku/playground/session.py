@@ -182,16 +182,18 @@ class Playground:
 
     def why(self, message_id: str) -> None:
         """The message command "Why this answer?" on ``message_id`` (or the bot's last message here)."""
-        from kioku.services.commands.why_answer import NAME
+        from kioku.services.commands.registry import WHY_THIS_ANSWER
 
         # the bot's own posts and its personas' (through a channel webhook)
         self.message_command(
-            NAME, message_id, lambda m: m["author"]["id"] == self.stack.application_id or m.get("webhook_id")
+            WHY_THIS_ANSWER,
+            message_id,
+            lambda m: m["author"]["id"] == self.stack.application_id or m.get("webhook_id"),
         )
 
     def remember(self, message_id: str) -> None:
         """The message command "Remember this" on ``message_id`` (or the current member's last message here)."""
-        from kioku.services.commands.memory_add import REMEMBER_THIS
+        from kioku.services.commands.registry import REMEMBER_THIS
 
         self.message_command(REMEMBER_THIS, message_id, lambda m: m["author"]["id"] == self.member.user_id)
 

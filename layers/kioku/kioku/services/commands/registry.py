@@ -6,6 +6,10 @@ from kioku.services.commands import capabilities, chat, memory_add, persona, per
 from kioku.services.commands import help as help_command
 from kioku.services.commands.base import Command
 
+WHY_THIS_ANSWER = why_answer.NAME
+REMEMBER_THIS = memory_add.REMEMBER_THIS
+"""The message commands' names, for whoever offers them outside the commands (the playground)."""
+
 COMMANDS: tuple[Command, ...] = (
     help_command.COMMAND,
     chat.COMMAND,
