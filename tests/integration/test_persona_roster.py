@@ -421,7 +421,7 @@ def test_persona_options_autocomplete_with_the_server_s_personas(invoke):
     assert [c["value"] for c in body["data"]["choices"]] == ["Luna"]
 
 
-def test_every_persona_option_is_marked_for_autocomplete():
+def test_every_persona_and_memory_id_option_is_marked_for_autocomplete():
     from kioku.services.commands.registry import definitions
 
     def options(node: dict):
@@ -433,6 +433,6 @@ def test_every_persona_option_is_marked_for_autocomplete():
         (body["name"], option.get("autocomplete"))
         for body in definitions()
         for option in options(body)
-        if option["name"] in ("persona", "memories_from")
+        if option["name"] in ("persona", "memories_from", "memory_id")
     ]
     assert marked and all(flag is True for _, flag in marked), marked

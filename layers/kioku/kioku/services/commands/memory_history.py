@@ -154,6 +154,7 @@ _MEMORY_ID: Final = {
     "description": "The memory's number, as shown as #12345 in the list",
     "required": True,
     "min_value": 1,
+    "autocomplete": True,
 }
 _CONTENT: Final = {
     "type": OptionType.STRING,
