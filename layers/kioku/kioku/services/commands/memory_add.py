@@ -221,6 +221,7 @@ SERVER_ADD_OPTION: Final = {
             "type": OptionType.STRING,
             "name": PERSONA_OPTION,
             "description": "Whose memory it is (default: the main persona)",
+            "autocomplete": True,
         },
         _expires_option(),
     ],
