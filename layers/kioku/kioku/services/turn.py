@@ -44,7 +44,6 @@ from kioku.domain.turn import (
     LlmUnavailable,
     Outbox,
     TurnAlreadyRecorded,
-    TurnClaimed,
     TurnContext,
     TurnEnd,
     TurnKey,
@@ -57,6 +56,7 @@ from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, no_webhook_notice, webhook_channel
 from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
+from kioku.services.turn_claims import claimed, noting
 from kioku.services.turn_conversation import Conversation
 from kioku.services.turn_delivery import (
     Delivery,
@@ -113,9 +113,8 @@ class TurnService:
         """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt
         counted it against the rate and may have left an outbox. ``time_left``: seconds until the
         turn must be done (Lambda's remaining time); model calls stop short of it, so a slow model
-        still ends in an apology. ``delivery``: the SQS message and its receive count, what this
-        attempt's claim on the outbox names. Raises ``TurnClaimed`` when another attempt holds the
-        outbox: the turn is given back, to look again once that attempt is surely over."""
+        still ends in an apology. ``delivery``: the SQS message and receive count its claim names;
+        ``TurnClaimed`` if another attempt holds the outbox (``turn_claims``)."""
         state = TurnState(
             job=job,
             key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
@@ -302,7 +301,7 @@ class TurnService:
         if job.persona is not None:
             self._voice().speak_as_persona(state, read)
         if read.outbox is not None:
-            state.outbox, state.outbox_kept = self._claimed(state, read.outbox), True
+            state.outbox, state.outbox_kept = claimed(self.turns, state, read.outbox), True
             if read.outbox.answered:
                 logger.warning(
                     "turn %s: delivering the answer an earlier attempt recorded (%d of %d chunks posted)",
@@ -313,18 +312,6 @@ class TurnService:
                 state.record.resumed = True
                 state.record.apologised = read.outbox.apologised
         return None
-
-    def _claimed(self, state: TurnState, outbox: Outbox) -> Outbox:
-        """An earlier attempt's outbox, taken over by this one; ``TurnClaimed`` (and the outbox
-        marked as waited for) if that attempt may still be posting it."""
-        if outbox.answered and outbox.held_from(state.claim):
-            assert outbox.claim is not None  # held
-            logger.warning("turn %s: another attempt holds its outbox; given back", state.job.turn_id)
-            self.turns.wait_for(state.key, outbox.claim, str(state.claim))
-            raise TurnClaimed(outbox.claim)
-        if outbox.claim is not None and outbox.claim != str(state.claim):
-            state.taking_from = outbox.claim
-        return replace(outbox, claim=str(state.claim))
 
     def _recall(self, state: TurnState) -> None:
         """Long-term recall from the books read with the turn; a wrong lineage guess costs one read."""
@@ -407,8 +394,7 @@ class TurnService:
             try:
                 kept = self.turns.keep(state.key, outbox, state.now)
             except TurnAlreadyRecorded:
-                logger.info("turn %s was completed by another attempt meanwhile", state.job.turn_id)
-                return TurnEnd.ALREADY_DONE
+                return TurnEnd.ALREADY_DONE  # a twin committed it meanwhile
             if not kept:
                 logger.warning(
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
@@ -418,7 +404,7 @@ class TurnService:
         else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
             outbox = state.outbox = delivery.adopt(state.outbox)
         try:
-            state.outbox = delivery.post(outbox, self._noting(state), just_kept=just_kept)
+            state.outbox = delivery.post(outbox, noting(self.turns, state), just_kept=just_kept)
         except DeliveryWithdrawn as exc:
             logger.warning(
                 "turn %s stops posting: forget-all withdrew its outbox (%d of %d chunks, %d of %d notices posted)",
@@ -438,21 +424,11 @@ class TurnService:
         state.record.reply_ids = list(state.outbox.reply_ids)
         return TurnEnd.DELIVERED
 
-    def _noting(self, state: TurnState) -> Callable[[Outbox], bool]:
-        def note(posted: Outbox) -> bool:
-            kept = self.turns.record_posted(state.key, posted, state.taking_from)
-            state.taking_from = None
-            return kept
-
-        return note
-
     def _as_the_bot(self, state: TurnState, posted: Outbox) -> TurnEnd:
-        """The persona's webhook is gone and kioku may not make another (no Manage Webhooks): the
-        bot says so where the persona was called, with the memory notices still owed, and the turn
-        ends (its outbox replaced, so a redelivery posts the notice as the bot too)."""
+        """No webhook and no Manage Webhooks mid-delivery: the bot says so, with the notices still owed
+        (the outbox replaced: a redelivery posts as the bot too), and the turn ends."""
         logger.warning("turn %s: no Manage Webhooks in its channel mid-delivery", state.job.turn_id)
-        assert state.read is not None  # an alter persona speaks once its configuration is read
-        name = state.read.memory.config.persona.name
+        name = state.record.persona  # an alter persona speaks once its configuration is read
         state.outbox = no_webhook_notice(name, posted.notices[len(posted.notice_ids) :])
         state.responder, state.outbox_kept = None, False
         end = self._deliver(state)
