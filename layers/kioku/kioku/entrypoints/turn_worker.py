@@ -140,7 +140,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
         reason = f"{why}: {_describe(exc)}"
         if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
             try:
-                container().turn_ledger.forget_attempts(job.source.value, job.record_id)
+                container().turn_ledger.forget_attempts(job.source.value, job.record_id, job.author.id)
             except StoreError:
                 logger.warning("turn %s, if redriven, starts with its attempts counted", job.turn_id)
             return {"dead_lettered": reason}
