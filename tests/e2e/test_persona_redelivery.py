@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -234,7 +235,7 @@ def test_posts_through_a_webhook_replaced_mid_turn_are_counted_by_the_redelivery
         (hook,) = stack.discord.webhooks_of(channel)
         stack.discord.delete_webhook(hook["id"])
         # chunk 2 is refused (Unknown Webhook), posted through a new webhook; the worker dies then
-        harness.chaos.arm(chunk_post(2, "kill", "after"))
+        harness.chaos.arm(replace(chunk_post(2, "kill", "after"), nth=2))  # the 404 is the first
 
     # When someone deletes Luna's webhook before chunk 2, and the worker dies once chunk 2 went
     # through the replacement
