@@ -139,7 +139,10 @@ def commit(when: str, action: str = "kill") -> Fault:
 
 
 def _is_commit(request: RecordedRequest) -> bool:
-    return request.path == "TransactWriteItems" and b"TURN#" in request.raw_body
+    """The turn's commit: its record written and its outbox deleted (an answer's keep checks the
+    record is not there, and deletes nothing)."""
+    body = request.raw_body
+    return request.path == "TransactWriteItems" and b"TURN#" in body and b'"Delete"' in body
 
 
 def dynamodb_write(operation: str, nth: int = 1, *, having: bytes = b"") -> Fault:

@@ -188,8 +188,14 @@ class FakeTurnStore:
     def drop(self, key: TurnKey, outbox: Outbox) -> None:
         self.outboxes.pop(key, None)
 
-    def still_kept(self, key: TurnKey) -> bool:
-        return key in self.outboxes
+    def record_posted(self, key: TurnKey, outbox: Outbox, taking_from: str | None = None) -> bool:
+        if key not in self.outboxes:
+            return False
+        self.outboxes[key] = outbox
+        return True
+
+    def wait_for(self, key: TurnKey, claim: str, waiter: str) -> None:
+        raise AssertionError("no other attempt holds an outbox in these tests")
 
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         if key in self.records:

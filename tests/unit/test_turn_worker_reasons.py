@@ -12,7 +12,8 @@ from kioku.entrypoints import turn_worker
 NOT_JOBS = [
     ("not json", "not a turn job: not JSON"),
     ("[1, 2]", "not a turn job: not a JSON object"),
-    ('{"format": 9}', "not a turn job: unknown format 9"),
+    ('{"format": 0}', "not a turn job: unknown format 0"),
+    ('{"format": "3"}', "not a turn job: unknown format '3'"),
     ('{"format": 2, "source": "message"}', "not a turn job: ValueError turn_id is not a snowflake id string"),
 ]
 
@@ -30,3 +31,42 @@ def test_a_body_that_is_not_a_turn_job_is_dead_lettered_saying_so_once(monkeypat
 
     assert turn_worker.record_handler(SQSRecord(record)) == {"dead_lettered": reason}
     assert dead == [(reason, 1)]
+
+
+def test_a_job_of_a_newer_format_is_given_back_until_its_last_attempt_then_dead_lettered_saying_why(
+    monkeypatch,
+):
+    dead: list[tuple[str, int]] = []
+    given_back: list[str] = []
+
+    def dead_letter(record: SQSRecord, reason: str, *, attempt: int, error: Exception) -> bool:
+        dead.append((reason, attempt))
+        return True
+
+    monkeypatch.setattr(turn_worker, "_dead_letter", dead_letter)
+    monkeypatch.setattr(turn_worker, "_retry_soon", lambda handle, *_: given_back.append(handle))
+    monkeypatch.setattr(turn_worker, "get_settings", lambda: type("S", (), {"TURN_MAX_ATTEMPTS": 3})())
+
+    def received(count: int) -> SQSRecord:
+        attributes = {"ApproximateReceiveCount": str(count)}
+        return SQSRecord(
+            {
+                "messageId": "m-1",
+                "receiptHandle": f"r-{count}",
+                "body": '{"format": 3}',
+                "attributes": attributes,
+            }
+        )
+
+    # A job queued by a newer relay goes back to the queue (a batch item failure) on its first reads
+    for count in (1, 2):
+        with pytest.raises(turn_worker.NewerTurnJob):
+            turn_worker.record_handler(received(count))
+    assert given_back == ["r-1", "r-2"] and dead == []
+
+    # and is dead-lettered on its last attempt, saying why
+    reason = (
+        "given back 3 of 3 times, no worker read it: not a turn job of this release: format 3 is newer than 2"
+    )
+    assert turn_worker.record_handler(received(3)) == {"dead_lettered": reason}
+    assert dead == [(reason, 3)]

@@ -117,6 +117,43 @@ class TurnAlreadyRecorded(Exception):
     """Another attempt recorded this turn as done: nothing of this attempt's commit was written."""
 
 
+class TurnClaimed(Exception):
+    """Another attempt holds the turn's outbox and may still be posting it: this one posts nothing
+    and gives the turn back, to look again once that attempt's invocation is surely over."""
+
+    def __init__(self, claim: str) -> None:
+        super().__init__(f"the turn's outbox is claimed by attempt {claim}")
+        self.claim = claim
+
+
+@dataclass(frozen=True, slots=True)
+class Claim:
+    """Which attempt holds a turn's outbox: its SQS message and receive count (None: not from SQS;
+    such a run says only whether it is a redelivery) and a token of its own (twins handed the same
+    receive tell apart by it)."""
+
+    message_id: str | None
+    receive: int
+    token: str
+
+    def __str__(self) -> str:
+        return f"{self.message_id or '-'}#{self.receive}#{self.token}"
+
+    @classmethod
+    def parse(cls, text: str) -> Claim | None:
+        message_id, _, rest = text.partition("#")
+        receive, _, token = rest.partition("#")
+        if not receive.isdigit() or not token:
+            return None
+        return cls(None if message_id == "-" else message_id, int(receive), token)
+
+    def follows(self, earlier: str | None) -> bool:
+        """Whether ``earlier`` (a claim, as text) is over for sure: SQS handed its message again,
+        which it does only once that receive's invocation ended (its visibility outlasts it)."""
+        held = Claim.parse(earlier) if earlier else None
+        return held is not None and held.message_id == self.message_id and held.receive < self.receive
+
+
 class TurnCommitFailed(Exception):
     """The turn's commit could not be written: its outbox stays, and the redelivery commits."""
 
@@ -165,7 +202,27 @@ class Outbox:
     """The people whose personal memories the notices show (their forget-all drops the outbox: see the turn repository)."""
     trace: TurnTrace | None = None
     """What the model was shown for this answer, committed with the turn's record."""
+    webhook_ids: tuple[str, ...] = ()
+    """The channel webhooks an alter persona's turn posted through (a redelivery counts their posts
+    as its own, through a webhook replaced since too)."""
+    as_bot: bool = False
+    """Posted as the bot, not the persona (it could not speak as the persona: no Manage Webhooks)."""
+    claim: str | None = None
+    """The attempt that holds the outbox (``Claim``); None: kept by a release before claims."""
+    waited_for: str | None = None
+    """A claim another attempt gave the turn back for, to wait that claim's invocation out."""
+    waited_by: str | None = None
+    """The claim of the attempt that waited (its message's next receive may take the outbox over)."""
 
     @property
     def answered(self) -> bool:
         return self.reply is not None
+
+    def held_from(self, mine: Claim) -> bool:
+        """Whether another attempt may still be posting this outbox, so ``mine`` must not: it holds
+        it and neither SQS handed ``mine``'s message again since it did (``Claim.follows``), nor
+        did an attempt wait its invocation out (``waited_by``) whose message ``mine`` is the next
+        receive of. Wall clocks are never compared: workers' clocks may be hours apart."""
+        if self.claim is None or self.claim == str(mine) or mine.follows(self.claim):
+            return False
+        return not (self.waited_for == self.claim and mine.follows(self.waited_by))

@@ -51,6 +51,11 @@ class InvalidTurnJob(ValueError):
     the dead letter's reason, says why after ``not a turn job: ``."""
 
 
+class NewerTurnJob(InvalidTurnJob):
+    """A turn job of a format newer than this release reads: a newer relay queued it (a deploy under
+    way), and a newer worker can answer it."""
+
+
 @dataclass(frozen=True, slots=True)
 class PersonaCue:
     """The alter persona a turn speaks as, as RelayFunction read it from the configuration: its id,
@@ -214,6 +219,10 @@ class TurnJob:
         if not isinstance(data, dict):
             raise InvalidTurnJob("not a turn job: not a JSON object")
         job_format = data.get("format", LEGACY_JOB_FORMAT)
+        if isinstance(job_format, int) and not isinstance(job_format, bool) and job_format > JOB_FORMAT:
+            raise NewerTurnJob(
+                f"not a turn job of this release: format {job_format} is newer than {JOB_FORMAT}"
+            )
         if job_format not in (JOB_FORMAT, LEGACY_JOB_FORMAT) or isinstance(job_format, bool):
             raise InvalidTurnJob(f"not a turn job: unknown format {job_format!r}")
         strict = job_format == JOB_FORMAT

@@ -28,7 +28,8 @@ from kioku import clock
 from kioku.config import get_settings
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME
-from kioku.domain.turn_jobs import InvalidTurnJob, TurnJob, TurnSource
+from kioku.domain.turn import TurnClaimed
+from kioku.domain.turn_jobs import InvalidTurnJob, NewerTurnJob, TurnJob, TurnSource
 from kioku.entrypoints.composition import container
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
 from kioku.services.turn import TurnRecord
@@ -39,6 +40,9 @@ DEAD_LETTER_HOLD_SECONDS: Final = 180
 (TurnFunction's timeout, 120 s), when Lambda deletes it, yet inside SQS's five-minute deduplication
 window, so that a worker dying after the send has it back in time for its second send (under the
 same deduplication id) to be dropped, not to wait out the queue's 12-minute visibility timeout."""
+CLAIM_WAIT_SECONDS: Final = 150
+"""How long a turn whose outbox another attempt holds is given back for: past that attempt's end
+(TurnFunction's timeout, 120 s), however far its clock is from this worker's."""
 RETRYABLE_4XX: Final = frozenset({408, 429})
 UNGROUPED: Final = "ungrouped"
 CORRELATED: Final = ("turn_id", "channel_id", "guild_id", "source")
@@ -53,6 +57,9 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
     logger.remove_keys(CORRELATED)
     try:
         job = TurnJob.from_json(record.body)
+    except NewerTurnJob as exc:
+        count(Metric.FAILED_TURNS)
+        return _newer(record, exc)
     except InvalidTurnJob as exc:
         count(Metric.FAILED_TURNS)
         reason = str(exc)  # the parser's reason says "not a turn job: " already
@@ -70,7 +77,14 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
             job,
             redelivered=_receive_count(record) > 1,
             time_left=lambda: lambda_context.get_remaining_time_in_millis() / 1000,
+            delivery=(record.message_id, _receive_count(record)),
         )
+    except TurnClaimed as exc:
+        # not a failed attempt: another one is at it; back once its invocation is surely over
+        count(Metric.DUPLICATE_TURNS)
+        logger.warning("turn given back for %d s: %s", CLAIM_WAIT_SECONDS, exc)
+        _retry_soon(record.receipt_handle, CLAIM_WAIT_SECONDS)
+        raise
     except Exception as exc:
         count(Metric.FAILED_TURNS)
         return _failed(record, job, exc)
@@ -78,6 +92,25 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         observe(turn)
     count_turn(turn)
     return {"reply_ids": turn.reply_ids, "apologised": turn.apologised, "duplicate": turn.duplicate}
+
+
+def _newer(record: SQSRecord, exc: NewerTurnJob) -> dict[str, Any]:
+    """A job queued by a newer relay than this worker (a deploy under way): given back for a newer
+    worker to take, its receives counted by SQS; dead-lettered after ``TURN_MAX_ATTEMPTS`` of them."""
+    limit, attempt = get_settings().TURN_MAX_ATTEMPTS, _receive_count(record)
+    if attempt >= limit:
+        reason = f"given back {attempt} of {limit} times, no worker read it: {exc}"
+        if _dead_letter(record, reason, attempt=attempt, error=exc):
+            return {"dead_lettered": reason}
+    logger.warning(
+        "SQS message %s given back on receive %d of %d, for a newer worker: %s",
+        record.message_id,
+        attempt,
+        limit,
+        exc,
+    )
+    _retry_soon(record.receipt_handle)
+    raise exc
 
 
 def cannot_succeed(exc: Exception) -> bool:
@@ -109,7 +142,7 @@ def _failed(record: SQSRecord, job: TurnJob, exc: Exception) -> dict[str, Any]:
         reason = f"{why}: {_describe(exc)}"
         if _dead_letter(record, reason, attempt=attempt or 1, error=exc):
             try:
-                container().turn_ledger.forget_attempts(job.source.value, job.record_id)
+                container().turn_ledger.forget_attempts(job.source.value, job.record_id, job.author.id)
             except StoreError:
                 logger.warning("turn %s, if redriven, starts with its attempts counted", job.turn_id)
             return {"dead_lettered": reason}

@@ -25,6 +25,7 @@ from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.stm import PersonaGuesses
+from kioku.services.turn_delivery import VoiceLost
 from kioku.services.turn_ports import DeliveryDiscord
 from kioku.services.turn_state import TurnState
 
@@ -39,7 +40,7 @@ NO_WEBHOOK_PERMISSION: Final = (
 )
 
 
-class WebhooksForbidden(Exception):
+class WebhooksForbidden(VoiceLost):
     """Discord refused kioku a webhook in the channel: it lacks Manage Webhooks there."""
 
 
@@ -97,6 +98,9 @@ class PersonaReply:
     stored: ChannelWebhook | None = None
     adoptable_from: int = 0
     replies: bool = False
+    earlier_webhook_ids: tuple[str, ...] = ()
+    """The webhooks the turn's earlier attempts posted through (kept in its outbox)."""
+    _through: list[str] = field(default_factory=list)
 
     def post(self, index: int, chunk: str) -> str:
         return self._execute(chunk, None)
@@ -105,16 +109,26 @@ class PersonaReply:
         return self._execute("", [embed])
 
     def is_own(self, message: Any) -> bool:
-        """A message this persona posted through the channel's webhook kioku keeps (another webhook
+        """A message this persona posted through a webhook of the turn's: the channel's webhook kioku
+        keeps, or one an attempt of the turn posted through before it was replaced (another webhook
         posting under its name is someone else: a retry must not count it as its own post)."""
-        webhook = self.webhooks.known(self.webhook_channel_id) or self.stored
-        return is_own_webhook_post(message, self.persona, webhook.webhook_id if webhook else None)
+        return any(
+            is_own_webhook_post(message, self.persona, webhook_id)
+            for webhook_id in (*self.earlier_webhook_ids, *self.webhook_ids)
+        )
+
+    @property
+    def webhook_ids(self) -> tuple[str, ...]:
+        """The webhooks this reply posted (or tried to post) through, and the one it posts through now."""
+        current = self.webhooks.known(self.webhook_channel_id) or self.stored
+        return tuple(dict.fromkeys((*self._through, *([current.webhook_id] if current else []))))
 
     def _execute(self, content: str, embeds: list[dict[str, Any]] | None) -> str:
         guild_id = self.job.guild_id or ""
         webhook = self.webhooks.webhook(guild_id, self.webhook_channel_id, self.stored)
         thread_id = self.job.channel_id if self.job.channel_id != self.webhook_channel_id else None
         try:
+            self._through.append(webhook.webhook_id)
             posted = self._send(webhook, content, embeds, thread_id)
         except DiscordError as exc:
             if exc.status != HTTP_NOT_FOUND or exc.code != JsonErrorCode.UNKNOWN_WEBHOOK:
@@ -124,6 +138,7 @@ class PersonaReply:
             )
             self.stored = None
             webhook = self.webhooks.replace(guild_id, self.webhook_channel_id, webhook)
+            self._through.append(webhook.webhook_id)
             posted = self._send(webhook, content, embeds, thread_id)
         return str(posted.get("id", ""))
 
@@ -147,6 +162,13 @@ class PersonaReply:
     @property
     def discord(self) -> DeliveryDiscord:
         return self.webhooks.discord
+
+
+def no_webhook_notice(name: str, notices: tuple[dict[str, Any], ...] = ()) -> Outbox:
+    """What the bot posts instead of the persona ``name`` without Manage Webhooks: the notice, and
+    the memory notices the persona still owed; nothing captured."""
+    notice = NO_WEBHOOK_PERMISSION.format(name=name)
+    return Outbox(reply=notice, chunks=(notice,), notices=notices, capture=False, as_bot=True)
 
 
 def webhook_channel(state: TurnState) -> str:
@@ -196,13 +218,17 @@ class TurnVoice:
         if self.webhooks is None:
             raise RuntimeError("an alter persona's turn needs the persona webhooks")
         channel_id = webhook_channel(state)
-        reply = PersonaReply(self.webhooks, job, persona, channel_id, stored=read.webhook)
+        earlier = read.outbox.webhook_ids if read.outbox else ()
+        reply = PersonaReply(
+            self.webhooks, job, persona, channel_id, read.webhook, earlier_webhook_ids=earlier
+        )
+        if read.outbox is not None and read.outbox.as_bot:
+            return  # an earlier attempt lost the webhook: the rest goes as the bot
         if read.outbox is None or not read.outbox.answered:
             try:
                 reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
             except WebhooksForbidden:
                 logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
-                notice = NO_WEBHOOK_PERMISSION.format(name=persona.name)
-                state.outbox = Outbox(reply=notice, chunks=(notice,), capture=False)
+                state.outbox = no_webhook_notice(persona.name)
                 return
         state.responder = reply

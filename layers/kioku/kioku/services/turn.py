@@ -54,10 +54,17 @@ from kioku.domain.turn_read import TurnRead
 from kioku.domain.why import trace_of
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, webhook_channel
+from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, no_webhook_notice, webhook_channel
 from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
+from kioku.services.turn_claims import claimed, noting
 from kioku.services.turn_conversation import Conversation
-from kioku.services.turn_delivery import Delivery, DeliveryInterrupted, DeliveryWithdrawn, responder_for
+from kioku.services.turn_delivery import (
+    Delivery,
+    DeliveryInterrupted,
+    DeliveryVoiceLost,
+    DeliveryWithdrawn,
+    responder_for,
+)
 from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
 from kioku.services.turn_reading import ChannelReader, author_of, bot_username, mentions_another_channel
 from kioku.services.turn_state import TurnRecord, TurnState
@@ -101,11 +108,13 @@ class TurnService:
         *,
         redelivered: bool = False,
         time_left: Callable[[], float] = lambda: DEFAULT_TURN_SECONDS,
+        delivery: tuple[str, int] | None = None,
     ) -> TurnRecord:
         """Answer ``job``. ``redelivered``: SQS has handed it out before, so an earlier attempt
         counted it against the rate and may have left an outbox. ``time_left``: seconds until the
         turn must be done (Lambda's remaining time); model calls stop short of it, so a slow model
-        still ends in an apology."""
+        still ends in an apology. ``delivery``: the SQS message and receive count its claim names;
+        ``TurnClaimed`` if another attempt holds the outbox (``turn_claims``)."""
         state = TurnState(
             job=job,
             key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
@@ -113,6 +122,8 @@ class TurnService:
             time_left=time_left,
             guessed=self._voice().speaking(job),
         )
+        message_id, receive = delivery or (None, 2 if redelivered else 1)
+        state.claim = replace(state.claim, message_id=message_id, receive=receive)
         self._end(state, self._take(state, redelivered))
         return state.record
 
@@ -289,7 +300,7 @@ class TurnService:
         if job.persona is not None:
             self._voice().speak_as_persona(state, read)
         if read.outbox is not None:
-            state.outbox, state.outbox_kept = read.outbox, True
+            state.outbox, state.outbox_kept = claimed(self.turns, state, read.outbox), True
             if read.outbox.answered:
                 logger.warning(
                     "turn %s: delivering the answer an earlier attempt recorded (%d of %d chunks posted)",
@@ -367,28 +378,34 @@ class TurnService:
         state.outbox_kept = False
 
     def _deliver(self, state: TurnState) -> TurnEnd:
-        """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post."""
-        outbox = state.outbox
-        assert outbox is not None  # a rate notice, an earlier attempt's, or this one's answer
-        delivery = Delivery(
-            self.discord,
-            state.job,
-            state.responder or responder_for(state.job, self.discord, self.settings.DISCORD_APPLICATION_ID),
+        """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post,
+        claimed by this attempt, and what it posted is noted before each next post."""
+        assert state.outbox is not None  # a rate notice, an earlier attempt's, or this one's answer
+        responder = state.responder or responder_for(
+            state.job, self.discord, self.settings.DISCORD_APPLICATION_ID
         )
+        delivery = Delivery(self.discord, state.job, responder)
         just_kept = not state.outbox_kept
         if just_kept:
-            if not self.turns.keep(state.key, outbox, state.now):
+            outbox = state.outbox = replace(
+                state.outbox,
+                claim=str(state.claim),
+                webhook_ids=tuple(dict.fromkeys((*state.outbox.webhook_ids, *responder.webhook_ids))),
+            )
+            try:
+                kept = self.turns.keep(state.key, outbox, state.now)
+            except TurnAlreadyRecorded:
+                return TurnEnd.ALREADY_DONE  # a twin committed it meanwhile
+            if not kept:
                 logger.warning(
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
                 )
                 return TurnEnd.WITHDRAWN
             state.outbox_kept = True
         else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
-            outbox = state.outbox = delivery.adopt(outbox)
+            outbox = state.outbox = delivery.adopt(state.outbox)
         try:
-            state.outbox = delivery.post(
-                outbox, lambda: self.turns.still_kept(state.key), just_kept=just_kept
-            )
+            state.outbox = delivery.post(outbox, noting(self.turns, state), just_kept=just_kept)
         except DeliveryWithdrawn as exc:
             logger.warning(
                 "turn %s stops posting: forget-all withdrew its outbox (%d of %d chunks, %d of %d notices posted)",
@@ -403,8 +420,21 @@ class TurnService:
         except DeliveryInterrupted as exc:
             self._keep_posted(state, exc.outbox)
             raise exc.cause from exc
+        except DeliveryVoiceLost as exc:
+            return self._as_the_bot(state, exc.outbox)
         state.record.reply_ids = list(state.outbox.reply_ids)
         return TurnEnd.DELIVERED
+
+    def _as_the_bot(self, state: TurnState, posted: Outbox) -> TurnEnd:
+        """No webhook and no Manage Webhooks mid-delivery: the bot says so, with the notices still owed
+        (the outbox replaced: a redelivery posts as the bot too), and the turn ends."""
+        logger.warning("turn %s: no Manage Webhooks in its channel mid-delivery", state.job.turn_id)
+        name = state.record.persona  # an alter persona speaks once its configuration is read
+        state.outbox = no_webhook_notice(name, posted.notices[len(posted.notice_ids) :])
+        state.responder, state.outbox_kept = None, False
+        end = self._deliver(state)
+        state.record.reply_ids = [*posted.reply_ids, *state.record.reply_ids]
+        return end
 
     def _end(self, state: TurnState, end: TurnEnd) -> None:
         """The turn's one commit, for every end that records the turn: capture what was delivered

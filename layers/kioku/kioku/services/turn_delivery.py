@@ -45,6 +45,16 @@ class Responder(Protocol):
         """Whether ``message`` is one this responder posts as (how a redelivery finds its posts)."""
         ...
 
+    @property
+    def webhook_ids(self) -> tuple[str, ...]:
+        """The channel webhooks this responder posts through (none: as the bot)."""
+        ...
+
+
+class VoiceLost(Exception):
+    """The responder can post no more, and no retry would change that (a persona's webhook refused
+    for good): the turn says so as the bot instead."""
+
 
 @dataclass(frozen=True)
 class _AsTheBot:
@@ -65,6 +75,10 @@ class _AsTheBot:
 
     def is_own(self, message: Message) -> bool:
         return message.author.id == self.bot_user_id
+
+    @property
+    def webhook_ids(self) -> tuple[str, ...]:
+        return ()
 
 
 @dataclass(frozen=True)
@@ -115,6 +129,15 @@ class DeliveryWithdrawn(Exception):
     def __init__(self, outbox: Outbox) -> None:
         super().__init__("the turn's outbox was withdrawn before all of it was posted")
         self.outbox = outbox
+
+
+class DeliveryVoiceLost(Exception):
+    """The responder lost its voice mid-delivery (``VoiceLost``): ``outbox`` says what was posted."""
+
+    def __init__(self, outbox: Outbox, cause: VoiceLost) -> None:
+        super().__init__(str(cause))
+        self.outbox = outbox
+        self.cause = cause
 
 
 class DeliveryInterrupted(Exception):
@@ -185,34 +208,41 @@ class Delivery:
         return messages
 
     def post(
-        self, outbox: Outbox, still_kept: Callable[[], bool] | None = None, *, just_kept: bool = False
+        self, outbox: Outbox, still_kept: Callable[[Outbox], bool] | None = None, *, just_kept: bool = False
     ) -> Outbox:
         """Post what ``outbox`` has not posted, chunks first; the outbox with every id. A refusal
-        raises ``DeliveryInterrupted`` (a notice Discord refuses for good is given up, logged).
-        ``still_kept`` is asked before each post but a first one ``just_kept`` (the keep itself was
-        the check: a plain turn pays no request for it); once it says no, ``DeliveryWithdrawn``."""
+        raises ``DeliveryInterrupted`` (a notice Discord refuses for good is given up, logged), a
+        responder that lost its voice ``DeliveryVoiceLost``. ``still_kept`` is handed what is posted
+        so far before each post but a first one ``just_kept`` (the keep itself was the check: a plain
+        turn pays no request for it), to note it; once it says no, ``DeliveryWithdrawn``."""
         reply_ids, notice_ids = list(outbox.reply_ids), list(outbox.notice_ids)
         checked = not just_kept
+
+        def so_far() -> Outbox:
+            through = tuple(dict.fromkeys((*outbox.webhook_ids, *self.responder.webhook_ids)))
+            return replace(
+                outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids), webhook_ids=through
+            )
 
         def withdrawn() -> bool:
             nonlocal checked
             asked, checked = checked, True
-            return asked and still_kept is not None and not still_kept()
+            return asked and still_kept is not None and not still_kept(so_far())
 
         try:
             for index in range(len(reply_ids), len(outbox.chunks)):
                 if withdrawn():
-                    raise DeliveryWithdrawn(replace(outbox, reply_ids=tuple(reply_ids)))
+                    raise DeliveryWithdrawn(so_far())
                 reply_ids.append(self.responder.post(index, outbox.chunks[index]))
             for index in range(len(notice_ids), len(outbox.notices)):
                 if withdrawn():
-                    kept = replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
-                    raise DeliveryWithdrawn(kept)
+                    raise DeliveryWithdrawn(so_far())
                 notice_ids.append(self._notify(index, outbox.notices[index]))
         except DiscordError as exc:
-            kept = replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
-            raise DeliveryInterrupted(kept, exc) from exc
-        return replace(outbox, reply_ids=tuple(reply_ids), notice_ids=tuple(notice_ids))
+            raise DeliveryInterrupted(so_far(), exc) from exc
+        except VoiceLost as exc:
+            raise DeliveryVoiceLost(so_far(), exc) from exc
+        return so_far()
 
     def _notify(self, index: int, embed: dict[str, Any]) -> str:
         try:

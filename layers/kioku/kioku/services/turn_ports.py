@@ -119,7 +119,9 @@ class TurnStore(Protocol):
         ...
 
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
-        """Put the outbox; False, nothing kept, if someone it answers or quotes forgot everything since."""
+        """Put the outbox; False, nothing kept, if someone it answers or quotes forgot everything since;
+        with a claim, raises ``TurnClaimed`` (another attempt's answer is kept) or
+        ``TurnAlreadyRecorded`` (the turn is done), keeping nothing."""
         ...
 
     def write_announced(
@@ -134,7 +136,14 @@ class TurnStore(Protocol):
 
     def drop(self, key: TurnKey, outbox: Outbox) -> None: ...
 
-    def still_kept(self, key: TurnKey) -> bool: ...
+    def record_posted(self, key: TurnKey, outbox: Outbox, taking_from: str | None = None) -> bool:
+        """Note what ``outbox`` posted while it is kept and its claim's (or ``taking_from``'s):
+        False once forget-all deleted it; raises ``TurnClaimed`` if another attempt took it over."""
+        ...
+
+    def wait_for(self, key: TurnKey, claim: str, waiter: str) -> None:
+        """Mark the outbox ``claim`` holds as waited out by ``waiter`` (nothing if it changed)."""
+        ...
 
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         """Record the turn as done, drop its outbox and write ``capture``, together; raises

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
+from uuid import uuid4
 
 from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
@@ -13,7 +14,7 @@ from kioku.domain.ltm.recall import Recall
 from kioku.domain.models import Persona
 from kioku.domain.privacy import ChannelDescription
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import Outbox, TurnContext, TurnEnd, TurnKey
+from kioku.domain.turn import Claim, Outbox, TurnContext, TurnEnd, TurnKey
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.embeddings import TurnEmbeddings
@@ -89,6 +90,10 @@ class TurnState:
     """How many of this attempt's notices are kept in its outbox."""
     responder: Responder | None = None
     """Where an alter persona's answer goes (its channel webhook); None: as the bot."""
+    claim: Claim = field(default_factory=lambda: Claim(None, 1, uuid4().hex))
+    """This attempt, as its outbox names it when it holds it."""
+    taking_from: str | None = None
+    """The claim of an earlier attempt's outbox this one takes over (its first note replaces it)."""
 
     @property
     def answered(self) -> bool:

@@ -13,6 +13,7 @@ replies whose notices show a memory about them), and counts a person's turns per
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -22,6 +23,7 @@ from kioku.adapters.dynamodb.forgetting import mark_forgotten
 from kioku.adapters.dynamodb.keys import (
     ItemKey,
     attempts_key,
+    outbox_key,
     outbox_range,
     pointed_outbox,
     rate_key,
@@ -86,9 +88,16 @@ class TurnLedger:
             return int((exc.old_item or {}).get("attempts", 1))
         return int((item or {}).get("attempts", 1))
 
-    def forget_attempts(self, source: str, turn_id: str) -> None:
-        """Start the count again (a dead-lettered turn redriven gets its attempts anew)."""
+    def forget_attempts(self, source: str, turn_id: str, author_id: str | None = None) -> None:
+        """Start the count again (a dead-lettered turn redriven gets its attempts anew), and release
+        ``author_id``'s outbox of the turn from the claim of its dead-lettered attempt (a redrive
+        takes it over at once: nobody else is posting it)."""
         self._table.delete(attempts_key(source, turn_id))
+        if author_id is not None:
+            with suppress(ConditionFailed):
+                self._table.update(
+                    outbox_key(author_id, source, turn_id), "REMOVE claim", condition="attribute_exists(pk)"
+                )
 
     def op_record(self, source: str, turn_id: str, outcome: TurnOutcome, now: datetime) -> dict[str, Any]:
         """A transaction operation recording the turn as done, refused if it already is."""

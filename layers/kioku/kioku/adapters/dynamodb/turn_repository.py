@@ -28,16 +28,22 @@ import json
 import random
 import time
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
-from kioku.adapters.dynamodb.errors import StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.errors import (
+    CancellationReason,
+    ConditionFailed,
+    StoreError,
+    TransactionCancelled,
+)
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, turn_record_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
-from kioku.adapters.dynamodb.table import Item, KiokuTable
+from kioku.adapters.dynamodb.table import Item, KiokuTable, UpdateExpression
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_traces import commit_parts, trace_attributes, trace_from_item
 from kioku.adapters.dynamodb.webhook_store import WebhookStore, webhook_from_item
@@ -45,11 +51,20 @@ from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn import (
+    Outbox,
+    TurnAlreadyRecorded,
+    TurnClaimed,
+    TurnCommitFailed,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 OUTBOX_PART: Final = "outbox"
+NOT_DONE_PART: Final = "not done"
 ANSWERED: Final = "answered"
+CLAIM: Final = "claim"
 KEEP_ATTEMPTS: Final = 5
 KEEP_BACKOFF_SECONDS: Final = 0.01
 _T = TypeVar("_T")
@@ -128,8 +143,10 @@ class TurnRepository:
     def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.
         False, nothing kept, if its author or someone its notices quote asked to forget everything
-        since the message was sent."""
-        parts = self._keep_parts(key, outbox, now)
+        since the message was sent. An outbox with a claim is a claim on the turn: kept only while no
+        other attempt's answer is kept (``TurnClaimed``) and the turn is not done
+        (``TurnAlreadyRecorded``: a twin committed before this keep)."""
+        parts = self._keep_parts(key, outbox, now, claimed=outbox.claim is not None)
         for attempt in range(KEEP_ATTEMPTS):
             try:
                 self._table.transact_write(parts.values())
@@ -140,12 +157,51 @@ class TurnRepository:
                     reason.condition_failed for name, reason in reasons.items() if name.endswith("forgotten")
                 ):
                     return False
+                _raise_if_taken(reasons)
                 # a race with another write of these items (a forget-all's, a twin worker's): the keep
                 # is retried here, not the whole turn with its model calls
                 if not exc.conflicted or attempt == KEEP_ATTEMPTS - 1:
                     raise
                 time.sleep(random.uniform(0, KEEP_BACKOFF_SECONDS * 2**attempt))
         raise AssertionError("unreachable: the last attempt returns or raises")
+
+    def record_posted(self, key: TurnKey, outbox: Outbox, taking_from: str | None = None) -> bool:
+        """Note what the outbox has posted (and through which webhooks) before its next post, while
+        it is still kept and still this attempt's (``outbox.claim``; ``taking_from``: the claim it
+        takes over). False: forget-all deleted it, nothing more may be posted; ``TurnClaimed``:
+        another attempt took it over. Where a plain turn read its outbox back, at the same cost."""
+        update = UpdateExpression()
+        update.set("reply_ids", list(outbox.reply_ids))
+        update.set("notice_ids", list(outbox.notice_ids))
+        update.set("webhook_ids", list(outbox.webhook_ids))
+        condition = "attribute_exists(pk)"
+        if outbox.claim is not None:
+            update.set(CLAIM, outbox.claim)
+            name = update.name(CLAIM)
+            held = [outbox.claim, *([taking_from] if taking_from else [])]
+            either = " OR ".join(f"{name} = {update.value(claim)}" for claim in held)
+            condition += f" AND (attribute_not_exists({name}) OR {either})"
+        try:
+            self._table.update_with(_outbox_key(key), update, condition=condition)
+        except ConditionFailed as exc:
+            if exc.old_item is None:
+                return False
+            raise TurnClaimed(str(exc.old_item.get(CLAIM))) from exc
+        return True
+
+    def wait_for(self, key: TurnKey, claim: str, waiter: str) -> None:
+        """Mark the outbox as waited for: the attempt ``waiter`` gives the turn back until ``claim``'s
+        invocation is surely over, and its message's next receive may take the outbox over. Kept
+        only if ``claim`` still holds it and nobody waits for it already."""
+        # taken over, done, or already waited for by another: each comes back to look again
+        with suppress(ConditionFailed):
+            self._table.update(
+                _outbox_key(key),
+                "SET waited_for = :claim, waited_by = :waiter",
+                condition="#claim = :claim AND (attribute_not_exists(waited_for) OR waited_for <> :claim)",
+                names={"#claim": CLAIM},
+                values={":claim": claim, ":waiter": waiter},
+            )
 
     def write_announced(
         self,
@@ -168,13 +224,30 @@ class TurnRepository:
                 raise  # the change itself is refused: its author or subject forgot everything since
             return write(()), False
 
-    def _keep_parts(self, key: TurnKey, outbox: Outbox, now: datetime) -> dict[str, dict[str, Any]]:
-        """The outbox, the pointers of the people its notices quote, and forget-all's checks."""
+    def _keep_parts(
+        self, key: TurnKey, outbox: Outbox, now: datetime, *, claimed: bool = False
+    ) -> dict[str, dict[str, Any]]:
+        """The outbox, the pointers of the people its notices quote, and forget-all's checks;
+        ``claimed``: the outbox's claim (no other attempt's answer kept, the turn not done) too."""
         item = _outbox_item(key, outbox, now)
+        put = (
+            self._table.op_put(
+                item,
+                condition="attribute_not_exists(#answered) OR #claim = :claim",
+                names={"#answered": ANSWERED, "#claim": CLAIM},
+                values={":claim": outbox.claim},
+            )
+            if claimed
+            else self._table.op_put(item)
+        )
         parts = {
-            OUTBOX_PART: self._table.op_put(item),
+            OUTBOX_PART: put,
             "author_not_forgotten": op_not_forgotten_since(self._table, key.author_id, key.sent_at),
         }
+        if claimed:
+            parts[NOT_DONE_PART] = self._table.op_check(
+                turn_record_key(key.source, key.turn_id), "attribute_not_exists(pk)"
+            )
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
             pointer = {
                 **_outbox_key(key, person).as_item(),
@@ -191,11 +264,6 @@ class TurnRepository:
         self._table.transact_write(
             self._table.op_delete(_outbox_key(key, person)) for person in (None, *people)
         )
-
-    def still_kept(self, key: TurnKey) -> bool:
-        """Whether the turn's outbox is still there (a consistent read): forget-all deletes it, and
-        after that nothing of it may be posted."""
-        return self._table.get(_outbox_key(key)) is not None
 
     def commit(self, key: TurnKey, outcome: TurnOutcome, now: datetime, capture: TurnCapture | None) -> None:
         """Record the turn as done and drop its outbox in one transaction with ``capture``, what the
@@ -272,6 +340,12 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
     }
     if outbox.reply is not None:
         item[ANSWERED] = True
+    if outbox.claim is not None:
+        item[CLAIM] = outbox.claim
+    if outbox.webhook_ids:
+        item["webhook_ids"] = list(outbox.webhook_ids)
+    if outbox.as_bot:
+        item["as_bot"] = True
     if outbox.trace is not None:  # a redelivery commits what the model was shown, not asked again
         item["trace"] = trace_attributes(outbox.trace)
     return item
@@ -295,4 +369,23 @@ def _outbox_from_item(item: Item | None) -> Outbox | None:
         capture=bool(item.get("capture", True)),
         quoted=tuple(str(person) for person in item.get("quoted", ())),
         trace=trace_from_item(item.get("trace")),
+        webhook_ids=tuple(str(webhook_id) for webhook_id in item.get("webhook_ids", ())),
+        as_bot=bool(item.get("as_bot")),
+        claim=_optional_str(item.get(CLAIM)),
+        waited_for=_optional_str(item.get("waited_for")),
+        waited_by=_optional_str(item.get("waited_by")),
     )
+
+
+def _optional_str(value: Any) -> str | None:
+    return None if value is None else str(value)
+
+
+def _raise_if_taken(reasons: dict[str, CancellationReason]) -> None:
+    """A claimed keep refused because the turn is done, or another attempt's answer is kept."""
+    done, outbox = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART)
+    if done is not None and done.condition_failed:
+        raise TurnAlreadyRecorded("another attempt recorded this turn before this one kept its answer")
+    if outbox is not None and outbox.condition_failed:
+        held = (outbox.old_item or {}).get(CLAIM)
+        raise TurnClaimed(str(held))

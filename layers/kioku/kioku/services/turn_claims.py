@@ -1,0 +1,39 @@
+"""A turn's claim on its outbox: which attempt may post it (``Outbox.held_from``), and what that
+attempt notes before each next post (``TurnStore.record_posted``)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import replace
+
+from kioku.domain.turn import Outbox, TurnClaimed
+from kioku.services.turn_ports import TurnStore
+from kioku.services.turn_state import TurnState
+
+logger = logging.getLogger(__name__)
+
+
+def claimed(turns: TurnStore, state: TurnState, outbox: Outbox) -> Outbox:
+    """An earlier attempt's outbox, taken over by this one; ``TurnClaimed`` (and the outbox marked
+    as waited for) if that attempt may still be posting it."""
+    if outbox.answered and outbox.held_from(state.claim):
+        assert outbox.claim is not None  # held
+        logger.warning("turn %s: another attempt holds its outbox; given back", state.job.turn_id)
+        turns.wait_for(state.key, outbox.claim, str(state.claim))
+        raise TurnClaimed(outbox.claim)
+    if outbox.claim is not None and outbox.claim != str(state.claim):
+        state.taking_from = outbox.claim
+    return replace(outbox, claim=str(state.claim))
+
+
+def noting(turns: TurnStore, state: TurnState) -> Callable[[Outbox], bool]:
+    """What ``Delivery.post`` asks before each next post: the posts so far noted, while the outbox
+    is kept and this attempt's (its first note takes it over from ``state.taking_from``)."""
+
+    def note(posted: Outbox) -> bool:
+        kept = turns.record_posted(state.key, posted, state.taking_from)
+        state.taking_from = None
+        return kept
+
+    return note
