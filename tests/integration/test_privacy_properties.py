@@ -793,6 +793,7 @@ def _service(
     clock: _Clock,
     settings: Settings = SETTINGS,
 ) -> TurnService:
+    table.clock = clock  # what the table keeps for a while expires by the world's time
     stm_store = StmStore(table)
     ltm_store = DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6))
     return TurnService(
