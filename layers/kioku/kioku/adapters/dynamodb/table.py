@@ -160,9 +160,11 @@ class KiokuTable:
         start_key: Cursor | None = None,
         filter_expression: str | None = None,
         attributes: Sequence[str] = (),
+        expired_too: bool = False,
     ) -> tuple[list[Item], Cursor | None]:
-        """One page of a query: the items (only ``attributes`` of them, when given) and the key to
-        continue from (None at the end)."""
+        """One page of a query: the items (only ``attributes`` of them, when given; those past their
+        TTL too only with ``expired_too``, for a caller that deletes them) and the key to continue
+        from (None at the end)."""
         params: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": key_condition,
@@ -190,7 +192,9 @@ class KiokuTable:
         if start_key:
             params["ExclusiveStartKey"] = to_wire(start_key)
         response = self._call("query", **params)
-        return self._live(response.get("Items", [])), from_wire(response.get("LastEvaluatedKey"))
+        found = response.get("Items", [])
+        items = [from_wire(item) or {} for item in found] if expired_too else self._live(found)
+        return items, from_wire(response.get("LastEvaluatedKey"))
 
     def query_range(
         self,
