@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pytest
+
 from kioku.adapters.dynamodb.keys import stm_row_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.stm.update_tool import StmUpdate
 from kioku.playground.functions import LambdaContext, load_handler
 from tests.integration.stm_rows import identity
@@ -18,6 +21,12 @@ DAY = timedelta(days=1)
 NO_SERVER_REMOVED = {"servers_erased": 0, "server_items_deleted": 0, "server_items_kept": 0}
 NO_VECTORS = {"vectors_written": 0, "vectors_skipped": 0}
 NO_EXPIRED = {"expired_found": 0, "expired_deleted": 0}
+
+
+@pytest.fixture
+def table(resources) -> KiokuTable:
+    """The table read at these tests' time (``NOW``): a fresh row is not yet past its time."""
+    return KiokuTable(resources.table_name, clock=lambda: NOW)
 
 
 def write(store: StmStore, channel: str, at) -> None:
@@ -42,8 +51,8 @@ def test_a_row_that_resumed_after_the_index_was_read_is_kept(env, table):
     # the conversation resumed: the row is fresh, though the (eventually consistent) index lags
     table.update(
         stm_row_key(identity("resumed").address),
-        "SET last_updated = :now",
-        values={":now": NOW.isoformat()},
+        "SET last_updated = :now, expires_at = :expires",
+        values={":now": NOW.isoformat(), ":expires": int((NOW + LIMITS.retention).timestamp())},
     )
     report = store.purge_idle(NOW - 90 * DAY)
     assert (report.found, report.deleted, report.kept) == (1, 0, 1)

@@ -54,6 +54,7 @@ from kioku.domain.ltm.ports import Embedder
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig, UserProfile
+from kioku.domain.personas import MAX_NICKNAME_CHARS
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.stm.update_tool import SUMMARY_FIELD
@@ -643,7 +644,12 @@ def play(
                 _count("a channel made private after a save")
                 _make_private(ConfigStore(table), oracle, plan.where.guild_id, repeated)
             planned = _tool_calls(
-                plan, new_token, revised, LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "", repeated
+                plan,
+                new_token,
+                revised,
+                LONG_FACTS[number % len(LONG_FACTS)] if budgeted else "",
+                repeated,
+                speaker_name=speaker.name,
             )
             model.plan(
                 [(call.name, call.arguments) for call in planned] + ([SEARCH_EVERYTHING] if budgeted else [])
@@ -970,6 +976,7 @@ def _service(
     clock: _Clock,
     settings: Settings = SETTINGS,
 ) -> TurnService:
+    table.clock = clock  # what the table keeps for a while expires by the world's time
     stm_store = StmStore(table)
     ltm_store = DynamoMemoryStore(table, layout=TinyBooks(server_limit=6, personal_limit=6))
     return TurnService(
@@ -1274,6 +1281,7 @@ def _tool_calls(
     revised: Written | None,
     filler: str = "",
     repeated: dict[Kind, Written] | None = None,
+    speaker_name: str | None = None,
 ) -> list[_Call]:
     calls = []
     repeated = repeated or {}
@@ -1297,6 +1305,10 @@ def _tool_calls(
             "target_user": f"<@{about}>",
             **_expiry(plan),
         }
+        if plan.persona is not None and about == plan.speaker and speaker_name:
+            # to an alter persona, the speaker is named by their username, which the persona's
+            # nickname for someone else collides with (``_configure``): their own name must win
+            arguments["target_user"] = speaker_name
         calls.append(_Call(CREATE_TOOL_NAME, arguments, token, Kind.PERSONAL_MEMORY, about))
     if revised is not None and revised.memory_id:
         again = repeated.get(revised.kind)
@@ -1374,7 +1386,13 @@ def _configure(store: ConfigStore, world: World) -> None:
                 stm_privacy_bypass=guild.bypass,
                 memory_moderation=MemoryModeration.APPROVAL if guild.reviews else MemoryModeration.OPEN,
                 alters=tuple(
-                    Persona(persona_id=a.persona_id, lineage_id=a.lineage, name=a.name, alter=True)
+                    Persona(
+                        persona_id=a.persona_id,
+                        lineage_id=a.lineage,
+                        name=a.name,
+                        alter=True,
+                        nicknames=_colliding_nicknames(world, guild.guild_id),
+                    )
                     for a in guild.alters
                 ),
             )
@@ -1382,6 +1400,16 @@ def _configure(store: ConfigStore, world: World) -> None:
     for user in world.users:
         if user.cross_server:
             store.save_user_profile(UserProfile(user_id=user.user_id, cross_server_opt_in=True))
+
+
+def _colliding_nicknames(world: World, guild_id: str) -> tuple[tuple[str, str], ...]:
+    """Each member of the guild called by the next one's username (issue 37.1): a nickname that
+    collides with a member's own name, as one set before that member joined or renamed."""
+    members = [user for user in world.users if guild_id in user.guild_ids]
+    if len(members) < 2:
+        return ()
+    called = ((m.user_id, members[(i + 1) % len(members)].name) for i, m in enumerate(members))
+    return tuple(sorted((user_id, name) for user_id, name in called if 0 < len(name) <= MAX_NICKNAME_CHARS))
 
 
 def _switch_bypass(store: ConfigStore, guild_id: str, enabled: bool) -> None:

@@ -15,6 +15,13 @@ from kioku.domain.stm.entries import StmAddress
 from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
+
+def _at_now(table):
+    """A container's table reading at these tests' time (``NOW``): its rows are not past their time."""
+    table.clock = lambda: NOW
+    return table
+
+
 WORKERS = 32
 ADDRESS = StmAddress.of(SERVER, USER, CHANNEL, "kioku")
 
@@ -23,7 +30,7 @@ def capture_concurrently(moto_server, limits) -> None:
     start = threading.Barrier(WORKERS)
 
     def one_turn(index: int) -> None:
-        store = StmStore(moto_server.table())  # its own client: its own Lambda container
+        store = StmStore(_at_now(moto_server.table()))  # its own client: its own Lambda container
         loaded = store.load_turn(
             turn_memory_query(
                 guild_id=SERVER,
@@ -49,7 +56,7 @@ def capture_concurrently(moto_server, limits) -> None:
 def test_concurrent_captures_count_every_turn_and_lose_no_message(moto_server, cap):
     # Given a channel whose row already counted one turn
     limits = replace(LIMITS, max_messages_per_channel=cap)
-    store = StmStore(moto_server.table())
+    store = StmStore(_at_now(moto_server.table()))
     identity = StmRowIdentity(address=ADDRESS, lineage_id=1)
     store.capture(
         identity, None, [message("before", age=timedelta(minutes=5), message_id="before")], NOW, limits
@@ -77,7 +84,7 @@ def test_the_same_turn_finished_by_many_attempts_at_once_counts_once(moto_server
     outcomes: list[str] = []
 
     def attempt(index: int) -> None:
-        table = moto_server.table()
+        table = _at_now(moto_server.table())
         store, ledger = StmStore(table), TurnLedger(table)
         done = ledger.op_record("message", "700000000000000042", TurnOutcome(reply_ids=(str(index),)), NOW)
         line = message(f"answer from attempt {index}", message_id=f"reply-{index}")
@@ -95,6 +102,6 @@ def test_the_same_turn_finished_by_many_attempts_at_once_counts_once(moto_server
 
     # Then exactly one committed: one count, one captured answer
     assert sorted(outcomes) == ["already"] * (attempts - 1) + ["recorded"]
-    entry = StmStore(moto_server.table()).get(ADDRESS)
+    entry = StmStore(_at_now(moto_server.table())).get(ADDRESS)
     assert entry.turns_since_refresh == 1
     assert len(entry.crude) == 1

@@ -23,6 +23,13 @@ from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_
 from tests.integration.stm_rows import MAX_ITEM_BYTES, identity, item_size_bytes
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, SERVER, USER, message, turn
 
+
+@pytest.fixture
+def table(resources) -> KiokuTable:
+    """The table read at these tests' time (``NOW``): what it keeps for a while is not yet past it."""
+    return KiokuTable(resources.table_name, clock=lambda: NOW)
+
+
 MINUTE = timedelta(minutes=1)
 
 
@@ -277,8 +284,8 @@ def test_another_channels_summary_outlives_the_summary_ttl_and_raw_only_rows_do_
 
 def test_a_write_in_one_container_is_seen_by_the_next_read_in_another(table):
     # Given two containers: two repositories, each with its own client
-    first = StmStore(KiokuTable(table.name))
-    second = StmStore(KiokuTable(table.name))
+    first = StmStore(KiokuTable(table.name, clock=table.clock))
+    second = StmStore(KiokuTable(table.name, clock=table.clock))
     # When one writes and the other then loads, on and on
     for round_number in range(3):
         first.write_memory(

@@ -20,6 +20,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
@@ -31,6 +32,12 @@ from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, Tur
 from kioku.domain.turn_read import TurnMemoryQuery
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
+
+
+@pytest.fixture
+def table(resources) -> KiokuTable:
+    """The table read at these tests' time (``NOW``): what it keeps for a while is not yet past it."""
+    return KiokuTable(resources.table_name, clock=lambda: NOW)
 
 
 def test_the_record_commits_with_the_capture_and_a_second_attempt_changes_nothing(table):

@@ -114,13 +114,23 @@ def test_a_personal_memory_is_saved_for_the_resolved_user():
     assert result.notification["footer"]["text"] == f"Personal memory #{saved.memory_id} about Bob"
 
 
-def test_the_footer_says_when_personal_memories_are_off():
+def test_with_personal_memories_off_a_personal_save_is_refused_and_nothing_written():
+    # issue 37.4: the switch promises to keep no personal memories (it used to save, hidden)
+    store = FakeMemoryStore()
     turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
     result = create(
-        {"memory_content": "{user} likes tea", "memory_scope": "target_user", "target_user": "Bob"}, turn=turn
+        {"memory_content": "{user} likes tea", "memory_scope": "target_user", "target_user": "Bob"},
+        turn=turn,
+        store=store,
     )
-    assert result.status == SaveStatus.SAVED
-    assert "personal memories are turned off" in result.notification["footer"]["text"]
+    assert result.status == SaveStatus.DISABLED
+    assert "turned personal memories off" in result.data["message"] and result.notification is None
+    assert store.memories == {}
+    # and the create tool it is offered has no personal scope
+    (offered,) = [
+        t for t in long_term_memory_tools(turn) if t["function"]["name"] == "create_long_term_memory"
+    ]
+    assert "target_user" not in offered["function"]["parameters"]["properties"]
 
 
 def test_the_embed_shortens_long_content():
@@ -543,19 +553,6 @@ def test_the_author_may_correct_what_they_said_about_someone_else():
     store.add(personal_memory(BOB.user_id, "66666", "{user} plays go", author=ALICE.user_id))
     result = update({"memory_id": 66666, "memory_content": "{user} plays chess", "target_user": "Bob"}, store)
     assert result.status == UpdateStatus.UPDATED
-
-
-def test_a_notification_never_shows_a_personal_memory_where_it_is_not_recalled():
-    store = FakeMemoryStore()
-    turn = make_turn(capabilities=Capabilities(personal_memories_enabled=False))
-    result = create(
-        {"memory_content": "{user} is pregnant", "memory_scope": "target_user", "target_user": "Bob"},
-        turn=turn,
-        store=store,
-    )
-    assert result.status == SaveStatus.SAVED
-    assert "pregnant" not in json.dumps(result.notification)
-    assert "Not shown here" in result.notification["description"]
 
 
 # -- moderation -------------------------------------------------------------------------------------

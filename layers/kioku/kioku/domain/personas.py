@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Final, Protocol
 from urllib.parse import urlsplit
@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 from kioku.discord.models import Message, User
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.settings_edit import InvalidSettingsEdit, apply_persona
+from kioku.domain.text import normalize_for_comparison
 
 MAX_AVATAR_URL_CHARS: Final = 512
 MAX_NICKNAME_CHARS: Final = 32
@@ -153,6 +154,24 @@ def with_nickname(persona: Persona, member_id: str, nickname: str | None) -> Per
             raise InvalidSettingsEdit([f"a persona keeps at most {MAX_NICKNAMES_PER_PERSONA} nicknames"])
         nicknames[member_id] = checked_nickname(nickname)
     return replace(persona, nicknames=tuple(sorted(nicknames.items())))
+
+
+def whose_name(nickname: str, member_id: str, known: Mapping[str, Iterable[str]]) -> str | None:
+    """The member other than ``member_id`` whose username or display name ``nickname`` is, of the
+    names ``known`` by user id (a dialogue label ``Display (username)`` counts as both): a nickname
+    must not take someone else's name, or what they say about themself would be saved about another."""
+    wanted = normalize_for_comparison(nickname)
+    for user_id, names in known.items():
+        if user_id == member_id:
+            continue
+        if any(wanted in _label_names(name) for name in names):
+            return user_id
+    return None
+
+
+def _label_names(label: str) -> set[str]:
+    display, _, username = label.removesuffix(")").rpartition(" (") if label.endswith(")") else ("", "", "")
+    return {normalize_for_comparison(name) for name in (label, display, username) if name}
 
 
 def with_persona(config: ServerConfig, persona: Persona) -> ServerConfig:

@@ -52,7 +52,7 @@ class Container:
     def table(self) -> KiokuTable:
         from kioku.adapters.dynamodb.table import KiokuTable
 
-        return KiokuTable(self.settings.TABLE_NAME)
+        return KiokuTable(self.settings.TABLE_NAME, clock=self.clock)
 
     @cached_property
     def config_store(self) -> ConfigStore:

@@ -30,6 +30,7 @@ from kioku.domain.ltm.memory import (
     MemoryScope,
     MemoryStatus,
     MemoryStoreFailed,
+    PersonalLedger,
     PersonalTarget,
     SaveOutcome,
     ScopeKind,
@@ -55,6 +56,7 @@ from kioku.domain.ltm.recall import (
     recall_subjects,
 )
 from kioku.domain.ltm.saving import (
+    check_personal_saving,
     memory_about,
     names_user,
     owner_of,
@@ -75,6 +77,7 @@ from kioku.domain.ltm.tools import (
     offered_update_tool,
 )
 from kioku.domain.ltm.vectors import embedded_text
+from kioku.domain.models import ServerConfig
 from kioku.domain.privacy import Origin, PrivacyPolicy, rewritten_origin
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
@@ -175,6 +178,21 @@ def update_long_term_memory(
         return _answer(UPDATE_TOOL_NAME, exc)
 
 
+def _write_memory(
+    store: MemoryStore,
+    draft: MemoryDraft,
+    config: ServerConfig,
+    *,
+    limit: int,
+    ledger: PersonalLedger | None = None,
+) -> SaveOutcome:
+    """The one write of a new memory (``save_memory``'s, for the model's tool and every command):
+    refused with ``PersonalMemoriesOff`` when it is personal and the server keeps none, else the
+    store's limited write, as private as ``config``'s channel overrides."""
+    check_personal_saving(draft.scope.kind, config.capabilities)
+    return store.create(draft, limit=limit, ledger=ledger, policy=config.privacy)
+
+
 def recall_context(
     turn: TurnContext,
     memories: RecallSet,
@@ -214,6 +232,8 @@ def _create(
     embeddings: TurnEmbeddings | None,
 ) -> ToolResult:
     request = parse_create_arguments(arguments, settings.MAX_MEMORY_LENGTH)
+    if request.scope is RequestedScope.TARGET_USER:
+        check_personal_saving(ScopeKind.PERSONAL, turn.config.capabilities)  # before looking anyone up
     subject = speaker_of(turn)
     target: PersonalTarget | None = None
     note = None
@@ -309,8 +329,8 @@ def save_memory(
         expires_at=saving.expires_at,
     )
     try:
-        outcome = store.create(
-            draft, limit=limit, ledger=target.ledger if target else None, policy=turn.config.privacy
+        outcome = _write_memory(
+            store, draft, turn.config, limit=limit, ledger=target.ledger if target else None
         )
     except MemoryLimitReached as exc:
         if embedding is not None:

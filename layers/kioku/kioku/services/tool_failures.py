@@ -23,6 +23,7 @@ from kioku.domain.ltm.memory import (
     TargetPrivacyRestricted,
 )
 from kioku.domain.ltm.ports import MemberSearchFailed
+from kioku.domain.ltm.saving import PersonalMemoriesOff
 from kioku.domain.ltm.statuses import SaveStatus, UpdateStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.stm.capture import NewerMemoryExists
@@ -37,6 +38,10 @@ Answer = Callable[[Any], ToolResult]
 PRIVACY_RESTRICTED: Final = (
     "this user's privacy setting forbids personal memories; nothing was saved. "
     "They can change it in their settings"
+)
+PERSONAL_MEMORIES_OFF: Final = (
+    "this server has turned personal memories off, so nothing about one person is kept here; "
+    "nothing was saved. Tell them so; a server manager can turn them on with /capabilities manage"
 )
 FORGOTTEN: Final = "nothing was saved: the person asked to forget everything about them after this was said"
 MEMBER_SEARCH_FAILED: Final = "could not search the server's members; try a mention"
@@ -80,6 +85,7 @@ FAILURES: Final[Mapping[str, Mapping[type[Exception], Answer]]] = {
         InvalidArguments: lambda exc: ToolResult(_CREATE_PROBLEMS[exc.problem], {"message": exc.message}),
         MemberSearchFailed: _says(SaveStatus.INTERNAL_ERROR, MEMBER_SEARCH_FAILED),
         TargetPrivacyRestricted: _says(SaveStatus.PRIVACY_RESTRICTED, PRIVACY_RESTRICTED),
+        PersonalMemoriesOff: _says(SaveStatus.DISABLED, PERSONAL_MEMORIES_OFF),
         SpeakerForgotten: _says(SaveStatus.FORGOTTEN, FORGOTTEN),
         MemoryStoreFailed: _says(
             SaveStatus.DB_ERROR, "the memory could not be saved; do not retry in this turn"

@@ -89,7 +89,11 @@ TOOLS: Final = (
         lambda bench: bench.stm.tool_definition(),
         lambda arguments, bench: bench.stm.run_update_tool(arguments),
     ),
-    Tool(ltm_tools.CREATE_TOOL_NAME, _saving(ltm_tools.CREATE_TOOL), _create),
+    Tool(
+        ltm_tools.CREATE_TOOL_NAME,
+        lambda bench: ltm_tools.create_tool(bench.turn) if ltm_tools.saving_offered(bench.turn) else None,
+        _create,
+    ),
     Tool(ltm_tools.UPDATE_TOOL_NAME, _saving(ltm_tools.UPDATE_TOOL), _update),
     Tool(
         ltm_tools.SEARCH_TOOL_NAME,

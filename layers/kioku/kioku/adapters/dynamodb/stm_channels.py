@@ -26,7 +26,7 @@ from kioku.adapters.dynamodb.stm_items import (
 )
 from kioku.adapters.dynamodb.table import Cursor, KiokuTable, UpdateExpression
 from kioku.domain.privacy import ChannelDescription
-from kioku.domain.stm.entries import StmEntry
+from kioku.domain.stm.entries import CrudeRole, StmEntry
 
 
 class StmChannelRows:
@@ -90,6 +90,15 @@ class StmChannelRows:
         """Every channel's and thread's row of ``guild_id`` that ``persona_id`` keeps (identity only)."""
         items = self._table.query_range_all(guild_row_range(guild_id))
         return [entry for entry in entries_from_items(items) if entry.address.persona_id == persona_id]
+
+    def speakers(self, guild_id: str) -> dict[str, set[str]]:
+        """The people whose lines kioku keeps in ``guild_id``, each with the names they spoke under."""
+        names: dict[str, set[str]] = {}
+        for entry in entries_from_items(self._table.query_range_all(guild_row_range(guild_id))):
+            for line in entry.crude:
+                if line.role is CrudeRole.USER and line.user_id:
+                    names.setdefault(line.user_id, set()).add(line.speaker)
+        return names
 
     def delete_persona_rows(self, guild_id: str, persona_id: str) -> int:
         """Delete the rows ``persona_id`` keeps in ``guild_id``; returns how many."""

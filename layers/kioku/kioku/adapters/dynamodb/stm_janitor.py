@@ -48,6 +48,7 @@ class StmJanitor:
                     index=JANITOR_INDEX,
                     limit=page_size,
                     start_key=start_key,
+                    expired_too=True,  # the janitor deletes what is past its time: it must see it
                 )
                 for key in keys:
                     report.found += 1

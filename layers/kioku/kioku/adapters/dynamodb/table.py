@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime
+from decimal import Decimal
 from typing import Any, Final
 
 import boto3
@@ -12,6 +14,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
+from kioku import clock as kioku_clock
 from kioku.adapters.dynamodb.errors import (
     CancellationReason,
     ConditionFailed,
@@ -26,6 +29,8 @@ Cursor = dict[str, Any]
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=2, read_timeout=5)
 _BATCH_GET_LIMIT = 100
 _BACKOFF_STEP_SECONDS: Final = 0.002
+TTL_ATTRIBUTE: Final = "expires_at"
+"""The table's TTL attribute (the template's ``TimeToLiveSpecification``)."""
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
@@ -45,18 +50,36 @@ def from_wire(item: Mapping[str, Any] | None) -> Item | None:
     return {name: _deserializer.deserialize(value) for name, value in item.items()}
 
 
-class KiokuTable:
-    """Every DynamoDB call kioku makes goes through here; botocore errors become data-layer errors."""
+def expired(item: Mapping[str, Any], now: datetime) -> bool:
+    """Whether ``item`` is past its TTL (``TTL_ATTRIBUTE``, epoch seconds): DynamoDB deletes such
+    items only within days, and reads return them until then."""
+    expires = item.get(TTL_ATTRIBUTE)
+    return isinstance(expires, int | Decimal) and not isinstance(expires, bool) and expires <= now.timestamp()
 
-    def __init__(self, table_name: str, client=None) -> None:
+
+class KiokuTable:
+    """Every DynamoDB call kioku makes goes through here; botocore errors become data-layer errors.
+
+    Every read (``get``, ``batch_get``, ``query``) leaves out the items past their TTL by ``clock``:
+    what kioku promises to keep for a time is gone after it, whoever reads."""
+
+    def __init__(
+        self, table_name: str, client=None, *, clock: Callable[[], datetime] = kioku_clock.now
+    ) -> None:
         self.name = table_name
         self.client = client if client is not None else make_client()
+        self.clock = clock
 
     def get(self, key: ItemKey, *, consistent: bool = True) -> Item | None:
         response = self._call(
             "get_item", TableName=self.name, Key=to_wire(key.as_item()), ConsistentRead=consistent
         )
-        return from_wire(response.get("Item"))
+        item = from_wire(response.get("Item"))
+        return None if item is None or expired(item, self.clock()) else item
+
+    def _live(self, items: Iterable[Mapping[str, Any]]) -> list[Item]:
+        now = self.clock()
+        return [item for item in map(from_wire, items) if item is not None and not expired(item, now)]
 
     def batch_get(self, keys: Sequence[ItemKey], *, consistent: bool = True) -> list[Item]:
         """Items for ``keys`` (missing ones left out), retrying unprocessed keys."""
@@ -67,7 +90,7 @@ class KiokuTable:
             request = {self.name: {"Keys": chunk, "ConsistentRead": consistent}}
             while request:
                 response = self._call("batch_get_item", RequestItems=request)
-                found.extend(from_wire(item) for item in response.get("Responses", {}).get(self.name, []))
+                found.extend(self._live(response.get("Responses", {}).get(self.name, [])))
                 request = response.get("UnprocessedKeys") or {}
         return found
 
@@ -137,9 +160,11 @@ class KiokuTable:
         start_key: Cursor | None = None,
         filter_expression: str | None = None,
         attributes: Sequence[str] = (),
+        expired_too: bool = False,
     ) -> tuple[list[Item], Cursor | None]:
-        """One page of a query: the items (only ``attributes`` of them, when given) and the key to
-        continue from (None at the end)."""
+        """One page of a query: the items (only ``attributes`` of them, when given; those past their
+        TTL too only with ``expired_too``, for a caller that deletes them) and the key to continue
+        from (None at the end)."""
         params: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": key_condition,
@@ -147,7 +172,11 @@ class KiokuTable:
         }
         if filter_expression:
             params["FilterExpression"] = filter_expression
-        aliases = {f"#attr{i}": attribute for i, attribute in enumerate(attributes)}
+        # a projection keeps the TTL, so an expired item is left out of it too
+        projected = (
+            [*attributes, TTL_ATTRIBUTE] if attributes and TTL_ATTRIBUTE not in attributes else attributes
+        )
+        aliases = {f"#attr{i}": attribute for i, attribute in enumerate(projected)}
         if aliases:
             params["ProjectionExpression"] = ", ".join(aliases)
         if names or aliases:
@@ -163,7 +192,8 @@ class KiokuTable:
         if start_key:
             params["ExclusiveStartKey"] = to_wire(start_key)
         response = self._call("query", **params)
-        items = [from_wire(item) for item in response.get("Items", [])]
+        found = response.get("Items", [])
+        items = [from_wire(item) or {} for item in found] if expired_too else self._live(found)
         return items, from_wire(response.get("LastEvaluatedKey"))
 
     def scan(

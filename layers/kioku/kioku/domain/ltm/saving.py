@@ -10,9 +10,21 @@ from typing import Any
 from kioku.domain.ltm.arguments import RequestedScope
 from kioku.domain.ltm.memory import Memory, MemoryScope, ScopeKind
 from kioku.domain.ltm.targets import TargetKind, TargetResolution, TargetUser
+from kioku.domain.models import Capabilities
 from kioku.domain.privacy import Origin, effective_private
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import TurnContext
+
+
+class PersonalMemoriesOff(Exception):
+    """The server turned personal memories off (``/capabilities manage personal_memories:False``)."""
+
+
+def check_personal_saving(kind: ScopeKind, capabilities: Capabilities) -> None:
+    """Raises ``PersonalMemoriesOff`` for a personal memory on a server that keeps none: every way of
+    adding one (the model's tool, a command) asks this before writing."""
+    if kind is ScopeKind.PERSONAL and not capabilities.personal_memories_enabled:
+        raise PersonalMemoriesOff("this server keeps no personal memories")
 
 
 def memory_about(memory: Memory, subject: TargetUser) -> dict[str, Any]:

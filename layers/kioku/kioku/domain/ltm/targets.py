@@ -74,8 +74,10 @@ def resolve_target(
     turn: TurnContext,
     members: MemberDirectory | None,
 ) -> TargetResolution:
-    """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); what
-    the speaking persona calls someone (its nicknames); the people in the conversation; the guild's member search; the names of webhook personas (bridges).
+    """Find the user ``target`` names, down seed 003's ladder: an id or mention (of a member); the
+    people in the conversation, the speaker first; what the speaking persona calls someone (its
+    nicknames), unless a member of the guild has that name; the guild's member search; the names of
+    webhook personas (bridges).
     A name no rung finds is tried again without its titles and honorifics (``without_affixes``).
     At each rung a match on a primary name (username, global name) wins over one on a nickname
     (the guild display name); the result is ambiguous only when a rung finds several people on its
@@ -122,15 +124,17 @@ def _resolve_name(
         return TargetResolution(TargetKind.NOT_FOUND)
     if wanted in {comparable_name(name) for name in turn.bot.names(turn.bot_name)}:
         return TargetResolution(TargetKind.BOT_SELF)
-    # what the persona speaking calls someone (``/persona nickname``) names them before anything else
+    # someone's own name, the speaker's first, wins over what a persona calls someone: a nickname
+    # must never take a member's memory about themself
+    for candidates in ([people[turn.user.user_id]] if turn.user.user_id in people else [], people.values()):
+        people_named = _best_tier([p for p in candidates if not p.is_bridge], wanted, _participant_names)
+        if people_named:
+            resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, members)
+            if resolution.kind is not TargetKind.NOT_FOUND:
+                return resolution  # one who has left the guild since: the next rungs may find a member
     nicknamed = {uid for uid, nick in turn.config.persona.nicknames if comparable_name(nick) == wanted}
     if len(nicknamed) == 1:
-        return _resolve_id(nicknamed.pop(), turn, people, members)
-    people_named = _best_tier([p for p in people.values() if not p.is_bridge], wanted, _participant_names)
-    if people_named:
-        resolution = _member_checked(_decide([_as_target(p) for p in people_named]), turn, members)
-        if resolution.kind is not TargetKind.NOT_FOUND:
-            return resolution  # one who has left the guild since: the next rungs may find a member
+        return _nicknamed(nicknamed.pop(), raw, wanted, turn, people, members)
     if any(wanted in {comparable_name(n) for n in p.known_names()} for p in _other_bots(turn)):
         return TargetResolution(TargetKind.OTHER_BOT)
     if turn.guild_id is not None and members is not None:
@@ -142,6 +146,24 @@ def _resolve_name(
     if bridges:
         return _from_participants(bridges)
     return TargetResolution(TargetKind.NOT_FOUND)
+
+
+def _nicknamed(
+    user_id: str,
+    raw: str,
+    wanted: str,
+    turn: TurnContext,
+    people: Mapping[str, Participant],
+    members: MemberDirectory | None,
+) -> TargetResolution:
+    """The member a persona's nickname names, unless another member is called that (their username
+    or display name): their own name wins, and the search finds them (or says they are several)."""
+    if turn.guild_id is not None and members is not None:
+        query = " ".join(raw.removeprefix("@").split())
+        found = _matching_members(members.search(turn.guild_id, query), wanted, turn.bot.user_id)
+        if any(user.user_id != user_id for user in found):
+            return _decide(found)
+    return _resolve_id(user_id, turn, people, members)
 
 
 def _participant_names(person: Participant) -> tuple[tuple[str | None, ...], tuple[str | None, ...]]:

@@ -120,6 +120,34 @@ SEARCH_TOOL: Final = {
 }
 
 
+SERVER_ONLY_CREATE_TOOL: Final = {
+    "type": "function",
+    "function": {
+        "name": CREATE_TOOL_NAME,
+        "description": CREATE_TOOL["function"]["description"]
+        + " This server keeps no memories about one person: save only facts about the server.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "memory_content": CREATE_TOOL["function"]["parameters"]["properties"]["memory_content"],
+                "memory_scope": {
+                    "type": "string",
+                    "enum": [RequestedScope.SERVER_WIDE.value],
+                    "description": "'server_wide': a fact about this server, its community, rules or running jokes.",
+                },
+            },
+            "required": ["memory_content", "memory_scope"],
+        },
+    },
+}
+"""The create tool of a server that turned personal memories off: no ``target_user``, no personal scope."""
+
+
+def create_tool(turn: TurnContext) -> dict[str, Any]:
+    """The create tool as this turn offers it."""
+    return CREATE_TOOL if turn.config.capabilities.personal_memories_enabled else SERVER_ONLY_CREATE_TOOL
+
+
 def saving_offered(turn: TurnContext) -> bool:
     """Saving and correcting memories: unless the model takes no tools or self-teaching is off."""
     return turn.llm_has_tools and turn.config.capabilities.self_teaching_enabled
@@ -132,7 +160,7 @@ def search_offered(turn: TurnContext, recalled: Recall | None) -> bool:
 
 def long_term_memory_tools(turn: TurnContext, recalled: Recall | None = None) -> list[dict[str, Any]]:
     """The memory tools to offer this turn, in the order the model is given them."""
-    tools = [CREATE_TOOL, UPDATE_TOOL] if saving_offered(turn) else []
+    tools = [create_tool(turn), UPDATE_TOOL] if saving_offered(turn) else []
     return [*tools, SEARCH_TOOL] if search_offered(turn, recalled) else tools
 
 

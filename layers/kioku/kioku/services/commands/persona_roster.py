@@ -17,9 +17,15 @@ from kioku.discord.responses import autocomplete, message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, ButtonStyle, action_rows
 from kioku.domain.ltm.wording import counted
 from kioku.domain.models import Persona, ServerConfig, StaleConfiguration
-from kioku.domain.personas import MAX_AVATAR_URL_CHARS, MAX_NICKNAME_CHARS, with_nickname, with_persona
+from kioku.domain.personas import (
+    MAX_AVATAR_URL_CHARS,
+    MAX_NICKNAME_CHARS,
+    whose_name,
+    with_nickname,
+    with_persona,
+)
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
-from kioku.domain.text import shorten
+from kioku.domain.text import one_line_name, shorten
 from kioku.services import personas
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
@@ -159,6 +165,8 @@ def on_nickname(interaction: Interaction, context: CommandContext) -> dict:
     if not isinstance(member, str):
         raise Refused(Refusal.NOT_UNDERSTOOD, "Name the member with `member:`.")
     nickname = _text_or_none(values.get("nickname"))
+    if nickname is not None:
+        _refuse_someone_elses_name(interaction, context, member, nickname)
     called = with_nickname(persona, member, nickname)
     context.config_store.save_server_config(with_persona(config, called))
     said = (
@@ -167,6 +175,27 @@ def on_nickname(interaction: Interaction, context: CommandContext) -> dict:
         else (f"{persona.name} calls <@{member}> by their own name again.")
     )
     return message(embeds=[{"title": "Saved: a nickname", "description": said, "color": EMBED_COLOR_INFO}])
+
+
+def _refuse_someone_elses_name(
+    interaction: Interaction, context: CommandContext, member: str, nickname: str
+) -> None:
+    """A nickname that is another member's name would have a persona save what they say about
+    themself about ``member``: refused, naming whose it is, among the people the interaction tells
+    of (who runs it) and those kioku keeps lines of in this server."""
+    known = context.stm_store.speakers(interaction.guild_id or "")
+    invoker = interaction.invoker
+    if invoker is not None:
+        nick = interaction.member.nick if interaction.member else None
+        names = (invoker.username, invoker.global_name, nick)
+        known.setdefault(invoker.id, set()).update(name for name in names if name)
+    owner = whose_name(nickname, member, known)
+    if owner is not None:
+        raise Refused(
+            Refusal.NOTHING_SAVED,
+            f"**{one_line_name(nickname)}** is <@{owner}>'s name: what they say about themself would be "
+            f"saved about <@{member}>. Choose another nickname.",
+        )
 
 
 def persona_card(config: ServerConfig, persona: Persona, title: str) -> dict[str, Any]:

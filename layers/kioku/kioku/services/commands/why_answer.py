@@ -119,7 +119,13 @@ def _memory_line(line: MemoryLine, viewer_id: str, place: Place, bot: str) -> st
     if line.visibility is Visibility.FORGOTTEN:
         return f"#{line.memory_id} · {use} · forgotten since"
     memory = line.memory
-    if line.visibility is not Visibility.SHOWN or memory is None:
+    if (
+        line.visibility is not Visibility.SHOWN
+        or memory is None
+        or not _origin_known(memory, viewer_id, place)
+    ):
+        # the privacy bypass lets a turn use a memory of a channel the viewer may not see; it does
+        # not make this listing hand its words (or the channel's name) to them
         return f"#{line.memory_id} · {use} · {UNSEEN_MEMORY}"
     whose = (
         "about you"
@@ -136,12 +142,12 @@ def _memory_line(line: MemoryLine, viewer_id: str, place: Place, bot: str) -> st
     return f"#{memory.memory_id} · {use} · {whose}, {said}: {shorten(text, MAX_MEMORY_CHARS)}"
 
 
+def _origin_known(memory: Memory, viewer_id: str, place: Place) -> bool:
+    return origin_known_to(memory.origin, person_id=viewer_id, author_id=memory.author_id, place=place)
+
+
 def _where(memory: Memory, viewer_id: str, place: Place) -> str:
     origin = memory.origin
-    if origin.channel_id is None or not origin_known_to(
-        origin, person_id=viewer_id, author_id=memory.author_id, place=place
-    ):
-        return f"in {UNSEEN_CHANNEL}"
     return "in our DM" if origin.guild_id is None else f"in <#{origin.channel_id}>"
 
 
@@ -164,6 +170,8 @@ def _row_line(trace: TurnTrace, line: RowLine) -> str:
         where = "this channel"
     elif used.address.is_dm:
         where = "our direct messages"
+    elif entry.private is not False:
+        where = UNSEEN_CHANNEL  # recalled by the bypass: not named to someone who may not see it
     elif entry.channel_name:
         where = f"#{one_line_name(entry.channel_name)}"
     else:
