@@ -26,11 +26,13 @@ from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
+from unittest import mock
 
 import pytest
 from bench.memory import faster_moto
 from hypothesis import HealthCheck, currently_in_test_context, event, given, settings
 
+from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
 from kioku.adapters.dynamodb.keys import book_key, memory_key
@@ -862,15 +864,18 @@ def _check_why(
     place = Place(where.guild_id, where.channel_id, where.parent_id)
     problems = []
     for viewer in viewers:
-        answered = why_this_answer(
-            reply_id,
-            viewer.user_id,
-            place,
-            traces=TurnLedger(table).traces,
-            config_store=ConfigStore(table),
-            ltm_store=service.ltm_store,
-            stm_store=service.stm_store,
-        )
+        # asked at the world's time: a memory that expires is judged by it, as a deployed asker's
+        # clock judges it
+        with mock.patch("kioku.clock.now", table.clock):
+            answered = why_this_answer(
+                reply_id,
+                viewer.user_id,
+                place,
+                traces=TurnLedger(table).traces,
+                config_store=ConfigStore(table),
+                ltm_store=service.ltm_store,
+                stm_store=service.stm_store,
+            )
         if answered is None:
             problems.append(f"WHY_MISSING at turn {number}: no trace of its reply")
             continue
@@ -1783,6 +1788,9 @@ def _forget_all_between_the_keep_and_the_post(
     forgotten = ann.user_id if forgetter == "speaker" else bo.user_id
     _configure(ConfigStore(table), world)
     discord, model, clock = FakeDiscord(world), TokenWritingModel(), _Clock()
+    # the world's clock is the one a forget-all in a real container reads (what the turn keeps is
+    # not past its time there)
+    clock.now = kioku_clock.now() - timedelta(minutes=1)
     service = _service(table, discord, model, clock)
     message = discord.user_says(ann, plan.where, f"news {_tokens()(Kind.MESSAGE)}", clock.tick())
     planned = _tool_calls(plan, _tokens(), None)
