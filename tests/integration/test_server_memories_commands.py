@@ -728,6 +728,7 @@ def test_memory_id_autocompletes_for_managers_without_a_private_channel_s_words(
     # Given a memory said in #general and one said in the private #secret
     quiz = seed("quiz night is on fridays")
     vault = seed("the vault code is okapi", origin=SAID_IN_SECRET)
+    seed("a bake sale today", expires_at=NOW - timedelta(days=1))  # expired: offered nowhere
 
     # When a manager in #general types in forget's memory_id
     offered = interact(autocomplete_typing(run("forget", memory_id=1), "memory_id", ""))["data"]["choices"]

@@ -120,7 +120,9 @@ def memory_choices(interaction: Interaction, context: CommandContext) -> list[di
     focused = interaction.focused_option()
     if focused is None or focused[0] != MEMORY_ID_OPTION:
         return []
-    memories = memory_control.memories_about(_invoker_id(interaction), context.ltm_store)
+    memories = live(
+        memory_control.memories_about(_invoker_id(interaction), context.ltm_store), context.clock()
+    )
     return id_choices(
         focused[1], [(m.memory_id, for_people(m.content, about_you=True, name="you")) for m in memories]
     )

@@ -143,7 +143,9 @@ def memory_choices(interaction: Interaction, context: CommandContext) -> list[di
     if focused is None or focused[0] != MEMORY_ID_OPTION or not manages_server(interaction):
         return []
     viewer = _viewer(interaction, context)
-    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
+    memories = live(
+        memory_control.server_memories(str(interaction.guild_id), context.ltm_store), context.clock()
+    )
     return id_choices(focused[1], [(m.memory_id, _text(m, viewer, "the list")) for m in memories])
 
 
