@@ -469,3 +469,40 @@ def crash_world(responder: Responder) -> Iterator[CrashWorld]:
             yield CrashWorld(stack, llm, harness, env, embeddings, proxy.url, sqs.url)
         finally:
             containers.close()
+
+
+MANAGE_GUILD: Final = str(1 << 5)
+
+
+def add_luna(stack: LocalStack, guild_id: str, persona_id: str) -> str:
+    """Luna, an alter persona of ``guild_id``, added through /persona add as a manager would."""
+    import json
+
+    from kioku.playground.events import slash_command
+    from kioku.signatures import sign_request
+
+    payload = slash_command(
+        stack.application_id,
+        "persona",
+        "add",
+        {"name": "Luna", "prompt": "You are {bot}, calm and nocturnal."},
+        guild_id=guild_id,
+        permissions=MANAGE_GUILD,
+        interaction_id=persona_id,
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert (
+        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
+    )
+    return persona_id
+
+
+@contextmanager
+def twin_of(world: CrashWorld) -> Iterator[Containers]:
+    """A second TurnFunction beside ``world``'s, for a job SQS hands out twice at once."""
+    containers = Containers(world.dynamodb_url, world.sqs_url)
+    try:
+        yield containers
+    finally:
+        containers.close()

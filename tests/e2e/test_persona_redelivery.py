@@ -23,12 +23,20 @@ import pytest
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.stm.entries import StmAddress
-from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import RecordedRequest
 from kioku.services.persona_voice import NO_WEBHOOK_PERMISSION
 from kioku.signatures import sign_request
-from tests.e2e.crash_harness import Chaos, Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.crash_harness import (
+    Chaos,
+    Containers,
+    CrashWorld,
+    Fault,
+    add_luna,
+    crash_world,
+    dynamodb_refusal,
+    twin_of,
+)
 from tests.e2e.test_turn_crash_points import (
     GUILD,
     PARAGRAPHS,
@@ -44,7 +52,6 @@ from tests.e2e.test_turn_crash_points import dead_letters as all_dead_letters
 pytestmark = pytest.mark.e2e
 
 LUNA_ID = "200000000000000778"
-MANAGE_GUILD = str(1 << 5)
 
 
 @pytest.fixture(scope="module")
@@ -56,22 +63,7 @@ def running() -> Iterator[CrashWorld]:
 @pytest.fixture(scope="module")
 def luna(running: CrashWorld) -> str:
     """Luna, an alter persona of the module's server, added once through /persona add."""
-    stack = running.stack
-    payload = slash_command(
-        stack.application_id,
-        "persona",
-        "add",
-        {"name": "Luna", "prompt": "You are {bot}, calm and nocturnal."},
-        guild_id=GUILD,
-        permissions=MANAGE_GUILD,
-        interaction_id=LUNA_ID,
-    )
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    assert (
-        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
-    )
-    return LUNA_ID
+    return add_luna(running.stack, GUILD, LUNA_ID)
 
 
 @pytest.fixture
@@ -82,11 +74,8 @@ def world(running: CrashWorld, luna: str, monkeypatch: pytest.MonkeyPatch) -> Cr
 @pytest.fixture
 def twin(running: CrashWorld) -> Iterator[Containers]:
     """A second TurnFunction, running the same job at once (a duplicated job)."""
-    containers = Containers(running.dynamodb_url, running.sqs_url)
-    try:
+    with twin_of(running) as containers:
         yield containers
-    finally:
-        containers.close()
 
 
 def call_luna(stack: LocalStack, channel: str, alice: dict[str, Any]) -> dict[str, Any]:

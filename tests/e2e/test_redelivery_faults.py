@@ -33,7 +33,15 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, RecordedRequest, completion_body
 from kioku.services.turn import APOLOGY, RATE_NOTICE
-from tests.e2e.crash_harness import ROOT, Containers, CrashWorld, Fault, crash_world, dynamodb_refusal
+from tests.e2e.crash_harness import (
+    ROOT,
+    Containers,
+    CrashWorld,
+    Fault,
+    crash_world,
+    dynamodb_refusal,
+    twin_of,
+)
 from tests.e2e.test_turn_crash_points import (
     GUILD,
     _is_commit,
@@ -431,11 +439,8 @@ def test_a_redriven_turn_posts_its_own_reply_not_adopting_another_turns_identica
 @pytest.fixture
 def twin(running: CrashWorld) -> Iterator[Containers]:
     """A second TurnFunction, for a message SQS hands out twice at once."""
-    containers = Containers(running.dynamodb_url, running.sqs_url)
-    try:
+    with twin_of(running) as containers:
         yield containers
-    finally:
-        containers.close()
 
 
 def answer_keep(twin_turn: Callable[[], None]) -> Fault:

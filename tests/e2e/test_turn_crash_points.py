@@ -32,7 +32,7 @@ from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import EmbeddingsStandIn, OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
-from tests.e2e.crash_harness import CrashHarness, Fault, crash_world
+from tests.e2e.crash_harness import CrashHarness, Fault, add_luna, crash_world
 
 pytestmark = pytest.mark.e2e
 
@@ -458,28 +458,12 @@ def _table_items(stack: LocalStack) -> list[dict[str, Any]]:
 # -- an alter persona: its webhook made, then its posts through it --------------------------------
 
 LUNA_ID = "200000000000000777"
-MANAGE_GUILD = str(1 << 5)
 
 
 @pytest.fixture(scope="module")
 def luna(running) -> str:
     """Luna, an alter persona of the module's server, added once through /persona add."""
-    stack = running[0]
-    payload = slash_command(
-        stack.application_id,
-        "persona",
-        "add",
-        {"name": "Luna", "prompt": "You are {bot}, calm and nocturnal."},
-        guild_id=GUILD,
-        permissions=MANAGE_GUILD,
-        interaction_id=LUNA_ID,
-    )
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    assert (
-        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
-    )
-    return LUNA_ID
+    return add_luna(running[0], GUILD, LUNA_ID)
 
 
 def webhook_creation(action: str = "kill", when: str = "after") -> Fault:
