@@ -15,6 +15,7 @@ from kioku import __version__
 from kioku.discord.models import Message, parse_history
 from kioku.discord.protocol import JsonErrorCode
 from kioku.discord.snowflake import is_snowflake
+from kioku.domain.conditions import DiscordRefused
 
 logger = logging.getLogger(__name__)
 # httpx logs every request URL at INFO, and an interaction webhook URL carries its token.
@@ -36,14 +37,8 @@ _INTERACTION_TOKEN = re.compile(r"[A-Za-z0-9_.\-]{1,500}")
 MAX_NONCE_LENGTH = 25
 
 
-class DiscordError(RuntimeError):
-    """Discord refused a request; ``code`` is Discord's JSON error code when it sent one."""
-
-    def __init__(self, status: int, code: int | None, message: str) -> None:
-        super().__init__(f"Discord answered HTTP {status} (code {code}): {message}")
-        self.status = status
-        self.code = code
-        self.message = message
+class DiscordError(DiscordRefused):
+    """Discord refused a request (the domain's ``DiscordRefused``, raised by this client)."""
 
 
 class DiscordRest:

@@ -5,9 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from kioku.domain.conditions import StoreFailed
 
-class StoreError(Exception):
-    """Base class of every data-layer error."""
+
+class StoreError(StoreFailed):
+    """Base class of every data-layer error (the domain's ``StoreFailed``)."""
 
 
 class StoreUnavailable(StoreError):
