@@ -17,3 +17,22 @@ class DiscordRefused(RuntimeError):
 
 class StoreFailed(Exception):
     """The data store failed a request or refused a conditional write."""
+
+
+class StoreUnreachable(StoreFailed):
+    """The data store could not be reached, or kept failing after its retries."""
+
+
+class WriteRefused(StoreFailed):
+    """A conditional write found the item in another state than the one it was conditioned on:
+    nothing was written."""
+
+
+class TransactionRefused(StoreFailed):
+    """A transaction was cancelled (one of its conditions failed, or another transaction raced it):
+    nothing of it was written."""
+
+
+class ServerReadded(Exception):
+    """A removed server's mark is gone or newer: kioku was added back (or removed again) meanwhile,
+    so its data is kept."""

@@ -14,12 +14,12 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Final
+from typing import Final, Protocol
 
 from kioku import clock as kioku_clock
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.domain.channel_events import ChannelEvent, GuildSnapshot
+from kioku.domain.privacy import ChannelDescription
+from kioku.domain.stm.entries import StmEntry
 
 MAX_RECONCILED_ROWS: Final = 20_000
 """Rows one GUILD_CREATE reconciles: 500 channels and 1,500 threads with memory, for ten personas."""
@@ -27,10 +27,36 @@ MAX_RECONCILED_ROWS: Final = 20_000
 logger = logging.getLogger(__name__)
 
 
+class ChannelRows(Protocol):
+    """The short-term rows of a server's channels (``StmStore``)."""
+
+    def restamp_channel(
+        self, guild_id: str, channel_id: str, *, private: bool | None, name: str | None, now: datetime
+    ) -> int: ...
+
+    def delete_channel(self, guild_id: str, channel_id: str) -> int: ...
+
+    def guild_rows(self, guild_id: str, *, max_rows: int) -> tuple[list[StmEntry], bool]:
+        """The server's rows, at most ``max_rows``; False: there were more."""
+        ...
+
+    def restamp_described(self, entry: StmEntry, description: ChannelDescription, at: datetime) -> bool: ...
+
+    def delete_described_before(self, entry: StmEntry, at: datetime) -> bool: ...
+
+
+class ChannelWebhooks(Protocol):
+    """The persona webhooks kept per channel (``WebhookStore``)."""
+
+    def forget(self, guild_id: str, channel_id: str) -> None: ...
+
+    def channels(self, guild_id: str) -> list[str]: ...
+
+
 def apply_channel_event(
     event: ChannelEvent,
-    store: StmStore,
-    webhooks: WebhookStore,
+    store: ChannelRows,
+    webhooks: ChannelWebhooks,
     clock: Callable[[], datetime] = kioku_clock.now,
 ) -> int:
     """Apply ``event`` to the rows of its channel (and its threads); returns the rows changed. A
@@ -68,8 +94,8 @@ class GuildReconciliation:
 
 def reconcile_guild(
     snapshot: GuildSnapshot,
-    store: StmStore,
-    webhooks: WebhookStore,
+    store: ChannelRows,
+    webhooks: ChannelWebhooks,
     clock: Callable[[], datetime] = kioku_clock.now,
     *,
     max_rows: int = MAX_RECONCILED_ROWS,

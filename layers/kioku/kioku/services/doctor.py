@@ -15,13 +15,14 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any, Final, TextIO
+from typing import Any, Final, Protocol, TextIO
 
 import httpx
 
-from kioku.adapters.discord_rest import DiscordError, DiscordRest
 from kioku.discord.interactions import InteractionType, ResponseType
+from kioku.discord.models import Message
 from kioku.discord.protocol import ApplicationFlag, GatewayEvent, MessageType, Permission, permission_bits
+from kioku.domain.conditions import DiscordRefused
 from kioku.services.commands.registry import definitions
 from kioku.signatures import new_key_pair, public_key_of, sign_request
 
@@ -82,8 +83,27 @@ class Target:
     pause: Callable[[float], None] = field(default=time.sleep, repr=False)
 
 
+class DoctorDiscord(Protocol):
+    """What the checks ask of Discord (``DiscordRest``); each call raises ``DiscordRefused``."""
+
+    @property
+    def GUILDS_PAGE(self) -> int: ...
+
+    def get_current_application(self) -> dict[str, Any]: ...
+
+    def get_current_user_guilds(self, after: str | None = None) -> list[dict[str, Any]]: ...
+
+    def get_commands(self, application_id: str, guild_id: str | None = None) -> list[dict[str, Any]]: ...
+
+    def create_message(self, channel_id: str, content: str) -> dict[str, Any]: ...
+
+    def get_channel_messages(self, channel_id: str, limit: int, *, after: str | None) -> list[Message]: ...
+
+
 def examine(target: Target) -> list[Finding]:
-    """Every check, in the order a message travels."""
+    """Every check, in the order a message travels (the doctor's composition: it builds the client)."""
+    from kioku.adapters.discord_rest import DiscordRest
+
     rest = DiscordRest(target.api_base_url, target.bot_token)
     try:
         application = _application(rest)
@@ -101,10 +121,10 @@ def examine(target: Target) -> list[Finding]:
         rest.close()
 
 
-def _application(rest: DiscordRest) -> dict[str, Any] | Finding:
+def _application(rest: DoctorDiscord) -> dict[str, Any] | Finding:
     try:
         return rest.get_current_application()
-    except DiscordError as exc:
+    except DiscordRefused as exc:
         return Finding(
             "discord", Outcome.FAIL, f"GET /applications/@me failed ({exc}): is the bot token right?"
         )
@@ -208,16 +228,16 @@ MAX_GUILD_PAGES: Final = 10
 LISTED_GUILDS: Final = 5
 
 
-def _manage_webhooks(target: Target, rest: DiscordRest) -> Finding:
+def _manage_webhooks(target: Target, rest: DoctorDiscord) -> Finding:
     name = "manage-webhooks"
     guilds: list[dict[str, Any]] = []
     try:
         for _ in range(MAX_GUILD_PAGES):
             page = rest.get_current_user_guilds(after=guilds[-1]["id"] if guilds else None)
             guilds += page
-            if len(page) < DiscordRest.GUILDS_PAGE:
+            if len(page) < rest.GUILDS_PAGE:
                 break
-    except DiscordError as exc:
+    except DiscordRefused as exc:
         return Finding(name, Outcome.FAIL, f"could not list kioku's servers ({exc})")
     if target.guild_id:
         guilds = [guild for guild in guilds if guild.get("id") == target.guild_id]
@@ -237,11 +257,11 @@ def _manage_webhooks(target: Target, rest: DiscordRest) -> Finding:
     )
 
 
-def _commands(target: Target, rest: DiscordRest) -> Finding:
+def _commands(target: Target, rest: DoctorDiscord) -> Finding:
     name = "commands"
     try:
         registered = rest.get_commands(target.application_id, guild_id=target.guild_id)
-    except DiscordError as exc:
+    except DiscordRefused as exc:
         return Finding(name, Outcome.FAIL, f"could not list the commands ({exc})")
     expected = {command["name"]: _shape(command) for command in definitions()}
     found = {command.get("name"): _shape(command) for command in registered}
@@ -284,7 +304,7 @@ def _message_content_intent(application: dict[str, Any] | Finding) -> Finding:
     )
 
 
-def _test_turn(target: Target, rest: DiscordRest, application: dict[str, Any] | Finding) -> Finding:
+def _test_turn(target: Target, rest: DoctorDiscord, application: dict[str, Any] | Finding) -> Finding:
     name = "test-turn"
     if not (target.channel_id and target.guild_id and target.relay_signing_key):
         return Finding(name, Outcome.SKIP, "needs --guild, --channel and RELAY_SIGNING_KEY")
@@ -305,7 +325,7 @@ def _test_turn(target: Target, rest: DiscordRest, application: dict[str, Any] | 
                 replied_to = message.reference.message_id if message.reference else None
                 if replied_to == posted["id"] and message.author.id == target.application_id:
                     return Finding(name, Outcome.OK, f"answered: {message.content[:80]!r}")
-    except (DiscordError, httpx.HTTPError) as exc:
+    except (DiscordRefused, httpx.HTTPError) as exc:
         return Finding(name, Outcome.FAIL, f"the test turn could not run ({exc})")
     return Finding(
         name,

@@ -27,17 +27,15 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from kioku import clock
-from kioku.adapters.discord_rest import DiscordRest
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.turn_ledger import TurnLedger, WaitingReply
 from kioku.domain.ltm.memory import NO_AUTHOR, Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.ports import MemoryStore
 from kioku.domain.privacy import Place, PrivacyPolicy, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
+from kioku.domain.waiting_replies import WaitingReply
 from kioku.domain.why import ShownNote
 
 MAX_FORGET_ROUNDS: Final = 8
@@ -45,6 +43,81 @@ MAX_FORGET_ROUNDS: Final = 8
 the same moment is caught; a round finds more only while such turns keep racing."""
 EXPORT_FORMAT: Final = "kioku-export/2"
 UNSEEN_CHANNEL: Final = "a channel you can't see"
+
+
+class PersonMemories(MemoryStore, Protocol):
+    """The memory store as memory control reads and curates it (``PersonMemories``): a scope's
+    memories, a person's notes, a review's steps. Writes raise ``MemoryNotFound`` when the memory
+    changed since it was read."""
+
+    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+
+    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
+        """By server, the server memories that name ``user_id``."""
+        ...
+
+    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]:
+        """By person, the personal memories ``user_id`` saved about them."""
+        ...
+
+    def note_removed_by_subject(self, memory: Memory, at: datetime) -> None: ...
+
+    def drop_author_note(self, user_id: str, owner_id: str) -> None: ...
+
+    def drop_server_note(self, user_id: str, guild_id: str) -> None: ...
+
+    def forget_author(self, memory: Memory, person: str | None = None) -> Memory: ...
+
+    def tag_for_review(self, memory: Memory) -> Memory: ...
+
+    def approve(self, memory: Memory) -> Memory: ...
+
+    def reject(self, memory: Memory) -> None: ...
+
+
+class PersonRows(Protocol):
+    """A person's short-term rows and lines (``StmStore``)."""
+
+    def dm_rows_of(self, user_id: str) -> list[StmEntry]: ...
+
+    def rows_with_lines_of(self, user_id: str) -> list[StmEntry]: ...
+
+    def forget_lines_of(self, user_id: str) -> int: ...
+
+    def delete_dm_rows_of(self, user_id: str) -> int: ...
+
+
+class UseNotes(Protocol):
+    """What turns were shown, noted per person (``TurnTraces``)."""
+
+    def notes_of(self, user_id: str) -> list[ShownNote]: ...
+
+    def forget(self, user_id: str) -> int: ...
+
+
+class PersonTurns(Protocol):
+    """A person's unfinished turns and use notes (``TurnLedger``)."""
+
+    @property
+    def traces(self) -> UseNotes: ...
+
+    def waiting_replies_to(self, user_id: str) -> list[WaitingReply]: ...
+
+    def forget_turns_of(self, user_id: str, at: datetime) -> int: ...
+
+
+class ExportDiscord(Protocol):
+    """Where an export is sent (``DiscordRest``); raises ``DiscordRefused``."""
+
+    def edit_original_response(
+        self,
+        application_id: str,
+        interaction_token: str,
+        content: str,
+        embeds: list[dict[str, Any]] | None = None,
+        *,
+        file: tuple[str, bytes, str] | None = None,
+    ) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +136,7 @@ class ForgetAllReport:
         return not (self.memories or self.dm_rows or self.lines or self.unnamed)
 
 
-def memories_about(user_id: str, store: DynamoMemoryStore) -> list[Memory]:
+def memories_about(user_id: str, store: PersonMemories) -> list[Memory]:
     """Every long-term memory about ``user_id``, oldest first: their personal memories, whoever saved
     them and wherever, and the server memories that name them (pending ones too)."""
     server = [
@@ -72,7 +145,7 @@ def memories_about(user_id: str, store: DynamoMemoryStore) -> list[Memory]:
     return sorted([*store.memories_of(ScopeKind.PERSONAL, user_id), *server], key=lambda m: m.created_at)
 
 
-def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory:
+def forget_memory_about(user_id: str, memory_id: str, store: PersonMemories) -> Memory:
     """Delete the memory ``memory_id`` about ``user_id``, whoever wrote it; ``MemoryNotFound`` when
     there is none."""
     for _ in range(MAX_FORGET_ROUNDS):
@@ -93,10 +166,10 @@ def forget_memory_about(user_id: str, memory_id: str, store: DynamoMemoryStore) 
 
 def forget_all(
     user_id: str,
-    ltm_store: DynamoMemoryStore,
-    stm_store: StmStore,
+    ltm_store: PersonMemories,
+    stm_store: PersonRows,
     *,
-    ledger: TurnLedger,
+    ledger: PersonTurns,
     now: datetime | None = None,
 ) -> ForgetAllReport:
     """Every long-term memory about ``user_id`` (server memories that name them too) and the notes,
@@ -155,12 +228,12 @@ def forget_all(
 
 def export(
     user_id: str,
-    ltm_store: DynamoMemoryStore,
-    stm_store: StmStore,
+    ltm_store: PersonMemories,
+    stm_store: PersonRows,
     now: datetime,
     *,
     place: Place,
-    ledger: TurnLedger,
+    ledger: PersonTurns,
     policy_of: Callable[[str], PrivacyPolicy] | None = None,
 ) -> dict[str, Any]:
     """Everything above as one JSON-ready document, asked for at ``place``; with the turns still on
@@ -203,7 +276,7 @@ def export(
 
 
 def usage_notes(
-    user_id: str, place: Place, ledger: TurnLedger, policy_of: Callable[[str], PrivacyPolicy]
+    user_id: str, place: Place, ledger: PersonTurns, policy_of: Callable[[str], PrivacyPolicy]
 ) -> tuple[list[ShownNote], list[ShownNote]]:
     """The turns noted as shown ``user_id``'s memories (16 days), split into those they may be told of
     asking at ``place`` (``ShownNote.known_to``, each server's settings read now by ``policy_of``)
@@ -227,12 +300,12 @@ def _usage_record(note: ShownNote) -> dict[str, Any]:
 
 def send_export(
     job: TurnJob,
-    discord: DiscordRest,
-    ltm_store: DynamoMemoryStore,
-    stm_store: StmStore,
+    discord: ExportDiscord,
+    ltm_store: PersonMemories,
+    stm_store: PersonRows,
     now: datetime,
     *,
-    ledger: TurnLedger,
+    ledger: PersonTurns,
     policy_of: Callable[[str], PrivacyPolicy] | None = None,
 ) -> None:
     """Attach the person's export to the "thinking…" answer of their ``/personal memories export``.
@@ -340,17 +413,17 @@ def _row_record(row: StmEntry, user_id: str, *, only_own_lines: bool = False) ->
 # -- a server's memories, for its managers ---------------------------------------------------------
 
 
-def server_memories(guild_id: str, store: DynamoMemoryStore) -> list[Memory]:
+def server_memories(guild_id: str, store: PersonMemories) -> list[Memory]:
     """Every memory kept for the server (every persona lineage, pending ones too), oldest first."""
     return store.memories_of(ScopeKind.SERVER, guild_id)
 
 
-def awaiting_review(guild_id: str, store: DynamoMemoryStore) -> list[Memory]:
+def awaiting_review(guild_id: str, store: PersonMemories) -> list[Memory]:
     """The server's memories waiting for a manager's review, oldest first."""
     return [memory for memory in server_memories(guild_id, store) if memory.status is MemoryStatus.PENDING]
 
 
-def forget_server_memory(guild_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory:
+def forget_server_memory(guild_id: str, memory_id: str, store: PersonMemories) -> Memory:
     """Delete the server memory ``memory_id`` of ``guild_id``; ``MemoryNotFound`` when it has none."""
     memory = store.find(ScopeKind.SERVER, guild_id, memory_id)
     if memory is None:
@@ -359,28 +432,28 @@ def forget_server_memory(guild_id: str, memory_id: str, store: DynamoMemoryStore
     return memory
 
 
-def awaiting_review_tagged(guild_id: str, store: DynamoMemoryStore, count: int) -> tuple[list[Memory], int]:
+def awaiting_review_tagged(guild_id: str, store: PersonMemories, count: int) -> tuple[list[Memory], int]:
     """The oldest ``count`` memories awaiting review, each with the tag its buttons carry, and how
     many wait in all."""
     pending = awaiting_review(guild_id, store)
     return [store.tag_for_review(memory) for memory in pending[:count]], len(pending)
 
 
-def approve(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+def approve(guild_id: str, memory_id: str, tag: str, store: PersonMemories) -> Memory:
     """Let kioku recall the memory awaiting review whose review buttons carry ``tag``."""
     memory = _awaiting_review(guild_id, memory_id, tag, store)
     store.approve(memory)
     return memory
 
 
-def reject(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+def reject(guild_id: str, memory_id: str, tag: str, store: PersonMemories) -> Memory:
     """Delete the memory awaiting review whose review buttons carry ``tag``."""
     memory = _awaiting_review(guild_id, memory_id, tag, store)
     store.reject(memory)
     return memory
 
 
-def _awaiting_review(guild_id: str, memory_id: str, tag: str, store: DynamoMemoryStore) -> Memory:
+def _awaiting_review(guild_id: str, memory_id: str, tag: str, store: PersonMemories) -> Memory:
     """The memory, if it still awaits review as it was shown (the tag of its buttons then); else
     MemoryNotFound. A button of a message posted before the tags (it carried the start of a hash of
     the text) is refused as out of date."""

@@ -23,16 +23,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.domain.ltm.arguments import parse_memory_text
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
 from kioku.domain.ltm.saving import pin_user_token
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.services import ltm, memory_control
+from kioku.services.memory_control import PersonMemories
 
 
-def about_person(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memory | None:
+def about_person(user_id: str, memory_id: str, store: PersonMemories) -> Memory | None:
     """The memory ``memory_id`` about ``user_id`` (personal, or a server memory naming them)."""
     return store.find(ScopeKind.PERSONAL, user_id, memory_id) or next(
         (m for m in memory_control.memories_about(user_id, store) if m.memory_id == memory_id), None
@@ -40,7 +40,7 @@ def about_person(user_id: str, memory_id: str, store: DynamoMemoryStore) -> Memo
 
 
 def editable_by_person(
-    user_id: str, memory_id: str, place: Place, policy: PrivacyPolicy, store: DynamoMemoryStore
+    user_id: str, memory_id: str, place: Place, policy: PrivacyPolicy, store: PersonMemories
 ) -> Memory:
     """What ``/personal memories edit`` at ``place`` (of a server of ``policy``) may change: a
     memory about ``user_id``, or a server memory about nobody that they wrote; else
@@ -49,7 +49,7 @@ def editable_by_person(
 
 
 def history_for_person(
-    user_id: str, memory_id: str, place: Place, policy: PrivacyPolicy, store: DynamoMemoryStore
+    user_id: str, memory_id: str, place: Place, policy: PrivacyPolicy, store: PersonMemories
 ) -> Memory:
     """What ``/personal memories history`` at ``place`` may show: a memory about ``user_id``, or a
     server memory that they wrote; else ``MemoryNotFound``."""
@@ -61,7 +61,7 @@ def _for_person(
     memory_id: str,
     place: Place,
     policy: PrivacyPolicy,
-    store: DynamoMemoryStore,
+    store: PersonMemories,
     written: Callable[[Memory], bool],
 ) -> Memory:
     memory = about_person(user_id, memory_id, store)
@@ -88,7 +88,7 @@ def edit(
     editor_name: str,
     now: datetime,
     max_length: int,
-    store: DynamoMemoryStore,
+    store: PersonMemories,
     policy: PrivacyPolicy,
 ) -> Memory:
     """``memory`` saying ``text`` (checked as the tools check theirs), written by ``editor_id``: the

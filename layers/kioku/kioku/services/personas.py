@@ -11,14 +11,45 @@ that lineage again, as lineage ids are never reused.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
-from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.stm_store import StmStore
-from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import new_persona, with_persona, without_persona
+from kioku.domain.stm.entries import StmEntry
+
+
+class PersonaConfigs(Protocol):
+    """Server configurations (``ConfigStore``), each save conditional on the version read: raises
+    ``StaleConfiguration``, or ``PersonaLimitReached`` past the limit."""
+
+    def save_server_config(self, config: ServerConfig) -> ServerConfig: ...
+
+    def save_with_persona_limit(self, config: ServerConfig, max_personas: int) -> ServerConfig: ...
+
+
+class PersonaRows(Protocol):
+    """A persona's short-term rows in a server (``StmStore``)."""
+
+    def persona_rows(self, guild_id: str, persona_id: str) -> list[StmEntry]: ...
+
+    def delete_persona_rows(self, guild_id: str, persona_id: str) -> int: ...
+
+
+class LineageMemories(Protocol):
+    """A server's long-term memories (``MemoryStore``'s reads and its delete)."""
+
+    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+
+    def delete(self, memory: Memory) -> None:
+        """Raises ``MemoryNotFound`` when the memory changed or went."""
+        ...
+
+
+class ServerWebhooks(Protocol):
+    """The persona webhooks a server keeps (``WebhookStore``)."""
+
+    def forget_server(self, guild_id: str) -> int: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +63,7 @@ class Footprint:
 
 
 def add_persona(
-    configs: ConfigStore,
+    configs: PersonaConfigs,
     config: ServerConfig,
     *,
     persona_id: str,
@@ -55,7 +86,7 @@ def add_persona(
     return saved, persona
 
 
-def footprint(config: ServerConfig, persona: Persona, stm: StmStore, ltm: DynamoMemoryStore) -> Footprint:
+def footprint(config: ServerConfig, persona: Persona, stm: PersonaRows, ltm: LineageMemories) -> Footprint:
     sharers = config.lineage_sharers(persona)
     rows = len(stm.persona_rows(config.guild_id or "", persona.persona_id))
     memories = 0 if sharers else len(_lineage_memories(config, persona, ltm))
@@ -63,12 +94,12 @@ def footprint(config: ServerConfig, persona: Persona, stm: StmStore, ltm: Dynamo
 
 
 def remove_persona(
-    configs: ConfigStore,
+    configs: PersonaConfigs,
     config: ServerConfig,
     persona: Persona,
-    stm: StmStore,
-    ltm: DynamoMemoryStore,
-    webhooks: WebhookStore,
+    stm: PersonaRows,
+    ltm: LineageMemories,
+    webhooks: ServerWebhooks,
 ) -> Footprint:
     """Remove ``persona`` from ``config`` (conditional on the version read: a turn that reads the
     configuration after it no longer speaks as it), then delete what it kept in this server."""
@@ -89,6 +120,6 @@ def remove_persona(
     return Footprint(rows, deleted, sharers)
 
 
-def _lineage_memories(config: ServerConfig, persona: Persona, ltm: DynamoMemoryStore) -> list[Memory]:
+def _lineage_memories(config: ServerConfig, persona: Persona, ltm: LineageMemories) -> list[Memory]:
     memories = ltm.memories_of(ScopeKind.SERVER, config.guild_id or "")
     return [memory for memory in memories if memory.scope.lineage == persona.lineage_id]

@@ -11,10 +11,11 @@ import argparse
 import json
 import os
 import sys
-from typing import Final
+from typing import Any, Final, Protocol
 
 from kioku.discord.protocol import Permission
 from kioku.discord.snowflake import is_snowflake
+from kioku.domain.conditions import DiscordRefused
 from kioku.services.commands.registry import definitions
 
 DEFAULT_API_BASE_URL = "https://discord.com/api/v10"
@@ -46,7 +47,17 @@ def invite_url(application_id: str) -> str:
     )
 
 
-def register_commands(rest, application_id: str, guild_id: str | None = None) -> list[dict]:
+class CommandRegistrar(Protocol):
+    """Where the commands are registered (``DiscordRest``); raises ``DiscordRefused``."""
+
+    def bulk_overwrite_commands(
+        self, application_id: str, commands: list[dict[str, Any]], guild_id: str | None = None
+    ) -> list[dict[str, Any]]: ...
+
+
+def register_commands(
+    rest: CommandRegistrar, application_id: str, guild_id: str | None = None
+) -> list[dict[str, Any]]:
     """Replace the application's commands (globally, or in one guild) with the registry's."""
     return rest.bulk_overwrite_commands(application_id, definitions(), guild_id=guild_id)
 
@@ -97,12 +108,12 @@ def run(argv: list[str]) -> int:
         print("kioku register-commands: " + "; ".join(problems), file=sys.stderr)
         return 2
 
-    from kioku.adapters.discord_rest import DiscordError, DiscordRest
+    from kioku.adapters.discord_rest import DiscordRest
 
     rest = DiscordRest(os.environ.get("DISCORD_API_BASE_URL") or DEFAULT_API_BASE_URL, token)
     try:
         registered = register_commands(rest, application_id, options.guild)
-    except DiscordError as exc:
+    except DiscordRefused as exc:
         print(f"kioku register-commands: Discord refused the commands: {exc}", file=sys.stderr)
         return 1
     finally:

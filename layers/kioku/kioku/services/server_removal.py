@@ -11,19 +11,48 @@ they expire after 16 days on their own (see docs/privacy.md).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Final
+from typing import Any, Final, Protocol
 
-from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.adapters.dynamodb.server_removal import ServerReadded, ServerRemoval, ServerRemovals
+from kioku.domain.conditions import ServerReadded
 from kioku.domain.forgetting import SpeakerForgotten
-from kioku.domain.ltm.memory import MemoryNotFound, ScopeKind
+from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
+from kioku.domain.server_removal import ErasedItems, ServerRemoval
 
 MAX_ITEMS_PER_RUN: Final = 3000
 """Items one janitor run reads for deletion (within its five minutes); the next run goes on."""
 
 logger = logging.getLogger(__name__)
+
+
+class ServerRemovals(Protocol):
+    """The marks of removed servers and the bulk deletion of their partitions (``ServerRemovals``
+    in ``adapters/dynamodb``); ``erase_partitions`` raises ``ServerReadded`` when the mark changed."""
+
+    def due(self, removed_before: datetime, *, limit: int = 100) -> list[ServerRemoval]: ...
+
+    def personal_memories_said_in(self, guild_id: str, *, limit: int) -> Iterator[tuple[str, str]]:
+        """(owner, memory id) of the personal memories said in the server."""
+        ...
+
+    def still_removed(self, removal: ServerRemoval) -> dict[str, Any]:
+        """A check, for a transaction, that the mark still holds ``removal``."""
+        ...
+
+    def erase_partitions(self, removal: ServerRemoval, *, budget: int) -> ErasedItems: ...
+
+    def finish(self, removal: ServerRemoval) -> bool: ...
+
+
+class RemovedMemories(Protocol):
+    """What the erasure asks of the memory store: raises ``MemoryNotFound`` when the memory
+    changed, ``SpeakerForgotten`` when a check in ``also`` failed."""
+
+    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
+
+    def delete(self, memory: Memory, *, also: Sequence[dict[str, Any]] = ()) -> None: ...
 
 
 @dataclass(slots=True)
@@ -39,7 +68,7 @@ class ErasureReport:
 
 def erase_removed_servers(
     removals: ServerRemovals,
-    memories: DynamoMemoryStore,
+    memories: RemovedMemories,
     now: datetime,
     grace: timedelta,
     *,
@@ -61,7 +90,7 @@ def erase_removed_servers(
 def _erase(
     removal: ServerRemoval,
     removals: ServerRemovals,
-    memories: DynamoMemoryStore,
+    memories: RemovedMemories,
     report: ErasureReport,
     budget: int,
 ) -> int:

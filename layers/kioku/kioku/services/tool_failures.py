@@ -13,7 +13,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import StoreError
+from kioku.domain.conditions import StoreFailed
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.arguments import InvalidArguments, Problem
 from kioku.domain.ltm.memory import (
@@ -73,7 +73,7 @@ def _duplicate(exc: DuplicateMemory) -> ToolResult:
     )
 
 
-def _stm_store_failed(_: StoreError) -> ToolResult:
+def _stm_store_failed(_: StoreFailed) -> ToolResult:
     logger.exception("saving short-term memory failed")
     return ToolResult(
         ERROR, {"message": "the short-term memory could not be saved right now. Nothing was saved."}
@@ -112,7 +112,7 @@ FAILURES: Final[Mapping[str, Mapping[type[Exception], Answer]]] = {
         NewerMemoryExists: _says(
             ERROR, "a newer short-term memory of this channel was saved meanwhile; yours was not."
         ),
-        StoreError: _stm_store_failed,
+        StoreFailed: _stm_store_failed,
     },
 }
 """Tool by tool, each condition it answers, the first that matches winning."""

@@ -3,25 +3,59 @@ could be shown now (the same recall and short-term rules, read afresh, never the
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from datetime import datetime
+from typing import Final, Protocol
 
-from kioku.domain.ltm.memory import ScopeKind
-from kioku.domain.models import ServerConfig
-from kioku.domain.privacy import Place
+from kioku.domain.ltm.memory import Memory, ScopeKind
+from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.stm.entries import StmAddress, StmEntry
 from kioku.domain.why import Explanation, Seen, TurnTrace, explain
-
-if TYPE_CHECKING:
-    from kioku.adapters.dynamodb.config_store import ConfigStore
-    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-    from kioku.adapters.dynamodb.stm_store import StmStore
-    from kioku.adapters.dynamodb.turn_traces import TurnTraces
-
 
 REMOVED_PERSONA: Final = "a persona since removed"
 """What ``{bot}`` reads as when the persona that spoke was removed since."""
 NO_LINEAGE: Final = -1
 """A lineage no memory has: what is recalled for a persona the server no longer has."""
+
+
+class ReplyTraces(Protocol):
+    """What each turn was shown, kept per reply message (``TurnTraces``)."""
+
+    def of_reply(self, message_id: str) -> TurnTrace | None: ...
+
+
+class Configs(Protocol):
+    """A server's configuration and a person's profile (``ConfigStore``)."""
+
+    def get_server_config(self, guild_id: str) -> ServerConfig: ...
+
+    def get_user_profile(self, user_id: str) -> UserProfile: ...
+
+
+class RecalledMemories(Protocol):
+    """What a turn would recall now, and a scope's memories (``MemoryStore``)."""
+
+    def recall(
+        self,
+        guild_id: str | None,
+        lineage: int,
+        user_ids: Sequence[str],
+        *,
+        place: Place,
+        policy: PrivacyPolicy,
+        now: datetime | None = None,
+    ) -> RecallSet: ...
+
+    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+
+
+class ShortTermRows(Protocol):
+    """A short-term memory row by its address (``StmStore``)."""
+
+    def get(self, address: StmAddress) -> StmEntry | None: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,10 +72,10 @@ def why_this_answer(
     viewer_id: str,
     place: Place,
     *,
-    traces: TurnTraces,
-    config_store: ConfigStore,
-    ltm_store: DynamoMemoryStore,
-    stm_store: StmStore,
+    traces: ReplyTraces,
+    config_store: Configs,
+    ltm_store: RecalledMemories,
+    stm_store: ShortTermRows,
 ) -> Answered | None:
     """The trace of the reply holding ``message_id`` as ``viewer_id`` at ``place`` may see it now;
     None when no trace of it is kept here (not a kioku reply, expired, or a reply in another place)."""

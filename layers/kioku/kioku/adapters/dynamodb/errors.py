@@ -5,18 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from kioku.domain.conditions import StoreFailed
+from kioku.domain.conditions import StoreFailed, StoreUnreachable, TransactionRefused, WriteRefused
 
 
 class StoreError(StoreFailed):
     """Base class of every data-layer error (the domain's ``StoreFailed``)."""
 
 
-class StoreUnavailable(StoreError):
+class StoreUnavailable(StoreError, StoreUnreachable):
     """DynamoDB could not be reached or kept failing after botocore's retries."""
 
 
-class ConditionFailed(StoreError):
+class ConditionFailed(StoreError, WriteRefused):
     """A conditional write found the item in another state; ``old_item`` is that state (or None)."""
 
     def __init__(self, old_item: dict[str, Any] | None) -> None:
@@ -34,7 +34,7 @@ class CancellationReason:
         return self.code == "ConditionalCheckFailed"
 
 
-class TransactionCancelled(StoreError):
+class TransactionCancelled(StoreError, TransactionRefused):
     """A transaction was cancelled; ``reasons`` line up with the transaction's items."""
 
     def __init__(self, reasons: list[CancellationReason]) -> None:

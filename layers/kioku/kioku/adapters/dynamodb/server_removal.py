@@ -43,35 +43,13 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.stm_items import iso
 from kioku.adapters.dynamodb.table import Cursor, KiokuTable, UpdateExpression, from_wire
 from kioku.clock import parse_time
+from kioku.domain.conditions import ServerReadded
 from kioku.domain.ltm.memory import NO_AUTHOR
+from kioku.domain.server_removal import ErasedItems, ServerRemoval
 
 BATCH: Final = 99
 """Deletes in one transaction: DynamoDB takes 100 parts, and the first checks the mark."""
 _NAMES: Final = {"#removed_at": "removed_at"}
-
-
-@dataclass(frozen=True, slots=True)
-class ServerRemoval:
-    """Kioku removed from ``guild_id`` at ``removed_at`` (as the mark holds it)."""
-
-    guild_id: str
-    removed_at: datetime
-
-
-class ServerReadded(Exception):
-    """The server's mark is gone or newer: it was added back (or removed again) meanwhile."""
-
-
-@dataclass(slots=True)
-class ErasedItems:
-    """What one pass over a server's own partitions did: items deleted, kept (changed since the
-    removal), and whether every partition was read to its end."""
-
-    room: int
-    """Items this run may still read."""
-    deleted: int = 0
-    kept: int = 0
-    finished: bool = True
 
 
 class ServerRemovals:

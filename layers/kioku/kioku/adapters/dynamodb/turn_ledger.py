@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 from contextlib import suppress
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
@@ -32,28 +31,13 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.adapters.dynamodb.turn_traces import TurnTraces, trace_attributes
-from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.turn import TurnOutcome
+from kioku.domain.waiting_replies import WaitingReply
 
 RECORD_RETENTION: Final = timedelta(days=16)
 """Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
 queue, a day in the turn queue after a redrive (template.yaml); a record gone before then would let
 a redriven turn that was answered be answered again."""
-
-
-@dataclass(frozen=True, slots=True)
-class WaitingReply:
-    """An unfinished turn kept in a person's partition (``keys.outbox_range``): a reply to them, with
-    its notices and the lines it will capture; or (``answers`` set) only a pointer to a reply to
-    someone else whose notices show a memory about them, whose words are not theirs to read."""
-
-    source: str
-    turn_id: str
-    expires_at: datetime | None
-    answers: str | None = None
-    reply: str | None = None
-    notices: tuple[dict[str, Any], ...] = ()
-    lines: tuple[CrudeMessage, ...] = ()
 
 
 def outcome_from_item(item: Item | None) -> TurnOutcome | None:
