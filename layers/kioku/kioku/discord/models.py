@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Final
+from typing import Any, Final, TypeGuard
 
 from kioku.clock import InvalidTime, parse_time
 from kioku.discord.protocol import MessageReferenceType, MessageType, permission_bits
@@ -240,7 +240,7 @@ class _Reader:
         content = data.get("content")
         if strict and not isinstance(content, str):
             raise MalformedMessage("content is not a string")
-        if strict and len(content) > MAX_CONTENT_CHARS:
+        if strict and isinstance(content, str) and len(content) > MAX_CONTENT_CHARS:
             raise MalformedMessage(f"content is longer than {MAX_CONTENT_CHARS} characters")
         message_type = data.get("type")
         if not isinstance(message_type, int) or isinstance(message_type, bool):
@@ -428,7 +428,8 @@ def _reactions(items: Any) -> tuple[Reaction, ...]:
     for item in items:
         if not isinstance(item, Mapping):
             continue
-        emoji = item.get("emoji") if isinstance(item.get("emoji"), Mapping) else {}
+        raw_emoji = item.get("emoji")
+        emoji: Mapping[str, Any] = raw_emoji if isinstance(raw_emoji, Mapping) else {}
         name, count = emoji.get("name"), item.get("count")
         if isinstance(name, str) and name and _is_count(count):
             emoji_id = emoji.get("id")
@@ -436,7 +437,7 @@ def _reactions(items: Any) -> tuple[Reaction, ...]:
     return tuple(reactions)
 
 
-def _is_count(value: Any) -> bool:
+def _is_count(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
 
 

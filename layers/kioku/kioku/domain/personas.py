@@ -262,8 +262,11 @@ def is_own_webhook_post(message: Message, speaking: PersonaVoice | None, own_web
 
 
 class PersonaVoice(Protocol):
-    persona_id: str
-    name: str
+    @property
+    def persona_id(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 # -- who a message addresses -------------------------------------------------------------------------

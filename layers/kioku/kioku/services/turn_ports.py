@@ -59,6 +59,24 @@ class DeliveryDiscord(Protocol):
         """A deferred interaction response filled in."""
         ...
 
+    def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]:
+        """A new webhook in the channel (its ``id`` and ``token``), for a persona's voice."""
+        ...
+
+    def execute_webhook(
+        self,
+        webhook_id: str,
+        token: str,
+        content: str,
+        *,
+        username: str,
+        avatar_url: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]:
+        """The message posted through the webhook, as ``username``."""
+        ...
+
 
 class TurnDiscord(DeliveryDiscord, Protocol):
     """What a turn asks of Discord: its delivery's calls, the typing indicator, the channel and a
