@@ -2,7 +2,8 @@
 
 Each import is one of three kinds: ``eager`` (it runs when the module is imported: at module level,
 in a class body, in a ``try`` or an ``if``), ``lazy`` (inside a function: it runs when the function
-is called) or typing-only (under ``if TYPE_CHECKING:``, which never runs, so it is left out). A
+is called) or ``typing`` (under ``if TYPE_CHECKING:``, which never runs: no cycle at import, yet
+the two modules still lean on each other, so ``declared`` counts it). A
 string constant naming one of the package's modules (``"pkg.mod"`` or ``"pkg.mod:attr"``, as an
 ``importlib.import_module`` table holds them) counts as a lazy import.
 
@@ -23,6 +24,7 @@ from pathlib import Path
 class Kind(Enum):
     EAGER = "eager"
     LAZY = "lazy"
+    TYPING = "typing"
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,8 @@ def imports_of(source: str, module: Module, modules: Mapping[str, Module]) -> se
 
     def visit(node: ast.AST, kind: Kind) -> None:
         if isinstance(node, ast.If) and _is_type_checking(node.test):
+            for child in node.body:
+                visit(child, Kind.TYPING)
             for child in node.orelse:
                 visit(child, kind)
             return
@@ -132,9 +136,18 @@ class ImportGraph:
             name: {target for target, kind in out if kind is Kind.EAGER} for name, out in self.edges.items()
         }
 
+    def declared(self) -> dict[str, set[str]]:
+        """Who names whom at module level, for running or for typing only: a circle here is modules
+        that cannot be read (or moved) one without the other, even if importing them works."""
+        kinds = (Kind.EAGER, Kind.TYPING)
+        return {name: {target for target, kind in out if kind in kinds} for name, out in self.edges.items()}
+
     def every(self) -> dict[str, set[str]]:
-        """Who may import whom, at import or in a function."""
-        return {name: {target for target, _ in out} for name, out in self.edges.items()}
+        """Who may import whom, at import or in a function (typing-only imports are left out)."""
+        return {
+            name: {target for target, kind in out if kind is not Kind.TYPING}
+            for name, out in self.edges.items()
+        }
 
     def reachable(self, start: Iterable[str]) -> set[str]:
         """Every module an import of ``start`` may run, now or later (in any function)."""

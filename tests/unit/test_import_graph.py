@@ -3,8 +3,9 @@ cycle, the playground's modules depend one way, and no Lambda handler can reach 
 the relay, which the layer does not ship.
 
 A cycle here is one among the imports that run when a module is imported. Imports inside a function
-(kioku's lazy imports, kept for the cold start) and under ``if TYPE_CHECKING:`` do not count: they
-run after every module involved is loaded, or never.
+(kioku's lazy imports, kept for the cold start) do not count: they run after every module involved
+is loaded. Imports under ``if TYPE_CHECKING:`` never run, yet two modules that name each other that
+way are still one knot to read and move: a second test counts them, so such a circle is seen.
 """
 
 from __future__ import annotations
@@ -36,6 +37,13 @@ def kioku() -> ImportGraph:
 def test_the_package_has_no_import_cycle(kioku):
     found = cycles(kioku.eager())
     assert found == KNOWN_CYCLES, "import cycles (a → b: a imports b when it is imported):\n" + "\n".join(
+        " → ".join(cycle) for cycle in found
+    )
+
+
+def test_the_package_has_no_import_cycle_even_through_typing_only_imports(kioku):
+    found = cycles(kioku.declared())
+    assert found == [], "import cycles, counting imports under TYPE_CHECKING:\n" + "\n".join(
         " → ".join(cycle) for cycle in found
     )
 
@@ -116,6 +124,25 @@ def test_imports_in_functions_and_for_type_checking_are_no_cycle(tmp_path):
     assert cycles(graph.eager()) == []
     assert cycles(graph.every()) == [["pkg.a", "pkg.b", "pkg.a"]]
     assert ("pkg.a", Kind.LAZY) in graph.edges["pkg.b"]
+
+
+def test_a_circle_through_a_typing_only_import_is_declared(tmp_path):
+    # Given a module that names another only for typing, which imports it back at run time
+    graph = write_package(
+        tmp_path,
+        {
+            "pkg/a.py": "from pkg import b\n",
+            "pkg/b.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg.a import A\n",
+            "pkg/c.py": "def later():\n    from pkg import a\n",
+            "pkg/d.py": "from pkg import c\n",
+        },
+    )
+    # Then importing works (no eager cycle), but the circle is declared; a lazy import is not
+    assert cycles(graph.eager()) == []
+    assert cycles(graph.declared()) == [["pkg.a", "pkg.b", "pkg.a"]]
+    assert ("pkg.a", Kind.TYPING) in graph.edges["pkg.b"]
+    assert "pkg.a" not in graph.every()["pkg.b"]
+    assert "pkg.a" not in graph.declared()["pkg.c"]
 
 
 def test_importing_a_submodule_runs_the_packages_above_it(tmp_path):

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-if TYPE_CHECKING:
-    from kioku.domain.why import UsedMemory
+from kioku.domain.trace import UsedMemory
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,16 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kioku.domain.forgetting import Said
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.privacy import Origin, Place
 from kioku.domain.stm.entries import CrudeMessage
 from kioku.domain.text import MentionNames
-
-if TYPE_CHECKING:
-    from kioku.domain.why import TurnTrace
+from kioku.domain.trace import TurnTrace
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,10 +14,9 @@ import logging
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from kioku.adapters.discord_rest import DiscordError
-from kioku.adapters.dynamodb.webhook_store import WebhookStore
 from kioku.config import Settings
 from kioku.discord.protocol import JsonErrorCode
+from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import participants_from_messages
 from kioku.domain.models import Participant, Persona
 from kioku.domain.personas import ChannelWebhook, is_own_webhook_post, voiced_history
@@ -26,7 +25,7 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.stm import PersonaGuesses
 from kioku.services.turn_delivery import VoiceLost
-from kioku.services.turn_ports import DeliveryDiscord
+from kioku.services.turn_ports import WebhookDiscord, WebhookKeeper
 from kioku.services.turn_state import TurnState
 
 logger = logging.getLogger(__name__)
@@ -48,8 +47,8 @@ class WebhooksForbidden(VoiceLost):
 class PersonaWebhooks:
     """The channel webhooks of this container: what the store holds, cached, created when missing."""
 
-    discord: DeliveryDiscord
-    store: WebhookStore
+    discord: WebhookDiscord
+    store: WebhookKeeper
     _known: dict[str, ChannelWebhook] = field(default_factory=dict)
 
     def webhook(self, guild_id: str, channel_id: str, stored: ChannelWebhook | None) -> ChannelWebhook:
@@ -74,13 +73,13 @@ class PersonaWebhooks:
     def _create(self, guild_id: str, channel_id: str, *, replacing: ChannelWebhook | None) -> ChannelWebhook:
         try:
             created = self.discord.create_webhook(channel_id, WEBHOOK_NAME)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             if exc.status == HTTP_FORBIDDEN:
                 raise WebhooksForbidden(str(exc)) from exc
             raise
         webhook = ChannelWebhook(str(created.get("id", "")), str(created.get("token", "")))
         if not webhook.webhook_id or not webhook.token:
-            raise DiscordError(200, None, "the created webhook had no id or token")
+            raise DiscordRefused(200, None, "the created webhook had no id or token")
         logger.info("created the persona webhook of channel %s", channel_id)
         return self.store.keep(guild_id, channel_id, webhook, replacing=replacing)
 
@@ -130,7 +129,7 @@ class PersonaReply:
         try:
             self._through.append(webhook.webhook_id)
             posted = self._send(webhook, content, embeds, thread_id)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             if exc.status != HTTP_NOT_FOUND or exc.code != JsonErrorCode.UNKNOWN_WEBHOOK:
                 raise
             logger.warning(
@@ -160,7 +159,7 @@ class PersonaReply:
         )
 
     @property
-    def discord(self) -> DeliveryDiscord:
+    def discord(self) -> WebhookDiscord:
         return self.webhooks.discord
 
 

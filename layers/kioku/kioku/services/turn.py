@@ -25,10 +25,9 @@ from datetime import datetime
 from typing import Final
 
 from kioku import clock as kioku_clock
-from kioku.adapters.discord_rest import DiscordError
-from kioku.adapters.dynamodb.errors import StoreError
 from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
+from kioku.domain.conditions import DiscordRefused, StoreFailed
 from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
@@ -157,7 +156,7 @@ class TurnService:
         limit = self.settings.TURN_RATE_LIMIT_PER_MINUTE
         try:
             taken = self.rates.take(state.key.author_id, job.turn_id, state.key.sent_at, limit)
-        except StoreError:
+        except StoreFailed:
             logger.warning("the turn rate could not be counted; the turn goes on")
             return None
         if taken is not None and taken <= limit:
@@ -189,7 +188,7 @@ class TurnService:
         try:
             state.channel = reader.describe_channel(job)
             state.history = reader.history(job, state.now)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             if exc.status not in PERMANENT_REFUSALS:
                 raise
             # The bot lost access to the channel, or it is gone: no retry can answer it.
@@ -472,7 +471,7 @@ class TurnService:
         the outbox before this one's keep landed): the user's words must not wait 16 days there."""
         try:
             self.turns.drop(state.key, outbox)
-        except StoreError:
+        except StoreFailed:
             logger.exception(
                 "turn %s: the outbox of a twin attempt stays until it expires", state.job.turn_id
             )
@@ -491,7 +490,7 @@ class TurnService:
     def _keep_posted(self, state: TurnState, outbox: Outbox) -> None:
         try:
             self.turns.keep(state.key, outbox, state.now)
-        except StoreError:
+        except StoreFailed:
             logger.exception(
                 "could not note what turn %s posted; the retry reads the channel", state.job.turn_id
             )

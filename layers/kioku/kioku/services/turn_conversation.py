@@ -10,10 +10,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatModel, ChatRequest
 from kioku.config import Settings
 from kioku.discord.models import Member
+from kioku.domain.conditions import DiscordRefused
 from kioku.domain.ltm.ports import MemberSearchFailed, MemoryStore
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
 from kioku.domain.models import ContextItem, ContextTag
@@ -53,13 +53,13 @@ class GuildMembers:
     def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
         try:
             return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
     def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
         try:
             return self.directory.member(guild_id, user_id)
-        except (DiscordError, ValueError) as exc:
+        except (DiscordRefused, ValueError) as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
 
@@ -200,6 +200,6 @@ class Conversation:
             return False
         try:
             return self.directory.manages_server(turn.guild_id, turn.user.user_id, member)
-        except (DiscordError, ValueError):
+        except (DiscordRefused, ValueError):
             logger.warning("could not tell whether the speaker manages the server; treated as a member")
             return False

@@ -12,8 +12,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any, Final, Protocol
 
-from kioku.adapters.discord_rest import DiscordError
 from kioku.discord.models import Message
+from kioku.domain.conditions import DiscordRefused
 from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
 from kioku.services.turn_ports import DeliveryDiscord
@@ -143,7 +143,7 @@ class DeliveryVoiceLost(Exception):
 class DeliveryInterrupted(Exception):
     """Discord refused a post that a retry can still make: ``outbox`` says what was posted."""
 
-    def __init__(self, outbox: Outbox, cause: DiscordError) -> None:
+    def __init__(self, outbox: Outbox, cause: DiscordRefused) -> None:
         super().__init__(str(cause))
         self.outbox = outbox
         self.cause = cause
@@ -238,7 +238,7 @@ class Delivery:
                 if withdrawn():
                     raise DeliveryWithdrawn(so_far())
                 notice_ids.append(self._notify(index, outbox.notices[index]))
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             raise DeliveryInterrupted(so_far(), exc) from exc
         except VoiceLost as exc:
             raise DeliveryVoiceLost(so_far(), exc) from exc
@@ -247,7 +247,7 @@ class Delivery:
     def _notify(self, index: int, embed: dict[str, Any]) -> str:
         try:
             return self.responder.notify(index, embed)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             if exc.status not in PERMANENT_REFUSALS:
                 raise
             logger.warning("memory notification refused for good, not retried: %s", exc)

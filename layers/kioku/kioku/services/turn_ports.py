@@ -18,6 +18,7 @@ from kioku.discord.models import Member, Message
 from kioku.domain.forgetting import Said
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.models import StmCategory
+from kioku.domain.personas import ChannelWebhook
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.update_tool import StmUpdate
@@ -28,7 +29,7 @@ _T = TypeVar("_T")
 
 
 class DeliveryDiscord(Protocol):
-    """What posting an outbox asks of Discord. Each call raises ``DiscordError`` when Discord
+    """What posting an outbox asks of Discord. Each call raises ``DiscordRefused`` when Discord
     refuses or cannot answer."""
 
     def get_channel_messages(
@@ -91,6 +92,39 @@ class TurnDiscord(DeliveryDiscord, Protocol):
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
 
 
+class WebhookDiscord(DeliveryDiscord, Protocol):
+    """What an alter persona's voice asks of Discord: a channel webhook made, and posts through it."""
+
+    def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]: ...
+
+    def execute_webhook(
+        self,
+        webhook_id: str,
+        token: str,
+        content: str,
+        *,
+        username: str,
+        avatar_url: str | None = None,
+        embeds: list[dict[str, Any]] | None = None,
+        thread_id: str | None = None,
+    ) -> dict[str, Any]: ...
+
+
+class WebhookKeeper(Protocol):
+    """Where the channel webhooks are kept (``WebhookStore``)."""
+
+    def keep(
+        self,
+        guild_id: str,
+        channel_id: str,
+        webhook: ChannelWebhook,
+        *,
+        replacing: ChannelWebhook | None = None,
+    ) -> ChannelWebhook:
+        """The webhook now kept for the channel (another attempt's, if it kept one first)."""
+        ...
+
+
 class GuildLookup(Protocol):
     """What a turn asks about its guild (``GuildDirectory``)."""
 
@@ -103,7 +137,7 @@ class GuildLookup(Protocol):
     def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool: ...
 
     def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
-        """The member, None for someone not in the guild; raises ``DiscordError`` when Discord fails."""
+        """The member, None for someone not in the guild; raises ``DiscordRefused`` when Discord fails."""
         ...
 
 
@@ -171,7 +205,7 @@ class TurnStore(Protocol):
 
 class ShortTermMemoryWrites(Protocol):
     """What the short-term memory tool writes (``StmStore``); raises ``SpeakerForgotten``,
-    ``NewerMemoryExists`` or ``StoreError``, writing nothing."""
+    ``NewerMemoryExists`` or ``StoreFailed``, writing nothing."""
 
     def write_memory(
         self,
@@ -186,7 +220,7 @@ class ShortTermMemoryWrites(Protocol):
 
 
 class TurnRates(Protocol):
-    """Turns per person per minute (``RateLedger``); raises ``StoreError`` when it cannot count."""
+    """Turns per person per minute (``RateLedger``); raises ``StoreFailed`` when it cannot count."""
 
     def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
         """The turn's number within its minute, or None once past ``limit + 1``."""

@@ -8,10 +8,10 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
-from kioku.adapters.discord_rest import DiscordError
 from kioku.config import Settings
 from kioku.discord.models import Message
 from kioku.discord.protocol import MessageType
+from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import Dialogue, read_dialogue, user_names
 from kioku.domain.models import Participant
 from kioku.domain.privacy import ChannelDescription
@@ -32,7 +32,7 @@ class ChannelReader:
     def typing(self, channel_id: str) -> None:
         try:
             self.discord.trigger_typing(channel_id)
-        except DiscordError as exc:
+        except DiscordRefused as exc:
             logger.info("typing indicator failed: %s", exc)
 
     def describe_channel(self, job: TurnJob) -> ChannelDescription:
@@ -90,7 +90,7 @@ class ChannelReader:
             return [own]
         try:
             earlier = self.discord.get_channel_messages(job.channel_id, limit - 1, before=job.turn_id)
-        except DiscordError:
+        except DiscordRefused:
             if job.source is not TurnSource.SLASH_COMMAND:
                 raise
             # /chat works where the bot may not read the history: answer the question alone.
