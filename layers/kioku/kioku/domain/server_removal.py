@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,3 +25,12 @@ class ErasedItems:
     deleted: int = 0
     kept: int = 0
     finished: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class SweptPage:
+    """One page of the sweep: the personal memories said in the server that it found (for the memory
+    store's own delete), and where the next page starts (None: the sweep is done)."""
+
+    memories: list[tuple[str, str]]
+    next_from: dict[str, Any] | None

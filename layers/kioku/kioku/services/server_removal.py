@@ -4,14 +4,16 @@
 back. Once the grace has passed, the janitor deletes what the server kept: first the personal
 memories said there (each through the memory store's own delete, so its owner's counter, book and
 duplicate guard stay consistent), then the server's own partitions (its memories, short-term rows,
-configuration and webhooks). Traces, reply and shown notes and outboxes need no deleting here:
-they expire after 16 days on their own (see docs/privacy.md).
+configuration and webhooks), then what only a sweep of the whole table finds: personal memories
+said there before their index existed, and the server's turn records, notes and outboxes (which
+would otherwise wait out their 16 days).
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, Final, Protocol
@@ -19,7 +21,7 @@ from typing import Any, Final, Protocol
 from kioku.domain.conditions import ServerReadded
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
-from kioku.domain.server_removal import ErasedItems, ServerRemoval
+from kioku.domain.server_removal import ErasedItems, ServerRemoval, SweptPage
 
 MAX_ITEMS_PER_RUN: Final = 3000
 """Items one janitor run reads for deletion (within its five minutes); the next run goes on."""
@@ -44,6 +46,12 @@ class ServerRemovals(Protocol):
     def erase_partitions(self, removal: ServerRemoval, *, budget: int) -> ErasedItems: ...
 
     def finish(self, removal: ServerRemoval) -> bool: ...
+
+    def sweep(self, removal: ServerRemoval, report: ErasedItems) -> SweptPage | None:
+        """The next page of the sweep of the whole table (None: it is done)."""
+        ...
+
+    def swept_to(self, removal: ServerRemoval, next_from: dict[str, Any] | None) -> None: ...
 
 
 class RemovedMemories(Protocol):
@@ -95,10 +103,49 @@ def _erase(
     budget: int,
 ) -> int:
     """Erase what ``removal``'s server kept, within ``budget``; returns the items read."""
+    said_there = removals.personal_memories_said_in(removal.guild_id, limit=min(budget, 100))
+    read = _erase_personal(removal, removals, memories, itertools.islice(said_there, budget), report)
+    erased = removals.erase_partitions(removal, budget=budget - read)
+    if erased.finished:
+        erased.finished = _sweep(removal, removals, memories, erased, report)
+    report.deleted += erased.deleted
+    report.kept += erased.kept
+    if erased.finished and removals.finish(removal):
+        report.servers_erased += 1
+        logger.info("server %s removed at %s: its data is deleted", removal.guild_id, removal.removed_at)
+    return budget - erased.room
+
+
+def _sweep(
+    removal: ServerRemoval,
+    removals: ServerRemovals,
+    memories: RemovedMemories,
+    erased: ErasedItems,
+    report: ErasureReport,
+) -> bool:
+    """Go on with the sweep of the whole table while ``erased.room`` lasts; True once it is done."""
+    while erased.room > 0:
+        page = removals.sweep(removal, erased)
+        if page is None:
+            return True
+        _erase_personal(removal, removals, memories, page.memories, report)
+        removals.swept_to(removal, page.next_from)  # only once the page's memories are gone
+        if page.next_from is None:
+            return True
+    return False
+
+
+def _erase_personal(
+    removal: ServerRemoval,
+    removals: ServerRemovals,
+    memories: RemovedMemories,
+    said_there: Iterable[tuple[str, str]],
+    report: ErasureReport,
+) -> int:
+    """Delete the personal memories ``said_there`` (owner and id) unless changed since the removal,
+    each through the memory store's own delete; returns how many were read."""
     read = 0
-    for owner_id, memory_id in removals.personal_memories_said_in(removal.guild_id, limit=min(budget, 100)):
-        if read >= budget:
-            return read
+    for owner_id, memory_id in said_there:
         read += 1
         memory = memories.find(ScopeKind.PERSONAL, owner_id, memory_id)
         if memory is None:
@@ -114,10 +161,4 @@ def _erase(
             report.kept += 1  # changed since it was read
             continue
         report.deleted += 1
-    erased = removals.erase_partitions(removal, budget=budget - read)
-    report.deleted += erased.deleted
-    report.kept += erased.kept
-    if erased.finished and removals.finish(removal):
-        report.servers_erased += 1
-        logger.info("server %s removed at %s: its data is deleted", removal.guild_id, removal.removed_at)
-    return budget - erased.room
+    return read

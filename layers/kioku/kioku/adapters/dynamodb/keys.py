@@ -226,6 +226,12 @@ def attempts_key(source: str, turn_id: str) -> ItemKey:
     return ItemKey(_turn_pk(source, turn_id), ATTEMPTS)
 
 
+def turn_of_record(record: ItemKey) -> tuple[str, str]:
+    """The source and turn id of the turn whose record (``turn_record_key``) is ``record``."""
+    source, turn_id = record.pk[len(TURN_PARTITION) :].split("#", 1)
+    return source, turn_id
+
+
 def outbox_key(person_id: str, source: str, turn_id: str) -> ItemKey:
     """A turn's outbox in its author's partition, or a pointer to it in the partition of someone its
     notices quote: the same sort key either way."""
