@@ -103,7 +103,7 @@ def save_memory(
         return ToolResult(SaveStatus.PRIVACY_RESTRICTED, {"message": PRIVACY_RESTRICTED})
     limit = settings.MAX_SERVER_MEMORIES if target is None else settings.MAX_PERSONAL_MEMORIES
     similar = most_similar(recalled or Recall(), scope, content, SIMILAR_ON_LIMIT)
-    remembered = _already_remembered(similar, content)
+    remembered = _already_remembered([(n, c) for n, c in similar if c.memory.scope == scope], content)
     if remembered is not None:
         return remembered
     embedding = embeddings.embed(embedded_text(content)) if embeddings else None
@@ -213,8 +213,10 @@ def _may_correct(similar: list[tuple[float, Recalled]], memory_id: str) -> dict[
 
 
 def _already_remembered(similar: list[tuple[float, Recalled]], content: str) -> ToolResult | None:
-    """The answer to a save that rewords the most similar memory, if it does. The same text is left
-    to the store, whose guard answers it within the save's transaction."""
+    """The answer to a save that rewords the most similar memory of its own scope and lineage (as
+    the store's exact guard, kept per lineage, compares: a persona's memory and a global one are two
+    memories, counted apart), if it does. The same text is left to the store, whose guard answers
+    it within the save's transaction."""
     if not similar or similar[0][0] < NEAR_DUPLICATE_SIMILARITY:
         return None
     same = similar[0][1].memory
