@@ -88,7 +88,7 @@ from kioku.playground.standins import (
     completion_body,
     standin_embedding,
 )
-from kioku.services import ltm
+from kioku.services import ltm, ltm_saving
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.turn import TurnService
 from kioku.services.turn_conversation import GuildMembers
@@ -704,12 +704,13 @@ def near_duplicates() -> str:
         for i, first in enumerate(words):
             for second in words[i + 1 :]:
                 distinct += 1
-                over += similarity(first, second) >= ltm.NEAR_DUPLICATE_SIMILARITY
+                over += similarity(first, second) >= ltm_saving.NEAR_DUPLICATE_SIMILARITY
     caught = sum(
-        similarity(fact_words(a), fact_words(b)) >= ltm.NEAR_DUPLICATE_SIMILARITY for a, b in REWORDINGS
+        similarity(fact_words(a), fact_words(b)) >= ltm_saving.NEAR_DUPLICATE_SIMILARITY
+        for a, b in REWORDINGS
     )
     return (
-        f"memory.near_duplicate threshold={ltm.NEAR_DUPLICATE_SIMILARITY} distinct_facts_over={over}/{distinct} "
+        f"memory.near_duplicate threshold={ltm_saving.NEAR_DUPLICATE_SIMILARITY} distinct_facts_over={over}/{distinct} "
         f"rewordings_caught={caught}/{len(REWORDINGS)} (pairs of one scope's memories at 1,000 memories)"
     )
 

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from bench.memory_conversation import Conversation, generate
 from kioku.domain.ltm.ranking import similarity
 from kioku.domain.ltm.recall import fact_words
-from kioku.services.ltm import CORRECTION_SIMILARITY, NEAR_DUPLICATE_SIMILARITY, SIMILAR_ON_LIMIT
+from kioku.services.ltm_saving import CORRECTION_SIMILARITY, NEAR_DUPLICATE_SIMILARITY, SIMILAR_ON_LIMIT
 
 
 def measure(conversation: Conversation, threshold: float = CORRECTION_SIMILARITY) -> dict[str, int]:

@@ -30,7 +30,7 @@ from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ranking import RecallQuery, similarity
 from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
 from kioku.domain.models import Participant
-from kioku.services.ltm import NEAR_DUPLICATE_SIMILARITY
+from kioku.services.ltm_saving import NEAR_DUPLICATE_SIMILARITY
 
 ASKER = "Asker"
 GREETING = "hey, I'm here"

@@ -30,7 +30,7 @@ from kioku.domain.ltm.ranking import RecallQuery, similarity
 from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.turn import BotIdentity, TurnContext
-from kioku.services.ltm import NEAR_DUPLICATE_SIMILARITY
+from kioku.services.ltm_saving import NEAR_DUPLICATE_SIMILARITY
 
 BUDGETS = (2_000, 4_000, 8_000)
 DEV_DIRECTORY = Path(__file__).resolve().parents[1] / ".." / "shared" / "memory-dev"

@@ -35,6 +35,8 @@ SECRET, THREAD = "300000000000000003", "300000000000000004"
 PERSONA_CHANNEL = "300000000000000005"
 PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @everyone may not view
 TIMED_TURNS = 40
+PLAIN_TURN_REQUESTS = 5
+"""A plain turn's DynamoDB requests (docs/scaling.md): recall and history add none."""
 WHY_PLAIN_TURN_REQUESTS = (
     "UpdateItem: the author's rate; BatchGetItem: configuration, profile, short-term rows, memory books, "
     "the turn's record and outbox, the author's forget-all mark; Query: other channels' rows; "
@@ -43,9 +45,15 @@ WHY_PLAIN_TURN_REQUESTS = (
 )
 
 
+def _answered(prompts: list[str], body: Any) -> Any:
+    prompts.append(json.dumps(body))
+    return completion_body("Sounds good.")
+
+
 def main() -> None:
+    prompts: list[str] = []
     with (
-        OpenAIStandIn(responder=lambda body: completion_body("Sounds good.")) as llm,
+        OpenAIStandIn(responder=lambda body: _answered(prompts, body)) as llm,
         # the bench times whole turns: no turn may stop at the per-person rate
         LocalStack(llm_base_url=llm.base_url, extra_env={"TURN_RATE_LIMIT_PER_MINUTE": "1000"}) as stack,
     ):
@@ -64,6 +72,7 @@ def main() -> None:
             ("_3_participants", people, CHANNEL),
             ("_in_a_thread_of_a_private_channel", people[:1], THREAD),
         )
+        plain = 0
         for label, speakers, channel in scenarios:
             _fill_channel(stack, speakers, channel)
             per_turn, discord_calls = [], []
@@ -77,11 +86,16 @@ def main() -> None:
             breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
             print(f"turn.dynamodb_requests_per_turn{label}={sum(most.values())} ({breakdown})")
             if not label:
+                plain = sum(most.values())
                 print(f"turn.dynamodb_requests_why ({WHY_PLAIN_TURN_REQUESTS})")
+                print(
+                    f"turn.plain_turn_stays_at_{PLAIN_TURN_REQUESTS}_requests={plain == PLAIN_TURN_REQUESTS} ({plain})"
+                )
             print(
                 f"turn.discord_requests_per_turn{label}={max(discord_calls)} (the relay's POST not counted)"
             )
 
+        _recall_turns(stack, turn, dynamodb, people[0], plain, prompts)
         _alter_persona_turns(stack, turn, dynamodb, people[0])
 
         timings, own = [], []
@@ -198,6 +212,53 @@ def _alter_persona_turns(
         f"turn.discord_requests_per_turn_alter_persona={max(discord_calls[1:])} "
         f"(first turn in a channel: {discord_calls[0]}, creating its webhook; "
         f"DynamoDB {sum(first.values())}, the webhook kept once)"
+    )
+
+
+def _recall_turns(
+    stack: LocalStack,
+    turn: _Turns,
+    dynamodb: _DynamoDbCalls,
+    author: dict[str, Any],
+    plain: int,
+    prompts: list[str],
+) -> None:
+    """The plain turn's requests again once the author has memories to recall (two added by
+    ``/personal memories add``): recall reads the books the turn's BatchGetItem reads already."""
+    for subcommand, options in (
+        ("memories add", {"content": "{user} plays the cello in a band"}),
+        ("memories add", {"content": "{user} has a dog called Pixel"}),
+    ):
+        command = slash_command(
+            stack.application_id,
+            "personal",
+            subcommand,
+            options,
+            guild_id=GUILD,
+            user_id=author["id"],
+            username=author["username"],
+            interaction_id=stack.discord.new_id(),
+        )
+        body = json.dumps(command).encode()
+        headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).raise_for_status()
+    # the first turn's batch from the queue also carries the adds' own jobs: not counted
+    question = f"<@{stack.application_id}> how is my cello going?"
+    turn.take(author, CHANNEL, question)
+    per_turn, recalled = [], 0
+    for _ in range(COUNTED_TURNS):
+        dynamodb.clear()
+        turn.take(author, CHANNEL, question)
+        recalled += "plays the cello in a band" in prompts[-1]
+        per_turn.append(Counter(dynamodb.names))
+    most = max(per_turn, key=lambda counted: sum(counted.values()))
+    with_recall = sum(most.values())
+    breakdown = ", ".join(f"{name} {count}" for name, count in sorted(most.items()))
+    print(
+        f"turn.recall_adds_no_read={with_recall == plain} (a turn with the author's memories to "
+        f"recall: {with_recall} DynamoDB requests, {breakdown}; each: "
+        f"{[sum(counted.values()) for counted in per_turn]}; a plain turn: {plain}; the memory in "
+        f"the model's prompt: {recalled}/{COUNTED_TURNS} turns)"
     )
 
 

@@ -8,7 +8,7 @@ from datetime import timedelta
 
 from kioku.discord.models import parse_history
 from kioku.domain.dialogue import read_dialogue
-from kioku.domain.ltm.memory import Memory, MemoryScope
+from kioku.domain.ltm.memory import GLOBAL_LINEAGE, Memory, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.ranking import RecallQuery
 from kioku.domain.ltm.recall import recall_query
@@ -250,6 +250,26 @@ def test_the_same_text_is_still_the_stores_to_answer():
     assert (
         result.status == SaveStatus.SAVED and "already remembered as memory #30001" in result.data["message"]
     )
+
+
+def test_the_near_duplicate_answer_compares_within_the_lineage_as_the_exact_guard_does():
+    # Given Alice's global memory (lineage 0, recalled by every persona) that she plays the cello
+    def alices_book() -> FakeMemoryStore:
+        store = FakeMemoryStore()
+        global_scope = MemoryScope.personal(ALICE.user_id, GLOBAL_LINEAGE)
+        store.add(memory(global_scope, 30001, "{user} plays the cello in a band", 30))
+        return store
+
+    # When the persona (lineage 1) saves the same text, or the same fact reworded
+    same_book, reworded_book = alices_book(), alices_book()
+    same = save("{user} plays the cello in a band", same_book)
+    reworded = save("{user} plays cello in a band", reworded_book)
+
+    # Then both guards answer alike: the store's exact guard, kept per lineage, saves the same text
+    # in lineage 1, and so does the near-duplicate answer with the rewording
+    assert same.status == SaveStatus.SAVED and same.data["memory_id"] != "30001"
+    assert reworded.status == SaveStatus.SAVED and reworded.data["memory_id"] != "30001"
+    assert len(same_book.memories) == len(reworded_book.memories) == 2
 
 
 def test_a_memory_the_turn_may_not_see_is_never_named_as_a_near_duplicate():

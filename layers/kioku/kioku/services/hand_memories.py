@@ -27,7 +27,8 @@ from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.domain.turn_jobs import MemoryRequest, TurnJob
 from kioku.domain.why import MemoryUse
 from kioku.services.embeddings import TurnEmbeddings
-from kioku.services.ltm import Saving, recall_context, save_memory
+from kioku.services.ltm import recall_context
+from kioku.services.ltm_saving import Saving, save_memory
 from kioku.services.tool_failures import answer_for
 from kioku.services.turn_ports import GuildLookup, TurnDiscord
 
