@@ -80,3 +80,20 @@ def test_the_turn_worker_imports_no_model_runtime_before_it_first_embeds(discord
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        # /chat: the interactions endpoint, its router with every command, the queue it enqueues on
+        "kioku.entrypoints.interactions, kioku.services.commands.router, kioku.adapters.turn_queue",
+        # the relay's message: its entry point, the job it queues, the config it may read
+        "kioku.entrypoints.relay, kioku.domain.turn_jobs, kioku.adapters.turn_queue,"
+        " kioku.adapters.dynamodb.config_store",
+    ],
+)
+def test_chat_and_the_relays_message_import_no_http_client(path):
+    # Neither makes an HTTP request of its own: httpx waits for a command that calls Discord
+    script = f"import sys, {path}; print('httpx' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

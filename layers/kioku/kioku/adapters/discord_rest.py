@@ -7,15 +7,16 @@ import logging
 import re
 import time
 from collections.abc import Callable
-from typing import Any, Final
-
-import httpx
+from typing import TYPE_CHECKING, Any, Final
 
 from kioku import __version__
 from kioku.discord.models import Message, parse_history
 from kioku.discord.protocol import JsonErrorCode
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.conditions import DiscordRefused
+
+if TYPE_CHECKING:
+    import httpx
 
 logger = logging.getLogger(__name__)
 # httpx logs every request URL at INFO, and an interaction webhook URL carries its token.
@@ -54,6 +55,8 @@ class DiscordRest:
         max_retry_after_seconds: float = 10.0,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
+        import httpx  # here, not at the top: a command that only names this client never loads httpx
+
         self._client = httpx.Client(
             base_url=base_url.rstrip("/"),
             headers={"User-Agent": USER_AGENT},
@@ -264,6 +267,8 @@ class DiscordRest:
         files: dict[str, tuple[str, bytes, str]] | None = None,
         authorize: bool = True,
     ) -> Any:
+        import httpx
+
         headers = self._auth if authorize else None
         retries = 0
         while True:
