@@ -48,7 +48,7 @@ SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
 test: lint
 	@echo "test order: make test SEED=$(SEED) replays it"
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -p randomly --randomly-seed=$(SEED) --randomly-dont-reset-seed
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -p randomly --randomly-seed=$(SEED) --randomly-dont-reset-seed --durations=15
 
 lint: venv
 	$(BIN)/ruff check .

@@ -12,16 +12,20 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from kioku.adapters.dynamodb.config_store import ConfigStore
-    from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-    from kioku.adapters.dynamodb.stm_store import StmStore
-    from kioku.adapters.dynamodb.turn_ledger import TurnLedger
-    from kioku.adapters.dynamodb.webhook_store import WebhookStore
-    from kioku.adapters.turn_queue import TurnQueue
     from kioku.config import Settings
+    from kioku.services.commands.ports import (
+        ChannelWebhooks,
+        CommandMemories,
+        Configurations,
+        ShortTermRows,
+        TurnJobs,
+        TurnNotes,
+    )
 
 
 class CommandContext(Protocol):
+    """Typed by ports (``commands.ports``), never by an adapter's class."""
+
     @property
     def settings(self) -> Settings: ...
 
@@ -29,19 +33,19 @@ class CommandContext(Protocol):
     def clock(self) -> Callable[[], datetime]: ...
 
     @property
-    def config_store(self) -> ConfigStore: ...
+    def config_store(self) -> Configurations: ...
 
     @property
-    def stm_store(self) -> StmStore: ...
+    def stm_store(self) -> ShortTermRows: ...
 
     @property
-    def ltm_store(self) -> DynamoMemoryStore: ...
+    def ltm_store(self) -> CommandMemories: ...
 
     @property
-    def webhook_store(self) -> WebhookStore: ...
+    def webhook_store(self) -> ChannelWebhooks: ...
 
     @property
-    def turn_ledger(self) -> TurnLedger: ...
+    def turn_ledger(self) -> TurnNotes: ...
 
     @property
-    def turn_queue(self) -> TurnQueue: ...
+    def turn_queue(self) -> TurnJobs: ...
