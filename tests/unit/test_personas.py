@@ -6,7 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from kioku.domain.addressing import MAIN_PERSONA_TURN, TurnReason, decide_turn, parse_gateway_message
+from kioku.domain.addressing import (
+    MAIN_PERSONA_TURN,
+    TurnReason,
+    decide_turn,
+    needs_server_config,
+    parse_gateway_message,
+)
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import (
     name_opens,
@@ -139,6 +145,7 @@ def test_a_mention_of_the_bot_is_the_main_persona_s_turn_without_reading_the_per
         (f"<@!{BOT_ID}>, sol: and you?", (SOL_ID,)),
         (f"<@{BOT_ID}> what does Luna think?", ()),
         (f"<@{BOT_ID}> Lunatic idea", ()),
+        (f"<@{BOT_ID}> Luna is nice", ()),
         (f"Luna, ask <@{BOT_ID}>", (LUNA_ID,)),
     ],
 )
@@ -153,7 +160,7 @@ def test_an_always_channel_answers_members_unaddressed_as_its_persona_and_a_name
     # a plain message is Luna's turn there; a mention too, unless it names another persona
     plain = decide("nice weather today", config)
     assert (plain.answer, plain.reason, plain.personas) == (True, TurnReason.ALWAYS_CHANNEL, (LUNA_ID,))
-    assert decide(f"<@{BOT_ID}> hi", config).personas == (LUNA_ID,)
+    assert decide(f"<@{BOT_ID}> hi", config).personas == ()  # a mention calls kioku itself
     assert decide(f"<@{BOT_ID}> Sol, hi", config).personas == (SOL_ID,)
     assert decide("Sol, and you?", config).personas == (SOL_ID,)
     # other bots and webhooks still need to call kioku, even when it answers other bots
@@ -166,6 +173,22 @@ def test_an_always_channel_answers_members_unaddressed_as_its_persona_and_a_name
     assert orphan.answer and orphan.personas == ()
     main = decide("hello", ServerConfig(guild_id=GUILD_ID, always_channels={CHANNEL_ID: ""}))
     assert (main.answer, main.reason, main.personas) == (True, TurnReason.ALWAYS_CHANNEL, ())
+
+
+@pytest.mark.parametrize(
+    ("content", "reads"),
+    [
+        (f"<@{BOT_ID}> what are we doing this weekend?", False),
+        (f"<@{BOT_ID}> could you help me with this, please?", False),
+        (f"<@{BOT_ID}> Luna, what do you think?", True),
+        (f"<@{BOT_ID}> Big Sol: hi", True),
+        ("nice weather", True),
+    ],
+)
+def test_the_relay_reads_the_configuration_only_where_it_could_change_the_answer(content, reads):
+    event = parse_gateway_message({"t": "MESSAGE_CREATE", "d": guild_message(content)})
+    decision = decide_turn(event, bot_user_id=BOT_ID, config=ServerConfig(guild_id=GUILD_ID))
+    assert needs_server_config(event, decision) is reads
 
 
 def test_kiokus_own_webhook_messages_are_never_answered_even_when_other_bots_are():

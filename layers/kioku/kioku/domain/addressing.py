@@ -40,6 +40,8 @@ overwrites each come to about 150 KB even stripped to what privacy needs (Functi
 MAX_BOT_ROLES: Final = 100
 LEADING_MENTIONS: Final = re.compile(r"^(?:\s*<@[!&]?\d+>[\s,:]*)+")
 """The user and role mentions a message opens with, and what separates them from its text."""
+CALL_BY_NAME: Final = re.compile(r"^[^\s,:;!?.]+(?:\s+[^\s,:;!?.]+){0,3}\s*[,:]")
+"""A text opening with a name of up to four words and a comma or colon: "Luna, …", "Big Sol: …"."""
 
 
 class InvalidRelayEvent(ValueError):
@@ -197,16 +199,30 @@ def _decide(
     return TurnDecision(True, TurnReason.TRIGGER_WORD, addressed)
 
 
+def needs_server_config(message: GatewayMessage, decision: TurnDecision) -> bool:
+    """Whether the server's configuration could change ``decision``, made without it: its trigger
+    words, ``always`` channels and other bots for a message not addressed, and for a mention only
+    one whose text opens as a call by name ("@kioku Luna, …"), so that a plain mention, the most
+    common turn, reads nothing."""
+    if message.message.guild_id is None:
+        return False
+    if decision.reason is TurnReason.MENTIONED:
+        return bool(CALL_BY_NAME.match(LEADING_MENTIONS.sub("", message.message.content)))
+    return decision.reason in (TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT)
+
+
 def _mentioned_persona(message: Message, config: ServerConfig) -> tuple[str, ...]:
-    """Who answers a mention of kioku: the alter persona whose name opens the rest of the text
-    ("@kioku Luna, …"), else the channel's persona, else the main one (empty)."""
+    """Who answers a mention of kioku: the alter persona whose name opens the rest of the text as
+    a call ("@kioku Luna, …", "@kioku Luna: …"), else the main one (empty)."""
     from kioku.domain.personas import name_opens
 
     rest = LEADING_MENTIONS.sub("", message.content)
+    if not CALL_BY_NAME.match(rest):
+        return ()
     for persona in config.alters:
         if name_opens(rest, persona.name):
             return (persona.persona_id,)
-    return _channel_persona(message, config)
+    return ()
 
 
 def _always_or_not(message: Message, config: ServerConfig) -> TurnDecision:
