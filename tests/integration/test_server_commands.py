@@ -465,11 +465,13 @@ def test_help_personas_explains_calling_them_with_the_configured_limit(invoke, m
 # -- /server addressing ----------------------------------------------------------------------------
 
 
-def relayed(content: str, *, message_id: str, bot: bool = False) -> dict:
+def relayed(
+    content: str, *, message_id: str, bot: bool = False, channel_id: str = "300000000000000001"
+) -> dict:
     author = {"id": "400000000000000009" if bot else "400000000000000001", "username": "x", "bot": bot}
     return {
         "id": message_id,
-        "channel_id": "300000000000000001",
+        "channel_id": channel_id,
         "guild_id": GUILD,
         "member": {"nick": None, "roles": []},
         "author": author,
@@ -489,6 +491,7 @@ def test_addressing_without_options_shows_the_current_words_and_stores_nothing(i
     assert fields(body) == {
         "Trigger words": "None",
         "Answers other bots": "**No**: other bots and webhooks are never answered.",
+        "Always channels": "None: kioku answers only when called",
     }
     assert table.get(ItemKey(f"SERVER#{GUILD}", "CONFIG")) is None
 
@@ -533,9 +536,60 @@ def test_trigger_words_and_other_bots_set_by_command_are_what_the_relay_answers(
     assert store.get_server_config(GUILD).trigger_words == ()
 
 
+ALWAYS_CHANNEL, QUIET_CHANNEL = "300000000000000007", "300000000000000001"
+
+
+def queued_jobs(resources) -> list[dict]:
+    import boto3
+
+    sqs = boto3.client("sqs")
+    found = sqs.receive_message(QueueUrl=resources.turn_queue_url, MaxNumberOfMessages=10)
+    return [json.loads(m["Body"]) for m in found.get("Messages", [])]
+
+
+def test_an_always_channel_answers_every_members_message_as_its_persona(
+    invoke, store, relay_event, resources
+):
+    # Given Luna, and a manager making a channel hers in always mode (and answering other bots)
+    store.save_server_config(
+        replace(
+            ServerConfig(guild_id=GUILD),
+            alters=(
+                replace(ServerConfig().persona, persona_id="600000000000000001", name="Luna", alter=True),
+            ),
+        )
+    )
+    invoke(command("server", "addressing", answer_other_bots=True))
+    body = invoke(command("server", "addressing", channel=ALWAYS_CHANNEL, mode="always", persona="Luna"))
+    assert (
+        f"<#{ALWAYS_CHANNEL}>: every member's message, answered by **Luna**"
+        in fields(body)["Always channels"]
+    )
+    assert store.get_server_config(GUILD).always_channels == {ALWAYS_CHANNEL: "600000000000000001"}
+
+    # Then a member's plain message there is Luna's turn; elsewhere, and from a bot, it is not one
+    plain = relayed("nice weather", message_id="700000000000000011", channel_id=ALWAYS_CHANNEL)
+    assert relay_event("MESSAGE_CREATE", plain) == 202
+    assert relay_event("MESSAGE_CREATE", relayed("nice weather", message_id="700000000000000012")) == 204
+    from_bot = relayed("beep", message_id="700000000000000013", bot=True, channel_id=ALWAYS_CHANNEL)
+    assert relay_event("MESSAGE_CREATE", from_bot) == 204
+    (job,) = queued_jobs(resources)
+    assert (job["turn_id"], job["persona"]["name"]) == ("700000000000000011", "Luna")
+
+    # When the channel is set back to addressed, a plain message there is not a turn any more
+    body = invoke(command("server", "addressing", channel=ALWAYS_CHANNEL, mode="addressed"))
+    assert fields(body)["Always channels"] == "None: kioku answers only when called"
+    again = relayed("still nice", message_id="700000000000000014", channel_id=ALWAYS_CHANNEL)
+    assert relay_event("MESSAGE_CREATE", again) == 204
+
+
 @pytest.mark.parametrize(
     ("options", "complaint"),
     [
+        ({"mode": "always"}, "a channel and a mode"),
+        ({"channel": ALWAYS_CHANNEL}, "a channel and a mode"),
+        ({"channel": ALWAYS_CHANNEL, "mode": "loud"}, "a channel and a mode"),
+        ({"channel": ALWAYS_CHANNEL, "mode": "always", "trigger_words": "hey"}, "on its own"),
         ({"trigger_words": "a"}, "2 to 32 characters"),
         ({"trigger_words": "x" * 33}, "2 to 32 characters"),
         ({"trigger_words": ",".join(f"word{n}" for n in range(11))}, "at most 10"),

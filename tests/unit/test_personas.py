@@ -6,7 +6,13 @@ from dataclasses import replace
 
 import pytest
 
-from kioku.domain.addressing import MAIN_PERSONA_TURN, TurnReason, decide_turn, parse_gateway_message
+from kioku.domain.addressing import (
+    MAIN_PERSONA_TURN,
+    TurnReason,
+    decide_turn,
+    needs_server_config,
+    parse_gateway_message,
+)
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import (
     name_opens,
@@ -18,7 +24,7 @@ from kioku.domain.personas import (
     without_persona,
 )
 from kioku.domain.settings_edit import InvalidSettingsEdit
-from tests.unit.test_addressing import BOT_ID, GUILD_ID, WEBHOOK_ID, guild_message
+from tests.unit.test_addressing import BOT_ID, CHANNEL_ID, GUILD_ID, WEBHOOK_ID, guild_message
 
 LUNA_ID = "900000000000000009"
 SOL_ID = "900000000000000010"
@@ -130,6 +136,59 @@ def test_a_reply_to_an_alter_persona_s_webhook_message_addresses_that_persona():
 def test_a_mention_of_the_bot_is_the_main_persona_s_turn_without_reading_the_personas():
     decision = decide(f"<@{BOT_ID}> hi", ServerConfig(guild_id=GUILD_ID))
     assert decision.answer and decision.reason is TurnReason.MENTIONED and decision.personas == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (f"<@{BOT_ID}> Luna, what do you think?", (LUNA_ID,)),
+        (f"<@!{BOT_ID}>, sol: and you?", (SOL_ID,)),
+        (f"<@{BOT_ID}> what does Luna think?", ()),
+        (f"<@{BOT_ID}> Lunatic idea", ()),
+        (f"<@{BOT_ID}> Luna is nice", ()),
+        (f"Luna, ask <@{BOT_ID}>", (LUNA_ID,)),
+    ],
+)
+def test_a_mention_and_an_alter_persona_s_name_opening_the_text_is_that_persona_s_turn(content, expected):
+    decision = decide(content, server())
+    assert decision.answer and decision.reason is TurnReason.MENTIONED
+    assert decision.personas == expected
+
+
+def test_an_always_channel_answers_members_unaddressed_as_its_persona_and_a_name_still_calls_another():
+    config = server(always_channels={CHANNEL_ID: LUNA_ID})
+    # a plain message is Luna's turn there; a mention too, unless it names another persona
+    plain = decide("nice weather today", config)
+    assert (plain.answer, plain.reason, plain.personas) == (True, TurnReason.ALWAYS_CHANNEL, (LUNA_ID,))
+    assert decide(f"<@{BOT_ID}> hi", config).personas == ()  # a mention calls kioku itself
+    assert decide(f"<@{BOT_ID}> Sol, hi", config).personas == (SOL_ID,)
+    assert decide("Sol, and you?", config).personas == (SOL_ID,)
+    # other bots and webhooks still need to call kioku, even when it answers other bots
+    for bot_config in (config, replace(config, answer_other_bots=True)):
+        robot = decide("beep", bot_config, author={"id": "300000000000000003", "username": "r", "bot": True})
+        assert not robot.answer
+    # another channel is not an always one; a removed persona's channel falls back to the main one
+    assert not decide("hello", config, channel_id="500000000000000099").answer
+    orphan = decide("hello", server(always_channels={CHANNEL_ID: "900000000000000077"}))
+    assert orphan.answer and orphan.personas == ()
+    main = decide("hello", ServerConfig(guild_id=GUILD_ID, always_channels={CHANNEL_ID: ""}))
+    assert (main.answer, main.reason, main.personas) == (True, TurnReason.ALWAYS_CHANNEL, ())
+
+
+@pytest.mark.parametrize(
+    ("content", "reads"),
+    [
+        (f"<@{BOT_ID}> what are we doing this weekend?", False),
+        (f"<@{BOT_ID}> could you help me with this, please?", False),
+        (f"<@{BOT_ID}> Luna, what do you think?", True),
+        (f"<@{BOT_ID}> Big Sol: hi", True),
+        ("nice weather", True),
+    ],
+)
+def test_the_relay_reads_the_configuration_only_where_it_could_change_the_answer(content, reads):
+    event = parse_gateway_message({"t": "MESSAGE_CREATE", "d": guild_message(content)})
+    decision = decide_turn(event, bot_user_id=BOT_ID, config=ServerConfig(guild_id=GUILD_ID))
+    assert needs_server_config(event, decision) is reads
 
 
 def test_kiokus_own_webhook_messages_are_never_answered_even_when_other_bots_are():

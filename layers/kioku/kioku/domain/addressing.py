@@ -38,6 +38,10 @@ MAX_GUILD_BODY_BYTES: Final = 1024 * 1024
 """A ``GUILD_CREATE`` lists every channel and active thread of a guild: 500 channels with a few
 overwrites each come to about 150 KB even stripped to what privacy needs (Function URLs take 6 MB)."""
 MAX_BOT_ROLES: Final = 100
+LEADING_MENTIONS: Final = re.compile(r"^(?:\s*<@[!&]?\d+>[\s,:]*)+")
+"""The user and role mentions a message opens with, and what separates them from its text."""
+CALL_BY_NAME: Final = re.compile(r"^[^\s,:;!?.]+(?:\s+[^\s,:;!?.]+){0,3}\s*[,:]")
+"""A text opening with a name of up to four words and a comma or colon: "Luna, …", "Big Sol: …"."""
 
 
 class InvalidRelayEvent(ValueError):
@@ -63,6 +67,8 @@ class TurnReason(StrEnum):
     MENTIONED = "mentioned"
     REPLY_TO_BOT = "reply_to_bot"
     TRIGGER_WORD = "trigger_word"
+    ALWAYS_CHANNEL = "always_channel"
+    """A member's message in a channel where kioku answers every message (``always_channels``)."""
     OWN_MESSAGE = "own_message"
     OTHER_BOT = "other_bot"
     UNSUPPORTED_MESSAGE_TYPE = "unsupported_message_type"
@@ -173,10 +179,12 @@ def _decide(
             return TurnDecision(False, TurnReason.NOT_A_DIRECT_MESSAGE)
         return TurnDecision(True, TurnReason.DIRECT_MESSAGE)
     mentioned = {mention.user.id for mention in message.mentions}
-    if bot_user_id in mentioned or bot_user_id in USER_MENTION.findall(message.content):
-        return TurnDecision(True, TurnReason.MENTIONED)
-    if bot_role_ids.intersection(message.mention_roles):
-        return TurnDecision(True, TurnReason.MENTIONED)
+    if (
+        bot_user_id in mentioned
+        or bot_user_id in USER_MENTION.findall(message.content)
+        or bot_role_ids.intersection(message.mention_roles)
+    ):
+        return TurnDecision(True, TurnReason.MENTIONED, _mentioned_persona(message, config))
     if _replied_to_author(message) == bot_user_id:
         return TurnDecision(True, TurnReason.REPLY_TO_BOT)
     if not config.alters:
@@ -184,11 +192,52 @@ def _decide(
             _normalise(message.content)
         ):
             return TurnDecision(True, TurnReason.TRIGGER_WORD)
-        return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+        return _always_or_not(message, config)
     addressed = _addressed_personas(message, bot_user_id, config)
     if not addressed:
-        return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+        return _always_or_not(message, config)
     return TurnDecision(True, TurnReason.TRIGGER_WORD, addressed)
+
+
+def needs_server_config(message: GatewayMessage, decision: TurnDecision) -> bool:
+    """Whether the server's configuration could change ``decision``, made without it: its trigger
+    words, ``always`` channels and other bots for a message not addressed, and for a mention only
+    one whose text opens as a call by name ("@kioku Luna, …"), so that a plain mention, the most
+    common turn, reads nothing."""
+    if message.message.guild_id is None:
+        return False
+    if decision.reason is TurnReason.MENTIONED:
+        return bool(CALL_BY_NAME.match(LEADING_MENTIONS.sub("", message.message.content)))
+    return decision.reason in (TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT)
+
+
+def _mentioned_persona(message: Message, config: ServerConfig) -> tuple[str, ...]:
+    """Who answers a mention of kioku: the alter persona whose name opens the rest of the text as
+    a call ("@kioku Luna, …", "@kioku Luna: …"), else the main one (empty)."""
+    from kioku.domain.personas import name_opens
+
+    rest = LEADING_MENTIONS.sub("", message.content)
+    if not CALL_BY_NAME.match(rest):
+        return ()
+    for persona in config.alters:
+        if name_opens(rest, persona.name):
+            return (persona.persona_id,)
+    return ()
+
+
+def _always_or_not(message: Message, config: ServerConfig) -> TurnDecision:
+    """An unaddressed message is a turn only in an ``always`` channel, and only a member's."""
+    if message.channel_id not in config.always_channels or message.author.bot or message.webhook_id:
+        return TurnDecision(False, TurnReason.NOT_ADDRESSED)
+    return TurnDecision(True, TurnReason.ALWAYS_CHANNEL, _channel_persona(message, config))
+
+
+def _channel_persona(message: Message, config: ServerConfig) -> tuple[str, ...]:
+    """The alter persona an ``always`` channel is given, if it still exists; else the main one."""
+    persona_id = config.always_channels.get(message.channel_id or "")
+    if persona_id and any(persona.persona_id == persona_id for persona in config.alters):
+        return (persona_id,)
+    return ()
 
 
 def _addressed_personas(message: Message, bot_user_id: str, config: ServerConfig) -> tuple[str, ...]:

@@ -108,6 +108,9 @@ class ServerConfig:
     trigger_words: tuple[str, ...] = ()
     answer_other_bots: bool = False
     memory_moderation: MemoryModeration = MemoryModeration.OPEN
+    always_channels: Mapping[str, str] = field(default_factory=dict)
+    """The channels where every member's message is a turn (``/server addressing mode:always``),
+    each with the id of the persona answering there by default ("": the main one)."""
     alters: tuple[Persona, ...] = ()
     """The other personas: in a stored configuration, the alter personas; in a turn's (after
     ``speaking_as`` an alter one), every persona but the one speaking, the main one included."""

@@ -19,8 +19,8 @@ from kioku.domain.addressing import (
     GatewayMessage,
     InvalidRelayEvent,
     RelayEvent,
-    TurnReason,
     decide_turn,
+    needs_server_config,
     parse_relay_body,
 )
 from kioku.domain.channel_events import ChannelEvent, GuildRemoval, GuildSnapshot
@@ -30,8 +30,6 @@ from kioku.entrypoints.function_url import empty_response, error_response, json_
 from kioku.entrypoints.signed_endpoint import handle_signed
 from kioku.observability import Metric, correlate, count, invocation, logger
 from kioku.public_keys import public_key_from_env
-
-_NEEDS_SERVER_CONFIG = {TurnReason.NOT_ADDRESSED, TurnReason.OTHER_BOT}
 
 
 def handle(event: dict[str, Any], context: Any = None) -> dict[str, Any]:
@@ -104,7 +102,7 @@ def _route(event: RelayEvent, settings: Settings) -> dict[str, Any]:
     bot_user_id = settings.DISCORD_APPLICATION_ID
     config = ServerConfig(guild_id=message.guild_id)
     decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
-    if not decision.answer and decision.reason in _NEEDS_SERVER_CONFIG and message.guild_id:
+    if needs_server_config(event, decision):
         config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
     if not decision.answer:

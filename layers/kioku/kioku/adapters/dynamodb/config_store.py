@@ -117,6 +117,7 @@ def server_config_from_item(item: Item | None, guild_id: str | None) -> ServerCo
         ),
         trigger_words=tuple(item.get("trigger_words", ())),
         answer_other_bots=bool(item.get("answer_other_bots", False)),
+        always_channels={str(k): str(v) for k, v in (item.get("always_channels") or {}).items()},
         memory_moderation=_moderation(item.get("memory_moderation")),
         version=int(item.get("version", 0)),
     )
@@ -151,6 +152,7 @@ def server_config_to_item(config: ServerConfig) -> Item:
         ],
         "trigger_words": list(config.trigger_words),
         "answer_other_bots": config.answer_other_bots,
+        "always_channels": dict(sorted(config.always_channels.items())),
         "memory_moderation": config.memory_moderation.value,
         "version": config.version,
     }

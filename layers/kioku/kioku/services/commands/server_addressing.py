@@ -1,5 +1,7 @@
 """``/server addressing``: the words that call the bot in this server (or, with ``persona:``, one
-alter persona), and whether it answers other bots. With neither option it shows the current ones.
+alter persona), whether it answers other bots, and the ``always`` channels (``channel:`` and
+``mode:``), where every member's message is a turn of ``persona:`` (default: the main one). With
+no option to change it shows the current ones.
 RelayFunction reads both for every message that neither mentions the bot nor replies to it
 (``kioku.domain.addressing.decide_turn``)."""
 
@@ -23,11 +25,16 @@ from kioku.domain.settings_edit import (
 )
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.guild_admin import load_server_config
+from kioku.services.commands.server_privacy import TEXT_CHANNEL_TYPES
 
 SUBCOMMAND: Final = "addressing"
 TRIGGER_WORDS_OPTION: Final = "trigger_words"
 ANSWER_OTHER_BOTS_OPTION: Final = "answer_other_bots"
 PERSONA_OPTION: Final = "persona"
+CHANNEL_OPTION: Final = "channel"
+MODE_OPTION: Final = "mode"
+ALWAYS, ADDRESSED = "always", "addressed"
+MAX_ALWAYS_CHANNELS: Final = 25
 MAX_TRIGGER_WORDS_TEXT: Final = MAX_TRIGGER_WORDS * (MAX_TRIGGER_WORD_CHARS + 2)
 
 
@@ -37,9 +44,11 @@ def show_or_set(interaction: Interaction, context: CommandContext) -> dict:
     values = interaction.option_values()
     config = load_server_config(interaction, context)
     persona = persona_option(config, values.get(PERSONA_OPTION))
+    if CHANNEL_OPTION in values or MODE_OPTION in values:
+        return _set_channel_mode(values, config, persona, context)
     if TRIGGER_WORDS_OPTION not in values and ANSWER_OTHER_BOTS_OPTION not in values:
         return message(embeds=[addressing_embed(config, "How members call kioku", persona)])
-    changes = {}
+    changes: dict = {}
     if TRIGGER_WORDS_OPTION in values:
         text = values[TRIGGER_WORDS_OPTION]
         if not isinstance(text, str) or len(text) > MAX_TRIGGER_WORDS_TEXT:
@@ -61,6 +70,30 @@ def show_or_set(interaction: Interaction, context: CommandContext) -> dict:
     return message(embeds=[addressing_embed(saved, "Saved: how members call kioku", shown)])
 
 
+def _set_channel_mode(values: dict, config: ServerConfig, persona: Persona, context: CommandContext) -> dict:
+    """``channel:`` with ``mode:always`` answers every member's message there as ``persona``;
+    ``mode:addressed`` sets it back to answering only when called."""
+    from kioku.discord.snowflake import is_snowflake
+
+    channel_id, mode = values.get(CHANNEL_OPTION), values.get(MODE_OPTION)
+    if not is_snowflake(channel_id) or mode not in (ALWAYS, ADDRESSED):
+        raise InvalidSettingsEdit(["choose a channel and a mode (always or addressed) together"])
+    if len(values.keys() - {CHANNEL_OPTION, MODE_OPTION, PERSONA_OPTION}) > 0:
+        raise InvalidSettingsEdit(["set a channel's mode on its own, without trigger words or bots"])
+    channels = dict(config.always_channels)
+    if mode == ADDRESSED:
+        channels.pop(channel_id, None)
+    elif channel_id not in channels and len(channels) >= MAX_ALWAYS_CHANNELS:
+        raise InvalidSettingsEdit(
+            [f"this server already has {MAX_ALWAYS_CHANNELS} always channels; set some back to addressed"]
+        )
+    else:
+        channels[channel_id] = persona.persona_id if persona.alter else ""
+    saved = context.config_store.save_server_config(replace(config, always_channels=channels))
+    title = f"Saved: <#{channel_id}> answers {'every message' if mode == ALWAYS else 'when called'}"
+    return message(embeds=[addressing_embed(saved, title)])
+
+
 def addressing_embed(config: ServerConfig, title: str, persona: Persona | None = None) -> dict:
     if persona is not None and persona.alter:
         return _alter_embed(config, title, persona)
@@ -78,8 +111,18 @@ def addressing_embed(config: ServerConfig, title: str, persona: Persona | None =
         "fields": [
             {"name": "Trigger words", "value": words, "inline": False},
             {"name": "Answers other bots", "value": bots, "inline": False},
+            {"name": "Always channels", "value": always_channels_text(config), "inline": False},
         ],
     }
+
+
+def always_channels_text(config: ServerConfig) -> str:
+    """Each ``always`` channel with the persona answering there."""
+    lines = []
+    for channel_id, persona_id in sorted(config.always_channels.items()):
+        persona = config.persona_by_id(persona_id or None) or config.main_persona
+        lines.append(f"<#{channel_id}>: every member's message, answered by **{persona.name}**")
+    return "\n".join(lines) or "None: kioku answers only when called"
 
 
 def _alter_embed(config: ServerConfig, title: str, persona: Persona) -> dict:
@@ -106,7 +149,7 @@ HANDLERS: Final = {(SUBCOMMAND,): show_or_set}
 OPTIONS: Final = {
     "type": OptionType.SUB_COMMAND,
     "name": SUBCOMMAND,
-    "description": "Show or set the words that call kioku, and whether it answers other bots",
+    "description": "Show or set what calls kioku: trigger words, other bots, always channels",
     "options": [
         {
             "type": OptionType.STRING,
@@ -125,6 +168,18 @@ OPTIONS: Final = {
             "type": OptionType.BOOLEAN,
             "name": ANSWER_OTHER_BOTS_OPTION,
             "description": "Answer messages of other bots and webhooks that address kioku",
+        },
+        {
+            "type": OptionType.CHANNEL,
+            "name": CHANNEL_OPTION,
+            "description": "A channel whose mode to set (with mode:)",
+            "channel_types": list(TEXT_CHANNEL_TYPES),
+        },
+        {
+            "type": OptionType.STRING,
+            "name": MODE_OPTION,
+            "description": "always: answer every member's message there (as persona:); addressed: only when called",
+            "choices": [{"name": mode, "value": mode} for mode in (ALWAYS, ADDRESSED)],
         },
     ],
 }
