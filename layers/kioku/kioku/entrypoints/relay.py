@@ -102,7 +102,7 @@ def _route(event: RelayEvent, settings: Settings) -> dict[str, Any]:
     bot_user_id = settings.DISCORD_APPLICATION_ID
     config = ServerConfig(guild_id=message.guild_id)
     decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
-    if needs_server_config(event, decision):
+    if message.guild_id is not None and needs_server_config(event, decision):
         config = container().config_store.get_server_config(message.guild_id)
         decision = decide_turn(event, bot_user_id=bot_user_id, config=config)
     if not decision.answer:

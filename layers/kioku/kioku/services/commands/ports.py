@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
 from kioku.domain.ltm.ports import MemoryStore
+from kioku.domain.waiting_replies import WaitingReply
 
 if TYPE_CHECKING:
     from kioku.domain.forgetting import Said
@@ -123,7 +124,7 @@ class TurnNotes(Protocol):
     @property
     def traces(self) -> ShownTraces: ...
 
-    def waiting_replies_to(self, user_id: str) -> Sequence[object]: ...
+    def waiting_replies_to(self, user_id: str) -> list[WaitingReply]: ...
 
     def forget_turns_of(self, user_id: str, at: datetime) -> int: ...
 
