@@ -196,8 +196,10 @@ PERSONAS_GUIDE_FIELDS = (
     (
         "Calling one",
         'Start a message with its name ("Luna, what do you think?"), use one of its trigger words, or '
-        "reply to one of its messages. A mention of me or a reply to me is the main persona's. Name "
-        "several and each answers, in the order named.",
+        "reply to one of its messages. A mention of me or a reply to me is the main persona's, unless "
+        'my mention opens with its name ("@kioku Luna, …"). Name several and each answers, in the '
+        "order named. In an *always* channel (`/server addressing channel: mode:always persona:`) "
+        "every message is answered, by that channel's persona.",
     ),
     (
         "What each one remembers",
