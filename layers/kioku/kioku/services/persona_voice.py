@@ -25,7 +25,7 @@ from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.stm import PersonaGuesses
 from kioku.services.turn_delivery import VoiceLost
-from kioku.services.turn_ports import WebhookDiscord, WebhookKeeper
+from kioku.services.turn_ports import DeliveryDiscord, WebhookKeeper
 from kioku.services.turn_state import TurnState
 
 logger = logging.getLogger(__name__)
@@ -47,7 +47,7 @@ class WebhooksForbidden(VoiceLost):
 class PersonaWebhooks:
     """The channel webhooks of this container: what the store holds, cached, created when missing."""
 
-    discord: WebhookDiscord
+    discord: DeliveryDiscord
     store: WebhookKeeper
     _known: dict[str, ChannelWebhook] = field(default_factory=dict)
 
@@ -159,7 +159,7 @@ class PersonaReply:
         )
 
     @property
-    def discord(self) -> WebhookDiscord:
+    def discord(self) -> DeliveryDiscord:
         return self.webhooks.discord
 
 

@@ -92,24 +92,6 @@ class TurnDiscord(DeliveryDiscord, Protocol):
     def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
 
 
-class WebhookDiscord(DeliveryDiscord, Protocol):
-    """What an alter persona's voice asks of Discord: a channel webhook made, and posts through it."""
-
-    def create_webhook(self, channel_id: str, name: str) -> dict[str, Any]: ...
-
-    def execute_webhook(
-        self,
-        webhook_id: str,
-        token: str,
-        content: str,
-        *,
-        username: str,
-        avatar_url: str | None = None,
-        embeds: list[dict[str, Any]] | None = None,
-        thread_id: str | None = None,
-    ) -> dict[str, Any]: ...
-
-
 class WebhookKeeper(Protocol):
     """Where the channel webhooks are kept (``WebhookStore``)."""
 

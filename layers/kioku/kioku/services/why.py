@@ -3,15 +3,13 @@ could be shown now (the same recall and short-term rules, read afresh, never the
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Final, Protocol
 
 from kioku.domain.ltm.memory import Memory, ScopeKind
-from kioku.domain.ltm.ports import RecallSet
+from kioku.domain.ltm.ports import MemoryStore
 from kioku.domain.models import ServerConfig, UserProfile
-from kioku.domain.privacy import Place, PrivacyPolicy
+from kioku.domain.privacy import Place
 from kioku.domain.stm.entries import StmAddress, StmEntry
 from kioku.domain.why import Explanation, Seen, TurnTrace, explain
 
@@ -35,19 +33,8 @@ class Configs(Protocol):
     def get_user_profile(self, user_id: str) -> UserProfile: ...
 
 
-class RecalledMemories(Protocol):
+class RecalledMemories(MemoryStore, Protocol):
     """What a turn would recall now, and a scope's memories (``MemoryStore``)."""
-
-    def recall(
-        self,
-        guild_id: str | None,
-        lineage: int,
-        user_ids: Sequence[str],
-        *,
-        place: Place,
-        policy: PrivacyPolicy,
-        now: datetime | None = None,
-    ) -> RecallSet: ...
 
     def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
 

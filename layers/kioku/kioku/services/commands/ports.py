@@ -1,6 +1,6 @@
 """What the commands call outside, as ports: each store, the turn queue, the container's settings and
 clock (``CommandContext``). The composition root hands in the DynamoDB and SQS adapters; a unit test
-hands in small in-memory fakes (``tests/unit/command_fakes.py``).
+could hand in small in-memory fakes.
 
 Each port declares what a command calls of it, and what the services a command hands it to call
 (``memory_control``, ``memory_edits``, ``personas``, ``why``). The adapters raise the domain's
@@ -14,18 +14,16 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Protocol
 
-from kioku.domain.ltm.ports import MemoryStore
-from kioku.domain.waiting_replies import WaitingReply
+from kioku.services.memory_control import PersonMemories, PersonTurns, UseNotes
 
 if TYPE_CHECKING:
     from kioku.domain.forgetting import Said
-    from kioku.domain.ltm.memory import Memory, ScopeKind
     from kioku.domain.models import ServerConfig, StmCategory, UserProfile
     from kioku.domain.stm.capture import StmRowIdentity
     from kioku.domain.stm.entries import StmAddress, StmEntry
     from kioku.domain.stm.update_tool import StmUpdate
     from kioku.domain.turn_jobs import TurnJob
-    from kioku.domain.why import ShownNote, TurnTrace
+    from kioku.domain.why import TurnTrace
 
 
 class Configurations(Protocol):
@@ -81,52 +79,24 @@ class ShortTermRows(Protocol):
     def delete_dm_rows_of(self, user_id: str) -> int: ...
 
 
-class CommandMemories(MemoryStore, Protocol):
-    """The long-term memory store as the commands use it: the turn's ``MemoryStore``, and the lists,
-    reviews and a person's own part that the memory commands read and change."""
-
-    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+class CommandMemories(PersonMemories, Protocol):
+    """The long-term memory store as the commands use it: what memory control reads and curates,
+    and how many memories a server's members removed about themselves."""
 
     def removed_by_subjects(self, guild_id: str, now: datetime) -> int: ...
 
-    def approve(self, memory: Memory) -> Memory: ...
 
-    def reject(self, memory: Memory) -> None: ...
-
-    def tag_for_review(self, memory: Memory) -> Memory: ...
-
-    def note_removed_by_subject(self, memory: Memory, at: datetime) -> None: ...
-
-    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]: ...
-
-    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]: ...
-
-    def drop_author_note(self, user_id: str, owner_id: str) -> None: ...
-
-    def drop_server_note(self, user_id: str, guild_id: str) -> None: ...
-
-    def forget_author(self, memory: Memory, person: str | None = None) -> Memory: ...
-
-
-class ShownTraces(Protocol):
-    """What each turn was shown ("Why this answer?")."""
+class ShownTraces(UseNotes, Protocol):
+    """What each turn was shown ("Why this answer?"), and the notes memory control reads."""
 
     def of_reply(self, message_id: str) -> TurnTrace | None: ...
 
-    def notes_of(self, user_id: str) -> list[ShownNote]: ...
 
-    def forget(self, user_id: str) -> int: ...
-
-
-class TurnNotes(Protocol):
+class TurnNotes(PersonTurns, Protocol):
     """The turns' ledger: their traces, and a person's unfinished replies (forget-all, export)."""
 
     @property
     def traces(self) -> ShownTraces: ...
-
-    def waiting_replies_to(self, user_id: str) -> list[WaitingReply]: ...
-
-    def forget_turns_of(self, user_id: str, at: datetime) -> int: ...
 
 
 class ChannelWebhooks(Protocol):
