@@ -128,7 +128,7 @@ def test_a_queue_that_cannot_be_reached_is_a_failure(interact, monkeypatch, reso
 
 
 class UnreachableMemories(DynamoMemoryStore):
-    def memories_of(self, kind, owner_id):
+    def memories_of(self, kind, owner_id, **options):
         raise MemoryStoreFailed("the table is throttled")
 
 

@@ -9,11 +9,13 @@ from datetime import UTC, datetime, timedelta
 import boto3
 import pytest
 
+from kioku.adapters.dynamodb.keys import ItemKey, owner_pk
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
 from kioku.adapters.dynamodb.turn_repository import TurnRepository
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope, ScopeKind
+from kioku.domain.ltm.statuses import UpdateStatus
 from kioku.domain.models import MemoryModeration
 from kioku.domain.privacy import Origin, Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
@@ -274,10 +276,10 @@ def test_forget_all_catches_a_memory_saved_while_it_runs(ltm, stm, table):
     listings = 0
     real = ltm.memories_of
 
-    def racing(kind, owner):
+    def racing(kind, owner, **options):
         nonlocal listings
         listings += 1
-        found = real(kind, owner)
+        found = real(kind, owner, **options)
         if listings == 1:
             save(ltm, ALICE, "{user} just said this", by=BOB, where=IN_GENERAL)
         return found
@@ -702,3 +704,62 @@ def test_the_list_shows_until_when_a_memory_lasts_and_leaves_out_those_expired(i
     )
     records = {record["id"]: record for record in exported["long_term_memories"]}
     assert records[plan]["expires_at"] == "2036-05-17T09:00:00+00:00" and "expires_at" not in records[lasting]
+
+
+def test_an_expired_memory_is_gone_for_every_command_until_forget_all_erases_it(interact, ltm, stm, table):
+    # Given a memory about Alice that expired yesterday, not yet deleted by the janitor
+    draft = MemoryDraft(
+        MemoryScope.personal(ALICE, 1),
+        "{user} is in Tokyo this week",
+        ALICE,
+        NOW - timedelta(days=8),
+        origin=IN_GENERAL,
+        subject_id=ALICE,
+        expires_at=table.clock() - timedelta(days=1),
+    )
+    expired = ltm.create(draft, limit=100).memory_id
+    lasting = save(ltm, ALICE, "{user} likes tea", by=ALICE, where=IN_GENERAL)
+    answers = [
+        interact(personal("memories", "list")),
+        interact(personal("memories", "edit", memory_id=int(expired), content="{user} is in Kyoto")),
+        interact(personal("memories", "history", memory_id=int(expired))),
+        interact(personal("memories", "forget", memory_id=int(expired))),
+    ]
+    from kioku.playground.events import autocomplete_typing
+
+    offered = interact(autocomplete_typing(personal("memories", "forget", memory_id=1), "memory_id", ""))
+    exported = memory_control.export(
+        ALICE, ltm, stm, NOW, place=Place(GUILD, GENERAL), ledger=TurnLedger(table)
+    )
+
+    # Then no list, edit, history, forget, autocomplete or export shows or changes it
+    assert all("Tokyo" not in json.dumps(answer) and "Kyoto" not in json.dumps(answer) for answer in answers)
+    assert set(fields_by_id(answers[0])) == {lasting}
+    assert all(f"I keep no memory #{expired} about you" in shown(answer) for answer in answers[1:])
+    assert [c["value"] for c in offered["data"]["choices"]] == [int(lasting)]
+    assert [record["id"] for record in exported["long_term_memories"]] == [lasting]
+    kept = ltm.find(ScopeKind.PERSONAL, ALICE, expired, expired_too=True)
+    assert ltm.find(ScopeKind.PERSONAL, ALICE, expired) is None
+    assert kept is not None and (kept.content, kept.changes) == ("{user} is in Tokyo this week", 0)
+    # and forget-all, which erases what the janitor has not deleted yet, takes it too
+    report = memory_control.forget_all(ALICE, ltm, stm, ledger=TurnLedger(table))
+    assert report.memories == 2 and ltm.memories_of(ScopeKind.PERSONAL, ALICE, expired_too=True) == []
+
+
+def test_the_models_update_of_an_expired_memory_is_not_found_and_changes_nothing(ltm, table):
+    memory_id = save_server_memory(ltm, "a bake sale today")
+    table.update(
+        ItemKey(owner_pk(ScopeKind.SERVER, fakes.SERVER), f"M#{memory_id}"),
+        "SET memory_expires_at = :past",
+        values={":past": int((table.clock() - timedelta(days=1)).timestamp())},
+    )
+    result = ltm_tools.update_long_term_memory(
+        {"memory_id": int(memory_id), "memory_content": "a bake sale tomorrow"},
+        fakes.make_turn(),
+        store=ltm,
+        members=fakes.members(None, fakes.member_lookup),
+        settings=fakes.settings(),
+    )
+    assert result.status == UpdateStatus.NOT_FOUND
+    kept = ltm.find(ScopeKind.SERVER, fakes.SERVER, memory_id, expired_too=True)
+    assert kept is not None and (kept.content, kept.changes) == ("a bake sale today", 0)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.keys import book_key, counter_key
+from kioku.adapters.dynamodb.keys import ItemKey, book_key, counter_key, owner_pk
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, entry_attribute
 from kioku.discord.protocol import Permission
 from kioku.domain.ltm.memory import (
@@ -77,7 +77,7 @@ def seed(memories):
             expires_at=expires_at,
         )
         outcome = memories.create(draft, limit=100)
-        return memories.find(ScopeKind.SERVER, guild, outcome.memory_id)
+        return memories.find(ScopeKind.SERVER, guild, outcome.memory_id, expired_too=True)
 
     return save
 
@@ -745,3 +745,44 @@ def test_memory_id_autocompletes_for_managers_without_a_private_channel_s_words(
     # ...and a member who does not manage the server is offered nothing
     member = run("forget", permissions="0", memory_id=1)
     assert interact(autocomplete_typing(member, "memory_id", ""))["data"]["choices"] == []
+
+
+def test_an_expired_server_memory_is_reviewed_edited_read_and_forgotten_nowhere(
+    interact, table, seed, memories
+):
+    # Given a review shown while two pending memories still held, which then expired
+    puns = seed("loves puns", status=MemoryStatus.PENDING, expires_at=datetime(2036, 5, 17, tzinfo=UTC))
+    quiz = seed("quiz night", status=MemoryStatus.PENDING, expires_at=datetime(2036, 5, 17, tzinfo=UTC))
+    puns_approve, _ = review_buttons(interact, puns)
+    _, quiz_reject = review_buttons(interact, quiz)
+    for memory in (puns, quiz):
+        table.update(
+            ItemKey(owner_pk(ScopeKind.SERVER, GUILD), f"M#{memory.memory_id}"),
+            "SET memory_expires_at = :past",
+            values={":past": int((table.clock() - timedelta(days=1)).timestamp())},
+        )
+    sale = seed("a bake sale today", expires_at=NOW - timedelta(days=1))
+
+    # When a manager clicks them, opens the review and the list, and edits, reads and forgets one
+    clicked = [interact(click(custom_id)) for custom_id in (puns_approve, quiz_reject)]
+    review, listing = interact(run("review")), interact(run("list"))
+    edited = interact(run("edit", memory_id=int(sale.memory_id), content="a bake sale tomorrow"))
+    history = interact(run("history", memory_id=int(sale.memory_id)))
+    forgotten = interact(run("forget", memory_id=int(sale.memory_id)))
+
+    # Then each is refused as not found, shows nothing of them, and changes nothing
+    for body in clicked:
+        assert_ephemeral_error(body, "Nothing was changed", "already rejected or forgotten")
+    assert listed(review) == [] and listed(listing) == []
+    for body in (edited, history, forgotten):
+        assert_ephemeral_error(
+            body, "Nothing was changed", f"there is no server memory #{sale.memory_id} here"
+        )
+        assert "bake sale" not in str(body)
+    assert stored(memories) == {}
+    kept = memories.memories_of(ScopeKind.SERVER, GUILD, expired_too=True)
+    assert [(m.content, m.status, m.changes) for m in kept] == [
+        ("loves puns", MemoryStatus.PENDING, 0),
+        ("quiz night", MemoryStatus.PENDING, 0),
+        ("a bake sale today", MemoryStatus.ACTIVE, 0),
+    ]

@@ -190,9 +190,12 @@ class FakeMemoryStore:
         memory = self.add(draft.saved_as(str(self._next_id)))
         return SaveOutcome(memory.memory_id, created=True)
 
-    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
+    def find(
+        self, kind: ScopeKind, owner_id: str, memory_id: str, *, expired_too: bool = False
+    ) -> Memory | None:
         self._check()
-        return self.memories.get((kind, owner_id, memory_id))
+        memory = self.memories.get((kind, owner_id, memory_id))
+        return memory if memory is None or expired_too or not memory.expired(clock.now()) else None
 
     def replace_content(
         self,

@@ -384,7 +384,6 @@ def _find(
             memory is not None
             and memory.scope.lineage in visible
             and memory.recallable_at(turn.place, turn.config.privacy)
-            and not memory.expired(turn.now)
             and turn.user.user_id in (memory.author_id, memory.about)
         ):
             return memory, subject

@@ -50,13 +50,17 @@ class PersonMemories(MemoryStore, Protocol):
     memories, a person's notes, a review's steps. Writes raise ``MemoryNotFound`` when the memory
     changed since it was read."""
 
-    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+    def memories_of(self, kind: ScopeKind, owner_id: str, *, expired_too: bool = False) -> list[Memory]:
+        """Without the expired ones (gone for every reader) unless ``expired_too``, for the deletes."""
+        ...
 
-    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
+    def server_memories_naming(self, user_id: str, *, expired_too: bool = False) -> dict[str, list[Memory]]:
         """By server, the server memories that name ``user_id``."""
         ...
 
-    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]:
+    def personal_memories_saved_by(
+        self, user_id: str, *, expired_too: bool = False
+    ) -> dict[str, list[Memory]]:
         """By person, the personal memories ``user_id`` saved about them."""
         ...
 
@@ -181,9 +185,10 @@ def forget_all(
     ledger.traces.forget(user_id)  # their part of what turns were shown ("Why this answer?")
     memories = unnamed = 0
     for _ in range(MAX_FORGET_ROUNDS):
-        personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id)
-        servers = ltm_store.server_memories_naming(user_id)
-        saved_about_others = ltm_store.personal_memories_saved_by(user_id)
+        # the expired ones too: what the janitor has not deleted yet is still theirs to erase
+        personal = ltm_store.memories_of(ScopeKind.PERSONAL, user_id, expired_too=True)
+        servers = ltm_store.server_memories_naming(user_id, expired_too=True)
+        saved_about_others = ltm_store.personal_memories_saved_by(user_id, expired_too=True)
         if not personal and not servers and not saved_about_others:
             break
         authors: set[str] = set()

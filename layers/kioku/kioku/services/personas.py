@@ -39,7 +39,7 @@ class PersonaRows(Protocol):
 class LineageMemories(Protocol):
     """A server's long-term memories (``MemoryStore``'s reads and its delete)."""
 
-    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]: ...
+    def memories_of(self, kind: ScopeKind, owner_id: str, *, expired_too: bool = False) -> list[Memory]: ...
 
     def delete(self, memory: Memory) -> None:
         """Raises ``MemoryNotFound`` when the memory changed or went."""
@@ -121,5 +121,5 @@ def remove_persona(
 
 
 def _lineage_memories(config: ServerConfig, persona: Persona, ltm: LineageMemories) -> list[Memory]:
-    memories = ltm.memories_of(ScopeKind.SERVER, config.guild_id or "")
+    memories = ltm.memories_of(ScopeKind.SERVER, config.guild_id or "", expired_too=True)  # all of them go
     return [memory for memory in memories if memory.scope.lineage == persona.lineage_id]

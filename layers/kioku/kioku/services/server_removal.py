@@ -58,7 +58,9 @@ class RemovedMemories(Protocol):
     """What the erasure asks of the memory store: raises ``MemoryNotFound`` when the memory
     changed, ``SpeakerForgotten`` when a check in ``also`` failed."""
 
-    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None: ...
+    def find(
+        self, kind: ScopeKind, owner_id: str, memory_id: str, *, expired_too: bool = False
+    ) -> Memory | None: ...
 
     def delete(self, memory: Memory, *, also: Sequence[dict[str, Any]] = ()) -> None: ...
 
@@ -147,7 +149,7 @@ def _erase_personal(
     read = 0
     for owner_id, memory_id in said_there:
         read += 1
-        memory = memories.find(ScopeKind.PERSONAL, owner_id, memory_id)
+        memory = memories.find(ScopeKind.PERSONAL, owner_id, memory_id, expired_too=True)
         if memory is None:
             continue  # the index lags a delete
         if memory.updated_at >= removal.removed_at:

@@ -53,7 +53,7 @@ class LtmExpiry(LtmTransactions):
             lineages = None  # a global memory must fit every lineage: any expired one frees room
         expired = (
             memory
-            for memory in self.memories_of(scope.kind, scope.owner_id)
+            for memory in self.memories_of(scope.kind, scope.owner_id, expired_too=True)
             if memory.expired(now) and (lineages is None or memory.scope.lineage in lineages)
         )
         return self._delete_all(expired, now).deleted

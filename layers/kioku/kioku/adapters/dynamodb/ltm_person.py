@@ -52,14 +52,15 @@ class LtmPersonData(LtmTransactions):
         since = now - REMOVED_NOTE_RETENTION
         return sum(parse_time(str(item["removed_at"])) > since for item in items)
 
-    def server_memories_naming(self, user_id: str) -> dict[str, list[Memory]]:
+    def server_memories_naming(self, user_id: str, *, expired_too: bool = False) -> dict[str, list[Memory]]:
         """By server, every server memory (pending ones too) saved by ``user_id`` or about them, in the
-        servers their notes name (one query of their notes, one of each such server's partition)."""
+        servers their notes name (one query of their notes, one of each such server's partition);
+        the expired ones only with ``expired_too`` (``memories_of``)."""
         found: dict[str, list[Memory]] = {}
         for guild_id in self._noted_servers(user_id):
             found[guild_id] = [
                 memory
-                for memory in self.memories_of(ScopeKind.SERVER, guild_id)
+                for memory in self.memories_of(ScopeKind.SERVER, guild_id, expired_too=expired_too)
                 if memory.about == user_id or memory.written_by(user_id)
             ]
         return found
@@ -68,9 +69,12 @@ class LtmPersonData(LtmTransactions):
         """Forget that memories of ``guild_id`` name ``user_id`` (once none does)."""
         self._guarded(self._table.delete, server_note_key(user_id, guild_id))
 
-    def personal_memories_saved_by(self, user_id: str) -> dict[str, list[Memory]]:
+    def personal_memories_saved_by(
+        self, user_id: str, *, expired_too: bool = False
+    ) -> dict[str, list[Memory]]:
         """By person, every personal memory about someone else that ``user_id`` saved, found through
-        their notes (one query of them, one of each noted person's partition)."""
+        their notes (one query of them, one of each noted person's partition); the expired ones
+        only with ``expired_too``."""
         found: dict[str, list[Memory]] = {}
         start_key: Cursor | None = None
         while True:
@@ -81,7 +85,7 @@ class LtmPersonData(LtmTransactions):
                 owner = noted_owner(ItemKey.of(item))
                 found[owner] = [
                     memory
-                    for memory in self.memories_of(ScopeKind.PERSONAL, owner)
+                    for memory in self.memories_of(ScopeKind.PERSONAL, owner, expired_too=expired_too)
                     if memory.written_by(user_id)
                 ]
             if start_key is None:

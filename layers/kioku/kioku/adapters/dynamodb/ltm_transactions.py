@@ -67,15 +67,21 @@ class LtmTransactions:
         self._sleep = sleep
         self.layout = layout or BookLayout()
 
-    def find(self, kind: ScopeKind, owner_id: str, memory_id: str) -> Memory | None:
+    def find(
+        self, kind: ScopeKind, owner_id: str, memory_id: str, *, expired_too: bool = False
+    ) -> Memory | None:
+        """The memory, or None; one that expired by the table's clock is None too (as for every
+        reader: it is gone, whether or not the janitor deleted it yet) unless ``expired_too``, for
+        the parts that delete it."""
         item = self._guarded(self._table.get, memory_key(kind, owner_id, memory_id))
-        return memory_from_item(item) if item else None
+        memory = memory_from_item(item) if item else None
+        return memory if memory is None or expired_too or not memory.expired(self._table.clock()) else None
 
     def _reread_unchanged(self, memory: Memory, exc: Exception) -> Memory:
         """``memory`` read again when only its guard changed since (taken over by another save), or
         it was read without its history (from a book);
             ``MemoryNotFound`` when it changed or went."""
-        fresh = self.find(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        fresh = self.find(memory.scope.kind, memory.scope.owner_id, memory.memory_id, expired_too=True)
         if fresh is None or (
             fresh.fingerprint,
             fresh.updated_at,
@@ -138,16 +144,19 @@ class LtmTransactions:
             self._table.op_update_with(book_key(scope, memory.book_shard), _entry_removed(memory.memory_id)),
         ]
 
-    def memories_of(self, kind: ScopeKind, owner_id: str) -> list[Memory]:
+    def memories_of(self, kind: ScopeKind, owner_id: str, *, expired_too: bool = False) -> list[Memory]:
         """Every memory of an owner (a server's, or all that are about a person), every lineage,
-        oldest first; one query of the owner's partition (a few hundred items at most)."""
+        oldest first; one query of the owner's partition (a few hundred items at most). Without the
+        expired ones (as ``find``) unless ``expired_too``."""
+        now = self._table.clock()
         memories: list[Memory] = []
         start_key: Cursor | None = None
         while True:
             items, start_key = self._guarded(
                 self._table.query_range, memory_range(kind, owner_id), consistent=True, start_key=start_key
             )
-            memories.extend(memory_from_item(item) for item in items)
+            read = map(memory_from_item, items)
+            memories.extend(m for m in read if expired_too or not m.expired(now))
             if start_key is None:
                 return sorted(memories, key=lambda memory: memory.created_at)
 
@@ -217,7 +226,7 @@ class LtmTransactions:
         if not guard or "memory_id" not in guard:
             return None
         held_id = str(guard["memory_id"])
-        memory = self.find(scope.kind, scope.owner_id, held_id)
+        memory = self.find(scope.kind, scope.owner_id, held_id, expired_too=True)
         holds = (
             memory is not None
             and memory.holds_guard

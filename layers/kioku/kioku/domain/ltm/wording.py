@@ -10,11 +10,8 @@ every verb already agrees with. ``{bot}`` is "I"/"me"/"my" when the bot speaks, 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Final
-
-from kioku.domain.ltm.memory import Memory
 
 _BE_HAVE_DO: Final = {
     "you": {
@@ -125,9 +122,3 @@ def counted(count: int, one: str, many: str) -> str:
 def until_text(expires_at: datetime | None) -> str:
     """`` · until 2026-12-13`` for a memory that expires (its last day, UTC); nothing otherwise."""
     return f" · until {expires_at.date().isoformat()}" if expires_at is not None else ""
-
-
-def live(memories: Iterable[Memory], now: datetime) -> list[Memory]:
-    """``memories`` that have not expired by ``now``: an expired one is listed, recalled and
-    counted nowhere, whether or not the janitor deleted it yet."""
-    return [memory for memory in memories if not memory.expired(now)]

@@ -15,7 +15,7 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
-from kioku.domain.ltm.wording import counted, for_people, live, until_text
+from kioku.domain.ltm.wording import counted, for_people, until_text
 from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
@@ -62,7 +62,7 @@ def list_memories(interaction: Interaction, context: CommandContext) -> dict:
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
     user_id = _invoker_id(interaction)
-    memories = live(memory_control.memories_about(user_id, context.ltm_store), context.clock())
+    memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
     known, _ = memory_control.usage_notes(
         user_id,
@@ -120,9 +120,7 @@ def memory_choices(interaction: Interaction, context: CommandContext) -> list[di
     focused = interaction.focused_option()
     if focused is None or focused[0] != MEMORY_ID_OPTION:
         return []
-    memories = live(
-        memory_control.memories_about(_invoker_id(interaction), context.ltm_store), context.clock()
-    )
+    memories = memory_control.memories_about(_invoker_id(interaction), context.ltm_store)
     return id_choices(
         focused[1], [(m.memory_id, for_people(m.content, about_you=True, name="you")) for m in memories]
     )

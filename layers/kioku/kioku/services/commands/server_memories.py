@@ -22,7 +22,7 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus, ScopeKind
-from kioku.domain.ltm.wording import counted, live, until_text
+from kioku.domain.ltm.wording import counted, until_text
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
@@ -143,9 +143,7 @@ def memory_choices(interaction: Interaction, context: CommandContext) -> list[di
     if focused is None or focused[0] != MEMORY_ID_OPTION or not manages_server(interaction):
         return []
     viewer = _viewer(interaction, context)
-    memories = live(
-        memory_control.server_memories(str(interaction.guild_id), context.ltm_store), context.clock()
-    )
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
     return id_choices(focused[1], [(m.memory_id, _text(m, viewer, "the list")) for m in memories])
 
 
@@ -165,9 +163,7 @@ def show_page(interaction: Interaction, context: CommandContext, page: int) -> d
 def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
     """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
     viewer = _viewer(interaction, context)
-    memories = live(
-        memory_control.server_memories(str(interaction.guild_id), context.ltm_store), context.clock()
-    )
+    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
