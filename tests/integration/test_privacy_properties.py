@@ -977,11 +977,13 @@ def _check_lists(
         theirs = [
             w
             for w in written
-            if w.kind is Kind.PERSONAL_MEMORY
-            and w.stored
+            if w.stored
             and not w.gone
             and w.memory_id
-            and (w.subject_id or w.author_id) == user.user_id
+            and (
+                (w.kind is Kind.PERSONAL_MEMORY and (w.subject_id or w.author_id) == user.user_id)
+                or (w.kind is Kind.SERVER_MEMORY and w.subject_id == user.user_id)  # names them
+            )
         ]
         typing = slash_command(BOT_ID, "personal", "memories forget", {"memory_id": 1}, user_id=user.user_id)
         interaction = Interaction.model_validate(autocomplete_typing(typing, "memory_id", ""))
@@ -1003,9 +1005,11 @@ def _check_lists(
             ledger=TurnLedger(table),
         )
         personal_tokens = {w.token for w in written if w.kind is Kind.PERSONAL_MEMORY}
-        listed = tokens_in([json.dumps(exported["long_term_memories"])]) & personal_tokens
+        # each memory's text now (its earlier texts, in its history, are the person's own to export)
+        listed = tokens_in([m["text"] for m in exported["long_term_memories"]]) & personal_tokens
         for token in listed - {w.token for w in theirs}:
-            problems.append(f"EXPORT_LEAK after turn {number}: {user.name}'s export holds {token}")
+            origin = [w for w in written if w.token == token]
+            problems.append(f"EXPORT_LEAK after turn {number}: {user.name}'s export holds {token}: {origin}")
         counted = len(exported["turns_shown_your_memories"]) + exported["turns_shown_your_memories_elsewhere"]
         if counted != _notes_in_their_time(table, user.user_id, now):
             problems.append(f"EXPORT_NOTES after turn {number}: {user.name}'s export counts {counted} turns")
