@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, Final
 from unittest import mock
 
@@ -35,7 +36,15 @@ from hypothesis import HealthCheck, currently_in_test_context, event, given, set
 from kioku import clock as kioku_clock
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.dynamodb.config_store import ConfigStore
-from kioku.adapters.dynamodb.keys import book_key, memory_key
+from kioku.adapters.dynamodb.keys import (
+    SHOWN_NOTE_PREFIX,
+    book_key,
+    memory_key,
+    reply_key,
+    shown_note_key,
+    turn_record_key,
+    user_pk,
+)
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore, entry_attribute, memory_from_item
 from kioku.adapters.dynamodb.stm_items import entry_from_item
 from kioku.adapters.dynamodb.stm_store import StmStore
@@ -48,6 +57,7 @@ from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
+from kioku.discord.interaction import Interaction
 from kioku.discord.models import parse_message, parse_user
 from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.curation import text_shown_to_manager
@@ -64,8 +74,10 @@ from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL
 from kioku.domain.turn_jobs import MemoryRequest, PersonaCue, TurnJob, TurnSource
 from kioku.domain.why import Visibility
 from kioku.playground.aws import create_table, load_template
+from kioku.playground.events import autocomplete_typing, slash_command
 from kioku.playground.standins import EmbeddingsStandIn
-from kioku.services import memory_edits
+from kioku.services import memory_control, memory_edits
+from kioku.services.commands import personal_memories
 from kioku.services.hand_memories import HandWriting, save_by_hand
 from kioku.services.memory_control import forget_all
 from kioku.services.persona_voice import PersonaWebhooks
@@ -607,10 +619,13 @@ def play(
         service = replace(_service(table, discord, model, clock, settings), embedder=embedder)
         new_token = _tokens()
         replies: list[tuple[int, TurnPlan, str]] = []
+        aged: set[str] = set()
         for number, plan in enumerate(scenario.turns):
             now = clock.tick()
             if plan.day_passes:  # for the memories only: the short-term rows' freshness stays
                 written = [_after_expiry(table, world, w, now) for w in written]
+                if why_viewers:
+                    aged |= _records_pass(table, world, replies, now)
             speaker = world.user(plan.speaker)
             if plan.bypass is not None and plan.where.guild_id:
                 _switch_bypass(ConfigStore(table), plan.where.guild_id, plan.bypass)
@@ -767,7 +782,9 @@ def play(
                 # made private since, the bypass switched since, must not show
                 replies.append((number, plan, record.reply_ids[0]))
                 for asked in replies[-WHY_REPLIES_ASKED:]:
-                    problems += _check_why(table, service, oracle, world, asked, written)
+                    problems += _check_why(table, service, oracle, world, asked, written, aged)
+                if plan.day_passes or number == len(scenario.turns) - 1:
+                    problems += _check_lists(table, service, world, number, written)
         if history_viewers:
             problems += _check_history(ConfigStore(table), service.ltm_store, oracle, world, written)
     return problems
@@ -848,6 +865,7 @@ def _check_why(
     world: World,
     asked: tuple[int, TurnPlan, str],
     written: list[Written],
+    aged: set[str],
 ) -> list[str]:
     """ "Why this answer?" on the turn's reply, asked by everyone who could ask where it was posted
     (the speaker alone in a DM): every token it shows one a turn of theirs there could be shown
@@ -876,6 +894,11 @@ def _check_why(
                 ltm_store=service.ltm_store,
                 stm_store=service.stm_store,
             )
+        if reply_id in aged:
+            _count("Why this answer? on a reply whose record is past its time")
+            if answered is not None:
+                problems.append(f"WHY_EXPIRED on the reply of turn {number}: its record is past its time")
+            continue
         if answered is None:
             problems.append(f"WHY_MISSING at turn {number}: no trace of its reply")
             continue
@@ -912,6 +935,97 @@ def _check_why(
                 f"in {_place(oracle, where)} was shown {token}"
             )
     return problems
+
+
+def _records_pass(
+    table: KiokuTable, world: World, replies: list[tuple[int, TurnPlan, str]], now: datetime
+) -> set[str]:
+    """A day passes, and with it the 16 days of some turns' records (issue 37.2): of each reply not
+    yet aged, by its turn's number, the pointer from the reply to its turn passes, or the turn's
+    record and its shown notes do, or nothing does (a record still in its time). DynamoDB keeps them
+    until its TTL deletes them: still in the table, past their ``expires_at``. The replies whose
+    "Why this answer?" must now say it keeps no record."""
+    passed = int((now - timedelta(seconds=1)).timestamp())
+    aged = set()
+    for number, _, reply_id in replies:
+        pointer = table.get(reply_key(reply_id))
+        if pointer is None or number % 3 == 2:
+            continue
+        source, turn_id = str(pointer["source"]), str(pointer["turn_id"])
+        keys = [reply_key(reply_id)] if number % 3 == 0 else [turn_record_key(source, turn_id)]
+        if number % 3 == 1:
+            keys += [shown_note_key(user.user_id, source, turn_id) for user in world.users]
+        for key in keys:
+            if table.get(key) is not None:
+                table.update(key, "SET expires_at = :passed", values={":passed": passed})
+        _count("a turn's record past its time")
+        aged.add(reply_id)
+    return aged
+
+
+def _check_lists(
+    table: KiokuTable, service: TurnService, world: World, number: int, written: list[Written]
+) -> list[str]:
+    """Each person's ``memory_id`` autocomplete choices and export, read at the world's time: the
+    choices offer exactly the memories kept about them, none expired (CHOICE_LEAK, CHOICE_MISSING);
+    the export holds no memory but those (EXPORT_LEAK), and counts exactly the notes of turns shown
+    their memories still in their time (EXPORT_NOTES)."""
+    problems = []
+    now = table.clock()
+    context = SimpleNamespace(ltm_store=service.ltm_store, clock=table.clock)
+    for user in world.users:
+        theirs = [
+            w
+            for w in written
+            if w.stored
+            and not w.gone
+            and w.memory_id
+            and (
+                (w.kind is Kind.PERSONAL_MEMORY and (w.subject_id or w.author_id) == user.user_id)
+                or (w.kind is Kind.SERVER_MEMORY and w.subject_id == user.user_id)  # names them
+            )
+        ]
+        typing = slash_command(BOT_ID, "personal", "memories forget", {"memory_id": 1}, user_id=user.user_id)
+        interaction = Interaction.model_validate(autocomplete_typing(typing, "memory_id", ""))
+        offered = personal_memories.memory_choices(interaction, context)  # type: ignore[arg-type]
+        _count("memory_id choices offered" if offered else "memory_id choices asked for")
+        kept = {w.memory_id for w in theirs}
+        for choice in offered:
+            if str(choice["value"]) not in kept or tokens_in([choice["name"]]) - {w.token for w in theirs}:
+                problems.append(f"CHOICE_LEAK after turn {number}: {user.name} was offered {choice}")
+        if len(kept) <= len(offered) or not offered:
+            missing = kept - {str(choice["value"]) for choice in offered}
+            problems += [f"CHOICE_MISSING after turn {number}: {user.name} not offered #{m}" for m in missing]
+        exported = memory_control.export(
+            user.user_id,
+            service.ltm_store,
+            service.stm_store,
+            now,
+            place=Place(None, user.dm_channel_id),
+            ledger=TurnLedger(table),
+        )
+        personal_tokens = {w.token for w in written if w.kind is Kind.PERSONAL_MEMORY}
+        # each memory's text now (its earlier texts, in its history, are the person's own to export)
+        listed = tokens_in([m["text"] for m in exported["long_term_memories"]]) & personal_tokens
+        for token in listed - {w.token for w in theirs}:
+            origin = [w for w in written if w.token == token]
+            problems.append(f"EXPORT_LEAK after turn {number}: {user.name}'s export holds {token}: {origin}")
+        counted = len(exported["turns_shown_your_memories"]) + exported["turns_shown_your_memories_elsewhere"]
+        if counted != _notes_in_their_time(table, user.user_id, now):
+            problems.append(f"EXPORT_NOTES after turn {number}: {user.name}'s export counts {counted} turns")
+    return problems
+
+
+def _notes_in_their_time(table: KiokuTable, user_id: str, now: datetime) -> int:
+    """The notes of turns shown ``user_id``'s memories, read past the adapter: those in their time."""
+    response = table.client.query(
+        TableName=table.name,
+        KeyConditionExpression="pk = :pk AND begins_with(sk, :shown)",
+        ExpressionAttributeValues={":pk": {"S": user_pk(user_id)}, ":shown": {"S": SHOWN_NOTE_PREFIX}},
+        ConsistentRead=True,
+    )
+    items = [from_wire(item) or {} for item in response["Items"]]
+    return sum(int(item["expires_at"]) > now.timestamp() for item in items)
 
 
 def _count(label: str) -> None:
@@ -1817,3 +1931,29 @@ def _forget_all_between_the_keep_and_the_post(
     )
     assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
     assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]
+
+
+def test_records_and_memories_past_their_time_reach_no_answer_choice_or_export(dynamodb):
+    # Given ann's memory about herself expiring in a day, memories about each of them, and turns shown them
+    guild, channel = "200000000000000000", "300000000000000000"
+    ann, bo = (
+        User(f"40000000000000000{n}", name, f"50000000000000000{n}", frozenset({guild}))
+        for n, name in enumerate(("ann", "bo"))
+    )
+    world = World(
+        guilds=(Guild(guild, VIEW_CHANNEL_BIT),), channels=(Channel(channel, guild),), users=(ann, bo)
+    )
+    here = Where(guild, channel)
+    turns = (
+        TurnPlan(ann.user_id, here, personal_about=ann.user_id, expiring=True),
+        TurnPlan(bo.user_id, here, personal_about=ann.user_id),
+        TurnPlan(ann.user_id, here, personal_about=bo.user_id),
+        # When days pass: the memory expires, and some turns' records pass their 16 days
+        TurnPlan(bo.user_id, here, day_passes=True),
+        TurnPlan(ann.user_id, here, day_passes=True),
+    )
+    problems = play(Scenario(world, turns), dynamodb, why_viewers=True)
+
+    # Then "Why this answer?" keeps no record of those, and neither the memory_id choices nor the
+    # export hold the expired memory or count the notes past their time
+    assert not problems, "\n".join(problems)
