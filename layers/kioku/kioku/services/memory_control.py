@@ -32,7 +32,6 @@ from typing import Any, Final, Protocol
 from kioku import clock
 from kioku.domain.ltm.memory import NO_AUTHOR, Memory, MemoryNotFound, MemoryStatus, ScopeKind
 from kioku.domain.ltm.ports import MemoryStore
-from kioku.domain.ltm.wording import live
 from kioku.domain.privacy import Place, PrivacyPolicy, origin_known_to
 from kioku.domain.stm.entries import StmEntry
 from kioku.domain.turn_jobs import TurnJob
@@ -263,9 +262,7 @@ def export(
         "format": EXPORT_FORMAT,
         "user_id": user_id,
         "exported_at": now.isoformat(),
-        "long_term_memories": [
-            memory_record(m, user_id, place) for m in live(memories_about(user_id, ltm_store), now)
-        ],
+        "long_term_memories": [memory_record(m, user_id, place) for m in memories_about(user_id, ltm_store)],
         "server_memories_you_saved": [memory_record(m, user_id, place) for m in saved],
         "personal_memories_you_saved_about_others": [
             {"about": owner_id, "memories": [_authored_record(m, user_id, place) for m in authored]}
