@@ -176,17 +176,47 @@ def answer_keep(meanwhile: Any) -> Fault:
     )
 
 
+def notices_keep(meanwhile: Any) -> Fault:
+    """The outbox of tool notices only, kept before the answer is known (``Conversation.ask``)."""
+
+    def matches(request: RecordedRequest) -> bool:
+        return (
+            request.path == "TransactWriteItems"
+            and b"OUTBOX#" in request.raw_body
+            and b"Part 1:" not in request.raw_body
+        )
+
+    return Fault(
+        "the notices kept, a twin meanwhile", "dynamodb", matches, "meanwhile", "before", meanwhile=meanwhile
+    )
+
+
 def test_a_twin_that_did_the_whole_persona_turn_first_leaves_the_other_nothing_to_post(world, luna, twin):
     stack, harness = world.stack, world.harness
     channel, alice = new_channel_and_person(stack)
     call_luna(stack, channel, alice)
     twin_outcomes: list[str] = []
 
-    # When a twin does the whole turn while the first is about to keep its answer
+    # When a twin does the whole turn while the first is about to keep its memory notice
+    outcomes = harness.deliver(notices_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
+
+    # Then the first finds the turn done at that keep and keeps and posts nothing
+    assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
+    assert posts_per_chunk(stack, channel) == [1, 1, 1]
+    assert_luna_answered_once(stack, channel, alice, luna)
+
+
+def test_a_twin_finding_only_the_notices_kept_by_a_live_worker_gives_the_turn_back(world, luna, twin):
+    stack, harness = world.stack, world.harness
+    channel, alice = new_channel_and_person(stack)
+    call_luna(stack, channel, alice)
+    twin_outcomes: list[str] = []
+
+    # When a twin takes the job while the first, its notice kept, is about to keep its answer
     outcomes = harness.deliver(answer_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
 
-    # Then the first finds the turn done at its keep and posts nothing
-    assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]
+    # Then the notices are the first's claim: the twin gives the turn back, the first posts it once
+    assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["failed"]
     assert posts_per_chunk(stack, channel) == [1, 1, 1]
     assert_luna_answered_once(stack, channel, alice, luna)
 
@@ -209,6 +239,32 @@ def test_a_twin_that_finds_the_claim_of_a_worker_killed_meanwhile_adopts_its_pos
     # Then the next receive (after the twin's wait) takes the outbox over: each chunk once
     assert twin_outcomes == ["failed"] and outcomes[0] == "killed" and outcomes[-1] == "done", outcomes
     assert posts_per_chunk(stack, channel) == [1, 1, 1]
+    assert_luna_answered_once(stack, channel, alice, luna)
+
+
+def test_a_twin_s_outbox_of_notices_only_does_not_take_over_an_outbox_being_posted(world, luna, twin):
+    stack, harness = world.stack, world.harness
+    channel, alice = new_channel_and_person(stack)
+    call_luna(stack, channel, alice)
+    twin_outcomes: list[str] = []
+
+    def twin_killed_before_chunk_2() -> None:
+        # the twin reads the turn after the first did: no outbox for either yet (the proxy's chaos
+        # kills the child it was handed: the twin, this once)
+        harness.chaos.arm(
+            Fault("the twin before chunk 2", "dynamodb", before_chunk_2(None).matches, "kill", "before")
+        )
+        assert harness.last_event is not None
+        twin_outcomes.append(harness._run_child(harness.last_event, containers=twin, chaos=harness.chaos)[0])
+
+    # When the first worker is about to keep its memory notice, a twin keeps its answer, posts
+    # chunk 1 and is killed; then the first keeps its notice
+    outcomes = harness.deliver(notices_keep(twin_killed_before_chunk_2))
+
+    # Then the first finds the outbox claimed and gives the turn back; its redelivery adopts chunk 1
+    assert harness.chaos.fired and twin_outcomes == ["killed"], twin_outcomes
+    assert posts_per_chunk(stack, channel) == [1, 1, 1]
+    assert outcomes == ["failed", "done"], outcomes
     assert_luna_answered_once(stack, channel, alice, luna)
 
 

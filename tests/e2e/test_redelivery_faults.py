@@ -443,30 +443,30 @@ def twin(running: CrashWorld) -> Iterator[Containers]:
         yield containers
 
 
-def answer_keep(twin_turn: Callable[[], None]) -> Fault:
-    """Just before the worker keeps its answer, ``twin_turn`` runs."""
+def notices_keep(twin_turn: Callable[[], None]) -> Fault:
+    """Just before the worker keeps the notice of the memory its tool saved, ``twin_turn`` runs."""
 
     def matches(request: RecordedRequest) -> bool:
         return (
             request.path == "TransactWriteItems"
             and b"OUTBOX#" in request.raw_body
-            and b"Part 1:" in request.raw_body
+            and b"Part 1:" not in request.raw_body
         )
 
     return Fault(
-        "the answer's keep, a twin meanwhile", "dynamodb", matches, "meanwhile", "before", meanwhile=twin_turn
+        "the notice's keep, a twin meanwhile", "dynamodb", matches, "meanwhile", "before", meanwhile=twin_turn
     )
 
 
-def test_the_worker_that_loses_a_turn_to_its_twin_removes_the_outbox_it_kept(world, twin):
+def test_the_worker_that_loses_a_turn_to_its_twin_leaves_no_outbox_behind(world, twin):
     stack, harness = world.stack, world.harness
     channel, alice = new_channel_and_person(stack)
     trigger = queue_message(stack, channel, alice)
     twin_outcomes: list[str] = []
 
     # When a twin worker takes the same message and does the whole turn while the first one is
-    # about to keep its answer (so its keep lands after the twin's commit)
-    outcomes = harness.deliver(answer_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
+    # about to keep its first outbox, its notice (so that keep comes after the twin's commit)
+    outcomes = harness.deliver(notices_keep(lambda: twin_outcomes.append(harness.run_twin(twin))))
 
     # Then both end done, the turn delivered and captured once, and no outbox is left behind
     assert harness.chaos.fired and outcomes == ["done"] and twin_outcomes == ["done"]

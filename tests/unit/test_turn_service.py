@@ -173,7 +173,7 @@ class FakeTurnStore:
             read.query.guild_id, lineage, read.recall_people, place=place, policy=policy, now=now
         )
 
-    def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
+    def keep(self, key: TurnKey, outbox: Outbox, now: datetime, taking_from: str | None = None) -> bool:
         if any(self._forgotten(person, key) for person in (key.author_id, *outbox.quoted)):
             return False
         self.outboxes[key] = outbox

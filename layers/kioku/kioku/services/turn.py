@@ -139,8 +139,8 @@ class TurnService:
             if not state.answered:
                 self._recall(state)
                 self._assemble(state)
-                self._converse(state)
-        return self._deliver(state)
+                end = self._converse(state)
+        return end or self._deliver(state)
 
     # -- the steps ------------------------------------------------------------------------------
 
@@ -264,9 +264,7 @@ class TurnService:
             return TurnEnd.ALREADY_DONE
         if read.outbox is not None and _author_forgotten_since(read, state.key):
             # forget-all came after the message: what the outbox would post or capture quotes it
-            logger.warning(
-                "turn %s: its outbox is dropped unposted, its author forgot everything", job.turn_id
-            )
+            logger.warning("turn %s: outbox dropped unposted, its author forgot everything", job.turn_id)
             return TurnEnd.WITHDRAWN
         loaded = read.memory
         turn = replace(turn, config=loaded.config, profile=loaded.profile)
@@ -307,8 +305,7 @@ class TurnService:
                     len(read.outbox.reply_ids),
                     len(read.outbox.chunks),
                 )
-                state.record.resumed = True
-                state.record.apologised = read.outbox.apologised
+                state.record.resumed, state.record.apologised = True, read.outbox.apologised
         return None
 
     def _recall(self, state: TurnState) -> None:
@@ -342,7 +339,7 @@ class TurnService:
         """The model's messages and the tools offered (``Conversation.assemble``)."""
         self._conversation(state).assemble()
 
-    def _converse(self, state: TurnState) -> None:
+    def _converse(self, state: TurnState) -> TurnEnd | None:
         """Ask the model, running its tools for a few rounds, and put the answer in the outbox."""
         turn, job = state.turn, state.job
         assert turn is not None  # read by the steps before
@@ -355,6 +352,8 @@ class TurnService:
             logger.warning("the model failed for turn %s: %s", job.turn_id, exc)
             state.record.apologised = True
             reply, chunks = APOLOGY, [APOLOGY]
+        except TurnAlreadyRecorded:
+            return TurnEnd.ALREADY_DONE  # a twin committed it before this attempt kept its notices
         # what the tools saved stays saved, after an apology too (and an earlier attempt's): show it
         state.outbox = Outbox(
             reply=reply,
@@ -375,6 +374,7 @@ class TurnService:
             ),
         )
         state.outbox_kept = False
+        return None
 
     def _deliver(self, state: TurnState) -> TurnEnd:
         """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post,
@@ -392,7 +392,7 @@ class TurnService:
                 webhook_ids=tuple(dict.fromkeys((*state.outbox.webhook_ids, *responder.webhook_ids))),
             )
             try:
-                kept = self.turns.keep(state.key, outbox, state.now)
+                kept = self.turns.keep(state.key, outbox, state.now, state.taking_from)
             except TurnAlreadyRecorded:
                 return TurnEnd.ALREADY_DONE  # a twin committed it meanwhile
             if not kept:
@@ -400,7 +400,7 @@ class TurnService:
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id
                 )
                 return TurnEnd.WITHDRAWN
-            state.outbox_kept = True
+            state.outbox_kept, state.taking_from = True, None  # this claim replaced the one taken over
         else:  # an earlier attempt's: what it posted may be in the channel, unrecorded
             outbox = state.outbox = delivery.adopt(state.outbox)
         try:

@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 def claimed(turns: TurnStore, state: TurnState, outbox: Outbox) -> Outbox:
     """An earlier attempt's outbox, taken over by this one; ``TurnClaimed`` (and the outbox marked
     as waited for) if that attempt may still be posting it."""
-    if outbox.answered and outbox.held_from(state.claim):
+    if outbox.held_from(state.claim):  # its answer, or its notices only: the model may answer next
         assert outbox.claim is not None  # held
         logger.warning("turn %s: another attempt holds its outbox; given back", state.job.turn_id)
         turns.wait_for(state.key, outbox.claim, str(state.claim))

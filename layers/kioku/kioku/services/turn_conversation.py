@@ -21,7 +21,7 @@ from kioku.domain.placement import place_short_term_memory
 from kioku.domain.replies import CUT_MARK, strip_echoed_metadata
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnContext
+from kioku.domain.turn import LlmUnavailable, Outbox, TurnClaimed, TurnContext
 from kioku.services import tool_failures, tools
 from kioku.services.turn_ports import GuildLookup, TurnDiscord, TurnStore
 from kioku.services.turn_state import TurnState
@@ -139,10 +139,22 @@ class Conversation:
                 )
             if len(self._notices()) > self.state.notices_kept:
                 # a memory was saved: its notice must survive this attempt, whatever the model does next
-                notes = Outbox(notices=self.owed_notices(earlier), quoted=self.quoted())
-                self.turns.keep(self.state.key, notes, self.state.now)
-                self.state.notices_kept = len(self._notices())
+                self._keep_notices(earlier)
         raise AssertionError("unreachable: the last round offers no tools")
+
+    def _keep_notices(self, earlier: tuple[dict[str, Any], ...]) -> None:
+        """Keep the notices owed so far as this attempt's claim: a twin holding the outbox (its
+        answer maybe half posted) is left alone, and this attempt gives the turn back."""
+        state = self.state
+        notes = Outbox(notices=self.owed_notices(earlier), quoted=self.quoted(), claim=str(state.claim))
+        try:
+            self.turns.keep(state.key, notes, state.now, state.taking_from)
+        except TurnClaimed as exc:
+            logger.warning("turn %s: another attempt holds its outbox; given back", state.job.turn_id)
+            self.turns.wait_for(state.key, exc.claim, str(state.claim))
+            raise
+        state.taking_from = None  # this attempt's claim replaced the one it took over
+        state.notices_kept = len(self._notices())
 
     def _write_announced(
         self,

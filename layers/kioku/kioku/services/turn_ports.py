@@ -152,10 +152,10 @@ class TurnStore(Protocol):
         """Raises ``MemoryStoreFailed`` when the memories cannot be read; none expired by ``now``."""
         ...
 
-    def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
+    def keep(self, key: TurnKey, outbox: Outbox, now: datetime, taking_from: str | None = None) -> bool:
         """Put the outbox; False, nothing kept, if someone it answers or quotes forgot everything since;
-        with a claim, raises ``TurnClaimed`` (another attempt's answer is kept) or
-        ``TurnAlreadyRecorded`` (the turn is done), keeping nothing."""
+        with a claim, raises ``TurnClaimed`` (another attempt, not ``taking_from``, holds the outbox)
+        or ``TurnAlreadyRecorded`` (the turn is done), keeping nothing."""
         ...
 
     def write_announced(

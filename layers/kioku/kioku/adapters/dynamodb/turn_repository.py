@@ -140,13 +140,14 @@ class TurnRepository:
             )
         return self._memories.recall(guild_id, lineage, people, place=place, policy=policy, now=now)
 
-    def keep(self, key: TurnKey, outbox: Outbox, now: datetime) -> bool:
+    def keep(self, key: TurnKey, outbox: Outbox, now: datetime, taking_from: str | None = None) -> bool:
         """Put the outbox (overwriting this turn's earlier one): before the effect it must survive.
         False, nothing kept, if its author or someone its notices quote asked to forget everything
-        since the message was sent. An outbox with a claim is a claim on the turn: kept only while no
-        other attempt's answer is kept (``TurnClaimed``) and the turn is not done
-        (``TurnAlreadyRecorded``: a twin committed before this keep)."""
-        parts = self._keep_parts(key, outbox, now, claimed=outbox.claim is not None)
+        since the message was sent. An outbox with a claim (its answer, or its notices only) is a
+        claim on the turn: kept only while no other attempt holds the outbox (``TurnClaimed``; but
+        ``taking_from``, the claim it takes over) and the turn is not done (``TurnAlreadyRecorded``:
+        a twin committed before this keep)."""
+        parts = self._keep_parts(key, outbox, now, claimed=outbox.claim is not None, taking_from=taking_from)
         for attempt in range(KEEP_ATTEMPTS):
             try:
                 self._table.transact_write(parts.values())
@@ -225,21 +226,28 @@ class TurnRepository:
             return write(()), False
 
     def _keep_parts(
-        self, key: TurnKey, outbox: Outbox, now: datetime, *, claimed: bool = False
+        self,
+        key: TurnKey,
+        outbox: Outbox,
+        now: datetime,
+        *,
+        claimed: bool = False,
+        taking_from: str | None = None,
     ) -> dict[str, dict[str, Any]]:
         """The outbox, the pointers of the people its notices quote, and forget-all's checks;
-        ``claimed``: the outbox's claim (no other attempt's answer kept, the turn not done) too."""
+        ``claimed``: the outbox's claim (no other attempt's outbox held, the turn not done) too."""
         item = _outbox_item(key, outbox, now)
-        put = (
-            self._table.op_put(
+        put = self._table.op_put(item)
+        if claimed:
+            # an outbox of notices only is a claim too: a twin's must not replace one being posted
+            held = {":claim": outbox.claim, **({":taking": taking_from} if taking_from else {})}
+            put = self._table.op_put(
                 item,
-                condition="attribute_not_exists(#answered) OR #claim = :claim",
+                condition="(attribute_not_exists(#answered) AND attribute_not_exists(#claim)) OR "
+                + " OR ".join(f"#claim = {value}" for value in held),
                 names={"#answered": ANSWERED, "#claim": CLAIM},
-                values={":claim": outbox.claim},
+                values=held,
             )
-            if claimed
-            else self._table.op_put(item)
-        )
         parts = {
             OUTBOX_PART: put,
             "author_not_forgotten": op_not_forgotten_since(self._table, key.author_id, key.sent_at),
