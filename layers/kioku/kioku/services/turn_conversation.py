@@ -23,6 +23,7 @@ from kioku.domain.system_prompt import system_prompt
 from kioku.domain.tools import ToolResult
 from kioku.domain.turn import LlmUnavailable, Outbox, TurnClaimed, TurnContext
 from kioku.services import tool_failures, tools
+from kioku.services.turn_claims import give_back
 from kioku.services.turn_ports import GuildLookup, TurnDiscord, TurnStore
 from kioku.services.turn_state import TurnState
 
@@ -150,9 +151,7 @@ class Conversation:
         try:
             self.turns.keep(state.key, notes, state.now, state.taking_from)
         except TurnClaimed as exc:
-            logger.warning("turn %s: another attempt holds its outbox; given back", state.job.turn_id)
-            self.turns.wait_for(state.key, exc.claim, str(state.claim))
-            raise
+            give_back(self.turns, state, exc.claim)
         state.taking_from = None  # this attempt's claim replaced the one it took over
         state.notices_kept = len(self._notices())
 
