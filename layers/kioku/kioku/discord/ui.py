@@ -33,6 +33,7 @@ MAX_TEXT_INPUT_CHARS: Final = 4000
 MAX_ACTION_ROWS: Final = 5
 MAX_BUTTONS_PER_ROW: Final = 5
 MAX_BUTTON_LABEL_CHARS: Final = 80
+MAX_EMBED_FIELD_VALUE_CHARS: Final = 1024
 
 
 def embed(title: str, description: str, *, color: int, footer: str | None = None) -> dict[str, Any]:

@@ -13,7 +13,8 @@ from typing import Final
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import OptionType
 from kioku.discord.responses import message
-from kioku.discord.ui import EMBED_COLOR_INFO
+from kioku.discord.snowflake import is_snowflake
+from kioku.discord.ui import EMBED_COLOR_INFO, MAX_EMBED_FIELD_VALUE_CHARS
 from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.personas import with_persona
 from kioku.domain.settings_edit import (
@@ -73,8 +74,6 @@ def show_or_set(interaction: Interaction, context: CommandContext) -> dict:
 def _set_channel_mode(values: dict, config: ServerConfig, persona: Persona, context: CommandContext) -> dict:
     """``channel:`` with ``mode:always`` answers every member's message there as ``persona``;
     ``mode:addressed`` sets it back to answering only when called."""
-    from kioku.discord.snowflake import is_snowflake
-
     channel_id, mode = values.get(CHANNEL_OPTION), values.get(MODE_OPTION)
     if not is_snowflake(channel_id) or mode not in (ALWAYS, ADDRESSED):
         raise InvalidSettingsEdit(["choose a channel and a mode (always or addressed) together"])
@@ -117,12 +116,21 @@ def addressing_embed(config: ServerConfig, title: str, persona: Persona | None =
 
 
 def always_channels_text(config: ServerConfig) -> str:
-    """Each ``always`` channel with the persona answering there."""
-    lines = []
-    for channel_id, persona_id in sorted(config.always_channels.items()):
+    """Each ``always`` channel with the persona answering there, within an embed field's 1,024
+    characters (the rest counted, never a mention cut in two)."""
+    if not config.always_channels:
+        return "None: kioku answers only when called"
+    channels = sorted(config.always_channels.items())
+    lines: list[str] = []
+    for shown, (channel_id, persona_id) in enumerate(channels):
         persona = config.persona_by_id(persona_id or None) or config.main_persona
-        lines.append(f"<#{channel_id}>: every member's message, answered by **{persona.name}**")
-    return "\n".join(lines) or "None: kioku answers only when called"
+        line = f"<#{channel_id}>: every member's message, answered by **{persona.name}**"
+        more = f"…and {len(channels) - shown - 1} more" if shown < len(channels) - 1 else ""
+        if len("\n".join([*lines, line, more])) > MAX_EMBED_FIELD_VALUE_CHARS:
+            lines.append(f"…and {len(channels) - shown} more")
+            break
+        lines.append(line)
+    return "\n".join(lines)
 
 
 def _alter_embed(config: ServerConfig, title: str, persona: Persona) -> dict:

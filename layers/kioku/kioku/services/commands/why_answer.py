@@ -14,7 +14,7 @@ from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import THREAD_TYPES, CommandType
 from kioku.discord.responses import message
 from kioku.discord.snowflake import is_snowflake
-from kioku.discord.ui import EMBED_COLOR_INFO, relative_time
+from kioku.discord.ui import EMBED_COLOR_INFO, MAX_EMBED_FIELD_VALUE_CHARS, relative_time
 from kioku.domain.ltm.memory import Memory, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
@@ -33,7 +33,6 @@ NOT_A_REPLY: Final = (
     "I keep no record of what I was shown for that message: it is not one of my replies, or it is "
     "older than 16 days."
 )
-MAX_FIELD_CHARS: Final = 1024
 MAX_MEMORY_CHARS: Final = 200
 MAX_LINES: Final = 12
 """Lines a field lists before it says how many more: an answer stays within Discord's 6,000 characters."""
@@ -183,7 +182,7 @@ def _field(lines: list[str]) -> str:
     shown = lines[:MAX_LINES]
     if len(lines) > MAX_LINES:
         shown.append(f"… and {len(lines) - MAX_LINES} more")
-    return shorten("\n".join(shown), MAX_FIELD_CHARS)
+    return shorten("\n".join(shown), MAX_EMBED_FIELD_VALUE_CHARS)
 
 
 COMMAND = Command(name=NAME, description="", on_command=on_why, kind=CommandType.MESSAGE)
