@@ -1911,8 +1911,8 @@ def _forget_all_between_the_keep_and_the_post(
     model.plan([(call.name, call.arguments) for call in planned])
     keep, landed = service.turns.keep, []
 
-    def keep_then_forget(key, outbox, now):
-        kept = keep(key, outbox, now)
+    def keep_then_forget(key, outbox, now, taking_from=None):
+        kept = keep(key, outbox, now, taking_from)
         if kept and outbox.answered and not landed:  # forget-all lands right after the keep
             landed.append(land(forgotten))
         return kept
