@@ -14,8 +14,9 @@ from kioku.discord.responses import autocomplete, message
 from kioku.discord.ui import MAX_CUSTOM_ID_CHARS, InvalidModalSubmit, UnknownComponent
 from kioku.services.commands.base import Command, CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
+from kioku.services.commands.custom_ids import SEPARATOR
 from kioku.services.commands.error_replies import reply_for
-from kioku.services.commands.registry import COMMANDS, by_name
+from kioku.services.commands.registry import command as command_named
 
 logger = logging.getLogger(__name__)
 
@@ -44,7 +45,7 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
         name, handler, fields = routed
     else:
         name = interaction.command_name
-        command = by_name().get(name)
+        command = command_named(name)
         handler = _handler_for(command, interaction.type) if command else None
         if handler is None:
             if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
@@ -59,13 +60,16 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
 
 def _route_custom_id(interaction: Interaction) -> tuple[str, CustomIdHandler, tuple[Any, ...]] | None:
     """The command, the handler and the fields of the button or form id a click or a submit carries;
-    None for an id kioku does not write."""
+    None for an id kioku does not write. An id starts with its command's name (``CustomId``), so
+    only that command's module is loaded."""
     form = interaction.type == InteractionType.MODAL_SUBMIT
-    for command in COMMANDS:
-        for kind, handler in (command.forms if form else command.buttons).items():
-            fields = kind.decode(interaction.custom_id)
-            if fields is not None:
-                return command.name, handler, fields
+    command = command_named(interaction.custom_id.split(SEPARATOR, 1)[0])
+    if command is None:
+        return None
+    for kind, handler in (command.forms if form else command.buttons).items():
+        fields = kind.decode(interaction.custom_id)
+        if fields is not None:
+            return command.name, handler, fields
     return None
 
 
