@@ -131,3 +131,18 @@ def test_a_chat_loads_only_its_own_command_module_and_no_memory_rules():
         "kioku.services.commands.registry",
         "kioku.services.commands.router",
     ]
+
+
+def test_the_turn_queue_makes_its_client_without_boto3():
+    # /chat and the relay's message reach only SQS: botocore makes the client, boto3 and s3transfer
+    # (what only the DynamoDB stores need) are not imported
+    script = (
+        "import sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo');"
+        "print(sorted(m for m in ('boto3', 's3transfer', 'botocore') if m in sys.modules))"
+    )
+    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "['botocore']"
