@@ -58,3 +58,18 @@ def test_the_edit_form_writes_the_summary_it_was_opened_on_and_refuses_a_stale_o
     stale = answer(submit(custom_id, {"summary": "Something else"}, permissions=MANAGE_GUILD), context)
     assert embed(stale)["description"] == STALE_FORM.format(what="The memory")
     assert context.stm_store.get(HERE) == row
+
+
+def test_the_persona_form_renames_the_main_persona_on_the_version_it_showed():
+    context = FakeCommandContext()
+    form = answer(command("persona", "edit", permissions=MANAGE_GUILD), context)
+    custom_id = form["data"]["custom_id"]
+    saved = answer(
+        submit(custom_id, {"name": "Mori", "prompt": "A calm librarian."}, permissions=MANAGE_GUILD), context
+    )
+    assert embed(saved)["title"] == "Saved: the persona"
+    persona = context.config_store.get_server_config(GUILD).persona
+    assert (persona.name, persona.system_prompt) == ("Mori", "A calm librarian.")
+    stale = answer(submit(custom_id, {"name": "Other", "prompt": ""}, permissions=MANAGE_GUILD), context)
+    assert embed(stale)["title"] == Refusal.NOTHING_SAVED
+    assert context.config_store.get_server_config(GUILD).persona.name == "Mori"

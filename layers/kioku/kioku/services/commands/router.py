@@ -46,12 +46,13 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
     else:
         name = interaction.command_name
         command = command_named(name)
-        handler = _handler_for(command, interaction.type) if command else None
-        if handler is None:
+        found = _handler_for(command, interaction.type) if command else None
+        if found is None:
             if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
                 return autocomplete([])
             logger.info("no handler for %s interaction %r", interaction.type.name, name)
             return message("I don't know that command (yet). It may have been removed; try `/help`.")
+        handler = found
     try:
         return handler(interaction, context, *fields)
     except Exception as exc:
