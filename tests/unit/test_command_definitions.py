@@ -119,3 +119,14 @@ def test_each_name_in_the_registry_loads_the_command_of_that_name():
     # The router finds a command's module by its name alone, so the table and the definitions agree
     assert [command.name for command in COMMANDS] == list(MODULES)
     assert command_named("no-such-command") is None
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.subcommands], ids=lambda command: command.name)
+def test_the_router_has_a_handler_for_each_subcommand_the_definition_offers_and_no_other(command):
+    assert sorted(command.subcommands) == sorted(command.subcommand_paths())
+    assert command.on_command is None  # the router dispatches by path, after the command's guard
+
+
+def test_the_hint_names_each_subcommand_from_the_definition():
+    persona = by_name()["persona"]
+    assert persona.hint() == "Try `/persona stm view|edit` or `/persona view|edit|add|list|remove|nickname`."

@@ -59,3 +59,14 @@ def test_the_prompts_form_saves_onto_the_version_it_was_opened_on_only():
     )
     assert embed(stale)["description"] == STALE_SETTINGS
     assert context.config_store.get_server_config(GUILD).stm.tool_description_override == "Keep it short"
+
+
+def test_an_unknown_subcommand_is_checked_for_manage_server_first_then_hinted_from_the_definition():
+    context = FakeCommandContext()
+    stranger = answer(command("server", "stm nonsense"), context)
+    manager = answer(command("server", "stm nonsense", permissions=MANAGE_GUILD), context)
+    assert embed(stranger)["title"] == Refusal.NOT_ALLOWED
+    assert embed(manager)["title"] == Refusal.NOT_UNDERSTOOD
+    assert embed(manager)["description"].startswith(
+        "Try `/server stm parameters|prompt-edit|categories-edit`, "
+    )

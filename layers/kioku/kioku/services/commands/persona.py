@@ -325,17 +325,6 @@ _SUBCOMMANDS = {
 }
 
 
-def on_persona(interaction: Interaction, context: CommandContext) -> dict:
-    handler = _SUBCOMMANDS.get(interaction.subcommand_path())
-    if handler is None:
-        raise Refused(
-            Refusal.NOT_UNDERSTOOD,
-            "Try `/persona list`, `/persona view`, `/persona edit`, `/persona add`, `/persona remove`, "
-            "`/persona nickname`, `/persona stm view` or `/persona stm edit`.",
-        )
-    return handler(interaction, context)
-
-
 _PERSONA: Final = {
     "type": OptionType.STRING,
     "name": PERSONA_OPTION,
@@ -381,7 +370,7 @@ COMMAND = Command(
         },
         *persona_roster.OPTIONS,
     ],
-    on_command=on_persona,
+    subcommands=_SUBCOMMANDS,
     on_autocomplete=persona_roster.on_persona_autocomplete,
     buttons=persona_roster.BUTTONS,
     forms={

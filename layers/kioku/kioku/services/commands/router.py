@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -15,7 +16,7 @@ from kioku.discord.ui import MAX_CUSTOM_ID_CHARS, InvalidModalSubmit, UnknownCom
 from kioku.services.commands.base import Command, CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import SEPARATOR
-from kioku.services.commands.error_replies import reply_for
+from kioku.services.commands.error_replies import Refusal, Refused, reply_for
 from kioku.services.commands.registry import command as command_named
 
 logger = logging.getLogger(__name__)
@@ -88,7 +89,19 @@ def _unknown_id(interaction: Interaction) -> Exception:
 
 
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:
+    if kind == InteractionType.APPLICATION_COMMAND and command.subcommands:
+        return partial(_subcommand, command)
     return {
         InteractionType.APPLICATION_COMMAND: command.on_command,
         InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE: command.on_autocomplete,
     }.get(kind)
+
+
+def _subcommand(command: Command, interaction: Interaction, context: CommandContext) -> dict:
+    """The command's handler of the path used, after its guard; a path it lacks is not understood."""
+    if command.guard is not None:
+        command.guard(interaction)
+    handler = command.subcommands.get(interaction.subcommand_path())
+    if handler is None:
+        raise Refused(Refusal.NOT_UNDERSTOOD, command.hint())
+    return handler(interaction, context)
