@@ -146,3 +146,15 @@ def test_the_turn_queue_makes_its_client_without_boto3():
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "['botocore']"
+
+
+def test_the_relays_addressing_and_persona_rules_load_no_turn_or_memory_rules():
+    # Who a relayed message calls is decided with domain.addressing and domain.personas; the turn's
+    # context and the long-term memory rules wait for the turn worker
+    script = (
+        "import sys, kioku.entrypoints.relay, kioku.domain.personas, kioku.domain.turn_jobs;"
+        "print(sorted(m for m in sys.modules if m.startswith(('kioku.domain.ltm', 'kioku.domain.turn.'))"
+        " or m == 'kioku.domain.turn'))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
