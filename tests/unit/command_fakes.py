@@ -266,6 +266,11 @@ def embed(reply: dict[str, Any]) -> dict[str, Any]:
     return shown
 
 
+def embed_fields(reply: dict[str, Any]) -> dict[str, str]:
+    """The fields of that embed, name to value."""
+    return {field["name"]: field["value"] for field in embed(reply)["fields"]}
+
+
 if TYPE_CHECKING:  # make lint's mypy holds each fake to its port
     _PORTS: tuple[Configurations, ShortTermRows, TurnJobs, TurnNotes, ChannelWebhooks] = (
         FakeConfigurations(),

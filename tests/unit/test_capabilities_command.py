@@ -12,11 +12,8 @@ from tests.unit.command_fakes import (
     answer,
     command,
     embed,
+    embed_fields,
 )
-
-
-def shown(reply: dict) -> dict[str, str]:
-    return {field["name"]: field["value"] for field in embed(reply)["fields"]}
 
 
 def test_a_member_without_manage_server_is_refused_and_nothing_is_saved():
@@ -32,7 +29,11 @@ def test_with_no_option_the_current_capabilities_are_shown():
     )
     reply = answer(command("capabilities", "manage", permissions=MANAGE_GUILD), context)
     assert embed(reply)["title"] == "Capabilities"
-    assert shown(reply) == {"short_term_memory": "on", "self_teaching": "off", "personal_memories": "on"}
+    assert embed_fields(reply) == {
+        "short_term_memory": "on",
+        "self_teaching": "off",
+        "personal_memories": "on",
+    }
     assert context.config_store.saves == 0
 
 

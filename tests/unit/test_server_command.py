@@ -14,24 +14,21 @@ from tests.unit.command_fakes import (
     answer,
     command,
     embed,
+    embed_fields,
     submit,
 )
-
-
-def fields(reply: dict) -> dict[str, str]:
-    return {field["name"]: field["value"] for field in embed(reply)["fields"]}
 
 
 def test_parameters_are_shown_then_one_is_saved():
     context = FakeCommandContext()
     shown = answer(command("server", "stm parameters", permissions=MANAGE_GUILD), context)
-    assert fields(shown)["refresh_cadence"] == "5 turns" and context.config_store.saves == 0
+    assert embed_fields(shown)["refresh_cadence"] == "5 turns" and context.config_store.saves == 0
 
     saved = answer(
         command("server", "stm parameters", {"refresh_cadence": 3}, permissions=MANAGE_GUILD), context
     )
     assert embed(saved)["title"] == "Saved: short-term memory parameters"
-    assert fields(saved)["refresh_cadence"] == "3 turns"
+    assert embed_fields(saved)["refresh_cadence"] == "3 turns"
     assert context.config_store.get_server_config(GUILD).stm == StmConfig(refresh_cadence=3)
 
 
