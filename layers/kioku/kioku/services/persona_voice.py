@@ -38,6 +38,10 @@ NO_WEBHOOK_PERMISSION: Final = (
     "to post as its personas. A server manager can grant it to kioku's role."
 )
 
+CHAT_ANSWERED_BY: Final = "**{name}** answers below."
+"""A ``/chat persona:`` answer's deferred response: the persona speaks through the channel's webhook,
+which an interaction response cannot post as."""
+
 
 class WebhooksForbidden(VoiceLost):
     """Discord refused kioku a webhook in the channel: it lacks Manage Webhooks there."""
@@ -102,6 +106,13 @@ class PersonaReply:
     _through: list[str] = field(default_factory=list)
 
     def post(self, index: int, chunk: str) -> str:
+        if index == 0 and self.job.source.answers_an_interaction:
+            # a /chat: its "thinking…" (the bot's) says who answers, an edit a retry can repeat
+            self.discord.edit_original_response(
+                str(self.job.application_id),
+                str(self.job.interaction_token),
+                CHAT_ANSWERED_BY.format(name=self.persona.name),
+            )
         return self._execute(chunk, None)
 
     def notify(self, index: int, embed: dict[str, Any]) -> str:
