@@ -89,7 +89,7 @@ def test_a_file_in_another_charset_is_read_in_it_and_an_undecodable_one_is_not(s
     ask_with_files(stack, "what is on the menu?", [latin, broken])
 
     text = last_message_text(llm.bodies[0])
-    assert "[Text file: menu.csv]\nplat,prix\ncrème brûlée,7\n\n[End of menu.csv]" in text
+    assert "[Text file: menu.csv]\nplat,prix\ncrème brûlée,7\n[End of menu.csv]" in text
     assert "[File Attachment: broken.txt, not readable as text]" in text
 
 

@@ -292,5 +292,7 @@ def placeholder(filename: str, why: Unread) -> str:
 
 def text_block(filename: str, text: str, *, cut: bool) -> str:
     """A read file as it follows its message's words, inside the message's markers."""
-    end = f"…[the rest of {filename} is past what a turn reads of files]" if cut else ""
-    return f"[Text file: {filename}]\n{text}{end}\n[End of {filename}]"
+    shown = (
+        f"{text}…[the rest of {filename} is past what a turn reads of files]" if cut else text.rstrip("\n")
+    )
+    return f"[Text file: {filename}]\n{shown}\n[End of {filename}]"
