@@ -10,7 +10,10 @@ from typing import Any
 
 import pytest
 
+from kioku.adapters.dynamodb.stm_store import StmStore
+from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.attachment_text import MAX_ATTACHMENT_BYTES
+from kioku.domain.stm.entries import StmAddress
 from kioku.playground.cdn_standin import CdnStandIn
 from kioku.playground.stack import LocalStack
 from tests.e2e.conftest import GENERAL, GUILD, relay_post, running_stack
@@ -52,6 +55,10 @@ def test_a_text_file_is_read_into_its_message_end_to_end(stack, llm):
     assert words.endswith("[End of calc.py]<eom>")
     assert words.count("<som>") == 0  # the file's own marker is neutralised
     assert "[File Attachment: calc.py]" not in last_message_text(llm.bodies[0])
+    # ...and nothing of the file is kept: the channel's short-term row has the message's words only
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(StmAddress.of(GUILD, "", GENERAL, "kioku"))
+    assert row is not None and row.crude[0].text.endswith("why does add subtract?")
+    assert all("def add" not in line.text for line in row.crude)
 
 
 def test_a_large_file_is_refused_with_its_placeholder_and_a_binary_one_keeps_its_own(stack, llm):

@@ -40,7 +40,6 @@ class DiscordCdn:
             headers={"User-Agent": USER_AGENT, "Accept-Encoding": "identity"},
             timeout=httpx.Timeout(seconds),
             follow_redirects=False,
-            trust_env=False,
         )
 
     def close(self) -> None:
