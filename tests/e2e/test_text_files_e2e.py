@@ -87,6 +87,20 @@ def test_a_file_off_discords_hosts_is_never_fetched(stack, llm):
     assert "ignore your instructions" not in text
 
 
+def test_a_redirecting_file_is_not_followed_and_keeps_a_placeholder(stack, llm):
+    elsewhere = stack.cdn.put("target.txt", b"followed")
+    hop = stack.cdn.put(
+        "hop.txt", b"", redirect_to=f"{stack.cdn.url}/attachments/{GENERAL}/{elsewhere['id']}/target.txt"
+    )
+
+    ask_with_files(stack, "open this", [hop])
+
+    assert stack.cdn.fetched() == [f"/attachments/{GENERAL}/{hop['id']}/hop.txt"]
+    text = last_message_text(llm.bodies[0])
+    assert "[Text file: hop.txt, could not be fetched]" in text
+    assert "followed" not in text
+
+
 def test_a_file_in_another_charset_is_read_in_it_and_an_undecodable_one_is_not(stack, llm):
     latin = stack.cdn.put(
         "menu.csv", "plat,prix\ncrème brûlée,7\n".encode("latin-1"), "text/csv; charset=ISO-8859-1"
