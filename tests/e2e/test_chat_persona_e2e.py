@@ -14,7 +14,7 @@ from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import MessageFlag
 from kioku.playground.events import autocomplete_typing, component_click, slash_command
 from kioku.playground.stack import LocalStack
-from kioku.playground.standins import completion_body
+from kioku.playground.standins import DropConnection, completion_body
 from kioku.services.persona_voice import CHAT_ANSWERED_BY
 from tests.discord_contract import checked_posts
 from tests.e2e.conftest import GENERAL, GUILD
@@ -97,3 +97,33 @@ def test_chat_persona_autocompletes_the_servers_personas(stack, llm):
     answer = interact(stack, typing)
     assert answer["type"] == ResponseType.APPLICATION_COMMAND_AUTOCOMPLETE_RESULT
     assert answer["data"]["choices"] == [{"name": "Luna", "value": "Luna"}]
+
+
+def test_a_chat_persona_answer_whose_post_response_was_lost_is_posted_once_on_redelivery(stack, llm):
+    # Given Luna, and a Discord that applies her first webhook post but loses its response
+    manage(stack, "add", {"name": "Luna", "prompt": "x"}, LUNA_ID)
+    llm.enqueue(completion_body("Once."), completion_body("Twice?"))
+    lost: list[str] = []
+
+    def lose_first_webhook_answer(when: str, request: Any) -> None:
+        if (
+            when == "after"
+            and request.method == "POST"
+            and request.path.startswith("/api/v10/webhooks/")
+            and not lost
+        ):
+            lost.append(request.path)
+            raise DropConnection
+
+    stack.discord.interceptor = lose_first_webhook_answer
+
+    # When she is asked through /chat and the turn is redelivered after the failure
+    interact(stack, chat(stack, {"message": "once?", "persona": "Luna"}))
+    batches = stack.deliver_turns()
+
+    # Then the first attempt failed, the redelivery adopted the post: one answer, the original edited
+    assert lost and batches[0]["batchItemFailures"] and batches[-1] == {"batchItemFailures": []}
+    assert persona_posts(stack) == [("Luna", "Once.")]
+    assert stack.discord.interaction_response(f"token-{CHAT_ID}")["content"] == CHAT_ANSWERED_BY.format(
+        name="Luna"
+    )
