@@ -15,7 +15,7 @@ from kioku.discord.protocol import MessageFlag
 from kioku.playground.events import autocomplete_typing, component_click, slash_command
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import DropConnection, completion_body
-from kioku.services.persona_voice import CHAT_ANSWERED_BY
+from kioku.services.persona_voice import CHAT_ANSWERED_BY, CHAT_PERSONA_REMOVED
 from tests.discord_contract import checked_posts
 from tests.e2e.conftest import GENERAL, GUILD
 from tests.e2e.test_personas_e2e import MANAGE_GUILD, interact, manage, persona_posts, system_prompt
@@ -127,3 +127,23 @@ def test_a_chat_persona_answer_whose_post_response_was_lost_is_posted_once_on_re
     assert stack.discord.interaction_response(f"token-{CHAT_ID}")["content"] == CHAT_ANSWERED_BY.format(
         name="Luna"
     )
+
+
+def test_a_chat_whose_persona_is_removed_while_it_waits_says_so_instead_of_thinking_forever(stack, llm):
+    # Given a /chat of Luna queued, then Luna removed before the worker takes it
+    manage(stack, "add", {"name": "Luna", "prompt": "x"}, LUNA_ID)
+    interact(stack, chat(stack, {"message": "still there?", "persona": "Luna"}))
+    asked = manage(stack, "remove", {"persona": "Luna"})
+    confirm = asked["data"]["components"][0]["components"][0]["custom_id"]
+    remover = slash_command(
+        stack.application_id, "persona", "remove", guild_id=GUILD, permissions=MANAGE_GUILD
+    )
+    interact(stack, component_click(remover, confirm))
+
+    # When the worker takes the turn
+    assert stack.deliver_turns() == [{"batchItemFailures": []}]
+
+    # Then nobody answered, and the "thinking…" says why
+    assert llm.bodies == [] and persona_posts(stack) == []
+    edited = stack.discord.interaction_response(f"token-{CHAT_ID}")
+    assert edited["content"] == CHAT_PERSONA_REMOVED.format(name="Luna")

@@ -42,6 +42,8 @@ CHAT_ANSWERED_BY: Final = "**{name}** answers below."
 """A ``/chat persona:`` answer's deferred response: the persona speaks through the channel's webhook,
 which an interaction response cannot post as."""
 
+CHAT_PERSONA_REMOVED: Final = "**{name}** was removed from this server before answering."
+
 
 class WebhooksForbidden(VoiceLost):
     """Discord refused kioku a webhook in the channel: it lacks Manage Webhooks there."""
@@ -203,6 +205,17 @@ class TurnVoice:
         if cue is None:
             return self.personas.guess(job.guild_id)
         return Persona(persona_id=cue.persona_id, lineage_id=cue.lineage_id, name=cue.name, alter=True)
+
+    def say_removed(self, job: TurnJob, discord: DeliveryDiscord) -> None:
+        """A ``/chat`` of a persona removed while it waited: its deferred response says so (an edit,
+        which a retry may repeat); a relayed message's turn ends in silence."""
+        if job.persona is None or not job.source.answers_an_interaction:
+            return
+        notice = CHAT_PERSONA_REMOVED.format(name=job.persona.name)
+        try:
+            discord.edit_original_response(str(job.application_id), str(job.interaction_token), notice)
+        except DiscordRefused as exc:
+            logger.warning("turn %s: could not say its persona was removed: %s", job.turn_id, exc)
 
     def known_webhook_id(self, state: TurnState) -> str | None:
         """The id of the webhook an alter persona posts through, as this container knows it (its

@@ -258,6 +258,7 @@ class TurnService:
         state.read = read
         if read.memory.persona_gone:
             logger.info("turn %s is not answered: its persona was removed", job.turn_id)
+            self._voice().say_removed(job, self.discord)  # a /chat's "thinking…" must not stay
             return TurnEnd.PERSONA_REMOVED
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
