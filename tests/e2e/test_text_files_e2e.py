@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from scripts.scaling import Recorder
 
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
@@ -130,8 +131,20 @@ def test_the_per_turn_bound_is_shared_by_several_files(llm):
         assert len(stack.cdn.requests) == 2  # c.txt was never fetched
 
 
-def test_a_plain_turn_fetches_no_file(stack, llm):
-    ask_with_files(stack, "hello", [])
+def test_a_plain_turn_fetches_no_file_and_a_file_adds_no_dynamodb_request(stack, llm):
+    # Given a warmed-up worker (its first turn reads what later turns find cached)
+    ask_with_files(stack, "warming up", [])
+    counted = []
+    # When a plain turn, then a turn with a file, are taken
+    for attachments in ([], [stack.cdn.put("a.txt", b"some text")]):
+        recorder = Recorder()
+        recorder.install()
+        try:
+            ask_with_files(stack, "hello", attachments)
+        finally:
+            recorder.uninstall()
+        counted.append(sum(1 for service, *_ in recorder.calls if service == "dynamodb"))
 
-    assert stack.cdn.requests == []
-    assert len(llm.bodies) == 1
+    # Then the plain turn fetched nothing, the file's turn one file; both made 5 DynamoDB requests
+    assert len(stack.cdn.requests) == 1
+    assert counted == [5, 5]
