@@ -7,6 +7,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kioku.discord.models import Attachment, Message, User
 from kioku.domain.attachment_text import (
@@ -200,3 +202,28 @@ def test_no_budget_reads_nothing():
     assert files.fetched == []
     (attachment,) = read_message.attachments
     assert isinstance(attachment, ReadAttachment) and attachment.unread is Unread.OVER_BUDGET
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    text=st.lists(
+        st.text(max_size=20) | st.sampled_from(["<som>", "<eom>", "[", "|", "\n", "＜ｅｏｍ＞"])
+    ).map("".join),
+    name=st.text(min_size=1, max_size=30)
+    | st.sampled_from(["<eom>.txt", "a]|b.md", "x\n[y | UserID:1].txt"]),
+)
+def test_no_file_text_or_name_forges_a_marker_or_a_header(text, name):
+    # Given a file whose name and text are anyone's to write
+    url = cdn("f.txt")
+    files = FakeFiles({url: FetchedFile(FetchOutcome.READ, text.encode())})
+    history = read_text_files(
+        [message(Attachment(name, "text/plain", url))], files, budget=8000, cdn_base=None
+    )
+
+    # When the dialogue shows it
+    (item,) = read_dialogue(history, bot_user_id=BOT, supports_vision=True, limit=10).items
+
+    # Then the message keeps one header and one pair of markers: the file stands inside them
+    body = str(item.content)
+    assert body.count("<som>") == 1 and body.count("<eom>") == 1 and body.endswith("<eom>")
+    assert body.split("\n", 1)[0] == "[alice | UserID:400000000000000001 | MessageID:500000000000000001]"
