@@ -5,8 +5,8 @@ conversation with the same model, the figures no ranking change may lower (docs/
 
     python -m bench.memory_misses [--guards] [--list] [FILE ...]
 
-A fact **says** something of a question when it shares a word with it besides the names of the
-people (stemmed, stop words out: what BM25 reads), or is among the ``NEAREST_SHARE`` of all the
+A fact **says** something of a question when its line as the model reads it (its day too) shares a
+word with it besides the names of the people (stemmed, stop words out: what BM25 reads), or is among the ``NEAREST_SHARE`` of all the
 facts nearest the question by meaning. A question is **said** when each of its evidence utterances
 is cited by a fact that says something of it; otherwise no ranking of the facts' texts finds it but
 by chance ("What novel is Evan reading?" cited only by a fact about snacks). The **ceiling** at a
@@ -44,8 +44,7 @@ def says(asked: Asked, names: set[str], nearest: set[str]) -> dict[str, set[str]
         evidence: {
             memory_id
             for memory_id in asked.cited_by.get(evidence, set())
-            if memory_id in text_of
-            and (wanted & set(terms(text_of[memory_id].memory.content)) or memory_id in nearest)
+            if memory_id in text_of and (wanted & set(terms(text_of[memory_id].line)) or memory_id in nearest)
         }
         for evidence in asked.question.evidence
     }
