@@ -6,7 +6,8 @@ conversation with the same model, the figures no ranking change may lower (docs/
     python -m bench.memory_misses [--guards] [--list] [FILE ...]
 
 A fact **says** something of a question when its line as the model reads it (its day too) shares a
-word with it besides the names of the people (stemmed, stop words out: what BM25 reads), or is among the ``NEAREST_SHARE`` of all the
+word with it besides the names of the people and the words a quarter of the lines hold (a year)
+(stemmed, stop words out: what BM25 reads), or is among the ``NEAREST_SHARE`` of all the
 facts nearest the question by meaning. A question is **said** when each of its evidence utterances
 is cited by a fact that says something of it; otherwise no ranking of the facts' texts finds it but
 by chance ("What novel is Evan reading?" cited only by a fact about snacks). The **ceiling** at a
@@ -33,18 +34,22 @@ from kioku.domain.ltm.vectors import cosine
 
 NEAREST_SHARE = 0.1
 """A fact among this share of all the facts nearest the question by meaning says something of it."""
+COMMON_SHARE = 0.25
+"""A word more than this share of the lines hold (a year, "enjoys") says nothing of a question."""
 GENERATED_BUDGETS = (1_000, 2_000, 4_000, 8_000)
 
 
 def says(asked: Asked, names: set[str], nearest: set[str]) -> dict[str, set[str]]:
     """For each evidence of the question, its citing facts that say something of the question."""
-    wanted = set(terms(asked.question.text)) - names
-    text_of = {c.memory.memory_id: c for c in asked.recall.candidates}
+    lines = {c.memory.memory_id: set(terms(c.line)) for c in asked.recall.candidates}
+    held = Counter(term for words in lines.values() for term in words)
+    common = {term for term, count in held.items() if count > len(lines) * COMMON_SHARE}
+    wanted = set(terms(asked.question.text)) - names - common
     return {
         evidence: {
             memory_id
             for memory_id in asked.cited_by.get(evidence, set())
-            if memory_id in text_of and (wanted & set(terms(text_of[memory_id].line)) or memory_id in nearest)
+            if memory_id in lines and (wanted & lines[memory_id] or memory_id in nearest)
         }
         for evidence in asked.question.evidence
     }
