@@ -128,6 +128,7 @@ def test_a_chat_loads_only_its_own_command_module_and_no_memory_rules():
         "kioku.services.commands.context",
         "kioku.services.commands.custom_ids",
         "kioku.services.commands.error_replies",
+        "kioku.services.commands.guild_admin",
         "kioku.services.commands.registry",
         "kioku.services.commands.router",
     ]
