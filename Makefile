@@ -53,7 +53,7 @@ test: lint
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy layers/kioku/kioku
+	$(BIN)/mypy layers/kioku/kioku tests/unit/command_fakes.py
 	$(BIN)/cfn-lint template.yaml
 	$(BIN)/sam validate --lint --template template.yaml
 

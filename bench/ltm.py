@@ -17,6 +17,7 @@ from kioku.adapters.dynamodb.keys import book_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore, book_entry, entry_attribute, memory_to_item
 from kioku.adapters.dynamodb.table import KiokuTable, to_wire
 from kioku.config import Settings
+from kioku.discord.models import Member, User
 from kioku.domain.ltm.memory import MemoryDraft, MemoryScope
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.recall import build_recall, recall_subjects
@@ -109,11 +110,11 @@ def _save(turn: TurnContext, store: DynamoMemoryStore, settings: Settings, scope
 class _EveryoneAMember:
     """The bench's member directory: no search, and everyone asked about is a member."""
 
-    def search(self, guild_id: str, query: str) -> list[dict]:
+    def search(self, guild_id: str, query: str) -> list[Member]:
         return []
 
-    def member(self, guild_id: str, user_id: str) -> dict:
-        return {"user": {"id": user_id, "username": user_id}}
+    def member(self, guild_id: str, user_id: str) -> Member:
+        return Member(user=User(id=user_id, username=user_id))
 
 
 def _fill(dynamodb, table_name: str) -> None:

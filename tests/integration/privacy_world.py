@@ -28,7 +28,8 @@ from hypothesis import strategies as st
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
-from kioku.discord.models import Message, parse_history
+from kioku.discord import guild as discord_guild
+from kioku.discord.models import Member, Message, parse_guild_member, parse_history
 from kioku.domain.forgetting import first_snowflake_at
 from kioku.domain.privacy import PrivacyMode
 from tests.unit.test_marker_properties import ENTITIES, UNSEEN, lookalikes
@@ -518,7 +519,10 @@ class FakeDiscord:
 
     # -- what TurnService and GuildDirectory call ------------------------------------------------
 
-    def get_channel(self, channel_id: str) -> dict[str, Any]:
+    def get_channel(self, channel_id: str) -> discord_guild.Channel:
+        return discord_guild.parse_channel(self._channel_object(channel_id))
+
+    def _channel_object(self, channel_id: str) -> dict[str, Any]:
         channel = self.world.channel(channel_id)
         if channel is None:
             raise DiscordError(HTTP_NOT_FOUND, UNKNOWN_CHANNEL, "Unknown Channel")
@@ -537,7 +541,7 @@ class FakeDiscord:
     def get_guild_channels(self, guild_id: str) -> list[dict[str, Any]]:
         """The guild's channels as Discord lists them: no threads."""
         return [
-            self.get_channel(channel.channel_id)
+            self._channel_object(channel.channel_id)
             for channel in self.world.channels
             if channel.guild_id == guild_id and not channel.is_thread
         ]
@@ -553,15 +557,15 @@ class FakeDiscord:
             {"id": guild_id, "name": "@everyone", "permissions": str(everyone)},
         ]
 
-    def get_guild_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def get_guild_member(self, guild_id: str, user_id: str) -> Member | None:
         user = next((u for u in self.world.users if u.user_id == user_id), None)
         if user is None or guild_id not in user.guild_ids:
             return None
-        return {"user": user.as_discord(), "nick": None, "roles": []}
+        return parse_guild_member({"user": user.as_discord(), "nick": None, "roles": []})
 
-    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[Member]:
         found = [self.get_guild_member(guild_id, user.user_id) for user in self.world.users]
-        return [member for member in found if member and member["user"]["username"].startswith(query)][:limit]
+        return [m for m in found if m and m.user and m.user.username.startswith(query)][:limit]
 
     def get_channel_messages(
         self, channel_id: str, limit: int, *, before: str | None = None, after: str | None = None

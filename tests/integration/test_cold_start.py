@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from kioku.discord.interactions import ResponseType
 from tests.conftest import APPLICATION_ID
 
 COLD_PING = Path(__file__).resolve().parents[2] / "bench" / "cold_ping.py"
@@ -97,3 +98,64 @@ def test_chat_and_the_relays_message_import_no_http_client(path):
     script = f"import sys, {path}; print('httpx' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+CHAT_DISPATCH = """
+import json, sys
+from types import SimpleNamespace
+from kioku.playground.events import slash_command
+from kioku.services.commands.router import route_interaction
+queued = []
+context = SimpleNamespace(turn_queue=SimpleNamespace(enqueue=queued.append))
+answer = route_interaction(slash_command("100000000000000001", "chat", None, {"message": "hi"}), context)
+loaded = sorted(
+    m for m in sys.modules
+    if m.startswith(("kioku.domain.ltm", "kioku.adapters.dynamodb")) or m.startswith("kioku.services.commands.")
+)
+print(json.dumps({"type": answer["type"], "queued": len(queued), "loaded": loaded}))
+"""
+
+
+def test_a_chat_loads_only_its_own_command_module_and_no_memory_rules():
+    # Given a fresh interpreter, When a /chat is routed, Then it is queued having loaded the chat
+    # command's module alone: no other command, no long-term memory rules, no DynamoDB store
+    result = subprocess.run([sys.executable, "-c", CHAT_DISPATCH], capture_output=True, text=True, check=True)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["type"] == ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE and outcome["queued"] == 1
+    assert outcome["loaded"] == [
+        "kioku.services.commands.base",
+        "kioku.services.commands.chat",
+        "kioku.services.commands.context",
+        "kioku.services.commands.custom_ids",
+        "kioku.services.commands.error_replies",
+        "kioku.services.commands.guild_admin",
+        "kioku.services.commands.registry",
+        "kioku.services.commands.router",
+    ]
+
+
+def test_the_turn_queue_makes_its_client_without_boto3():
+    # /chat and the relay's message reach only SQS: botocore makes the client, boto3 and s3transfer
+    # (what only the DynamoDB stores need) are not imported
+    script = (
+        "import sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo');"
+        "print(sorted(m for m in ('boto3', 's3transfer', 'botocore') if m in sys.modules))"
+    )
+    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "['botocore']"
+
+
+def test_the_relays_addressing_and_persona_rules_load_no_turn_or_memory_rules():
+    # Who a relayed message calls is decided with domain.addressing and domain.personas; the turn's
+    # context and the long-term memory rules wait for the turn worker
+    script = (
+        "import sys, kioku.entrypoints.relay, kioku.domain.personas, kioku.domain.turn_jobs;"
+        "print(sorted(m for m in sys.modules if m.startswith(('kioku.domain.ltm', 'kioku.domain.turn.'))"
+        " or m == 'kioku.domain.turn'))"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

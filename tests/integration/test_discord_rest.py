@@ -190,7 +190,7 @@ def test_search_guild_members(discord, rest):
 
     found = rest.search_guild_members(GUILD, "al", limit=10)
 
-    assert sorted(member["user"]["username"] for member in found) == ["alfred", "alice", "bob"]
+    assert sorted(member.user.username for member in found) == ["alfred", "alice", "bob"]
     assert discord.requests[0].query == {"query": ["al"], "limit": ["10"]}
 
 
@@ -236,7 +236,7 @@ def test_a_thread_names_its_parent():
             "300000000000000010", name="plans", guild_id="200000000000000001", parent_id="300000000000000001"
         )
         channel = DiscordRest(discord.base_url, discord.token).get_channel("300000000000000010")
-        assert (channel["name"], channel["parent_id"], channel["type"]) == ("plans", "300000000000000001", 11)
+        assert (channel.name, channel.parent_id, channel.type) == ("plans", "300000000000000001", 11)
         with pytest.raises(DiscordError) as raised:
             DiscordRest(discord.base_url, discord.token).get_channel("300000000000000099")
         assert raised.value.status == 404
@@ -262,7 +262,7 @@ def test_guild_roles_and_members(discord, rest):
     stranger = rest.get_guild_member(GUILD, "123456789012345678")
     # Then the @everyone role carries the guild's id, a member comes back whole, a stranger is None
     assert [role["permissions"] for role in roles if role["id"] == GUILD] == [str(1 << 11)]
-    assert (found["user"]["id"], found["nick"]) == (alice["id"], "Ally")
+    assert (found.user.id, found.nick) == (alice["id"], "Ally")
     assert stranger is None
     assert [r.path for r in discord.requests] == [
         f"/api/v10/guilds/{GUILD}/roles",

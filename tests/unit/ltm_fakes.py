@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 from kioku import clock
 from kioku.config import Settings
+from kioku.discord.models import Member, parse_guild_member
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
     DuplicateMemory,
@@ -286,16 +287,18 @@ class FakeMemoryStore:
 
 @dataclass(frozen=True, slots=True)
 class Members:
-    """A ``MemberDirectory`` over a search and a lookup (None: no search, nobody a member)."""
+    """A ``MemberDirectory`` over a search and a lookup (None: no search, nobody a member), which
+    answer Discord's member objects: parsed here, as the adapters parse them where they enter."""
 
     search_with: Callable[[str, str], list[dict]] | None = None
     member_with: Callable[[str, str], dict | None] | None = None
 
-    def search(self, guild_id: str, query: str) -> list[dict]:
-        return self.search_with(guild_id, query) if self.search_with else []
+    def search(self, guild_id: str, query: str) -> list[Member]:
+        found = self.search_with(guild_id, query) if self.search_with else []
+        return [member for member in map(parse_guild_member, found) if member is not None]
 
-    def member(self, guild_id: str, user_id: str) -> dict | None:
-        return self.member_with(guild_id, user_id) if self.member_with else None
+    def member(self, guild_id: str, user_id: str) -> Member | None:
+        return parse_guild_member(self.member_with(guild_id, user_id)) if self.member_with else None
 
 
 def members(

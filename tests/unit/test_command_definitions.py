@@ -8,8 +8,10 @@ import re
 import pytest
 
 from kioku.discord.protocol import CommandType, OptionType
-from kioku.services.commands.registry import COMMANDS, definitions
+from kioku.services.commands.registry import MODULES, by_name, definitions
+from kioku.services.commands.registry import command as command_named
 
+COMMANDS = tuple(by_name().values())
 NAME = re.compile(r"^[-_a-z0-9]{1,32}$")
 MAX_DESCRIPTION = 100
 MAX_OPTIONS = 25
@@ -111,3 +113,20 @@ def test_the_memories_guide_names_every_memory_command_within_discords_limits():
             + sum(len(f["name"]) + len(f["value"]) for f in embed["fields"])
             <= 6000
         )
+
+
+def test_each_name_in_the_registry_loads_the_command_of_that_name():
+    # The router finds a command's module by its name alone, so the table and the definitions agree
+    assert [command.name for command in COMMANDS] == list(MODULES)
+    assert command_named("no-such-command") is None
+
+
+@pytest.mark.parametrize("command", [c for c in COMMANDS if c.subcommands], ids=lambda command: command.name)
+def test_the_router_has_a_handler_for_each_subcommand_the_definition_offers_and_no_other(command):
+    assert sorted(command.subcommands) == sorted(command.subcommand_paths())
+    assert command.on_command is None  # the router dispatches by path, after the command's guard
+
+
+def test_the_hint_names_each_subcommand_from_the_definition():
+    persona = by_name()["persona"]
+    assert persona.hint() == "Try `/persona stm view|edit` or `/persona view|edit|add|list|remove|nickname`."

@@ -11,7 +11,9 @@ from hypothesis import strategies as st
 
 import kioku.services.commands as commands
 from kioku.services.commands.custom_ids import MAX_CUSTOM_ID_CHARS, CustomId, Field, digits, number
-from kioku.services.commands.registry import COMMANDS
+from kioku.services.commands.registry import by_name
+
+COMMANDS = tuple(by_name().values())
 
 KINDS = [kind for command in COMMANDS for kind in (*command.buttons, *command.forms)]
 BUTTONS = [kind for command in COMMANDS for kind in command.buttons]

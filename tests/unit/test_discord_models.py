@@ -17,6 +17,7 @@ from kioku.discord.models import (
     Reaction,
     Snapshot,
     User,
+    parse_guild_member,
     parse_history,
     parse_message,
 )
@@ -158,3 +159,25 @@ def test_history_leaves_out_what_has_no_id_or_author_and_keeps_the_order():
         gateway_message(id="0"),
     ]
     assert [message.id for message in parse_history(history)] == ["3", "0"]
+
+
+def test_a_guild_member_from_rest_reads_with_its_user():
+    # Given what GET /guilds/{id}/members/{user} and the member search answer
+    data = {
+        "user": {"id": "101", "username": "alice", "global_name": "Alice", "bot": False},
+        "nick": "Ally",
+        "roles": ["201", 7],
+    }
+    # Then it reads into the one Member, its user parsed once
+    assert parse_guild_member(data) == Member(
+        nick="Ally", roles=("201",), user=User(id="101", username="alice", global_name="Alice")
+    )
+
+
+@pytest.mark.parametrize("user", [None, "alice", {"username": "alice"}, {"id": 101}])
+def test_a_guild_member_whose_user_does_not_read_has_none(user):
+    assert parse_guild_member({"user": user, "nick": "Ally"}) == Member(nick="Ally")
+
+
+def test_a_guild_member_that_is_no_object_is_none():
+    assert parse_guild_member(["not", "a", "member"]) is None

@@ -6,6 +6,8 @@ import pytest
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.guild_directory import GuildDirectory
+from kioku.discord.guild import Channel, parse_channel
+from kioku.discord.models import Member, parse_guild_member
 from kioku.domain.privacy import Place, PrivacyMode, PrivacyPolicy
 
 GUILD, CHANNEL, THREAD = "900", "100", "150"
@@ -32,11 +34,11 @@ class FakeDiscord:
             raise DiscordError(500, None, "down")
         return [{"id": guild_id, "permissions": str(self.everyone)}]
 
-    def get_channel(self, channel_id: str) -> dict:
+    def get_channel(self, channel_id: str) -> Channel:
         self.calls.append(("channel", channel_id))
         if channel_id not in self.channels:
             raise DiscordError(404, 10003, "Unknown Channel")
-        return self.channels[channel_id]
+        return parse_channel(self.channels[channel_id])
 
     def get_guild_channels(self, guild_id: str) -> list[dict]:
         self.calls.append(("channels", guild_id))
@@ -50,9 +52,9 @@ class FakeDiscord:
             {"id": "103", "type": 4, "name": "Text Channels"},
         ]
 
-    def get_guild_member(self, guild_id: str, user_id: str) -> dict | None:
+    def get_guild_member(self, guild_id: str, user_id: str) -> Member | None:
         self.calls.append(("member", user_id))
-        return self.members.get(user_id)
+        return parse_guild_member(self.members.get(user_id))
 
 
 @pytest.fixture
@@ -71,7 +73,7 @@ def directory(discord: FakeDiscord, clock: list[float]) -> GuildDirectory:
 
 
 def test_roles_are_cached_for_a_while_and_then_read_again(directory, discord, clock):
-    channel = discord.channels[CHANNEL]
+    channel = parse_channel(discord.channels[CHANNEL])
     assert directory.describe_channel(GUILD, channel).private is False
     discord.everyone = 0  # the server hides every channel from @everyone
     assert directory.describe_channel(GUILD, channel).private is False  # within the minute: cached
@@ -81,7 +83,7 @@ def test_roles_are_cached_for_a_while_and_then_read_again(directory, discord, cl
 
 
 def test_a_threads_parent_is_read_every_time(directory, discord):
-    thread = discord.channels[THREAD]
+    thread = parse_channel(discord.channels[THREAD])
     assert directory.describe_channel(GUILD, thread).private is False
     discord.channels[CHANNEL] = {
         "id": CHANNEL,
@@ -95,14 +97,14 @@ def test_a_threads_parent_is_read_every_time(directory, discord):
 
 def test_what_discord_will_not_tell_makes_the_channel_private(directory, discord):
     discord.fail_roles = True
-    assert directory.describe_channel(GUILD, discord.channels[CHANNEL]).private is True
+    assert directory.describe_channel(GUILD, parse_channel(discord.channels[CHANNEL])).private is True
     del discord.channels[CHANNEL]
     discord.fail_roles = False
-    assert directory.describe_channel(GUILD, discord.channels[THREAD]).private is True
+    assert directory.describe_channel(GUILD, parse_channel(discord.channels[THREAD])).private is True
 
 
 def test_members_and_strangers_are_cached(directory, discord, clock):
-    assert directory.member(GUILD, "7")["user"]["username"] == "alice"
+    assert directory.member(GUILD, "7").user.username == "alice"
     assert directory.member(GUILD, "8") is None
     assert directory.member(GUILD, "7") is not None and directory.member(GUILD, "8") is None
     assert discord.calls == [("member", "7"), ("member", "8")]

@@ -11,8 +11,9 @@ from typing import Any
 
 from kioku.adapters.discord_rest import DiscordError
 from kioku.adapters.llm.base import ChatRequest, ChatResponse, ToolCall
-from kioku.discord.guild import Role
+from kioku.discord.guild import Channel, Role
 from kioku.discord.models import Embed, Member, Message, MessageReference, User
+from kioku.discord.protocol import ChannelType
 from kioku.domain.forgetting import SpeakerForgotten, first_snowflake_at, forgotten_since
 from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME
@@ -56,12 +57,12 @@ class FakeDiscord:
     def trigger_typing(self, channel_id: str) -> None:
         pass
 
-    def get_channel(self, channel_id: str) -> dict[str, Any]:
+    def get_channel(self, channel_id: str) -> Channel:
         if self.refusing is not None:
             raise DiscordError(self.refusing, 50001, "Missing Access")
-        return {"id": channel_id, "guild_id": GUILD, "type": 0, "name": "general"}
+        return Channel(channel_id, type=ChannelType.GUILD_TEXT, name="general")
 
-    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[Member]:
         return []
 
     def get_channel_messages(
@@ -112,8 +113,8 @@ class FakeDiscord:
 class PublicGuild:
     """A guild whose channels are all public, with no roles, where nobody manages the server."""
 
-    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
-        return ChannelDescription(channel["id"], name=channel.get("name"), private=False)
+    def describe_channel(self, guild_id: str, channel: Channel) -> ChannelDescription:
+        return ChannelDescription(channel.id, name=channel.name, private=False)
 
     def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None:
         return ()
@@ -124,7 +125,7 @@ class PublicGuild:
     def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool:
         return False
 
-    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def member(self, guild_id: str, user_id: str) -> Member | None:
         return None
 
 

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
 from kioku import __version__
-from kioku.discord.models import Message, parse_history
+from kioku.discord.guild import Channel, parse_channel
+from kioku.discord.models import Member, Message, parse_guild_member, parse_history
 from kioku.discord.protocol import JsonErrorCode
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.conditions import DiscordRefused
@@ -90,9 +91,12 @@ class DiscordRest:
             logger.warning("%d channel message(s) could not be read; left out", len(messages) - len(parsed))
         return parsed
 
-    def get_channel(self, channel_id: str) -> dict[str, Any]:
-        """The channel object: its name, guild and, for a thread, ``parent_id``."""
-        return self._request("GET", f"/channels/{_id(channel_id)}")
+    def get_channel(self, channel_id: str) -> Channel:
+        """The channel: its name, type, overwrites and, for a thread, ``parent_id``."""
+        channel = self._request("GET", f"/channels/{_id(channel_id)}")
+        if not isinstance(channel, dict):
+            raise DiscordError(200, None, "the channel was not an object")
+        return parse_channel(channel)
 
     def trigger_typing(self, channel_id: str) -> None:
         self._request("POST", f"/channels/{_id(channel_id)}/typing")
@@ -183,15 +187,15 @@ class DiscordRest:
             "POST", f"/webhooks/{_id(webhook_id)}/{token}", params=params, json=body, authorize=False
         )
 
-    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]:
-        """Members whose username or nickname starts with ``query``."""
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[Member]:
+        """Members whose username or nickname starts with ``query`` (those that are no object left out)."""
         if not 1 <= limit <= MAX_MEMBER_SEARCH_RESULTS:
             raise ValueError(f"limit must be between 1 and {MAX_MEMBER_SEARCH_RESULTS}")
         params = {"query": query, "limit": limit}
         members = self._request("GET", f"/guilds/{_id(guild_id)}/members/search", params=params)
         if not isinstance(members, list):
             raise DiscordError(200, None, "member search results were not a list")
-        return members
+        return [member for member in map(parse_guild_member, members) if member is not None]
 
     def get_guild(self, guild_id: str) -> dict[str, Any]:
         """The guild object: its ``owner_id`` among the rest."""
@@ -214,7 +218,7 @@ class DiscordRest:
             raise DiscordError(200, None, "guild channels were not a list")
         return channels
 
-    def get_guild_member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def get_guild_member(self, guild_id: str, user_id: str) -> Member | None:
         """The guild member, or None when the user is not (or no longer) a member of the guild."""
         try:
             member = self._request("GET", f"/guilds/{_id(guild_id)}/members/{_id(user_id)}")
@@ -227,7 +231,7 @@ class DiscordRest:
             raise
         if not isinstance(member, dict):
             raise DiscordError(200, None, "the guild member was not an object")
-        return member
+        return parse_guild_member(member)
 
     def bulk_overwrite_commands(
         self, application_id: str, commands: list[dict[str, Any]], guild_id: str | None = None

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.adapters.discord_rest import DiscordError, DiscordRest
-from kioku.discord.guild import Role, parse_channel, parse_channels, parse_roles
+from kioku.discord.guild import Channel, Role, parse_channels, parse_roles
 from kioku.discord.models import Member
 from kioku.discord.protocol import Permission
 from kioku.domain.privacy import (
@@ -68,17 +68,16 @@ class GuildDirectory:
         self._guilds = _TtlCache(cache_seconds, clock)
         self._channels = _TtlCache(cache_seconds, clock)
 
-    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription:
-        """``channel``'s privacy (the object of ``GET /channels/{id}``); whatever Discord will not
+    def describe_channel(self, guild_id: str, channel: Channel) -> ChannelDescription:
+        """``channel``'s privacy (as ``GET /channels/{id}`` read it); whatever Discord will not
         tell (the roles, a thread's parent) makes it private."""
-        read = parse_channel(channel)
         parent = None
-        if read.is_thread and read.parent_id:
+        if channel.is_thread and channel.parent_id:
             try:
-                parent = parse_channel(self._discord.get_channel(read.parent_id))
+                parent = self._discord.get_channel(channel.parent_id)
             except (DiscordError, ValueError) as exc:
                 logger.warning("the thread's parent channel could not be read (%s); treated as private", exc)
-        return describe_channel(guild_id, read, self.guild_roles(guild_id), parent)
+        return describe_channel(guild_id, channel, self.guild_roles(guild_id), parent)
 
     def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None:
         """The guild's roles; None when Discord will not tell."""
@@ -134,7 +133,7 @@ class GuildDirectory:
             roles=self.guild_roles(guild_id),
         )
 
-    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def member(self, guild_id: str, user_id: str) -> Member | None:
         """The member, None for someone not in the guild; raises ``DiscordError`` when Discord fails."""
         return self._members.get(
             ("member", guild_id, user_id), lambda: self._discord.get_guild_member(guild_id, user_id)

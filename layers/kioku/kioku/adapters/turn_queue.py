@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Final
 
-import boto3
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
+from botocore.session import get_session
 
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob
 
@@ -17,10 +17,16 @@ MAX_REASON_CHARS: Final = 500
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
 
 
+def sqs_client():
+    """An SQS client honouring ``AWS_ENDPOINT_URL_SQS``, made by botocore itself: boto3 adds
+    nothing a client needs, and importing it (with s3transfer) would be a cold /chat's largest cost."""
+    return get_session().create_client("sqs", config=_CLIENT_CONFIG)
+
+
 class TurnQueue:
     def __init__(self, queue_url: str, client=None) -> None:
         self._url = queue_url
-        self._client = client if client is not None else boto3.client("sqs", config=_CLIENT_CONFIG)
+        self._client = client if client is not None else sqs_client()
 
     def enqueue(self, job: TurnJob) -> None:
         """Queue ``job``; SQS drops a second copy with the same id within five minutes."""
@@ -50,7 +56,7 @@ class DeadLetterQueue:
 
     def __init__(self, queue_url: str, client=None) -> None:
         self._url = queue_url
-        self._client = client if client is not None else boto3.client("sqs", config=_CLIENT_CONFIG)
+        self._client = client if client is not None else sqs_client()
 
     def send(self, body: str, *, group_id: str, deduplication_id: str, reason: str, attempts: int) -> None:
         """Move a message here as it was queued, with ``reason`` and ``attempts`` as message

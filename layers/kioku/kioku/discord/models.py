@@ -11,7 +11,7 @@ is kept when it reads and dropped when it does not. ``Message.to_dict`` writes t
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Final, TypeGuard
 
@@ -226,6 +226,19 @@ def parse_user(data: Any, *, strict: bool = True, path: str = "author") -> User:
 def parse_member(data: Any) -> Member | None:
     """A member object, read as far as it goes (None when it is not an object)."""
     return _member(data)
+
+
+def parse_guild_member(data: Any) -> Member | None:
+    """A member as Discord REST returns it (``GET /guilds/{id}/members/{user}``, the member search),
+    with its user: None when it is not an object; its ``user`` None when that does not read."""
+    member = _member(data)
+    if member is None:
+        return None
+    try:
+        user = _Reader(strict=False).user(data.get("user"), "user.")
+    except MalformedMessage:
+        user = None
+    return replace(member, user=user)
 
 
 @dataclass(frozen=True, slots=True)

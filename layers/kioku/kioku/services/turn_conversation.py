@@ -51,13 +51,13 @@ class GuildMembers:
     discord: TurnDiscord
     directory: GuildLookup
 
-    def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
+    def search(self, guild_id: str, query: str) -> list[Member]:
         try:
             return self.discord.search_guild_members(guild_id, query, limit=MEMBER_SEARCH_LIMIT)
         except DiscordRefused as exc:
             raise MemberSearchFailed(str(exc)) from exc
 
-    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def member(self, guild_id: str, user_id: str) -> Member | None:
         try:
             return self.directory.member(guild_id, user_id)
         except (DiscordRefused, ValueError) as exc:

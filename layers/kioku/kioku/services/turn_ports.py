@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
-from kioku.discord.guild import Role
+from kioku.discord.guild import Channel, Role
 from kioku.discord.models import Member, Message
 from kioku.domain.forgetting import Said
 from kioku.domain.ltm.ports import RecallSet
@@ -85,11 +85,11 @@ class TurnDiscord(DeliveryDiscord, Protocol):
 
     def trigger_typing(self, channel_id: str) -> None: ...
 
-    def get_channel(self, channel_id: str) -> dict[str, Any]:
-        """The channel object: its name, guild and, for a thread, ``parent_id``."""
+    def get_channel(self, channel_id: str) -> Channel:
+        """The channel: its name, type, overwrites and, for a thread, ``parent_id``."""
         ...
 
-    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[dict[str, Any]]: ...
+    def search_guild_members(self, guild_id: str, query: str, limit: int = 10) -> list[Member]: ...
 
 
 class WebhookKeeper(Protocol):
@@ -110,7 +110,7 @@ class WebhookKeeper(Protocol):
 class GuildLookup(Protocol):
     """What a turn asks about its guild (``GuildDirectory``)."""
 
-    def describe_channel(self, guild_id: str, channel: dict[str, Any]) -> ChannelDescription: ...
+    def describe_channel(self, guild_id: str, channel: Channel) -> ChannelDescription: ...
 
     def guild_roles(self, guild_id: str) -> tuple[Role, ...] | None: ...
 
@@ -118,7 +118,7 @@ class GuildLookup(Protocol):
 
     def manages_server(self, guild_id: str, user_id: str, member: Member | None) -> bool: ...
 
-    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def member(self, guild_id: str, user_id: str) -> Member | None:
         """The member, None for someone not in the guild; raises ``DiscordRefused`` when Discord fails."""
         ...
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Protocol
 
+from kioku.discord.models import Member
 from kioku.domain.ltm.memory import (
     Memory,
     MemoryDraft,
@@ -22,12 +23,12 @@ class MemberDirectory(Protocol):
     """Who belongs to a guild, as Discord answers: what target resolution (``targets``) asks when
     the conversation alone cannot tell. Both raise ``MemberSearchFailed`` when Discord cannot answer."""
 
-    def search(self, guild_id: str, query: str) -> list[dict[str, Any]]:
-        """Guild members whose names start with ``query``, as Discord REST returns them (``user``,
-        ``nick``); none where no search is possible."""
+    def search(self, guild_id: str, query: str) -> list[Member]:
+        """Guild members whose names start with ``query``, each with its ``user`` and ``nick``;
+        none where no search is possible."""
         ...
 
-    def member(self, guild_id: str, user_id: str) -> dict[str, Any] | None:
+    def member(self, guild_id: str, user_id: str) -> Member | None:
         """The guild member, or None for someone not in the guild."""
         ...
 

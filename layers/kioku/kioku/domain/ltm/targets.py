@@ -6,8 +6,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any, Final, TypeVar
+from typing import Final, TypeVar
 
+from kioku.discord.models import Member
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.ltm.ports import MemberDirectory
 from kioku.domain.models import Participant
@@ -235,13 +236,13 @@ def _resolve_id(
     member = members.member(turn.guild_id, user_id) if members and turn.guild_id else None
     if member is None:
         return TargetResolution(TargetKind.NOT_FOUND)
-    user = member.get("user") if isinstance(member.get("user"), dict) else {}
-    if user.get("bot"):
+    user = member.user
+    if user is not None and user.bot:
         return TargetResolution(TargetKind.OTHER_BOT)
     if person is not None:
         return TargetResolution(TargetKind.USER, _as_target(person))
-    username = _text(user.get("username"))
-    display = _text(member.get("nick")) or _text(user.get("global_name")) or username or f"<@{user_id}>"
+    username = user.username if user else ""
+    display = member.nick or (user.global_name if user else None) or username or f"<@{user_id}>"
     return TargetResolution(
         TargetKind.USER, TargetUser(user_id=user_id, display_name=display, username=username)
     )
@@ -283,25 +284,17 @@ def _decide(users: list[TargetUser]) -> TargetResolution:
     return TargetResolution(TargetKind.AMBIGUOUS, candidates=labels)
 
 
-def _matching_members(members: Iterable[Any], wanted: str, bot_user_id: str) -> list[TargetUser]:
+def _matching_members(members: Iterable[Member], wanted: str, bot_user_id: str) -> list[TargetUser]:
     """Non-bot members with a name equal to ``wanted`` (username, global name, nickname), on the best
     tier anyone matches: a username or global name wins over a nickname."""
     found: dict[str, tuple[TargetUser, tuple[tuple[str, ...], tuple[str, ...]]]] = {}
     for member in members:
-        user = member.get("user") if isinstance(member, dict) else None
-        if not isinstance(user, dict) or not isinstance(user.get("id"), str) or user.get("bot"):
+        user = member.user
+        if user is None or user.bot or user.id == bot_user_id:
             continue
-        if user["id"] == bot_user_id:
-            continue
-        username = _text(user.get("username"))
-        nickname = _text(member.get("nick"))
-        global_name = _text(user.get("global_name"))
+        username, nickname, global_name = user.username, member.nick or "", user.global_name or ""
         display = nickname or global_name or username
-        target = TargetUser(user_id=user["id"], display_name=display, username=username)
-        found.setdefault(user["id"], (target, ((username, global_name), (nickname,))))
+        target = TargetUser(user_id=user.id, display_name=display, username=username)
+        found.setdefault(user.id, (target, ((username, global_name), (nickname,))))
     named = _best_tier(found.values(), wanted, lambda entry: entry[1])
     return [target for target, _ in named]
-
-
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else ""

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kioku.domain.models import StmCategory
 from kioku.domain.stm.categories import active_categories, category_labels_text
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.text import expand_macros, one_line_name, sanitize_unknown_placeholders, shorten
-from kioku.domain.turn import TurnContext
+
+if TYPE_CHECKING:  # only annotations: the settings editors and the relay's personas need no turn
+    from kioku.domain.turn import TurnContext
 
 TOOL_NAME: Final = "update_short_term_memory"
 SUMMARY_FIELD: Final = "summary"

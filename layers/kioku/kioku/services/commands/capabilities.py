@@ -17,8 +17,7 @@ from kioku.domain.models import Capabilities
 from kioku.domain.settings_edit import CAPABILITY_FIELDS, apply_capabilities
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.error_replies import Refusal, Refused
-from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
+from kioku.services.commands.guild_admin import MANAGE_SERVER, check_manager, load_server_config
 
 MANAGE: Final = "manage"
 CAPABILITY_DESCRIPTIONS: Final = {
@@ -28,10 +27,7 @@ CAPABILITY_DESCRIPTIONS: Final = {
 }
 
 
-@managed
-def on_capabilities(interaction: Interaction, context: CommandContext) -> dict:
-    if interaction.subcommand_path() != (MANAGE,):
-        raise Refused(Refusal.NOT_UNDERSTOOD, "Try `/capabilities manage`.")
+def on_manage(interaction: Interaction, context: CommandContext) -> dict:
     config = load_server_config(interaction, context)
     values = interaction.option_values()
     if not values:
@@ -66,7 +62,8 @@ COMMAND = Command(
             ],
         }
     ],
-    on_command=on_capabilities,
+    subcommands={(MANAGE,): on_manage},
+    guard=check_manager,
     dm_permission=False,
     default_member_permissions=MANAGE_SERVER,
 )

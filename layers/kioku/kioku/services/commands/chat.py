@@ -12,7 +12,6 @@ from kioku.discord.interactions import ResponseType
 from kioku.discord.models import Member
 from kioku.discord.protocol import OptionType
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS
-from kioku.services.commands import persona_roster
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -69,8 +68,17 @@ def _persona_cue(interaction: Interaction, context: CommandContext) -> PersonaCu
         return None
     if interaction.guild_id is None:
         raise Refused(Refusal.SERVER_ONLY, "Personas answer in servers only; leave `persona:` out here.")
-    persona = persona_roster.persona_option(load_server_config(interaction, context), value)
+    from kioku.services.commands.persona_roster import persona_option
+
+    persona = persona_option(load_server_config(interaction, context), value)
     return PersonaCue(persona.persona_id, persona.lineage_id, persona.name) if persona.alter else None
+
+
+def on_autocomplete(interaction: Interaction, context: CommandContext) -> dict:
+    """``persona:`` typed: the server's personas, as every persona option offers them."""
+    from kioku.services.commands.persona_roster import on_persona_autocomplete
+
+    return on_persona_autocomplete(interaction, context)
 
 
 def _for_the_turn(member: Member | None) -> Member | None:
@@ -99,5 +107,7 @@ COMMAND = Command(
         },
     ],
     on_command=on_chat,
-    on_autocomplete=persona_roster.on_persona_autocomplete,
+    # the roster (and the persona rules behind it) is loaded only when a persona is named or typed,
+    # so a plain /chat stays a small import
+    on_autocomplete=on_autocomplete,
 )

@@ -14,13 +14,6 @@ from typing import Final
 
 from kioku.discord.responses import message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_WARNING, InvalidModalSubmit, UnknownComponent
-from kioku.domain.ltm.memory import (
-    DuplicateMemory,
-    MemoryNotFound,
-    MemoryStoreFailed,
-    TargetPrivacyRestricted,
-)
-from kioku.domain.settings_edit import InvalidSettingsEdit
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +67,11 @@ def failure_reply(text: str) -> dict:
 
 
 def _refusal(exc: Exception) -> tuple[Refusal, str] | None:
+    # The domain's conditions are imported when something was raised, so that a command that raises
+    # nothing (``/chat``) loads no memory rules.
+    from kioku.domain.ltm.memory import MemoryNotFound
     from kioku.domain.models import PersonaLimitReached, StaleConfiguration
+    from kioku.domain.settings_edit import InvalidSettingsEdit
     from kioku.domain.stm.capture import NewerMemoryExists
 
     if isinstance(exc, Refused):
@@ -99,6 +96,7 @@ def _memory_refusal(exc: Exception) -> tuple[Refusal, str] | None:
     """A memory written by hand that the tools' rules refuse (its text, its duplicate guard, the
     privacy level of whom it is about)."""
     from kioku.domain.ltm.arguments import InvalidArguments
+    from kioku.domain.ltm.memory import DuplicateMemory, TargetPrivacyRestricted
 
     if isinstance(exc, InvalidArguments):
         return (
@@ -115,6 +113,7 @@ def _memory_refusal(exc: Exception) -> tuple[Refusal, str] | None:
 
 
 def _failure(exc: Exception, command: str) -> str:
+    from kioku.domain.ltm.memory import MemoryStoreFailed
     from kioku.domain.turn_jobs import QueueUnavailable
 
     if isinstance(exc, MemoryStoreFailed):

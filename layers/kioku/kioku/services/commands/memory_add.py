@@ -25,13 +25,13 @@ from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
 from kioku.services.commands.guild_admin import check_manager, load_server_config, manages_server
 from kioku.services.commands.persona_roster import PERSONA_OPTION, persona_option
+from kioku.services.commands.registry import REMEMBER_THIS
 
 ADD: Final = "add"
 CONTENT_OPTION: Final = "content"
 ALL_PERSONAS_OPTION: Final = "all_personas"
 EXPIRES_OPTION: Final = "expires_in_days"
 MIN_DAYS, MAX_DAYS = 1, 3650
-REMEMBER_THIS: Final = "Remember this"
 
 EMPTY: Final = "There is nothing to remember: write the fact in `content`."
 ATTACHMENT_ONLY: Final = "That message holds only attachments: I remember words, not files."

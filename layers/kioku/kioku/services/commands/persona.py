@@ -45,7 +45,7 @@ from kioku.domain.stm.entries import (
 )
 from kioku.domain.text import expand_macros, sanitize_unknown_placeholders, shorten
 from kioku.services.commands import persona_roster
-from kioku.services.commands.base import Command
+from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -283,7 +283,9 @@ def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, se
         lineage_id=here.persona.lineage_id,
         # a new row is stamped private until a turn describes it; it must know its thread parent
         # (a category is not one), and a private thread must never follow its parent's overrides
-        parent_channel_id=entry.parent_channel_id if entry else (channel.parent_id if thread else None),
+        parent_channel_id=entry.parent_channel_id
+        if entry
+        else (channel.parent_id if channel and thread else None),
         channel_name=entry.channel_name if entry else (channel.name if channel else None),
         private_thread=entry.private_thread
         if entry
@@ -301,9 +303,9 @@ def on_edit_form(interaction: Interaction, context: CommandContext, tag: str, se
 def _value_macros(interaction: Interaction) -> dict[str, str]:
     """As for the tool's values: ``{bot}`` stays a token; so does ``{user}`` in a DM (the row is the
     user's), while a guild row is shared, so there ``{user}`` is written down as the editor's name."""
-    if interaction.guild_id is None or interaction.member is None:
-        return {}
     member = interaction.member
+    if interaction.guild_id is None or member is None or member.user is None:
+        return {}
     return {"user": member.nick or member.user.global_name or member.user.username}
 
 
@@ -316,24 +318,13 @@ def _clean(text: str, limits: StmLimits, macros: Mapping[str, str]) -> str:
 
 # -- the command -------------------------------------------------------------------------------------
 
-_SUBCOMMANDS = {
+_SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     ("view",): on_persona_view,
     ("edit",): on_persona_edit,
     ("stm", "view"): on_view,
     ("stm", "edit"): on_edit,
     **persona_roster.HANDLERS,
 }
-
-
-def on_persona(interaction: Interaction, context: CommandContext) -> dict:
-    handler = _SUBCOMMANDS.get(interaction.subcommand_path())
-    if handler is None:
-        raise Refused(
-            Refusal.NOT_UNDERSTOOD,
-            "Try `/persona list`, `/persona view`, `/persona edit`, `/persona add`, `/persona remove`, "
-            "`/persona nickname`, `/persona stm view` or `/persona stm edit`.",
-        )
-    return handler(interaction, context)
 
 
 _PERSONA: Final = {
@@ -381,7 +372,7 @@ COMMAND = Command(
         },
         *persona_roster.OPTIONS,
     ],
-    on_command=on_persona,
+    subcommands=_SUBCOMMANDS,
     on_autocomplete=persona_roster.on_persona_autocomplete,
     buttons=persona_roster.BUTTONS,
     forms={

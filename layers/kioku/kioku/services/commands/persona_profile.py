@@ -101,8 +101,19 @@ def on_persona_edit(interaction: Interaction, context: CommandContext) -> dict:
 
 
 @managed
-def on_persona_form(
-    interaction: Interaction, context: CommandContext, version: int, tag: str | None = None
+def on_persona_form(interaction: Interaction, context: CommandContext, version: int) -> dict:
+    """The submitted form of the main persona."""
+    return _save_persona_form(interaction, context, version, None)
+
+
+@managed
+def on_alter_persona_form(interaction: Interaction, context: CommandContext, tag: str, version: int) -> dict:
+    """The submitted form of the alter persona ``tag`` marks."""
+    return _save_persona_form(interaction, context, version, tag)
+
+
+def _save_persona_form(
+    interaction: Interaction, context: CommandContext, version: int, tag: str | None
 ) -> dict:
     """The submitted persona form, saved only if the configuration is still the version it showed."""
     from kioku.domain.models import StaleConfiguration
@@ -131,11 +142,6 @@ def on_persona_form(
     return message(
         embeds=[persona_embed(shown, f"Saved: {shown.name}" if shown.alter else "Saved: the persona")]
     )
-
-
-@managed
-def on_alter_persona_form(interaction: Interaction, context: CommandContext, tag: str, version: int) -> dict:
-    return on_persona_form.__wrapped__(interaction, context, version, tag)
 
 
 def persona_embed(persona: Persona, title: str) -> dict:

@@ -27,6 +27,7 @@ from kioku.domain.personas import (
 from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
 from kioku.domain.text import one_line_name, shorten
 from kioku.services import personas
+from kioku.services.commands.base import Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -270,7 +271,12 @@ def _text_or_none(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
-HANDLERS: Final = {(ADD,): on_add, (LIST,): on_list, (REMOVE,): on_remove, (NICKNAME,): on_nickname}
+HANDLERS: Final[dict[tuple[str, ...], Handler]] = {
+    (ADD,): on_add,
+    (LIST,): on_list,
+    (REMOVE,): on_remove,
+    (NICKNAME,): on_nickname,
+}
 BUTTONS: Final = {REMOVE_BUTTON: on_remove_button}
 
 

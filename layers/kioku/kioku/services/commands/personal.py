@@ -89,13 +89,16 @@ def _refuse(problem: str) -> NoReturn:
     raise Refused(Refusal.NOTHING_CHANGED, f"{problem} Nothing was changed.")
 
 
-def on_personal(interaction: Interaction, context: CommandContext) -> dict:
+def known_invoker(interaction: Interaction) -> None:
+    """Every subcommand is about the one asking: refused when the interaction does not say who."""
+    if interaction.invoker is None:
+        raise Refused(Refusal.NOT_UNDERSTOOD, COMMAND.hint())
+
+
+def on_stm(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
-    memories_command = personal_memories.SUBCOMMANDS.get(interaction.subcommand_path())
-    if memories_command is not None and invoker is not None:
-        return memories_command(interaction, context)
-    if interaction.subcommand_path() != ("stm",) or invoker is None:
-        raise Refused(Refusal.NOT_UNDERSTOOD, "Try `/personal stm` or `/personal memories list`.")
+    if invoker is None:
+        raise Refused(Refusal.NOT_UNDERSTOOD, COMMAND.hint())
     change = _requested_change(interaction.option_values())
     store = context.config_store
     profile = store.get_user_profile(invoker.id)
@@ -141,7 +144,8 @@ COMMAND = Command(
         },
         personal_memories.OPTIONS,
     ],
-    on_command=on_personal,
+    subcommands={("stm",): on_stm, **personal_memories.SUBCOMMANDS},
+    guard=known_invoker,
     on_autocomplete=on_autocomplete,
     buttons=personal_memories.BUTTONS,
     dm_permission=True,

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,8 +15,9 @@ from kioku.discord.responses import autocomplete, message
 from kioku.discord.ui import MAX_CUSTOM_ID_CHARS, InvalidModalSubmit, UnknownComponent
 from kioku.services.commands.base import Command, CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
-from kioku.services.commands.error_replies import reply_for
-from kioku.services.commands.registry import COMMANDS, by_name
+from kioku.services.commands.custom_ids import SEPARATOR
+from kioku.services.commands.error_replies import Refusal, Refused, reply_for
+from kioku.services.commands.registry import command as command_named
 
 logger = logging.getLogger(__name__)
 
@@ -44,13 +46,14 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
         name, handler, fields = routed
     else:
         name = interaction.command_name
-        command = by_name().get(name)
-        handler = _handler_for(command, interaction.type) if command else None
-        if handler is None:
+        command = command_named(name)
+        found = _handler_for(command, interaction.type) if command else None
+        if found is None:
             if interaction.type == InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE:
                 return autocomplete([])
             logger.info("no handler for %s interaction %r", interaction.type.name, name)
             return message("I don't know that command (yet). It may have been removed; try `/help`.")
+        handler = found
     try:
         return handler(interaction, context, *fields)
     except Exception as exc:
@@ -59,13 +62,16 @@ def respond(interaction: Interaction, context: CommandContext) -> dict:
 
 def _route_custom_id(interaction: Interaction) -> tuple[str, CustomIdHandler, tuple[Any, ...]] | None:
     """The command, the handler and the fields of the button or form id a click or a submit carries;
-    None for an id kioku does not write."""
+    None for an id kioku does not write. An id starts with its command's name (``CustomId``), so
+    only that command's module is loaded."""
     form = interaction.type == InteractionType.MODAL_SUBMIT
-    for command in COMMANDS:
-        for kind, handler in (command.forms if form else command.buttons).items():
-            fields = kind.decode(interaction.custom_id)
-            if fields is not None:
-                return command.name, handler, fields
+    command = command_named(interaction.custom_id.split(SEPARATOR, 1)[0])
+    if command is None:
+        return None
+    for kind, handler in (command.forms if form else command.buttons).items():
+        fields = kind.decode(interaction.custom_id)
+        if fields is not None:
+            return command.name, handler, fields
     return None
 
 
@@ -83,7 +89,19 @@ def _unknown_id(interaction: Interaction) -> Exception:
 
 
 def _handler_for(command: Command, kind: InteractionType) -> Handler | None:
+    if kind == InteractionType.APPLICATION_COMMAND and command.subcommands:
+        return partial(_subcommand, command)
     return {
         InteractionType.APPLICATION_COMMAND: command.on_command,
         InteractionType.APPLICATION_COMMAND_AUTOCOMPLETE: command.on_autocomplete,
     }.get(kind)
+
+
+def _subcommand(command: Command, interaction: Interaction, context: CommandContext) -> dict:
+    """The command's handler of the path used, after its guard; a path it lacks is not understood."""
+    if command.guard is not None:
+        command.guard(interaction)
+    handler = command.subcommands.get(interaction.subcommand_path())
+    if handler is None:
+        raise Refused(Refusal.NOT_UNDERSTOOD, command.hint())
+    return handler(interaction, context)

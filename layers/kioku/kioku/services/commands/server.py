@@ -40,8 +40,7 @@ from kioku.services.commands import persona_roster, server_addressing, server_me
 from kioku.services.commands.base import Command, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, number
-from kioku.services.commands.error_replies import Refusal, Refused
-from kioku.services.commands.guild_admin import MANAGE_SERVER, load_server_config, managed
+from kioku.services.commands.guild_admin import MANAGE_SERVER, check_manager, load_server_config, managed
 
 NAME: Final = "server"
 GROUP: Final = "stm"
@@ -148,18 +147,6 @@ SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     **server_memories.HANDLERS,
     **server_addressing.HANDLERS,
 }
-
-
-@managed
-def on_server(interaction: Interaction, context: CommandContext) -> dict:
-    handler = SUBCOMMANDS.get(interaction.subcommand_path())
-    if handler is None:
-        raise Refused(
-            Refusal.NOT_UNDERSTOOD,
-            "Try `/server stm parameters`, `prompt-edit` or `categories-edit`, `/server privacy view`, "
-            "`/server memories list` or `/server addressing`.",
-        )
-    return handler(interaction, context)
 
 
 def saved_if_current(
@@ -298,7 +285,8 @@ COMMAND = Command(
         server_addressing.OPTIONS,
     ],
     on_autocomplete=on_autocomplete,
-    on_command=on_server,
+    subcommands=SUBCOMMANDS,
+    guard=check_manager,
     # every click on a /server answer is checked like the commands: Manage Server, each time
     buttons={kind: managed(handler) for kind, handler in server_memories.BUTTONS.items()},
     forms={PROMPT_FORM: saved_if_current(save_prompts), CATEGORIES_FORM: saved_if_current(save_categories)},

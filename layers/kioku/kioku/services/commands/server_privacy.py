@@ -8,6 +8,7 @@ version it was read at, so two managers never silently undo each other.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Final
 
@@ -88,7 +89,7 @@ def view(interaction: Interaction, context: CommandContext) -> dict:
     )
 
 
-def privacy_embed(overrides: dict[str, PrivacyMode], bypass: bool, title: str) -> dict:
+def privacy_embed(overrides: Mapping[str, PrivacyMode], bypass: bool, title: str) -> dict:
     lines = [f"<#{channel_id}>: {MODE_MEANING[mode]}" for channel_id, mode in sorted(overrides.items())]
     shown, hidden = lines[:20], len(lines) - 20
     if hidden > 0:

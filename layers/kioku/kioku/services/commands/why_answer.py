@@ -24,9 +24,9 @@ from kioku.domain.why import Explanation, MemoryLine, MemoryUse, RowLine, TurnTr
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused
+from kioku.services.commands.registry import WHY_THIS_ANSWER
 from kioku.services.why import why_this_answer
 
-NAME: Final = "Why this answer?"
 UNSEEN_MEMORY: Final = "a memory from a channel you can't see"
 UNSEEN_CHANNEL: Final = "a channel you can't see"
 NOT_A_REPLY: Final = (
@@ -86,7 +86,7 @@ def _embed(trace: TurnTrace, shown: Explanation, viewer_id: str, place: Place, b
         {"name": "Short-term memory", "value": _field(_row_lines(trace, shown))},
     ]
     return {
-        "title": NAME,
+        "title": WHY_THIS_ANSWER,
         "color": EMBED_COLOR_INFO,
         "description": (
             f"What I was shown for this answer ({relative_time(trace.at)}), as you may see it now. "
@@ -185,4 +185,4 @@ def _field(lines: list[str]) -> str:
     return shorten("\n".join(shown), MAX_EMBED_FIELD_VALUE_CHARS)
 
 
-COMMAND = Command(name=NAME, description="", on_command=on_why, kind=CommandType.MESSAGE)
+COMMAND = Command(name=WHY_THIS_ANSWER, description="", on_command=on_why, kind=CommandType.MESSAGE)
