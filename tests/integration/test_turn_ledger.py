@@ -28,7 +28,7 @@ from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, ScopeKind
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnClaimed, TurnCommitFailed, TurnKey, TurnOutcome
 from kioku.domain.turn_read import TurnMemoryQuery
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
@@ -340,5 +340,46 @@ def test_a_rewrite_refused_as_forgotten_keeps_no_notice(table):
     with pytest.raises(SpeakerForgotten) as refused:
         turns.write_announced(key, Outbox(notices=(UPDATED,), quoted=(BOB,)), NOW, _rewrite(memories, memory))
     assert not refused.value.by_notice  # the rewrite's own refusal, not the notice's
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
+    assert table.get(outbox_of(key)) is None
+
+
+def _delete(memories: DynamoMemoryStore, memory: Memory):
+    return lambda also: memories.delete(memory, also=also)
+
+
+@pytest.mark.parametrize("write", [_rewrite, _delete], ids=["rewrite", "delete"])
+def test_a_change_whose_notice_finds_the_turn_another_attempt_s_is_not_made(table, write):
+    # Given a twin attempt holding Alice's turn (its notices kept as its claim)
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000013")
+    assert turns.keep(key, Outbox(notices=({"title": "Memory saved"},), claim="m#1#twin"), NOW)
+
+    # When this attempt changes Bob's memory with its notice, as its own claim
+    outbox = Outbox(notices=(UPDATED,), quoted=(BOB,), claim="m#1#mine")
+    with pytest.raises(TurnClaimed) as claimed:
+        turns.write_announced(key, outbox, NOW, write(memories, memory))
+
+    # Then it is told whose the turn is; the memory and the twin's outbox are as they were
+    assert claimed.value.claim == "m#1#twin"
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
+    assert _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#twin"
+
+    # and, taking the twin's claim over (its receive over), the change is made and the notice kept
+    written, kept = turns.write_announced(key, outbox, NOW, write(memories, memory), "m#1#twin")
+    assert kept and _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#mine"
+
+
+def test_a_change_whose_turn_is_done_is_not_made(table):
+    # Given Alice's turn recorded done by a twin
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000014")
+    turns.commit(key, TurnOutcome(), NOW, None)
+
+    # When this attempt deletes Bob's memory with its notice, Then nothing is deleted or kept
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.write_announced(
+            key, Outbox(notices=(UPDATED,), claim="m#1#mine"), NOW, _delete(memories, memory)
+        )
     assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
     assert table.get(outbox_of(key)) is None

@@ -34,6 +34,7 @@ from datetime import datetime
 from typing import Any, Final, TypeVar
 
 from kioku.adapters.dynamodb.errors import (
+    AlsoRefused,
     CancellationReason,
     ConditionFailed,
     StoreError,
@@ -210,19 +211,26 @@ class TurnRepository:
         outbox: Outbox,
         now: datetime,
         write: Callable[[Sequence[dict[str, Any]]], _T],
+        taking_from: str | None = None,
     ) -> tuple[_T, bool]:
         """Make a tool's change to a memory (``write``: ``DynamoMemoryStore.delete`` or
         ``replace_content``, given the parts to add to its transaction) and keep ``outbox``, with the
         notice the change owes, in the same transaction: a retry of an attempt that died right after
         finds the notice, where its own change would find nothing to do (the memory deleted, or
-        saying the new text already). Raises as ``write``; what it returned, and False when the
-        change is made but nothing kept (someone the outbox answers or quotes forgot everything
-        since)."""
+        saying the new text already). An outbox with a claim is kept as ``keep`` keeps it: the
+        change is not made when another attempt holds the turn (``TurnClaimed``) or it is done
+        (``TurnAlreadyRecorded``). Raises as ``write``; what it returned, and False when the change
+        is made but nothing kept (someone the outbox answers or quotes forgot everything since)."""
+        claimed = outbox.claim is not None
+        parts = self._keep_parts(key, outbox, now, claimed=claimed, taking_from=taking_from)
         try:
-            return write(list(self._keep_parts(key, outbox, now).values())), True
+            return write(list(parts.values())), True
         except SpeakerForgotten as exc:
             if not exc.by_notice:
                 raise  # the change itself is refused: its author or subject forgot everything since
+            if isinstance(exc, AlsoRefused):
+                names = list(parts)
+                _raise_if_taken({names[n]: reason for n, reason in exc.refused.items()})
             return write(()), False
 
     def _keep_parts(
