@@ -366,7 +366,7 @@ def test_a_change_whose_notice_finds_the_turn_another_attempt_s_is_not_made(tabl
     assert _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#twin"
 
     # and, taking the twin's claim over (its receive over), the change is made and the notice kept
-    written, kept = turns.write_announced(key, outbox, NOW, write(memories, memory), "m#1#twin")
+    _, kept = turns.write_announced(key, outbox, NOW, write(memories, memory), "m#1#twin")
     assert kept and _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#mine"
 
 
