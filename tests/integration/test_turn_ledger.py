@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kioku.adapters.dynamodb.config_store import ConfigStore, server_config_to_item
 from kioku.adapters.dynamodb.errors import StoreUnavailable
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, mark_forgotten
 from kioku.adapters.dynamodb.keys import (
@@ -25,10 +26,19 @@ from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, ou
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, ScopeKind
+from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnClaimed, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn import (
+    Outbox,
+    PersonaRemoved,
+    TurnAlreadyRecorded,
+    TurnClaimed,
+    TurnCommitFailed,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_read import TurnMemoryQuery
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
@@ -383,3 +393,36 @@ def test_a_change_whose_turn_is_done_is_not_made(table):
         )
     assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
     assert table.get(outbox_of(key)) is None
+
+
+def test_an_alter_persona_s_outbox_is_kept_only_while_the_server_still_has_the_persona(table):
+    # Given Luna on a server, and a turn of hers
+    configs, turns = ConfigStore(table), repository(table)
+    luna = Persona(persona_id="700000000000000099", lineage_id=7, name="Luna", alter=True)
+    config = configs.save_server_config(ServerConfig(guild_id="500", alters=(luna,)))
+    key = replace(_key(ALICE, "700000000000000015"), persona=("500", luna.persona_id))
+    answer = Outbox(reply="hi", chunks=("hi",), claim="m#1#mine")
+
+    # When her answer is kept while she is there, Then it is
+    assert turns.keep(key, answer, NOW)
+
+    # When a manager removes her before another attempt keeps its answer
+    configs.save_server_config(replace(config, alters=()))
+    other = replace(_key(ALICE, "700000000000000016"), persona=("500", luna.persona_id))
+
+    # Then that keep is refused and nothing is kept
+    with pytest.raises(PersonaRemoved):
+        turns.keep(other, answer, NOW)
+    assert table.get(outbox_of(other)) is None
+
+
+def test_a_configuration_saved_before_persona_ids_does_not_refuse_a_keep(table):
+    # Given a server's configuration as an older release stored it (no persona_ids)
+    luna = Persona(persona_id="700000000000000098", lineage_id=7, name="Luna", alter=True)
+    item = server_config_to_item(ServerConfig(guild_id="501", alters=(luna,)))
+    del item["persona_ids"]
+    table.put(item)
+    key = replace(_key(ALICE, "700000000000000017"), persona=("501", luna.persona_id))
+
+    # When Luna's answer is kept, Then it is
+    assert repository(table).keep(key, Outbox(reply="hi", chunks=("hi",), claim="m#1#mine"), NOW)

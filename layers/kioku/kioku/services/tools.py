@@ -16,7 +16,7 @@ from kioku.domain.ltm.ports import MemberDirectory, MemoryStore
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import TurnAlreadyRecorded, TurnClaimed, TurnContext
+from kioku.domain.turn import PersonaRemoved, TurnAlreadyRecorded, TurnClaimed, TurnContext
 from kioku.services import ltm, ltm_search, tool_failures
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
@@ -119,7 +119,7 @@ def run(name: str, arguments: Any, bench: ToolBench) -> ToolResult:
         return tool_failures.no_such_tool(name)
     try:
         return tool.execute(arguments, bench)
-    except (TurnClaimed, TurnAlreadyRecorded):
+    except (TurnClaimed, TurnAlreadyRecorded, PersonaRemoved):
         raise
     except Exception:
         logger.exception("tool %s failed", name)

@@ -33,6 +33,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
+from kioku.adapters.dynamodb.config_store import PERSONA_IDS
 from kioku.adapters.dynamodb.errors import (
     AlsoRefused,
     CancellationReason,
@@ -41,7 +42,13 @@ from kioku.adapters.dynamodb.errors import (
     TransactionCancelled,
 )
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
-from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, turn_record_key
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    forgotten_key,
+    outbox_key,
+    server_config_key,
+    turn_record_key,
+)
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.table import Item, KiokuTable, UpdateExpression
@@ -54,6 +61,7 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.turn import (
     Outbox,
+    PersonaRemoved,
     TurnAlreadyRecorded,
     TurnClaimed,
     TurnCommitFailed,
@@ -64,6 +72,7 @@ from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 OUTBOX_PART: Final = "outbox"
 NOT_DONE_PART: Final = "not done"
+PERSONA_PART: Final = "persona still there"
 ANSWERED: Final = "answered"
 CLAIM: Final = "claim"
 KEEP_ATTEMPTS: Final = 5
@@ -264,6 +273,16 @@ class TurnRepository:
             parts[NOT_DONE_PART] = self._table.op_check(
                 turn_record_key(key.source, key.turn_id), "attribute_not_exists(pk)"
             )
+        if claimed and key.persona is not None:
+            # a persona removed since the turn's read says nothing more (configurations saved
+            # before persona_ids was written are not checked)
+            guild_id, persona_id = key.persona
+            parts[PERSONA_PART] = self._table.op_check(
+                server_config_key(guild_id),
+                "attribute_not_exists(#ids) OR contains(#ids, :persona)",
+                names={"#ids": PERSONA_IDS},
+                values={":persona": persona_id},
+            )
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
             pointer = {
                 **_outbox_key(key, person).as_item(),
@@ -398,10 +417,13 @@ def _optional_str(value: Any) -> str | None:
 
 
 def _raise_if_taken(reasons: dict[str, CancellationReason]) -> None:
-    """A claimed keep refused because the turn is done, or another attempt's answer is kept."""
-    done, outbox = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART)
+    """A claimed keep refused because the turn is done, its persona removed, or another attempt's
+    answer is kept."""
+    done, outbox, persona = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART), reasons.get(PERSONA_PART)
     if done is not None and done.condition_failed:
         raise TurnAlreadyRecorded("another attempt recorded this turn before this one kept its answer")
+    if persona is not None and persona.condition_failed:
+        raise PersonaRemoved("the persona the turn speaks as was removed since its read")
     if outbox is not None and outbox.condition_failed:
         held = (outbox.old_item or {}).get(CLAIM)
         raise TurnClaimed(str(held))
