@@ -205,3 +205,21 @@ def test_a_persona_removed_while_its_turn_is_about_to_keep_its_answer_posts_noth
     assert [
         i for i in items if i["pk"]["S"] == f"SERVER#{guild}" and i["sk"]["S"].startswith("WEBHOOK#")
     ] == []
+
+
+def test_a_persona_removed_once_its_turn_has_posted_is_not_captured_in_a_row_of_hers(world):
+    stack, harness = world.stack, world.harness
+    guild, luna, channel, alice = server_with_luna(stack)
+    trigger = call_luna(stack, guild, channel, alice)
+
+    # When a manager removes Luna once her turn has posted everything, just before its commit
+    fault = replace(commit("before"), action="meanwhile", meanwhile=lambda: remove(stack, guild, "Luna"))
+    outcomes = harness.deliver(fault)
+
+    # Then what she posted stays, the turn is recorded done, and no row of hers comes back
+    assert harness.chaos.fired and outcomes == ["done"], outcomes
+    assert [m["content"] for m in luna_posts(stack, channel)] == [*PARAGRAPHS, ""]
+    items = _table_items(stack)
+    assert [i for i in items if i["pk"]["S"] == f"STM#S#{guild}" and luna in i["sk"]["S"]] == []
+    assert [i for i in items if i["pk"]["S"] == f"USER#{alice['id']}" and "OUTBOX#" in i["sk"]["S"]] == []
+    assert [i for i in items if i["sk"]["S"] == "DONE" and trigger["id"] in i["pk"]["S"]]

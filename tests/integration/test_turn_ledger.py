@@ -426,3 +426,19 @@ def test_a_configuration_saved_before_persona_ids_does_not_refuse_a_keep(table):
 
     # When Luna's answer is kept, Then it is
     assert repository(table).keep(key, Outbox(reply="hi", chunks=("hi",), claim="m#1#mine"), NOW)
+
+
+def test_an_alter_persona_s_turn_whose_persona_was_removed_before_its_commit_is_recorded_uncaptured(table):
+    # Given a server that no longer has Luna (removed after her turn kept and posted its answer)
+    turns, store = repository(table), StmStore(table)
+    ConfigStore(table).save_server_config(ServerConfig(guild_id="502"))
+    key = replace(KEY, turn_id="700000000000000018", persona=("502", "700000000000000097"))
+    lines = (message("hi", message_id=key.turn_id), message("hello there", message_id="903"))
+
+    # When her turn commits, Then it is recorded done and no row of hers is written
+    turns.commit(key, TurnOutcome(reply_ids=("903",)), NOW, _capture(lines))
+    assert turns.done(key) == TurnOutcome(reply_ids=("903",))
+    assert store.get(DM.address) is None
+    # and a second attempt's commit is refused as before
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.commit(key, TurnOutcome(), NOW, _capture(lines))

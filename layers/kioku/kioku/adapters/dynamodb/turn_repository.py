@@ -274,15 +274,7 @@ class TurnRepository:
                 turn_record_key(key.source, key.turn_id), "attribute_not_exists(pk)"
             )
         if claimed and key.persona is not None:
-            # a persona removed since the turn's read says nothing more (configurations saved
-            # before persona_ids was written are not checked)
-            guild_id, persona_id = key.persona
-            parts[PERSONA_PART] = self._table.op_check(
-                server_config_key(guild_id),
-                "attribute_not_exists(#ids) OR contains(#ids, :persona)",
-                names={"#ids": PERSONA_IDS},
-                values={":persona": persona_id},
-            )
+            parts[PERSONA_PART] = self._persona_check(*key.persona)
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
             pointer = {
                 **_outbox_key(key, person).as_item(),
@@ -292,6 +284,16 @@ class TurnRepository:
             parts[f"pointer {person}"] = self._table.op_put(pointer)
             parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
         return parts
+
+    def _persona_check(self, guild_id: str, persona_id: str) -> dict[str, Any]:
+        """The server still has the alter persona: a persona removed since the turn's read says
+        nothing more, and keeps no row (a configuration saved before persona_ids is not checked)."""
+        return self._table.op_check(
+            server_config_key(guild_id),
+            "attribute_not_exists(#ids) OR contains(#ids, :persona)",
+            names={"#ids": PERSONA_IDS},
+            values={":persona": persona_id},
+        )
 
     def drop(self, key: TurnKey, outbox: Outbox) -> None:
         """Delete the turn's outbox and its pointers (an attempt that lost the turn to another)."""
@@ -305,7 +307,8 @@ class TurnRepository:
         turn writes to its short-term memory row (None: it stores nothing). Nothing is written if
         another attempt recorded the turn (``TurnAlreadyRecorded``) or if the speaker asked to forget
         everything since (``SpeakerForgotten``); a capture that cannot be written raises
-        ``TurnCommitFailed``: the outbox stays, and the redelivery commits."""
+        ``TurnCommitFailed``: the outbox stays, and the redelivery commits. An alter persona's turn
+        whose persona was removed since is recorded without its capture."""
         try:
             self._commit(key, outcome, now, capture)
         except TurnAlreadyRecorded:
@@ -314,7 +317,11 @@ class TurnRepository:
             trace = outcome.trace
             forgot = [p for p in trace.people() if self._forgot_since(p, key.sent_at)] if trace else []
             if not trace or not forgot:
-                raise
+                if capture is None or key.persona is None or self.done(key) is not None:
+                    raise
+                # not a twin's record: the persona was removed since the keep; no row of its comes back
+                self._commit(key, outcome, now, None)
+                return
             for person in forgot:
                 trace = trace.without(person)
             self._commit(key, replace(outcome, trace=trace), now, capture)
@@ -337,6 +344,8 @@ class TurnRepository:
             done += commit_parts(
                 self._table, key, outcome.trace, outcome.reply_ids, expires_at, checked=checked
             )
+        if capture is not None and key.persona is not None:
+            done.append(self._persona_check(*key.persona))
         if capture is None:
             try:
                 self._table.transact_write(done)
