@@ -227,8 +227,8 @@ class TurnRepository:
         notice the change owes, in the same transaction: a retry of an attempt that died right after
         finds the notice, where its own change would find nothing to do (the memory deleted, or
         saying the new text already). An outbox with a claim is kept as ``keep`` keeps it: the
-        change is not made when another attempt holds the turn (``TurnClaimed``) or it is done
-        (``TurnAlreadyRecorded``). Raises as ``write``; what it returned, and False when the change
+        change is not made when another attempt holds the turn (``TurnClaimed``), it is done
+        (``TurnAlreadyRecorded``) or its persona was removed (``PersonaRemoved``). Raises as ``write``; what it returned, and False when the change
         is made but nothing kept (someone the outbox answers or quotes forgot everything since)."""
         claimed = outbox.claim is not None
         parts = self._keep_parts(key, outbox, now, claimed=claimed, taking_from=taking_from)
