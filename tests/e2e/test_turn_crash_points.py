@@ -139,10 +139,12 @@ def commit(when: str, action: str = "kill") -> Fault:
 
 
 def _is_commit(request: RecordedRequest) -> bool:
-    """The turn's commit: its record written and its outbox deleted (an answer's keep checks the
-    record is not there, and deletes nothing)."""
-    body = request.raw_body
-    return request.path == "TransactWriteItems" and b"TURN#" in body and b'"Delete"' in body
+    """The turn's commit: the one transaction that puts its record (a keep only checks the record is
+    not there, and a memory's change kept with its notice deletes the memory)."""
+    if request.path != "TransactWriteItems":
+        return False
+    puts = [part["Put"]["Item"] for part in (request.body or {}).get("TransactItems", []) if "Put" in part]
+    return any(item["sk"].get("S") == "DONE" and item["pk"].get("S", "").startswith("TURN#") for item in puts)
 
 
 def dynamodb_write(operation: str, nth: int = 1, *, having: bytes = b"") -> Fault:

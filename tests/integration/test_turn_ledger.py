@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from kioku.adapters.dynamodb.config_store import ConfigStore, server_config_to_item
 from kioku.adapters.dynamodb.errors import StoreUnavailable
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, mark_forgotten
 from kioku.adapters.dynamodb.keys import (
@@ -25,10 +26,19 @@ from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, ou
 from kioku.adapters.dynamodb.turn_repository import TurnRepository, _outbox_from_item
 from kioku.domain.forgetting import Said, SpeakerForgotten
 from kioku.domain.ltm.memory import Memory, MemoryDraft, MemoryScope, ScopeKind
+from kioku.domain.models import Persona, ServerConfig
 from kioku.domain.privacy import Origin
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn import Outbox, TurnAlreadyRecorded, TurnCommitFailed, TurnKey, TurnOutcome
+from kioku.domain.turn import (
+    Outbox,
+    PersonaRemoved,
+    TurnAlreadyRecorded,
+    TurnClaimed,
+    TurnCommitFailed,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_read import TurnMemoryQuery
 from tests.integration.stm_rows import identity
 from tests.unit.stm_builders import CHANNEL, LIMITS, NOW, message
@@ -342,3 +352,93 @@ def test_a_rewrite_refused_as_forgotten_keeps_no_notice(table):
     assert not refused.value.by_notice  # the rewrite's own refusal, not the notice's
     assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
     assert table.get(outbox_of(key)) is None
+
+
+def _delete(memories: DynamoMemoryStore, memory: Memory):
+    return lambda also: memories.delete(memory, also=also)
+
+
+@pytest.mark.parametrize("write", [_rewrite, _delete], ids=["rewrite", "delete"])
+def test_a_change_whose_notice_finds_the_turn_another_attempt_s_is_not_made(table, write):
+    # Given a twin attempt holding Alice's turn (its notices kept as its claim)
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000013")
+    assert turns.keep(key, Outbox(notices=({"title": "Memory saved"},), claim="m#1#twin"), NOW)
+
+    # When this attempt changes Bob's memory with its notice, as its own claim
+    outbox = Outbox(notices=(UPDATED,), quoted=(BOB,), claim="m#1#mine")
+    with pytest.raises(TurnClaimed) as claimed:
+        turns.write_announced(key, outbox, NOW, write(memories, memory))
+
+    # Then it is told whose the turn is; the memory and the twin's outbox are as they were
+    assert claimed.value.claim == "m#1#twin"
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
+    assert _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#twin"
+
+    # and, taking the twin's claim over (its receive over), the change is made and the notice kept
+    _, kept = turns.write_announced(key, outbox, NOW, write(memories, memory), "m#1#twin")
+    assert kept and _outbox_from_item(table.get(outbox_of(key))).claim == "m#1#mine"
+
+
+def test_a_change_whose_turn_is_done_is_not_made(table):
+    # Given Alice's turn recorded done by a twin
+    turns, memories = repository(table), DynamoMemoryStore(table)
+    memory, key = _bobs_memory(memories), _key(ALICE, "700000000000000014")
+    turns.commit(key, TurnOutcome(), NOW, None)
+
+    # When this attempt deletes Bob's memory with its notice, Then nothing is deleted or kept
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.write_announced(
+            key, Outbox(notices=(UPDATED,), claim="m#1#mine"), NOW, _delete(memories, memory)
+        )
+    assert memories.find(ScopeKind.PERSONAL, BOB, memory.memory_id) == memory
+    assert table.get(outbox_of(key)) is None
+
+
+def test_an_alter_persona_s_outbox_is_kept_only_while_the_server_still_has_the_persona(table):
+    # Given Luna on a server, and a turn of hers
+    configs, turns = ConfigStore(table), repository(table)
+    luna = Persona(persona_id="700000000000000099", lineage_id=7, name="Luna", alter=True)
+    config = configs.save_server_config(ServerConfig(guild_id="500", alters=(luna,)))
+    key = replace(_key(ALICE, "700000000000000015"), persona=("500", luna.persona_id))
+    answer = Outbox(reply="hi", chunks=("hi",), claim="m#1#mine")
+
+    # When her answer is kept while she is there, Then it is
+    assert turns.keep(key, answer, NOW)
+
+    # When a manager removes her before another attempt keeps its answer
+    configs.save_server_config(replace(config, alters=()))
+    other = replace(_key(ALICE, "700000000000000016"), persona=("500", luna.persona_id))
+
+    # Then that keep is refused and nothing is kept
+    with pytest.raises(PersonaRemoved):
+        turns.keep(other, answer, NOW)
+    assert table.get(outbox_of(other)) is None
+
+
+def test_a_configuration_saved_before_persona_ids_does_not_refuse_a_keep(table):
+    # Given a server's configuration as an older release stored it (no persona_ids)
+    luna = Persona(persona_id="700000000000000098", lineage_id=7, name="Luna", alter=True)
+    item = server_config_to_item(ServerConfig(guild_id="501", alters=(luna,)))
+    del item["persona_ids"]
+    table.put(item)
+    key = replace(_key(ALICE, "700000000000000017"), persona=("501", luna.persona_id))
+
+    # When Luna's answer is kept, Then it is
+    assert repository(table).keep(key, Outbox(reply="hi", chunks=("hi",), claim="m#1#mine"), NOW)
+
+
+def test_an_alter_persona_s_turn_whose_persona_was_removed_before_its_commit_is_recorded_uncaptured(table):
+    # Given a server that no longer has Luna (removed after her turn kept and posted its answer)
+    turns, store = repository(table), StmStore(table)
+    ConfigStore(table).save_server_config(ServerConfig(guild_id="502"))
+    key = replace(KEY, turn_id="700000000000000018", persona=("502", "700000000000000097"))
+    lines = (message("hi", message_id=key.turn_id), message("hello there", message_id="903"))
+
+    # When her turn commits, Then it is recorded done and no row of hers is written
+    turns.commit(key, TurnOutcome(reply_ids=("903",)), NOW, _capture(lines))
+    assert turns.done(key) == TurnOutcome(reply_ids=("903",))
+    assert store.get(DM.address) is None
+    # and a second attempt's commit is refused as before
+    with pytest.raises(TurnAlreadyRecorded):
+        turns.commit(key, TurnOutcome(), NOW, _capture(lines))

@@ -5,12 +5,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
+
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME, SEARCH_TOOL_NAME, UPDATE_TOOL_NAME
 from kioku.domain.models import Capabilities
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
+from kioku.domain.turn import PersonaRemoved, TurnAlreadyRecorded, TurnClaimed
 from kioku.services import tool_failures, tools
 from tests.unit.ltm_fakes import FakeMemoryStore, make_turn, member_lookup, members, settings
 from tests.unit.test_ltm_recall_budget import SERVER_SCOPE, chatter, recalled
@@ -117,3 +120,17 @@ def test_a_tool_that_fails_on_our_side_answers_an_error_and_does_not_raise():
 
     # Then the model is told it failed, and not to retry
     assert (result.status, result.data["message"]) == ("error", tool_failures.TOOL_FAILED)
+
+
+@pytest.mark.parametrize(
+    "end", [TurnClaimed("m#1#twin"), TurnAlreadyRecorded("done"), PersonaRemoved("gone")], ids=type
+)
+def test_a_tool_stopped_by_the_turn_s_own_end_raises_it_into_the_turn(end):
+    # Given a short-term memory whose tool finds the turn another attempt's, done, or its persona gone
+    class Ended(FakeShortTermMemory):
+        def run_update_tool(self, arguments: Any) -> ToolResult:
+            raise end
+
+    # When the model calls it, Then the attempt stops there: the model is not answered
+    with pytest.raises(type(end)):
+        tools.run(STM_TOOL_NAME, "{}", bench(stm=Ended()))

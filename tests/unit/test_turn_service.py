@@ -181,7 +181,12 @@ class FakeTurnStore:
         return True
 
     def write_announced(
-        self, key: TurnKey, outbox: Outbox, now: datetime, write: Callable[[Sequence[dict[str, Any]]], Any]
+        self,
+        key: TurnKey,
+        outbox: Outbox,
+        now: datetime,
+        write: Callable[[Sequence[dict[str, Any]]], Any],
+        taking_from: str | None = None,
     ) -> tuple[Any, bool]:
         written = write(())
         return written, self.keep(key, outbox, now)

@@ -15,7 +15,7 @@ from typing import Annotated, Any, Final
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
 from kioku.discord.interactions import InteractionType
-from kioku.discord.models import Member, User
+from kioku.discord.models import MalformedMessage, Member, Message, User, parse_message
 from kioku.discord.protocol import PERMISSIONS_PATTERN, ChannelType, InteractionContext, OptionType
 from kioku.discord.snowflake import SNOWFLAKE_PATTERN, is_snowflake
 
@@ -109,6 +109,20 @@ class Interaction(BaseModel):
     @property
     def custom_id(self) -> str:
         return str(self.data.get("custom_id", ""))
+
+    def target_message(self) -> Message | None:
+        """The message a message command was used on, as Discord resolved it into the interaction;
+        None when it is absent or does not read as a message."""
+        target = self.data.get("target_id")
+        resolved = self.data.get("resolved")
+        messages = resolved.get("messages") if isinstance(resolved, dict) else None
+        raw = messages.get(target) if isinstance(messages, dict) and isinstance(target, str) else None
+        if raw is None:
+            return None
+        try:
+            return parse_message(raw, strict=False)
+        except MalformedMessage:
+            return None
 
     def subcommand_path(self) -> tuple[str, ...]:
         """``("stm",)`` for ``/help stm``; ``("stm", "view")`` for ``/persona stm view``."""

@@ -103,8 +103,8 @@ class TurnEnd(Enum):
     """Forget-all withdrew what it would post or capture (before or while posting): recorded done with
     what it posted, nothing captured."""
     PERSONA_REMOVED = "persona removed"
-    """The alter persona it was to speak as was removed since it was queued: recorded done, nothing
-    posted or captured."""
+    """The alter persona it was to speak as was removed since it was queued, or since its read (its
+    outbox's keep refused): recorded done, nothing more posted, nothing captured."""
 
     @property
     def recorded(self) -> bool:
@@ -113,6 +113,11 @@ class TurnEnd(Enum):
 
 class TurnAlreadyRecorded(Exception):
     """Another attempt recorded this turn as done: nothing of this attempt's commit was written."""
+
+
+class PersonaRemoved(Exception):
+    """The alter persona the turn speaks as was removed after the turn read it: nothing of the turn
+    is kept, and nothing is posted in its voice."""
 
 
 class TurnClaimed(Exception):
@@ -171,6 +176,9 @@ class TurnKey:
     author_id: str
     sent_at: datetime
     """When the turn's message was sent (its snowflake's time): what a forget-all is measured against."""
+    persona: tuple[str, str] | None = None
+    """The server and the alter persona the turn speaks as (None: the main persona): its outbox is
+    kept only while the server still has that persona."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from kioku.domain.ltm.ports import MemberDirectory, MemoryStore
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.stm.update_tool import TOOL_NAME as STM_TOOL_NAME
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import TurnContext
+from kioku.domain.turn import PersonaRemoved, TurnAlreadyRecorded, TurnClaimed, TurnContext
 from kioku.services import ltm, ltm_search, tool_failures
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
@@ -112,12 +112,15 @@ def offered(bench: ToolBench) -> list[dict[str, Any]]:
 
 def run(name: str, arguments: Any, bench: ToolBench) -> ToolResult:
     """A call of the tool ``name``: what it answers, or an error status the model reads; a failure on
-    our side is logged, never raised into the turn."""
+    our side is logged, never raised into the turn. The turn's own ends are raised: a change whose
+    notice finds the turn another attempt's, or done, stops this attempt (``write_announced``)."""
     tool = _BY_NAME.get(name)
     if tool is None:
         return tool_failures.no_such_tool(name)
     try:
         return tool.execute(arguments, bench)
+    except (TurnClaimed, TurnAlreadyRecorded, PersonaRemoved):
+        raise
     except Exception:
         logger.exception("tool %s failed", name)
         return tool_failures.tool_failed()

@@ -29,7 +29,7 @@ from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
 from kioku.domain.attachment_text import AttachmentFiles
 from kioku.domain.conditions import DiscordRefused, StoreFailed
-from kioku.domain.forgetting import SpeakerForgotten, forgotten_since, snowflake_time
+from kioku.domain.forgetting import SpeakerForgotten, forgotten_since
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
 from kioku.domain.ltm.recall import recall_query, recall_subjects
@@ -43,10 +43,10 @@ from kioku.domain.turn import (
     BotIdentity,
     LlmUnavailable,
     Outbox,
+    PersonaRemoved,
     TurnAlreadyRecorded,
     TurnContext,
     TurnEnd,
-    TurnKey,
     TurnOutcome,
 )
 from kioku.domain.turn_jobs import TurnJob, TurnSource
@@ -66,7 +66,7 @@ from kioku.services.turn_delivery import (
 )
 from kioku.services.turn_ports import GuildLookup, ShortTermMemoryWrites, TurnDiscord, TurnRates, TurnStore
 from kioku.services.turn_reading import ChannelReader, author_of, bot_username, mentions_another_channel
-from kioku.services.turn_state import TurnRecord, TurnState
+from kioku.services.turn_state import TurnRecord, TurnState, key_of
 
 __all__ = ["APOLOGY", "EMPTY_REPLY", "RATE_NOTICE", "TurnRecord", "TurnService"]
 
@@ -117,7 +117,7 @@ class TurnService:
         ``TurnClaimed`` if another attempt holds the outbox (``turn_claims``)."""
         state = TurnState(
             job=job,
-            key=TurnKey(job.source.value, job.record_id, job.author.id, snowflake_time(job.turn_id)),
+            key=key_of(job),
             now=self.clock(),
             time_left=time_left,
             guessed=self._voice().speaking(job),
@@ -356,6 +356,8 @@ class TurnService:
             reply, chunks = APOLOGY, [APOLOGY]
         except TurnAlreadyRecorded:
             return TurnEnd.ALREADY_DONE  # a twin committed it before this attempt kept its notices
+        except PersonaRemoved:
+            return TurnEnd.PERSONA_REMOVED  # removed since the read: its notices go with it
         # what the tools saved stays saved, after an apology too (and an earlier attempt's): show it
         state.outbox = Outbox(
             reply=reply,
@@ -397,6 +399,8 @@ class TurnService:
                 kept = self.turns.keep(state.key, outbox, state.now, state.taking_from)
             except TurnAlreadyRecorded:
                 return TurnEnd.ALREADY_DONE  # a twin committed it meanwhile
+            except PersonaRemoved:
+                return TurnEnd.PERSONA_REMOVED  # removed since the read: nothing in its voice
             if not kept:
                 logger.warning(
                     "turn %s posts nothing: someone it answers or quotes forgot everything", state.job.turn_id

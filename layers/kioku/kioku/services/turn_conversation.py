@@ -167,10 +167,17 @@ class Conversation:
         results = (*(earlier_result for _, earlier_result in self.state.record.tool_results), result)
         notices = tuple(r.notification for r in results if r.notification)
         quoted = tuple(dict.fromkeys(r.notification_about for r in results if r.notification_about))
-        outbox = Outbox(notices=(*earlier, *(n for n in notices if n not in earlier)), quoted=quoted)
-        written, kept = self.turns.write_announced(self.state.key, outbox, self.state.now, write)
+        state = self.state
+        owed = (*earlier, *(n for n in notices if n not in earlier))
+        outbox = Outbox(notices=owed, quoted=quoted, claim=str(state.claim))
+        try:
+            # the outbox is this attempt's claim, as the notices' keep: a twin's change is not made twice
+            written, kept = self.turns.write_announced(state.key, outbox, state.now, write, state.taking_from)
+        except TurnClaimed as exc:
+            give_back(self.turns, state, exc.claim)
         if kept:
-            self.state.notices_kept = len(notices)
+            state.taking_from = None  # this attempt's claim replaced the one it took over
+            state.notices_kept = len(notices)
         return written
 
     def owed_notices(self, earlier: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:

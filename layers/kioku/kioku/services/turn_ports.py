@@ -164,8 +164,10 @@ class TurnStore(Protocol):
         outbox: Outbox,
         now: datetime,
         write: Callable[[Sequence[dict[str, Any]]], _T],
+        taking_from: str | None = None,
     ) -> tuple[_T, bool]:
-        """What ``write`` returned, made with ``outbox`` kept in its transaction; False: nothing kept."""
+        """What ``write`` returned, made with ``outbox`` kept in its transaction; False: nothing kept.
+        With a claim, as ``keep``: ``TurnClaimed`` or ``TurnAlreadyRecorded``, nothing written."""
         ...
 
     def drop(self, key: TurnKey, outbox: Outbox) -> None: ...

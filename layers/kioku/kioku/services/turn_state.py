@@ -10,6 +10,7 @@ from uuid import uuid4
 
 from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
+from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.recall import Recall
 from kioku.domain.models import Persona
 from kioku.domain.privacy import ChannelDescription
@@ -98,3 +99,14 @@ class TurnState:
     @property
     def answered(self) -> bool:
         return self.outbox is not None and self.outbox.answered
+
+
+def key_of(job: TurnJob) -> TurnKey:
+    """The turn's key: its record, its outbox, and the alter persona its outbox is kept for."""
+    return TurnKey(
+        job.source.value,
+        job.record_id,
+        job.author.id,
+        snowflake_time(job.turn_id),
+        (job.guild_id, job.persona.persona_id) if job.persona and job.guild_id else None,
+    )

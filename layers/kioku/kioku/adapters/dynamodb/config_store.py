@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.keys import server_config_key, user_profile_key
@@ -23,6 +23,9 @@ from kioku.domain.models import (
     UserProfile,
 )
 from kioku.domain.privacy import parse_overrides
+
+PERSONA_IDS: Final = "persona_ids"
+"""The ids of the server's personas, the main one too, as a string set: what a condition can test."""
 
 
 class ConfigStore:
@@ -132,6 +135,8 @@ def server_config_to_item(config: ServerConfig) -> Item:
         **server_config_key(config.guild_id or "").as_item(),
         "persona": _persona_to_map(config.persona),
         "personas": [_persona_to_map(persona) for persona in config.alters],
+        # what a turn's keep checks its alter persona is still there by (a list of maps cannot be)
+        PERSONA_IDS: {persona.persona_id for persona in (config.persona, *config.alters)},
         "capabilities": {flag: getattr(config.capabilities, flag) for flag in sorted(_CAPABILITY_FLAGS)},
         "channel_privacy": {channel: mode.value for channel, mode in sorted(config.channel_privacy.items())},
         "stm_privacy_bypass": config.stm_privacy_bypass,

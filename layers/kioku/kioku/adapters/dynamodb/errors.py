@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from kioku.domain.conditions import StoreFailed, StoreUnreachable, TransactionRefused, WriteRefused
+from kioku.domain.forgetting import SpeakerForgotten
 
 
 class StoreError(StoreFailed):
@@ -45,3 +46,13 @@ class TransactionCancelled(StoreError, TransactionRefused):
     def conflicted(self) -> bool:
         """True when another transaction on the same items raced this one (safe to retry)."""
         return any(r.code in {"TransactionConflict", "ThrottlingError"} for r in self.reasons)
+
+
+class AlsoRefused(SpeakerForgotten):
+    """The caller's parts of a write's transaction (``also``: a turn's outbox, with forget-all's
+    checks and its claim) refused it, and nothing was written. ``refused``: the reasons of those
+    that failed, by their index in ``also``."""
+
+    def __init__(self, refused: dict[int, CancellationReason]) -> None:
+        super().__init__("the notice's outbox refused the write", by_notice=True)
+        self.refused = refused

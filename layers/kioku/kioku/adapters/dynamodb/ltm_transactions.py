@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
+from kioku.adapters.dynamodb.errors import AlsoRefused, ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import (
     author_note_key,
@@ -34,7 +34,6 @@ from kioku.adapters.dynamodb.ltm_items import (
     memory_from_item,
 )
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
-from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     Memory,
     MemoryNotFound,
@@ -105,10 +104,13 @@ class LtmTransactions:
                 self._transact_retrying([*operations, *also])
                 return
             except TransactionCancelled as exc:
-                if any(reason.condition_failed for reason in exc.reasons[len(operations) :]):
-                    raise SpeakerForgotten(
-                        "someone the notice answers or quotes forgot everything", by_notice=True
-                    ) from exc
+                refused = {
+                    n: reason
+                    for n, reason in enumerate(exc.reasons[len(operations) :])
+                    if reason.condition_failed
+                }
+                if refused:
+                    raise AlsoRefused(refused) from exc
                 memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
         raise MemoryStoreFailed(f"gave up deleting after {MAX_ATTEMPTS} lost races")
 

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any, Final
 
 from kioku.adapters.dynamodb.config_store import user_profile_from_item
-from kioku.adapters.dynamodb.errors import TransactionCancelled
+from kioku.adapters.dynamodb.errors import AlsoRefused, TransactionCancelled
 from kioku.adapters.dynamodb.keys import (
     counter_key,
     guard_key,
@@ -199,10 +199,11 @@ class LtmWrites(LtmExpiry):
                 failed = {name for name, reason in reasons.items() if reason.condition_failed}
                 if failed & _FORGOTTEN_PARTS:
                     raise SpeakerForgotten("its author or subject asked to forget everything since") from exc
-                if any(name.startswith(_ALSO) for name in failed):
-                    raise SpeakerForgotten(
-                        "someone the notice answers or quotes forgot everything", by_notice=True
-                    ) from exc
+                refused = {
+                    int(name.removeprefix(_ALSO)): reasons[name] for name in failed if name.startswith(_ALSO)
+                }
+                if refused:
+                    raise AlsoRefused(refused) from exc
                 if failed & {"memory", "old_guard"}:
                     memory = self._reread_unchanged(memory, exc)  # its guard may have been taken over
                 elif failed & {"new_guard", "displaced"}:
@@ -314,8 +315,9 @@ class LtmWrites(LtmExpiry):
     def delete(self, memory: Memory, *, also: Sequence[dict[str, Any]] = ()) -> None:
         """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed.
         ``also`` (transaction operations: the outbox keeping the notice the deletion owes) are
-        written in the same transaction; when one of their conditions fails, nothing is written and
-        ``SpeakerForgotten`` is raised (their conditions are forget-all's)."""
+        written in the same transaction; when one of their conditions fails (forget-all's, or a turn's
+        claim on its outbox), nothing is written and ``AlsoRefused`` (a ``SpeakerForgotten``) says
+        which."""
         self._remove(memory, pending_only=False, also=also)
 
     def _create_operations(

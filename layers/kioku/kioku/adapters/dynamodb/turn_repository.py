@@ -33,14 +33,22 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Final, TypeVar
 
+from kioku.adapters.dynamodb.config_store import PERSONA_IDS
 from kioku.adapters.dynamodb.errors import (
+    AlsoRefused,
     CancellationReason,
     ConditionFailed,
     StoreError,
     TransactionCancelled,
 )
 from kioku.adapters.dynamodb.forgetting import forgotten_at_from_item, op_not_forgotten_since
-from kioku.adapters.dynamodb.keys import ItemKey, forgotten_key, outbox_key, turn_record_key
+from kioku.adapters.dynamodb.keys import (
+    ItemKey,
+    forgotten_key,
+    outbox_key,
+    server_config_key,
+    turn_record_key,
+)
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.table import Item, KiokuTable, UpdateExpression
@@ -53,6 +61,7 @@ from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.turn import (
     Outbox,
+    PersonaRemoved,
     TurnAlreadyRecorded,
     TurnClaimed,
     TurnCommitFailed,
@@ -63,6 +72,7 @@ from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 OUTBOX_PART: Final = "outbox"
 NOT_DONE_PART: Final = "not done"
+PERSONA_PART: Final = "persona still there"
 ANSWERED: Final = "answered"
 CLAIM: Final = "claim"
 KEEP_ATTEMPTS: Final = 5
@@ -210,19 +220,26 @@ class TurnRepository:
         outbox: Outbox,
         now: datetime,
         write: Callable[[Sequence[dict[str, Any]]], _T],
+        taking_from: str | None = None,
     ) -> tuple[_T, bool]:
         """Make a tool's change to a memory (``write``: ``DynamoMemoryStore.delete`` or
         ``replace_content``, given the parts to add to its transaction) and keep ``outbox``, with the
         notice the change owes, in the same transaction: a retry of an attempt that died right after
         finds the notice, where its own change would find nothing to do (the memory deleted, or
-        saying the new text already). Raises as ``write``; what it returned, and False when the
-        change is made but nothing kept (someone the outbox answers or quotes forgot everything
-        since)."""
+        saying the new text already). An outbox with a claim is kept as ``keep`` keeps it: the
+        change is not made when another attempt holds the turn (``TurnClaimed``), it is done
+        (``TurnAlreadyRecorded``) or its persona was removed (``PersonaRemoved``). Raises as ``write``; what it returned, and False when the change
+        is made but nothing kept (someone the outbox answers or quotes forgot everything since)."""
+        claimed = outbox.claim is not None
+        parts = self._keep_parts(key, outbox, now, claimed=claimed, taking_from=taking_from)
         try:
-            return write(list(self._keep_parts(key, outbox, now).values())), True
+            return write(list(parts.values())), True
         except SpeakerForgotten as exc:
             if not exc.by_notice:
                 raise  # the change itself is refused: its author or subject forgot everything since
+            if isinstance(exc, AlsoRefused):
+                names = list(parts)
+                _raise_if_taken({names[n]: reason for n, reason in exc.refused.items()})
             return write(()), False
 
     def _keep_parts(
@@ -256,6 +273,8 @@ class TurnRepository:
             parts[NOT_DONE_PART] = self._table.op_check(
                 turn_record_key(key.source, key.turn_id), "attribute_not_exists(pk)"
             )
+        if claimed and key.persona is not None:
+            parts[PERSONA_PART] = self._persona_check(*key.persona)
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
             pointer = {
                 **_outbox_key(key, person).as_item(),
@@ -265,6 +284,16 @@ class TurnRepository:
             parts[f"pointer {person}"] = self._table.op_put(pointer)
             parts[f"quoted {person} not forgotten"] = op_not_forgotten_since(self._table, person, key.sent_at)
         return parts
+
+    def _persona_check(self, guild_id: str, persona_id: str) -> dict[str, Any]:
+        """The server still has the alter persona: a persona removed since the turn's read says
+        nothing more, and keeps no row (a configuration saved before persona_ids is not checked)."""
+        return self._table.op_check(
+            server_config_key(guild_id),
+            "attribute_not_exists(#ids) OR contains(#ids, :persona)",
+            names={"#ids": PERSONA_IDS},
+            values={":persona": persona_id},
+        )
 
     def drop(self, key: TurnKey, outbox: Outbox) -> None:
         """Delete the turn's outbox and its pointers (an attempt that lost the turn to another)."""
@@ -278,7 +307,8 @@ class TurnRepository:
         turn writes to its short-term memory row (None: it stores nothing). Nothing is written if
         another attempt recorded the turn (``TurnAlreadyRecorded``) or if the speaker asked to forget
         everything since (``SpeakerForgotten``); a capture that cannot be written raises
-        ``TurnCommitFailed``: the outbox stays, and the redelivery commits."""
+        ``TurnCommitFailed``: the outbox stays, and the redelivery commits. An alter persona's turn
+        whose persona was removed since is recorded without its capture."""
         try:
             self._commit(key, outcome, now, capture)
         except TurnAlreadyRecorded:
@@ -287,7 +317,11 @@ class TurnRepository:
             trace = outcome.trace
             forgot = [p for p in trace.people() if self._forgot_since(p, key.sent_at)] if trace else []
             if not trace or not forgot:
-                raise
+                if capture is None or key.persona is None or self.done(key) is not None:
+                    raise
+                # not a twin's record: the persona was removed since the keep; no row of its comes back
+                self._commit(key, outcome, now, None)
+                return
             for person in forgot:
                 trace = trace.without(person)
             self._commit(key, replace(outcome, trace=trace), now, capture)
@@ -310,6 +344,8 @@ class TurnRepository:
             done += commit_parts(
                 self._table, key, outcome.trace, outcome.reply_ids, expires_at, checked=checked
             )
+        if capture is not None and key.persona is not None:
+            done.append(self._persona_check(*key.persona))
         if capture is None:
             try:
                 self._table.transact_write(done)
@@ -390,10 +426,13 @@ def _optional_str(value: Any) -> str | None:
 
 
 def _raise_if_taken(reasons: dict[str, CancellationReason]) -> None:
-    """A claimed keep refused because the turn is done, or another attempt's answer is kept."""
-    done, outbox = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART)
+    """A claimed keep refused because the turn is done, its persona removed, or another attempt's
+    answer is kept."""
+    done, outbox, persona = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART), reasons.get(PERSONA_PART)
     if done is not None and done.condition_failed:
         raise TurnAlreadyRecorded("another attempt recorded this turn before this one kept its answer")
+    if persona is not None and persona.condition_failed:
+        raise PersonaRemoved("the persona the turn speaks as was removed since its read")
     if outbox is not None and outbox.condition_failed:
         held = (outbox.old_item or {}).get(CLAIM)
         raise TurnClaimed(str(held))

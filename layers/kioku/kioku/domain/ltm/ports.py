@@ -116,7 +116,8 @@ class MemoryStore(Protocol):
         """Remove ``memory`` and give back its slot; raises ``MemoryNotFound`` when it changed.
         ``also``: the caller's writes to make in the same transaction (a turn's outbox, keeping the
         notice the change owes); when one of their conditions fails, nothing is written and
-        ``SpeakerForgotten`` is raised (their conditions are forget-all's)."""
+        ``SpeakerForgotten`` is raised (their conditions are forget-all's, and a turn's claim on
+        its outbox)."""
         ...
 
     def recall(

@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import ResponseType
-from kioku.discord.models import MalformedMessage, Message, parse_message
+from kioku.discord.models import Message
 from kioku.discord.protocol import CommandType, MessageFlag, OptionType, Permission, permission_bits
 from kioku.domain.ltm.arguments import InvalidArguments, clean_content
 from kioku.domain.ltm.memory import GLOBAL_LINEAGE
@@ -102,17 +102,13 @@ def remember_this(interaction: Interaction, context: CommandContext) -> dict:
 def _target_message(interaction: Interaction) -> Message:
     """The message the command was used on, as Discord resolved it; only one of this channel: the
     asker sees the channel they use the command in, and no other is taken on their word."""
-    target = interaction.data.get("target_id")
-    resolved = interaction.data.get("resolved")
-    messages = resolved.get("messages") if isinstance(resolved, dict) else None
-    raw = messages.get(target) if isinstance(messages, dict) and isinstance(target, str) else None
-    if raw is None or not interaction.channel_id:
+    said = interaction.target_message()
+    if said is None or not interaction.channel_id:
         raise Refused(Refusal.NOT_UNDERSTOOD, NOT_A_MESSAGE)
-    try:
-        said = parse_message(raw, strict=False)
-    except MalformedMessage:
-        raise Refused(Refusal.NOT_UNDERSTOOD, NOT_A_MESSAGE) from None
-    if said.id != target or (said.channel_id or interaction.channel_id) != interaction.channel_id:
+    if (
+        said.id != interaction.data.get("target_id")
+        or (said.channel_id or interaction.channel_id) != interaction.channel_id
+    ):
         raise Refused(Refusal.NOT_ALLOWED, UNSEEN)
     return said
 

@@ -8,6 +8,7 @@ from a channel they can't see is not shown.
 
 from __future__ import annotations
 
+from datetime import timedelta
 from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
@@ -15,6 +16,7 @@ from kioku.discord.protocol import THREAD_TYPES, CommandType
 from kioku.discord.responses import message
 from kioku.discord.snowflake import is_snowflake
 from kioku.discord.ui import EMBED_COLOR_INFO, MAX_EMBED_FIELD_VALUE_CHARS, relative_time
+from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, ScopeKind
 from kioku.domain.ltm.wording import counted, for_people
 from kioku.domain.privacy import Place, origin_known_to
@@ -33,6 +35,13 @@ NOT_A_REPLY: Final = (
     "I keep no record of what I was shown for that message: it is not one of my replies, or it is "
     "older than 16 days."
 )
+NOT_YET_A_REPLY: Final = (
+    "I have no record of what I was shown for that message yet: if it is one of my replies, I am "
+    "still finishing its turn. Ask again in a few minutes."
+)
+STILL_FINISHING: Final = timedelta(minutes=15)
+"""How long after a message of kioku's its turn may still be committing: a worker that died between
+its posts and its commit leaves them to the redelivery, after the queue's 12-minute visibility."""
 MAX_MEMORY_CHARS: Final = 200
 MAX_LINES: Final = 12
 """Lines a field lists before it says how many more: an answer stays within Discord's 6,000 characters."""
@@ -68,10 +77,21 @@ def on_why(interaction: Interaction, context: CommandContext) -> dict:
         stm_store=context.stm_store,
     )
     if answered is None:
-        return message(NOT_A_REPLY)
+        return message(_no_record(interaction, context))
     return message(
         embeds=[_embed(answered.trace, answered.explanation, invoker.id, place, answered.persona_name)]
     )
+
+
+def _no_record(interaction: Interaction, context: CommandContext) -> str:
+    """Why no trace is shown: a message of kioku's posted minutes ago may be a reply whose turn is
+    still committing (its record and reply pointers are written last), not a message of no turn."""
+    said = interaction.target_message()
+    bot = context.settings.DISCORD_APPLICATION_ID
+    if said is None or bot not in (said.author.id, said.application_id):
+        return NOT_A_REPLY
+    recent = context.clock() - snowflake_time(said.id) < STILL_FINISHING
+    return NOT_YET_A_REPLY if recent else NOT_A_REPLY
 
 
 def _place(interaction: Interaction) -> Place:
