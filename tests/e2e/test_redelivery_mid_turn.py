@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from kioku.playground.events import component_click, message_command, slash_command
-from kioku.services.commands.why_answer import NAME, NOT_A_REPLY, NOT_YET_A_REPLY
+from kioku.services.commands.registry import WHY_THIS_ANSWER as NAME
+from kioku.services.commands.why_answer import NOT_A_REPLY, NOT_YET_A_REPLY
 from tests.e2e.conftest import relay_post, signed_post
 from tests.e2e.crash_harness import MANAGE_GUILD, CrashWorld, add_luna, crash_world
 from tests.e2e.test_turn_crash_points import (
