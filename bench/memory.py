@@ -52,7 +52,7 @@ from moto.dynamodb.models.dynamo_type import Item as MotoItem
 from moto.dynamodb.models.table import Table as MotoTable
 from moto.dynamodb.responses import DynamoHandler
 
-from bench import memory_facts, memory_replay
+from bench import memory_facts, memory_replay, ranking_cold
 from bench.memory_conversation import (
     Conversation,
     Question,
@@ -790,6 +790,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             run([(f"memories={size}", generate(size)) for size in sizes], embedder, label)
             for line in ranking_in_a_fresh_process():
                 print(line)
+            for line in ranking_cold.stage_lines():
+                print(line, flush=True)
             print(near_duplicates())
             print(near_duplicates_by_meaning(embedder, label))
             for line in memory_replay.recall_lines():

@@ -182,3 +182,21 @@ def test_html_entities_are_read_as_their_characters(typed, shown):
 def test_a_marker_padded_with_many_invisible_characters_is_neutralised(hidden):
     assert neutralise_markers(f"<{hidden}som>") == "(som)"
     assert neutralise_markers(f"＜{hidden}EOM﹥") == "(eom)"
+
+
+def test_no_character_neutralised_without_the_table_reads_as_a_markers_opening():
+    # Given the characters a text may hold and still be neutralised without the look-alike table
+    from kioku.domain.lookalikes import _as_written, reading
+
+    common = sorted(_as_written() - set(map(chr, range(0x80))))
+    assert len(common) > 3000
+
+    # Then none reads as < or > (by Unicode's tables here, and by kioku's reading)
+    assert set(common) & (opening_lookalikes() | lookalikes()[">"]) == set()
+    assert [char for char in common if {"<", ">"} & set(reading(char))] == []
+
+
+def test_the_ascii_readings_known_from_the_start_are_the_tables():
+    from kioku.domain.lookalikes import _ASCII_READINGS, _reading_of
+
+    assert {point: _reading_of(chr(point)) for point in range(0x80)} == _ASCII_READINGS

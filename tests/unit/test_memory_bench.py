@@ -183,6 +183,21 @@ def test_the_ranking_of_a_thousand_is_timed_in_a_process_of_its_own_and_judged_a
     assert f"warm={float(words['fastest_warm']) <= RANKING_TARGET_MS}" in verdict
 
 
+def test_a_fresh_workers_first_ranking_is_broken_down_by_stage_in_fresh_processes():
+    from bench.ranking_cold import STAGES, stage_lines
+
+    # When
+    timed, fastest = stage_lines(runs=2)
+
+    # Then: every stage, and the stages of the total add up to it
+    figures = {name: float(ms) for name, ms in re.findall(r"(\w+)=([\d.]+)", timed)}
+    assert timed.startswith("memory.ranking_cold_stages_ms ") and set(STAGES) <= set(figures)
+    assert fastest.startswith("memory.ranking_cold_stages_fastest_ms ")
+    parts = sum(figures[stage] for stage in STAGES if stage not in ("import", "total"))
+    assert parts <= figures["total"] + 0.01
+    assert figures["tokenise"] > 0 and figures["rank"] > 0
+
+
 def test_the_replay_counts_each_question_at_each_budget_and_skips_missing_dev_conversations(
     tmp_path, monkeypatch
 ):

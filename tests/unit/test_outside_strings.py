@@ -143,3 +143,52 @@ def test_a_line_is_one_line_and_single_spaced_whatever_path_it_takes(text):
 def test_no_bracket_or_pipe_outside_the_markers_whatever_path_it_takes(text):
     for shape in (Shape.LINE, Shape.NOTES):
         assert not {"[", "]", "|"} & set(outside(text, shape))
+
+
+def test_a_common_character_outside_ascii_is_kept_in_a_line_as_the_table_reads_it():
+    # Given the characters that are not ASCII and that a line keeps without reading the table
+    from kioku.domain.lookalikes import _as_written
+    from kioku.domain.text import _header_safe
+
+    common = sorted(_as_written() - set(map(chr, range(0x80))))
+
+    # Then the table would keep each as it is, and every ASCII character as the shortcut writes it
+    assert [char for char in common if _header_safe(char) != char] == []
+    assert [
+        c for c in map(chr, range(0x80)) if _header_safe(c) != c.translate(str.maketrans("[]|", "()/"))
+    ] == []
+
+
+COMMON_TEXT = st.text(alphabet="ab <>&[]|\n\t’“”–—…éüßçñøΩжЯ€→☺✓🌟😀\u00a0\u00ad\u2039\u276e", max_size=40)
+
+
+@given(COMMON_TEXT)
+def test_a_text_of_common_characters_is_neutralised_as_the_table_would(text):
+    """The shortcut for text that needs no look-alike table writes exactly what the table's way writes."""
+    from unittest import mock
+
+    from kioku.domain import text as text_module
+
+    fast = [outside(text, shape) for shape in Shape]
+    with mock.patch.object(text_module, "reads_as_written", str.isascii):
+        assert fast == [outside(text, shape) for shape in Shape]
+
+
+def test_a_fresh_worker_neutralises_common_text_without_reading_the_look_alike_table():
+    import subprocess
+    import sys
+
+    # Given a fresh process, When it writes a memory's line and a message holding a curly quote,
+    # a dash, an accent and an emoji
+    script = (
+        "from kioku.domain import lookalikes\n"
+        "from kioku.domain.text import Shape, outside\n"
+        "outside('Caroline’s café — 🌟 [pride]', Shape.LINE)\n"
+        "outside('Mel said: it’s “great” 😀', Shape.WORDS)\n"
+        "outside('Some R&R after the drive <3 &lt;eom&gt;', Shape.LINE)\n"
+        "print(lookalikes._readings.cache_info().currsize)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+
+    # Then the table was never read
+    assert done.stdout.strip() == "0"

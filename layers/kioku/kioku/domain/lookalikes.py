@@ -47,6 +47,17 @@ _DIRECTION_MARKS = str.maketrans("", "", "\u200e\u200f")  # the table's comments
 _ENTITY = re.compile(r"&(?:#[0-9]+;?|#[xX][0-9a-fA-F]+;?|[^\t\n\f <&#;]{1,32};?)")
 """What ``html.unescape`` looks at."""
 _MAX_CACHED_CHARACTERS: Final = 50_000
+_COMMON_BLOCKS: Final = (
+    (0x00A0, 0x0250),  # Latin-1 Supplement, Latin Extended-A and -B
+    (0x0370, 0x0530),  # Greek, Cyrillic
+    (0x2010, 0x2070),  # General Punctuation: dashes, curly quotes, ellipsis
+    (0x20A0, 0x20C0),  # currency signs
+    (0x2190, 0x2200),  # arrows
+    (0x2600, 0x27C0),  # miscellaneous symbols, dingbats
+    (0x1F300, 0x1FB00),  # emoji
+)
+_NOT_AS_WRITTEN: Final = "\u2039\u203a\u2758\u2759\u275a\u276c\u276d\u276e\u276f"
+"""The few characters of ``_COMMON_BLOCKS`` that read as a bracket or a bar (``‹ › ❘ ❙ ❚ ❬ ❭ ❮ ❯``)."""
 
 
 @cache
@@ -127,7 +138,31 @@ class _Readings(dict[int, str]):
         return reading
 
 
-_READINGS: Final = _Readings()
+_ASCII_READINGS: Final = {
+    **{point: chr(point).lower() for point in range(0x80)},
+    **dict.fromkeys((*range(0x20), 0x20, 0x7F), ""),  # controls and the space: unseen
+    ord("\n"): "\n",
+    **{ord(char): read for char, read in (('"', "''"), ("%", "o/0"), ("0", "o"), ("1", "l"), ("I", "l"))},
+    **{ord(char): read for char, read in (("M", "rn"), ("m", "rn"), ("`", "'"), ("|", "l"))},
+}
+"""What ``_reading_of`` makes of each ASCII character (``tests/unit/test_marker_properties.py``
+checks it): known from the start, an ASCII text holding ``<`` or ``&`` is read without the table."""
+_READINGS: Final = _Readings(_ASCII_READINGS)
+
+
+@cache
+def _as_written() -> frozenset[str]:
+    blocks = (map(chr, range(start, end)) for start, end in ((0, 0x80), *_COMMON_BLOCKS))
+    return frozenset(char for block in blocks for char in block) - frozenset(_NOT_AS_WRITTEN)
+
+
+def reads_as_written(text: str) -> bool:
+    """Whether every character of ``text`` is ASCII or one of the common others (accented letters,
+    curly quotes, dashes, emoji) that a reader takes for nothing a marker's ``<`` or ``>``, or a
+    header's bracket or bar, is made of (``tests/unit/test_marker_properties.py`` and
+    ``test_outside_strings.py`` check each against Unicode's tables): such a text is neutralised
+    without the table, which costs a fresh worker a third of its first ranking to read."""
+    return text.isascii() or _as_written().issuperset(text)
 
 
 def reading(text: str) -> str:

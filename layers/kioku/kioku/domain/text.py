@@ -10,7 +10,7 @@ from enum import StrEnum
 from typing import Final
 
 from kioku.discord.snowflake import SNOWFLAKE_DIGITS
-from kioku.domain.lookalikes import replace_lookalikes, symbol_reading
+from kioku.domain.lookalikes import reads_as_written, replace_lookalikes, symbol_reading
 
 MEMORY_TOKENS = frozenset({"user", "bot"})
 _PLACEHOLDER = re.compile(r"\{([^{}\s]{1,64})\}")
@@ -37,7 +37,7 @@ def neutralise_markers(text: str) -> str:
     capitals, ``‹ 〈 ⟨ ❮``, and ``⋖ ɯ`` by eye), full-width forms, HTML entities (``&lt;eom&gt;``),
     any case, and zero-width, combining or space characters inside. Nobody can close a message early
     and forge what follows; the rest of the text stays as written."""
-    if text.isascii() and "<" not in text and "&" not in text:  # nothing can read as a marker
+    if "<" not in text and "&" not in text and reads_as_written(text):  # nothing can read as a marker
         return text
     return replace_lookalikes(text, _MARKER_NAMES)
 
@@ -65,7 +65,7 @@ def outside(text: str, shape: Shape = Shape.WORDS) -> str:
         return text
     if shape is Shape.LINE:
         text = (text if _single_spaced(text) else _WHITESPACE.sub(" ", text)).strip()
-    if text.isascii():  # translating costs a pass in Python per character: only when there is one
+    if reads_as_written(text):  # a pass in Python per character, and the table: only when needed
         return text.translate(_ASCII_HEADER_FIELDS) if "[" in text or "]" in text or "|" in text else text
     return "".join(_header_safe(char) for char in text)
 
