@@ -28,7 +28,7 @@ from bench.memory_replay import BOT, BUDGETS, DEV_DIRECTORY, LINEAGE, Replayed, 
 from kioku.domain.ltm import vectors
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ranking import RecallQuery, similarity
-from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
+from kioku.domain.ltm.recall import Recall, build_recall, fact_words, recall_subjects
 from kioku.domain.models import Participant
 from kioku.services.ltm_saving import NEAR_DUPLICATE_SIMILARITY
 
@@ -91,7 +91,30 @@ def saved_facts(
     return books
 
 
-def replay_facts(data: dict, embed: Embed | None = None, budgets: Sequence[int] = BUDGETS) -> Replayed:
+@dataclass(frozen=True)
+class Asked:
+    """One question's recall at one budget: what it showed, and which memories cite each evidence."""
+
+    question: FactQuestion
+    budget: int
+    recall: Recall
+    query: RecallQuery
+    ask: Callable[[str], bytes | None] | None
+    cited_by: dict[str, set[str]]
+
+    @property
+    def found(self) -> bool:
+        shown = {self.recall.candidates[n].memory.memory_id for n in self.recall.shown}
+        return all(self.cited_by.get(e, set()) & shown for e in self.question.evidence)
+
+
+def asked_facts(
+    data: dict,
+    embed: Embed | None = None,
+    budgets: Sequence[int] = BUDGETS,
+    uncovered: list[str] | None = None,
+) -> Iterator[Asked]:
+    """Each covered question's recall at each budget (the ids of the uncovered ones into ``uncovered``)."""
     speakers, facts, questions = read_facts(data)
     who = {name: Participant(str(401 + n), name.lower(), global_name=name) for n, name in enumerate(speakers)}
     asker = Participant("499", ASKER.lower(), global_name=ASKER)
@@ -105,24 +128,32 @@ def replay_facts(data: dict, embed: Embed | None = None, budgets: Sequence[int] 
     every_cite = {cite for fact in facts for cite in fact.cites}
     asked_at = max(fact.date for fact in facts) + timedelta(days=1)
     query_vectors = dict(zip(*_query_vectors(questions, embed), strict=True))
-    result = Replayed()
     for question in questions:
         if not set(question.evidence) <= every_cite:
-            result.unsaved += 1
+            if uncovered is not None:
+                uncovered.append(question.id)
             continue
         asking = Question(question.id, question.text, question.evidence, ASKER, participants=tuple(speakers))
         turn = question_turn(asking, who, asked_at)
         subjects = recall_subjects(turn)
         personal = {p.user_id: books.get(p.user_id, []) for p in subjects}
         query = RecallQuery(question.text, (GREETING,) * len(speakers), BOT.names(turn.bot_name))
-        result.asked[question.kind] = result.asked.get(question.kind, 0) + 1
         vector = query_vectors.get(question.text)
         ask = (lambda _, vector=vector: vector) if embed else None
         for budget in budgets:
             recall = build_recall(turn, [], personal, subjects, budget=budget, query=query, embed=ask)
-            shown = {recall.candidates[n].memory.memory_id for n in recall.shown}
-            found = all(cited_by.get(e, set()) & shown for e in question.evidence)
-            result.count(question.kind, budget, found, len(recall.item.content) if recall.item else 0)
+            yield Asked(question, budget, recall, query, ask, cited_by)
+
+
+def replay_facts(data: dict, embed: Embed | None = None, budgets: Sequence[int] = BUDGETS) -> Replayed:
+    result = Replayed()
+    uncovered: list[str] = []
+    for asked in asked_facts(data, embed, budgets, uncovered):
+        if asked.budget == budgets[0]:
+            result.asked[asked.question.kind] = result.asked.get(asked.question.kind, 0) + 1
+        item = asked.recall.item
+        result.count(asked.question.kind, asked.budget, asked.found, len(item.content) if item else 0)
+    result.unsaved = len(uncovered)
     return result
 
 

@@ -19,7 +19,7 @@ import json
 import statistics
 import sys
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -28,6 +28,7 @@ from bench.memory_conversation import Conversation, Question, read_conversation
 from kioku.domain.ltm.memory import Memory, MemoryScope
 from kioku.domain.ltm.ranking import RecallQuery, similarity
 from kioku.domain.ltm.recall import build_recall, fact_words, recall_subjects
+from kioku.domain.ltm.vectors import embedded_text
 from kioku.domain.models import Participant, ServerConfig, UserProfile
 from kioku.domain.turn import BotIdentity, TurnContext
 from kioku.services.ltm_saving import NEAR_DUPLICATE_SIMILARITY
@@ -39,6 +40,8 @@ GUILD = "500000000000000001"
 BOT = BotIdentity(user_id="900000000000000001", username="kioku")
 LINEAGE = 1
 GREETING = "hey, I'm here"
+Embed = Callable[[Sequence[str]], list[bytes]]
+"""Texts' quantised vectors (``bench.memory_facts.embedder``)."""
 """What a participant says before the question (as the full bench's turns have them say it)."""
 
 
@@ -72,9 +75,13 @@ def people(conversation: Conversation) -> dict[str, Participant]:
 
 
 def saved_memories(
-    conversation: Conversation, who: dict[str, Participant]
+    conversation: Conversation, who: dict[str, Participant], embed: Embed | None = None
 ) -> tuple[dict[tuple[str, str], list[Memory]], dict[str, str]]:
-    """Each scope's memories as the saves leave them, and the memory id of each saved utterance."""
+    """Each scope's memories as the saves leave them (with their vectors when ``embed`` is given),
+    and the memory id of each saved utterance."""
+    kept = [u for u in conversation.utterances if u.memory is not None] if embed else []
+    embedded = embed([embedded_text(u.memory or "") for u in kept]) if embed and kept else []
+    vector_of = {u.id: vector for u, vector in zip(kept, embedded, strict=True)}
     scopes: dict[tuple[str, str], list[Memory]] = {}
     words: dict[tuple[str, str], list[frozenset[str]]] = {}
     ids: dict[str, str] = {}
@@ -91,7 +98,13 @@ def saved_memories(
         if any(similarity(mine, other) >= NEAR_DUPLICATE_SIMILARITY for other in known):
             continue  # answered "already remembered": nothing saved
         memory = Memory(
-            scope, str(10_000 + n), utterance.memory, person.user_id, utterance.date, utterance.date
+            scope,
+            str(10_000 + n),
+            utterance.memory,
+            person.user_id,
+            utterance.date,
+            utterance.date,
+            embedding=vector_of.get(utterance.id),
         )
         scopes.setdefault(key, []).append(memory)
         known.append(mine)
@@ -118,9 +131,15 @@ def question_turn(question: Question, who: dict[str, Participant], asked_at: dat
     )
 
 
-def replay(conversation: Conversation, budgets: Sequence[int] = BUDGETS) -> Replayed:
+def replay(
+    conversation: Conversation, budgets: Sequence[int] = BUDGETS, embed: Embed | None = None
+) -> Replayed:
+    """Each question's recall at each budget; ranked with meaning too when ``embed`` is given (the
+    memories' and the questions' vectors computed once, before the questions are asked)."""
     who = people(conversation)
-    scopes, ids = saved_memories(conversation, who)
+    scopes, ids = saved_memories(conversation, who, embed)
+    texts = list(dict.fromkeys(q.text for q in conversation.questions))
+    query_vectors = dict(zip(texts, embed(texts), strict=True)) if embed and texts else {}
     end = conversation.utterances[-1].date + timedelta(days=1)
     result = Replayed()
     started = time.perf_counter()
@@ -134,9 +153,17 @@ def replay(conversation: Conversation, budgets: Sequence[int] = BUDGETS) -> Repl
         query = RecallQuery(question.text, greetings, BOT.names(turn.bot_name))
         kind = question.kind or "-"
         result.asked[kind] = result.asked.get(kind, 0) + 1
+        vector = query_vectors.get(question.text)
+        ask = (lambda _, vector=vector: vector) if embed else None
         for budget in budgets:
             recall = build_recall(
-                turn, scopes.get(("server", ""), []), personal, subjects, budget=budget, query=query
+                turn,
+                scopes.get(("server", ""), []),
+                personal,
+                subjects,
+                budget=budget,
+                query=query,
+                embed=ask,
             )
             shown = {recall.candidates[n].memory.memory_id for n in recall.shown}
             result.count(kind, budget, evidence <= shown, len(recall.item.content) if recall.item else 0)

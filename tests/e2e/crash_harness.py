@@ -94,11 +94,18 @@ class Chaos:
     fired: bool = False
     refused: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    held: bytes | None = None
+    """The request held while ``meanwhile`` runs: its client's retries of it wait too."""
+    meanwhile_over: threading.Event = field(default_factory=threading.Event)
 
     def arm(self, fault: Fault | None) -> None:
         self.fault, self.seen, self.fired, self.refused = fault, 0, False, 0
 
     def intercept(self, hop: str, when: str, request: RecordedRequest) -> None:
+        if when == "before" and self.held is not None and request.raw_body == self.held:
+            # a request held longer than the worker's read timeout is sent again (botocore retries the
+            # same body): on a loaded machine the retry would overtake what runs meanwhile
+            self.meanwhile_over.wait(CHILD_TIMEOUT_SECONDS)
         with self.lock:
             fault = self.fault
             if fault is None or fault.hop != hop or not fault.matches(request):
@@ -123,7 +130,13 @@ class Chaos:
                 if fault.action == "kill" and self.child_pid is not None:
                     _kill(self.child_pid)
         if fault.meanwhile is not None:
-            fault.meanwhile()  # outside the lock: what runs meanwhile passes through here too
+            self.held = request.raw_body
+            self.meanwhile_over.clear()
+            try:
+                fault.meanwhile()  # outside the lock: what runs meanwhile passes through here too
+            finally:
+                self.held = None
+                self.meanwhile_over.set()
             return
         raise DropConnection
 

@@ -500,3 +500,38 @@ def test_an_export_is_written_to_a_file_and_shown_and_memory_times_read_to_the_m
     exported = json.loads(Path(written).read_text())
     assert str(tmp_path) in written and exported["your_lines_in_server_short_term_memory"]
     assert '"your_lines_in_server_short_term_memory": [' in result.stdout
+
+
+def test_attach_reads_a_local_text_file_into_the_next_message(tmp_path):
+    # Given a local notes file, attached with :attach (and another with --file, to the first message)
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Shopping\n- green tea\n- rice\n")
+    first = tmp_path / "todo.txt"
+    first.write_text("water the plants\n")
+    script = tmp_path / "script.txt"
+    lines = [
+        "@kioku here is my list",
+        ":context full",
+        f":attach {notes}",
+        "@kioku and this?",
+        ":context full",
+    ]
+    script.write_text("\n".join([*lines, f":attach {tmp_path / 'missing.txt'}"]) + "\n")
+
+    result = subprocess.run(
+        [sys.executable, "-m", "kioku.cli", "playground", "--file", str(first), "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=dict(os.environ),
+    )
+
+    # Then each file was read into its message, as the model saw it; a missing file fails its line
+    out = result.stdout
+    assert result.returncode == 1, out + result.stderr
+    first_context = out.split("> :context full", 2)[1]
+    assert "[Text file: todo.txt]" in first_context and "water the plants" in first_context
+    assert "(notes.md is attached to your next message)" in out
+    second_context = out.split("> :context full", 2)[2]
+    assert "[Text file: notes.md]" in second_context and "- green tea" in second_context
+    assert "no file" in out.split(f"> :attach {tmp_path / 'missing.txt'}", 1)[1]

@@ -23,6 +23,7 @@ def test_defaults_are_the_contracts():
     assert settings.LLM_BASE_URL == "https://api.openai.com/v1"
     assert settings.LLM_SUPPORTS_TOOLS is True and settings.LLM_SUPPORTS_VISION is True
     assert settings.DIALOGUE_HISTORY_LIMIT == 10
+    assert settings.MAX_ATTACHMENT_TEXT_CHARS == 8000 and settings.DISCORD_CDN_BASE_URL is None
     assert (
         settings.SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT,
         settings.SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS,
@@ -64,6 +65,9 @@ def test_a_blank_variable_counts_as_missing():
         ("MAX_MEMORY_LENGTH", "lots"),
         # the categories form is one Discord modal, which holds five inputs: no sixth category fits
         ("STM_MAX_CATEGORIES", "6"),
+        ("MAX_ATTACHMENT_TEXT_CHARS", "-1"),
+        ("DISCORD_CDN_BASE_URL", "ftp://cdn.example"),
+        ("DISCORD_CDN_BASE_URL", "https://user@cdn.example"),
     ],
 )
 def test_an_invalid_variable_is_named(name, value):

@@ -425,3 +425,34 @@ def test_a_few_texts_that_are_not_ascii_leave_the_rest_on_the_fast_path(monkeypa
     # Then only those two are read by the pattern (the slow path), and every text reads as alone
     assert sum(map(len, read_by_the_pattern)) < len(texts[7]) + len(texts[200]) + 10
     assert [list(d) for d in built.documents] == [terms(text) for text in texts]
+
+
+def test_a_short_form_of_a_name_asks_about_that_persons_memories():
+    # Given Caroline's and Melanie's memories, each painting a sunset (Caroline's the newer)
+    caroline = ["Caroline painted a sunset at the beach.", "Caroline adopted a guinea pig."]
+    melanie = ["Melanie painted a sunset at the lake.", "Melanie ran a charity race."]
+    parts = [
+        Part(index(caroline, "Caroline", ("101", "102")), 0, SERVER, [10.0, 20.0]),
+        Part(index(melanie, "Melanie", ("201", "202")), 2, SERVER, [30.0, 40.0]),
+    ]
+
+    # When a question names Melanie by her short form, and when it says "mel" not as a name
+    best = next(iter(rank(parts, RecallQuery("What did Mel paint?")))).index
+    lowercase = next(iter(rank(parts, RecallQuery("what did mel paint?")))).index
+
+    # Then her painting ranks first; a word not written as a name is no short form
+    assert best == 2
+    assert lowercase == 0
+
+
+def test_a_question_naming_a_day_finds_what_was_saved_that_day_and_the_day_lengthens_no_memory():
+    # Given a hundred memories of the last ten days, and one saved on 2025-04-20 (eleven days ago)
+    server = [*chatter(100), memory(SERVER_SCOPE, 1, "Dana went on a long hike", age_days=11)]
+    # When asked what happened on the older one's day, in words
+    shown = shown_ids(recall(server, "what happened on 20 April 2025?", budget=400))
+    # Then the memory saved that day is shown first
+    assert shown[:1] == ["1"]
+    # and the day's words add nothing to a memory's length: BM25 scores the text as before
+    plain = index(["Dana went on a long hike"], "", ("1",))
+    dated = index(["Dana went on a long hike"], "", ("1",), ("2025-04-20",))
+    assert dated.lengths == plain.lengths and dated.postings["april"] == [0]

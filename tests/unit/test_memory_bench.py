@@ -276,3 +276,21 @@ def test_the_facts_replay_saves_each_fact_about_its_person_and_asks_what_the_fac
     assert memory_facts.facts_lines(ranking="words") == [
         f"memory.facts_recall skipped: no facts files in {(tmp_path / 'absent').resolve()}"
     ]
+
+
+def test_the_miss_analysis_tells_a_question_no_fact_says_from_one_the_ranking_missed(tmp_path):
+    from bench import memory_misses
+
+    # Given the facts file whose open-domain question cites only the refused rewording
+    path = tmp_path / "facts-1.json"
+    path.write_text(json.dumps(_facts_file()))
+
+    # When its misses are analysed by words at 8,000 characters
+    lines = memory_misses.analyse(path, None, listing=True, budgets=(8_000,))
+
+    # Then that question is the one miss, unsaid (no fact saying anything of it cites its evidence),
+    # and the ceiling of any ranking is the three others
+    assert lines[0].startswith("  miss facts-1.json 8000 q5 open-domain unsaid ")
+    assert lines[1].startswith(
+        "memory.facts_misses file=facts-1.json budget=8000 recall=0.75 ceiling=0.75 found_unsaid=0 unsaid=1 "
+    )

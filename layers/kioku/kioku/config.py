@@ -37,6 +37,8 @@ class Settings(BaseModel):
     RELAY_PUBLIC_KEY: str
     DISCORD_BOT_TOKEN: SecretStr | None = None
     DISCORD_API_BASE_URL: str = "https://discord.com/api/v10"
+    DISCORD_CDN_BASE_URL: str | None = Field(default=None, pattern=r"^https?://[^/?#@]+(/[^?#]*)?$")
+    """Where attachment files are fetched from instead of Discord's attachment hosts (a stand-in)."""
     KIOKU_SECRET_ARN: str | None = None
 
     LLM_PROVIDER: Literal["openai", "scripted"] = "openai"
@@ -58,6 +60,8 @@ class Settings(BaseModel):
     """Memories saved without a vector that one janitor run embeds, at most."""
 
     DIALOGUE_HISTORY_LIMIT: int = Field(default=10, ge=1, le=100)
+    MAX_ATTACHMENT_TEXT_CHARS: int = Field(default=8000, ge=0, le=100_000)
+    """Characters of text files a turn reads into their messages, across every file; 0 reads none."""
 
     SHORT_TERM_MEMORY_DEFAULT_CRUDE_MESSAGE_COUNT: int = Field(default=6, ge=0, le=50)
     SHORT_TERM_MEMORY_MAX_OTHER_CHANNELS: int = Field(default=3, ge=0, le=20)

@@ -154,6 +154,7 @@ class Container:
     def turn_service(self) -> TurnService:
         from pydantic import SecretStr
 
+        from kioku.adapters.discord_cdn import DiscordCdn
         from kioku.adapters.dynamodb.turn_ledger import RateLedger
         from kioku.adapters.dynamodb.turn_repository import TurnRepository
         from kioku.adapters.llm.registry import make_chat_model
@@ -177,6 +178,7 @@ class Container:
             rates=RateLedger(self.table),
             embedder=self.embedder,
             webhooks=PersonaWebhooks(self.discord, self.webhook_store),
+            files=DiscordCdn(self.settings.DISCORD_CDN_BASE_URL),
         )
 
 

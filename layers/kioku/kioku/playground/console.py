@@ -31,6 +31,9 @@ def run(argv: list[str]) -> int:
     parser.add_argument(
         "--script", type=argparse.FileType("r", encoding="utf-8"), help="run these lines and exit"
     )
+    parser.add_argument(
+        "--file", action="append", default=[], metavar="FILE", help="attach a text file to the first message"
+    )
     parser.add_argument("--web", action="store_true", help="serve the web inspector on 127.0.0.1")
     parser.add_argument("--port", type=int, default=8765, help="the inspector's port (0: any free one)")
     options = parser.parse_args(argv)
@@ -41,6 +44,8 @@ def run(argv: list[str]) -> int:
     model = chat_model_choice(os.environ)
     with LocalStack(extra_env=quiet) as stack, log_lines_to(sys.stdout):
         playground = Playground(stack, sys.stdout)
+        for path in options.file:
+            playground.attach(path)
         if interactive or model.half_set:
             playground.print(model.sentence)
         if options.web:

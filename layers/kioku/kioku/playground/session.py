@@ -10,6 +10,7 @@ signed relay POST to RelayFunction, queued on the (moto) FIFO queue, answered by
 from __future__ import annotations
 
 import json
+import mimetypes
 import re
 import shlex
 import tempfile
@@ -44,6 +45,7 @@ from kioku.signatures import sign_request
 
 DURATION = re.compile(r"(?:(\d+)d)?(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?")
 MAX_WAIT = timedelta(days=3650)
+MAX_UPLOAD_BYTES = 10 * 2**20  # Discord's upload limit without Nitro
 
 CONSOLE_HELP = """\
 text                                    say something as the current user in the current channel
@@ -73,6 +75,8 @@ text                                    say something as the current user in the
                                         here (its last one without an id), as the current member
 :remember [MESSAGE_ID]                  "Remember this" (a message's Apps menu) on a message here (your last
                                         one without an id): yours is a memory about you, another's a server one
+:attach FILE                            attach a local text file to your next message (served by the playground's
+                                        stand-in of Discord's CDN; kioku reads small text files into the message)
 :memory                                 the short-term memory row of this channel
 :discord                                what the Discord stand-in holds for this channel
 :help / :quit"""
@@ -96,6 +100,9 @@ class Playground:
         self.turns: list[TurnRecord] = []  # every turn TurnFunction finished since the start
         self.schemas_shown: set[str] = set()  # the tool schemas :context printed (each once a session)
         self.files_dir: Path | None = None  # where attached files (exports) are written, made on the first
+        self.attached: list[
+            dict[str, Any]
+        ] = []  # files :attach put on the CDN stand-in, for the next message
         stack.observe_turns(self.turns.append)
         self._set_up_world()
 
@@ -172,6 +179,8 @@ class Playground:
             self.why(argument)
         elif name == "remember":
             self.remember(argument)
+        elif name == "attach":
+            self.attach(argument)
         elif name in {"private", "public"}:
             self.set_privacy(argument, private=name == "private")
         elif name == "discord":
@@ -215,6 +224,22 @@ class Playground:
             "resolved": {"messages": {m["id"]: m for m in posted if m["id"] == target}},
         }
         self.send_interaction(command, self.channel)
+
+    def attach(self, argument: str) -> None:
+        """Put a local file on the CDN stand-in, as Discord does with an upload, for the next message."""
+        path = Path(argument.strip().strip('"')).expanduser()
+        if not argument.strip() or not path.is_file():
+            self.fail(f"no file {argument!r} to attach: :attach path/to/notes.txt")
+            return
+        if path.stat().st_size > MAX_UPLOAD_BYTES:
+            self.fail(f"{path.name} is over {MAX_UPLOAD_BYTES // 2**20} MB, which Discord refuses")
+            return
+        guessed = mimetypes.guess_type(path.name)[0] or ""
+        content_type = f"{guessed}; charset=utf-8" if guessed.startswith("text/") else guessed
+        self.attached.append(
+            self.stack.cdn.put(path.name, path.read_bytes(), content_type, channel_id=self.channel.channel_id)
+        )
+        self.print(f"({path.name} is attached to your next message)")
 
     def where(self) -> None:
         self.print(
@@ -325,7 +350,10 @@ class Playground:
         content = text.replace("@kioku", f"<@{app_id}>")
         discord = self.stack.discord
         before = len(discord.channel_messages(self.channel.channel_id))
-        message = discord.seed_message(self.channel.channel_id, self.member.user(), content)
+        attached, self.attached = self.attached, []
+        message = discord.seed_message(
+            self.channel.channel_id, self.member.user(), content, attachments=attached
+        )
         if f"<@{app_id}>" in content:
             message["mentions"] = [{"id": app_id, "username": "kioku", "bot": True}]
         body = gateway_dispatch(message, self.channel.guild_id, {"nick": None, "roles": []})

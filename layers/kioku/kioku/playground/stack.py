@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from kioku import clock
 from kioku.discord.protocol import ChannelType
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
+from kioku.playground.cdn_standin import CdnStandIn
 from kioku.playground.function_urls import FunctionUrlServer
 from kioku.playground.functions import LambdaContext, load_handler
 from kioku.playground.standins import DiscordStandIn
@@ -76,6 +77,7 @@ class LocalStack:
                 application_id=self.application_id,
             )
         )
+        self.cdn = self._exit.enter_context(CdnStandIn())
         self._set_env(
             {
                 "TABLE_NAME": self.resources.table_name,
@@ -86,6 +88,7 @@ class LocalStack:
                 "RELAY_PUBLIC_KEY": self.relay_public_key,
                 "DISCORD_BOT_TOKEN": PLAYGROUND_BOT_TOKEN,
                 "DISCORD_API_BASE_URL": self.discord.base_url,
+                "DISCORD_CDN_BASE_URL": self.cdn.url,
                 **self._llm_env(),
                 **self.extra_env,
             }

@@ -71,10 +71,12 @@ class CannedResponse:
     status: int = 200
     body: Any = None
     headers: dict[str, str] = field(default_factory=dict)
+    content_type: str | None = None
+    """Of a bytes body (default ``application/octet-stream``): a file the CDN stand-in serves."""
 
     def encode(self) -> tuple[bytes, str]:
         if isinstance(self.body, bytes):
-            return self.body, "application/octet-stream"
+            return self.body, self.content_type or "application/octet-stream"
         if isinstance(self.body, str):
             return self.body.encode(), "application/json"
         if self.body is None:

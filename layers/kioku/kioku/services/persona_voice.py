@@ -40,6 +40,12 @@ NO_WEBHOOK_PERMISSION: Final = (
     "to post as its personas. A server manager can grant it to kioku's role."
 )
 
+CHAT_ANSWERED_BY: Final = "**{name}** answers below."
+"""A ``/chat persona:`` answer's deferred response: the persona speaks through the channel's webhook,
+which an interaction response cannot post as."""
+
+CHAT_PERSONA_REMOVED: Final = "**{name}** was removed from this server before answering."
+
 
 class WebhooksForbidden(VoiceLost):
     """Discord refused kioku a webhook in the channel: it lacks Manage Webhooks there."""
@@ -104,6 +110,13 @@ class PersonaReply:
     _through: list[str] = field(default_factory=list)
 
     def post(self, index: int, chunk: str) -> str:
+        if index == 0 and self.job.source.answers_an_interaction:
+            # a /chat: its "thinking…" (the bot's) says who answers, an edit a retry can repeat
+            self.discord.edit_original_response(
+                str(self.job.application_id),
+                str(self.job.interaction_token),
+                CHAT_ANSWERED_BY.format(name=self.persona.name),
+            )
         return self._execute(chunk, None)
 
     def notify(self, index: int, embed: dict[str, Any]) -> str:
@@ -194,6 +207,17 @@ class TurnVoice:
         if cue is None:
             return self.personas.guess(job.guild_id)
         return Persona(persona_id=cue.persona_id, lineage_id=cue.lineage_id, name=cue.name, alter=True)
+
+    def say_removed(self, job: TurnJob, discord: DeliveryDiscord) -> None:
+        """A ``/chat`` of a persona removed while it waited: its deferred response says so (an edit,
+        which a retry may repeat); a relayed message's turn ends in silence."""
+        if job.persona is None or not job.source.answers_an_interaction:
+            return
+        notice = CHAT_PERSONA_REMOVED.format(name=job.persona.name)
+        try:
+            discord.edit_original_response(str(job.application_id), str(job.interaction_token), notice)
+        except DiscordRefused as exc:
+            logger.warning("turn %s: could not say its persona was removed: %s", job.turn_id, exc)
 
     def known_webhook_id(self, guessed: Persona, job: TurnJob, channel: ChannelDescription) -> str | None:
         """The id of the webhook an alter persona posts through, as this container knows it (its

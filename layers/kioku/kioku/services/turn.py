@@ -31,6 +31,7 @@ from uuid import uuid4
 from kioku import clock as kioku_clock
 from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
+from kioku.domain.attachment_text import AttachmentFiles
 from kioku.domain.conditions import DiscordRefused, StoreFailed
 from kioku.domain.forgetting import forgotten_since, snowflake_time
 from kioku.domain.ltm.memory import MemoryStoreFailed
@@ -50,7 +51,6 @@ from kioku.domain.turn import (
     TurnOutcome,
 )
 from kioku.domain.turn_jobs import TurnJob, TurnSource
-from kioku.domain.turn_read import TurnRead
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, no_webhook_notice, webhook_channel
@@ -102,6 +102,7 @@ class TurnService:
     """The persona last seen on each server, the next turn's guess: as long-lived as the service."""
     webhooks: PersonaWebhooks | None = None
     """The channel webhooks alter personas speak through; None: only the main persona speaks."""
+    files: AttachmentFiles | None = None  # Discord's CDN, where text files are read; None reads none
 
     def run(
         self,
@@ -282,12 +283,13 @@ class TurnService:
         self.personas.saw(job.guild_id, read.memory.config.main_persona)
         if read.memory.persona_gone:
             logger.info("turn %s is not answered: its persona was removed", job.turn_id)
+            self._voice().say_removed(job, self.discord)  # a /chat's "thinking…" must not stay
             return TurnEnd.PERSONA_REMOVED
         if read.done is not None:
             logger.info("turn %s was already completed", job.turn_id)
             attempt.record.reply_ids = list(read.done.reply_ids)
             return TurnEnd.ALREADY_DONE
-        if read.outbox is not None and _author_forgotten_since(read, attempt.key):
+        if read.outbox is not None and forgotten_since(read.author_forgotten_at, attempt.key.sent_at):
             # forget-all came after the message: what the outbox would post or capture quotes it
             logger.warning("turn %s: outbox dropped unposted, its author forgot everything", job.turn_id)
             return TurnEnd.WITHDRAWN
@@ -438,8 +440,4 @@ class TurnService:
         return TurnVoice(self.settings, self.personas, self.webhooks)
 
     def _reader(self) -> ChannelReader:
-        return ChannelReader(self.settings, self.discord, self.directory)
-
-
-def _author_forgotten_since(read: TurnRead, key: TurnKey) -> bool:
-    return forgotten_since(read.author_forgotten_at, key.sent_at)
+        return ChannelReader(self.settings, self.discord, self.directory, self.files)

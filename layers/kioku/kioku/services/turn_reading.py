@@ -11,6 +11,7 @@ from datetime import datetime
 from kioku.config import Settings
 from kioku.discord.models import Message
 from kioku.discord.protocol import MessageType
+from kioku.domain.attachment_text import AttachmentFiles, read_text_files
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import Dialogue, read_dialogue, user_names
 from kioku.domain.models import Participant
@@ -27,6 +28,8 @@ class ChannelReader:
     settings: Settings
     discord: TurnDiscord
     directory: GuildLookup
+    files: AttachmentFiles | None = None
+    """Where text files are fetched from, to be read into their messages; None reads none."""
 
     def typing(self, channel_id: str) -> None:
         try:
@@ -87,7 +90,7 @@ class ChannelReader:
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
         own = job.message if job.message is not None else _slash_message(job, now)
         if limit == 1:
-            return [own]
+            return self._files_read([own])
         try:
             earlier = self.discord.get_channel_messages(job.channel_id, limit - 1, before=job.turn_id)
         except DiscordRefused:
@@ -96,7 +99,15 @@ class ChannelReader:
             # /chat works where the bot may not read the history: answer the question alone.
             logger.warning("channel history unavailable for /chat %s", job.turn_id)
             earlier = []
-        return [own, *earlier]
+        return self._files_read([own, *earlier])
+
+    def _files_read(self, history: list[Message]) -> list[Message]:
+        """``history`` with its small text files read into their messages, the turn's own first
+        (``attachment_text``); a history without one fetches nothing."""
+        if self.files is None:
+            return history
+        budget, cdn = self.settings.MAX_ATTACHMENT_TEXT_CHARS, self.settings.DISCORD_CDN_BASE_URL
+        return read_text_files(history, self.files, budget=budget, cdn_base=cdn)
 
 
 def mentions_another_channel(job: TurnJob, channel: ChannelDescription, history: list[Message]) -> bool:

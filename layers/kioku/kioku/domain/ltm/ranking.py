@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import re
 from bisect import bisect_right
 from collections import Counter, defaultdict, deque
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
@@ -57,6 +58,8 @@ BM25_K1: Final = 1.2
 BM25_B: Final = 0.75
 SPEAKER, PARTICIPANT, SERVER = 0, 1, 2
 
+_CAPITALISED: Final = re.compile(r"\b[^\W\d_][^\W_]*")
+"""A word of a message (those whose first letter is a capital can be a name's short form)."""
 _TEXT_CACHE_LIMIT: Final = 20_000
 _COUNTED_TERMS_LIMIT: Final = 2_000
 
@@ -150,21 +153,29 @@ class Index:
         return known
 
 
-def index(texts: Sequence[str], shared: str = "", keys: Sequence[str] = ()) -> Index:
-    """The ``Index`` of ``texts`` (in their order), each also holding ``shared`` and its key."""
-    unknown = [text for text in dict.fromkeys(texts) if text not in _texts]
+def index(
+    texts: Sequence[str], shared: str = "", keys: Sequence[str] = (), days: Sequence[str] = ()
+) -> Index:
+    """The ``Index`` of ``texts`` (in their order), each also holding ``shared``, its key and the
+    words of its day (``days``, when given), which do not count in its length: every memory has a
+    day, and a longer book of alike days must not move which texts are short."""
+    wanted = [*texts, *days]
+    unknown = [text for text in dict.fromkeys(wanted) if text not in _texts]
     if len(_texts) + len(unknown) > _TEXT_CACHE_LIMIT:  # start again, with this section's texts all
         _texts.clear()
-        unknown = list(dict.fromkeys(texts))
+        unknown = list(dict.fromkeys(wanted))
     if unknown:
         _learn(unknown)
-    documents = tuple(map(_texts.__getitem__, texts))
+    documents: tuple[Sequence[str], ...] = tuple(map(_texts.__getitem__, texts))
+    sizes = list(map(len, documents))
+    if days:
+        documents = tuple(map(add, documents, map(_texts.__getitem__, days)))
     postings: defaultdict[str, list[int]] = defaultdict(list)
     holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
     deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
-    lengths = tuple(map(add, map(len, documents), repeat(extra)))
+    lengths = tuple(map(add, sizes, repeat(extra)))
     if all(map(str.isdigit, keys)) and min(map(len, keys), default=3) > 2 and all(map(str.isascii, keys)):
         named = dict(zip(keys, range(len(keys)), strict=True))  # memory ids: terms as they are
     else:
@@ -218,7 +229,7 @@ def rank(
     documents (their numbers), as if there were no others. Lazy: the documents that match come off
     a heap as they are read, then the rest in tier and age order."""
     chosen = None if among is None else frozenset(among)
-    weights = query.weights()
+    weights = _with_short_forms(parts, query, query.weights())
     lexical = _bm25(parts, weights, chosen)
     if FEEDBACK_TERMS and lexical:
         lexical = _bm25(parts, _with_feedback(parts, weights, lexical), chosen)
@@ -247,6 +258,31 @@ def rank(
         if number not in matched and (chosen is None or number in chosen)
     )
     return chain(_popped(keyed), rest)
+
+
+def _with_short_forms(
+    parts: Sequence[Part], query: RecallQuery, weights: dict[str, float]
+) -> dict[str, float]:
+    """``weights`` and, at the weight of its short form, each name of a part's label that a
+    capitalised word of the message begins and no document holds: "Mel" asks about Melanie, "Jo"
+    about Joanna, and only the label tells whose memories are whose."""
+    names = sorted({name for part in parts for name in part.index.shared if name.isalpha()})
+    if not names:
+        return weights
+    added: dict[str, float] = {}
+    for word in _CAPITALISED.findall(query.message):
+        if not word[0].isupper():
+            continue
+        for short in terms(word):
+            weight = weights.get(short)
+            if weight is None or len(short) < 2 or short in names:
+                continue
+            if any(short in part.index.postings for part in parts):
+                continue  # a word some memory says: not (only) a short form
+            for name in names:
+                if name.startswith(short) and name not in weights:
+                    added[name] = max(added.get(name, 0.0), weight)
+    return {**weights, **added} if added else weights
 
 
 def _with_feedback(

@@ -349,12 +349,15 @@ class _Shelf:
     ids: tuple[str, ...]
     size: int
     """Characters of the lines, each with its newline."""
+    days: list[str]
+    """The day each line shows (``2025-03-14``): ranking reads it as words too ("what did Bob say on
+    14 March?")."""
     indexed: Index | None = None
 
     def index(self) -> Index:
         """Its ``ranking.Index``, made the first time a turn ranks it (a small server never does)."""
         if self.indexed is None:
-            self.indexed = index(self.texts, self.label, self.ids)
+            self.indexed = index(self.texts, self.label, self.ids, self.days)
         return self.indexed
 
 
@@ -392,7 +395,7 @@ def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str
             for content in contents
         ]
         lines = tuple(map("[#{}] {}: {}".format, ids, days, texts))
-        known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines))
+        known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines), days)
         _shelves.keep(key, known)
     return known
 

@@ -199,7 +199,8 @@ PERSONAS_GUIDE_FIELDS = (
         "reply to one of its messages. A mention of me or a reply to me is the main persona's, unless "
         'my mention opens with its name ("@kioku Luna, …"). Name several and each answers, in the '
         "order named. In an *always* channel (`/server addressing channel: mode:always persona:`) "
-        "every message is answered, by that channel's persona.",
+        "every message is answered, by that channel's persona. `/chat message: persona:` asks one "
+        "directly.",
     ),
     (
         "What each one remembers",
