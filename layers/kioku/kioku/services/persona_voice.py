@@ -15,18 +15,20 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from kioku.config import Settings
+from kioku.discord.models import Message
 from kioku.discord.protocol import JsonErrorCode
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import participants_from_messages
-from kioku.domain.models import Participant, Persona
+from kioku.domain.models import Persona
 from kioku.domain.personas import ChannelWebhook, is_own_webhook_post, voiced_history
+from kioku.domain.privacy import ChannelDescription
 from kioku.domain.turn import Outbox
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.stm import PersonaGuesses
 from kioku.services.turn_delivery import VoiceLost
 from kioku.services.turn_ports import DeliveryDiscord, WebhookKeeper
-from kioku.services.turn_state import TurnState
+from kioku.services.turn_state import Voiced
 
 logger = logging.getLogger(__name__)
 
@@ -183,16 +185,16 @@ def no_webhook_notice(name: str, notices: tuple[dict[str, Any], ...] = ()) -> Ou
     return Outbox(reply=notice, chunks=(notice,), notices=notices, capture=False, as_bot=True)
 
 
-def webhook_channel(state: TurnState) -> str:
+def webhook_channel(job: TurnJob, channel: ChannelDescription | None) -> str:
     """The channel whose webhook an alter persona posts through: a thread's parent's."""
-    channel = state.channel
-    return (channel.parent_channel_id if channel else None) or state.job.channel_id
+    return (channel.parent_channel_id if channel else None) or job.channel_id
 
 
 @dataclass(frozen=True, slots=True)
 class TurnVoice:
     """Whom a turn speaks as and how it hears and posts: the main persona as the bot, an alter
-    persona through its channel's webhook (``TurnService``'s steps ask it)."""
+    persona through its channel's webhook (``TurnService``'s steps ask it; it returns what it
+    found and writes nothing of the turn's)."""
 
     settings: Settings
     personas: PersonaGuesses
@@ -217,41 +219,48 @@ class TurnVoice:
         except DiscordRefused as exc:
             logger.warning("turn %s: could not say its persona was removed: %s", job.turn_id, exc)
 
-    def known_webhook_id(self, state: TurnState) -> str | None:
+    def known_webhook_id(self, guessed: Persona, job: TurnJob, channel: ChannelDescription) -> str | None:
         """The id of the webhook an alter persona posts through, as this container knows it (its
         own messages are the ones posted through it); the turn's read says for sure."""
-        if not state.guessed.alter or self.webhooks is None:
+        if not guessed.alter or self.webhooks is None:
             return None
-        known = self.webhooks.known(webhook_channel(state))
+        known = self.webhooks.known(webhook_channel(job, channel))
         return known.webhook_id if known else None
 
-    def heard_by(self, state: TurnState, bot_user_id: str) -> tuple[Participant, ...]:
-        """The history as the persona speaking hears it (``voiced_history``), and who takes part."""
-        alter = state.guessed if state.guessed.alter else None
-        main_name = self.personas.guess(state.job.guild_id).name
-        state.history = voiced_history(
-            state.heard, self.settings.DISCORD_APPLICATION_ID, alter, main_name, state.voiced_by
-        )
-        return tuple(participants_from_messages(state.history, bot_user_id))
+    def heard_by(
+        self,
+        guessed: Persona,
+        job: TurnJob,
+        messages: list[Message],
+        voiced_by: str | None,
+        bot_user_id: str,
+    ) -> Voiced:
+        """``messages`` as the persona speaking hears them (``voiced_history``), and who takes part."""
+        alter = guessed if guessed.alter else None
+        main_name = self.personas.guess(job.guild_id).name
+        history = voiced_history(messages, self.settings.DISCORD_APPLICATION_ID, alter, main_name, voiced_by)
+        return Voiced(history, tuple(participants_from_messages(history, bot_user_id)), voiced_by)
 
-    def speak_as_persona(self, state: TurnState, read: TurnRead) -> None:
-        """An alter persona answers through the channel's webhook, created now if the channel has
-        none; without Manage Webhooks the bot says so instead, once, and nothing is captured."""
-        job, persona = state.job, read.memory.config.persona
+    def speak_as_persona(
+        self, job: TurnJob, channel: ChannelDescription, read: TurnRead
+    ) -> PersonaReply | Outbox | None:
+        """How an alter persona answers: through the channel's webhook, created now if the channel
+        has none; without Manage Webhooks, the bot's notice saying so (an outbox: posted once,
+        nothing captured); None: as the bot (an earlier attempt lost the webhook)."""
+        persona = read.memory.config.persona
         if self.webhooks is None:
             raise RuntimeError("an alter persona's turn needs the persona webhooks")
-        channel_id = webhook_channel(state)
+        channel_id = webhook_channel(job, channel)
         earlier = read.outbox.webhook_ids if read.outbox else ()
         reply = PersonaReply(
             self.webhooks, job, persona, channel_id, read.webhook, earlier_webhook_ids=earlier
         )
         if read.outbox is not None and read.outbox.as_bot:
-            return  # an earlier attempt lost the webhook: the rest goes as the bot
+            return None  # an earlier attempt lost the webhook: the rest goes as the bot
         if read.outbox is None or not read.outbox.answered:
             try:
                 reply.stored = self.webhooks.webhook(job.guild_id or "", channel_id, read.webhook)
             except WebhooksForbidden:
                 logger.warning("turn %s: no Manage Webhooks in channel %s", job.turn_id, channel_id)
-                state.outbox = no_webhook_notice(persona.name)
-                return
-        state.responder = reply
+                return no_webhook_notice(persona.name)
+        return reply

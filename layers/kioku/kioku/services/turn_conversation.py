@@ -1,6 +1,7 @@
-"""A turn's talk with the model: the messages it is shown (``assemble``), each request, the tool calls it answers with (run through the tools
-registry, ``services/tools.py``, at most ``MAX_TOOL_CALLS_PER_TURN`` of them over ``MAX_TOOL_ROUNDS``),
-and the notices the tools' changes owe, kept in the turn's outbox as soon as they exist."""
+"""A turn's talk with the model: the messages it is shown (``assemble``, a ``Prompt``), each request,
+the tool calls it answers with (run through the tools registry, ``services/tools.py``, at most
+``MAX_TOOL_CALLS_PER_TURN`` of them over ``MAX_TOOL_ROUNDS``), and its answer (``ask``); the notices
+the tools' changes owe are kept through the turn's unit of work as soon as they exist."""
 
 from __future__ import annotations
 
@@ -15,17 +16,21 @@ from kioku.config import Settings
 from kioku.discord.models import Member
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.ltm.ports import MemberSearchFailed, MemoryStore
+from kioku.domain.ltm.recall import Recall
 from kioku.domain.ltm.targets import MEMBER_SEARCH_LIMIT
-from kioku.domain.models import ContextItem, ContextTag
+from kioku.domain.models import ContextItem, ContextTag, PrivacyLevel
 from kioku.domain.placement import place_short_term_memory
 from kioku.domain.replies import CUT_MARK, strip_echoed_metadata
+from kioku.domain.stm.capture import turn_lines
 from kioku.domain.system_prompt import system_prompt
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnClaimed, TurnContext
+from kioku.domain.turn import LlmUnavailable, Outbox, TurnContext
+from kioku.domain.why import trace_of
 from kioku.services import tool_failures, tools
-from kioku.services.turn_claims import give_back
-from kioku.services.turn_ports import GuildLookup, TurnDiscord, TurnStore
-from kioku.services.turn_state import TurnState
+from kioku.services.embeddings import TurnEmbeddings
+from kioku.services.turn_ports import GuildLookup, TurnDiscord
+from kioku.services.turn_state import Loaded, TurnAttempt
+from kioku.services.turn_unit_of_work import TurnUnitOfWork
 
 logger = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -65,27 +70,38 @@ class GuildMembers:
 
 
 @dataclass(frozen=True, slots=True)
+class Prompt:
+    """What the model is first shown: its messages, what each one is (``CONTEXT_KINDS``), the tools
+    offered."""
+
+    messages: tuple[dict[str, Any], ...]
+    kinds: tuple[str, ...]
+    tools: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
 class Conversation:
-    """One turn's model and tools, over the turn's state (its messages, the tools offered, the
-    record of requests and tool results)."""
+    """One turn's model and tools, over what the turn loaded and recalled; what a tool's change
+    owes is kept through the turn's unit of work, each request and tool result noted in its record."""
 
     settings: Settings
     model: ChatModel
-    turns: TurnStore
     discord: TurnDiscord
     directory: GuildLookup
     ltm_store: MemoryStore
-    state: TurnState
+    work: TurnUnitOfWork
+    attempt: TurnAttempt
+    loaded: Loaded
+    recalled: Recall
+    embeddings: TurnEmbeddings | None
 
-    def assemble(self) -> None:
+    def assemble(self) -> Prompt:
         """The model's messages (persona, recall, dialogue, short-term memory placed by depth), what
         each one is (see ``CONTEXT_KINDS``), and the tools offered."""
-        state = self.state
-        turn, stm, dialogue = state.turn, state.stm, state.dialogue
-        assert turn is not None and stm is not None and dialogue is not None
+        turn, stm, dialogue = self.loaded.turn, self.loaded.stm, self.loaded.dialogue
         items: list[ContextItem] = [ContextItem("system", ContextTag.SYSTEM_PROMPT, system_prompt(turn))]
-        if state.recalled.item is not None:
-            items.append(state.recalled.item)
+        if self.recalled.item is not None:
+            items.append(self.recalled.item)
         items += dialogue.items
         memory = stm.context()
         items = place_short_term_memory(
@@ -95,18 +111,16 @@ class Conversation:
             memory.nudge_item,
             memory.nudge_injection_depth,
         )
-        kinds = [NUDGE_KIND if item is memory.nudge_item else CONTEXT_KINDS[item.tag] for item in items]
-        state.messages, state.record.context_kinds = [item.to_openai() for item in items], kinds
-        state.tools = tools.offered(self._tool_bench(()))
+        kinds = tuple(NUDGE_KIND if item is memory.nudge_item else CONTEXT_KINDS[item.tag] for item in items)
+        return Prompt(tuple(item.to_openai() for item in items), kinds, tools.offered(self._tool_bench(())))
 
-    def ask(self, earlier: tuple[dict[str, Any], ...]) -> str:
-        state = self.state
-        turn, stm, record = state.turn, state.stm, state.record
-        assert turn is not None and stm is not None
-        messages, bench = state.messages, self._tool_bench(earlier)
+    def ask(self, prompt: Prompt, earlier: tuple[dict[str, Any], ...]) -> str:
+        """The model's answer to ``prompt``, after running the tools it calls for a few rounds."""
+        turn, record = self.loaded.turn, self.attempt.record
+        messages, bench = list(prompt.messages), self._tool_bench(earlier)
         for round_number in range(MAX_TOOL_ROUNDS + 1):
-            offered = state.tools if round_number < MAX_TOOL_ROUNDS else []
-            budget = state.time_left() - RESERVED_SECONDS
+            offered = prompt.tools if round_number < MAX_TOOL_ROUNDS else []
+            budget = self.attempt.time_left() - RESERVED_SECONDS
             if budget <= 0:
                 raise LlmUnavailable("no time left in this turn for the model")
             request = ChatRequest(
@@ -138,22 +152,33 @@ class Conversation:
                 messages.append(
                     {"role": "tool", "tool_call_id": call.id, "content": result.to_model_content()}
                 )
-            if len(self._notices()) > self.state.notices_kept:
+            if len(self._notices()) > self.work.notices_kept:
                 # a memory was saved: its notice must survive this attempt, whatever the model does next
-                self._keep_notices(earlier)
+                self.work.keep_notices(self.owed_notices(earlier), self.quoted(), len(self._notices()))
         raise AssertionError("unreachable: the last round offers no tools")
 
-    def _keep_notices(self, earlier: tuple[dict[str, Any], ...]) -> None:
-        """Keep the notices owed so far as this attempt's claim: a twin holding the outbox (its
-        answer maybe half posted) is left alone, and this attempt gives the turn back."""
-        state = self.state
-        notes = Outbox(notices=self.owed_notices(earlier), quoted=self.quoted(), claim=str(state.claim))
-        try:
-            self.turns.keep(state.key, notes, state.now, state.taking_from)
-        except TurnClaimed as exc:
-            give_back(self.turns, state, exc.claim)
-        state.taking_from = None  # this attempt's claim replaced the one it took over
-        state.notices_kept = len(self._notices())
+    def outbox(self, reply: str, chunks: tuple[str, ...], earlier: tuple[dict[str, Any], ...]) -> Outbox:
+        """The answer's outbox (the apology's too): what the tools saved stays saved, after an
+        apology as well (and an earlier attempt's, ``earlier``): its notices show it."""
+        turn, stm, record = self.loaded.turn, self.loaded.stm, self.attempt.record
+        return Outbox(
+            reply=reply,
+            chunks=chunks,
+            notices=self.owed_notices(earlier),
+            # a person with full privacy has nothing stored, in the outbox either: the turn is counted
+            lines=()
+            if turn.profile.privacy_level is PrivacyLevel.FULL
+            else tuple(turn_lines(self.attempt.job, turn, reply, turn.now)),
+            apologised=record.apologised,
+            quoted=self.quoted(),
+            trace=trace_of(
+                turn,
+                channel_name=self.loaded.channel.name,
+                recalled=self.recalled,
+                rows=stm.context().shown,
+                tool_results=(result for _, result in record.tool_results),
+            ),
+        )
 
     def _write_announced(
         self,
@@ -164,21 +189,11 @@ class Conversation:
         """Change a memory (delete or rewrite it) and keep the notice it owes in the same
         transaction: a retry of an attempt killed right after would find nothing to change (the
         memory gone, or saying the new text already), and no notice to post."""
-        results = (*(earlier_result for _, earlier_result in self.state.record.tool_results), result)
+        results = (*(earlier_result for _, earlier_result in self.attempt.record.tool_results), result)
         notices = tuple(r.notification for r in results if r.notification)
         quoted = tuple(dict.fromkeys(r.notification_about for r in results if r.notification_about))
-        state = self.state
-        owed = (*earlier, *(n for n in notices if n not in earlier))
-        outbox = Outbox(notices=owed, quoted=quoted, claim=str(state.claim))
-        try:
-            # the outbox is this attempt's claim, as the notices' keep: a twin's change is not made twice
-            written, kept = self.turns.write_announced(state.key, outbox, state.now, write, state.taking_from)
-        except TurnClaimed as exc:
-            give_back(self.turns, state, exc.claim)
-        if kept:
-            state.taking_from = None  # this attempt's claim replaced the one it took over
-            state.notices_kept = len(notices)
-        return written
+        outbox = Outbox(notices=(*earlier, *(n for n in notices if n not in earlier)), quoted=quoted)
+        return self.work.write_announced(outbox, write, len(notices))
 
     def owed_notices(self, earlier: tuple[dict[str, Any], ...]) -> tuple[dict[str, Any], ...]:
         """An earlier attempt's notices, then this one's that it did not owe already (a retry's
@@ -187,29 +202,28 @@ class Conversation:
 
     def _notices(self) -> tuple[dict[str, Any], ...]:
         return tuple(
-            result.notification for _, result in self.state.record.tool_results if result.notification
+            result.notification for _, result in self.attempt.record.tool_results if result.notification
         )
 
     def quoted(self) -> tuple[str, ...]:
         """The people whose personal memories the turn's notices show."""
-        results = self.state.record.tool_results
+        results = self.attempt.record.tool_results
         return tuple(
             dict.fromkeys(result.notification_about for _, result in results if result.notification_about)
         )
 
     def _tool_bench(self, earlier: tuple[dict[str, Any], ...]) -> tools.ToolBench:
         """What this turn's tools work with; a change a tool makes keeps its notice with it."""
-        turn, stm = self.state.turn, self.state.stm
-        assert turn is not None and stm is not None
+        turn = self.loaded.turn
         return tools.ToolBench(
             turn=turn,
-            stm=stm,
-            recalled=self.state.recalled,
-            embeddings=self.state.embeddings,
+            stm=self.loaded.stm,
+            recalled=self.recalled,
+            embeddings=self.embeddings,
             store=self.ltm_store,
             settings=self.settings,
             members=GuildMembers(self.discord, self.directory),
-            speaker_manages_server=lambda: self._manages_server(turn, self.state.job.member),
+            speaker_manages_server=lambda: self._manages_server(turn, self.attempt.job.member),
             write_announced=lambda result, write: self._write_announced(earlier, result, write),
         )
 

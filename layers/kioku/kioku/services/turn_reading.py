@@ -15,9 +15,8 @@ from kioku.domain.attachment_text import AttachmentFiles, read_text_files
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import Dialogue, read_dialogue, user_names
 from kioku.domain.models import Participant
-from kioku.domain.privacy import ChannelDescription
+from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.text import MentionNames, mentioned_channels
-from kioku.domain.turn import TurnContext
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services.turn_ports import GuildLookup, TurnDiscord
 
@@ -66,17 +65,18 @@ class ChannelReader:
         history: list[Message],
         bot_user_id: str,
         bot_name: str,
-        turn: TurnContext | None,
+        policy: PrivacyPolicy | None,
     ) -> MentionNames:
         """Names for the mentions in the turn's text: the people the history carries (the bot by its
         persona's name), the guild's roles (read for the channel's privacy already, so no extra
         request), this channel and, only when a message mentions another one, the guild's channels
-        ``turn`` may name under its server's privacy settings (one cached request; None: not read
+        the turn may name under its server's privacy ``policy`` (one cached request; None: not read
         yet, none named)."""
         roles = (self.directory.guild_roles(job.guild_id) if job.guild_id else None) or ()
         channels = {channel.channel_id: channel.name} if channel.name else {}
-        if job.guild_id and turn and mentions_another_channel(job, channel, history):
-            named = self.directory.channel_names(job.guild_id, turn.place, turn.config.privacy)
+        if job.guild_id and policy is not None and mentions_another_channel(job, channel, history):
+            place = Place(job.guild_id, job.channel_id, channel.parent_channel_id)
+            named = self.directory.channel_names(job.guild_id, place, policy)
             channels = {**named, **channels}
         return MentionNames(
             users={**user_names(history), bot_user_id: bot_name},

@@ -1,4 +1,5 @@
-"""What one turn knows as its steps run (``TurnState``) and what it hands back (``TurnRecord``)."""
+"""The values a turn's steps hand each other (``TurnAttempt`` → ``Heard`` → ``Loaded``) and what it
+hands back (``TurnRecord``)."""
 
 from __future__ import annotations
 
@@ -6,21 +7,18 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
-from uuid import uuid4
 
 from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
 from kioku.domain.forgetting import snowflake_time
-from kioku.domain.ltm.recall import Recall
-from kioku.domain.models import Persona
+from kioku.domain.models import Participant, Persona
 from kioku.domain.privacy import ChannelDescription
+from kioku.domain.text import MentionNames
 from kioku.domain.tools import ToolResult
-from kioku.domain.turn import Claim, Outbox, TurnContext, TurnEnd, TurnKey
+from kioku.domain.turn import BotIdentity, Claim, TurnContext, TurnEnd, TurnKey
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
-from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.stm import ShortTermMemoryTurn
-from kioku.services.turn_delivery import Responder
 
 
 @dataclass
@@ -56,9 +54,11 @@ class TurnRecord:
         return self.end is TurnEnd.UNANSWERABLE
 
 
-@dataclass
-class TurnState:
-    """What the turn's steps share, filled in step by step (how the turn ends is what they return)."""
+@dataclass(frozen=True, slots=True)
+class TurnAttempt:
+    """What is fixed for one attempt at a turn before its first step: the job, its key, the clock,
+    the persona it speaks as, its claim; and the record it hands back (``record``: each step notes in
+    it what the caller sees; no step reads another's notes from it)."""
 
     job: TurnJob
     key: TurnKey
@@ -68,37 +68,9 @@ class TurnState:
     """The persona the turn speaks as, decided once: an alter persona as its job names it, else the
     main persona this container last saw on the turn's server. The name the history is first read
     with, the keys the turn's one read guesses; the configuration read corrects it."""
-    record: TurnRecord = field(default_factory=TurnRecord)
-    channel: ChannelDescription | None = None
-    history: list[Message] = field(default_factory=list)
-    """The conversation as the persona speaking hears it (``heard``: as Discord gave it)."""
-    heard: list[Message] = field(default_factory=list)
-    voiced_by: str | None = None
-    """The id of the webhook whose posts under the persona's name were heard as its own."""
-    turn: TurnContext | None = None
-    dialogue: Dialogue | None = None
-    read: TurnRead | None = None
-    stm: ShortTermMemoryTurn | None = None
-    recalled: Recall = field(default_factory=Recall)
-    embeddings: TurnEmbeddings | None = None
-    """The turn's embeddings (``EMBEDDINGS_MODEL``): each text embedded once, none after a failure."""
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    tools: list[dict[str, Any]] = field(default_factory=list)
-    outbox: Outbox | None = None
-    """What must still be posted and captured; ``outbox_kept``: it is in DynamoDB as it stands."""
-    outbox_kept: bool = False
-    notices_kept: int = 0
-    """How many of this attempt's notices are kept in its outbox."""
-    responder: Responder | None = None
-    """Where an alter persona's answer goes (its channel webhook); None: as the bot."""
-    claim: Claim = field(default_factory=lambda: Claim(None, 1, uuid4().hex))
+    claim: Claim
     """This attempt, as its outbox names it when it holds it."""
-    taking_from: str | None = None
-    """The claim of an earlier attempt's outbox this one takes over (its first note replaces it)."""
-
-    @property
-    def answered(self) -> bool:
-        return self.outbox is not None and self.outbox.answered
+    record: TurnRecord = field(default_factory=TurnRecord)
 
 
 def key_of(job: TurnJob) -> TurnKey:
@@ -110,3 +82,42 @@ def key_of(job: TurnJob) -> TurnKey:
         snowflake_time(job.turn_id),
         (job.guild_id, job.persona.persona_id) if job.persona and job.guild_id else None,
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Voiced:
+    """The conversation as the persona speaking hears it (``voiced_history``), who takes part in it,
+    and the webhook whose posts under the persona's name were heard as its own (``by``)."""
+
+    history: list[Message]
+    participants: tuple[Participant, ...]
+    by: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Heard:
+    """What the turn read of Discord (``TurnService._read_discord``): the channel, the conversation
+    as Discord gave it (``messages``) and as the persona speaking hears it (``voiced``), and the bot
+    it speaks as."""
+
+    channel: ChannelDescription
+    messages: list[Message]
+    voiced: Voiced
+    bot: BotIdentity
+    names: MentionNames
+    """What mentions read as, by the persona's guessed name, no other channel named yet."""
+    dialogue: Dialogue
+    """The dialogue by those names (who wrote in it decides whose memories the read fetches)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Loaded:
+    """The turn once its memory is read (``TurnService._read_memory``): its one read, the context
+    every later step and tool is given (built once, with the server's configuration), the
+    dialogue the model is shown and the turn's short-term memory."""
+
+    read: TurnRead
+    turn: TurnContext
+    channel: ChannelDescription
+    dialogue: Dialogue
+    stm: ShortTermMemoryTurn

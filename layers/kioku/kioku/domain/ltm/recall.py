@@ -78,12 +78,24 @@ def recall_subjects(turn: TurnContext) -> tuple[Participant, ...]:
     """
     if not turn.config.capabilities.personal_memories_enabled:
         return ()
-    taking_part = (turn.user,) if turn.is_dm else (turn.user, *turn.participants)
+    return people_taking_part(turn.user, turn.participants, turn.author_ids, turn.bot.user_id, turn.is_dm)
+
+
+def people_taking_part(
+    user: Participant,
+    participants: Sequence[Participant],
+    author_ids: Collection[str],
+    bot_user_id: str,
+    dm: bool,
+) -> tuple[Participant, ...]:
+    """``recall_subjects`` before the server's configuration is known (whose memories a turn's one
+    read fetches): the speaker, then the others who wrote in the conversation shown."""
+    taking_part = (user,) if dm else (user, *participants)
     subjects: dict[str, Participant] = {}
     for person in taking_part:
-        if person.user_id != turn.user.user_id and person.user_id not in turn.author_ids:
+        if person.user_id != user.user_id and person.user_id not in author_ids:
             continue
-        if person.user_id != turn.bot.user_id and not person.is_bot and not person.is_bridge:
+        if person.user_id != bot_user_id and not person.is_bot and not person.is_bridge:
             subjects.setdefault(person.user_id, person)
     return tuple(subjects.values())[:RECALL_MAX_USERS]
 
