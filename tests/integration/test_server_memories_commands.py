@@ -170,13 +170,21 @@ def test_the_memories_group_has_exactly_the_contracts_subcommands_and_options():
     subcommands = {option["name"]: option for option in group["options"]}
 
     assert list(subcommands) == ["list", "forget", "moderation", "review", "add", "edit", "history"]
-    edit_memory_id, content = subcommands["edit"]["options"]
+    edit_memory_id, content, edit_days, clear = subcommands["edit"]["options"]
     assert (edit_memory_id["name"], edit_memory_id["type"], edit_memory_id["required"]) == (
         "memory_id",
         4,
         True,
     )
-    assert (content["name"], content["type"], content["required"]) == ("content", 3, True)
+    # the text or the expiry, or both, may change: only the id is required
+    assert (content["name"], content["type"], content.get("required", False)) == ("content", 3, False)
+    assert (edit_days["name"], edit_days["type"], edit_days["min_value"], edit_days["max_value"]) == (
+        "expires_in_days",
+        4,
+        1,
+        3650,
+    )
+    assert (clear["name"], clear["type"], clear.get("required", False)) == ("clear_expiry", 5, False)
     assert [option["name"] for option in subcommands["history"]["options"]] == ["memory_id"]
     assert "options" not in subcommands["list"] and "options" not in subcommands["review"]
     content, persona, days = subcommands["add"]["options"]

@@ -210,6 +210,7 @@ class FakeMemoryStore:
         embedding=None,
         policy=None,
         changed_by=None,
+        expiry=None,
         also=(),
     ) -> Memory:
         self._check()
@@ -225,7 +226,7 @@ class FakeMemoryStore:
                 policy or PrivacyPolicy(rewritten.origin.guild_id),
             ):
                 raise DuplicateMemory(other.memory_id)
-        history = memory.edited(content, now, changed_by or author_id or memory.author_id)
+        history = memory.edited(content, now, changed_by or author_id or memory.author_id, expiry)
         updated = replace(
             memory,
             history=history,
@@ -236,6 +237,7 @@ class FakeMemoryStore:
             author_id=author_id or memory.author_id,
             subject_id=subject_id or memory.subject_id,
             embedding=embedding,
+            expires_at=expiry.expires_at if expiry else memory.expires_at,
         )
         self.memories[key] = updated
         return updated

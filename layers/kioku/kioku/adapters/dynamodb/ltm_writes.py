@@ -24,6 +24,7 @@ from kioku.adapters.dynamodb.ltm_items import (
     GUARD_TURN,
     attribute_names,
     count_attribute,
+    expiry_clauses,
     history_to_item,
     ledger_from_item,
     memory_to_item,
@@ -39,6 +40,7 @@ from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
+    ExpiryChange,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -164,9 +166,11 @@ class LtmWrites(LtmExpiry):
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
         changed_by: str | None = None,
+        expiry: ExpiryChange | None = None,
         also: Sequence[dict[str, Any]] = (),
     ) -> Memory:
-        """``memory`` with new content, the text it replaces kept in its history (``Memory.edited``:
+        """``memory`` with new content (and, given ``expiry``, a new expiry or none), the text it
+        replaces kept in its history (``Memory.edited``:
         changed by ``changed_by``, else ``author_id``, else its author) in the same write; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
         would. Given ``said_at`` (when the new text was said), raises ``SpeakerForgotten`` if its
@@ -189,6 +193,7 @@ class LtmWrites(LtmExpiry):
                 embedding,
                 taken,
                 changed_by or author_id or memory.author_id,
+                expiry,
             )
             operations.update(_joined(operations, also))
             try:
@@ -233,9 +238,10 @@ class LtmWrites(LtmExpiry):
         embedding: bytes | None,
         taken: GuardHolder | None,
         changed_by: str,
+        expiry: ExpiryChange | None,
     ) -> tuple[Memory, dict[str, dict[str, Any]]]:
         """The rewritten memory and the transaction that writes it (see ``replace_content``)."""
-        history = memory.edited(content, now, changed_by)
+        history = memory.edited(content, now, changed_by, expiry)
         changes = memory.changes + (history != memory.history)
         updated = replace(
             memory,
@@ -247,6 +253,7 @@ class LtmWrites(LtmExpiry):
             author_id=author_id or memory.author_id,
             subject_id=subject_id or memory.subject_id,
             embedding=embedding,
+            expires_at=expiry.expires_at if expiry else memory.expires_at,
         )
         moves = (updated.fingerprint, updated.duplicate_domain) != (
             memory.fingerprint,
@@ -255,17 +262,20 @@ class LtmWrites(LtmExpiry):
         updated = replace(updated, holds_guard=updated.holds_guard or moves)
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
         updated = replace(updated, review_tag=None)  # a review button shown before is out of date
+        key = memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        expiry_set, expiry_removed, expiry_names, expiry_values = expiry_clauses(key, expiry)
         removed = [
             *(() if embedding else ("#embedding",)),
             *(("#unguarded",) if moves else ()),
             "#review_tag",
+            *expiry_removed,
         ]
         operations = {
             "memory": self._table.op_update(
-                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                key,
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
                 f"#origin = :origin, #author_id = :author_id{subject}, #history = :history, "
-                "#changes = :changes"
+                f"#changes = :changes{expiry_set}"
                 + (", #embedding = :embedding" if embedding else "")
                 + (f" REMOVE {', '.join(removed)}" if removed else ""),
                 condition=f"#fingerprint = :read_fingerprint AND {guard_state(memory)} AND "
@@ -282,7 +292,8 @@ class LtmWrites(LtmExpiry):
                     "#unguarded",
                     "#review_tag",
                     *(("#subject_id",) if subject else ()),
-                ),
+                )
+                | expiry_names,
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
@@ -295,6 +306,7 @@ class LtmWrites(LtmExpiry):
                     **({":read_changes": memory.changes} if memory.changes else {}),
                     **({":subject_id": updated.subject_id} if subject else {}),
                     **({":embedding": embedding} if embedding else {}),
+                    **expiry_values,
                 },
             ),
             "book": self._write_entry(updated),

@@ -125,6 +125,20 @@ class MemoryVersion:
     until: datetime
     author_id: str
     changed_by: str
+    expires_at: datetime | None = None
+    """When the memory was to expire while it said this (None: it was not to)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiryChange:
+    """An edit's new expiry: ``expires_at``, or None to clear it (no change: no ``ExpiryChange``)."""
+
+    expires_at: datetime | None
+
+    @classmethod
+    def in_days(cls, now: datetime, days: int) -> ExpiryChange:
+        """``days`` from ``now``; 0 clears the expiry."""
+        return cls(expiry_after(now, days) if days else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,12 +195,18 @@ class Memory:
             user_id in (version.author_id, version.changed_by) for version in self.history
         )
 
-    def edited(self, content: str, now: datetime, changed_by: str) -> tuple[MemoryVersion, ...]:
-        """Its history once ``changed_by`` replaces its text with ``content`` at ``now``: the text
-        it says now kept, within the bound; the same text again keeps nothing (a retried edit)."""
-        if content == self.content:
+    def edited(
+        self, content: str, now: datetime, changed_by: str, expiry: ExpiryChange | None = None
+    ) -> tuple[MemoryVersion, ...]:
+        """Its history once ``changed_by`` replaces its text with ``content`` (and its expiry, given
+        ``expiry``) at ``now``: the text it says now kept with its expiry, within the bound; the same
+        text and expiry again keep nothing (a retried edit)."""
+        same_expiry = expiry is None or expiry.expires_at == self.expires_at
+        if content == self.content and same_expiry:
             return self.history
-        version = MemoryVersion(self.content, self.updated_at, now, self.author_id, changed_by)
+        version = MemoryVersion(
+            self.content, self.updated_at, now, self.author_id, changed_by, expires_at=self.expires_at
+        )
         return (*self.history, version)[-MAX_MEMORY_VERSIONS:]
 
     def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:

@@ -230,17 +230,19 @@ def _memory_id(value: Any) -> str:
 
 
 def edit(interaction: Interaction, context: CommandContext) -> dict:
+    text, expiry = memory_history.edit_of(interaction, context.clock())
     memory, viewer = _readable(interaction, context, "edit it")
     invoker = interaction.invoker
     edited = memory_edits.edit(
         memory,
-        memory_history.content_of(interaction),
+        text,
         editor_id=invoker.id if invoker else "",
         editor_name=(invoker.global_name or invoker.username) if invoker else "someone",
         now=context.clock(),
         max_length=context.settings.MAX_MEMORY_LENGTH,
         store=context.ltm_store,
         policy=viewer.policy,
+        expiry=expiry,
     )
     return message(embeds=[memory_history.edited_embed(edited, _render(viewer))])
 
