@@ -36,6 +36,9 @@ from kioku.domain.privacy import Origin
 EXPIRES: Final = "memory_expires_at"
 """A memory's expiry, epoch seconds: not the table's TTL attribute (``expires_at``), whose deletes
 would skip the counter, the guard and the book; the janitor deletes an expired memory instead."""
+LAST_SHOWN: Final = "last_shown"
+"""When a turn was last shown the memory (``iso_time``: string order is time order), folded in by
+the janitor (``ltm_usage``)."""
 GUARD_TURN: Final = "turn_id"
 """On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 ENTRY_PREFIX: Final = "m"
@@ -61,6 +64,7 @@ _NAMES: Final = {
     "#expires": EXPIRES,
     "#history": "history",
     "#changes": "changes",
+    "#last_shown": LAST_SHOWN,
 }
 
 
@@ -247,6 +251,7 @@ def memory_from_item(item: Item) -> Memory:
         expires_at=_expiry(item.get(EXPIRES)),
         history=tuple(_version_from_item(version) for version in item.get("history") or ()),
         changes=int(item.get("changes", 0)),
+        last_shown=parse_time(str(item[LAST_SHOWN])) if item.get(LAST_SHOWN) else None,
     )
 
 

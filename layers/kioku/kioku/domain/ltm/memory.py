@@ -169,6 +169,9 @@ class Memory:
     only from its own item, never from the book recall reads."""
     changes: int = field(default=0, compare=False)
     """How many times its text was changed (its history keeps only the newest of them)."""
+    last_shown: datetime | None = field(default=None, compare=False)
+    """When a turn was last shown it, as far as the janitor has folded the turns' records into it
+    (``ltm_usage``); read only from its own item."""
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
