@@ -57,6 +57,19 @@ from kioku.domain.ltm.memory import (
 from kioku.domain.models import PrivacyLevel
 from kioku.domain.privacy import Origin, PrivacyPolicy
 
+_REWRITTEN: Final = (
+    "#history",
+    "#changes",
+    "#content",
+    "#fingerprint",
+    "#updated_at",
+    "#origin",
+    "#author_id",
+    "#embedding",
+    "#unguarded",
+    "#review_tag",
+)
+"""The attributes a rewrite's update names whatever it changes (``_replace_operations``)."""
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
 _ALSO: Final = "also "
 """The name of a caller's part of a write's transaction (``also``), before its number."""
@@ -241,27 +254,23 @@ class LtmWrites(LtmExpiry):
         expiry: ExpiryChange | None,
     ) -> tuple[Memory, dict[str, dict[str, Any]]]:
         """The rewritten memory and the transaction that writes it (see ``replace_content``)."""
-        history = memory.edited(content, now, changed_by, expiry)
-        changes = memory.changes + (history != memory.history)
-        updated = replace(
-            memory,
-            history=history,
-            changes=changes,
-            content=content,
-            updated_at=now,
-            origin=origin or memory.origin,
-            author_id=author_id or memory.author_id,
-            subject_id=subject_id or memory.subject_id,
+        updated = memory.rewritten(
+            content,
+            now,
+            changed_by,
+            origin=origin,
+            author_id=author_id,
+            subject_id=subject_id,
             embedding=embedding,
-            expires_at=expiry.expires_at if expiry else memory.expires_at,
+            expiry=expiry,
         )
         moves = (updated.fingerprint, updated.duplicate_domain) != (
             memory.fingerprint,
             memory.duplicate_domain,
         )
-        updated = replace(updated, holds_guard=updated.holds_guard or moves)
+        # a review button shown before is out of date
+        updated = replace(updated, holds_guard=updated.holds_guard or moves, review_tag=None)
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
-        updated = replace(updated, review_tag=None)  # a review button shown before is out of date
         key = memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
         expiry_set, expiry_removed, expiry_names, expiry_values = expiry_clauses(key, expiry)
         removed = [
@@ -280,20 +289,7 @@ class LtmWrites(LtmExpiry):
                 + (f" REMOVE {', '.join(removed)}" if removed else ""),
                 condition=f"#fingerprint = :read_fingerprint AND {guard_state(memory)} AND "
                 + history_state(memory),
-                names=attribute_names(
-                    "#history",
-                    "#changes",
-                    "#content",
-                    "#fingerprint",
-                    "#updated_at",
-                    "#origin",
-                    "#author_id",
-                    "#embedding",
-                    "#unguarded",
-                    "#review_tag",
-                    *(("#subject_id",) if subject else ()),
-                )
-                | expiry_names,
+                names=attribute_names(*_REWRITTEN, *(("#subject_id",) if subject else ())) | expiry_names,
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
@@ -301,8 +297,8 @@ class LtmWrites(LtmExpiry):
                     ":origin": origin_text(updated.origin),
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
-                    ":history": history_to_item(history),
-                    ":changes": changes,
+                    ":history": history_to_item(updated.history),
+                    ":changes": updated.changes,
                     **({":read_changes": memory.changes} if memory.changes else {}),
                     **({":subject_id": updated.subject_id} if subject else {}),
                     **({":embedding": embedding} if embedding else {}),

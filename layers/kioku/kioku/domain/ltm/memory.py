@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
@@ -211,6 +211,34 @@ class Memory:
             self.content, self.updated_at, now, self.author_id, changed_by, expires_at=self.expires_at
         )
         return (*self.history, version)[-MAX_MEMORY_VERSIONS:]
+
+    def rewritten(
+        self,
+        content: str,
+        now: datetime,
+        changed_by: str,
+        *,
+        origin: Origin | None = None,
+        author_id: str | None = None,
+        subject_id: str | None = None,
+        embedding: bytes | None = None,
+        expiry: ExpiryChange | None = None,
+    ) -> Memory:
+        """It saying ``content`` from ``now`` (written where, by whom, about whom given; its new
+        expiry given ``expiry``; ``embedding`` the new text's), what it replaces kept (``edited``)."""
+        history = self.edited(content, now, changed_by, expiry)
+        return replace(
+            self,
+            history=history,
+            changes=self.changes + (history != self.history),
+            content=content,
+            updated_at=now,
+            origin=origin or self.origin,
+            author_id=author_id or self.author_id,
+            subject_id=subject_id or self.subject_id,
+            embedding=embedding,
+            expires_at=expiry.expires_at if expiry else self.expires_at,
+        )
 
     def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:
         """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules);
