@@ -418,3 +418,10 @@ def test_a_memory_edited_with_the_command_shows_changed_once_with_its_history(in
     assert "amber" in version["content"] and version["changed_by"] == "Alice"
     history = command(inspector_url, f"/personal memories history memory_id:{memory['id']}")
     assert "amber" in history.json()["output"] and "crimson" in history.json()["output"]
+
+    # When: she gives it five days without a new text; then the inspector shows until when, and the
+    # version it keeps says it did not expire then
+    command(inspector_url, f"/personal memories edit memory_id:{memory['id']} expires_in_days:5")
+    (timed,) = [m for m in state(inspector_url)["ltm"] if m["id"] == memory["id"]]
+    assert timed["expires_at"] is not None and timed["changes"] == 2 and "crimson" in timed["content"]
+    assert [version["expires_at"] for version in timed["history"]] == [None, None]

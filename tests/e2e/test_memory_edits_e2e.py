@@ -6,6 +6,7 @@ the interactions endpoint, signed as Discord signs them; the model's ``update_lo
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
 import pytest
@@ -21,6 +22,7 @@ from tests.e2e.test_why_answer_e2e import person, save, turn, why
 pytestmark = pytest.mark.e2e
 
 MANAGE_GUILD: Final = str(1 << 5)
+DAY: Final = timedelta(days=1)
 
 
 def command(stack, asker: dict, group: str, subcommand: str, permissions: str = "0", **options: Any) -> dict:
@@ -164,3 +166,109 @@ def test_the_models_update_keeps_history_and_why_this_answer_says_the_memory_cha
     assert "changed since, it now says: You live in Braga" in to_alice and "Porto" not in to_alice
     to_bob = text_of(why(stack, older, bob, GENERAL))
     assert "Braga" not in to_bob and "changed since" not in to_bob
+
+
+def test_an_edit_changes_or_clears_the_expiry_alone_and_its_history_notes_the_old_one(stack, llm):
+    alice = person(stack, "alice")
+    memory_id = alices_memory(stack, llm, alice)
+
+    # When Alice gives it 7 days without a new text, then clears it again
+    before = datetime.now(UTC)
+    given = command(stack, alice, "personal", "edit", memory_id=int(memory_id), expires_in_days=7)
+    after = datetime.now(UTC)
+    memory = store_of(stack).find(ScopeKind.PERSONAL, alice["id"], memory_id)
+    listed = text_of(command(stack, alice, "personal", "list"))
+    cleared = command(stack, alice, "personal", "edit", memory_id=int(memory_id), clear_expiry=True)
+
+    # Then the first edit set it 7 days from then, the list said so, the text stayed
+    assert (
+        before + 7 * DAY <= memory.expires_at + timedelta(seconds=1) and memory.expires_at <= after + 7 * DAY
+    )
+    assert memory.content == "{user} lives in Porto"
+    until = memory.expires_at.date().isoformat()
+    assert f"Until {until}." in text_of(given) and f"until {until}" in listed
+    # and the second cleared it; the history keeps both texts' expiries
+    assert "It does not expire." in text_of(cleared)
+    kept = store_of(stack).find(ScopeKind.PERSONAL, alice["id"], memory_id)
+    assert kept.expires_at is None and kept.changes == 2
+    assert [v.expires_at for v in kept.history] == [None, memory.expires_at]
+    assert f"until {until}" in text_of(command(stack, alice, "personal", "history", memory_id=int(memory_id)))
+    assert "until" not in text_of(command(stack, alice, "personal", "list"))
+
+
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        ({}, "Give the memory's new `content`"),
+        ({"clear_expiry": False}, "Give the memory's new `content`"),
+        ({"expires_in_days": 3, "clear_expiry": True}, "not both"),
+        ({"expires_in_days": 0}, "expires_in_days must be from 1 to 3650"),
+        ({"content": "{user} lives in Faro", "expires_in_days": 4000}, "expires_in_days must be from 1"),
+    ],
+)
+def test_an_edit_with_nothing_to_change_or_a_bad_expiry_is_refused_and_changes_nothing(
+    stack, llm, options, says
+):
+    alice = person(stack, "alice")
+    memory_id = alices_memory(stack, llm, alice)
+
+    refused = command(stack, alice, "personal", "edit", memory_id=int(memory_id), **options)
+    server = command(stack, alice, "server", "edit", MANAGE_GUILD, memory_id=int(memory_id), **options)
+
+    assert refused["embeds"][0]["title"] in ("Not understood", "Nothing was changed")
+    assert says in text_of(refused) and says in text_of(server)
+    memory = store_of(stack).find(ScopeKind.PERSONAL, alice["id"], memory_id)
+    assert (memory.content, memory.expires_at, memory.changes) == ("{user} lives in Porto", None, 0)
+
+
+def test_a_manager_gives_a_server_memory_a_new_text_and_expiry_then_clears_it(stack, llm):
+    alice = person(stack, "alice")
+    llm.enqueue(save("the bake sale is this weekend"), completion_body("Noted."))
+    turn(stack, GENERAL, alice, "the bake sale is this weekend")
+    (memory,) = store_of(stack).memories_of(ScopeKind.SERVER, GUILD)
+
+    command(
+        stack,
+        alice,
+        "server",
+        "edit",
+        MANAGE_GUILD,
+        memory_id=int(memory.memory_id),
+        content="the bake sale moved to next weekend",
+        expires_in_days=9,
+    )
+    moved = store_of(stack).find(ScopeKind.SERVER, GUILD, memory.memory_id)
+    listed = text_of(command(stack, alice, "server", "list", MANAGE_GUILD))
+    command(stack, alice, "server", "edit", MANAGE_GUILD, memory_id=int(memory.memory_id), clear_expiry=True)
+
+    assert moved.content == "the bake sale moved to next weekend"
+    assert moved.expires_at is not None and f"until {moved.expires_at.date().isoformat()}" in listed
+    kept = store_of(stack).find(ScopeKind.SERVER, GUILD, memory.memory_id)
+    assert (kept.content, kept.expires_at) == ("the bake sale moved to next weekend", None)
+    assert [(v.content, v.expires_at) for v in kept.history] == [
+        ("the bake sale is this weekend", None),
+        ("the bake sale moved to next weekend", moved.expires_at),
+    ]
+
+
+def test_the_models_update_sets_an_expiry_and_a_bad_one_is_a_status_that_writes_nothing(stack, llm):
+    alice = person(stack, "alice")
+    memory_id = alices_memory(stack, llm, alice)
+
+    # When one turn's model sends an expiry out of range, and the next one a good one
+    bad = {"memory_id": memory_id, "memory_content": "{user} lives in Porto until May", "expires_in_days": -2}
+    good = {**bad, "expires_in_days": 30}
+    llm.enqueue(completion_body(tool_calls=[("update_long_term_memory", bad)]), completion_body("Hm."))
+    turn(stack, GENERAL, alice, "I leave Porto in May")
+    refused = next(m for m in reversed(llm.bodies[-1]["messages"]) if m["role"] == "tool")
+    unchanged = store_of(stack).find(ScopeKind.PERSONAL, alice["id"], memory_id)
+    before = datetime.now(UTC)
+    llm.enqueue(completion_body(tool_calls=[("update_long_term_memory", good)]), completion_body("Noted."))
+    turn(stack, GENERAL, alice, "I leave Porto in May, really")
+
+    # Then the first was told what to fix and nothing changed; the second set the expiry with the text
+    assert "memory_update_failed" in refused["content"] and "expires_in_days" in refused["content"]
+    assert (unchanged.content, unchanged.expires_at, unchanged.changes) == ("{user} lives in Porto", None, 0)
+    memory = store_of(stack).find(ScopeKind.PERSONAL, alice["id"], memory_id)
+    assert memory.content == "{user} lives in Porto until May"
+    assert before + 30 * DAY - timedelta(seconds=5) <= memory.expires_at <= datetime.now(UTC) + 30 * DAY

@@ -20,7 +20,7 @@ from tests.unit.stm_builders import LIMITS, NOW
 DAY = timedelta(days=1)
 NO_SERVER_REMOVED = {"servers_erased": 0, "server_items_deleted": 0, "server_items_kept": 0}
 NO_VECTORS = {"vectors_written": 0, "vectors_skipped": 0}
-NO_EXPIRED = {"expired_found": 0, "expired_deleted": 0}
+NO_EXPIRED = {"expired_found": 0, "expired_deleted": 0, "shown_records": 0, "last_shown_set": 0}
 
 
 @pytest.fixture

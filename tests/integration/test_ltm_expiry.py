@@ -183,3 +183,36 @@ def test_last_shown_reads_when_each_memory_was_last_shown_from_the_turns_notes(t
         memory_key_text(ScopeKind.PERSONAL, BOB, "11111"): NOW - DAY,
         memory_key_text(ScopeKind.PERSONAL, BOB, "22222"): NOW - 5 * DAY,
     }
+
+
+def test_an_edit_changes_or_clears_the_expiry_keeps_the_old_one_in_history_and_the_janitor_follows(table):
+    # Given two plans that expire in a day
+    from kioku.domain.ltm.memory import ExpiryChange
+
+    store = DynamoMemoryStore(table)
+    scope = MemoryScope.personal(BOB, 1)
+    moved, stays = (
+        store.create(draft(scope, text, days=1), limit=5) for text in ("{user} trip", "{user} job")
+    )
+
+    # When one is given 30 days from a day later, and the other's expiry is cleared (its text unchanged)
+    for saved, expiry in ((moved, ExpiryChange.in_days(NOW + DAY / 2, 30)), (stays, ExpiryChange(None))):
+        memory = store.find(ScopeKind.PERSONAL, BOB, saved.memory_id)
+        store.replace_content(memory, memory.content, NOW + DAY / 2, changed_by=ALICE, expiry=expiry)
+
+    # Then each keeps its text, its new expiry, and a version noting the old expiry
+    later, lasting = (store.find(ScopeKind.PERSONAL, BOB, s.memory_id) for s in (moved, stays))
+    assert later.expires_at == NOW + DAY / 2 + 30 * DAY and lasting.expires_at is None
+    for memory, text in ((later, "{user} trip"), (lasting, "{user} job")):
+        assert memory.content == text and memory.changes == 1
+        assert [(v.content, v.expires_at, v.changed_by) for v in memory.history] == [(text, NOW + DAY, ALICE)]
+    items = partition(table, ScopeKind.PERSONAL, BOB)
+    assert not {"memory_expires_at", "gsi2pk", "gsi2sk"} & set(items[f"M#{stays.memory_id}"])
+    assert_books_match_memories(table, ScopeKind.PERSONAL, BOB)
+    # and the janitor deletes neither at the old time, nor the cleared one ever; the other at its new time
+    assert recalled_ids(store, NOW + 2 * DAY) == {moved.memory_id, stays.memory_id}
+    assert store.purge_expired(NOW + 2 * DAY).found == 0
+    assert store.purge_expired(NOW + 3650 * DAY).deleted == 1
+    assert [sk for sk in partition(table, ScopeKind.PERSONAL, BOB) if sk.startswith("M#")] == [
+        f"M#{stays.memory_id}"
+    ]

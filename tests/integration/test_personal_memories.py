@@ -763,3 +763,34 @@ def test_the_models_update_of_an_expired_memory_is_not_found_and_changes_nothing
     assert result.status == UpdateStatus.NOT_FOUND
     kept = ltm.find(ScopeKind.SERVER, fakes.SERVER, memory_id, expired_too=True)
     assert kept is not None and (kept.content, kept.changes) == ("a bake sale today", 0)
+
+
+def test_my_list_least_used_first_counts_both_folded_times_and_the_notes_and_marks_the_long_unused(
+    interact, ltm, table
+):
+    from kioku.adapters.dynamodb.turn_traces import commit_parts
+    from kioku.domain.why import MemoryUse, TurnTrace, UsedMemory
+
+    # Given three memories: one last shown 100 days ago (folded), one noted an hour ago, one never shown
+    old, noted, never = (save(ltm, ALICE, f"{{user}} fact {n}", by=ALICE, where=IN_GENERAL) for n in range(3))
+    table.update(
+        ItemKey(owner_pk(ScopeKind.PERSONAL, ALICE), f"M#{old}"),
+        "SET last_shown = :at",
+        values={":at": (NOW - timedelta(days=100)).isoformat(timespec="seconds")},
+    )
+    at = NOW - timedelta(hours=1)
+    used = (UsedMemory(ScopeKind.PERSONAL, ALICE, noted, MemoryUse.RECALLED, ALICE),)
+    trace = TurnTrace(GUILD, GENERAL, 1, at, channel_private=False, memories=used)
+    key = TurnKey(TurnSource.MESSAGE.value, "500000000000000009", ALICE, at)
+    table.transact_write(commit_parts(table, key, trace, (), 2_000_000_000))
+
+    # When Alice lists them least used first
+    body = interact(personal("memories", "list", order="least_used"))
+
+    # Then the never shown one comes first, then the one shown longest ago, marked; the noted one last
+    names = [field["name"] for field in body["data"]["embeds"][0]["fields"]]
+    assert [name.split(" ")[0][1:] for name in names] == [never, old, noted]
+    assert ["unused 90+ days" in name for name in names] == [False, True, False]
+    assert "least used first" in body["data"]["embeds"][0]["description"]
+    newest = interact(personal("memories", "list", order="recent"))
+    assert "unused" not in shown(newest)

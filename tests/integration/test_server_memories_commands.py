@@ -170,15 +170,26 @@ def test_the_memories_group_has_exactly_the_contracts_subcommands_and_options():
     subcommands = {option["name"]: option for option in group["options"]}
 
     assert list(subcommands) == ["list", "forget", "moderation", "review", "add", "edit", "history"]
-    edit_memory_id, content = subcommands["edit"]["options"]
+    edit_memory_id, content, edit_days, clear = subcommands["edit"]["options"]
     assert (edit_memory_id["name"], edit_memory_id["type"], edit_memory_id["required"]) == (
         "memory_id",
         4,
         True,
     )
-    assert (content["name"], content["type"], content["required"]) == ("content", 3, True)
+    # the text or the expiry, or both, may change: only the id is required
+    assert (content["name"], content["type"], content.get("required", False)) == ("content", 3, False)
+    assert (edit_days["name"], edit_days["type"], edit_days["min_value"], edit_days["max_value"]) == (
+        "expires_in_days",
+        4,
+        1,
+        3650,
+    )
+    assert (clear["name"], clear["type"], clear.get("required", False)) == ("clear_expiry", 5, False)
     assert [option["name"] for option in subcommands["history"]["options"]] == ["memory_id"]
-    assert "options" not in subcommands["list"] and "options" not in subcommands["review"]
+    assert "options" not in subcommands["review"]
+    (order,) = subcommands["list"]["options"]
+    assert (order["name"], order["type"], order.get("required", False)) == ("order", 3, False)
+    assert [choice["value"] for choice in order["choices"]] == ["recent", "least_used"]
     content, persona, days = subcommands["add"]["options"]
     assert (content["name"], content["type"], content["required"]) == ("content", 3, True)
     assert (persona["name"], persona["type"], persona.get("required", False)) == ("persona", 3, False)
@@ -786,3 +797,46 @@ def test_an_expired_server_memory_is_reviewed_edited_read_and_forgotten_nowhere(
         ("quiz night", MemoryStatus.PENDING, 0),
         ("a bake sale today", MemoryStatus.ACTIVE, 0),
     ]
+
+
+def shown_at(table, memory: Memory, at: datetime) -> None:
+    """``memory`` was last shown at ``at``, as the janitor's fold of the turns' records sets it."""
+    table.update(
+        ItemKey(owner_pk(ScopeKind.SERVER, GUILD), f"M#{memory.memory_id}"),
+        "SET last_shown = :at",
+        values={":at": at.astimezone(UTC).isoformat(timespec="seconds")},
+    )
+
+
+def test_the_list_orders_by_least_used_or_newest_and_marks_memories_unused_for_90_days(interact, seed, table):
+    # Given memories saved long ago: shown yesterday, 100 days ago, 10 days ago, or never
+    today = datetime.now(UTC).replace(microsecond=0)
+    yesterday, long_ago, lately, never, never_too, newest = (seed(f"fact {n}") for n in range(6))
+    for memory, days in ((yesterday, 1), (long_ago, 100), (lately, 10), (newest, 2)):
+        shown_at(table, memory, today - timedelta(days=days))
+
+    # When a manager lists them least used first, turns the page, and lists them newest first
+    least = interact(run("list", order="least_used"))
+    second = interact(click(button(least, "Next")["custom_id"]))
+    recent = interact(run("list", order="recent"))
+
+    # Then never shown come first (the oldest first), then the longest since shown; the page button
+    # keeps the order; those unused for 90 days (or never shown, and older) are marked
+    by_id = [never, never_too, long_ago, lately, newest, yesterday]
+    assert listed(least) + listed(second) == [m.memory_id for m in by_id]
+    assert button(least, "Next")["custom_id"] == "server:memories:page:least_used:1"
+    marked = {m.memory_id for m in (never, never_too, long_ago)}
+    for memory in by_id[:PAGE]:
+        assert field_of(least, memory)["name"].endswith(" · unused 90+ days") == (memory.memory_id in marked)
+    assert "least used first" in embed(least)["description"]
+    assert (
+        listed(recent)
+        == [m.memory_id for m in reversed((yesterday, long_ago, lately, never, never_too, newest))][:PAGE]
+    )
+    assert "unused" not in str(embed(recent)["fields"]) and "unused" not in str(embed(interact(run("list"))))
+
+
+def test_an_order_that_is_not_offered_is_refused(interact, seed):
+    seed("quiz night is on fridays")
+    body = interact(run("list", order="sideways"))
+    assert_ephemeral_error(body, "`order` is `recent` or `least_used`.")

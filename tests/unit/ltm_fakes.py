@@ -211,6 +211,7 @@ class FakeMemoryStore:
         embedding=None,
         policy=None,
         changed_by=None,
+        expiry=None,
         also=(),
     ) -> Memory:
         self._check()
@@ -226,17 +227,15 @@ class FakeMemoryStore:
                 policy or PrivacyPolicy(rewritten.origin.guild_id),
             ):
                 raise DuplicateMemory(other.memory_id)
-        history = memory.edited(content, now, changed_by or author_id or memory.author_id)
-        updated = replace(
-            memory,
-            history=history,
-            changes=memory.changes + (history != memory.history),
-            content=content,
-            updated_at=now,
-            origin=origin or memory.origin,
-            author_id=author_id or memory.author_id,
-            subject_id=subject_id or memory.subject_id,
+        updated = memory.rewritten(
+            content,
+            now,
+            changed_by or author_id or memory.author_id,
+            origin=origin,
+            author_id=author_id,
+            subject_id=subject_id,
             embedding=embedding,
+            expiry=expiry,
         )
         self.memories[key] = updated
         return updated

@@ -104,6 +104,8 @@ def test_the_memories_guide_names_every_memory_command_within_discords_limits():
         group = next(o for o in by_name()[command].definition()["options"] if o["name"] == "memories")
         for sub in group["options"]:
             assert f"/{command} memories {sub['name']}" in guide
+    for option in ("expires_in_days:<1-3650>", "clear_expiry:True", "order:recent", "order:least_used"):
+        assert option in guide  # what an edit and a list take besides their text
     guides = (memories_guide_embed(widest), stm_guide_embed(widest, deep), overview_embed())
     for embed in (*guides, personas_guide_embed(widest)):
         assert all(len(field["value"]) <= 1024 for field in embed["fields"])

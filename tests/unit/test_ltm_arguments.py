@@ -150,3 +150,19 @@ def test_an_expiry_out_of_range_or_of_the_wrong_type_is_named(given):
     with pytest.raises(InvalidArguments, match="expires_in_days") as refused:
         parse_create_arguments(raw, 100)
     assert refused.value.problem is Problem.ARGUMENTS
+
+
+@pytest.mark.parametrize(("given", "days"), [(None, None), (0, 0), (1, 1), (3650, 3650), ("30", 30)])
+def test_an_update_may_set_an_expiry_or_clear_it_with_zero(given, days):
+    raw = {"memory_id": 12345, "memory_content": "{user} is in Tokyo"}
+    if given is not None:
+        raw["expires_in_days"] = given
+    assert parse_update_arguments(raw, 100).expires_in_days == days
+
+
+@pytest.mark.parametrize("given", [-1, 3651, 2.5, False, "never", [0]])
+def test_an_update_expiry_out_of_range_or_of_the_wrong_type_is_named(given):
+    raw = {"memory_id": 12345, "memory_content": "{user} is in Tokyo", "expires_in_days": given}
+    with pytest.raises(InvalidArguments, match="expires_in_days") as refused:
+        parse_update_arguments(raw, 100)
+    assert refused.value.problem is Problem.ARGUMENTS

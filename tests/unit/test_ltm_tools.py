@@ -406,6 +406,36 @@ def test_bad_update_arguments_change_nothing(arguments, status):
     assert store.memories[(ScopeKind.SERVER, SERVER, "12345")].content == "kept"
 
 
+@pytest.mark.parametrize("days", [-1, 3651, "soon", 1.5])
+def test_a_bad_update_expiry_is_a_status_for_the_model_and_changes_nothing(days):
+    store = FakeMemoryStore()
+    store.add(replace(server_memory("12345", "a trip to Oslo"), expires_at=NOW + timedelta(days=3)))
+    result = update(
+        {"memory_id": 12345, "memory_content": "a trip to Bergen", "expires_in_days": days}, store
+    )
+    assert result.status == UpdateStatus.INVALID_ARGS and "expires_in_days" in result.data["message"]
+    kept = store.memories[(ScopeKind.SERVER, SERVER, "12345")]
+    assert (kept.content, kept.expires_at, kept.history) == ("a trip to Oslo", NOW + timedelta(days=3), ())
+
+
+def test_an_update_sets_a_new_expiry_from_now_or_clears_it_with_zero():
+    # (days far enough ahead that the fake store, which reads the real clock, still finds it)
+    store = FakeMemoryStore()
+    store.add(replace(server_memory("12345", "a trip to Oslo"), expires_at=NOW + timedelta(days=3000)))
+    store.add(server_memory("23456", "a job in Oslo"))
+    moved = update({"memory_id": 12345, "memory_content": "a trip to Oslo", "expires_in_days": 3100}, store)
+    cleared = update({"memory_id": 12345, "memory_content": "a trip to Oslo", "expires_in_days": 0}, store)
+    kept = update({"memory_id": 23456, "memory_content": "a job in Bergen"}, store)
+    assert (moved.status, cleared.status, kept.status) == (UpdateStatus.UPDATED,) * 3
+    trip = store.memories[(ScopeKind.SERVER, SERVER, "12345")]
+    assert trip.expires_at is None
+    assert [v.expires_at for v in trip.history] == [NOW + timedelta(days=3000), NOW + timedelta(days=3100)]
+    assert store.memories[(ScopeKind.SERVER, SERVER, "23456")].expires_at is None
+    schema = UPDATE_TOOL["function"]["parameters"]["properties"]["expires_in_days"]
+    assert (schema["minimum"], schema["maximum"]) == (0, 3650)
+    assert "0 when it now stays true" in UPDATE_TOOL["function"]["description"]
+
+
 def test_a_private_users_memory_cannot_be_rewritten_but_can_be_forgotten():
     store = FakeMemoryStore(privacy={BOB.user_id: PrivacyLevel.FULL})
     store.add(personal_memory(BOB.user_id, "66666", "{user} likes tea"))

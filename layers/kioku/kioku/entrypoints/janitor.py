@@ -1,6 +1,7 @@
 """JanitorFunction: on its schedule, purge short-term memory rows idle for longer than
 ``STM_JANITOR_RETENTION_DAYS`` (orphans of channels and servers that went quiet), delete the
-long-term memories that expired (a bounded number a run: ``ltm_expiry.EXPIRED_PER_RUN``), delete the
+long-term memories that expired (a bounded number a run: ``ltm_expiry.EXPIRED_PER_RUN``), fold the
+turns' records into when each memory was last shown (``ltm_usage``, bounded too), delete the
 data of servers that removed kioku more than ``SERVER_DATA_GRACE_DAYS`` ago, and give memories
 saved without a vector theirs (at most ``EMBEDDINGS_BACKFILL_PER_RUN``; none with
 ``EMBEDDINGS_MODEL=none``)."""
@@ -21,6 +22,7 @@ def handle(event: dict[str, Any], context: Any = None, *, now: datetime | None =
         return {
             **_purge(parts, moment),
             **_expire(parts, moment),
+            **_fold_last_shown(parts, moment),
             **_erase_removed_servers(parts, moment),
             **_backfill(parts),
         }
@@ -49,6 +51,17 @@ def _expire(parts: Container, moment: datetime) -> dict[str, int]:
         expired.kept,
     )
     return {"expired_found": expired.found, "expired_deleted": expired.deleted}
+
+
+def _fold_last_shown(parts: Container, moment: datetime) -> dict[str, int]:
+    usage = parts.ltm_store.fold_last_shown(moment)
+    logger.info(
+        "memory use: %d turn records folded, %d memories given a later last-shown time, %d gone or later",
+        usage.records,
+        usage.folded,
+        usage.kept,
+    )
+    return {"shown_records": usage.records, "last_shown_set": usage.folded}
 
 
 def _erase_removed_servers(parts: Container, moment: datetime) -> dict[str, int]:

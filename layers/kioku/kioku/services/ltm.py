@@ -23,6 +23,7 @@ from kioku.domain.ltm.arguments import (
 )
 from kioku.domain.ltm.memory import (
     GLOBAL_LINEAGE,
+    ExpiryChange,
     Memory,
     MemoryScope,
     MemoryStatus,
@@ -307,10 +308,15 @@ def _update(
             subject_id=named,
             embedding=embedding,
             policy=turn.config.privacy,
+            expiry=_expiry_change(turn.now, request.expires_in_days),
             also=also,
         ),
     )
     return rewritten
+
+
+def _expiry_change(now: datetime, days: int | None) -> ExpiryChange | None:
+    return ExpiryChange.in_days(now, days) if days is not None else None
 
 
 def _owners(
@@ -342,9 +348,11 @@ def rewrite_memory(
     said_at: datetime | None = None,
     subject_id: str | None = None,
     embedding: bytes | None = None,
+    expiry: ExpiryChange | None = None,
     also: Sequence[Any] = (),
 ) -> Memory:
-    """The one write that changes a memory's text, the model's and a person's edit alike: ``content``
+    """The one write that changes a memory's text (and, given ``expiry``, its expiry), the model's
+    and a person's edit alike: ``content``
     written by ``editor_id``, the text it replaces kept as its history in the same write; the
     store's guard refuses another memory's fact (``DuplicateMemory``); a personal memory only while
     its owner's privacy level allows personal memories (``TargetPrivacyRestricted``)."""
@@ -362,6 +370,7 @@ def rewrite_memory(
         embedding=embedding,
         policy=policy,
         changed_by=editor_id,
+        expiry=expiry,
         also=also,
     )
 

@@ -25,7 +25,7 @@ from datetime import datetime
 
 from kioku.domain.ltm.arguments import parse_memory_text
 from kioku.domain.ltm.curation import text_shown_to_manager
-from kioku.domain.ltm.memory import Memory, MemoryNotFound, ScopeKind
+from kioku.domain.ltm.memory import ExpiryChange, Memory, MemoryNotFound, ScopeKind
 from kioku.domain.ltm.saving import pin_user_token
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.services import ltm, memory_control
@@ -82,7 +82,7 @@ def _for_person(
 
 def edit(
     memory: Memory,
-    text: str,
+    text: str | None,
     *,
     editor_id: str,
     editor_name: str,
@@ -90,11 +90,16 @@ def edit(
     max_length: int,
     store: PersonMemories,
     policy: PrivacyPolicy,
+    expiry: ExpiryChange | None = None,
 ) -> Memory:
-    """``memory`` saying ``text`` (checked as the tools check theirs), written by ``editor_id``: the
-    update tool's write, keeping what it replaces as history. In a server memory ``{user}`` is
-    written down as the editor, as the tool writes it for whoever speaks."""
-    content = parse_memory_text(text, max_length)
-    if memory.scope.kind is ScopeKind.SERVER:
+    """``memory`` saying ``text`` (checked as the tools check theirs; None: the text it says), with
+    ``expiry`` if given, written by ``editor_id``: the update tool's write, keeping what it replaces
+    as history. In a server memory ``{user}`` is written down as the editor, as the tool writes it
+    for whoever speaks; an unchanged text keeps its embedding."""
+    content = memory.content if text is None else parse_memory_text(text, max_length)
+    if text is not None and memory.scope.kind is ScopeKind.SERVER:
         content = pin_user_token(content, editor_name)
-    return ltm.rewrite_memory(store, memory, content, now, editor_id=editor_id, policy=policy)
+    embedding = memory.embedding if content == memory.content else None
+    return ltm.rewrite_memory(
+        store, memory, content, now, editor_id=editor_id, policy=policy, embedding=embedding, expiry=expiry
+    )

@@ -94,6 +94,8 @@ REMOVALS_PARTITION: Final = "REMOVALS"
 """The ``JanitorAge`` partition of the servers kioku was removed from (``server_removal_key``)."""
 _SAID_IN_PREFIX: Final = "SAIDIN#"
 _EXPIRY_SHARD_PREFIX: Final = "LTMEXPIRY#"
+_SHOWN_SHARD_PREFIX: Final = "LTMSHOWN#"
+_USAGE_MARK: Final = ("JANITOR", "LASTSHOWN")
 _PRIVATE_SUFFIX: Final = "#PRIVATE"
 _PAIR_SEPARATOR: Final = "|"
 
@@ -344,6 +346,21 @@ def expiry_shard(memory: ItemKey) -> str:
 
 def expiry_shard_partition(shard: int) -> str:
     return f"{_EXPIRY_SHARD_PREFIX}{shard}"
+
+
+def shown_shard(record: ItemKey) -> str:
+    """The ``JanitorAge`` partition of a turn record that names memories it was shown (sorted there by
+    when it was committed), for the janitor to fold into each memory's ``last_shown``."""
+    return shown_shard_partition(zlib.crc32(record.joined().encode()) % AGE_SHARDS)
+
+
+def shown_shard_partition(shard: int) -> str:
+    return f"{_SHOWN_SHARD_PREFIX}{shard}"
+
+
+def usage_mark_key() -> ItemKey:
+    """How far the janitor has folded each ``shown_shard`` partition (its resume point)."""
+    return ItemKey(*_USAGE_MARK)
 
 
 # -- long-term memory ---------------------------------------------------------------------------------------

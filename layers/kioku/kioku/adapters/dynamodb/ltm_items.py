@@ -22,6 +22,7 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.table import Item
 from kioku.clock import parse_time
 from kioku.domain.ltm.memory import (
+    ExpiryChange,
     Memory,
     MemoryDraft,
     MemoryScope,
@@ -35,6 +36,9 @@ from kioku.domain.privacy import Origin
 EXPIRES: Final = "memory_expires_at"
 """A memory's expiry, epoch seconds: not the table's TTL attribute (``expires_at``), whose deletes
 would skip the counter, the guard and the book; the janitor deletes an expired memory instead."""
+LAST_SHOWN: Final = "last_shown"
+"""When a turn was last shown the memory (``iso_time``: string order is time order), folded in by
+the janitor (``ltm_usage``)."""
 GUARD_TURN: Final = "turn_id"
 """On a duplicate guard: the turn whose save wrote it (see ``MemoryDraft.turn_id``)."""
 ENTRY_PREFIX: Final = "m"
@@ -60,6 +64,7 @@ _NAMES: Final = {
     "#expires": EXPIRES,
     "#history": "history",
     "#changes": "changes",
+    "#last_shown": LAST_SHOWN,
 }
 
 
@@ -103,6 +108,20 @@ def expiry_attributes(key: ItemKey, expires_at: datetime | None) -> Item:
         JANITOR_PK: expiry_shard(key),
         JANITOR_SK: iso_time(expires_at),
     }
+
+
+def expiry_clauses(key: ItemKey, expiry: ExpiryChange | None) -> tuple[str, list[str], Item, Item]:
+    """What an edit adds to its memory item's update to change its expiry (``expiry_attributes``,
+    set anew or removed, so the janitor's index follows): ``", SET clauses"``, placeholders to
+    remove, their names and values; nothing without a change."""
+    if expiry is None:
+        return "", [], {}, {}
+    names = {"#expires": EXPIRES, "#janitor_pk": JANITOR_PK, "#janitor_sk": JANITOR_SK}
+    if expiry.expires_at is None:
+        return "", list(names), names, {}
+    at = expiry.expires_at
+    values = {":expires": epoch(at), ":janitor_pk": expiry_shard(key), ":janitor_sk": iso_time(at)}
+    return ", #expires = :expires, #janitor_pk = :janitor_pk, #janitor_sk = :janitor_sk", [], names, values
 
 
 def iso_time(moment: datetime) -> str:
@@ -232,6 +251,7 @@ def memory_from_item(item: Item) -> Memory:
         expires_at=_expiry(item.get(EXPIRES)),
         history=tuple(_version_from_item(version) for version in item.get("history") or ()),
         changes=int(item.get("changes", 0)),
+        last_shown=parse_time(str(item[LAST_SHOWN])) if item.get(LAST_SHOWN) else None,
     )
 
 
@@ -244,6 +264,7 @@ def history_to_item(history: Sequence[MemoryVersion]) -> list[Item]:
             "until": version.until.isoformat(),
             "a": version.author_id,
             "by": version.changed_by,
+            **({_ENTRY_EXPIRES: epoch(version.expires_at)} if version.expires_at is not None else {}),
         }
         for version in history
     ]
@@ -256,6 +277,7 @@ def _version_from_item(version: Item) -> MemoryVersion:
         until=parse_time(version["until"]),
         author_id=str(version.get("a", "")),
         changed_by=str(version.get("by", "")),
+        expires_at=_expiry(version.get(_ENTRY_EXPIRES)),
     )
 
 

@@ -40,7 +40,7 @@ what was said before either of them forgot everything is never saved.
 
 The store is a repository per job on one table: ``ltm_writes`` (saves, rewrites, deletes),
 ``ltm_reads`` (recall), ``ltm_person`` (a person's data: forget-all and the export) and
-``ltm_curation`` (a server's review), over ``ltm_transactions`` (what their writes share), with the
+``ltm_curation`` (a server's review), ``ltm_usage`` (when each memory was last shown), over ``ltm_transactions`` (what their writes share), with the
 book layout in ``ltm_book`` and the items mapped by ``ltm_items``. ``DynamoMemoryStore`` is all of
 them, the class callers use.
 """
@@ -64,6 +64,7 @@ from kioku.adapters.dynamodb.ltm_items import (
 from kioku.adapters.dynamodb.ltm_person import LtmPersonData
 from kioku.adapters.dynamodb.ltm_reads import LtmReads
 from kioku.adapters.dynamodb.ltm_transactions import MAX_ATTEMPTS
+from kioku.adapters.dynamodb.ltm_usage import LtmUsage
 from kioku.adapters.dynamodb.ltm_writes import LtmWrites
 
 __all__ = [
@@ -85,5 +86,5 @@ __all__ = [
 """The store, and what its callers import from here (each name is its own module's)."""
 
 
-class DynamoMemoryStore(LtmWrites, LtmReads, LtmPersonData, LtmCuration):
+class DynamoMemoryStore(LtmWrites, LtmReads, LtmPersonData, LtmCuration, LtmUsage):
     """The ``MemoryStore`` port on DynamoDB; every data-layer error becomes a domain error."""

@@ -24,6 +24,7 @@ from kioku.adapters.dynamodb.ltm_items import (
     GUARD_TURN,
     attribute_names,
     count_attribute,
+    expiry_clauses,
     history_to_item,
     ledger_from_item,
     memory_to_item,
@@ -39,6 +40,7 @@ from kioku.adapters.dynamodb.table import Item
 from kioku.domain.forgetting import SpeakerForgotten
 from kioku.domain.ltm.memory import (
     DuplicateMemory,
+    ExpiryChange,
     Memory,
     MemoryDraft,
     MemoryLimitReached,
@@ -55,6 +57,19 @@ from kioku.domain.ltm.memory import (
 from kioku.domain.models import PrivacyLevel
 from kioku.domain.privacy import Origin, PrivacyPolicy
 
+_REWRITTEN: Final = (
+    "#history",
+    "#changes",
+    "#content",
+    "#fingerprint",
+    "#updated_at",
+    "#origin",
+    "#author_id",
+    "#embedding",
+    "#unguarded",
+    "#review_tag",
+)
+"""The attributes a rewrite's update names whatever it changes (``_replace_operations``)."""
 _FORGOTTEN_PARTS: Final = frozenset({"author_not_forgotten", "subject_not_forgotten"})
 _ALSO: Final = "also "
 """The name of a caller's part of a write's transaction (``also``), before its number."""
@@ -164,9 +179,11 @@ class LtmWrites(LtmExpiry):
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
         changed_by: str | None = None,
+        expiry: ExpiryChange | None = None,
         also: Sequence[dict[str, Any]] = (),
     ) -> Memory:
-        """``memory`` with new content, the text it replaces kept in its history (``Memory.edited``:
+        """``memory`` with new content (and, given ``expiry``, a new expiry or none), the text it
+        replaces kept in its history (``Memory.edited``:
         changed by ``changed_by``, else ``author_id``, else its author) in the same write; given ``origin``, ``author_id`` and ``subject_id`` (where, by
         whom and about whom the new text was written), it belongs there from now on, as new text
         would. Given ``said_at`` (when the new text was said), raises ``SpeakerForgotten`` if its
@@ -189,6 +206,7 @@ class LtmWrites(LtmExpiry):
                 embedding,
                 taken,
                 changed_by or author_id or memory.author_id,
+                expiry,
             )
             operations.update(_joined(operations, also))
             try:
@@ -234,56 +252,45 @@ class LtmWrites(LtmExpiry):
         embedding: bytes | None,
         taken: GuardHolder | None,
         changed_by: str,
+        expiry: ExpiryChange | None,
     ) -> tuple[Memory, dict[str, dict[str, Any]]]:
         """The rewritten memory and the transaction that writes it (see ``replace_content``)."""
-        history = memory.edited(content, now, changed_by)
-        changes = memory.changes + (history != memory.history)
-        updated = replace(
-            memory,
-            history=history,
-            changes=changes,
-            content=content,
-            updated_at=now,
-            origin=origin or memory.origin,
-            author_id=author_id or memory.author_id,
-            subject_id=subject_id or memory.subject_id,
+        updated = memory.rewritten(
+            content,
+            now,
+            changed_by,
+            origin=origin,
+            author_id=author_id,
+            subject_id=subject_id,
             embedding=embedding,
+            expiry=expiry,
         )
         moves = (updated.fingerprint, updated.duplicate_domain) != (
             memory.fingerprint,
             memory.duplicate_domain,
         )
-        updated = replace(updated, holds_guard=updated.holds_guard or moves)
+        # a review button shown before is out of date
+        updated = replace(updated, holds_guard=updated.holds_guard or moves, review_tag=None)
         subject = ", #subject_id = :subject_id" if updated.subject_id else ""
-        updated = replace(updated, review_tag=None)  # a review button shown before is out of date
+        key = memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id)
+        expiry_set, expiry_removed, expiry_names, expiry_values = expiry_clauses(key, expiry)
         removed = [
             *(() if embedding else ("#embedding",)),
             *(("#unguarded",) if moves else ()),
             "#review_tag",
+            *expiry_removed,
         ]
         operations = {
             "memory": self._table.op_update(
-                memory_key(memory.scope.kind, memory.scope.owner_id, memory.memory_id),
+                key,
                 "SET #content = :content, #fingerprint = :fingerprint, #updated_at = :updated_at, "
                 f"#origin = :origin, #author_id = :author_id{subject}, #history = :history, "
-                "#changes = :changes"
+                f"#changes = :changes{expiry_set}"
                 + (", #embedding = :embedding" if embedding else "")
                 + (f" REMOVE {', '.join(removed)}" if removed else ""),
                 condition=f"#fingerprint = :read_fingerprint AND {guard_state(memory)} AND "
                 + history_state(memory),
-                names=attribute_names(
-                    "#history",
-                    "#changes",
-                    "#content",
-                    "#fingerprint",
-                    "#updated_at",
-                    "#origin",
-                    "#author_id",
-                    "#embedding",
-                    "#unguarded",
-                    "#review_tag",
-                    *(("#subject_id",) if subject else ()),
-                ),
+                names=attribute_names(*_REWRITTEN, *(("#subject_id",) if subject else ())) | expiry_names,
                 values={
                     ":content": content,
                     ":fingerprint": updated.fingerprint,
@@ -291,11 +298,12 @@ class LtmWrites(LtmExpiry):
                     ":origin": origin_text(updated.origin),
                     ":author_id": updated.author_id,
                     ":read_fingerprint": memory.fingerprint,
-                    ":history": history_to_item(history),
-                    ":changes": changes,
+                    ":history": history_to_item(updated.history),
+                    ":changes": updated.changes,
                     **({":read_changes": memory.changes} if memory.changes else {}),
                     **({":subject_id": updated.subject_id} if subject else {}),
                     **({":embedding": embedding} if embedding else {}),
+                    **expiry_values,
                 },
             ),
             "book": self._write_entry(updated),

@@ -30,7 +30,7 @@ from kioku.adapters.dynamodb.keys import (
 )
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
-from kioku.adapters.dynamodb.turn_traces import TurnTraces, trace_attributes
+from kioku.adapters.dynamodb.turn_traces import TurnTraces, shown_index, trace_attributes
 from kioku.domain.turn import TurnOutcome
 from kioku.domain.waiting_replies import WaitingReply
 
@@ -191,4 +191,5 @@ def _record_item(source: str, turn_id: str, outcome: TurnOutcome, now: datetime)
         "completed_at": now.isoformat(),
         "expires_at": int((now + RECORD_RETENTION).timestamp()),
         **(trace_attributes(outcome.trace) if outcome.trace is not None else {}),
+        **(shown_index(source, turn_id, outcome.trace, now) if outcome.trace is not None else {}),
     }

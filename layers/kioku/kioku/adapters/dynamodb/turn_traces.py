@@ -24,9 +24,12 @@ from typing import Any, Final
 from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
 from kioku.adapters.dynamodb.keys import (
+    JANITOR_PK,
+    JANITOR_SK,
     reply_key,
     shown_note_key,
     shown_note_range,
+    shown_shard,
     turn_record_key,
 )
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
@@ -40,6 +43,19 @@ WHY: Final = "why"
 PERSON_PREFIX: Final = "why_"
 _KINDS: Final = {ScopeKind.SERVER: "s", ScopeKind.PERSONAL: "p"}
 _KIND_OF: Final = {code: kind for kind, code in _KINDS.items()}
+SHOWN_USES: Final = frozenset({MemoryUse.RECALLED, MemoryUse.FOUND})
+"""What a turn did with a memory that counts as showing it (``Memory.last_shown``)."""
+
+
+def shown_index(source: str, turn_id: str, trace: TurnTrace, committed_at: datetime) -> Item:
+    """The record's place in the ``JanitorAge`` index, by when it was committed, when its turn was
+    shown memories: the janitor folds it into their ``last_shown`` (``ltm_usage``). Attributes of
+    the record itself: no request of their own."""
+    if not any(memory.use in SHOWN_USES for memory in trace.memories):
+        return {}
+    key = turn_record_key(source, turn_id)
+    moment = committed_at.astimezone(UTC).isoformat(timespec="seconds")
+    return {JANITOR_PK: shown_shard(key), JANITOR_SK: f"{moment}#{source}#{turn_id}"}
 
 
 def trace_attributes(trace: TurnTrace) -> Item:

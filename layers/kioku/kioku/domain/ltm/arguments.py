@@ -51,6 +51,8 @@ class UpdateArguments:
     content: str
     """Blank content asks for the memory to be deleted."""
     target_user: str | None
+    expires_in_days: int | None = None
+    """A new expiry, in days from now; 0 clears it; None leaves it as it is."""
 
     @property
     def deletes(self) -> bool:
@@ -79,8 +81,9 @@ def parse_create_arguments(raw: str | dict[str, Any] | None, max_length: int) ->
     return CreateArguments(content=content, scope=scope, target_user=target, expires_in_days=expires_in_days)
 
 
-def expiry_days(value: Any) -> int | None:
-    """``expires_in_days`` checked: absent (None), or a whole number of days from 1 to 3650."""
+def expiry_days(value: Any, *, zero_clears: bool = False) -> int | None:
+    """``expires_in_days`` checked: absent (None), or a whole number of days from 1 to 3650 (or 0,
+    which clears an expiry, when ``zero_clears``: the update tool's)."""
     if value is None:
         return None
     if isinstance(value, float) and value.is_integer():
@@ -91,11 +94,16 @@ def expiry_days(value: Any) -> int | None:
         raise InvalidArguments(
             Problem.ARGUMENTS, f"expires_in_days must be a whole number of days, not {value!r}"[:200]
         )
+    if zero_clears and value == 0:
+        return value
     if not MIN_EXPIRY_DAYS <= value <= MAX_EXPIRY_DAYS:
+        lowest = 0 if zero_clears else MIN_EXPIRY_DAYS
+        absent = (
+            "0 for a fact that now stays true" if zero_clears else "leave it out for a fact that stays true"
+        )
         raise InvalidArguments(
             Problem.ARGUMENTS,
-            f"expires_in_days must be from {MIN_EXPIRY_DAYS} to {MAX_EXPIRY_DAYS}, not {value}; "
-            "leave it out for a fact that stays true",
+            f"expires_in_days must be from {lowest} to {MAX_EXPIRY_DAYS}, not {value}; {absent}",
         )
     return value
 
@@ -104,7 +112,12 @@ def parse_update_arguments(raw: str | dict[str, Any] | None, max_length: int) ->
     arguments = _arguments_object(raw)
     memory_id = _memory_id(arguments.get("memory_id"))
     content = _checked_content(_required_string(arguments, "memory_content"), max_length)
-    return UpdateArguments(memory_id=memory_id, content=content, target_user=_optional_target(arguments))
+    return UpdateArguments(
+        memory_id=memory_id,
+        content=content,
+        target_user=_optional_target(arguments),
+        expires_in_days=expiry_days(arguments.get("expires_in_days"), zero_clears=True),
+    )
 
 
 def _token(match: re.Match[str]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import secrets
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 from typing import Final
@@ -125,6 +125,20 @@ class MemoryVersion:
     until: datetime
     author_id: str
     changed_by: str
+    expires_at: datetime | None = None
+    """When the memory was to expire while it said this (None: it was not to)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ExpiryChange:
+    """An edit's new expiry: ``expires_at``, or None to clear it (no change: no ``ExpiryChange``)."""
+
+    expires_at: datetime | None
+
+    @classmethod
+    def in_days(cls, now: datetime, days: int) -> ExpiryChange:
+        """``days`` from ``now``; 0 clears the expiry."""
+        return cls(expiry_after(now, days) if days else None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +169,9 @@ class Memory:
     only from its own item, never from the book recall reads."""
     changes: int = field(default=0, compare=False)
     """How many times its text was changed (its history keeps only the newest of them)."""
+    last_shown: datetime | None = field(default=None, compare=False)
+    """When a turn was last shown it, as far as the janitor has folded the turns' records into it
+    (``ltm_usage``); read only from its own item."""
 
     def expired(self, now: datetime) -> bool:
         return self.expires_at is not None and self.expires_at <= now
@@ -181,13 +198,47 @@ class Memory:
             user_id in (version.author_id, version.changed_by) for version in self.history
         )
 
-    def edited(self, content: str, now: datetime, changed_by: str) -> tuple[MemoryVersion, ...]:
-        """Its history once ``changed_by`` replaces its text with ``content`` at ``now``: the text
-        it says now kept, within the bound; the same text again keeps nothing (a retried edit)."""
-        if content == self.content:
+    def edited(
+        self, content: str, now: datetime, changed_by: str, expiry: ExpiryChange | None = None
+    ) -> tuple[MemoryVersion, ...]:
+        """Its history once ``changed_by`` replaces its text with ``content`` (and its expiry, given
+        ``expiry``) at ``now``: the text it says now kept with its expiry, within the bound; the same
+        text and expiry again keep nothing (a retried edit)."""
+        same_expiry = expiry is None or expiry.expires_at == self.expires_at
+        if content == self.content and same_expiry:
             return self.history
-        version = MemoryVersion(self.content, self.updated_at, now, self.author_id, changed_by)
+        version = MemoryVersion(
+            self.content, self.updated_at, now, self.author_id, changed_by, expires_at=self.expires_at
+        )
         return (*self.history, version)[-MAX_MEMORY_VERSIONS:]
+
+    def rewritten(
+        self,
+        content: str,
+        now: datetime,
+        changed_by: str,
+        *,
+        origin: Origin | None = None,
+        author_id: str | None = None,
+        subject_id: str | None = None,
+        embedding: bytes | None = None,
+        expiry: ExpiryChange | None = None,
+    ) -> Memory:
+        """It saying ``content`` from ``now`` (written where, by whom, about whom given; its new
+        expiry given ``expiry``; ``embedding`` the new text's), what it replaces kept (``edited``)."""
+        history = self.edited(content, now, changed_by, expiry)
+        return replace(
+            self,
+            history=history,
+            changes=self.changes + (history != self.history),
+            content=content,
+            updated_at=now,
+            origin=origin or self.origin,
+            author_id=author_id or self.author_id,
+            subject_id=subject_id or self.subject_id,
+            embedding=embedding,
+            expires_at=expiry.expires_at if expiry else self.expires_at,
+        )
 
     def recallable_at(self, place: Place, policy: PrivacyPolicy) -> bool:
         """Whether a turn at ``place`` may be shown this memory (``kioku.domain.privacy``'s rules);

@@ -9,6 +9,7 @@ from typing import Any, Protocol
 
 from kioku.discord.models import Member
 from kioku.domain.ltm.memory import (
+    ExpiryChange,
     Memory,
     MemoryDraft,
     PersonalLedger,
@@ -101,9 +102,11 @@ class MemoryStore(Protocol):
         embedding: bytes | None = None,
         policy: PrivacyPolicy | None = None,
         changed_by: str | None = None,
+        expiry: ExpiryChange | None = None,
         also: Sequence[Any] = (),
     ) -> Memory:
-        """``memory`` with new content (and ``embedding``, its embedding, if any), the text it
+        """``memory`` with new content (and ``embedding``, its embedding, if any; given ``expiry``,
+        a new expiry or none), the text it
         replaces kept in its history (``Memory.edited``), changed by ``changed_by`` (else
         ``author_id``), in the same write; written at
         ``origin`` by ``author_id`` about ``subject_id`` when given; raises ``DuplicateMemory`` (only

@@ -73,7 +73,9 @@ UPDATE_TOOL: Final = {
         "description": (
             "Correct or forget a long-term memory you saved earlier, quoting its id from your memories "
             "(the number in [#12345]). Give the full corrected fact as memory_content, or an empty "
-            "memory_content to delete the memory when it is wrong or the person asks you to forget it."
+            "memory_content to delete the memory when it is wrong or the person asks you to forget it. "
+            "When a plan or passing state changes how long it holds, give expires_in_days (from now); "
+            "0 when it now stays true."
         ),
         "parameters": {
             "type": "object",
@@ -89,6 +91,15 @@ UPDATE_TOOL: Final = {
                 "target_user": {
                     "type": "string",
                     "description": "For a personal memory: whose it is (display name or mention).",
+                },
+                "expires_in_days": {
+                    "type": "integer",
+                    "minimum": 0,
+                    "maximum": MAX_EXPIRY_DAYS,
+                    "description": (
+                        "After how many days from now the fact stops being true and is forgotten; "
+                        "0 clears its expiry. Leave out to keep it as it is."
+                    ),
                 },
             },
             "required": ["memory_id", "memory_content"],

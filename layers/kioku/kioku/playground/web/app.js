@@ -331,6 +331,7 @@ function renderLtm(memories) {
         ` · from ${memory.origin.channel || "?"}${memory.origin.private ? " (private)" : ""}` +
         (memory.status !== "active" ? ` · ${memory.status}` : "") +
         (memory.expires_at ? ` · until ${memory.expires_at.slice(0, 10)}` : "") +
+        (memory.last_shown ? ` · last shown ${memory.last_shown.slice(0, 10)}` : "") +
         (memory.in_scope ? " · in scope here" : " · not in scope here")),
       memory.changes ? renderHistory(memory) : null))
     : [el("li", { class: "out" }, "No long-term memories yet.")]));
@@ -342,7 +343,8 @@ function renderHistory(memory) {
     el("summary", {}, `changed ${memory.changes} time${memory.changes === 1 ? "" : "s"}`),
     el("ol", {}, ...memory.history.map((version) =>
       el("li", {}, el("div", {}, version.content),
-        el("div", { class: "meta" }, `from ${version.since} until ${version.until} · changed by ${version.changed_by}`)))));
+        el("div", { class: "meta" }, `from ${version.since} until ${version.until} · changed by ${version.changed_by}` +
+          (version.expires_at ? ` · it was to expire ${version.expires_at.slice(0, 10)}` : ""))))));
 }
 
 function renderRounds(state) {

@@ -221,6 +221,7 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str], bot: s
         },
         "updated_at": _iso(memory.updated_at),
         "expires_at": _iso(memory.expires_at),
+        "last_shown": _iso(memory.last_shown),
         "changes": memory.changes,
         # its earlier texts, newest first, as the inspector shows them on click
         "history": [
@@ -234,6 +235,7 @@ def memory_json(memory: Memory, *, in_scope: bool, names: dict[str, str], bot: s
                 "since": _iso(version.since),
                 "until": _iso(version.until),
                 "changed_by": names.get(version.changed_by, version.changed_by),
+                "expires_at": _iso(version.expires_at),
             }
             for version in reversed(memory.history)
         ],

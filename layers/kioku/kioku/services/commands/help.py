@@ -136,6 +136,17 @@ MEMORIES_GUIDE_FIELDS = (
         "**Reject** buttons.",
     ),
     (
+        "Memory over time",
+        "`/personal memories edit` and `/server memories edit` also take `expires_in_days:<1-3650>` "
+        "(from now) or `clear_expiry:True`, with or without a new `content`; the history keeps the "
+        "expiry it had. A memory that expires is never recalled after its day (the lists say `until "
+        "<date>`), then deleted.\n"
+        "`/personal memories list` and `/server memories list` take `order:recent` (newest first) or "
+        "`order:least_used`: those I was never shown first, then the longest since I was shown them; "
+        "those unused for 90 days are marked (turns in private channels are not counted, so the "
+        "order never tells of them).",
+    ),
+    (
         "Writing memories yourself",
         "`/personal memories add content:<text>`: a memory about you, in your words (also in DMs); "
         "`all_personas:True` makes every persona of the server recall it (it counts in each one's "

@@ -7,14 +7,16 @@ Who may edit or read what is ``services.memory_edits``'s; every answer is epheme
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Final
 
 from kioku.discord.interaction import Interaction
 from kioku.discord.protocol import THREAD_TYPES, OptionType
 from kioku.discord.responses import message
 from kioku.discord.ui import EMBED_COLOR_INFO, relative_time
-from kioku.domain.ltm.memory import MAX_MEMORY_VERSIONS, Memory, ScopeKind
-from kioku.domain.ltm.wording import counted, for_people
+from kioku.domain.ltm.arguments import MAX_EXPIRY_DAYS, MIN_EXPIRY_DAYS, expiry_days
+from kioku.domain.ltm.memory import MAX_MEMORY_VERSIONS, ExpiryChange, Memory, ScopeKind
+from kioku.domain.ltm.wording import counted, for_people, until_text
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.text import shorten
 from kioku.services import memory_edits
@@ -23,11 +25,17 @@ from kioku.services.commands.error_replies import Refusal, Refused
 
 EDIT, HISTORY = "edit", "history"
 MEMORY_ID_OPTION, CONTENT_OPTION = "memory_id", "content"
+EXPIRES_OPTION, CLEAR_EXPIRY_OPTION = "expires_in_days", "clear_expiry"
 MAX_MEMORY_ID: Final = 10**12
 MAX_VERSION_CHARS: Final = 450
 """What a history shows of each text: the current one and ten earlier ones stay under Discord's
 6,000 characters of embeds per message."""
 BAD_MEMORY_ID: Final = "`memory_id` is the number shown as #12345 in `/personal memories list`."
+NOTHING_TO_EDIT: Final = (
+    "Give the memory's new `content`, a new `expires_in_days`, or `clear_expiry:True` (or both a "
+    "text and one of them)."
+)
+TWO_EXPIRIES: Final = "Give either `expires_in_days` or `clear_expiry:True`, not both."
 
 Render = Callable[[str], str]
 
@@ -38,7 +46,10 @@ def edited_embed(memory: Memory, render: Render) -> dict[str, Any]:
         "title": f"Edited memory #{memory.memory_id}",
         "description": shorten(render(memory.content), MAX_VERSION_CHARS * 2),
         "color": EMBED_COLOR_INFO,
-        "footer": {"text": f"The text it replaced is kept in its history ({_changed(memory)})."},
+        "footer": {
+            "text": f"The text it replaced is kept in its history ({_changed(memory)}). "
+            + (f"Until {_day(memory.expires_at)}." if memory.expires_at else "It does not expire.")
+        },
     }
 
 
@@ -46,7 +57,8 @@ def history_embed(memory: Memory, render: Render) -> dict[str, Any]:
     """A memory's current text and the texts it said before, newest first."""
     fields = [
         {
-            "name": f"Now · since {relative_time(memory.updated_at)} · by {_who(memory.author_id)}",
+            "name": f"Now · since {relative_time(memory.updated_at)} · by {_who(memory.author_id)}"
+            + until_text(memory.expires_at),
             "value": shorten(render(memory.content), MAX_VERSION_CHARS),
         }
     ]
@@ -54,7 +66,8 @@ def history_embed(memory: Memory, render: Render) -> dict[str, Any]:
         fields.append(
             {
                 "name": f"From {relative_time(version.since)} until {relative_time(version.until)} · "
-                f"by {_who(version.author_id)}, changed by {_who(version.changed_by)}",
+                f"by {_who(version.author_id)}, changed by {_who(version.changed_by)}"
+                + until_text(version.expires_at),
                 "value": shorten(render(version.content), MAX_VERSION_CHARS),
             }
         )
@@ -76,6 +89,10 @@ def _changed(memory: Memory) -> str:
     return f"changed {counted(memory.changes, 'time', 'times')}"
 
 
+def _day(moment: datetime) -> str:
+    return moment.date().isoformat()
+
+
 def _who(user_id: str) -> str:
     return f"<@{user_id}>" if user_id else "someone who asked to be forgotten"
 
@@ -87,11 +104,35 @@ def memory_id_of(interaction: Interaction) -> str:
     return str(raw)
 
 
-def content_of(interaction: Interaction) -> str:
+def content_of(interaction: Interaction) -> str | None:
+    """The edit's new text; None when it changes only the expiry."""
     raw = interaction.option_values().get(CONTENT_OPTION)
-    if not isinstance(raw, str):
+    if raw is not None and not isinstance(raw, str):
         raise Refused(Refusal.NOT_UNDERSTOOD, "`content` is the memory's new text.")
     return raw
+
+
+def expiry_of(interaction: Interaction, now: datetime) -> ExpiryChange | None:
+    """The edit's new expiry (``expires_in_days`` from ``now``, or none with ``clear_expiry:True``);
+    None when it keeps the one it has."""
+    values = interaction.option_values()
+    days, clears = values.get(EXPIRES_OPTION), values.get(CLEAR_EXPIRY_OPTION)
+    if clears is not None and not isinstance(clears, bool):
+        raise Refused(Refusal.NOT_UNDERSTOOD, "`clear_expiry` is True or False.")
+    if days is not None and clears:
+        raise Refused(Refusal.NOT_UNDERSTOOD, TWO_EXPIRIES)
+    if clears:
+        return ExpiryChange(None)
+    checked = expiry_days(days)
+    return ExpiryChange.in_days(now, checked) if checked is not None else None
+
+
+def edit_of(interaction: Interaction, now: datetime) -> tuple[str | None, ExpiryChange | None]:
+    """What an edit asks for: a new text, a new expiry, or both; neither is refused."""
+    text, expiry = content_of(interaction), expiry_of(interaction, now)
+    if text is None and expiry is None:
+        raise Refused(Refusal.NOT_UNDERSTOOD, NOTHING_TO_EDIT)
+    return text, expiry
 
 
 def for_viewer(memory: Memory, user_id: str, bot_name: str) -> Render:
@@ -107,7 +148,8 @@ def personal_edit(interaction: Interaction, context: CommandContext) -> dict:
     invoker = interaction.invoker
     if invoker is None:
         raise Refused(Refusal.NOT_UNDERSTOOD, "I could not tell who is asking.")
-    memory_id, text = memory_id_of(interaction), content_of(interaction)
+    memory_id = memory_id_of(interaction)
+    text, expiry = edit_of(interaction, context.clock())
     place, policy = _where(interaction, context)
     memory = memory_edits.editable_by_person(invoker.id, memory_id, place, policy, context.ltm_store)
     if memory.scope.kind is ScopeKind.PERSONAL:
@@ -121,6 +163,7 @@ def personal_edit(interaction: Interaction, context: CommandContext) -> dict:
         max_length=context.settings.MAX_MEMORY_LENGTH,
         store=context.ltm_store,
         policy=policy,
+        expiry=expiry,
     )
     return message(embeds=[edited_embed(edited, for_viewer(edited, invoker.id, "I"))])
 
@@ -160,8 +203,19 @@ _CONTENT: Final = {
     "type": OptionType.STRING,
     "name": CONTENT_OPTION,
     "description": "The memory's new text (the old one is kept in its history)",
-    "required": True,
     "min_length": 1,
+}
+_EXPIRES: Final = {
+    "type": OptionType.INTEGER,
+    "name": EXPIRES_OPTION,
+    "description": f"Forget it this many days from now ({MIN_EXPIRY_DAYS}-{MAX_EXPIRY_DAYS})",
+    "min_value": MIN_EXPIRY_DAYS,
+    "max_value": MAX_EXPIRY_DAYS,
+}
+_CLEAR_EXPIRY: Final = {
+    "type": OptionType.BOOLEAN,
+    "name": CLEAR_EXPIRY_OPTION,
+    "description": "True: it no longer expires",
 }
 
 
@@ -172,7 +226,7 @@ def options(edit_description: str, history_description: str) -> list[dict[str, A
             "type": OptionType.SUB_COMMAND,
             "name": EDIT,
             "description": edit_description,
-            "options": [_MEMORY_ID, _CONTENT],
+            "options": [_MEMORY_ID, _CONTENT, _EXPIRES, _CLEAR_EXPIRY],
         },
         {
             "type": OptionType.SUB_COMMAND,

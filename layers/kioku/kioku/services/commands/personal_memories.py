@@ -15,12 +15,13 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.forgetting import snowflake_time
 from kioku.domain.ltm.memory import Memory, MemoryStatus, ScopeKind
+from kioku.domain.ltm.usage import ListOrder, in_order
 from kioku.domain.ltm.wording import counted, for_people, until_text
 from kioku.domain.privacy import Origin, Place, origin_known_to
 from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
-from kioku.services.commands import memory_add, memory_history
+from kioku.services.commands import memory_add, memory_history, memory_order
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -37,6 +38,9 @@ MAX_FIELD_NAME_CHARS: Final = 256
 
 CONFIRM, CANCEL = "confirm", "cancel"
 PAGE_BUTTON: Final = CustomId("personal", LIST, digits("user", 20), number("page", 6))
+ORDERED_PAGE_BUTTON: Final = CustomId(
+    "personal", LIST, memory_order.ORDER_FIELD, digits("user", 20), number("page", 6)
+)
 FORGET_THIS_BUTTON: Final = CustomId("personal", FORGET, digits("user", 20), digits("memory", 12))
 """Forget one memory about the person the list belongs to, whoever saved it: asks first."""
 FORGET_THIS_CONFIRM: Final = CustomId(
@@ -55,14 +59,16 @@ NOT_YOURS: Final = "These buttons belong to someone else's request."
 
 
 def list_memories(interaction: Interaction, context: CommandContext) -> dict:
-    embed, buttons = _list_page(interaction, context, 0)
+    embed, buttons = _list_page(interaction, context, 0, memory_order.order_of(interaction))
     return message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
-    """One page of the list (the last when ``page`` is past it) and its Previous/Next buttons."""
+def _list_page(
+    interaction: Interaction, context: CommandContext, page: int, order: ListOrder | None = None
+) -> tuple[dict, list[dict]]:
+    """One page of the list in ``order`` (the last when ``page`` is past it) and its Previous/Next
+    buttons. Least used: by the later of each memory's folded ``last_shown`` and the notes read."""
     user_id = _invoker_id(interaction)
-    memories = memory_control.memories_about(user_id, context.ltm_store)
     place = _place(interaction)
     known, _ = memory_control.usage_notes(
         user_id,
@@ -71,6 +77,9 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
         lambda guild_id: context.config_store.get_server_config(guild_id).privacy,
     )
     uses = memory_uses(known)
+    noted = {key: last.at for key, (_, last) in uses.items()}
+    memories = in_order(memory_control.memories_about(user_id, context.ltm_store), order, noted)
+    now = context.clock()
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(max(page, 0), pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -81,7 +90,9 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
         "description": (
             "Nothing here."
             if not memories
-            else f"{counted(len(memories), 'memory', 'memories')} · page {page + 1} of {pages}. "
+            else f"{counted(len(memories), 'memory', 'memories')}"
+            + (f", {memory_order.ORDER_NAMES[order]}" if order else "")
+            + f" · page {page + 1} of {pages}. "
             "Each has a Forget button below (or `/personal memories forget memory_id:<id>`)."
             + (
                 f"\nSaved by others about you: {counted(len(by_others), 'memory', 'memories')}; whoever "
@@ -90,14 +101,23 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
                 else ""
             )
         ),
-        "fields": [_memory_field(memory, user_id, place, uses) for memory in shown],
+        "fields": [
+            _memory_field(memory, user_id, place, uses, memory_order.unused_text(memory, order, now, noted))
+            for memory in shown
+        ],
     }
     rows = []
     if pages > 1:
+
+        def to(number: int) -> str:
+            if order is None:
+                return PAGE_BUTTON.encode(user_id, number)
+            return ORDERED_PAGE_BUTTON.encode(order.value, user_id, number)
+
         rows.append(
             [
-                Button(PAGE_BUTTON.encode(user_id, max(page - 1, 0)), "Previous", disabled=page == 0),
-                Button(PAGE_BUTTON.encode(user_id, page + 1), "Next", disabled=page >= pages - 1),
+                Button(to(max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(to(page + 1), "Next", disabled=page >= pages - 1),
             ]
         )
     if shown:  # each memory about them, whoever saved it, is theirs to remove
@@ -189,6 +209,15 @@ def turn_page(interaction: Interaction, context: CommandContext, owner: str, pag
     return updated_message(embeds=[embed], components=buttons)
 
 
+def turn_ordered_page(
+    interaction: Interaction, context: CommandContext, order: str, owner: str, page: int
+) -> dict:
+    """A Previous or Next button of a list in another order than the first: as ``turn_page``."""
+    _check_owner(interaction, owner)
+    embed, buttons = _list_page(interaction, context, page, ListOrder(order))
+    return updated_message(embeds=[embed], components=buttons)
+
+
 def answer_forget_all(interaction: Interaction, context: CommandContext, choice: str, owner: str) -> dict:
     """The confirmation of forget-all, confirmed or cancelled by the person it would forget."""
     _check_owner(interaction, owner)
@@ -252,6 +281,7 @@ def answer_forget_this(
 
 BUTTONS: Final = {
     PAGE_BUTTON: turn_page,
+    ORDERED_PAGE_BUTTON: turn_ordered_page,
     FORGET_ALL_BUTTON: answer_forget_all,
     FORGET_THIS_BUTTON: forget_this,
     FORGET_THIS_CONFIRM: answer_forget_this,
@@ -298,7 +328,11 @@ def _used(memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int,
 
 
 def _memory_field(
-    memory: Memory, user_id: str, place: Place, uses: dict[str, tuple[int, ShownNote]] | None = None
+    memory: Memory,
+    user_id: str,
+    place: Place,
+    uses: dict[str, tuple[int, ShownNote]] | None = None,
+    unused: str = "",
 ) -> dict[str, Any]:
     origin = memory.origin
     if origin.channel_id is None:
@@ -322,6 +356,7 @@ def _memory_field(
         "name": shorten(
             f"#{memory.memory_id}{kind} · saved by {who} {where}, {relative_time(memory.created_at)}"
             + until_text(memory.expires_at)
+            + unused
             + _used(memory, user_id, place, uses or {}),
             MAX_FIELD_NAME_CHARS,
         ),
@@ -339,7 +374,12 @@ OPTIONS: Final = {
     "name": GROUP,
     "description": "What I remember about you: add to it, see it, correct it, export it, forget it",
     "options": [
-        {"type": OptionType.SUB_COMMAND, "name": LIST, "description": "The long-term memories about you"},
+        {
+            "type": OptionType.SUB_COMMAND,
+            "name": LIST,
+            "description": "The long-term memories about you",
+            "options": [memory_order.OPTION],
+        },
         {
             "type": OptionType.SUB_COMMAND,
             "name": FORGET,

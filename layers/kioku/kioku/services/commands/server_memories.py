@@ -22,13 +22,14 @@ from kioku.discord.responses import message, updated_message
 from kioku.discord.ui import EMBED_COLOR_INFO, Button, action_rows, relative_time
 from kioku.domain.ltm.curation import text_shown_to_manager
 from kioku.domain.ltm.memory import REVIEW_TAG_CHARS, Memory, MemoryNotFound, MemoryStatus, ScopeKind
+from kioku.domain.ltm.usage import ListOrder, in_order
 from kioku.domain.ltm.wording import counted, until_text
 from kioku.domain.models import MemoryModeration, Persona, ServerConfig
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control, memory_edits
-from kioku.services.commands import memory_add, memory_history
+from kioku.services.commands import memory_add, memory_history, memory_order
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.guild_admin import load_server_config, manages_server
@@ -52,6 +53,7 @@ MAX_SHOWN_CHARS: Final = 900
 MAX_MEMORY_ID_DIGITS: Final = 20
 
 PAGE_BUTTON: Final = CustomId("server", GROUP, "page", number("page", 6))
+ORDERED_PAGE_BUTTON: Final = CustomId("server", GROUP, "page", memory_order.ORDER_FIELD, number("page", 6))
 REVIEW_BUTTON: Final = CustomId(
     "server",
     GROUP,
@@ -105,8 +107,8 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
 # -- showing memories --------------------------------------------------------------------------------
 
 
-def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str) -> dict[str, Any]:
-    name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}{until_text(memory.expires_at)}"
+def _memory_field(memory: Memory, viewer: _Viewer, opened_with: str, unused: str = "") -> dict[str, Any]:
+    name = f"#{memory.memory_id} · {STATUS_NAMES[memory.status]}{until_text(memory.expires_at)}{unused}"
     if memory.scope.lineage != viewer.config.persona.lineage_id:
         readers = _lineage_readers(viewer.config, memory.scope.lineage)
         name += f" · {' and '.join(p.name for p in readers)}'s" if readers else " · an earlier persona's"
@@ -151,7 +153,7 @@ def memory_choices(interaction: Interaction, context: CommandContext) -> list[di
 
 
 def list_memories(interaction: Interaction, context: CommandContext) -> dict:
-    embed, buttons = _list_page(interaction, context, 0)
+    embed, buttons = _list_page(interaction, context, 0, memory_order.order_of(interaction))
     return message(embeds=[embed], components=buttons)
 
 
@@ -160,10 +162,17 @@ def show_page(interaction: Interaction, context: CommandContext, page: int) -> d
     return updated_message(embeds=[embed], components=buttons)
 
 
-def _list_page(interaction: Interaction, context: CommandContext, page: int) -> tuple[dict, list[dict]]:
-    """Page ``page`` of the server's memories, oldest first (past the end: the last page)."""
+def show_ordered_page(interaction: Interaction, context: CommandContext, order: str, page: int) -> dict:
+    embed, buttons = _list_page(interaction, context, page, ListOrder(order))
+    return updated_message(embeds=[embed], components=buttons)
+
+
+def _list_page(
+    interaction: Interaction, context: CommandContext, page: int, order: ListOrder | None = None
+) -> tuple[dict, list[dict]]:
+    """Page ``page`` of the server's memories in ``order`` (past the end: the last page)."""
     viewer = _viewer(interaction, context)
-    memories = memory_control.server_memories(str(interaction.guild_id), context.ltm_store)
+    memories = in_order(memory_control.server_memories(str(interaction.guild_id), context.ltm_store), order)
     pages = max(1, -(-len(memories) // PAGE_SIZE))
     page = min(page, pages - 1)
     shown = memories[page * PAGE_SIZE : (page + 1) * PAGE_SIZE]
@@ -173,12 +182,17 @@ def _list_page(interaction: Interaction, context: CommandContext, page: int) -> 
         embed["description"] = "No server memories yet." + _removed_by_subjects(interaction, context)
         return embed, []
     embed["description"] = (
-        f"{len(memories)} kept for this server ({pending} awaiting review), oldest first. "
+        f"{len(memories)} kept for this server ({pending} awaiting review), "
+        f"{memory_order.ORDER_NAMES[order]}. "
         "Forget one with `/server memories forget`." + _removed_by_subjects(interaction, context)
     )
-    embed["fields"] = [_memory_field(memory, viewer, "the list") for memory in shown]
+    now = context.clock()
+    embed["fields"] = [
+        _memory_field(memory, viewer, "the list", memory_order.unused_text(memory, order, now))
+        for memory in shown
+    ]
     embed["footer"] = {"text": f"Page {page + 1} of {pages}"}
-    return embed, _page_buttons(page, pages)
+    return embed, _page_buttons(page, pages, order)
 
 
 def _removed_by_subjects(interaction: Interaction, context: CommandContext) -> str:
@@ -193,14 +207,20 @@ def _removed_by_subjects(interaction: Interaction, context: CommandContext) -> s
     )
 
 
-def _page_buttons(page: int, pages: int) -> list[dict]:
+def _page_buttons(page: int, pages: int, order: ListOrder | None = None) -> list[dict]:
     if pages == 1:
         return []
+
+    def to(number: int) -> str:
+        if order is None:
+            return PAGE_BUTTON.encode(number)
+        return ORDERED_PAGE_BUTTON.encode(order.value, number)
+
     return action_rows(
         [
             [
-                Button(PAGE_BUTTON.encode(max(page - 1, 0)), "Previous", disabled=page == 0),
-                Button(PAGE_BUTTON.encode(page + 1), "Next", disabled=page == pages - 1),
+                Button(to(max(page - 1, 0)), "Previous", disabled=page == 0),
+                Button(to(page + 1), "Next", disabled=page == pages - 1),
             ]
         ]
     )
@@ -230,17 +250,19 @@ def _memory_id(value: Any) -> str:
 
 
 def edit(interaction: Interaction, context: CommandContext) -> dict:
+    text, expiry = memory_history.edit_of(interaction, context.clock())
     memory, viewer = _readable(interaction, context, "edit it")
     invoker = interaction.invoker
     edited = memory_edits.edit(
         memory,
-        memory_history.content_of(interaction),
+        text,
         editor_id=invoker.id if invoker else "",
         editor_name=(invoker.global_name or invoker.username) if invoker else "someone",
         now=context.clock(),
         max_length=context.settings.MAX_MEMORY_LENGTH,
         store=context.ltm_store,
         policy=viewer.policy,
+        expiry=expiry,
     )
     return message(embeds=[memory_history.edited_embed(edited, _render(viewer))])
 
@@ -352,7 +374,7 @@ def _tag(memory: Memory) -> str:
 # -- the buttons -------------------------------------------------------------------------------------
 
 
-BUTTONS: Final = {PAGE_BUTTON: show_page, REVIEW_BUTTON: judge}
+BUTTONS: Final = {PAGE_BUTTON: show_page, ORDERED_PAGE_BUTTON: show_ordered_page, REVIEW_BUTTON: judge}
 """The list's page buttons and the review's verdicts (the manager check is the command's)."""
 
 
@@ -375,6 +397,7 @@ OPTIONS: Final = {
             "type": OptionType.SUB_COMMAND,
             "name": LIST,
             "description": "Every server memory with its id, status, author and channel",
+            "options": [memory_order.OPTION],
         },
         {
             "type": OptionType.SUB_COMMAND,
