@@ -4,8 +4,9 @@ A turn's record names the memories it was shown and is indexed by when it was co
 (``turn_traces.shown_index``, written with the record: a plain turn makes no request for it). Each
 run reads the records committed since its mark, partition by partition, and sets each shown
 memory's ``last_shown`` on the condition that the memory exists and holds an older time (a memory
-deleted meanwhile is not recreated; no value goes backwards). The mark moves after each page, so
-a run stopped midway folds that page again the next time, which changes nothing. Only records
+deleted meanwhile is not recreated; no value goes backwards). The mark (a second, and how many of
+its records were folded) moves after each page, so a run stopped midway folds that page again the
+next time, which changes nothing. Only records
 committed ``SETTLED`` ago are read, so one the index shows late is not passed over.
 
 Only turns in public channels and DMs are folded: a list shows ``last_shown`` (as an order and a
@@ -60,24 +61,24 @@ class LtmUsage(LtmTransactions):
         marks = self._guarded(self._table.get, usage_mark_key()) or {}
         settled = iso_time(now - SETTLED) + "#~"
         for shard in range(AGE_SHARDS):
-            mark = str(marks.get(_mark(shard), _START))
+            mark = _Mark.of(marks, shard)
             while report.records < at_most:
                 wanted = at_most - report.records
                 keys, _ = self._guarded(
                     self._table.query,
                     "#pk = :shard AND #sk BETWEEN :mark AND :settled",
                     names={"#pk": JANITOR_PK, "#sk": JANITOR_SK},
-                    values={":shard": shown_shard_partition(shard), ":mark": mark, ":settled": settled},
+                    values={":shard": shown_shard_partition(shard), ":mark": mark.at, ":settled": settled},
                     index=JANITOR_INDEX,
-                    limit=min(_PAGE, wanted) + 1,  # the mark's own record may come first
+                    limit=min(_PAGE, wanted) + mark.done,  # that second's records folded come first
                 )
-                keys = [key for key in keys if key[JANITOR_SK] != mark][:wanted]
+                keys = keys[mark.done :][:wanted]
                 if not keys:
                     break
                 for key in keys:
                     report.records += 1
                     self._fold_record(ItemKey.of(key), report)
-                mark = str(keys[-1][JANITOR_SK])
+                mark = mark.past([str(key[JANITOR_SK]) for key in keys])
                 self._move_mark(shard, mark)
         return report
 
@@ -103,18 +104,37 @@ class LtmUsage(LtmTransactions):
             except ConditionFailed:
                 report.kept += 1
 
-    def _move_mark(self, shard: int, mark: str) -> None:
+    def _move_mark(self, shard: int, mark: _Mark) -> None:
         """The shard's mark moved forward to ``mark`` (never back: two runs at once may race)."""
         with suppress(ConditionFailed):  # another run is ahead
             self._guarded(
                 self._table.update,
                 usage_mark_key(),
-                "SET #mark = :mark",
-                condition="attribute_not_exists(#mark) OR #mark < :mark",
-                names={"#mark": _mark(shard)},
-                values={":mark": mark},
+                "SET #at = :at, #done = :done",
+                condition="attribute_not_exists(#at) OR #at < :at OR (#at = :at AND #done < :done)",
+                names={"#at": f"w{shard}", "#done": f"n{shard}"},
+                values={":at": mark.at, ":done": mark.done},
             )
 
 
-def _mark(shard: int) -> str:
-    return f"w{shard}"
+@dataclass(frozen=True)
+class _Mark:
+    """Where a shard's fold resumes: a second (``at``) and how many of its records were folded. A
+    time, not a record's key: that names its message, which a removed server's erasure must not
+    leave behind here. Records are read once settled, so none is added to a folded second."""
+
+    at: str = _START
+    done: int = 0
+
+    @classmethod
+    def of(cls, marks: dict[str, object], shard: int) -> _Mark:
+        at = str(marks.get(f"w{shard}", _START))
+        if "#" in at:  # a record's key, as marks were first kept: that record was the last folded
+            return cls(at.split("#", 1)[0], 0)
+        return cls(at, int(str(marks.get(f"n{shard}", 0))))
+
+    def past(self, folded: list[str]) -> _Mark:
+        """The mark after folding ``folded`` (index keys, in order, all after this mark)."""
+        last = folded[-1].split("#", 1)[0]
+        in_last = sum(1 for key in folded if key.split("#", 1)[0] == last)
+        return _Mark(last, in_last + (self.done if last == self.at else 0))
