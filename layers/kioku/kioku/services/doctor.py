@@ -406,6 +406,49 @@ def cannot_run(token_problem: str | None, missing: list[str]) -> str:
 
 
 def run(argv: list[str]) -> int:
+    options = _parser().parse_args(argv)
+
+    facts: dict[str, str] = {}
+    if options.stack_name:
+        from kioku.adapters.cloudformation import StackNotReadable, stack_facts
+
+        try:
+            facts = stack_facts(options.stack_name, options.region)
+        except StackNotReadable as exc:
+            print(f"kioku doctor: {exc}", file=sys.stderr)
+            return 2
+    secret_arn = options.secret_arn or facts.get("SecretArn")
+    from kioku.services.registration import bot_token
+
+    token, problem = bot_token(secret_arn)
+    secret_token = None
+    if os.environ.get("DISCORD_BOT_TOKEN") and secret_arn:
+        secret_token = _secret_bot_token(secret_arn)
+    values = {
+        "interactions_url": options.interactions_url or facts.get("InteractionsEndpointUrl"),
+        "relay_url": options.relay_url or facts.get("RelayEndpointUrl"),
+        "application_id": options.application_id or facts.get("DiscordApplicationId"),
+        "discord_public_key": options.discord_public_key or facts.get("DiscordPublicKey"),
+        "relay_public_key": options.relay_public_key or facts.get("RelayPublicKey"),
+    }
+    missing = [name for name, value in values.items() if not value]
+    if problem or missing:
+        print(f"kioku doctor cannot run: {cannot_run(problem, missing)}", file=sys.stderr)
+        return 2
+    target = Target(
+        **values,
+        bot_token=token,
+        api_base_url=os.environ.get("DISCORD_API_BASE_URL") or DEFAULT_API_BASE_URL,
+        relay_signing_key=os.environ.get("RELAY_SIGNING_KEY") or None,
+        secret_bot_token=secret_token,
+        guild_id=options.guild,
+        channel_id=options.channel,
+        timeout_seconds=options.timeout,
+    )
+    return report(examine(target))
+
+
+def _parser() -> argparse.ArgumentParser:
     checks = "\n".join(f"  {name:<23} {what}" for name, what in CHECKS.items())
     parser = argparse.ArgumentParser(
         prog="kioku doctor",
@@ -446,46 +489,7 @@ def run(argv: list[str]) -> int:
     parser.add_argument(
         "--timeout", type=float, default=60.0, help="seconds the test turn may take (default: 60)"
     )
-    options = parser.parse_args(argv)
-
-    facts: dict[str, str] = {}
-    if options.stack_name:
-        from kioku.adapters.cloudformation import StackNotReadable, stack_facts
-
-        try:
-            facts = stack_facts(options.stack_name, options.region)
-        except StackNotReadable as exc:
-            print(f"kioku doctor: {exc}", file=sys.stderr)
-            return 2
-    secret_arn = options.secret_arn or facts.get("SecretArn")
-    from kioku.services.registration import bot_token
-
-    token, problem = bot_token(secret_arn)
-    secret_token = None
-    if os.environ.get("DISCORD_BOT_TOKEN") and secret_arn:
-        secret_token = _secret_bot_token(secret_arn)
-    values = {
-        "interactions_url": options.interactions_url or facts.get("InteractionsEndpointUrl"),
-        "relay_url": options.relay_url or facts.get("RelayEndpointUrl"),
-        "application_id": options.application_id or facts.get("DiscordApplicationId"),
-        "discord_public_key": options.discord_public_key or facts.get("DiscordPublicKey"),
-        "relay_public_key": options.relay_public_key or facts.get("RelayPublicKey"),
-    }
-    missing = [name for name, value in values.items() if not value]
-    if problem or missing:
-        print(f"kioku doctor cannot run: {cannot_run(problem, missing)}", file=sys.stderr)
-        return 2
-    target = Target(
-        **values,
-        bot_token=token,
-        api_base_url=os.environ.get("DISCORD_API_BASE_URL") or DEFAULT_API_BASE_URL,
-        relay_signing_key=os.environ.get("RELAY_SIGNING_KEY") or None,
-        secret_bot_token=secret_token,
-        guild_id=options.guild,
-        channel_id=options.channel,
-        timeout_seconds=options.timeout,
-    )
-    return report(examine(target))
+    return parser
 
 
 def _secret_bot_token(secret_arn: str) -> str | None:

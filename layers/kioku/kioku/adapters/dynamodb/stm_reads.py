@@ -72,15 +72,10 @@ class StmReads:
         config_item = found.get(server_config_key(guild_id)) if guild_id else None
         stored = server_config_from_item(config_item, guild_id)
         config = stored.speaking_as(query.speaking) if guild_id else stored
-        if config is None:
-            return TurnMemoryLoad(
-                config=stored,
-                profile=user_profile_from_item(found.get(user_profile_key(user_id)), user_id),
-                state=StmState(None, ()),
-                extra=found,
-                persona_gone=True,
-            )
         profile = user_profile_from_item(found.get(user_profile_key(user_id)), user_id)
+        if config is None:
+            empty = StmState(None, ())
+            return TurnMemoryLoad(config=stored, profile=profile, state=empty, extra=found, persona_gone=True)
 
         def row(address: StmAddress, guessed: StmAddress | None) -> StmEntry | None:
             if address == guessed:
