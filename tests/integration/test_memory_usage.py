@@ -85,13 +85,8 @@ def test_the_janitor_folds_the_turns_records_into_each_memorys_last_shown_time(t
     assert last_shown(store, server, SERVER, fresh) == NOW - timedelta(minutes=5)
 
 
-class Killed(BaseException):
-    """The janitor's Lambda stopped (a timeout): nothing after it runs, no handler catches it."""
-
-
-def test_a_run_killed_midway_is_resumed_and_no_time_goes_backwards(table, monkeypatch):
-    # Given twenty records, each showing memory A (in turn order) and its own memory
-    store = DynamoMemoryStore(table)
+def twenty_records_showing_a_and_their_own(store, table):
+    """Memory A and twenty others, and twenty turn records ten minutes apart, each showing A and its own."""
     scope = MemoryScope.server(SERVER, 1)
     a = saved(store, scope, "fact A")
     own = [saved(store, scope, f"fact {n}") for n in range(20)]
@@ -104,6 +99,17 @@ def test_a_run_killed_midway_is_resumed_and_no_time_goes_backwards(table, monkey
             (ScopeKind.SERVER, SERVER, a, MemoryUse.RECALLED),
             (ScopeKind.SERVER, SERVER, memory_id, MemoryUse.RECALLED),
         )
+    return a, own
+
+
+class Killed(BaseException):
+    """The janitor's Lambda stopped (a timeout): nothing after it runs, no handler catches it."""
+
+
+def test_a_run_killed_midway_is_resumed_and_no_time_goes_backwards(table, monkeypatch):
+    # Given twenty records, each showing memory A (in turn order) and its own memory
+    store = DynamoMemoryStore(table)
+    a, own = twenty_records_showing_a_and_their_own(store, table)
 
     # When a first run is killed after twelve memory writes, then a bounded run and a full one
     writes, update = [0], table.update

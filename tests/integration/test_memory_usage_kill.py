@@ -11,9 +11,14 @@ from datetime import timedelta
 from typing import Final
 
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
-from kioku.domain.ltm.memory import MemoryScope, ScopeKind
-from kioku.domain.trace import MemoryUse
-from tests.integration.test_memory_usage import DAY, NOW, SERVER, committed, last_shown, saved
+from kioku.domain.ltm.memory import ScopeKind
+from tests.integration.test_memory_usage import (
+    DAY,
+    NOW,
+    SERVER,
+    last_shown,
+    twenty_records_showing_a_and_their_own,
+)
 
 _CHILD: Final = """
 import sys, time
@@ -45,18 +50,7 @@ def test_a_janitor_process_killed_midway_is_resumed_by_the_next_run(moto_server)
     table = moto_server.table()
     table.clock = lambda: NOW
     store = DynamoMemoryStore(table)
-    scope = MemoryScope.server(SERVER, 1)
-    a = saved(store, scope, "fact A")
-    own = [saved(store, scope, f"fact {n}") for n in range(20)]
-    for n, memory_id in enumerate(own):
-        at = NOW - DAY + n * timedelta(minutes=10)
-        committed(
-            table,
-            str(100 + n),
-            at,
-            (ScopeKind.SERVER, SERVER, a, MemoryUse.RECALLED),
-            (ScopeKind.SERVER, SERVER, memory_id, MemoryUse.RECALLED),
-        )
+    a, own = twenty_records_showing_a_and_their_own(store, table)
 
     # When a janitor process is SIGKILLed after its twelfth memory write, and a new run follows
     child = subprocess.Popen(
