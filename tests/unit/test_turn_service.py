@@ -21,7 +21,15 @@ from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.context import StmState
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnEnd, TurnKey, TurnOutcome
+from kioku.domain.turn import (
+    LlmUnavailable,
+    Outbox,
+    RateTaken,
+    TurnAlreadyRecorded,
+    TurnEnd,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery, TurnRead
 from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
@@ -151,6 +159,7 @@ class FakeTurnStore:
         recall_lineage: int,
         recall_people: Sequence[str] = (),
         webhook_of: tuple[str, str] | None = None,
+        later: Sequence[str] = (),
     ) -> TurnRead:
         return TurnRead(
             memory=TurnMemoryLoad(
@@ -220,13 +229,14 @@ class FakeRates:
 
     counted: dict[tuple[str, datetime], list[str]] = field(default_factory=dict)
 
-    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> RateTaken:
         turns = self.counted.setdefault((user_id, sent_at.replace(second=0, microsecond=0)), [])
-        if turn_id not in turns:
+        before = turn_id in turns
+        if not before:
             if len(turns) > limit:
-                return None
+                return RateTaken(None)
             turns.append(turn_id)
-        return turns.index(turn_id) + 1
+        return RateTaken(turns.index(turn_id) + 1, before)
 
 
 @dataclass
