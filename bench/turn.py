@@ -239,9 +239,12 @@ def _always_channel_turns(
         httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).raise_for_status()
     jobs, discord_before, posts_before = [], len(stack.discord.requests), _bot_posts(stack)
     queue = stack.resources.turn_queue_url
-    while received := stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1).get("Messages"):
+    while received := stack.sqs.receive_message(
+        QueueUrl=queue, MaxNumberOfMessages=1, AttributeNames=["All"]
+    ).get("Messages"):
         dynamodb.clear()
-        stack.turn_handler(stack.sqs_event(received), LambdaContext())
+        if stack.turn_handler(stack.sqs_event(received), LambdaContext()).get("batchItemFailures"):
+            raise RuntimeError("a bench burst turn failed")
         stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=received[0]["ReceiptHandle"])
         jobs.append(sum(Counter(dynamodb.names).values()))
     print(
