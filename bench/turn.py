@@ -184,18 +184,7 @@ def _alter_persona_turns(
     """Luna, an alter persona, called by name in a channel of her own: her first turn there creates
     the channel's webhook (one Discord request, one DynamoDB put, once); the next ones make the main
     persona's requests, posting through the webhook."""
-    command = slash_command(
-        stack.application_id,
-        "persona",
-        "add",
-        {"name": "Luna", "prompt": "You are {bot}."},
-        guild_id=GUILD,
-        permissions=str(int(Permission.MANAGE_GUILD)),
-        interaction_id=stack.discord.new_id(),
-    )
-    body = json.dumps(command).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).raise_for_status()
+    _manage(stack, "persona", "add", {"name": "Luna", "prompt": "You are {bot}."})
     stack.discord.seed_channel(PERSONA_CHANNEL, name="luna", guild_id=GUILD)
     per_turn, discord_calls = [], []
     for _ in range(COUNTED_TURNS + 1):
@@ -262,6 +251,7 @@ def _bot_posts(stack: LocalStack) -> int:
 
 
 def _manage(stack: LocalStack, *path_and_options: Any) -> None:
+    """A manager's slash command (its path, then its options), answered."""
     *path, options = path_and_options
     command = slash_command(
         stack.application_id,
