@@ -479,6 +479,22 @@ def test_a_turn_over_the_rate_that_is_done_already_posts_no_notice():
     assert texts(world.discord.posted()) == [REPLY]
 
 
+def test_a_burst_s_message_another_turn_counted_and_answered_ends_at_its_gate_reading_nothing():
+    # Given Alice's message that an earlier turn covered: counted against her rate, recorded done
+    world = World()
+    job = world.say("and another thing", n=2)
+    world.rates.take(ALICE.id, job.turn_id, SENT, 10)
+    world.turns.records[key_of(job)] = TurnOutcome(reply_ids=("9",))
+    world.discord.refusing = 500  # any read of the channel would fail the turn
+
+    # When its own job runs
+    record = world.run(job)
+
+    # Then it ends already done at its gate: nothing read of Discord, posted or asked
+    assert record.end is TurnEnd.ALREADY_DONE and record.reply_ids == ["9"]
+    assert world.discord.posted() == [] and world.model.requests == []
+
+
 def test_a_channel_discord_refuses_for_good_ends_the_turn_recorded_unanswered():
     # Given a channel the bot lost access to
     world = World()
