@@ -152,6 +152,28 @@ def test_messages_sent_while_a_turn_runs_join_the_next_turn():
         assert [text for role, text in stm_lines(stack) if role is CrudeRole.USER] == BURST
 
 
+def test_a_burst_longer_than_the_dialogue_shows_is_answered_in_order(llm):
+    with running_stack(llm, DIALOGUE_HISTORY_LIMIT="3") as stack:
+        stack.discord.seed_channel(GENERAL, name="general", guild_id=GUILD)
+        manage(stack, {"channel": GENERAL, "mode": "always"})
+        alice = member(stack, "alice")
+        stack.discord.seed_message(GENERAL, alice, "said before")
+
+        # Given five messages queued together, more than the three messages a dialogue shows
+        burst = [say(stack, alice, text) for text in BURST]
+
+        # When the worker takes the queue
+        stack.deliver_turns()
+
+        # Then the first turn read the messages right after its own (the latest three do not hold it)
+        # and answered the first three, all the dialogue shows, the next turn the last two: none
+        # lost, in order
+        assert [replied_to(m) for m in bot_posts(stack)] == [burst[2]["id"], burst[4]["id"]]
+        assert said_in(llm.bodies[0]) == BURST[:3] and said_in(llm.bodies[1])[-2:] == BURST[3:]
+        ids = [m["id"] for m in burst]
+        assert done_records(stack, ids) == ids
+
+
 def test_the_rate_still_bounds_a_burst_with_one_notice(llm):
     with running_stack(llm, TURN_RATE_LIMIT_PER_MINUTE="3") as stack:
         stack.discord.seed_channel(GENERAL, name="general", guild_id=GUILD)

@@ -26,13 +26,15 @@ MAX_COVERED: Final = 9
 in the turn's read and its commit, which DynamoDB bounds (100 keys, 100 items)."""
 
 
-def later_messages(history: Sequence[Message], turn_id: str, bot_user_id: str) -> list[Message]:
+def later_messages(
+    history: Sequence[Message], turn_id: str, bot_user_id: str, most: int = MAX_COVERED
+) -> list[Message]:
     """The messages of ``history`` (newest first) sent after the turn's, oldest first: up to the first
     one the bot or a webhook posted (the bot spoke since: what follows is no longer this turn's) and
-    at most ``MAX_COVERED`` of them."""
+    at most ``most`` of them (and ``MAX_COVERED``: the dialogue shows every message a turn answers)."""
     later: list[Message] = []
     for message in sorted((m for m in history if int(m.id) > int(turn_id)), key=lambda m: int(m.id)):
-        if message.author.id == bot_user_id or message.webhook_id or len(later) == MAX_COVERED:
+        if message.author.id == bot_user_id or message.webhook_id or len(later) >= min(most, MAX_COVERED):
             break
         later.append(message)
     return later

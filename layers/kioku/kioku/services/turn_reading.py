@@ -108,13 +108,20 @@ class ChannelReader:
 
     def _with_later(self, job: TurnJob, own: Message, limit: int) -> list[Message]:
         """The channel's latest ``limit`` messages when they hold the turn's (one request, the
-        common case), else the messages right after it (a burst longer than the dialogue shows)."""
+        common case), else the messages right after it and those before it (more messages came
+        since than the dialogue shows: two more). At most ``limit - 1`` later ones: the dialogue
+        shows every message the turn answers."""
         latest = self.discord.get_channel_messages(job.channel_id, limit)
         if any(message.id == job.turn_id for message in latest):
             earlier = [message for message in latest if int(message.id) < int(job.turn_id)]
         else:
-            latest, earlier = self.discord.get_channel_messages(job.channel_id, limit, after=job.turn_id), []
-        later = later_messages(latest, job.turn_id, self.settings.DISCORD_APPLICATION_ID)
+            latest = self.discord.get_channel_messages(job.channel_id, limit, after=job.turn_id)
+            earlier = (
+                self.discord.get_channel_messages(job.channel_id, limit - 1, before=job.turn_id)
+                if limit > 1
+                else []
+            )
+        later = later_messages(latest, job.turn_id, self.settings.DISCORD_APPLICATION_ID, most=limit - 1)
         return [*reversed(later), own, *earlier]
 
     def _files_read(self, history: list[Message]) -> list[Message]:
