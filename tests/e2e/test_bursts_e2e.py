@@ -118,6 +118,23 @@ def test_a_burst_of_five_queued_together_is_answered_by_one_turn_in_order(stack,
     assert stm_lines(stack) == [*((CrudeRole.USER, t) for t in BURST), (CrudeRole.ASSISTANT, "Sure.")]
 
 
+def test_a_text_file_in_a_covered_message_is_read_into_it(stack, llm):
+    # Given an always channel, and Alice's second message of a burst bringing a small text file
+    manage(stack, {"channel": GENERAL, "mode": "always"})
+    alice = member(stack, "alice")
+    notes = stack.cdn.put("notes.txt", b"pack the rail pass", "text/plain; charset=utf-8")
+    say(stack, alice, "hey there")
+    message = stack.discord.seed_message(GENERAL, alice, "my list", attachments=[notes])
+    assert relay_post(stack, message, GUILD).status_code == 202
+
+    stack.deliver_turns()
+
+    # Then the one turn answering both showed the file's text inside the covered message, once fetched
+    (body,) = llm.bodies
+    assert any("my list" in line and "pack the rail pass" in line for line in dialogue(body))
+    assert len(stack.cdn.fetched()) == 1
+
+
 def test_messages_sent_while_a_turn_runs_join_the_next_turn():
     asked: list[dict[str, Any]] = []
     burst: list[dict[str, Any]] = []

@@ -93,7 +93,10 @@ class ChannelReader:
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
         own = job.message if job.message is not None else _slash_message(job, now)
         if job.always and job.message is not None:
-            return self._files_read(self._with_later(job, own, limit))
+            later, earlier = self._with_later(job, limit)
+            # files are read own message first, then those it may answer, then the earlier ones
+            read = self._files_read([own, *later, *earlier])
+            return [*reversed(read[1 : 1 + len(later)]), read[0], *read[1 + len(later) :]]
         if limit == 1:
             return self._files_read([own])
         try:
@@ -106,11 +109,11 @@ class ChannelReader:
             earlier = []
         return self._files_read([own, *earlier])
 
-    def _with_later(self, job: TurnJob, own: Message, limit: int) -> list[Message]:
+    def _with_later(self, job: TurnJob, limit: int) -> tuple[list[Message], list[Message]]:
         """The channel's latest ``limit`` messages when they hold the turn's (one request, the
         common case), else the messages right after it and those before it (more messages came
-        since than the dialogue shows: two more). At most ``limit - 1`` later ones: the dialogue
-        shows every message the turn answers."""
+        since than the dialogue shows: two more): those after it oldest first (at most ``limit - 1``:
+        the dialogue shows every message the turn answers), those before it newest first."""
         latest = self.discord.get_channel_messages(job.channel_id, limit)
         if any(message.id == job.turn_id for message in latest):
             earlier = [message for message in latest if int(message.id) < int(job.turn_id)]
@@ -122,7 +125,7 @@ class ChannelReader:
                 else []
             )
         later = later_messages(latest, job.turn_id, self.settings.DISCORD_APPLICATION_ID, most=limit - 1)
-        return [*reversed(later), own, *earlier]
+        return later, earlier
 
     def _files_read(self, history: list[Message]) -> list[Message]:
         """``history`` with its small text files read into their messages, the turn's own first
