@@ -7,12 +7,12 @@ is its own turn; only the same person's messages in the same channel join."""
 from __future__ import annotations
 
 import json
-import time
-from datetime import UTC, datetime
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from kioku import clock
 from kioku.adapters.dynamodb.keys import turn_record_key
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
@@ -91,9 +91,10 @@ def stm_lines(stack: LocalStack, channel: str = GENERAL) -> list[tuple[CrudeRole
 
 
 def same_minute() -> None:
-    """The rate counts per minute: start a burst well inside one."""
-    if datetime.now(UTC).second > 45:
-        time.sleep(61 - datetime.now(UTC).second)
+    """The rate counts per minute (of a message's id): move the stack's clock, which Discord's ids
+    follow, to the start of the next minute, so the burst is well inside one."""
+    now = clock.now()
+    clock.advance(timedelta(seconds=60 - now.second, microseconds=-now.microsecond))
 
 
 def test_a_burst_of_five_queued_together_is_answered_by_one_turn_in_order(stack, llm):
