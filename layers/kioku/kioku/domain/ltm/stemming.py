@@ -66,11 +66,42 @@ _MONTH_NUMBERS: Final = {
     **{f"{number:02d}": name for number, name in enumerate(_MONTHS, 1)},
 }
 _VOWELS: Final = frozenset("aeiouy")
-_BRITISH_ROOTS: Final = (
-    "armour behaviour candour clamour colour endeavour favour fervour flavour harbour honour humour labour"
-    " neighbour odour parlour rigour rumour saviour savour splendour valour vapour vigour"
-    " centre fibre litre lustre meagre metre sabre sombre spectre theatre"
-).split()
+_BRITISH_ROOTS: Final = [
+    "armour",
+    "behaviour",
+    "candour",
+    "clamour",
+    "colour",
+    "endeavour",
+    "favour",
+    "fervour",
+    "flavour",
+    "harbour",
+    "honour",
+    "humour",
+    "labour",
+    "neighbour",
+    "odour",
+    "parlour",
+    "rigour",
+    "rumour",
+    "saviour",
+    "savour",
+    "splendour",
+    "valour",
+    "vapour",
+    "vigour",
+    "centre",
+    "fibre",
+    "litre",
+    "lustre",
+    "meagre",
+    "metre",
+    "sabre",
+    "sombre",
+    "spectre",
+    "theatre",
+]
 _AMERICAN: Final = {
     british: british[:-2] + ("r" if british.endswith("our") else "er") for british in _BRITISH_ROOTS
 }
