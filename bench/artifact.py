@@ -21,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kioku.playground.aws import MotoServer, create_local_resources
@@ -87,14 +89,10 @@ def _wall(command: list[str], env: dict[str, str], stdin: str = "") -> tuple[flo
     return elapsed, done.stdout
 
 
-def main() -> None:
-    build_dir = Path(os.environ.get("BENCH_BUILD_DIR", ".aws-sam/bench"))
-    layer = build_dir / "KiokuLayer" / "python"
-    if not (layer / "kioku").is_dir():
-        print(f"cold.artifact=missing (no {layer}/kioku: run make bench, which builds it)")
-        return
-    python = python313()
-    runtime = runtime_boto3(build_dir, python)
+@contextmanager
+def artifact_setup() -> Iterator[tuple[dict[str, str], dict[str, tuple[str, Callable[[int], dict]]]]]:
+    """A moto server with the stack's table and queue, the functions' environment, and the cases:
+    each a function and the ``i``-th event to send it (every event its own id)."""
     signing, public = new_key_pair()
     relay_signing, relay_public = new_key_pair()
     with MotoServer() as moto:
@@ -124,16 +122,14 @@ def main() -> None:
             "POWERTOOLS_SERVICE_NAME": "kioku",
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
-        bare = [_wall([python, "-I", "-c", "pass"], env)[0] for _ in range(RUNS)]
-        bare_ms = statistics.median(bare) * 1000
-        print(f"cold.bare_interpreter_seconds={bare_ms / 1000:.4f} (median of {RUNS}, {python} -I -c pass)")
         with DiscordStandIn(
             token="bench", bot_user_id=APPLICATION_ID, bot_username="kioku", application_id=APPLICATION_ID
         ) as discord:
             author = discord.seed_user("alice", global_name="Alice")
             message = discord.seed_message("300000000000000001", author, f"<@{APPLICATION_ID}> hello")
         message["mentions"] = [{"id": APPLICATION_ID, "username": "kioku", "bot": True}]
-        cases = {
+        unaddressed = {**message, "content": "kioku, hello", "mentions": []}
+        yield env, {
             "ping": ("InteractionsFunction", lambda i: signed_event(ping(APPLICATION_ID), signing)),
             "chat": (
                 "InteractionsFunction",
@@ -145,7 +141,27 @@ def main() -> None:
                 "RelayFunction",
                 lambda i: relay_event({**message, "id": f"{message['id']}{i}"}, relay_signing),
             ),
+            # a message that names no one: whether a trigger word calls kioku is the server's to say,
+            # so the relay reads its configuration (one GetItem; none is stored: not for the bot)
+            "relay_read": (
+                "RelayFunction",
+                lambda i: relay_event({**unaddressed, "id": f"{message['id']}{i}"}, relay_signing),
+            ),
         }
+
+
+def main() -> None:
+    build_dir = Path(os.environ.get("BENCH_BUILD_DIR", ".aws-sam/bench"))
+    layer = build_dir / "KiokuLayer" / "python"
+    if not (layer / "kioku").is_dir():
+        print(f"cold.artifact=missing (no {layer}/kioku: run make bench, which builds it)")
+        return
+    python = python313()
+    runtime = runtime_boto3(build_dir, python)
+    with artifact_setup() as (env, cases):
+        bare = [_wall([python, "-I", "-c", "pass"], env)[0] for _ in range(RUNS)]
+        bare_ms = statistics.median(bare) * 1000
+        print(f"cold.bare_interpreter_seconds={bare_ms / 1000:.4f} (median of {RUNS}, {python} -I -c pass)")
         for name, (function, make_event) in cases.items():
             paths = json.dumps([str(build_dir / function), str(layer), str(runtime)])
             command = [python, "-I", "-c", DRIVER, paths]

@@ -112,7 +112,8 @@ loaded = sorted(
     m for m in sys.modules
     if m.startswith(("kioku.domain.ltm", "kioku.adapters.dynamodb")) or m.startswith("kioku.services.commands.")
 )
-print(json.dumps({"type": answer["type"], "queued": len(queued), "loaded": loaded}))
+domain = sorted(m for m in sys.modules if m.startswith("kioku.domain."))
+print(json.dumps({"type": answer["type"], "queued": len(queued), "loaded": loaded, "domain": domain}))
 """
 
 
@@ -132,6 +133,15 @@ def test_a_chat_loads_only_its_own_command_module_and_no_memory_rules():
         "kioku.services.commands.registry",
         "kioku.services.commands.router",
     ]
+
+
+def test_a_chat_reads_the_persona_name_limit_without_the_settings_rules():
+    # /chat's persona: option takes its length from a leaf: the settings rules (and the server's
+    # models, short-term memory entries, text rules behind them) wait for a command that edits
+    result = subprocess.run([sys.executable, "-c", CHAT_DISPATCH], capture_output=True, text=True, check=True)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["queued"] == 1
+    assert outcome["domain"] == ["kioku.domain.persona_limits", "kioku.domain.turn_jobs"]
 
 
 def test_the_turn_queue_makes_its_client_without_boto3():
