@@ -169,3 +169,51 @@ def test_the_relays_addressing_and_persona_rules_load_no_turn_or_memory_rules():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+RELAY_MESSAGE = """
+import json, sys
+from types import SimpleNamespace
+from kioku.entrypoints import composition, relay
+queued = []
+composition.container().__dict__["turn_queue"] = SimpleNamespace(enqueue=queued.append)
+response = relay.handle(json.loads(sys.stdin.read()))
+print(json.dumps({"status": response["statusCode"], "queued": len(queued), "pydantic": "pydantic" in sys.modules}))
+"""
+
+
+def test_a_relayed_message_is_queued_without_pydantic(discord_keys):
+    # Given a DM to the bot, signed by the relay, in a fresh interpreter with the container's queue
+    # in hand: its settings are read and checked with the standard library (kioku.config), and the
+    # message is parsed into kioku.discord's dataclasses, so pydantic is never imported
+    from kioku.playground.events import signed_event
+    from kioku.playground.stack import gateway_dispatch
+
+    message = {
+        "id": "300000000000000009",
+        "channel_id": "300000000000000001",
+        "author": {"id": "400000000000000001", "username": "alice"},
+        "content": "hello",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "type": 0,
+    }
+    event = signed_event(gateway_dispatch(message, None, None), discord_keys.signing_hex)
+    env = {
+        **os.environ,
+        "TABLE_NAME": "kioku-table",
+        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
+        "DISCORD_APPLICATION_ID": APPLICATION_ID,
+        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", RELAY_MESSAGE],
+        env=env,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"status": 202, "queued": 1, "pydantic": False}
