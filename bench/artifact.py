@@ -129,25 +129,28 @@ def artifact_setup() -> Iterator[tuple[dict[str, str], dict[str, tuple[str, Call
             message = discord.seed_message("300000000000000001", author, f"<@{APPLICATION_ID}> hello")
         message["mentions"] = [{"id": APPLICATION_ID, "username": "kioku", "bot": True}]
         unaddressed = {**message, "content": "kioku, hello", "mentions": []}
-        yield env, {
-            "ping": ("InteractionsFunction", lambda i: signed_event(ping(APPLICATION_ID), signing)),
-            "chat": (
-                "InteractionsFunction",
-                lambda i: signed_event(
-                    slash_command(APPLICATION_ID, "chat", None, {"message": "hi"}, token=f"t{i}"), signing
+        yield (
+            env,
+            {
+                "ping": ("InteractionsFunction", lambda i: signed_event(ping(APPLICATION_ID), signing)),
+                "chat": (
+                    "InteractionsFunction",
+                    lambda i: signed_event(
+                        slash_command(APPLICATION_ID, "chat", None, {"message": "hi"}, token=f"t{i}"), signing
+                    ),
                 ),
-            ),
-            "relay": (
-                "RelayFunction",
-                lambda i: relay_event({**message, "id": f"{message['id']}{i}"}, relay_signing),
-            ),
-            # a message that names no one: whether a trigger word calls kioku is the server's to say,
-            # so the relay reads its configuration (one GetItem; none is stored: not for the bot)
-            "relay_read": (
-                "RelayFunction",
-                lambda i: relay_event({**unaddressed, "id": f"{message['id']}{i}"}, relay_signing),
-            ),
-        }
+                "relay": (
+                    "RelayFunction",
+                    lambda i: relay_event({**message, "id": f"{message['id']}{i}"}, relay_signing),
+                ),
+                # a message that names no one: whether a trigger word calls kioku is the server's to say,
+                # so the relay reads its configuration (one GetItem; none is stored: not for the bot)
+                "relay_read": (
+                    "RelayFunction",
+                    lambda i: relay_event({**unaddressed, "id": f"{message['id']}{i}"}, relay_signing),
+                ),
+            },
+        )
 
 
 def main() -> None:

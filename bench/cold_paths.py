@@ -58,7 +58,9 @@ def main() -> None:
     wanted = args.cases.split(",")
     with artifact_setup() as (env, cases):
         bare = [_run([python, "-I", "-c", "pass"], env, "") for _ in range(args.runs)]
-        print(f"bare: fastest wall {min(b[0] for b in bare) * 1000:.1f} ms, cpu {min(b[1] for b in bare) * 1000:.1f} ms")
+        print(
+            f"bare: fastest wall {min(b[0] for b in bare) * 1000:.1f} ms, cpu {min(b[1] for b in bare) * 1000:.1f} ms"
+        )
         for name in wanted:
             function, make_event = cases[name]
             results: dict[Path, list[tuple[float, float, str, str]]] = {b: [] for b in args.builds}
@@ -81,8 +83,10 @@ def main() -> None:
                 if args.importtime:
                     fastest = min(runs, key=lambda r: r[1])
                     total = sum(c for c, _ in top_imports(fastest[3], 10_000))
-                    print(f"  imports {total / 1000:.1f} ms; top: " + ", ".join(
-                        f"{n} {c / 1000:.1f}" for c, n in top_imports(fastest[3], 12)))
+                    print(
+                        f"  imports {total / 1000:.1f} ms; top: "
+                        + ", ".join(f"{n} {c / 1000:.1f}" for c, n in top_imports(fastest[3], 12))
+                    )
 
 
 if __name__ == "__main__":
