@@ -221,19 +221,27 @@ def test_a_relayed_message_is_queued_without_pydantic(discord_keys):
     assert outcome == {"status": 202, "queued": 1, "pydantic": False, "importlib.resources": False}
 
 
-def test_the_turn_queue_makes_its_client_without_listing_every_service():
-    # botocore checks a service's name against every service's directories (about 900 listings,
-    # twice: the model, then its endpoint rules); the queue's client is told it wants SQS
+@pytest.mark.parametrize(
+    ("made", "service"),
+    [
+        ("TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo')._client", "sqs"),
+        ("KiokuTable('kioku-table').client", "dynamodb"),
+    ],
+)
+def test_the_queue_and_the_table_make_their_clients_without_listing_every_service(made, service):
+    # botocore checks a service's name against every service's directories (about 850 listings,
+    # twice: the model, then its endpoint rules); each client is made by a loader told its service
     script = (
         "import os, sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "from kioku.adapters.dynamodb.table import KiokuTable;"
         "listed = []; real = os.listdir;"
         "os.listdir = lambda path='.': listed.append(path) or real(path);"
-        "queue = TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo');"
-        "print(len(listed), queue._client.meta.service_model.service_name, queue._client.meta.region_name)"
+        f"client = {made};"
+        "print(len(listed), client.meta.service_model.service_name, client.meta.region_name)"
     )
     env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1"}
     result = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
-    listings, service, region = result.stdout.split()
-    assert int(listings) < 20 and (service, region) == ("sqs", "us-east-1")
+    listings, named, region = result.stdout.split()
+    assert int(listings) < 20 and (named, region) == (service, "us-east-1")

@@ -7,9 +7,8 @@ from typing import Final
 
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
-from botocore.loaders import Loader
-from botocore.session import get_session
 
+from kioku.adapters.aws_clients import client
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob
 
 REASON_ATTRIBUTE: Final = "DeadLetterReason"
@@ -18,21 +17,10 @@ MAX_REASON_CHARS: Final = 500
 _CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
 
 
-class _SqsOnly(Loader):
-    """botocore's loader of service models, told that SQS is the service wanted: by default it lists
-    every service's directories to check the name, once for the model and once for its endpoint
-    rules (about 900 directory listings, a third of making the client on a cold start)."""
-
-    def list_available_services(self, type_name: str) -> list[str]:
-        return ["sqs"]
-
-
 def sqs_client():
-    """An SQS client honouring ``AWS_ENDPOINT_URL_SQS``, made by botocore itself: boto3 adds
-    nothing a client needs, and importing it (with s3transfer) would be a cold /chat's largest cost."""
-    session = get_session()
-    session.register_component("data_loader", _SqsOnly())
-    return session.create_client("sqs", config=_CLIENT_CONFIG)
+    """An SQS client honouring ``AWS_ENDPOINT_URL_SQS``: botocore's, without boto3 (importing it, with
+    s3transfer, would be a cold /chat's largest cost)."""
+    return client("sqs", _CLIENT_CONFIG)
 
 
 class TurnQueue:
