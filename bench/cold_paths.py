@@ -4,9 +4,11 @@ them alike), reporting the fastest and median wall-clock, the process's CPU time
 from the OS: interpreter start-up included), and with ``--importtime`` the top-level imports'
 cumulative times of the fastest run.
 
-    python -m bench.cold_paths [--runs N] [--importtime] [--cases ping,chat,relay] DIR [DIR ...]
+    python -m bench.cold_paths [--runs N] [--importtime | --instructions] [--cases ping,chat] DIR [DIR ...]
 
-The machine is shared: read CPU and fastest-of-N, and print ``uptime`` with the figures.
+The machine is shared: read CPU and fastest-of-N, and print ``uptime`` with the figures; or count
+instructions (``--instructions``: each run under valgrind's callgrind, tens of times slower), which
+another process's load does not change.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -21,6 +24,8 @@ import time
 from pathlib import Path
 
 from bench.artifact import DRIVER, artifact_setup, python313, runtime_boto3
+
+VALGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
 
 
 def _run(command: list[str], env: dict[str, str], stdin: str) -> tuple[float, float, str, str]:
@@ -52,12 +57,17 @@ def main() -> None:
     parser.add_argument("builds", nargs="+", type=Path)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--importtime", action="store_true")
+    parser.add_argument("--instructions", action="store_true")
     parser.add_argument("--cases", default="ping,chat,relay,relay_read")
     args = parser.parse_args()
     python = python313()
     wanted = args.cases.split(",")
     with artifact_setup() as (env, cases):
-        bare = [_run([python, "-I", "-c", "pass"], env, "") for _ in range(args.runs)]
+        counter = [*VALGRIND, python] if args.instructions else [python]
+        bare = [_run([*counter, "-I", "-c", "pass"], env, "") for _ in range(args.runs)]
+        if args.instructions:
+            counts = [int(re.findall(r"Collected : (\d+)", b[3])[-1]) for b in bare]
+            print(f"bare: instructions fewest {min(counts) / 1e6:.0f} M")
         print(
             f"bare: fastest wall {min(b[0] for b in bare) * 1000:.1f} ms, cpu {min(b[1] for b in bare) * 1000:.1f} ms"
         )
@@ -69,7 +79,8 @@ def main() -> None:
                     layer = build / "KiokuLayer" / "python"
                     paths = json.dumps([str(build / function), str(layer), str(runtime_boto3(build, python))])
                     flags = ["-X", "importtime"] if args.importtime else []
-                    command = [python, "-I", *flags, "-c", DRIVER, paths]
+                    counter = [*VALGRIND, python] if args.instructions else [python]
+                    command = [*counter, "-I", *flags, "-c", DRIVER, paths]
                     results[build].append(_run(command, env, json.dumps(make_event(i))))
             for build, runs in results.items():
                 outcome = json.loads(runs[-1][2].strip().splitlines()[-1])
@@ -80,6 +91,11 @@ def main() -> None:
                     f"{statistics.median(cpus):.1f} ms; heavy {','.join(outcome['heavy']) or 'none'}; "
                     f"load {os.getloadavg()[0]:.1f}"
                 )
+                if args.instructions:
+                    counts = [int(re.findall(r"Collected : (\d+)", r[3])[-1]) for r in runs]
+                    print(
+                        f"  instructions fewest {min(counts) / 1e6:.0f} M, median {statistics.median(counts) / 1e6:.0f} M"
+                    )
                 if args.importtime:
                     fastest = min(runs, key=lambda r: r[1])
                     total = sum(c for c, _ in top_imports(fastest[3], 10_000))
