@@ -55,7 +55,7 @@ REQUIRED: Final = _Required()
 """The default of a variable that has none: it must be set."""
 _TRUE: Final = frozenset({"1", "on", "t", "true", "y", "yes"})
 _FALSE: Final = frozenset({"0", "off", "f", "false", "n", "no"})
-_WHOLE: Final = re.compile(r"([+-]?[0-9_]+)(?:\.0*)?")
+_WHOLE: Final = re.compile(r"([+-]?[0-9_]+)(?:\.0+)?")
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ def _number(value: object, kind: type[int] | type[float]) -> int | float:
 def _boolean(value: object) -> bool:
     if isinstance(value, bool):
         return value
-    text = str(value).strip().lower() if isinstance(value, str | int) else None
+    text = str(value).lower() if isinstance(value, str | int) else None  # unstripped, as pydantic
     if text in _TRUE or text in _FALSE:
         return text in _TRUE
     raise _Invalid("Input should be a valid boolean, unable to interpret input")
