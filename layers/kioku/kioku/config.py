@@ -1,7 +1,7 @@
 """Typed configuration: the environment variables of INTERFACES.md, validated once per cold start.
 
 With the standard library alone: every ``/chat`` and relayed message reads the settings, and
-building them as a pydantic model cost a cold start about 200 ms of CPU (pydantic's import and the
+building them as a pydantic model cost a cold start about 160 ms of CPU (pydantic's import and the
 model's schema; docs/operations.md's Cold starts). The rules, and the words of each refusal, are
 what pydantic gave: a field's type is its annotation, its default and bounds its ``setting(...)``;
 ``model_validate``, ``model_copy`` and ``model_fields`` keep the names their callers used.
