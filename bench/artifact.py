@@ -47,7 +47,8 @@ class Context:
     aws_request_id = "bench"
     def get_remaining_time_in_millis(self): return 30_000
 response = app.lambda_handler(event, Context())
-heavy = sorted(m for m in ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "httpx") if m in sys.modules)
+# botocore.client, not botocore: Powertools imports botocore's package (its user agent hook) alone
+heavy = sorted(m for m in ("boto3", "botocore.client", "pydantic", "aws_lambda_powertools", "httpx") if m in sys.modules)
 print(json.dumps({"status": response["statusCode"], "heavy": heavy, "in_process": time.perf_counter() - started}))
 """
 
@@ -116,7 +117,9 @@ def artifact_setup() -> Iterator[tuple[dict[str, str], dict[str, tuple[str, Call
             "DISCORD_APPLICATION_ID": APPLICATION_ID,
             "DISCORD_PUBLIC_KEY": public,
             "RELAY_PUBLIC_KEY": relay_public,
-            "LLM_PROVIDER": "scripted",
+            # as Lambda sets it: the turn queue's calls then go by adapters/sqs_http.py, as deployed
+            # (neither function makes a model, so the provider is left at its default)
+            "AWS_LAMBDA_FUNCTION_NAME": "kioku-bench",
             # as template.yaml sets them
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
             "POWERTOOLS_SERVICE_NAME": "kioku",

@@ -245,3 +245,24 @@ def test_the_queue_and_the_table_make_their_clients_without_listing_every_servic
     )
     listings, named, region = result.stdout.split()
     assert int(listings) < 20 and (named, region) == (service, "us-east-1")
+
+
+def test_where_lambda_runs_the_turn_queue_loads_no_botocore():
+    # A function Lambda runs, its role's credentials in the environment: the queue's two calls are
+    # signed with the standard library (adapters/sqs_http.py), so botocore is never imported
+    script = (
+        "import sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "queue = TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo');"
+        "print(type(queue._client).__name__, sorted(m for m in ('boto3', 'botocore') if m in sys.modules))"
+    )
+    env = {
+        **os.environ,
+        "AWS_LAMBDA_FUNCTION_NAME": "kioku-RelayFunction",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "key",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "SqsHttp []"
