@@ -102,6 +102,12 @@ class _Flaky(BaseHTTPRequestHandler):
 
     answers: ClassVar[list[tuple[int, str | None]]] = []
     seen: ClassVar[list[str]] = []
+    connections: ClassVar[list[int]] = []
+    protocol_version = "HTTP/1.1"  # keeps a connection open between requests
+
+    def setup(self):
+        super().setup()
+        type(self).connections.append(1)
 
     def do_POST(self):
         self.rfile.read(int(self.headers["Content-Length"]))
@@ -121,7 +127,7 @@ class _Flaky(BaseHTTPRequestHandler):
 def flaky():
     server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
     threading.Thread(target=server.serve_forever, daemon=True).start()
-    _Flaky.seen = []
+    _Flaky.seen, _Flaky.connections = [], []
     yield server, f"http://127.0.0.1:{server.server_port}"
     server.shutdown()
 
@@ -184,3 +190,16 @@ def test_only_a_function_lambda_runs_with_its_credentials_uses_it(monkeypatch):
     assert isinstance(sqs_client(), SqsHttp)
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     assert not isinstance(sqs_client(), SqsHttp)  # the tests' and the playground's: botocore's
+
+
+def test_a_warm_container_sends_its_next_message_on_the_same_connection(flaky, sample_job):
+    # as botocore's pool does: a warm relay's next message pays no new handshake
+    _, endpoint = flaky
+    _Flaky.answers = [(200, None), (200, None)]
+    queue = TurnQueue(
+        "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+        SqsHttp(REGION, Credentials("a", "b"), endpoint=endpoint),
+    )
+    queue.enqueue(sample_job)
+    queue.enqueue(sample_job)
+    assert _Flaky.seen == ["AmazonSQS.SendMessage"] * 2 and len(_Flaky.connections) == 1

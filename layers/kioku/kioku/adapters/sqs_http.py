@@ -77,6 +77,7 @@ class SqsHttp:
     ) -> None:
         self._region, self._credentials, self._endpoint = region, credentials, endpoint
         self._max_attempts, self._timeouts, self._sleep, self._now = max_attempts, timeouts, sleep, now
+        self._open: tuple[tuple[str, str], http.client.HTTPConnection] | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] = os.environ, **options: Any) -> SqsHttp | None:
@@ -89,6 +90,26 @@ class SqsHttp:
         endpoint = environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL")
         credentials = Credentials(key, secret, environ.get("AWS_SESSION_TOKEN") or None)
         return cls(region, credentials, endpoint=endpoint, **options)
+
+    def _connection_to(self, scheme: str, host: str) -> http.client.HTTPConnection:
+        """The connection kept open from the last call (a warm container's next message pays no
+        handshake, as with botocore's pool), or a new one."""
+        if self._open is not None and self._open[0] == (scheme, host):
+            return self._open[1]
+        self._drop()
+        connect, read = self._timeouts
+        kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+        connection = kind(host, timeout=connect)
+        connection.connect()  # within the connect timeout; then each read within the read timeout
+        if connection.sock is not None:
+            connection.sock.settimeout(read)
+        self._open = ((scheme, host), connection)
+        return connection
+
+    def _drop(self) -> None:
+        if self._open is not None:
+            self._open[1].close()
+            self._open = None
 
     def send_message(self, **params: Any) -> dict[str, Any]:
         return self._call("SendMessage", params)
@@ -120,20 +141,16 @@ class SqsHttp:
         if self._credentials.token:
             headers["X-Amz-Security-Token"] = self._credentials.token
         headers["Authorization"] = authorization(headers, body, self._region, self._credentials)
-        connect, read = self._timeouts
-        kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        connection = kind(host, timeout=connect)
         try:
-            connection.connect()
-            if connection.sock is not None:
-                connection.sock.settimeout(read)
+            connection = self._connection_to(scheme, host)
             connection.request("POST", "/", body=body, headers=headers)
             response = connection.getresponse()
             status, payload = response.status, response.read()
         except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, garbled
+            self._drop()
             raise SqsRequestFailed(exc.__class__.__name__, retryable=True) from exc
-        finally:
-            connection.close()
+        if response.will_close:
+            self._drop()
         return _answer(status, payload)
 
 
