@@ -14,7 +14,7 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotocoreCredentials
 
-from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, authorization
+from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, authorization, regional_endpoint
 from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue, sqs_client
 from kioku.discord.models import User
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob, TurnSource
@@ -188,8 +188,41 @@ def test_only_a_function_lambda_runs_with_its_credentials_uses_it(monkeypatch):
     for name, value in lambda_env.items():
         monkeypatch.setenv(name, value)
     assert isinstance(sqs_client(), SqsHttp)
+    monkeypatch.setenv("AWS_USE_FIPS_ENDPOINT", "true")  # an endpoint variant: botocore's rules
+    assert not isinstance(sqs_client(), SqsHttp)
+    monkeypatch.delenv("AWS_USE_FIPS_ENDPOINT")
     monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
     assert not isinstance(sqs_client(), SqsHttp)  # the tests' and the playground's: botocore's
+
+
+@pytest.mark.parametrize(
+    ("queue_url", "region", "endpoint"),
+    [
+        (
+            "https://sqs.eu-central-1.amazonaws.com/1/q.fifo",
+            "eu-central-1",
+            "https://sqs.eu-central-1.amazonaws.com",
+        ),
+        (
+            "https://sqs.cn-north-1.amazonaws.com.cn/1/q.fifo",
+            "cn-north-1",
+            "https://sqs.cn-north-1.amazonaws.com.cn",
+        ),
+        # a legacy queue URL, or another region's: SQS's own endpoint in the function's region
+        (
+            "https://eu-central-1.queue.amazonaws.com/1/q.fifo",
+            "eu-central-1",
+            "https://sqs.eu-central-1.amazonaws.com",
+        ),
+        (
+            "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+            "cn-north-1",
+            "https://sqs.cn-north-1.amazonaws.com.cn",
+        ),
+    ],
+)
+def test_the_endpoint_is_sqss_in_the_functions_region(queue_url, region, endpoint):
+    assert regional_endpoint(queue_url, region) == endpoint
 
 
 def test_a_warm_container_sends_its_next_message_on_the_same_connection(flaky, sample_job):

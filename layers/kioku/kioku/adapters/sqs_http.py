@@ -46,6 +46,8 @@ THROTTLING_CODES: Final = frozenset(
 TRANSIENT_CODES: Final = frozenset({"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"})
 TRANSIENT_STATUSES: Final = frozenset({500, 502, 503, 504})
 MAX_BACKOFF_SECONDS: Final = 20.0
+BOTOCORE_ONLY: Final = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
+"""Endpoint variants left to botocore's endpoint rules: set, the queue's client is botocore's."""
 
 
 class SqsRequestFailed(Exception):
@@ -87,6 +89,8 @@ class SqsHttp:
         key, secret = environ.get("AWS_ACCESS_KEY_ID"), environ.get("AWS_SECRET_ACCESS_KEY")
         if not (environ.get("AWS_LAMBDA_FUNCTION_NAME") and region and key and secret):
             return None
+        if any(environ.get(name, "").lower() == "true" for name in BOTOCORE_ONLY):
+            return None
         endpoint = environ.get("AWS_ENDPOINT_URL_SQS") or environ.get("AWS_ENDPOINT_URL")
         credentials = Credentials(key, secret, environ.get("AWS_SESSION_TOKEN") or None)
         return cls(region, credentials, endpoint=endpoint, **options)
@@ -118,8 +122,7 @@ class SqsHttp:
         return self._call("ChangeMessageVisibility", params)
 
     def _call(self, action: str, params: Mapping[str, Any]) -> dict[str, Any]:
-        # the queue's own URL names its endpoint (https://sqs.<region>.amazonaws.com/...) unless set
-        url = urlsplit(self._endpoint or str(params["QueueUrl"]))
+        url = urlsplit(self._endpoint or regional_endpoint(str(params["QueueUrl"]), self._region))
         body = json.dumps(params, separators=(",", ":")).encode()
         for attempt in range(1, self._max_attempts + 1):
             try:
@@ -152,6 +155,16 @@ class SqsHttp:
         if response.will_close:
             self._drop()
         return _answer(status, payload)
+
+
+def regional_endpoint(queue_url: str, region: str) -> str:
+    """SQS's endpoint in ``region``, as botocore resolves it: the queue URL's own host when it is
+    one (``https://sqs.<region>.<partition's domain>/<account>/<name>``, as CloudFormation gives
+    it), else ``sqs.<region>`` in the partition of ``region``."""
+    queue = urlsplit(queue_url)
+    if queue.scheme == "https" and queue.netloc == f"sqs.{region}.{queue.netloc.split('.', 2)[-1]}":
+        return f"https://{queue.netloc}"
+    return f"https://sqs.{region}.amazonaws.com{'.cn' if region.startswith('cn-') else ''}"
 
 
 def _answer(status: int, payload: bytes) -> dict[str, Any]:
