@@ -266,3 +266,82 @@ def test_where_lambda_runs_the_turn_queue_loads_no_botocore():
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert result.stdout.strip() == "SqsHttp []"
+
+
+RELAY_READING_CONFIG = """
+import json, sys
+from types import SimpleNamespace
+from kioku.entrypoints import composition, relay
+queued = []
+composition.container().__dict__["turn_queue"] = SimpleNamespace(enqueue=queued.append)
+response = relay.handle(json.loads(sys.stdin.read()))
+loaded = sorted(m for m in ("boto3", "botocore.session", "botocore.client") if m in sys.modules)
+print(json.dumps({"status": response["statusCode"], "queued": len(queued), "loaded": loaded}))
+"""
+
+
+def test_where_lambda_runs_a_relayed_message_reads_the_configuration_without_botocore(discord_keys):
+    # Given a server whose trigger word is "kioku", stored in moto's server, and a message there
+    # naming no one but the word: whether it calls kioku is the configuration's to say, so the relay
+    # reads it (one GetItem). Where Lambda runs, that read is signed with the standard library
+    # (adapters/dynamodb/lambda_client.py): neither boto3 nor botocore's client is ever made
+    import boto3
+
+    from kioku.adapters.dynamodb.config_store import ConfigStore
+    from kioku.adapters.dynamodb.table import KiokuTable
+    from kioku.domain.models import ServerConfig
+    from kioku.playground.aws import MotoServer, create_table, load_template
+    from kioku.playground.events import signed_event
+    from kioku.playground.stack import gateway_dispatch
+
+    guild = "200000000000000001"
+    message = {
+        "id": "300000000000000009",
+        "channel_id": "300000000000000001",
+        "author": {"id": "400000000000000001", "username": "alice"},
+        "content": "kioku, hello",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "type": 0,
+    }
+    event = signed_event(gateway_dispatch(message, guild, None), discord_keys.signing_hex)
+    credentials = {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_REGION": "us-east-1"}
+    with MotoServer() as moto:
+        client = boto3.client(
+            "dynamodb",
+            endpoint_url=moto.url,
+            region_name="us-east-1",
+            aws_access_key_id="bench",
+            aws_secret_access_key="bench",
+        )
+        create_table(client, load_template(), "kioku-table")
+        outcomes = []
+        for trigger_words in ((), ("kioku",)):
+            ConfigStore(KiokuTable("kioku-table", client)).save_server_config(
+                ServerConfig(guild_id=guild, trigger_words=trigger_words, version=len(outcomes))
+            )
+            env = {
+                **os.environ,
+                **credentials,
+                "AWS_LAMBDA_FUNCTION_NAME": "kioku-RelayFunction",
+                "AWS_ENDPOINT_URL_DYNAMODB": moto.url,
+                "TABLE_NAME": "kioku-table",
+                "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
+                "DISCORD_APPLICATION_ID": APPLICATION_ID,
+                "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+                "RELAY_PUBLIC_KEY": discord_keys.public_hex,
+                "POWERTOOLS_METRICS_DISABLED": "true",
+            }
+            result = subprocess.run(
+                [sys.executable, "-c", RELAY_READING_CONFIG],
+                env=env,
+                input=json.dumps(event),
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            outcomes.append(json.loads(result.stdout.strip().splitlines()[-1]))
+    # the stored word, read over HTTP, is what called kioku
+    assert outcomes == [
+        {"status": 204, "queued": 0, "loaded": []},
+        {"status": 202, "queued": 1, "loaded": []},
+    ]

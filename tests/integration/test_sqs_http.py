@@ -14,7 +14,8 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotocoreCredentials
 
-from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, authorization, regional_endpoint
+from kioku.adapters.aws_json import authorization
+from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, regional_endpoint
 from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue, sqs_client
 from kioku.discord.models import User
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob, TurnSource
@@ -54,7 +55,7 @@ def test_a_request_is_signed_as_botocore_signs_it(token):
         "X-Amz-Target": "AmazonSQS.SendMessage",
         **({"X-Amz-Security-Token": token} if token else {}),
     }
-    mine = authorization(headers, body, "eu-central-1", Credentials("AKID", "SECRET", token))
+    mine = authorization(headers, body, "eu-central-1", Credentials("AKID", "SECRET", token), service="sqs")
     assert mine == signed.headers["Authorization"]
 
 
@@ -137,8 +138,9 @@ def flaky():
     [
         # throttled twice, then taken: three attempts, waits under 1 s and 2 s
         ([(400, "ThrottlingException"), (400, "RequestThrottled"), (200, None)], True, [1.0, 2.0]),
-        # a server error each time: three attempts, waits under 50 and 100 ms, then unavailable
-        ([(500, "InternalError"), (503, None), (502, None)], False, [0.05, 0.1]),
+        # a server error each time: four attempts (botocore's max_attempts 3 are retries), waits
+        # under 50, 100 and 200 ms, then unavailable
+        ([(500, "InternalError"), (503, None), (502, None), (504, None)], False, [0.05, 0.1, 0.2]),
         # refused for good (a bad parameter): one attempt
         ([(400, "InvalidParameterValue")], False, []),
     ],
@@ -174,7 +176,7 @@ def test_a_connection_refused_is_tried_again_then_unavailable(sample_job):
     client = SqsHttp(REGION, Credentials("a", "b"), endpoint=f"http://127.0.0.1:{port}", sleep=waits.append)
     with pytest.raises(QueueUnavailable):
         TurnQueue("https://sqs.us-east-1.amazonaws.com/1/q.fifo", client).enqueue(sample_job)
-    assert len(waits) == 2
+    assert len(waits) == 3
 
 
 def test_only_a_function_lambda_runs_with_its_credentials_uses_it(monkeypatch):

@@ -11,22 +11,27 @@ from kioku.domain.turn_jobs import QueueUnavailable, TurnJob
 REASON_ATTRIBUTE: Final = "DeadLetterReason"
 ATTEMPTS_ATTRIBUTE: Final = "FailedAttempts"
 MAX_REASON_CHARS: Final = 500
+RETRIES: Final = 3
+"""Tries after the first (botocore's ``max_attempts``), by either client."""
+TIMEOUTS: Final = (1.0, 2.0)
 
 
 def sqs_client() -> Any:
     """Where Lambda runs a function, ``SqsHttp`` (the two calls, signed with the standard library:
     botocore's import and client were most of a cold /chat or relayed message); elsewhere
     botocore's client, honouring ``AWS_ENDPOINT_URL_SQS`` and moto's in-process mock alike."""
-    light = SqsHttp.from_environ()
+    light = SqsHttp.from_environ(retries=RETRIES, timeouts=TIMEOUTS)
     if light is not None:
         return light
     from botocore.config import Config
 
     from kioku.adapters.aws_clients import client
 
-    return client(
-        "sqs", Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
+    connect, read = TIMEOUTS
+    config = Config(
+        retries={"mode": "standard", "max_attempts": RETRIES}, connect_timeout=connect, read_timeout=read
     )
+    return client("sqs", config)
 
 
 def _call_failed(exc: Exception) -> bool:

@@ -9,12 +9,8 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-
 from kioku import clock as kioku_clock
-from kioku.adapters.aws_clients import client
+from kioku.adapters.aws_json import AwsRequestFailed
 from kioku.adapters.dynamodb.errors import (
     CancellationReason,
     ConditionFailed,
@@ -22,32 +18,52 @@ from kioku.adapters.dynamodb.errors import (
     TransactionCancelled,
 )
 from kioku.adapters.dynamodb.keys import Item, ItemKey, KeyRange
+from kioku.adapters.dynamodb.wire import from_wire, to_wire
+
+__all__ = [
+    "Cursor",
+    "KiokuTable",
+    "UpdateExpression",
+    "backoff",
+    "expired",
+    "from_wire",
+    "make_client",
+    "to_wire",
+]
 
 Cursor = dict[str, Any]
 """Where a query's page ended (its LastEvaluatedKey: the item's key, and an index's keys)."""
 
-_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 5}, connect_timeout=2, read_timeout=5)
+_RETRIES: Final = 5
+"""Tries after the first (botocore's ``max_attempts``), by either client."""
+_TIMEOUTS: Final = (2.0, 5.0)
 _BATCH_GET_LIMIT = 100
 _BACKOFF_STEP_SECONDS: Final = 0.002
 TTL_ATTRIBUTE: Final = "expires_at"
 """The table's TTL attribute (the template's ``TimeToLiveSpecification``)."""
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
 
 
 def make_client():
     """A DynamoDB client honouring AWS_ENDPOINT_URL_DYNAMODB, with botocore's standard retries."""
-    return client("dynamodb", _CLIENT_CONFIG)
+    from botocore.config import Config
+
+    from kioku.adapters.aws_clients import client
+
+    connect, read = _TIMEOUTS
+    config = Config(
+        retries={"mode": "standard", "max_attempts": _RETRIES}, connect_timeout=connect, read_timeout=read
+    )
+    return client("dynamodb", config)
 
 
-def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
-    return {name: _serializer.serialize(value) for name, value in item.items() if value is not None}
+def default_client():
+    """Where Lambda runs a function, ``GetItem`` signed with the standard library and botocore's
+    client only for the rest (a relayed message reads its configuration without botocore);
+    elsewhere botocore's client, honouring moto's in-process mock."""
+    from kioku.adapters.dynamodb.lambda_client import DynamoDbHttp, LambdaDynamoDb
 
-
-def from_wire(item: Mapping[str, Any] | None) -> Item | None:
-    if item is None:
-        return None
-    return {name: _deserializer.deserialize(value) for name, value in item.items()}
+    light = DynamoDbHttp.from_environ(retries=_RETRIES, timeouts=_TIMEOUTS)
+    return make_client() if light is None else LambdaDynamoDb(light, make_client)
 
 
 def expired(item: Mapping[str, Any], now: datetime) -> bool:
@@ -67,7 +83,7 @@ class KiokuTable:
         self, table_name: str, client=None, *, clock: Callable[[], datetime] = kioku_clock.now
     ) -> None:
         self.name = table_name
-        self.client = client if client is not None else make_client()
+        self.client = client if client is not None else default_client()
         self.clock = clock
 
     def get(self, key: ItemKey, *, consistent: bool = True) -> Item | None:
@@ -306,10 +322,18 @@ class KiokuTable:
     def _call(self, operation: str, **params: Any) -> dict[str, Any]:
         try:
             return getattr(self.client, operation)(**params)
-        except ClientError as exc:
-            raise _translate(exc) from exc
-        except BotoCoreError as exc:
-            raise StoreUnavailable(f"{operation} failed: {exc.__class__.__name__}") from exc
+        except AwsRequestFailed as exc:  # the standard library's GetItem (lambda_client)
+            if exc.response:
+                raise _translate(exc.response) from exc
+            raise StoreUnavailable(f"{operation} failed: {exc.code}") from exc
+        except Exception as exc:
+            from botocore.exceptions import BotoCoreError, ClientError  # loaded if its client raised
+
+            if isinstance(exc, ClientError):
+                raise _translate(exc.response) from exc
+            if isinstance(exc, BotoCoreError):
+                raise StoreUnavailable(f"{operation} failed: {exc.__class__.__name__}") from exc
+            raise
 
 
 class UpdateExpression:
@@ -367,15 +391,16 @@ def backoff(attempt: int) -> None:
     time.sleep(random.uniform(0, _BACKOFF_STEP_SECONDS * min(attempt + 1, 10)))
 
 
-def _translate(exc: ClientError) -> Exception:
-    error = exc.response.get("Error", {})
+def _translate(response: Mapping[str, Any]) -> Exception:
+    """A DynamoDB error (botocore's ``ClientError.response``) as the data layer's."""
+    error = response.get("Error", {})
     code = error.get("Code", "")
     if code == "ConditionalCheckFailedException":
-        return ConditionFailed(from_wire(exc.response.get("Item")))
+        return ConditionFailed(from_wire(response.get("Item")))
     if code == "TransactionCanceledException":
         reasons = [
             CancellationReason(code=r.get("Code", "None"), old_item=from_wire(r.get("Item")))
-            for r in exc.response.get("CancellationReasons", [])
+            for r in response.get("CancellationReasons", [])
         ]
         return TransactionCancelled(reasons)
     return StoreUnavailable(f"DynamoDB error {code or 'unknown'}")
