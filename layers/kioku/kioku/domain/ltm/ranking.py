@@ -23,7 +23,7 @@ from itertools import chain, compress, repeat
 from operator import add, le, mul, sub
 from typing import Final
 
-from kioku.domain.ltm.stemming import _APART, _CALENDAR, _terms, terms, words
+from kioku.domain.ltm.stemming import _APART, _CALENDAR, _terms, chunks, terms
 
 TRIGGER_WEIGHT: Final = 1.0
 DIALOGUE_WEIGHT: Final = 0.3
@@ -113,8 +113,18 @@ def _learn(texts: Sequence[str]) -> None:
         for text in texts:
             _texts[text] = terms(text)
         return
-    found = " ".join(map(_terms.__getitem__, words(joined))).split(_APART)
-    _texts.update(zip(texts, map(str.split, found), strict=True))
+    found = list(filter(None, map(_terms.__getitem__, chunks(joined))))
+    documents, start, at = [], 0, found.index
+    for _ in range(len(texts) - 1):  # the terms are the memo's own strings: no new one per word
+        end = at(_APART, start)
+        documents.append(found[start:end])
+        start = end + 1
+    documents.append(found[start:])
+    folded = not joined.isascii()  # NFKC may make a hyphen ("－")
+    for number, text in enumerate(texts):
+        if folded or "-" in text:  # only a hyphenated word or a date is more than one term
+            documents[number] = " ".join(documents[number]).split()
+    _texts.update(zip(texts, documents, strict=True))
 
 
 @dataclass(frozen=True, slots=True)

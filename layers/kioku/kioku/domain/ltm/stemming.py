@@ -65,6 +65,9 @@ _MONTH_NUMBERS: Final = {
     **{str(number): name for number, name in enumerate(_MONTHS, 1)},
     **{f"{number:02d}": name for number, name in enumerate(_MONTHS, 1)},
 }
+_FIXED: Final = {**_IRREGULAR, **_CALENDAR, **dict.fromkeys(_STOPWORDS, "")}
+"""The words whose term is known without the rules, in their order: a stop word is none, a month or a
+day its full name, an irregular form its base's stem."""
 _VOWELS: Final = frozenset("aeiouy")
 _TERM_CACHE_LIMIT: Final = 50_000
 
@@ -106,14 +109,22 @@ def stem(word: str) -> str:
 def _term(word: str) -> str:
     """A folded word as ranking compares it ("" for a stop word; a hyphenated one, its parts' terms
     with spaces between, an ISO date ``2025-03-14`` as ``2025 march 14``)."""
+    fixed = _FIXED.get(word)
+    if fixed is not None:
+        return fixed
+    if word.isalpha():  # most words: no hyphen, number or date, and not one of those above
+        if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
+            word = word[:-4]
+            return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
+        return stem(word)
     if "-" in word:
+        if word[0] == "-" or word[-1] == "-" or "--" in word:  # a chunk of ``chunks``: its words' terms
+            return " ".join(filter(None, map(_terms.__getitem__, words(word))))
         date = _ISO_DATE.fullmatch(word)
         if date:
             year, month, day = date.groups()
             return f"{year} {_MONTH_NUMBERS.get(month, month)} {int(day)}"
         return " ".join(filter(None, map(_terms.__getitem__, word.split("-"))))
-    if word in _STOPWORDS:
-        return ""
     if word.isdigit():
         return str(int(word)) if len(word) <= 2 else word
     ordinal = _ORDINAL.match(word) if word[:1].isdigit() else None
@@ -147,6 +158,15 @@ def words(text: str) -> list[str]:
                     spaced = spaced.replace(apart, " ")
         return spaced.split()
     return _WORD.findall(unicodedata.normalize("NFKC", text).casefold())
+
+
+def chunks(text: str) -> list[str]:
+    """``text`` cut as ``words`` cuts it, but an ASCII text's hyphens are left where they are: a chunk
+    with a hyphen at either end or two in a row is looked up whole, and its term is its words' terms
+    (``_term``), which saves a fresh worker three passes over every text."""
+    if text.isascii():
+        return text.lower().translate(_ASCII_SEPARATORS).split()
+    return words(text)
 
 
 def terms(text: str) -> list[str]:
