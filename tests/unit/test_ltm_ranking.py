@@ -28,9 +28,9 @@ from kioku.domain.ltm.ranking import (
     index,
     rank,
     terms,
-    words,
 )
 from kioku.domain.ltm.recall import SEMANTIC_SHORTLIST, build_recall, rank_recall
+from kioku.domain.ltm.stemming import words
 from kioku.domain.ltm.vectors import DIMENSIONS, cosine, nearest, quantise, sign_agreement
 from kioku.domain.models import Participant
 from kioku.services.ltm import recall_context

@@ -28,7 +28,7 @@ from kioku.domain.ltm.ranking import (
 )
 from kioku.domain.ltm.vectors import cosine
 from kioku.domain.models import ContextItem, ContextTag, Participant
-from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE, Shape, one_line_name, outside
+from kioku.domain.text import END_OF_MESSAGE, START_OF_MESSAGE, one_line_name, one_line_texts
 from kioku.domain.turn import TurnContext
 
 RECALL_MAX_USERS: Final = 8
@@ -390,10 +390,11 @@ def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str
     if known is None:
         days = [(when if when.tzinfo is UTC else when.astimezone(UTC)).date().isoformat() for when in saved]
         # names filled in first, then the one neutraliser: a name cannot smuggle a marker in
-        texts = [
-            outside(show_names(content, user_name=user_name, bot_name=bot_name), Shape.LINE)
+        named = [
+            show_names(content, user_name=user_name, bot_name=bot_name) if "{" in content else content
             for content in contents
         ]
+        texts = one_line_texts(named)
         lines = tuple(map("[#{}] {}: {}".format, ids, days, texts))
         known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines), days)
         _shelves.keep(key, known)

@@ -80,6 +80,8 @@ def stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     last = word[-1]
+    if last not in "sdgye":  # no rule ends there: most words leave here
+        return word
     if last == "s":
         if word[-3:-1] == "ie" and len(word) > 4:
             return word[:-3] + "y"
