@@ -143,8 +143,14 @@ class Index:
     keys: Mapping[str, int]
     total: int
     """The sum of ``lengths``."""
+    days: tuple[Sequence[str], ...] = ()
+    """Each document's day's terms, when it has one (``terms_of``), in ``postings`` too."""
     counted: dict[str, dict[int, int]] = field(default_factory=dict, compare=False, repr=False)
     """``counts`` of the terms asked for so far: a warm worker's turns ask the same words again."""
+
+    def terms_of(self, number: int) -> Sequence[str]:
+        """A document's terms: its text's, then its day's."""
+        return self.documents[number] + self.days[number] if self.days else self.documents[number]  # type: ignore[operator]
 
     def counts(self, term: str) -> dict[int, int]:
         """How often ``term`` occurs in each document holding it (do not change what it answers)."""
@@ -178,11 +184,12 @@ def index(
         _learn(unknown)
     documents: tuple[Sequence[str], ...] = tuple(map(_texts.__getitem__, texts))
     sizes = list(map(len, documents))
-    if days:
-        documents = tuple(map(add, documents, map(_texts.__getitem__, days)))
     postings: defaultdict[str, list[int]] = defaultdict(list)
-    holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
+    holders = chain.from_iterable(map(repeat, range(len(documents)), sizes))
     deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
+    dated = tuple(map(_texts.__getitem__, days))
+    if dated:
+        _post_days(postings, dated)
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
     lengths = tuple(map(add, sizes, repeat(extra)))
@@ -195,7 +202,22 @@ def index(
             if found:
                 named[found] = number
     counts = {term: shared_terms.count(term) for term in shared_terms}
-    return Index(documents, dict(postings), lengths, counts, named, sum(lengths))
+    return Index(documents, dict(postings), lengths, counts, named, sum(lengths), dated)
+
+
+def _post_days(postings: defaultdict[str, list[int]], dated: Sequence[Sequence[str]]) -> None:
+    """Each day's terms added to ``postings`` as if each document's text ended with them: a run of
+    documents with the same day (a section is newest first: its days come in runs) is added at once,
+    and a term some text holds too is merged in order (a thousand memories have a few dozen days)."""
+    added: defaultdict[str, list[int]] = defaultdict(list)
+    start = 0
+    for end in range(1, len(dated) + 1):
+        if end == len(dated) or dated[end] is not dated[start]:  # one list per day text (``_texts``)
+            for term in dated[start]:
+                added[term] += range(start, end)
+            start = end
+    for term, numbers in added.items():
+        postings[term] = sorted(postings[term] + numbers) if term in postings else sorted(numbers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,7 +330,7 @@ def _with_feedback(
     used = 0
     for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
         part = parts[bisect_right(starts, number) - 1]
-        own = dict.fromkeys(part.index.documents[number - part.start])  # in order: ties rank alike everywhere
+        own = dict.fromkeys(part.index.terms_of(number - part.start))  # in order: ties rank alike everywhere
         if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
             continue  # matched by whom it is about alone (its label, a name): nothing of the topic
         used += 1
@@ -372,7 +394,7 @@ def _corrections_lifted(
         own, postings, ages = number - part.start, part.index.postings, part.ages
         rare = max(2, int(len(part) * CORRECTION_RARE_SHARE))
         newest = None
-        for term in dict.fromkeys(part.index.documents[own]):
+        for term in dict.fromkeys(part.index.terms_of(own)):
             holders = postings.get(term, ())
             if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
                 continue  # a number or a date is shared by unrelated memories
