@@ -363,16 +363,18 @@ def _neighbours_lifted(
             continue
         # a section at a time, shifted lists compared in C: a thousand memories cost no loop of their own
         scores = list(map(known, range(start, start + n), repeat(0.0)))
-        best = [0.0] * n
+        shifted = []
         for apart in range(1, min(NEIGHBOUR_REACH, n - 1) + 1):
             close = list(map(le, map(sub, ages[apart:], ages[:-apart]), repeat(NEIGHBOUR_SECONDS)))
-            after = list(map(mul, scores[apart:], close))  # the one ``apart`` later, for each
-            before = list(map(mul, scores[:-apart], close))
             padding = [0.0] * apart
-            best = list(map(max, best, after + padding, padding + before))
-        for number in compress(range(start, start + n), best):
-            if among is None or number in among:
-                lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * best[number - start]
+            shifted.append(list(map(mul, scores[apart:], close)) + padding)  # the one ``apart`` later
+            shifted.append(padding + list(map(mul, scores[:-apart], close)))
+        best = list(map(max, *shifted))
+        numbers = [*compress(range(start, start + n), best)]
+        if among is not None:
+            numbers = [number for number in numbers if number in among]
+        gains = map(mul, repeat(NEIGHBOUR_LIFT), map(best.__getitem__, map(sub, numbers, repeat(start))))
+        lifted.update(zip(numbers, map(add, map(lifted.get, numbers, repeat(0.0)), gains)))
     return lifted
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from itertools import repeat
 from operator import attrgetter, sub
 from typing import Final
@@ -384,19 +384,21 @@ _shelves = _Shelves()
 def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str) -> _Shelf:
     ids = tuple(map(_MEMORY_ID, memories))
     contents = tuple(map(_CONTENT, memories))
-    saved = tuple(map(_UPDATED_AT, memories))
-    key = (user_name, bot_name, label, ids, contents, saved)
+    saved = list(map(_UPDATED_AT, memories))
+    if not all(when.tzinfo is UTC for when in saved):
+        saved = [when.astimezone(UTC) for when in saved]
+    days = tuple(map(date.isoformat, map(datetime.date, saved)))
+    key = (user_name, bot_name, label, ids, contents, days)  # the days, not the times: they hash faster
     known = _shelves.get(key)
     if known is None:
-        days = [(when if when.tzinfo is UTC else when.astimezone(UTC)).date().isoformat() for when in saved]
         # names filled in first, then the one neutraliser: a name cannot smuggle a marker in
         named = [
             show_names(content, user_name=user_name, bot_name=bot_name) if "{" in content else content
             for content in contents
         ]
         texts = one_line_texts(named)
-        lines = tuple(map("[#{}] {}: {}".format, ids, days, texts))
-        known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines), days)
+        lines = tuple([f"[#{memory_id}] {day}: {text}" for memory_id, day, text in zip(ids, days, texts)])
+        known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines), list(days))
         _shelves.keep(key, known)
     return known
 
