@@ -16,7 +16,7 @@ import heapq
 import math
 import re
 from bisect import bisect_right
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
@@ -185,8 +185,9 @@ def index(
     documents: tuple[Sequence[str], ...] = tuple(map(_texts.__getitem__, texts))
     sizes = list(map(len, documents))
     postings: defaultdict[str, list[int]] = defaultdict(list)
-    holders = chain.from_iterable(map(repeat, range(len(documents)), sizes))
-    deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
+    for number, document in enumerate(documents):  # a plain loop: Python 3.11 runs it faster than map chains
+        for term in document:
+            postings[term].append(number)
     dated = tuple(map(_texts.__getitem__, days))
     if dated:
         _post_days(postings, dated)
@@ -370,11 +371,9 @@ def _neighbours_lifted(
             shifted.append(list(map(mul, scores[apart:], close)) + padding)  # the one ``apart`` later
             shifted.append(padding + list(map(mul, scores[:-apart], close)))
         best = list(map(max, *shifted))
-        numbers = [*compress(range(start, start + n), best)]
-        if among is not None:
-            numbers = [number for number in numbers if number in among]
-        gains = map(mul, repeat(NEIGHBOUR_LIFT), map(best.__getitem__, map(sub, numbers, repeat(start))))
-        lifted.update(zip(numbers, map(add, map(lifted.get, numbers, repeat(0.0)), gains)))
+        for number in compress(range(start, start + n), best):
+            if among is None or number in among:
+                lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * best[number - start]
     return lifted
 
 

@@ -397,7 +397,9 @@ def _shelf(memories: Sequence[Memory], user_name: str, bot_name: str, label: str
             for content in contents
         ]
         texts = one_line_texts(named)
-        lines = tuple([f"[#{memory_id}] {day}: {text}" for memory_id, day, text in zip(ids, days, texts)])
+        lines = tuple(
+            [f"[#{memory_id}] {day}: {text}" for memory_id, day, text in zip(ids, days, texts, strict=True)]
+        )
         known = _Shelf(lines, texts, label, ids, sum(map(len, lines)) + len(lines), list(days))
         _shelves.keep(key, known)
     return known

@@ -85,19 +85,19 @@ def stem(word: str) -> str:
     if last == "s":
         if word[-3:-1] == "ie" and len(word) > 4:
             return word[:-3] + "y"
-        if word.endswith("sses"):
+        if word[-4:] == "sses":  # slices: endswith parses its arguments, a tenth of a fresh worker's stemming
             word = word[:-2]
         elif word[-2] not in "sui":
             word = word[:-1]
     elif last == "d" and word[-3:-1] == "ie" and len(word) > 4:
         return word[:-3] + "y"
-    if word.endswith("ing"):
+    if word[-3:] == "ing":
         root = word[:-3]
-    elif word.endswith("ed"):
+    elif word[-2:] == "ed":
         root = word[:-2]
     else:
         root = ""
-        if word.endswith("ly") and len(word) > 5:
+        if len(word) > 5 and word[-2:] == "ly":
             word = word[:-2]
     if len(root) >= 3 and not _VOWELS.isdisjoint(root):
         if len(root) > 3 and root[-1] == root[-2] and root[-1] not in "lsz":
@@ -114,10 +114,7 @@ def _term(word: str) -> str:
     fixed = _FIXED.get(word)
     if fixed is not None:
         return fixed
-    if word.isalpha():  # most words: no hyphen, number or date, and not one of those above
-        if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
-            word = word[:-4]
-            return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
+    if word.isalpha() and word[-4:] != "ship":  # most words: no hyphen, number, date or -ship
         return stem(word)
     if "-" in word:
         if word[0] == "-" or word[-1] == "-" or "--" in word:  # a chunk of ``chunks``: its words' terms
@@ -132,7 +129,7 @@ def _term(word: str) -> str:
     ordinal = _ORDINAL.match(word) if word[:1].isdigit() else None
     if ordinal:
         return str(int(ordinal.group(1)))
-    if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
+    if len(word) >= 9 and word[-4:] == "ship":  # friendship → friend, mentorship → mentor
         word = word[:-4]
     return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
 
@@ -143,7 +140,10 @@ class _Terms(dict[str, str]):
     def __missing__(self, word: str) -> str:
         if len(self) >= _TERM_CACHE_LIMIT:
             self.clear()
-        term = self[word] = _term(word)
+        term = _FIXED.get(word)  # ``_term``'s first steps, here: a call less for each new word
+        if term is None:
+            term = stem(word) if word.isalpha() and word[-4:] != "ship" else _term(word)
+        self[word] = term
         return term
 
 
