@@ -109,10 +109,6 @@ def _learn(texts: Sequence[str]) -> None:
         _learn([text for text in texts if not text.isascii()])
         return
     joined = f" {_APART} ".join(texts)
-    if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
-        for text in texts:
-            _texts[text] = terms(text)
-        return
     found = list(filter(None, map(_terms.__getitem__, chunks(joined))))
     documents, start, at = [], 0, found.index
     for _ in range(len(texts) - 1):  # the terms are the memo's own strings: no new one per word
@@ -120,6 +116,10 @@ def _learn(texts: Sequence[str]) -> None:
         documents.append(found[start:end])
         start = end + 1
     documents.append(found[start:])
+    if _APART in documents[-1]:  # a text holds the separator as a word of its own: the cuts are off
+        for text in texts:
+            _texts[text] = terms(text)
+        return
     folded = not joined.isascii()  # NFKC may make a hyphen ("－")
     for number, text in enumerate(texts):
         if folded or "-" in text:  # only a hyphenated word or a date is more than one term
