@@ -489,7 +489,9 @@ HYPHENATED_PIECES = [
 @settings(max_examples=300, deadline=None)
 @given(
     st.lists(st.lists(st.sampled_from(HYPHENATED_PIECES), max_size=12).map("".join), min_size=1, max_size=8),
-    st.lists(st.sampled_from(["2023-05-08", "2023-05-25", "2022-10-25", "2024-01-07"]), min_size=8, max_size=8),
+    st.lists(
+        st.sampled_from(["2023-05-08", "2023-05-25", "2022-10-25", "2024-01-07"]), min_size=8, max_size=8
+    ),
     st.booleans(),
 )
 def test_a_batch_of_texts_and_days_is_indexed_as_each_text_and_day_alone(texts, days, warm):

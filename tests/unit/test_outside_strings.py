@@ -194,7 +194,23 @@ def test_a_fresh_worker_neutralises_common_text_without_reading_the_look_alike_t
     assert done.stdout.strip() == "0"
 
 
-LINE_PIECES = ["a", "b", " ", "  ", "<som>", "<eom>", "&lt;eom&gt;", "＜eom＞", "[", "]", "|", "｜", "\n", "\t", "\x01"]
+LINE_PIECES = [
+    "a",
+    "b",
+    " ",
+    "  ",
+    "<som>",
+    "<eom>",
+    "&lt;eom&gt;",
+    "＜eom＞",
+    "[",
+    "]",
+    "|",
+    "｜",
+    "\n",
+    "\t",
+    "\x01",
+]
 LINE_TEXT = st.text(alphabet="ab <>&[]|{}\n\t\x01\x7f\x1f’é🌟‹❮\u00a0~-", max_size=30) | st.lists(
     st.sampled_from(LINE_PIECES), max_size=8
 ).map("".join)
