@@ -123,7 +123,7 @@ def stem(word: str) -> str:
     if len(word) <= 3 or not word.isalpha():
         return word
     last = word[-1]
-    if last not in "sdgye":  # no rule ends there: most words leave here
+    if last not in "sdgyeln":  # no rule ends there: most words leave here
         return word
     if last == "s":
         if word[-3:-1] == "ie" and len(word) > 4:
@@ -148,11 +148,11 @@ def stem(word: str) -> str:
         word = root
     if word[-1] == "e" and len(word) > 3:
         word = word[:-1]
-    if word.endswith("ll") and _syllables(word) > 1:
+    if word[-2:] == "ll" and _syllables(word) > 1:
         return word[:-1]  # travelled, traveled → travel; install, installing → instal
-    if word.endswith(("is", "ys")) and len(word) >= 6:
+    if len(word) >= 6 and word[-2:] in ("is", "ys"):
         return word[:-1] + "z"  # organise, organised, organising → organiz; analyse → analyz
-    if word.endswith("isation"):
+    if word[-7:] == "isation":
         return word[:-6] + "zation"
     return word
 
@@ -169,6 +169,8 @@ def _syllables(word: str) -> int:
 
 def _american(word: str) -> str:
     """``word`` with a British root of ``_AMERICAN`` spelled the American way."""
+    if "our" not in word and "re" not in word:  # most words: ``find`` parses its arguments, ``in`` not
+        return word
     end = word.find("our", 2, 10) + 3  # where a root of the list would end (2: none)
     if end == 2:
         end = word.find("re", 3, 9) + 2
@@ -183,7 +185,7 @@ def _term(word: str) -> str:
     if fixed is not None:
         return fixed
     if word.isalpha() and word[-4:] != "ship":  # most words: no hyphen, number, date or -ship
-        return stem(word)
+        return stem(_american(word))
     if "-" in word:
         if word[0] == "-" or word[-1] == "-" or "--" in word:  # a chunk of ``chunks``: its words' terms
             return " ".join(filter(None, map(_terms.__getitem__, words(word))))
@@ -210,7 +212,7 @@ class _Terms(dict[str, str]):
             self.clear()
         term = _FIXED.get(word)  # ``_term``'s first steps, here: a call less for each new word
         if term is None:
-            term = stem(word) if word.isalpha() and word[-4:] != "ship" else _term(word)
+            term = stem(_american(word)) if word.isalpha() and word[-4:] != "ship" else _term(word)
         self[word] = term
         return term
 
