@@ -23,7 +23,7 @@ from itertools import chain, compress, repeat
 from operator import add, le, mul, sub
 from typing import Final
 
-from kioku.domain.ltm.stemming import _APART, _CALENDAR, _terms, chunks, terms
+from kioku.domain.ltm.stemming import _CALENDAR, _learn, _terms, _texts, terms
 
 TRIGGER_WEIGHT: Final = 1.0
 DIALOGUE_WEIGHT: Final = 0.3
@@ -93,40 +93,6 @@ class Ranked:
     relevance: float
 
 
-_texts: dict[str, list[str]] = {}
-"""Each text's terms, worked out once: a book that gains a memory is indexed again from these
-(never changed once here)."""
-
-
-def _learn(texts: Sequence[str]) -> None:
-    """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
-    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this. The
-    few that are not ASCII (a curly quote, an emoji) are a batch of their own: read by the pattern,
-    a thousand memories cost three times what the ASCII ones cost."""
-    plain = [text for text in texts if text.isascii()]
-    if 0 < len(plain) < len(texts):
-        _learn(plain)
-        _learn([text for text in texts if not text.isascii()])
-        return
-    joined = f" {_APART} ".join(texts)
-    found = list(filter(None, map(_terms.__getitem__, chunks(joined))))
-    documents, start, at = [], 0, found.index
-    for _ in range(len(texts) - 1):  # the terms are the memo's own strings: no new one per word
-        end = at(_APART, start)
-        documents.append(found[start:end])
-        start = end + 1
-    documents.append(found[start:])
-    if _APART in documents[-1]:  # a text holds the separator as a word of its own: the cuts are off
-        for text in texts:
-            _texts[text] = terms(text)
-        return
-    folded = not joined.isascii()  # NFKC may make a hyphen ("－")
-    for number, text in enumerate(texts):
-        if folded or "-" in text:  # only a hyphenated word or a date is more than one term
-            documents[number] = " ".join(documents[number]).split()
-    _texts.update(zip(texts, documents, strict=True))
-
-
 @dataclass(frozen=True, slots=True)
 class Index:
     """Documents as BM25 reads them. Each is a text, the ``shared`` text every one of them holds
@@ -150,7 +116,8 @@ class Index:
 
     def terms_of(self, number: int) -> Sequence[str]:
         """A document's terms: its text's, then its day's."""
-        return self.documents[number] + self.days[number] if self.days else self.documents[number]  # type: ignore[operator]
+        own = self.documents[number]
+        return [*own, *self.days[number]] if self.days else own
 
     def counts(self, term: str) -> dict[int, int]:
         """How often ``term`` occurs in each document holding it (do not change what it answers)."""
@@ -207,9 +174,8 @@ def index(
 
 
 def _post_days(postings: defaultdict[str, list[int]], dated: Sequence[Sequence[str]]) -> None:
-    """Each day's terms added to ``postings`` as if each document's text ended with them: a run of
-    documents with the same day (a section is newest first: its days come in runs) is added at once,
-    and a term some text holds too is merged in order (a thousand memories have a few dozen days)."""
+    """Each day's terms posted as if each document's text ended with them: a run of same-day documents
+    at once (a section is newest first), merged in order where a text holds the term too."""
     added: defaultdict[str, list[int]] = defaultdict(list)
     start = 0
     for end in range(1, len(dated) + 1):
