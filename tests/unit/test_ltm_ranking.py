@@ -28,9 +28,9 @@ from kioku.domain.ltm.ranking import (
     index,
     rank,
     terms,
-    words,
 )
 from kioku.domain.ltm.recall import SEMANTIC_SHORTLIST, build_recall, rank_recall
+from kioku.domain.ltm.stemming import words
 from kioku.domain.ltm.vectors import DIMENSIONS, cosine, nearest, quantise, sign_agreement
 from kioku.domain.models import Participant
 from kioku.services.ltm import recall_context
@@ -456,3 +456,73 @@ def test_a_question_naming_a_day_finds_what_was_saved_that_day_and_the_day_lengt
     plain = index(["Dana went on a long hike"], "", ("1",))
     dated = index(["Dana went on a long hike"], "", ("1",), ("2025-04-20",))
     assert dated.lengths == plain.lengths and dated.postings["april"] == [0]
+
+
+HYPHENATED_PIECES = [
+    "-",
+    "--",
+    "---",
+    "2025-03-14",
+    "2025-00-14",
+    "2025-3-7",
+    "well-known",
+    "co-op",
+    "1st-2nd",
+    "the",
+    "went",
+    "3rd",
+    "07",
+    "Mar",
+    "moving",
+    "studies",
+    "friendship",
+    "ＦＵＬＬ",
+    "－",
+    "é",
+    "\x00",
+    " ",
+    " ",
+    ",",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(st.lists(st.sampled_from(HYPHENATED_PIECES), max_size=12).map("".join), min_size=1, max_size=8),
+    st.lists(
+        st.sampled_from(["2023-05-08", "2023-05-25", "2022-10-25", "2024-01-07"]), min_size=8, max_size=8
+    ),
+    st.booleans(),
+)
+def test_a_batch_of_texts_and_days_is_indexed_as_each_text_and_day_alone(texts, days, warm):
+    # Given texts whose chunks carry hyphens at their ends or in runs, dates, stop words and the
+    # batch separator, each with a day (in any order, not only in runs), on a fresh or a warm worker
+    recall_module.clear_caches()
+    if warm:
+        for text in texts[: len(texts) // 2]:
+            terms(text)
+    days = days[: len(texts)]
+
+    built = index(texts, "", [], days)
+
+    # Then each document reads as its text alone, then its day, and every term is posted in order
+    # once for each time a document holds it
+    assert [list(built.terms_of(n)) for n in range(len(texts))] == [
+        terms(text) + terms(day) for text, day in zip(texts, days, strict=True)
+    ]
+    expected: dict[str, list[int]] = {}
+    for number, (text, day) in enumerate(zip(texts, days, strict=True)):
+        for term in terms(text) + terms(day):
+            expected.setdefault(term, []).append(number)
+    assert {term: list(numbers) for term, numbers in built.postings.items()} == expected
+    assert built.lengths == tuple(len(terms(text)) for text in texts)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.text(alphabet="aeiouyszgdlnrtshipmc", min_size=1, max_size=14))
+def test_a_new_words_term_is_the_same_through_the_memo_as_worked_out_in_full(word):
+    from kioku.domain.ltm import stemming
+
+    # the memo works the common case out itself (a call less per new word): it must agree with _term
+    assert stemming._Terms()[word] == stemming._term(word)
+    assert stemming._Terms()[word + "ship"] == stemming._term(word + "ship")

@@ -192,3 +192,47 @@ def test_a_fresh_worker_neutralises_common_text_without_reading_the_look_alike_t
 
     # Then the table was never read
     assert done.stdout.strip() == "0"
+
+
+LINE_PIECES = [
+    "a",
+    "b",
+    " ",
+    "  ",
+    "<som>",
+    "<eom>",
+    "&lt;eom&gt;",
+    "＜eom＞",
+    "[",
+    "]",
+    "|",
+    "｜",
+    "\n",
+    "\t",
+    "\x01",
+]
+LINE_TEXT = st.text(alphabet="ab <>&[]|{}\n\t\x01\x7f\x1f’é🌟‹❮\u00a0~-", max_size=30) | st.lists(
+    st.sampled_from(LINE_PIECES), max_size=8
+).map("".join)
+
+
+@given(st.lists(LINE_TEXT, max_size=6))
+def test_memory_lines_neutralised_together_read_as_each_one_alone(texts):
+    from kioku.domain.text import one_line_texts
+
+    # the shortcut for plain texts writes exactly what the neutraliser writes, text by text
+    assert one_line_texts(texts) == [outside(text, Shape.LINE) for text in texts]
+
+
+def test_a_character_reads_as_written_exactly_when_it_is_one_of_the_common_ones():
+    from kioku.domain.lookalikes import _as_written, reads_as_written
+
+    # Given the characters of the common blocks (the set every test above checks against Unicode's
+    # tables), and every code point up to past the last of those blocks
+    common = _as_written()
+
+    # Then the check by the blocks' edges agrees with that set, alone and in a text
+    assert [p for p in range(0x20000) if reads_as_written(chr(p)) != (chr(p) in common)] == []
+    assert reads_as_written("Caroline’s café — 🌟 [pride]")
+    assert not reads_as_written("Caroline’s café ❮ 🌟")
+    assert not reads_as_written("a ‹b")

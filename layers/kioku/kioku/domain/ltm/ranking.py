@@ -16,14 +16,14 @@ import heapq
 import math
 import re
 from bisect import bisect_right
-from collections import Counter, defaultdict, deque
+from collections import Counter, defaultdict
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
 from operator import add, le, mul, sub
 from typing import Final
 
-from kioku.domain.ltm.stemming import _APART, _CALENDAR, _terms, terms, words
+from kioku.domain.ltm.stemming import _CALENDAR, _learn, _terms, _texts, terms
 
 TRIGGER_WEIGHT: Final = 1.0
 DIALOGUE_WEIGHT: Final = 0.3
@@ -93,30 +93,6 @@ class Ranked:
     relevance: float
 
 
-_texts: dict[str, list[str]] = {}
-"""Each text's terms, worked out once: a book that gains a memory is indexed again from these
-(never changed once here)."""
-
-
-def _learn(texts: Sequence[str]) -> None:
-    """Put the terms of ``texts`` in ``_texts``, all of them cut, folded and looked up in one pass
-    (``_APART`` between them): what a fresh worker pays for a thousand memories is mostly this. The
-    few that are not ASCII (a curly quote, an emoji) are a batch of their own: read by the pattern,
-    a thousand memories cost three times what the ASCII ones cost."""
-    plain = [text for text in texts if text.isascii()]
-    if 0 < len(plain) < len(texts):
-        _learn(plain)
-        _learn([text for text in texts if not text.isascii()])
-        return
-    joined = f" {_APART} ".join(texts)
-    if joined.count(_APART) != len(texts) - 1:  # a text holds the separator itself
-        for text in texts:
-            _texts[text] = terms(text)
-        return
-    found = " ".join(map(_terms.__getitem__, words(joined))).split(_APART)
-    _texts.update(zip(texts, map(str.split, found), strict=True))
-
-
 @dataclass(frozen=True, slots=True)
 class Index:
     """Documents as BM25 reads them. Each is a text, the ``shared`` text every one of them holds
@@ -133,8 +109,15 @@ class Index:
     keys: Mapping[str, int]
     total: int
     """The sum of ``lengths``."""
+    days: tuple[Sequence[str], ...] = ()
+    """Each document's day's terms, when it has one (``terms_of``), in ``postings`` too."""
     counted: dict[str, dict[int, int]] = field(default_factory=dict, compare=False, repr=False)
     """``counts`` of the terms asked for so far: a warm worker's turns ask the same words again."""
+
+    def terms_of(self, number: int) -> Sequence[str]:
+        """A document's terms: its text's, then its day's."""
+        own = self.documents[number]
+        return [*own, *self.days[number]] if self.days else own
 
     def counts(self, term: str) -> dict[int, int]:
         """How often ``term`` occurs in each document holding it (do not change what it answers)."""
@@ -168,11 +151,13 @@ def index(
         _learn(unknown)
     documents: tuple[Sequence[str], ...] = tuple(map(_texts.__getitem__, texts))
     sizes = list(map(len, documents))
-    if days:
-        documents = tuple(map(add, documents, map(_texts.__getitem__, days)))
     postings: defaultdict[str, list[int]] = defaultdict(list)
-    holders = chain.from_iterable(map(repeat, range(len(documents)), map(len, documents)))
-    deque(map(list.append, map(postings.__getitem__, chain.from_iterable(documents)), holders), maxlen=0)
+    for number, document in enumerate(documents):  # a plain loop: Python 3.11 runs it faster than map chains
+        for term in document:
+            postings[term].append(number)
+    dated = tuple(map(_texts.__getitem__, days))
+    if dated:
+        _post_days(postings, dated)
     shared_terms = terms(shared)
     extra = len(shared_terms) + (1 if keys else 0)
     lengths = tuple(map(add, sizes, repeat(extra)))
@@ -185,7 +170,21 @@ def index(
             if found:
                 named[found] = number
     counts = {term: shared_terms.count(term) for term in shared_terms}
-    return Index(documents, dict(postings), lengths, counts, named, sum(lengths))
+    return Index(documents, dict(postings), lengths, counts, named, sum(lengths), dated)
+
+
+def _post_days(postings: defaultdict[str, list[int]], dated: Sequence[Sequence[str]]) -> None:
+    """Each day's terms posted as if each document's text ended with them: a run of same-day documents
+    at once (a section is newest first), merged in order where a text holds the term too."""
+    added: defaultdict[str, list[int]] = defaultdict(list)
+    start = 0
+    for end in range(1, len(dated) + 1):
+        if end == len(dated) or dated[end] is not dated[start]:  # one list per day text (``_texts``)
+            for term in dated[start]:
+                added[term] += range(start, end)
+            start = end
+    for term, numbers in added.items():
+        postings[term] = sorted(postings[term] + numbers) if term in postings else sorted(numbers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,7 +297,7 @@ def _with_feedback(
     used = 0
     for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
         part = parts[bisect_right(starts, number) - 1]
-        own = dict.fromkeys(part.index.documents[number - part.start])  # in order: ties rank alike everywhere
+        own = dict.fromkeys(part.index.terms_of(number - part.start))  # in order: ties rank alike everywhere
         if used == FEEDBACK_DOCUMENTS or not any(t in own and t not in part.index.shared for t in weights):
             continue  # matched by whom it is about alone (its label, a name): nothing of the topic
         used += 1
@@ -331,13 +330,13 @@ def _neighbours_lifted(
             continue
         # a section at a time, shifted lists compared in C: a thousand memories cost no loop of their own
         scores = list(map(known, range(start, start + n), repeat(0.0)))
-        best = [0.0] * n
+        shifted = []
         for apart in range(1, min(NEIGHBOUR_REACH, n - 1) + 1):
             close = list(map(le, map(sub, ages[apart:], ages[:-apart]), repeat(NEIGHBOUR_SECONDS)))
-            after = list(map(mul, scores[apart:], close))  # the one ``apart`` later, for each
-            before = list(map(mul, scores[:-apart], close))
             padding = [0.0] * apart
-            best = list(map(max, best, after + padding, padding + before))
+            shifted.append(list(map(mul, scores[apart:], close)) + padding)  # the one ``apart`` later
+            shifted.append(padding + list(map(mul, scores[:-apart], close)))
+        best = list(map(max, *shifted))
         for number in compress(range(start, start + n), best):
             if among is None or number in among:
                 lifted[number] = lifted.get(number, 0.0) + NEIGHBOUR_LIFT * best[number - start]
@@ -362,7 +361,7 @@ def _corrections_lifted(
         own, postings, ages = number - part.start, part.index.postings, part.ages
         rare = max(2, int(len(part) * CORRECTION_RARE_SHARE))
         newest = None
-        for term in dict.fromkeys(part.index.documents[own]):
+        for term in dict.fromkeys(part.index.terms_of(own)):
             holders = postings.get(term, ())
             if len(holders) > rare or term in part.index.shared or not term.isalpha() or term in _CALENDAR:
                 continue  # a number or a date is shared by unrelated memories
