@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Final
+from typing import Any, Final, overload
 
 import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -44,6 +44,10 @@ def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
     return {name: _serializer.serialize(value) for name, value in item.items() if value is not None}
 
 
+@overload
+def from_wire(item: Mapping[str, Any]) -> Item: ...
+@overload
+def from_wire(item: Mapping[str, Any] | None) -> Item | None: ...
 def from_wire(item: Mapping[str, Any] | None) -> Item | None:
     if item is None:
         return None
@@ -368,14 +372,15 @@ def backoff(attempt: int) -> None:
 
 
 def _translate(exc: ClientError) -> Exception:
-    error = exc.response.get("Error", {})
+    response: Mapping[str, Any] = exc.response  # its stubs leave out a failed condition's Item
+    error = response.get("Error", {})
     code = error.get("Code", "")
     if code == "ConditionalCheckFailedException":
-        return ConditionFailed(from_wire(exc.response.get("Item")))
+        return ConditionFailed(from_wire(response.get("Item")))
     if code == "TransactionCanceledException":
         reasons = [
             CancellationReason(code=r.get("Code", "None"), old_item=from_wire(r.get("Item")))
-            for r in exc.response.get("CancellationReasons", [])
+            for r in response.get("CancellationReasons", [])
         ]
         return TransactionCancelled(reasons)
     return StoreUnavailable(f"DynamoDB error {code or 'unknown'}")

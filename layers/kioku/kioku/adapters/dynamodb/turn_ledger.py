@@ -158,14 +158,14 @@ class RateLedger:
             )
         except ConditionFailed as exc:
             old = exc.old_item if exc.old_item is not None else self._table.get(key)
-            counted = [str(turn) for turn in (old or {}).get("counted", ())]
-            return counted.index(turn_id) + 1 if turn_id in counted else None
+            counted_turns = [str(turn) for turn in (old or {}).get("counted", ())]
+            return counted_turns.index(turn_id) + 1 if turn_id in counted_turns else None
         return int((item or {}).get("turns", 0))
 
 
 def _waiting_reply(item: Item) -> WaitingReply:
     expires = item.get("expires_at")
-    common = {
+    common: dict[str, Any] = {
         "source": str(item.get("source", "")),
         "turn_id": str(item.get("turn_id", "")),
         "expires_at": datetime.fromtimestamp(int(expires), UTC) if expires is not None else None,
