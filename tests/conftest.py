@@ -5,11 +5,8 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import cache
 
 import boto3
-import botocore.loaders
-import botocore.session
 import pytest
 from moto import mock_aws
 
@@ -17,29 +14,13 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import Settings
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.signatures import new_key_pair
+from tests.botocore_models import share_service_models
 
 REGION = "us-east-1"
 APPLICATION_ID = "100000000000000001"
 
 
-class _SearchPaths(list):
-    """boto3 adds its own data path to a session's loader once per session: once is enough here."""
-
-    def append(self, path: str) -> None:
-        if path not in self:
-            super().append(path)
-
-
-@cache
-def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
-    paths = _SearchPaths(os.path.expanduser(p) for p in (search_path_string or "").split(os.pathsep) if p)
-    return botocore.loaders.Loader(extra_search_paths=paths)
-
-
-# Each test makes its own sessions and clients, as a cold start would; they read AWS's service
-# models (JSON, read-only) through one loader, not a fresh one that parses them again (0.23 s CPU
-# for a DynamoDB and an SQS client). Credentials, config and events stay each session's own.
-botocore.session.create_loader = _shared_loader
+share_service_models()  # tests/botocore_models.py: each test's sessions, one parse of AWS's models
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,40 @@
+"""One botocore loader for every boto3 session of a test process: sessions and clients stay each
+test's own (credentials, config, event hooks), as a cold start makes them, but AWS's service
+models, read-only JSON, are parsed once per process instead of once per session (0.23 s of CPU for
+a DynamoDB and an SQS client)."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+
+import botocore.loaders
+import botocore.session
+
+
+class _SearchPaths(list[str]):
+    """boto3 adds its own data path to its session's loader, once per session: once is enough."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+
+@cache
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    paths = _SearchPaths(os.path.expanduser(p) for p in (search_path_string or "").split(os.pathsep) if p)
+    return botocore.loaders.Loader(extra_search_paths=paths)
+
+
+def share_service_models() -> None:
+    botocore.session.create_loader = _shared_loader
+
+
+def parse_service_models(*services: str) -> None:
+    """Parse ``services``' models now (a process about to fork its containers: each then starts
+    with them read); the session and its clients are thrown away."""
+    import boto3
+
+    session = boto3.session.Session(region_name="us-east-1")
+    for service in services:
+        session.client(service, aws_access_key_id="parse", aws_secret_access_key="parse")
