@@ -16,6 +16,8 @@ from kioku.playground.aws import LocalResources, MotoServer, create_local_resour
 from kioku.signatures import new_key_pair
 from tests.botocore_models import share_service_models
 
+pytest_plugins = ("tests.slow_first",)  # the slowest tests start first on every worker
+
 REGION = "us-east-1"
 APPLICATION_ID = "100000000000000001"
 
