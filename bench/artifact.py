@@ -21,6 +21,8 @@ import statistics
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from kioku.playground.aws import MotoServer, create_local_resources
@@ -45,7 +47,8 @@ class Context:
     aws_request_id = "bench"
     def get_remaining_time_in_millis(self): return 30_000
 response = app.lambda_handler(event, Context())
-heavy = sorted(m for m in ("boto3", "botocore", "pydantic", "aws_lambda_powertools", "httpx") if m in sys.modules)
+# botocore.client, not botocore: Powertools imports botocore's package (its user agent hook) alone
+heavy = sorted(m for m in ("boto3", "botocore.client", "pydantic", "aws_lambda_powertools", "httpx") if m in sys.modules)
 print(json.dumps({"status": response["statusCode"], "heavy": heavy, "in_process": time.perf_counter() - started}))
 """
 
@@ -87,14 +90,10 @@ def _wall(command: list[str], env: dict[str, str], stdin: str = "") -> tuple[flo
     return elapsed, done.stdout
 
 
-def main() -> None:
-    build_dir = Path(os.environ.get("BENCH_BUILD_DIR", ".aws-sam/bench"))
-    layer = build_dir / "KiokuLayer" / "python"
-    if not (layer / "kioku").is_dir():
-        print(f"cold.artifact=missing (no {layer}/kioku: run make bench, which builds it)")
-        return
-    python = python313()
-    runtime = runtime_boto3(build_dir, python)
+@contextmanager
+def artifact_setup() -> Iterator[tuple[dict[str, str], dict[str, tuple[str, Callable[[int], dict]]]]]:
+    """A moto server with the stack's table and queue, the functions' environment, and the cases:
+    each a function and the ``i``-th event to send it (every event its own id)."""
     signing, public = new_key_pair()
     relay_signing, relay_public = new_key_pair()
     with MotoServer() as moto:
@@ -118,34 +117,57 @@ def main() -> None:
             "DISCORD_APPLICATION_ID": APPLICATION_ID,
             "DISCORD_PUBLIC_KEY": public,
             "RELAY_PUBLIC_KEY": relay_public,
-            "LLM_PROVIDER": "scripted",
+            # as Lambda sets it: the turn queue's calls then go by adapters/sqs_http.py, as deployed
+            # (neither function makes a model, so the provider is left at its default)
+            "AWS_LAMBDA_FUNCTION_NAME": "kioku-bench",
             # as template.yaml sets them
             "PYDANTIC_DISABLE_PLUGINS": "__all__",
             "POWERTOOLS_SERVICE_NAME": "kioku",
             "POWERTOOLS_LOG_LEVEL": "INFO",
         }
-        bare = [_wall([python, "-I", "-c", "pass"], env)[0] for _ in range(RUNS)]
-        bare_ms = statistics.median(bare) * 1000
-        print(f"cold.bare_interpreter_seconds={bare_ms / 1000:.4f} (median of {RUNS}, {python} -I -c pass)")
         with DiscordStandIn(
             token="bench", bot_user_id=APPLICATION_ID, bot_username="kioku", application_id=APPLICATION_ID
         ) as discord:
             author = discord.seed_user("alice", global_name="Alice")
             message = discord.seed_message("300000000000000001", author, f"<@{APPLICATION_ID}> hello")
         message["mentions"] = [{"id": APPLICATION_ID, "username": "kioku", "bot": True}]
-        cases = {
-            "ping": ("InteractionsFunction", lambda i: signed_event(ping(APPLICATION_ID), signing)),
-            "chat": (
-                "InteractionsFunction",
-                lambda i: signed_event(
-                    slash_command(APPLICATION_ID, "chat", None, {"message": "hi"}, token=f"t{i}"), signing
+        unaddressed = {**message, "content": "kioku, hello", "mentions": []}
+        yield (
+            env,
+            {
+                "ping": ("InteractionsFunction", lambda i: signed_event(ping(APPLICATION_ID), signing)),
+                "chat": (
+                    "InteractionsFunction",
+                    lambda i: signed_event(
+                        slash_command(APPLICATION_ID, "chat", None, {"message": "hi"}, token=f"t{i}"), signing
+                    ),
                 ),
-            ),
-            "relay": (
-                "RelayFunction",
-                lambda i: relay_event({**message, "id": f"{message['id']}{i}"}, relay_signing),
-            ),
-        }
+                "relay": (
+                    "RelayFunction",
+                    lambda i: relay_event({**message, "id": f"{message['id']}{i}"}, relay_signing),
+                ),
+                # a message that names no one: whether a trigger word calls kioku is the server's to say,
+                # so the relay reads its configuration (one GetItem; none is stored: not for the bot)
+                "relay_read": (
+                    "RelayFunction",
+                    lambda i: relay_event({**unaddressed, "id": f"{message['id']}{i}"}, relay_signing),
+                ),
+            },
+        )
+
+
+def main() -> None:
+    build_dir = Path(os.environ.get("BENCH_BUILD_DIR", ".aws-sam/bench"))
+    layer = build_dir / "KiokuLayer" / "python"
+    if not (layer / "kioku").is_dir():
+        print(f"cold.artifact=missing (no {layer}/kioku: run make bench, which builds it)")
+        return
+    python = python313()
+    runtime = runtime_boto3(build_dir, python)
+    with artifact_setup() as (env, cases):
+        bare = [_wall([python, "-I", "-c", "pass"], env)[0] for _ in range(RUNS)]
+        bare_ms = statistics.median(bare) * 1000
+        print(f"cold.bare_interpreter_seconds={bare_ms / 1000:.4f} (median of {RUNS}, {python} -I -c pass)")
         for name, (function, make_event) in cases.items():
             paths = json.dumps([str(build_dir / function), str(layer), str(runtime)])
             command = [python, "-I", "-c", DRIVER, paths]

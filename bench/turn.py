@@ -33,6 +33,8 @@ WARM_UP_TURNS = 3
 COUNTED_TURNS = 5
 SECRET, THREAD = "300000000000000003", "300000000000000004"
 PERSONA_CHANNEL = "300000000000000005"
+ALWAYS_CHANNEL = "300000000000000006"
+BURST_MESSAGES = 3
 PRIVATE = [{"id": GUILD, "type": 0, "allow": "0", "deny": str(1 << 10)}]  # @everyone may not view
 TIMED_TURNS = 40
 PLAIN_TURN_REQUESTS = 5
@@ -97,6 +99,7 @@ def main() -> None:
 
         _recall_turns(stack, turn, dynamodb, people[0], plain, prompts)
         _alter_persona_turns(stack, turn, dynamodb, people[0])
+        _always_channel_turns(stack, turn, dynamodb, people[1])
 
         timings, own = [], []
         for n in range(TIMED_TURNS):
@@ -181,18 +184,7 @@ def _alter_persona_turns(
     """Luna, an alter persona, called by name in a channel of her own: her first turn there creates
     the channel's webhook (one Discord request, one DynamoDB put, once); the next ones make the main
     persona's requests, posting through the webhook."""
-    command = slash_command(
-        stack.application_id,
-        "persona",
-        "add",
-        {"name": "Luna", "prompt": "You are {bot}."},
-        guild_id=GUILD,
-        permissions=str(int(Permission.MANAGE_GUILD)),
-        interaction_id=stack.discord.new_id(),
-    )
-    body = json.dumps(command).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).raise_for_status()
+    _manage(stack, "persona", "add", {"name": "Luna", "prompt": "You are {bot}."})
     stack.discord.seed_channel(PERSONA_CHANNEL, name="luna", guild_id=GUILD)
     per_turn, discord_calls = [], []
     for _ in range(COUNTED_TURNS + 1):
@@ -213,6 +205,65 @@ def _alter_persona_turns(
         f"(first turn in a channel: {discord_calls[0]}, creating its webhook; "
         f"DynamoDB {sum(first.values())}, the webhook kept once)"
     )
+
+
+def _always_channel_turns(
+    stack: LocalStack, turn: _Turns, dynamodb: _DynamoDbCalls, author: dict[str, Any]
+) -> None:
+    """A channel where kioku answers every message: a message alone costs a plain turn's requests;
+    a burst queued together is one turn (its covered messages each counted against the rate) and
+    the covered messages' jobs end at their gate."""
+    _manage(stack, "server", "addressing", {"channel": ALWAYS_CHANNEL, "mode": "always"})
+    stack.discord.seed_channel(ALWAYS_CHANNEL, name="chat", guild_id=GUILD)
+    per_turn = []
+    for _ in range(COUNTED_TURNS):
+        dynamodb.clear()
+        turn.take(author, ALWAYS_CHANNEL, "what now?", queued=dynamodb.clear)
+        per_turn.append(len(dynamodb.names))
+    print(f"turn.dynamodb_requests_per_turn_always_channel={max(per_turn)} (a message alone: {per_turn})")
+    for n in range(BURST_MESSAGES):
+        message = stack.discord.seed_message(ALWAYS_CHANNEL, author, f"burst message {n}")
+        body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
+        headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+        httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).raise_for_status()
+    jobs, discord_before, posts_before = [], len(stack.discord.requests), _bot_posts(stack)
+    queue = stack.resources.turn_queue_url
+    while received := stack.sqs.receive_message(
+        QueueUrl=queue, MaxNumberOfMessages=1, AttributeNames=["All"]
+    ).get("Messages"):
+        dynamodb.clear()
+        if stack.turn_handler(stack.sqs_event(received), LambdaContext()).get("batchItemFailures"):
+            raise RuntimeError("a bench burst turn failed")
+        stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=received[0]["ReceiptHandle"])
+        jobs.append(sum(Counter(dynamodb.names).values()))
+    print(
+        f"turn.burst_of_{BURST_MESSAGES}_dynamodb_requests={sum(jobs)} (per job: {jobs}; one turn a "
+        f"message would make {BURST_MESSAGES} x {max(per_turn)}), "
+        f"replies={_bot_posts(stack) - posts_before}, "
+        f"discord_requests={len(stack.discord.requests) - discord_before}"
+    )
+
+
+def _bot_posts(stack: LocalStack) -> int:
+    return sum(
+        m["author"]["id"] == stack.application_id for m in stack.discord.channel_messages(ALWAYS_CHANNEL)
+    )
+
+
+def _manage(stack: LocalStack, *path_and_options: Any) -> None:
+    """A manager's slash command (its path, then its options), answered."""
+    *path, options = path_and_options
+    command = slash_command(
+        stack.application_id,
+        *path,
+        options,
+        guild_id=GUILD,
+        permissions=str(int(Permission.MANAGE_GUILD)),
+        interaction_id=stack.discord.new_id(),
+    )
+    body = json.dumps(command).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).raise_for_status()
 
 
 def _recall_turns(

@@ -532,3 +532,84 @@ def test_an_alter_persona_s_turn_interrupted_at_any_point_posts_through_one_webh
     ] == []
     assert len(memory_guards(stack, alice)) == 1
     assert len(llm.bodies) - asked_before == 2
+
+
+# -- a burst: one turn taking several messages of an always channel ---------------------------------
+
+BURST = ("hey", "quick thing", "remember I love green tea")
+BURST_POINTS = [
+    (model_call(1), 1 + 2),
+    (outbox_keep("after"), 2),
+    (chunk_post(1, when="before"), 2),
+    (chunk_post(2), 2),
+    (notice_post(), 2),
+    (commit("before"), 2),
+    (commit("after", "lose"), 2),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "model_calls"),
+    [pytest.param(fault, calls, id=f"{fault.action} at {fault.name}") for fault, calls in BURST_POINTS],
+)
+def test_a_turn_taking_several_messages_interrupted_answers_each_once(world, fault, model_calls):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    make_always(stack, channel)
+    asked_before = len(llm.bodies)
+
+    # Given three messages of Alice's in an always channel, queued together
+    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+
+    # When the worker taking the first (and the two after it) is interrupted between reading them
+    # and committing, and the redelivery goes to a fresh worker
+    outcomes = harness.deliver(fault)
+
+    # Then one reply answered all three, posted once, to the newest; its notice once
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    assert outcomes[-1] == "done", outcomes
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
+    assert (posted[0].get("message_reference") or {}).get("message_id") == burst[-1]["id"]
+    assert [embed["title"] for m in posted for embed in m["embeds"]] == ["Memory saved"]
+    # each message recorded answered (none skipped), the three captured once with the answer, as one turn
+    items = _table_items(stack)
+    done = {i["pk"]["S"] for i in items if i["sk"]["S"] == "DONE"}
+    assert all(any(m["id"] in pk for pk in done) for m in burst)
+    row = StmStore(KiokuTable(stack.resources.table_name)).get(
+        StmAddress.of(GUILD, "", channel, Persona().persona_id)
+    )
+    assert row is not None and row.turns_since_refresh == 1
+    assert [line.text for line in row.crude][:3] == list(BURST) and len(row.crude) == 4
+    assert [
+        i for i in items if i["sk"]["S"].startswith("OUTBOX#") and i["pk"]["S"] == f"USER#{alice['id']}"
+    ] == []
+    assert len(memory_guards(stack, alice)) == 1
+    # the model asked by one turn only, again only when no answer had been recorded
+    assert len(llm.bodies) - asked_before == model_calls
+
+
+def make_always(stack: LocalStack, channel: str) -> None:
+    """``channel`` made an always channel through /server addressing, as a manager would."""
+    payload = slash_command(
+        stack.application_id,
+        "server",
+        "addressing",
+        {"channel": channel, "mode": "always"},
+        guild_id=GUILD,
+        permissions=str(1 << 5),
+        interaction_id=stack.discord.new_id(),
+    )
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    assert (
+        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
+    )
+
+
+def relay_message(stack: LocalStack, channel: str, author: dict[str, Any], text: str) -> dict[str, Any]:
+    message = stack.discord.seed_message(channel, author, text)
+    body = gateway_dispatch(message, GUILD, {"nick": None, "roles": []})
+    headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
+    assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
+    return message

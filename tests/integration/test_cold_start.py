@@ -112,7 +112,8 @@ loaded = sorted(
     m for m in sys.modules
     if m.startswith(("kioku.domain.ltm", "kioku.adapters.dynamodb")) or m.startswith("kioku.services.commands.")
 )
-print(json.dumps({"type": answer["type"], "queued": len(queued), "loaded": loaded}))
+domain = sorted(m for m in sys.modules if m.startswith("kioku.domain."))
+print(json.dumps({"type": answer["type"], "queued": len(queued), "loaded": loaded, "domain": domain}))
 """
 
 
@@ -132,6 +133,15 @@ def test_a_chat_loads_only_its_own_command_module_and_no_memory_rules():
         "kioku.services.commands.registry",
         "kioku.services.commands.router",
     ]
+
+
+def test_a_chat_reads_the_persona_name_limit_without_the_settings_rules():
+    # /chat's persona: option takes its length from a leaf: the settings rules (and the server's
+    # models, short-term memory entries, text rules behind them) wait for a command that edits
+    result = subprocess.run([sys.executable, "-c", CHAT_DISPATCH], capture_output=True, text=True, check=True)
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome["queued"] == 1
+    assert outcome["domain"] == ["kioku.domain.persona_limits", "kioku.domain.turn_jobs"]
 
 
 def test_the_turn_queue_makes_its_client_without_boto3():
@@ -159,3 +169,100 @@ def test_the_relays_addressing_and_persona_rules_load_no_turn_or_memory_rules():
     )
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+RELAY_MESSAGE = """
+import json, sys
+from types import SimpleNamespace
+from kioku.entrypoints import composition, relay
+queued = []
+composition.container().__dict__["turn_queue"] = SimpleNamespace(enqueue=queued.append)
+response = relay.handle(json.loads(sys.stdin.read()))
+loaded = {name: name in sys.modules for name in ("pydantic", "importlib.resources")}
+print(json.dumps({"status": response["statusCode"], "queued": len(queued), **loaded}))
+"""
+
+
+def test_a_relayed_message_is_queued_without_pydantic(discord_keys):
+    # Given a DM to the bot, signed by the relay, in a fresh interpreter with the container's queue
+    # in hand: its settings are read and checked with the standard library (kioku.config), and the
+    # message is parsed into kioku.discord's dataclasses, so pydantic is never imported; nor is
+    # importlib.resources, which only the look-alike table (read when text is compared) needs
+    from kioku.playground.events import signed_event
+    from kioku.playground.stack import gateway_dispatch
+
+    message = {
+        "id": "300000000000000009",
+        "channel_id": "300000000000000001",
+        "author": {"id": "400000000000000001", "username": "alice"},
+        "content": "hello",
+        "timestamp": "2026-01-01T00:00:00+00:00",
+        "type": 0,
+    }
+    event = signed_event(gateway_dispatch(message, None, None), discord_keys.signing_hex)
+    env = {
+        **os.environ,
+        "TABLE_NAME": "kioku-table",
+        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
+        "DISCORD_APPLICATION_ID": APPLICATION_ID,
+        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
+        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
+        "POWERTOOLS_METRICS_DISABLED": "true",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", RELAY_MESSAGE],
+        env=env,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    assert outcome == {"status": 202, "queued": 1, "pydantic": False, "importlib.resources": False}
+
+
+@pytest.mark.parametrize(
+    ("made", "service"),
+    [
+        ("TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo')._client", "sqs"),
+        ("KiokuTable('kioku-table').client", "dynamodb"),
+    ],
+)
+def test_the_queue_and_the_table_make_their_clients_without_listing_every_service(made, service):
+    # botocore checks a service's name against every service's directories (about 850 listings,
+    # twice: the model, then its endpoint rules); each client is made by a loader told its service
+    script = (
+        "import os, sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "from kioku.adapters.dynamodb.table import KiokuTable;"
+        "listed = []; real = os.listdir;"
+        "os.listdir = lambda path='.': listed.append(path) or real(path);"
+        f"client = {made};"
+        "print(len(listed), client.meta.service_model.service_name, client.meta.region_name)"
+    )
+    env = {**os.environ, "AWS_DEFAULT_REGION": "us-east-1"}
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    listings, named, region = result.stdout.split()
+    assert int(listings) < 20 and (named, region) == (service, "us-east-1")
+
+
+def test_where_lambda_runs_the_turn_queue_loads_no_botocore():
+    # A function Lambda runs, its role's credentials in the environment: the queue's two calls are
+    # signed with the standard library (adapters/sqs_http.py), so botocore is never imported
+    script = (
+        "import sys; from kioku.adapters.turn_queue import TurnQueue;"
+        "queue = TurnQueue('https://sqs.us-east-1.amazonaws.com/000000000000/kioku.fifo');"
+        "print(type(queue._client).__name__, sorted(m for m in ('boto3', 'botocore') if m in sys.modules))"
+    )
+    env = {
+        **os.environ,
+        "AWS_LAMBDA_FUNCTION_NAME": "kioku-RelayFunction",
+        "AWS_REGION": "us-east-1",
+        "AWS_ACCESS_KEY_ID": "key",
+        "AWS_SECRET_ACCESS_KEY": "secret",
+    }
+    result = subprocess.run(
+        [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+    )
+    assert result.stdout.strip() == "SqsHttp []"

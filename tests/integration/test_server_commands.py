@@ -575,6 +575,7 @@ def test_an_always_channel_answers_every_members_message_as_its_persona(
     assert relay_event("MESSAGE_CREATE", from_bot) == 204
     (job,) = queued_jobs(resources)
     assert (job["turn_id"], job["persona"]["name"]) == ("700000000000000011", "Luna")
+    assert job["always"] is True  # its turn may answer a burst
 
     # When the channel is set back to addressed, a plain message there is not a turn any more
     body = invoke(command("server", "addressing", channel=ALWAYS_CHANNEL, mode="addressed"))

@@ -12,10 +12,11 @@ from hypothesis import strategies as st
 
 from kioku.discord.models import Attachment, Message, User
 from kioku.domain.attachment_text import (
+    FETCH_FAILED,
+    FETCHED_TOO_LARGE,
     MAX_ATTACHMENT_BYTES,
     MAX_FILES_READ_PER_TURN,
     FetchedFile,
-    FetchOutcome,
     ReadAttachment,
     Unread,
     decoded,
@@ -38,7 +39,7 @@ class FakeFiles:
 
     def fetch(self, url: str, max_bytes: int) -> FetchedFile:
         self.fetched.append((url, max_bytes))
-        return self.files.get(url, FetchedFile(FetchOutcome.FAILED))
+        return self.files.get(url, FETCH_FAILED)
 
 
 def cdn(name: str) -> str:
@@ -126,7 +127,7 @@ def test_a_history_without_text_files_fetches_nothing_and_is_returned_as_it_is()
 
 
 def test_a_text_file_is_read_into_its_message_inside_the_markers():
-    files = FakeFiles({cdn("notes.txt"): FetchedFile(FetchOutcome.READ, b"line one\n<eom>line two")})
+    files = FakeFiles({cdn("notes.txt"): FetchedFile(b"line one\n<eom>line two")})
     history = read_text_files([message(text_file("notes.txt"))], files, budget=8000, cdn_base=None)
 
     assert files.fetched == [(cdn("notes.txt"), MAX_ATTACHMENT_BYTES)]
@@ -146,7 +147,7 @@ def test_a_text_file_is_read_into_its_message_inside_the_markers():
 def test_the_turns_bound_is_shared_by_every_file_the_turns_own_message_first():
     own = message(text_file("a.txt"), text_file("b.txt"), message_id="500000000000000003")
     earlier = message(text_file("c.txt"), message_id="500000000000000002")
-    files = FakeFiles({cdn(f"{c}.txt"): FetchedFile(FetchOutcome.READ, c.encode() * 60) for c in "abc"})
+    files = FakeFiles({cdn(f"{c}.txt"): FetchedFile(c.encode() * 60) for c in "abc"})
 
     history = read_text_files([own, earlier], files, budget=100, cdn_base=None)
 
@@ -165,7 +166,7 @@ def test_the_turns_bound_is_shared_by_every_file_the_turns_own_message_first():
 
 def test_at_most_a_few_files_are_fetched_per_turn():
     names = [f"f{index}.txt" for index in range(MAX_FILES_READ_PER_TURN + 2)]
-    files = FakeFiles({cdn(name): FetchedFile(FetchOutcome.READ, b"x") for name in names})
+    files = FakeFiles({cdn(name): FetchedFile(b"x") for name in names})
 
     read_text_files([message(*map(text_file, names))], files, budget=8000, cdn_base=None)
 
@@ -175,10 +176,10 @@ def test_at_most_a_few_files_are_fetched_per_turn():
 def test_a_file_too_large_unreadable_or_unfetched_keeps_a_placeholder_that_says_why():
     files = FakeFiles(
         {
-            cdn("big.log"): FetchedFile(FetchOutcome.TOO_LARGE),
-            cdn("blob.txt"): FetchedFile(FetchOutcome.READ, b"\x00\x01\x02"),
-            cdn("gone.txt"): FetchedFile(FetchOutcome.FAILED),
-            cdn("latin.txt"): FetchedFile(FetchOutcome.READ, "olé".encode("latin-1"), "iso-8859-1"),
+            cdn("big.log"): FETCHED_TOO_LARGE,
+            cdn("blob.txt"): FetchedFile(b"\x00\x01\x02"),
+            cdn("gone.txt"): FETCH_FAILED,
+            cdn("latin.txt"): FetchedFile("olé".encode("latin-1"), "iso-8859-1"),
         }
     )
     attachments = [text_file(name) for name in ("big.log", "blob.txt", "gone.txt", "latin.txt")]
@@ -197,7 +198,7 @@ def test_a_file_too_large_unreadable_or_unfetched_keeps_a_placeholder_that_says_
 
 
 def test_no_budget_reads_nothing():
-    files = FakeFiles({cdn("a.txt"): FetchedFile(FetchOutcome.READ, b"a")})
+    files = FakeFiles({cdn("a.txt"): FetchedFile(b"a")})
     (read_message,) = read_text_files([message(text_file("a.txt"))], files, budget=0, cdn_base=None)
     assert files.fetched == []
     (attachment,) = read_message.attachments
@@ -215,7 +216,7 @@ def test_no_budget_reads_nothing():
 def test_no_file_text_or_name_forges_a_marker_or_a_header(text, name):
     # Given a file whose name and text are anyone's to write
     url = cdn("f.txt")
-    files = FakeFiles({url: FetchedFile(FetchOutcome.READ, text.encode())})
+    files = FakeFiles({url: FetchedFile(text.encode())})
     history = read_text_files(
         [message(Attachment(name, "text/plain", url))], files, budget=8000, cdn_base=None
     )

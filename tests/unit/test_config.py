@@ -101,3 +101,46 @@ def test_a_function_lambda_runs_refuses_the_scripted_model_which_its_layer_does_
     )
     # and off Lambda (the playground, the tests) it is the model it always was
     assert Settings.from_environ({**REQUIRED, "LLM_PROVIDER": "scripted"}).LLM_PROVIDER == "scripted"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "read"),
+    [
+        ("TURN_MAX_ATTEMPTS", " 3 ", 3),
+        ("TURN_MAX_ATTEMPTS", "3.00", 3),
+        ("LLM_SUPPORTS_TOOLS", "On", True),
+        ("LLM_SUPPORTS_VISION", "no", False),
+        ("LLM_TIMEOUT_SECONDS", "1e1", 10.0),
+        ("LLM_PROVIDER", "scripted", "scripted"),
+        ("DISCORD_PUBLIC_KEY", KEY.upper(), KEY),
+        ("DISCORD_BOT_TOKEN", " tok ", "tok"),
+    ],
+)
+def test_values_are_read_as_the_pydantic_model_read_them(name, value, read):
+    # kioku.config checks the environment without pydantic, by its rules (issue 41 item 6)
+    settings = Settings.from_environ({**REQUIRED, name: value})
+    got = getattr(settings, name)
+    assert (got.get_secret_value() if name == "DISCORD_BOT_TOKEN" else got) == read
+    assert type(got if name == "DISCORD_BOT_TOKEN" else read) is type(got)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("TURN_MAX_ATTEMPTS", "6", "Input should be less than or equal to 5"),
+        ("TURN_MAX_ATTEMPTS", "3.", "Input should be a valid integer, unable to parse string as an integer"),
+        ("TURN_MAX_ATTEMPTS", "３", "Input should be a valid integer, unable to parse string as an integer"),
+        ("LLM_TIMEOUT_SECONDS", "0", "Input should be greater than 0"),
+        ("LLM_TIMEOUT_SECONDS", "soon", "Input should be a valid number, unable to parse string as a number"),
+        ("LLM_SUPPORTS_TOOLS", " true ", "Input should be a valid boolean, unable to interpret input"),
+        ("LLM_PROVIDER", "OpenAI", "Input should be 'openai' or 'scripted'"),
+        ("LLM_PROVIDER", " openai ", "Input should be 'openai' or 'scripted'"),
+        ("TABLE_NAME", "ab", "String should have at least 3 characters"),
+        ("DISCORD_APPLICATION_ID", "12a", "String should match pattern '^[0-9]{1,20}$'"),
+        ("RELAY_PUBLIC_KEY", "ab", "must be 64 hex characters (a 32-byte Ed25519 public key)"),
+    ],
+)
+def test_a_refusal_names_the_variable_in_pydantics_words(name, value, reason):
+    with pytest.raises(ConfigurationError) as refused:
+        Settings.from_environ({**REQUIRED, name: value})
+    assert str(refused.value) == f"invalid configuration: {name} {reason}"

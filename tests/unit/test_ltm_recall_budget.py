@@ -421,6 +421,27 @@ def test_irregular_forms_and_ship_nouns_meet_their_base_words():
     assert "[#23457]" in recalled(server, message="what pottery is Nate buying?", budget=600).item.content
 
 
+def test_british_and_american_spellings_meet():
+    assert terms("travelling") == terms("traveling") == terms("travelled") == terms("travel")
+    assert terms("cancelled") == terms("canceled") and terms("modelling") == terms("model")
+    assert terms("controlling") == terms("control") and terms("installing") == terms("install")
+    assert terms("organised") == terms("organized") == terms("organising") == terms("organize")
+    assert terms("organisation") == terms("organization") and terms("analyse") == terms("analyze")
+    assert terms("my favourite colours") == terms("my favorite colors")
+    assert terms("neighbourhood") == terms("neighborhood") and terms("theatres") == terms("theater")
+    # and neither rule joins a short word to another, nor touches a word with one spelling
+    assert terms("telling") == terms("tell") != terms("tel")
+    assert terms("hour four tour acre") == ["hour", "four", "tour", "acr"]
+    # and a question in one spelling finds a memory in the other, among memories sharing its name
+    server = [
+        *chatter(SERVER_SCOPE, 300),
+        *(memory(SERVER_SCOPE, 24100 + n, f"Dana liked a film ({n})", 30 + n) for n in range(40)),
+        memory(SERVER_SCOPE, 23458, "Dana's favourite theatre is the Globe", 200),
+    ]
+    content = recalled(server, message="Which theater is Dana's favorite?", budget=600).item.content
+    assert "[#23458]" in content
+
+
 def test_the_best_matches_words_find_a_memory_in_none_of_the_questions_words():
     # Given the memory that names the topic, one on it that shares only the name with the
     # question, and many others about the same person, days apart

@@ -56,6 +56,14 @@ def test_a_relayed_message_round_trips_typed():
     assert job.author == User("400000000000000001", "alice") and job.message.content == MESSAGE["content"]
 
 
+def test_a_message_of_an_always_channel_says_so_and_others_carry_nothing_new():
+    job = TurnJob.from_message(parse_message(MESSAGE), always=True)
+    assert TurnJob.from_json(job.to_json()) == job and job.always
+    assert json.loads(job.to_json())["always"] is True
+    assert "always" not in json.loads(relayed().to_json())  # the release before reads it as before
+    assert not TurnJob.from_json(relayed().to_json()).always
+
+
 def test_a_job_queued_in_format_1_is_still_read():
     # Given a body the previous code queued (no format: the gateway's message object as it was sent)
     # When the worker reads it

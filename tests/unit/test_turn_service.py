@@ -21,7 +21,15 @@ from kioku.domain.models import ServerConfig, UserProfile
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.stm.context import StmState
-from kioku.domain.turn import LlmUnavailable, Outbox, TurnAlreadyRecorded, TurnEnd, TurnKey, TurnOutcome
+from kioku.domain.turn import (
+    LlmUnavailable,
+    Outbox,
+    RateTaken,
+    TurnAlreadyRecorded,
+    TurnEnd,
+    TurnKey,
+    TurnOutcome,
+)
 from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery, TurnRead
 from kioku.services.turn import APOLOGY, RATE_NOTICE, TurnRecord, TurnService
@@ -151,6 +159,7 @@ class FakeTurnStore:
         recall_lineage: int,
         recall_people: Sequence[str] = (),
         webhook_of: tuple[str, str] | None = None,
+        later: Sequence[str] = (),
     ) -> TurnRead:
         return TurnRead(
             memory=TurnMemoryLoad(
@@ -220,13 +229,14 @@ class FakeRates:
 
     counted: dict[tuple[str, datetime], list[str]] = field(default_factory=dict)
 
-    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> RateTaken:
         turns = self.counted.setdefault((user_id, sent_at.replace(second=0, microsecond=0)), [])
-        if turn_id not in turns:
+        before = turn_id in turns
+        if not before:
             if len(turns) > limit:
-                return None
+                return RateTaken(None)
             turns.append(turn_id)
-        return turns.index(turn_id) + 1
+        return RateTaken(turns.index(turn_id) + 1, before)
 
 
 @dataclass
@@ -467,6 +477,22 @@ def test_a_turn_over_the_rate_that_is_done_already_posts_no_notice():
     # Then it ends at the gate, as the earlier attempt left it
     assert record.duplicate and record.end is TurnEnd.ALREADY_DONE and record.reply_ids == ["9"]
     assert texts(world.discord.posted()) == [REPLY]
+
+
+def test_a_burst_s_message_another_turn_counted_and_answered_ends_at_its_gate_reading_nothing():
+    # Given Alice's message that an earlier turn covered: counted against her rate, recorded done
+    world = World()
+    job = world.say("and another thing", n=2)
+    world.rates.take(ALICE.id, job.turn_id, SENT, 10)
+    world.turns.records[key_of(job)] = TurnOutcome(reply_ids=("9",))
+    world.discord.refusing = 500  # any read of the channel would fail the turn
+
+    # When its own job runs
+    record = world.run(job)
+
+    # Then it ends already done at its gate: nothing read of Discord, posted or asked
+    assert record.end is TurnEnd.ALREADY_DONE and record.reply_ids == ["9"]
+    assert world.discord.posted() == [] and world.model.requests == []
 
 
 def test_a_channel_discord_refuses_for_good_ends_the_turn_recorded_unanswered():

@@ -1,7 +1,7 @@
 """The public keys the signed endpoints verify with, read straight from the environment.
 
 A PING must be answered before anything heavier than PyNaCl loads, so this module uses the
-standard library only; the full settings (pydantic) are read once a request needs them.
+standard library only; the full settings (`kioku.config`) are read once a request needs them.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Final
 from urllib.parse import urlsplit
 
 from kioku import __version__
-from kioku.domain.attachment_text import FetchedFile, FetchOutcome, fetch_url
+from kioku.domain.attachment_text import FETCH_FAILED, FETCHED_TOO_LARGE, FetchedFile, fetch_url
 
 if TYPE_CHECKING:
     import httpx
@@ -50,24 +50,24 @@ class DiscordCdn:
 
         if fetch_url(url, self._cdn_base) != url:
             logger.warning("attachment not fetched: %s is not an attachment host", urlsplit(url).hostname)
-            return FetchedFile(FetchOutcome.FAILED)
+            return FETCH_FAILED
         deadline = time.monotonic() + self._seconds
         try:
             with self._client.stream("GET", url, follow_redirects=False) as response:
                 if response.status_code != HTTP_OK:
                     logger.info("attachment not fetched: the CDN answered %d", response.status_code)
-                    return FetchedFile(FetchOutcome.FAILED)
+                    return FETCH_FAILED
                 length = response.headers.get("content-length", "")
                 if length.isdigit() and int(length) > max_bytes:
-                    return FetchedFile(FetchOutcome.TOO_LARGE)
+                    return FETCHED_TOO_LARGE
                 body = bytearray()
                 for chunk in response.iter_raw():
                     body += chunk
                     if len(body) > max_bytes:
-                        return FetchedFile(FetchOutcome.TOO_LARGE)
+                        return FETCHED_TOO_LARGE
                     if time.monotonic() > deadline:
                         raise httpx.ReadTimeout("the file took too long", request=response.request)
-                return FetchedFile(FetchOutcome.READ, bytes(body), response.charset_encoding)
+                return FetchedFile(bytes(body), response.charset_encoding)
         except httpx.HTTPError as exc:
             logger.info("attachment not fetched: %s", exc.__class__.__name__)
-            return FetchedFile(FetchOutcome.FAILED)
+            return FETCH_FAILED

@@ -3,24 +3,39 @@ its dead-letter queue, where the worker moves a turn that cannot succeed, saying
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
-from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
-from botocore.session import get_session
-
+from kioku.adapters.sqs_http import SqsHttp, SqsRequestFailed
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob
 
 REASON_ATTRIBUTE: Final = "DeadLetterReason"
 ATTEMPTS_ATTRIBUTE: Final = "FailedAttempts"
 MAX_REASON_CHARS: Final = 500
-_CLIENT_CONFIG = Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
 
 
-def sqs_client():
-    """An SQS client honouring ``AWS_ENDPOINT_URL_SQS``, made by botocore itself: boto3 adds
-    nothing a client needs, and importing it (with s3transfer) would be a cold /chat's largest cost."""
-    return get_session().create_client("sqs", config=_CLIENT_CONFIG)
+def sqs_client() -> Any:
+    """Where Lambda runs a function, ``SqsHttp`` (the two calls, signed with the standard library:
+    botocore's import and client were most of a cold /chat or relayed message); elsewhere
+    botocore's client, honouring ``AWS_ENDPOINT_URL_SQS`` and moto's in-process mock alike."""
+    light = SqsHttp.from_environ()
+    if light is not None:
+        return light
+    from botocore.config import Config
+
+    from kioku.adapters.aws_clients import client
+
+    return client(
+        "sqs", Config(retries={"mode": "standard", "max_attempts": 3}, connect_timeout=1, read_timeout=2)
+    )
+
+
+def _call_failed(exc: Exception) -> bool:
+    """Whether ``exc`` is an SQS call's failure: ``SqsHttp``'s, or botocore's when its client is used."""
+    if isinstance(exc, SqsRequestFailed):
+        return True
+    from botocore.exceptions import BotoCoreError, ClientError  # loaded already if its client raised
+
+    return isinstance(exc, BotoCoreError | ClientError)
 
 
 class TurnQueue:
@@ -37,7 +52,9 @@ class TurnQueue:
                 MessageGroupId=job.channel_id,
                 MessageDeduplicationId=f"{job.source.value}-{job.record_id}",
             )
-        except (BotoCoreError, ClientError) as exc:
+        except Exception as exc:
+            if not _call_failed(exc):
+                raise
             raise QueueUnavailable(f"could not queue turn {job.turn_id}: {exc.__class__.__name__}") from exc
 
     def retry_soon(self, receipt_handle: str, seconds: int) -> None:
@@ -47,7 +64,9 @@ class TurnQueue:
             self._client.change_message_visibility(
                 QueueUrl=self._url, ReceiptHandle=receipt_handle, VisibilityTimeout=seconds
             )
-        except (BotoCoreError, ClientError) as exc:
+        except Exception as exc:
+            if not _call_failed(exc):
+                raise
             raise QueueUnavailable(f"could not reschedule a turn: {exc.__class__.__name__}") from exc
 
 
@@ -72,5 +91,7 @@ class DeadLetterQueue:
                     ATTEMPTS_ATTRIBUTE: {"DataType": "Number", "StringValue": str(attempts)},
                 },
             )
-        except (BotoCoreError, ClientError) as exc:
+        except Exception as exc:
+            if not _call_failed(exc):
+                raise
             raise QueueUnavailable(f"could not dead-letter a turn: {exc.__class__.__name__}") from exc

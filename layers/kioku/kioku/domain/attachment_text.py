@@ -128,20 +128,18 @@ class Unread(StrEnum):
     OVER_BUDGET = "over budget"
 
 
-class FetchOutcome(StrEnum):
-    READ = "read"
-    TOO_LARGE = "too large"
-    FAILED = "failed"
-
-
 @dataclass(frozen=True, slots=True)
 class FetchedFile:
-    """What the port fetched: the body (``READ``), or why there is none; ``charset``: the one the
-    response's content type declared, if any."""
+    """What the port fetched: the body, or why there is none (``unread``: ``TOO_LARGE`` or
+    ``FAILED``); ``charset``: the one the response's content type declared, if any."""
 
-    outcome: FetchOutcome
     body: bytes = b""
     charset: str | None = None
+    unread: Unread | None = None
+
+
+FETCH_FAILED: Final = FetchedFile(unread=Unread.FAILED)
+FETCHED_TOO_LARGE: Final = FetchedFile(unread=Unread.TOO_LARGE)
 
 
 class AttachmentFiles(Protocol):
@@ -195,10 +193,8 @@ def _read(
         return _unread(attachment, Unread.OVER_BUDGET)
     reading.fetches_left -= 1
     fetched = files.fetch(url, MAX_ATTACHMENT_BYTES)
-    if fetched.outcome is FetchOutcome.TOO_LARGE:
-        return _unread(attachment, Unread.TOO_LARGE)
-    if fetched.outcome is FetchOutcome.FAILED:
-        return _unread(attachment, Unread.FAILED)
+    if fetched.unread is not None:
+        return _unread(attachment, fetched.unread)
     text = decoded(fetched.body, fetched.charset or declared_charset(attachment.content_type))
     if text is None:
         return _unread(attachment, Unread.NOT_TEXT)

@@ -17,7 +17,6 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from functools import cache, lru_cache
 from html.entities import html5
-from importlib import resources
 from typing import Final
 
 UNSEEN_CATEGORIES: Final = frozenset({"Cf", "Mn", "Me", "Zs", "Zl", "Zp", "Cc"})
@@ -63,6 +62,8 @@ _NOT_AS_WRITTEN: Final = "\u2039\u203a\u2758\u2759\u275a\u276c\u276d\u276e\u276f
 @cache
 def _readings() -> dict[str, str]:
     """Each look-alike in the confusables table → what it reads as (its prototype)."""
+    from importlib import resources  # here: its import is a fifth of a cold relayed message's own modules
+
     table = resources.files("confusable_homoglyphs").joinpath("confusables.json").read_text(encoding="utf-8")
     linked: dict[str, list[str]] = {}
     for key, entries in json.loads(table).items():

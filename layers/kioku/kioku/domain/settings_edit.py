@@ -12,6 +12,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from kioku.domain.models import Capabilities, Persona, RenderMode, StmCategory, StmConfig
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
 from kioku.domain.stm.categories import slug_for_label
 from kioku.domain.stm.update_tool import PROMPT_MACROS
 
@@ -215,8 +216,6 @@ def parse_trigger_words(text: str) -> tuple[str, ...]:
     return tuple(words)
 
 
-MAX_PERSONA_NAME_CHARS: Final = 32
-MAX_PERSONA_PROMPT_CHARS: Final = 4000
 PERSONA_NAME_FORBIDDEN: Final = frozenset("[]|<>@`#:")
 """What the dialogue's speaker headers (``[Name | UserID:…]``) and Discord's markup give a meaning to."""
 

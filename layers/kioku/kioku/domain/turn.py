@@ -157,6 +157,15 @@ class Claim:
         return held is not None and held.message_id == self.message_id and held.receive < self.receive
 
 
+@dataclass(frozen=True, slots=True)
+class RateTaken:
+    """A turn counted against its author's minute: its ``number`` there (None: past the limit's
+    notice), and whether an earlier take counted it (``before``: a turn that covered it, a redrive)."""
+
+    number: int | None
+    before: bool = False
+
+
 class TurnCommitFailed(Exception):
     """The turn's commit could not be written: its outbox stays, and the redelivery commits."""
 
@@ -189,6 +198,9 @@ class TurnOutcome:
     apologised: bool = False
     trace: TurnTrace | None = None
     """What the turn's model was shown, kept with the record ("Why this answer?"); None: nothing."""
+    covered: tuple[str, ...] = ()
+    """The record ids of the later turns it answered too (a burst, ``domain/bursts.py``): recorded
+    done in the same commit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +231,14 @@ class Outbox:
     """A claim another attempt gave the turn back for, to wait that claim's invocation out."""
     waited_by: str | None = None
     """The claim of the attempt that waited (its message's next receive may take the outbox over)."""
+    covers: tuple[str, ...] = ()
+    """The later messages (a burst, oldest first) the answer answers too: it replies to the newest,
+    and the commit records their turns done. Kept with the answer, so a redelivery commits the same."""
+
+    @property
+    def reply_to(self) -> str | None:
+        """The message the answer replies to when it is not the turn's own: the newest it covers."""
+        return self.covers[-1] if self.covers else None
 
     @property
     def answered(self) -> bool:

@@ -142,16 +142,22 @@ class TurnJob:
     """The alter persona that answers; None: the main persona."""
     memory: MemoryRequest | None = None
     """A memory written by hand (``TurnSource.MEMORY``): what it is, besides its text."""
+    always: bool = False
+    """The message was sent in an ``always`` channel (as the relay read the configuration): its turn
+    reads the channel's latest messages, to answer a burst in one reply (``domain/bursts.py``)."""
 
     @property
     def record_id(self) -> str:
         """What the turn's own items (its record, outbox and attempts) and its queue deduplication
         are keyed by: a message answered by several personas is a turn for each."""
-        return self.turn_id if self.persona is None else f"{self.turn_id}.{self.persona.persona_id}"
+        return record_id_of(self.turn_id, self.persona.persona_id if self.persona else None)
 
     @classmethod
-    def from_message(cls, message: Message, persona: PersonaCue | None = None) -> TurnJob:
-        """The turn of a message the relay validated, answered by ``persona`` (None: the main one)."""
+    def from_message(
+        cls, message: Message, persona: PersonaCue | None = None, *, always: bool = False
+    ) -> TurnJob:
+        """The turn of a message the relay validated, answered by ``persona`` (None: the main one);
+        ``always``: in an ``always`` channel."""
         if message.channel_id is None:
             raise InvalidTurnJob("a relayed message needs its channel")
         return cls(
@@ -164,6 +170,7 @@ class TurnJob:
             content=message.content,
             message=message,
             persona=persona,
+            always=always,
         )
 
     def to_json(self) -> str:
@@ -207,6 +214,8 @@ class TurnJob:
             body["persona"] = self.persona.to_dict()
         if self.memory is not None:
             body["memory"] = self.memory.to_dict()
+        if self.always:  # absent otherwise: a worker of the release before reads the job as before
+            body["always"] = True
         return json.dumps(body, separators=(",", ":"), ensure_ascii=True)
 
     @classmethod
@@ -244,6 +253,7 @@ class TurnJob:
                 else _snowflake(data, "application_id"),
                 persona=None if data.get("persona") is None else PersonaCue.from_dict(data["persona"]),
                 memory=None if data.get("memory") is None else MemoryRequest.from_dict(data["memory"]),
+                always=data.get("always") is True,
             )
         except MalformedMessage as exc:
             raise InvalidTurnJob(f"not a turn job: {exc.reason}") from None
@@ -256,6 +266,11 @@ class TurnJob:
         if (source is TurnSource.MEMORY) != (job.memory is not None):
             raise InvalidTurnJob("not a turn job: a memory written by hand, and only it, says what it is")
         return job
+
+
+def record_id_of(turn_id: str, persona_id: str | None) -> str:
+    """The record id of the turn of ``turn_id`` spoken by ``persona_id`` (None: the main persona)."""
+    return turn_id if persona_id is None else f"{turn_id}.{persona_id}"
 
 
 def _snowflake(data: dict[str, Any], key: str) -> str:

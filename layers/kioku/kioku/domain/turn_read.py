@@ -63,3 +63,5 @@ class TurnRead:
     recall_people: tuple[str, ...]
     webhook: ChannelWebhook | None = None
     """The channel's persona webhook, when the read asked for it (an alter persona's turn)."""
+    later_done: frozenset[str] = frozenset()
+    """Of the later turns the read asked about (a burst's, by record id), those recorded done."""

@@ -14,7 +14,7 @@ from functools import cached_property, lru_cache
 from typing import TYPE_CHECKING
 
 from kioku import clock as kioku_clock
-from kioku.config import Settings, get_settings
+from kioku.config import SecretStr, Settings, get_settings
 
 if TYPE_CHECKING:
     from kioku.adapters.discord_rest import DiscordRest
@@ -152,8 +152,6 @@ class Container:
 
     @cached_property
     def turn_service(self) -> TurnService:
-        from pydantic import SecretStr
-
         from kioku.adapters.discord_cdn import DiscordCdn
         from kioku.adapters.dynamodb.turn_ledger import RateLedger
         from kioku.adapters.dynamodb.turn_repository import TurnRepository

@@ -1,8 +1,8 @@
 """The Discord interactions endpoint: verify, then parse, then route.
 
 Only the standard library and PyNaCl are imported up front; the logger and metrics (Powertools),
-the settings (pydantic), the composition root and the command router (boto3, httpx) are imported
-on the first real command, so a PING or a rejected request never pays for them.
+the settings, the composition root and the command router (pydantic for the interaction, botocore
+for the queue) are imported on the first real command, so a PING or a rejected request never pays for them.
 """
 
 from __future__ import annotations

@@ -112,8 +112,9 @@ def _route(event: RelayEvent, settings: Settings) -> dict[str, Any]:
     from kioku.domain.turn_jobs import TurnJob
 
     # one turn per persona addressed, in the order named: the channel's FIFO group keeps it
+    always = message.channel_id in config.always_channels  # known when the configuration was read
     for cue in _persona_cues(config, decision.personas):
-        container().turn_queue.enqueue(TurnJob.from_message(message, cue).fitted())
+        container().turn_queue.enqueue(TurnJob.from_message(message, cue, always=always).fitted())
     count(Metric.RELAY_QUEUED)
     return json_response(202, {"status": "queued", "reason": decision.reason.value})
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Final
 from uuid import uuid4
@@ -31,12 +31,15 @@ from uuid import uuid4
 from kioku import clock as kioku_clock
 from kioku.adapters.llm.base import ChatModel
 from kioku.config import Settings
+from kioku.discord.models import Message
 from kioku.domain.attachment_text import AttachmentFiles
+from kioku.domain.bursts import up_to
 from kioku.domain.conditions import DiscordRefused, StoreFailed
 from kioku.domain.forgetting import forgotten_since
 from kioku.domain.ltm.memory import MemoryStoreFailed
 from kioku.domain.ltm.ports import Embedder, MemoryStore
 from kioku.domain.ltm.recall import Recall, people_taking_part, recall_query
+from kioku.domain.privacy import ChannelDescription
 from kioku.domain.replies import at_most, split_reply
 from kioku.domain.stm.entries import StmLimits
 from kioku.domain.text import readable_mentions
@@ -50,11 +53,13 @@ from kioku.domain.turn import (
     TurnEnd,
     TurnOutcome,
 )
-from kioku.domain.turn_jobs import TurnJob, TurnSource
+from kioku.domain.turn_jobs import TurnJob, TurnSource, record_id_of
+from kioku.domain.turn_read import TurnRead
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
 from kioku.services.persona_voice import PersonaWebhooks, TurnVoice, no_webhook_notice, webhook_channel
 from kioku.services.stm import PersonaGuesses, ShortTermMemoryTurn, turn_memory_query
+from kioku.services.turn_bursts import covered, later_of, later_records
 from kioku.services.turn_context import context_of
 from kioku.services.turn_conversation import Conversation, Prompt
 from kioku.services.turn_delivery import (
@@ -187,7 +192,8 @@ class TurnService:
         duplicate, a redrive get the number its first attempt got). The first turn over the limit
         gets one short notice, posted and recorded like an answer; later ones end in silence,
         unrecorded (a ``/chat`` still gets the notice: its answer would otherwise stay
-        "thinking…"). A turn already done ends here before any notice."""
+        "thinking…"). A turn already done ends here before any notice, and one counted before (a
+        burst's message a turn covered, a redrive) before it reads anything of Discord."""
         job, key = attempt.job, attempt.key
         if redelivered or self.rates is None:
             return None
@@ -197,13 +203,13 @@ class TurnService:
         except StoreFailed:
             logger.warning("the turn rate could not be counted; the turn goes on")
             return None
-        if taken is not None and taken <= limit:
-            return None
+        if taken.number is not None and taken.number <= limit:
+            return TurnEnd.ALREADY_DONE if taken.before and self._done_already(attempt) else None
         if self._done_already(attempt):
             return TurnEnd.ALREADY_DONE
         logger.info("turn %s is over its author's rate of %d a minute", job.turn_id, limit)
         attempt.record.rate_limited = True
-        if taken is None and job.source is not TurnSource.SLASH_COMMAND:
+        if taken.number is None and job.source is not TurnSource.SLASH_COMMAND:
             return TurnEnd.SILENCED
         return Outbox(reply=RATE_NOTICE, chunks=(RATE_NOTICE,), capture=False)
 
@@ -231,6 +237,11 @@ class TurnService:
             # The bot lost access to the channel, or it is gone: no retry can answer it.
             logger.warning("turn %s ends unanswered: Discord refused its channel (%s)", job.turn_id, exc)
             return TurnEnd.UNANSWERABLE
+        return self._hear(attempt, channel, messages)
+
+    def _hear(self, attempt: TurnAttempt, channel: ChannelDescription, messages: list[Message]) -> Heard:
+        """The conversation ``messages`` (newest first) as the persona speaking hears it."""
+        job, reader = attempt.job, self._reader()
         # an alter persona is a voice of its own: its id, its name, the others' messages as other bots'
         guessed = attempt.guessed
         alter = guessed if guessed.alter else None
@@ -255,13 +266,7 @@ class TurnService:
         job, guessed = attempt.job, attempt.guessed
         limits = StmLimits.from_settings(self.settings)
         user = author_of(job, heard.voiced.participants)
-        taking_part = people_taking_part(
-            user,
-            heard.voiced.participants,
-            heard.dialogue.author_ids,
-            heard.bot.user_id,
-            job.guild_id is None,
-        )
+        later = later_of(job, heard.messages)
         read = self.turns.read(
             attempt.key,
             turn_memory_query(
@@ -275,10 +280,11 @@ class TurnService:
                 speaking=job.persona.persona_id if job.persona else None,
             ),
             recall_lineage=guessed.lineage_id,
-            recall_people=[person.user_id for person in taking_part],
+            recall_people=self._taking_part(job, heard),
             webhook_of=(job.guild_id, webhook_channel(job, heard.channel))
             if job.persona and job.guild_id
             else None,
+            later=later_records(job, later),
         )
         self.personas.saw(job.guild_id, read.memory.config.main_persona)
         if read.memory.persona_gone:
@@ -295,11 +301,39 @@ class TurnService:
             return TurnEnd.WITHDRAWN
         persona = read.memory.config.persona
         attempt.record.persona, attempt.record.lineage = persona.name, persona.lineage_id
-        turn, dialogue = context_of(self.settings, self._reader(), self._voice(), attempt, heard, read)
+        heard, read, answers = self._burst(attempt, heard, read, later)
+        turn, dialogue = context_of(
+            self.settings, self._reader(), self._voice(), attempt, heard, read, answers
+        )
         stm = ShortTermMemoryTurn(
             self.stm_store, turn, read.memory.state, limits, heard.channel.name, described_at=attempt.now
         )
-        return Loaded(read, turn, heard.channel, dialogue, stm)
+        return Loaded(read, turn, heard.channel, dialogue, stm, answers)
+
+    def _taking_part(self, job: TurnJob, heard: Heard) -> tuple[str, ...]:
+        """Whose memories the turn may recall: the people taking part in what it heard."""
+        user = author_of(job, heard.voiced.participants)
+        voiced, dm = heard.voiced, job.guild_id is None
+        people = people_taking_part(
+            user, voiced.participants, heard.dialogue.author_ids, heard.bot.user_id, dm
+        )
+        return tuple(person.user_id for person in people)
+
+    def _burst(
+        self, attempt: TurnAttempt, heard: Heard, read: TurnRead, later: list[Message]
+    ) -> tuple[Heard, TurnRead, tuple[Message, ...]]:
+        """The later messages the turn answers too (``turn_bursts``), and the conversation cut after
+        the newest of them (after its own when none): what was said since is the next turn's."""
+        if not later:
+            return heard, read, ()
+        answers = covered(self.settings, self.rates, attempt.job, later, read)
+        newest = answers[-1].id if answers else attempt.job.turn_id
+        heard = self._hear(attempt, heard.channel, up_to(heard.messages, newest))
+        kept = set(self._taking_part(attempt.job, heard))
+        read = replace(read, recall_people=tuple(p for p in read.recall_people if p in kept))
+        if answers:
+            logger.info("turn %s answers %d later message(s) too", attempt.job.turn_id, len(answers))
+        return heard, read, answers
 
     def _find_voice(self, attempt: TurnAttempt, loaded: Loaded) -> Responder | Outbox | None:
         """Where an alter persona's answer goes: its channel's webhook (created now, the channel's
@@ -371,7 +405,10 @@ class TurnService:
         """Keep the outbox, then post what it has not posted: it is in DynamoDB before the first post,
         claimed by this attempt, and what it posted is noted before each next post."""
         job, record = attempt.job, attempt.record
-        responder = responder or responder_for(job, self.discord, self.settings.DISCORD_APPLICATION_ID)
+        reply_to = work.outbox.reply_to if work.outbox is not None else None  # a burst: its newest
+        responder = responder or responder_for(
+            job, self.discord, self.settings.DISCORD_APPLICATION_ID, reply_to
+        )
         delivery = Delivery(self.discord, job, responder)
         just_kept = not work.kept
         if just_kept:
@@ -433,10 +470,12 @@ class TurnService:
         if not end.recorded:
             return
         delivered = work.outbox if end is TurnEnd.DELIVERED else None
+        persona_id = attempt.job.persona.persona_id if attempt.job.persona else None
         outcome = TurnOutcome(
             reply_ids=tuple(record.reply_ids),
             apologised=record.apologised,
             trace=delivered.trace if delivered is not None else None,
+            covered=tuple(record_id_of(m, persona_id) for m in (delivered.covers if delivered else ())),
         )
         work.commit(outcome, delivered, stm)
 

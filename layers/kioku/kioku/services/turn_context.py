@@ -6,6 +6,7 @@ read as (the persona's name as configured heads the bot's messages)."""
 from __future__ import annotations
 
 from kioku.config import Settings
+from kioku.discord.models import Message
 from kioku.domain.dialogue import Dialogue
 from kioku.domain.stm.intent import has_explicit_long_term_intent
 from kioku.domain.turn import TurnContext
@@ -22,9 +23,11 @@ def context_of(
     attempt: TurnAttempt,
     heard: Heard,
     read: TurnRead,
+    covered: tuple[Message, ...] = (),
 ) -> tuple[TurnContext, Dialogue]:
     """The turn's context and the dialogue it is shown; what was heard by guesses (the webhook this
-    container knew, the persona's name it last saw) is read again when a guess was wrong."""
+    container knew, the persona's name it last saw) is read again when a guess was wrong.
+    ``covered``: the later messages it answers too (their words count as the speaker's)."""
     job, config = attempt.job, read.memory.config
     stored_webhook_id = read.webhook.webhook_id if read.webhook else None
     voiced, names, dialogue = heard.voiced, heard.names, heard.dialogue
@@ -50,7 +53,9 @@ def context_of(
         parent_channel_id=heard.channel.parent_channel_id,
         participants=voiced.participants,
         llm_has_tools=settings.LLM_SUPPORTS_TOOLS,
-        explicit_ltm_intent=has_explicit_long_term_intent(job.content),
+        explicit_ltm_intent=any(
+            has_explicit_long_term_intent(text) for text in (job.content, *(m.content for m in covered))
+        ),
         channel_private=heard.channel.private,
         private_thread=heard.channel.private_thread,
         author_ids=frozenset(dialogue.author_ids),

@@ -168,7 +168,7 @@ class Conversation:
             # a person with full privacy has nothing stored, in the outbox either: the turn is counted
             lines=()
             if turn.profile.privacy_level is PrivacyLevel.FULL
-            else tuple(turn_lines(self.attempt.job, turn, reply, turn.now)),
+            else tuple(turn_lines(self.attempt.job, turn, reply, turn.now, self.loaded.covered)),
             apologised=record.apologised,
             quoted=self.quoted(),
             trace=trace_of(
@@ -178,6 +178,7 @@ class Conversation:
                 rows=stm.context().shown,
                 tool_results=(result for _, result in record.tool_results),
             ),
+            covers=tuple(message.id for message in self.loaded.covered),
         )
 
     def _write_announced(

@@ -90,9 +90,11 @@ class ChannelReply(_AsTheBot):
 
     adoptable_from: int = 0
     replies: bool = True
+    answering: str | None = None
+    """The message the first chunk replies to when not the turn's own (a burst's newest)."""
 
     def post(self, index: int, chunk: str) -> str:
-        reply_to = self.job.turn_id if index == 0 else None
+        reply_to = (self.answering or self.job.turn_id) if index == 0 else None
         posted = self.discord.create_message(
             self.job.channel_id, chunk, reply_to=reply_to, nonce=f"{self.job.turn_id}-{index}"
         )
@@ -119,10 +121,13 @@ class InteractionWebhook(_AsTheBot):
         return str(posted.get("id", ""))
 
 
-def responder_for(job: TurnJob, discord: DeliveryDiscord, bot_user_id: str) -> Responder:
+def responder_for(
+    job: TurnJob, discord: DeliveryDiscord, bot_user_id: str, reply_to: str | None = None
+) -> Responder:
+    """How the bot answers ``job``; a relayed message's reply goes to ``reply_to`` when given."""
     if job.source.answers_an_interaction:
         return InteractionWebhook(discord, job, bot_user_id)
-    return ChannelReply(discord, job, bot_user_id)
+    return ChannelReply(discord, job, bot_user_id, answering=reply_to)
 
 
 class DeliveryWithdrawn(Exception):
@@ -175,7 +180,9 @@ class Delivery:
             while len(reply_ids) < len(outbox.chunks):
                 if not reply_ids:
                     firsts = (
-                        m for m in own if _replies_to(m, self.job.turn_id) or not self.responder.replies
+                        m
+                        for m in own
+                        if _replies_to(m, outbox.reply_to or self.job.turn_id) or not self.responder.replies
                     )
                     found = next(firsts, None)
                 else:

@@ -22,7 +22,7 @@ from kioku.domain.personas import ChannelWebhook
 from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.stm.capture import StmRowIdentity, TurnCapture
 from kioku.domain.stm.update_tool import StmUpdate
-from kioku.domain.turn import Outbox, TurnKey, TurnOutcome
+from kioku.domain.turn import Outbox, RateTaken, TurnKey, TurnOutcome
 from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 _T = TypeVar("_T")
@@ -134,8 +134,10 @@ class TurnStore(Protocol):
         recall_lineage: int,
         recall_people: Sequence[str] = (),
         webhook_of: tuple[str, str] | None = None,
+        later: Sequence[str] = (),
     ) -> TurnRead:
-        """``webhook_of`` (guild, channel): read that channel's persona webhook too."""
+        """``webhook_of`` (guild, channel): read that channel's persona webhook too; ``later``: the
+        records of these later turns (a burst's, by record id), ``TurnRead.later_done``."""
         ...
 
     def done(self, key: TurnKey) -> TurnOutcome | None: ...
@@ -206,6 +208,7 @@ class ShortTermMemoryWrites(Protocol):
 class TurnRates(Protocol):
     """Turns per person per minute (``RateLedger``); raises ``StoreFailed`` when it cannot count."""
 
-    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
-        """The turn's number within its minute, or None once past ``limit + 1``."""
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> RateTaken:
+        """The turn's number within its minute (None once past ``limit + 1``), and whether it was
+        counted before."""
         ...

@@ -12,6 +12,7 @@ from kioku.config import Settings
 from kioku.discord.models import Message
 from kioku.discord.protocol import MessageType
 from kioku.domain.attachment_text import AttachmentFiles, read_text_files
+from kioku.domain.bursts import later_messages
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import Dialogue, read_dialogue, user_names
 from kioku.domain.models import Participant
@@ -86,9 +87,16 @@ class ChannelReader:
 
     def history(self, job: TurnJob, now: datetime) -> list[Message]:
         """The conversation as it stood when the turn's message was sent, newest first as Discord
-        returns it: a turn that waited in the queue must not answer what was said after it."""
+        returns it: a turn that waited in the queue must not answer what was said after it. In an
+        ``always`` channel, the messages sent since too (up to the bot's next word): the turn may
+        answer a burst (``domain/bursts.py``), and cuts what it does not answer."""
         limit = self.settings.DIALOGUE_HISTORY_LIMIT
         own = job.message if job.message is not None else _slash_message(job, now)
+        if job.always and job.message is not None:
+            later, earlier = self._with_later(job, limit)
+            # files are read own message first, then those it may answer, then the earlier ones
+            read = self._files_read([own, *later, *earlier])
+            return [*reversed(read[1 : 1 + len(later)]), read[0], *read[1 + len(later) :]]
         if limit == 1:
             return self._files_read([own])
         try:
@@ -100,6 +108,24 @@ class ChannelReader:
             logger.warning("channel history unavailable for /chat %s", job.turn_id)
             earlier = []
         return self._files_read([own, *earlier])
+
+    def _with_later(self, job: TurnJob, limit: int) -> tuple[list[Message], list[Message]]:
+        """The channel's latest ``limit`` messages when they hold the turn's (one request, the
+        common case), else the messages right after it and those before it (more messages came
+        since than the dialogue shows: two more): those after it oldest first (at most ``limit - 1``:
+        the dialogue shows every message the turn answers), those before it newest first."""
+        latest = self.discord.get_channel_messages(job.channel_id, limit)
+        if any(message.id == job.turn_id for message in latest):
+            earlier = [message for message in latest if int(message.id) < int(job.turn_id)]
+        else:
+            latest = self.discord.get_channel_messages(job.channel_id, limit, after=job.turn_id)
+            earlier = (
+                self.discord.get_channel_messages(job.channel_id, limit - 1, before=job.turn_id)
+                if limit > 1
+                else []
+            )
+        later = later_messages(latest, job.turn_id, self.settings.DISCORD_APPLICATION_ID, most=limit - 1)
+        return later, earlier
 
     def _files_read(self, history: list[Message]) -> list[Message]:
         """``history`` with its small text files read into their messages, the turn's own first

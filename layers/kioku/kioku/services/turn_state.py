@@ -121,3 +121,5 @@ class Loaded:
     channel: ChannelDescription
     dialogue: Dialogue
     stm: ShortTermMemoryTurn
+    covered: tuple[Message, ...] = ()
+    """The later messages it answers too, oldest first (a burst: ``turn_bursts``)."""

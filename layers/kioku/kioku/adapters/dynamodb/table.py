@@ -9,12 +9,12 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Final, overload
 
-import boto3
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.config import Config
 from botocore.exceptions import BotoCoreError, ClientError
 
 from kioku import clock as kioku_clock
+from kioku.adapters.aws_clients import client
 from kioku.adapters.dynamodb.errors import (
     CancellationReason,
     ConditionFailed,
@@ -35,9 +35,9 @@ _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
 
-def make_client(session: boto3.session.Session | None = None):
+def make_client():
     """A DynamoDB client honouring AWS_ENDPOINT_URL_DYNAMODB, with botocore's standard retries."""
-    return (session or boto3.session.Session()).client("dynamodb", config=_CLIENT_CONFIG)
+    return client("dynamodb", _CLIENT_CONFIG)
 
 
 def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:

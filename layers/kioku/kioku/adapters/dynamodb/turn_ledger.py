@@ -31,7 +31,7 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.adapters.dynamodb.turn_traces import TurnTraces, shown_index, trace_attributes
-from kioku.domain.turn import TurnOutcome
+from kioku.domain.turn import RateTaken, TurnOutcome
 from kioku.domain.waiting_replies import WaitingReply
 
 RECORD_RETENTION: Final = timedelta(days=16)
@@ -89,6 +89,14 @@ class TurnLedger:
             _record_item(source, turn_id, outcome, now), condition="attribute_not_exists(pk)"
         )
 
+    def op_covered(
+        self, source: str, turn_id: str, reply_ids: tuple[str, ...], now: datetime
+    ) -> dict[str, Any]:
+        """A transaction operation recording as done a later turn another turn answered (a burst's
+        message): its reply is that turn's. Unconditional: under the channel's FIFO order its own job
+        runs only after the covering turn ends, and the covering turn read it as not done."""
+        return self._table.op_put(_record_item(source, turn_id, TurnOutcome(reply_ids=reply_ids), now))
+
     def waiting_replies_to(self, user_id: str) -> list[WaitingReply]:
         """Every unfinished turn kept in ``user_id``'s partition, as forget-all would drop them."""
         waiting: list[WaitingReply] = []
@@ -136,9 +144,9 @@ class RateLedger:
     def __init__(self, table: KiokuTable) -> None:
         self._table = table
 
-    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> int | None:
+    def take(self, user_id: str, turn_id: str, sent_at: datetime, limit: int) -> RateTaken:
         """Count turn ``turn_id`` of ``user_id``, sent at ``sent_at``: its number within its minute,
-        or None once past ``limit + 1``; a turn counted before gets the number it got then."""
+        or None once past ``limit + 1``; a turn counted before gets the number it got then (``before``)."""
         minute = int(sent_at.timestamp()) // RATE_WINDOW_SECONDS
         key = rate_key(user_id, minute)
         expression = UpdateExpression()
@@ -159,8 +167,10 @@ class RateLedger:
         except ConditionFailed as exc:
             old = exc.old_item if exc.old_item is not None else self._table.get(key)
             counted_turns = [str(turn) for turn in (old or {}).get("counted", ())]
-            return counted_turns.index(turn_id) + 1 if turn_id in counted_turns else None
-        return int((item or {}).get("turns", 0))
+            if turn_id in counted_turns:
+                return RateTaken(counted_turns.index(turn_id) + 1, before=True)
+            return RateTaken(None)
+        return RateTaken(int((item or {}).get("turns", 0)))
 
 
 def _waiting_reply(item: Item) -> WaitingReply:

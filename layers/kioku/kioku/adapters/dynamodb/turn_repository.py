@@ -99,11 +99,13 @@ class TurnRepository:
         recall_lineage: int,
         recall_people: Sequence[str] = (),
         webhook_of: tuple[str, str] | None = None,
+        later: Sequence[str] = (),
     ) -> TurnRead:
         """Read the turn in one BatchGetItem (``StmStore.load_turn``): its ``memory``, its record and
         its outbox, its author's forget-all mark, and the memory books recall reads in the persona
-        lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``, and
-        the persona webhook of ``webhook_of`` (guild, channel) when given."""
+        lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``, the
+        persona webhook of ``webhook_of`` (guild, channel) when given, and the records of ``later``
+        turns (a burst's, by record id)."""
         done_at, outbox_at, forgotten_at = (
             turn_record_key(key.source, key.turn_id),
             _outbox_key(key),
@@ -112,7 +114,15 @@ class TurnRepository:
         people = tuple(recall_people)
         books = self._memories.recall_keys(memory.guild_id, recall_lineage, people)
         hook_at = WebhookStore.key(*webhook_of) if webhook_of else None
-        extra = [done_at, outbox_at, forgotten_at, *books, *([hook_at] if hook_at else [])]
+        later_at = {record_id: turn_record_key(key.source, record_id) for record_id in later}
+        extra = [
+            done_at,
+            outbox_at,
+            forgotten_at,
+            *books,
+            *([hook_at] if hook_at else []),
+            *later_at.values(),
+        ]
         loaded = self._stm.load_turn(memory, extra_keys=extra)
         found = loaded.extra
         return TurnRead(
@@ -124,6 +134,7 @@ class TurnRepository:
             recall_lineage=recall_lineage,
             recall_people=people,
             webhook=webhook_from_item(found.get(hook_at)) if hook_at else None,
+            later_done=frozenset(record_id for record_id, at in later_at.items() if found.get(at)),
         )
 
     def done(self, key: TurnKey) -> TurnOutcome | None:
@@ -334,6 +345,11 @@ class TurnRepository:
         done = [
             self._ledger.op_record(key.source, key.turn_id, outcome, now),
             self._table.op_delete(_outbox_key(key)),
+            # a burst's later turns, answered by this one: their jobs, delivered next, find them done
+            *(
+                self._ledger.op_covered(key.source, record_id, outcome.reply_ids, now)
+                for record_id in outcome.covered
+            ),
         ]
         if outcome.trace is not None:  # "Why this answer?": ids and places, in the same transaction
             expires_at = int((now + RECORD_RETENTION).timestamp())
@@ -392,6 +408,8 @@ def _outbox_item(key: TurnKey, outbox: Outbox, now: datetime) -> Item:
         item["as_bot"] = True
     if outbox.trace is not None:  # a redelivery commits what the model was shown, not asked again
         item["trace"] = trace_attributes(outbox.trace)
+    if outbox.covers:
+        item["covers"] = list(outbox.covers)
     return item
 
 
@@ -418,6 +436,7 @@ def _outbox_from_item(item: Item | None) -> Outbox | None:
         claim=_optional_str(item.get(CLAIM)),
         waited_for=_optional_str(item.get("waited_for")),
         waited_by=_optional_str(item.get("waited_by")),
+        covers=tuple(str(message_id) for message_id in item.get("covers", ())),
     )
 
 

@@ -66,6 +66,49 @@ _MONTH_NUMBERS: Final = {
     **{f"{number:02d}": name for number, name in enumerate(_MONTHS, 1)},
 }
 _VOWELS: Final = frozenset("aeiouy")
+_BRITISH_ROOTS: Final = [
+    "armour",
+    "behaviour",
+    "candour",
+    "clamour",
+    "colour",
+    "endeavour",
+    "favour",
+    "fervour",
+    "flavour",
+    "harbour",
+    "honour",
+    "humour",
+    "labour",
+    "neighbour",
+    "odour",
+    "parlour",
+    "rigour",
+    "rumour",
+    "saviour",
+    "savour",
+    "splendour",
+    "valour",
+    "vapour",
+    "vigour",
+    "centre",
+    "fibre",
+    "litre",
+    "lustre",
+    "meagre",
+    "metre",
+    "sabre",
+    "sombre",
+    "spectre",
+    "theatre",
+]
+_AMERICAN: Final = {
+    british: british[:-2] + ("r" if british.endswith("our") else "er") for british in _BRITISH_ROOTS
+}
+"""British roots as American spelling writes them (``colourful`` is ``colorful``, ``centres``
+``centers``), so a question and a memory spelled on either side of the Atlantic meet: a fixed list,
+since ``our`` and ``re`` end many words that have no other spelling (``hour``, ``four``, ``acre``).
+The endings that differ by rule (``travelled``, ``organise``) are ``stem``'s."""
 _TERM_CACHE_LIMIT: Final = 50_000
 
 
@@ -100,7 +143,32 @@ def stem(word: str) -> str:
         word = root
     if word[-1] == "e" and len(word) > 3:
         word = word[:-1]
+    if word.endswith("ll") and _syllables(word) > 1:
+        return word[:-1]  # travelled, traveled → travel; install, installing → instal
+    if word.endswith(("is", "ys")) and len(word) >= 6:
+        return word[:-1] + "z"  # organise, organised, organising → organiz; analyse → analyz
+    if word.endswith("isation"):
+        return word[:-6] + "zation"
     return word
+
+
+def _syllables(word: str) -> int:
+    """How many runs of vowels ``word`` has: ``tell`` one, ``travell`` two."""
+    runs, before = 0, False
+    for letter in word:
+        vowel = letter in _VOWELS
+        runs += vowel and not before
+        before = vowel
+    return runs
+
+
+def _american(word: str) -> str:
+    """``word`` with a British root of ``_AMERICAN`` spelled the American way."""
+    end = word.find("our", 2, 10) + 3  # where a root of the list would end (2: none)
+    if end == 2:
+        end = word.find("re", 3, 9) + 2
+    american = _AMERICAN.get(word[:end]) if end > 1 else None
+    return american + word[end:] if american else word
 
 
 def _term(word: str) -> str:
@@ -121,7 +189,7 @@ def _term(word: str) -> str:
         return str(int(ordinal.group(1)))
     if word.endswith("ship") and len(word) >= 9:  # friendship → friend, mentorship → mentor
         word = word[:-4]
-    return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(word)
+    return _CALENDAR.get(word) or _IRREGULAR.get(word) or stem(_american(word))
 
 
 class _Terms(dict[str, str]):

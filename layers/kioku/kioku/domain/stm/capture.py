@@ -4,9 +4,11 @@ builds them (``services/stm.py``); ``adapters/dynamodb/stm_writes.py`` writes th
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from kioku.discord.models import Message
 from kioku.discord.snowflake import is_snowflake
 from kioku.domain.forgetting import Said, snowflake_time
 from kioku.domain.stm.entries import CrudeMessage, CrudeRole, StmAddress, StmEntry, StmLimits
@@ -49,27 +51,38 @@ class TurnCapture:
     keep_lines: bool = True
 
 
-def turn_lines(job: TurnJob, turn: TurnContext, reply: str, now: datetime) -> list[CrudeMessage]:
-    """The message and its answer as short-term lines, on Discord's clock where it gave one (the
-    message's time here, the reply's first post when it is captured: ``with_reply_id``), so a
-    worker's clock off from Discord's neither puts the answer first nor ages the lines."""
-    said = CrudeMessage(
-        speaker=person_label(turn.user.display_name, turn.user.username),
-        user_id=turn.user.user_id,
-        role=CrudeRole.USER,
-        text=readable_mentions(job.content, turn.mention_names),
-        ts=(job.message.timestamp if job.message else None) or now,
-        message_id=job.turn_id,
-    )
+def turn_lines(
+    job: TurnJob, turn: TurnContext, reply: str, now: datetime, covered: Sequence[Message] = ()
+) -> list[CrudeMessage]:
+    """The message (and the later ones it answers too, ``covered``: the same speaker's) and its
+    answer as short-term lines, on Discord's clock where it gave one (the messages' times here, the
+    reply's first post when it is captured: ``with_reply_id``), so a worker's clock off from
+    Discord's neither puts the answer first nor ages the lines."""
+    speaker = person_label(turn.user.display_name, turn.user.username)
+    first = (job.message.timestamp if job.message else None) or now
+    said = [
+        CrudeMessage(
+            speaker=speaker,
+            user_id=turn.user.user_id,
+            role=CrudeRole.USER,
+            text=readable_mentions(content, turn.mention_names),
+            ts=ts,
+            message_id=message_id,
+        )
+        for message_id, content, ts in (
+            (job.turn_id, job.content, first),
+            *((m.id, m.content, m.timestamp or now) for m in covered),
+        )
+    ]
     answered = CrudeMessage(
         speaker=turn.bot_name,
         user_id=turn.bot.user_id,
         role=CrudeRole.ASSISTANT,
         text=reply,
-        ts=max(now, said.ts),
+        ts=max(now, *(line.ts for line in said)),
         message_id=f"{job.turn_id}-reply",
     )
-    return [said, answered]
+    return [*said, answered]
 
 
 def with_reply_id(lines: tuple[CrudeMessage, ...], reply_ids: tuple[str, ...]) -> list[CrudeMessage]:

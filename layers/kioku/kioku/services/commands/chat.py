@@ -11,7 +11,7 @@ from kioku.discord.interaction import Interaction
 from kioku.discord.interactions import ResponseType
 from kioku.discord.models import Member
 from kioku.discord.protocol import OptionType
-from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS
 from kioku.services.commands.base import Command
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.error_replies import Refusal, Refused

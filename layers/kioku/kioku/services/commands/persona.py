@@ -31,9 +31,7 @@ from kioku.discord.ui import (
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig, StmCategory
-from kioku.domain.settings_edit import (
-    MAX_PERSONA_NAME_CHARS,
-)
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS
 from kioku.domain.stm.categories import active_categories
 from kioku.domain.stm.entries import (
     StmAddress,

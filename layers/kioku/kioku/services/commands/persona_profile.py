@@ -19,13 +19,9 @@ from kioku.discord.ui import (
     submitted_values,
 )
 from kioku.domain.models import Persona, ServerConfig
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
 from kioku.domain.personas import alter_name_problems, with_persona
-from kioku.domain.settings_edit import (
-    MAX_PERSONA_NAME_CHARS,
-    MAX_PERSONA_PROMPT_CHARS,
-    InvalidSettingsEdit,
-    apply_persona,
-)
+from kioku.domain.settings_edit import InvalidSettingsEdit, apply_persona
 from kioku.domain.text import shorten
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, hexadecimal, number

@@ -17,6 +17,7 @@ from kioku.discord.responses import autocomplete, message, updated_message
 from kioku.discord.ui import EMBED_COLOR_ERROR, EMBED_COLOR_INFO, Button, ButtonStyle, action_rows
 from kioku.domain.ltm.wording import counted
 from kioku.domain.models import Persona, ServerConfig, StaleConfiguration
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
 from kioku.domain.personas import (
     MAX_AVATAR_URL_CHARS,
     MAX_NICKNAME_CHARS,
@@ -24,7 +25,6 @@ from kioku.domain.personas import (
     with_nickname,
     with_persona,
 )
-from kioku.domain.settings_edit import MAX_PERSONA_NAME_CHARS, MAX_PERSONA_PROMPT_CHARS
 from kioku.domain.text import one_line_name, shorten
 from kioku.services import personas
 from kioku.services.commands.base import Handler

@@ -16,9 +16,9 @@ from kioku.discord.responses import message
 from kioku.discord.snowflake import is_snowflake
 from kioku.discord.ui import EMBED_COLOR_INFO, MAX_EMBED_FIELD_VALUE_CHARS
 from kioku.domain.models import Persona, ServerConfig
+from kioku.domain.persona_limits import MAX_PERSONA_NAME_CHARS
 from kioku.domain.personas import with_persona
 from kioku.domain.settings_edit import (
-    MAX_PERSONA_NAME_CHARS,
     MAX_TRIGGER_WORD_CHARS,
     MAX_TRIGGER_WORDS,
     InvalidSettingsEdit,

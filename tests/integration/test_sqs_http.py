@@ -1,0 +1,238 @@
+"""The turn queue's own SQS client (adapters/sqs_http.py), used where Lambda runs: signed as botocore
+signs, understood by moto's server over HTTP, tried again as botocore's standard retries do."""
+
+from __future__ import annotations
+
+import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import ClassVar
+
+import boto3
+import pytest
+from botocore.auth import SigV4Auth
+from botocore.awsrequest import AWSRequest
+from botocore.credentials import Credentials as BotocoreCredentials
+
+from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, authorization, regional_endpoint
+from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue, sqs_client
+from kioku.discord.models import User
+from kioku.domain.turn_jobs import QueueUnavailable, TurnJob, TurnSource
+from kioku.playground.aws import MotoServer
+
+REGION = "us-east-1"
+
+
+@pytest.fixture
+def sample_job() -> TurnJob:
+    return TurnJob(
+        source=TurnSource.SLASH_COMMAND,
+        turn_id="500000000000000001",
+        channel_id="300000000000000001",
+        guild_id="200000000000000001",
+        author=User("400000000000000001", "alice"),
+        content="hello",
+        interaction_token="t",
+        application_id="100000000000000001",
+    )
+
+
+@pytest.mark.parametrize("token", [None, "session-token"])
+def test_a_request_is_signed_as_botocore_signs_it(token):
+    body = b'{"QueueUrl":"https://sqs.eu-central-1.amazonaws.com/1/q.fifo","MessageBody":"hi  there"}'
+    signed = AWSRequest(
+        method="POST",
+        url="https://sqs.eu-central-1.amazonaws.com/",
+        data=body,
+        headers={"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.SendMessage"},
+    )
+    SigV4Auth(BotocoreCredentials("AKID", "SECRET", token), "sqs", "eu-central-1").add_auth(signed)
+    headers = {
+        "Content-Type": "application/x-amz-json-1.0",
+        "Host": "sqs.eu-central-1.amazonaws.com",
+        "X-Amz-Date": signed.headers["X-Amz-Date"],
+        "X-Amz-Target": "AmazonSQS.SendMessage",
+        **({"X-Amz-Security-Token": token} if token else {}),
+    }
+    mine = authorization(headers, body, "eu-central-1", Credentials("AKID", "SECRET", token))
+    assert mine == signed.headers["Authorization"]
+
+
+@pytest.fixture
+def moto_queue(monkeypatch):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "bench")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "bench")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
+    with MotoServer() as moto:
+        sqs = boto3.client("sqs", endpoint_url=moto.url)
+        url = sqs.create_queue(QueueName="turns.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
+        yield moto.url, sqs, url
+
+
+def test_the_queues_calls_reach_moto_over_http(moto_queue, sample_job):
+    endpoint, sqs, url = moto_queue
+    client = SqsHttp(REGION, Credentials("bench", "bench"), endpoint=endpoint)
+
+    # a turn queued, its visibility changed, and a dead-lettered copy with its reason
+    TurnQueue(url, client).enqueue(sample_job)
+    received = sqs.receive_message(QueueUrl=url, AttributeNames=["All"])["Messages"][0]
+    assert json.loads(received["Body"]) == json.loads(sample_job.to_json())
+    assert received["Attributes"]["MessageGroupId"] == sample_job.channel_id
+    TurnQueue(url, client).retry_soon(received["ReceiptHandle"], 0)
+    DeadLetterQueue(url, client).send("body", group_id="g", deduplication_id="d", reason="why", attempts=3)
+    bodies = []
+    for _ in range(3):
+        for message in sqs.receive_message(QueueUrl=url, MessageAttributeNames=["All"]).get("Messages", []):
+            bodies.append((message["Body"], message.get("MessageAttributes", {}).get("DeadLetterReason")))
+    assert ("body", {"StringValue": "why", "DataType": "String"}) in bodies
+
+
+def test_a_queue_that_is_not_there_is_unavailable_at_once(moto_queue, sample_job):
+    endpoint, _, url = moto_queue
+    waits: list[float] = []
+    client = SqsHttp(REGION, Credentials("bench", "bench"), endpoint=endpoint, sleep=waits.append)
+    with pytest.raises(QueueUnavailable) as unavailable:
+        TurnQueue(url.replace("turns.fifo", "gone.fifo"), client).enqueue(sample_job)
+    assert isinstance(unavailable.value.__cause__, SqsRequestFailed)
+    assert unavailable.value.__cause__.code == "QueueDoesNotExist" and waits == []
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    """Answers each POST with the next of ``answers`` (status, SQS error type or None)."""
+
+    answers: ClassVar[list[tuple[int, str | None]]] = []
+    seen: ClassVar[list[str]] = []
+    connections: ClassVar[list[int]] = []
+    protocol_version = "HTTP/1.1"  # keeps a connection open between requests
+
+    def setup(self):
+        super().setup()
+        type(self).connections.append(1)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).seen.append(self.headers["X-Amz-Target"])
+        status, error = type(self).answers.pop(0)
+        body = json.dumps({"__type": f"com.amazonaws.sqs#{error}"} if error else {"MessageId": "m"}).encode()
+        self.send_response(status)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def flaky():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Flaky.seen, _Flaky.connections = [], []
+    yield server, f"http://127.0.0.1:{server.server_port}"
+    server.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("answers", "sent", "waits_under"),
+    [
+        # throttled twice, then taken: three attempts, waits under 1 s and 2 s
+        ([(400, "ThrottlingException"), (400, "RequestThrottled"), (200, None)], True, [1.0, 2.0]),
+        # a server error each time: three attempts, waits under 50 and 100 ms, then unavailable
+        ([(500, "InternalError"), (503, None), (502, None)], False, [0.05, 0.1]),
+        # refused for good (a bad parameter): one attempt
+        ([(400, "InvalidParameterValue")], False, []),
+    ],
+)
+def test_throttling_and_server_errors_are_tried_again_as_botocore_does(
+    flaky, sample_job, answers, sent, waits_under
+):
+    _, endpoint = flaky
+    _Flaky.answers = list(answers)
+    waits: list[float] = []
+    queue = TurnQueue(
+        "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+        SqsHttp(REGION, Credentials("a", "b"), endpoint=endpoint, sleep=waits.append),
+    )
+    if sent:
+        queue.enqueue(sample_job)
+    else:
+        with pytest.raises(QueueUnavailable):
+            queue.enqueue(sample_job)
+    assert _Flaky.seen == ["AmazonSQS.SendMessage"] * len(answers)
+    assert len(waits) == len(waits_under) and all(
+        0 <= w < cap for w, cap in zip(waits, waits_under, strict=True)
+    )
+
+
+def test_a_connection_refused_is_tried_again_then_unavailable(sample_job):
+    import socket
+
+    with socket.socket() as unused:  # a port nothing listens on
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    waits: list[float] = []
+    client = SqsHttp(REGION, Credentials("a", "b"), endpoint=f"http://127.0.0.1:{port}", sleep=waits.append)
+    with pytest.raises(QueueUnavailable):
+        TurnQueue("https://sqs.us-east-1.amazonaws.com/1/q.fifo", client).enqueue(sample_job)
+    assert len(waits) == 2
+
+
+def test_only_a_function_lambda_runs_with_its_credentials_uses_it(monkeypatch):
+    lambda_env = {
+        "AWS_LAMBDA_FUNCTION_NAME": "kioku-RelayFunction",
+        "AWS_REGION": REGION,
+        "AWS_ACCESS_KEY_ID": "a",
+        "AWS_SECRET_ACCESS_KEY": "b",
+        "AWS_SESSION_TOKEN": "t",
+    }
+    for name, value in lambda_env.items():
+        monkeypatch.setenv(name, value)
+    assert isinstance(sqs_client(), SqsHttp)
+    monkeypatch.setenv("AWS_USE_FIPS_ENDPOINT", "true")  # an endpoint variant: botocore's rules
+    assert not isinstance(sqs_client(), SqsHttp)
+    monkeypatch.delenv("AWS_USE_FIPS_ENDPOINT")
+    monkeypatch.delenv("AWS_LAMBDA_FUNCTION_NAME")
+    assert not isinstance(sqs_client(), SqsHttp)  # the tests' and the playground's: botocore's
+
+
+@pytest.mark.parametrize(
+    ("queue_url", "region", "endpoint"),
+    [
+        (
+            "https://sqs.eu-central-1.amazonaws.com/1/q.fifo",
+            "eu-central-1",
+            "https://sqs.eu-central-1.amazonaws.com",
+        ),
+        (
+            "https://sqs.cn-north-1.amazonaws.com.cn/1/q.fifo",
+            "cn-north-1",
+            "https://sqs.cn-north-1.amazonaws.com.cn",
+        ),
+        # a legacy queue URL, or another region's: SQS's own endpoint in the function's region
+        (
+            "https://eu-central-1.queue.amazonaws.com/1/q.fifo",
+            "eu-central-1",
+            "https://sqs.eu-central-1.amazonaws.com",
+        ),
+        (
+            "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+            "cn-north-1",
+            "https://sqs.cn-north-1.amazonaws.com.cn",
+        ),
+    ],
+)
+def test_the_endpoint_is_sqss_in_the_functions_region(queue_url, region, endpoint):
+    assert regional_endpoint(queue_url, region) == endpoint
+
+
+def test_a_warm_container_sends_its_next_message_on_the_same_connection(flaky, sample_job):
+    # as botocore's pool does: a warm relay's next message pays no new handshake
+    _, endpoint = flaky
+    _Flaky.answers = [(200, None), (200, None)]
+    queue = TurnQueue(
+        "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
+        SqsHttp(REGION, Credentials("a", "b"), endpoint=endpoint),
+    )
+    queue.enqueue(sample_job)
+    queue.enqueue(sample_job)
+    assert _Flaky.seen == ["AmazonSQS.SendMessage"] * 2 and len(_Flaky.connections) == 1
