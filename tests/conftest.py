@@ -14,9 +14,15 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import Settings
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.signatures import new_key_pair
+from tests.botocore_models import share_service_models
+
+pytest_plugins = ("tests.slow_first",)  # the slowest tests start first on every worker
 
 REGION = "us-east-1"
 APPLICATION_ID = "100000000000000001"
+
+
+share_service_models()  # tests/botocore_models.py: each test's sessions, one parse of AWS's models
 
 
 @pytest.fixture(autouse=True)

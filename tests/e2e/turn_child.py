@@ -2,7 +2,8 @@
 each SQS event it reads (a JSON line on stdin, with the file to write the response to) forks a
 fresh container (with the request's ``env`` added to its environment, and its clock moved by the
 request's ``clock_ahead_seconds``, behind when negative), says its pid, and says how it ended. A forked container starts as a cold Lambda container does after its init: modules
-imported, no client, no cache, nothing of an earlier turn.
+imported, no client, no cache, nothing of an earlier turn (only botocore's parse of the DynamoDB and
+SQS models is done once, here: tests/botocore_models.py).
 """
 
 from __future__ import annotations
@@ -16,9 +17,12 @@ from pathlib import Path
 
 from kioku import clock
 from kioku.playground.functions import LambdaContext, load_handler
+from tests.botocore_models import parse_service_models, share_service_models
 
 
 def main() -> None:
+    share_service_models()
+    parse_service_models("dynamodb", "sqs")
     handler = load_handler("turn")
     for line in sys.stdin:
         request = json.loads(line)

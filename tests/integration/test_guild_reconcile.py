@@ -12,6 +12,7 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from bench.memory import faster_moto
 
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.webhook_store import WebhookStore
@@ -354,7 +355,17 @@ def test_a_guild_holding_more_rows_than_the_cap_is_reconciled_up_to_it(store, ta
     assert sum(row(store, str(1000 + n)).private is True for n in range(5)) == 3
 
 
-def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_row(store, table, monkeypatch):
+@pytest.fixture
+def faster_moto_here():
+    """moto as the memory bench runs it (``bench.memory.faster_moto``, the same answers): moto's own
+    copies the whole table for each of the 500 captures' transactions (28.6 -> 23.3 s of CPU)."""
+    with faster_moto():
+        yield
+
+
+def test_a_500_channel_guild_costs_a_few_query_pages_and_one_write_per_changed_row(
+    faster_moto_here, store, table, monkeypatch
+):
     # Given 500 channels' memory, each row with ten raw lines (about 4 KB) and its channel's name
     channels = [str(10_000 + n) for n in range(500)]
     for channel_id in channels:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import cast
 
 from kioku.config import ConfigurationError, Settings
 
@@ -60,7 +61,7 @@ def read_secret(secret_arn: str) -> dict[str, str]:
         raise ConfigurationError(
             f"the secret could not be read ({reason}): check the ARN and credentials"
         ) from None
-    return _secret_fields(secret)
+    return _secret_fields(cast("str | bytes | None", secret))  # no transform asked: the stored string
 
 
 def _secret_fields(secret: str | bytes | None) -> dict[str, str]:

@@ -9,7 +9,7 @@ from typing import Any, Final
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import MessageFlag
 
-NO_MENTIONS: Final = {"parse": []}
+NO_MENTIONS: Final[dict[str, list[str]]] = {"parse": []}
 MAX_AUTOCOMPLETE_CHOICES: Final = 25
 
 

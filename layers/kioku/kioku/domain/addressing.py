@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import re
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from functools import lru_cache
@@ -119,7 +119,7 @@ def parse_gateway_message(payload: Any) -> RelayEvent:
     if not isinstance(payload, Mapping):
         raise InvalidRelayEvent("payload is not a JSON object")
     event_type = payload.get("t")
-    guild_parsers = {
+    guild_parsers: dict[str, Callable[[Any, Any], RelayEvent]] = {
         GatewayEvent.GUILD_CREATE: parse_guild_create,
         GatewayEvent.GUILD_DELETE: parse_guild_delete,
     }

@@ -237,7 +237,8 @@ def _to_context_item(
     forwarded = message.forwarded
     if forwarded is not None:
         text = "\n".join(part for part in (text, _clean_text(forwarded.content, names)) if part)
-    attachment_lines, image_parts = [], []
+    attachment_lines: list[str] = []
+    image_parts: list[dict[str, Any]] = []
     extras = [FORWARDED_LINE] if forwarded is not None else []
     sources = [(message.attachments, message.embeds, message.sticker_names)]
     if forwarded is not None:

@@ -78,7 +78,9 @@ def _readings() -> dict[str, str]:
             classes.setdefault(other, []).append(char)
     readings = {member: prototype for prototype, members in classes.items() for member in members}
     for prototype, members in classes.items():
-        letters = {_small_capital_letter(char) for char in (prototype, *members)} - {None}
+        letters = {
+            small for char in (prototype, *members) if (small := _small_capital_letter(char)) is not None
+        }
         if len(letters) == 1:  # ᴇ and ꭼ read as e, ᴍ and м as m
             readings.update(dict.fromkeys((prototype, *members), letters.pop()))
     for bracket, reads_as in ANGLE_BRACKETS.items():

@@ -239,7 +239,7 @@ def voiced_history(
     for message in messages:
         author = message.author
         if is_kioku_webhook_message(message, application_id):
-            if is_own_webhook_post(message, speaking, own_webhook_id):
+            if speaking is not None and is_own_webhook_post(message, speaking, own_webhook_id):
                 author = User(id=speaking.persona_id, username=speaking.name, bot=True)
             else:
                 author = replace(author, bot=True, global_name=None)

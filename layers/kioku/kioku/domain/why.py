@@ -196,14 +196,14 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
         else:
             memories.append(MemoryLine(used.use, used.memory_id, Visibility.FORGOTTEN))
     rows: list[RowLine] = []
-    for used in trace.rows:
-        if used.person is not None and used.person != seen.viewer_id:
+    for row in trace.rows:
+        if row.person is not None and row.person != seen.viewer_id:
             # the speaker's DM row, folded in by their cross-server opt-in: not even counted, which
             # would tell the viewer they opted in and talk with kioku in DMs
             continue
-        entry = seen.rows.get(used.address)
+        entry = seen.rows.get(row.address)
         if entry is None:
-            rows.append(RowLine(used, Visibility.GONE))
+            rows.append(RowLine(row, Visibility.GONE))
         elif may_recall_row(
             entry,
             seen.place,
@@ -211,9 +211,9 @@ def explain(trace: TurnTrace, seen: Seen) -> Explanation:
             user_id=seen.viewer_id,
             cross_server_opt_in=seen.cross_server_opt_in,
         ):
-            rows.append(RowLine(used, Visibility.SHOWN, entry))
+            rows.append(RowLine(row, Visibility.SHOWN, entry))
         else:
-            rows.append(RowLine(used, Visibility.UNSEEN))
+            rows.append(RowLine(row, Visibility.UNSEEN))
     return Explanation(
         memories=tuple(memories),
         others_memories=others_memories,

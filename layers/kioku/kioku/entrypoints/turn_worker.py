@@ -19,7 +19,7 @@ duplicated job neither replies nor counts again.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -33,6 +33,9 @@ from kioku.domain.turn_jobs import InvalidTurnJob, NewerTurnJob, TurnJob, TurnSo
 from kioku.entrypoints.composition import container
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
 from kioku.services.turn import TurnRecord
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.batch.types import PartialItemFailureResponse
 
 RETRY_DELAY_SECONDS: Final = 30
 DEAD_LETTER_HOLD_SECONDS: Final = 180
@@ -261,12 +264,12 @@ def _retry_soon(receipt_handle: str, seconds: int = RETRY_DELAY_SECONDS) -> None
         logger.warning("the turn's message waits for the queue's visibility timeout instead of %d s", seconds)
 
 
-def handle(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def handle(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     with invocation(context):
         return _process(event, context)
 
 
-def _process(event: dict[str, Any], context: Any) -> dict[str, Any]:
+def _process(event: dict[str, Any], context: Any) -> PartialItemFailureResponse:
     processor = SqsFifoPartialProcessor(skip_group_on_error=True)
     # A batch whose every turn failed is still answered with its failures, not an exception: the
     # same records go back to the queue, and the invocation itself is not reported as an error.

@@ -17,6 +17,7 @@ import json
 import logging
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -224,11 +225,11 @@ class Forwarder:
 
     def _learn_bot_roles(self, data: Mapping[str, Any]) -> None:
         guild_id = str(data.get("guild_id") or data.get("id") or "")
-        roles = data.get("roles") if isinstance(data.get("roles"), list) else [data.get("role")]
+        roles: list[Any] = data["roles"] if isinstance(data.get("roles"), list) else [data.get("role")]
         for role in roles:
             if not isinstance(role, Mapping) or self.own_user_id is None:
                 continue
-            tags = role.get("tags") if isinstance(role.get("tags"), Mapping) else {}
+            tags: Mapping[str, Any] = role["tags"] if isinstance(role.get("tags"), Mapping) else {}
             if str(tags.get("bot_id")) == self.own_user_id:
                 self._bot_roles.setdefault(guild_id, set()).add(str(role.get("id")))
 
@@ -317,6 +318,8 @@ class _DispatchBuffer(asyncio.Queue[tuple[str, str, bytes]]):
     """The bounded buffer of (event name, guild id, body); when full, every chat message goes before
     any channel or guild event: a stale message is worth little, a lost channel event leaves a
     channel that turned private stamped public."""
+
+    _queue: deque[tuple[str, str, bytes]]  # asyncio.Queue's own, which typeshed leaves out
 
     def shed_oldest(self) -> str:
         """Drop the oldest chat message; when there is none, the oldest channel or guild event that a

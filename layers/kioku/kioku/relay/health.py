@@ -106,7 +106,7 @@ class HealthServer:
     @property
     def url(self) -> str:
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}{HEALTH_PATH}"
+        return f"http://{host!s}:{port}{HEALTH_PATH}"
 
     def __enter__(self) -> HealthServer:
         self._thread.start()
@@ -130,6 +130,7 @@ class _HealthHandler(BaseHTTPRequestHandler):
         self._answer(with_body=False)
 
     def _answer(self, *, with_body: bool) -> None:
+        status: int
         if self.path.split("?", 1)[0] != HEALTH_PATH:
             status, body = HTTPStatus.NOT_FOUND, {"error": f"only {HEALTH_PATH} is served here"}
         else:

@@ -264,7 +264,7 @@ def _commands(target: Target, rest: DoctorDiscord) -> Finding:
     except DiscordRefused as exc:
         return Finding(name, Outcome.FAIL, f"could not list the commands ({exc})")
     expected = {command["name"]: _shape(command) for command in definitions()}
-    found = {command.get("name"): _shape(command) for command in registered}
+    found: dict[Any, Any] = {command.get("name"): _shape(command) for command in registered}  # Discord's JSON
     where = f"in guild {target.guild_id}" if target.guild_id else "globally"
     if found == expected:
         return Finding(
@@ -424,7 +424,7 @@ def run(argv: list[str]) -> int:
     secret_token = None
     if os.environ.get("DISCORD_BOT_TOKEN") and secret_arn:
         secret_token = _secret_bot_token(secret_arn)
-    values = {
+    values: dict[str, Any] = {  # each one checked below: none missing
         "interactions_url": options.interactions_url or facts.get("InteractionsEndpointUrl"),
         "relay_url": options.relay_url or facts.get("RelayEndpointUrl"),
         "application_id": options.application_id or facts.get("DiscordApplicationId"),

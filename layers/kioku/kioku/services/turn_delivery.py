@@ -32,8 +32,11 @@ class Responder(Protocol):
     """Where a turn's answer goes; ``adoptable_from``: the first chunk the channel's history shows;
     ``replies``: whether that chunk replies to the turn's message (a webhook's cannot)."""
 
-    adoptable_from: int
-    replies: bool
+    @property
+    def adoptable_from(self) -> int: ...
+
+    @property
+    def replies(self) -> bool: ...
 
     def post(self, index: int, chunk: str) -> str: ...
 

@@ -163,11 +163,15 @@ def server_config_to_item(config: ServerConfig) -> Item:
     }
 
 
+_DEFAULT_PERSONA: Final = Persona()
+"""Its defaults (a slots dataclass's class attributes are its slots, not its defaults)."""
+
+
 def _persona_from_map(stored: Any, *, alter: bool) -> Persona:
     return Persona(
-        persona_id=str(stored.get("persona_id", Persona.persona_id)),
-        lineage_id=int(stored.get("lineage_id", Persona.lineage_id)),
-        name=str(stored.get("name", Persona.name)),
+        persona_id=str(stored.get("persona_id", _DEFAULT_PERSONA.persona_id)),
+        lineage_id=int(stored.get("lineage_id", _DEFAULT_PERSONA.lineage_id)),
+        name=str(stored.get("name", _DEFAULT_PERSONA.name)),
         system_prompt=str(stored.get("system_prompt", "")),
         alter=alter,
         avatar_url=stored.get("avatar_url") or None,

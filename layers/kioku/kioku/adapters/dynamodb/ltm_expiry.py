@@ -48,7 +48,9 @@ class LtmExpiry(LtmTransactions):
     def release_expired(self, scope: MemoryScope, now: datetime) -> int:
         """Delete the memories counted in ``scope``'s limit that expired by ``now`` (for a person,
         their global ones too, which count in every lineage); how many went."""
-        lineages = {scope.lineage, GLOBAL_LINEAGE} if scope.kind is ScopeKind.PERSONAL else {scope.lineage}
+        lineages: set[int] | None = (
+            {scope.lineage, GLOBAL_LINEAGE} if scope.kind is ScopeKind.PERSONAL else {scope.lineage}
+        )
         if scope.kind is ScopeKind.PERSONAL and scope.lineage == GLOBAL_LINEAGE:
             lineages = None  # a global memory must fit every lineage: any expired one frees room
         expired = (

@@ -288,5 +288,5 @@ def _optional_str(value: Any) -> str | None:
 def _optional_bytes(value: Any) -> bytes | None:
     """A binary attribute as bytes (boto3 reads it as ``Binary``); anything else, None."""
     if isinstance(value, Binary):
-        value = value.value
+        value = value.value  # type: ignore[attr-defined]  # boto3-stubs leave out Binary.value
     return bytes(value) if isinstance(value, bytes | bytearray) and value else None

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, Final
+from typing import Any, Final, cast
 
 from kioku.adapters.dynamodb.errors import ConditionFailed, StoreError, TransactionCancelled
 from kioku.adapters.dynamodb.forgetting import op_not_forgotten_since
@@ -103,7 +103,9 @@ class StmWrites:
         elif expect_written_at is None:
             condition = f"attribute_not_exists({expression.name(written_at)})"
         else:
-            condition = f"{expression.name(written_at)} = {expression.value(iso(expect_written_at))}"
+            condition = (
+                f"{expression.name(written_at)} = {expression.value(iso(cast(datetime, expect_written_at)))}"
+            )
         key = stm_row_key(identity.address)
         try:
             if said is None:

@@ -166,16 +166,16 @@ class RateLedger:
             )
         except ConditionFailed as exc:
             old = exc.old_item if exc.old_item is not None else self._table.get(key)
-            counted = [str(turn) for turn in (old or {}).get("counted", ())]
-            if turn_id in counted:
-                return RateTaken(counted.index(turn_id) + 1, before=True)
+            counted_turns = [str(turn) for turn in (old or {}).get("counted", ())]
+            if turn_id in counted_turns:
+                return RateTaken(counted_turns.index(turn_id) + 1, before=True)
             return RateTaken(None)
         return RateTaken(int((item or {}).get("turns", 0)))
 
 
 def _waiting_reply(item: Item) -> WaitingReply:
     expires = item.get("expires_at")
-    common = {
+    common: dict[str, Any] = {
         "source": str(item.get("source", "")),
         "turn_id": str(item.get("turn_id", "")),
         "expires_at": datetime.fromtimestamp(int(expires), UTC) if expires is not None else None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterable, Mapping, Set
 from decimal import Clamped, Context, Decimal, Inexact, Overflow, Rounded, Underflow
-from typing import Any
+from typing import Any, overload
 
 from kioku.adapters.dynamodb.keys import Item
 
@@ -26,6 +26,10 @@ def to_wire(item: Mapping[str, Any]) -> dict[str, Any]:
     return {name: serialize(value) for name, value in item.items() if value is not None}
 
 
+@overload
+def from_wire(item: Mapping[str, Any]) -> Item: ...
+@overload
+def from_wire(item: Mapping[str, Any] | None) -> Item | None: ...
 def from_wire(item: Mapping[str, Any] | None) -> Item | None:
     if item is None:
         return None

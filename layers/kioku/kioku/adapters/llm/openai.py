@@ -128,24 +128,25 @@ class OpenAIChatModel:
             outcome = self._attempt(body, timeout=min(self._timeout_seconds, remaining))
             if isinstance(outcome, httpx.Response):
                 return self._parse(outcome)
+            failure = outcome
             if attempt == policy.max_attempts:
                 break
-            delay = outcome.retry_after
+            delay = failure.retry_after
             if delay is None:
                 delay = policy.backoff(attempt, self._jitter())
             if self._clock() - started + delay > budget:
-                raise LlmUnavailable(f"the model is unavailable ({outcome.reason}); out of time to retry")
+                raise LlmUnavailable(f"the model is unavailable ({failure.reason}); out of time to retry")
             logger.warning(
                 "LLM attempt %d failed (%s); retrying in %.2fs",
                 attempt,
-                outcome.reason,
+                failure.reason,
                 delay,
                 extra={"retry_in_seconds": round(delay, 2)},
             )
             self._sleep(delay)
         raise LlmUnavailable(
-            f"the model is unavailable ({outcome.reason}) after {policy.max_attempts} attempts",
-            status=outcome.status,
+            f"the model is unavailable ({failure.reason}) after {policy.max_attempts} attempts",
+            status=failure.status,
         )
 
     def _attempt(self, body: dict[str, Any], *, timeout: float) -> httpx.Response | _Retryable:

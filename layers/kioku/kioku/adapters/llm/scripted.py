@@ -328,10 +328,10 @@ def _quote(text: str) -> str:
 def _memory_arguments(schema: dict[str, Any], dialogue: list[tuple[str, str]]) -> dict[str, str]:
     """The summary for a ``summary`` field; for category fields, what was said about each category
     (words of its name or description), else an empty string, as the nudge asks."""
-    properties = schema.get("properties") if isinstance(schema.get("properties"), dict) else {}
+    properties: dict[str, Any] = schema["properties"] if isinstance(schema.get("properties"), dict) else {}
     arguments = {}
     for name in schema.get("required") or ():
-        spec = properties.get(name) if isinstance(properties.get(name), dict) else {}
+        spec: dict[str, Any] = properties[name] if isinstance(properties.get(name), dict) else {}
         if spec.get("enum"):
             arguments[name] = str(spec["enum"][0])
             continue
@@ -362,7 +362,8 @@ def _last_user_message(messages: list[dict[str, Any]]) -> dict[str, Any] | None:
     """The newest message someone wrote (not a nudge or a memory block placed after it)."""
     users = [message for message in messages if message.get("role") == "user"]
     spoken = [message for message in users if START_OF_MESSAGE in _text_of(message)]
-    return (spoken or users or [None])[-1]
+    newest = spoken or users
+    return newest[-1] if newest else None
 
 
 def _last_user_text(messages: list[dict[str, Any]]) -> str | None:

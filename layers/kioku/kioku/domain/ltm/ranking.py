@@ -293,7 +293,7 @@ def _with_feedback(
     nothing more): what a question is about is said in words it does not use
     ("activities" → "pottery", "camping"), and the best matches say them."""
     starts, total = [part.start for part in parts], sum(map(len, parts))
-    rarity: Counter[str] = Counter()
+    rarity: defaultdict[str, float] = defaultdict(float)
     used = 0
     for number in heapq.nlargest(4 * FEEDBACK_DOCUMENTS, scores, key=scores.__getitem__):
         part = parts[bisect_right(starts, number) - 1]
@@ -308,7 +308,8 @@ def _with_feedback(
             if df >= 2:
                 rarity[term] += math.log(1 + total / df)
     expanded = dict(weights)
-    for term, _ in rarity.most_common(FEEDBACK_TERMS):
+    # as Counter.most_common orders them (a Counter types its counts as int)
+    for term, _ in heapq.nlargest(FEEDBACK_TERMS, rarity.items(), key=lambda item: item[1]):
         expanded[term] = FEEDBACK_WEIGHT
     return expanded
 

@@ -16,7 +16,7 @@ CREATE_TOOL_NAME: Final = "create_long_term_memory"
 UPDATE_TOOL_NAME: Final = "update_long_term_memory"
 SEARCH_TOOL_NAME: Final = "search_long_term_memory"
 
-CREATE_TOOL: Final = {
+CREATE_TOOL: Final[dict[str, Any]] = {
     "type": "function",
     "function": {
         "name": CREATE_TOOL_NAME,

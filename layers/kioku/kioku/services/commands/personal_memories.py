@@ -22,6 +22,7 @@ from kioku.domain.text import shorten
 from kioku.domain.why import ShownNote, memory_key_text
 from kioku.services import memory_control
 from kioku.services.commands import memory_add, memory_history, memory_order
+from kioku.services.commands.base import CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, number, one_of
 from kioku.services.commands.error_replies import Refusal, Refused
@@ -192,7 +193,7 @@ def export(interaction: Interaction, context: CommandContext) -> dict:
     return memory_add.queue_for_worker(interaction, context, TurnSource.EXPORT)
 
 
-SUBCOMMANDS: Final = {
+SUBCOMMANDS: Final[dict[tuple[str, ...], Handler]] = {
     (GROUP, LIST): list_memories,
     (GROUP, FORGET): forget,
     (GROUP, FORGET_ALL): ask_to_forget_all,
@@ -279,7 +280,7 @@ def answer_forget_this(
     return updated_message(embeds=[embed], components=buttons)
 
 
-BUTTONS: Final = {
+BUTTONS: Final[dict[CustomId, CustomIdHandler]] = {
     PAGE_BUTTON: turn_page,
     ORDERED_PAGE_BUTTON: turn_ordered_page,
     FORGET_ALL_BUTTON: answer_forget_all,

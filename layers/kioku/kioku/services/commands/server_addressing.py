@@ -24,6 +24,7 @@ from kioku.domain.settings_edit import (
     InvalidSettingsEdit,
     parse_trigger_words,
 )
+from kioku.services.commands.base import Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.guild_admin import load_server_config
 from kioku.services.commands.server_privacy import TEXT_CHANNEL_TYPES
@@ -152,7 +153,7 @@ def _alter_embed(config: ServerConfig, title: str, persona: Persona) -> dict:
     }
 
 
-HANDLERS: Final = {(SUBCOMMAND,): show_or_set}
+HANDLERS: Final[dict[tuple[str, ...], Handler]] = {(SUBCOMMAND,): show_or_set}
 
 OPTIONS: Final = {
     "type": OptionType.SUB_COMMAND,

@@ -30,6 +30,7 @@ from kioku.domain.settings_edit import InvalidSettingsEdit
 from kioku.domain.text import expand_macros, shorten
 from kioku.services import memory_control, memory_edits
 from kioku.services.commands import memory_add, memory_history, memory_order
+from kioku.services.commands.base import CustomIdHandler, Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.custom_ids import CustomId, digits, hexadecimal, number, one_of
 from kioku.services.commands.guild_admin import load_server_config, manages_server
@@ -95,7 +96,8 @@ def _viewer(interaction: Interaction, context: CommandContext) -> _Viewer:
     config = load_server_config(interaction, context)
     channel = interaction.channel
     parent = channel.parent_id if channel is not None and channel.id == interaction.channel_id else None
-    permissions = int(interaction.member.permissions) if interaction.member else 0
+    # the manager check passed: an interaction's member carries its permissions
+    permissions = (interaction.member.permissions if interaction.member else None) or 0
     return _Viewer(
         place=Place(interaction.guild_id, interaction.channel_id or "", parent),
         policy=config.privacy,
@@ -374,11 +376,15 @@ def _tag(memory: Memory) -> str:
 # -- the buttons -------------------------------------------------------------------------------------
 
 
-BUTTONS: Final = {PAGE_BUTTON: show_page, ORDERED_PAGE_BUTTON: show_ordered_page, REVIEW_BUTTON: judge}
+BUTTONS: Final[dict[CustomId, CustomIdHandler]] = {
+    PAGE_BUTTON: show_page,
+    ORDERED_PAGE_BUTTON: show_ordered_page,
+    REVIEW_BUTTON: judge,
+}
 """The list's page buttons and the review's verdicts (the manager check is the command's)."""
 
 
-HANDLERS: Final = {
+HANDLERS: Final[dict[tuple[str, ...], Handler]] = {
     (GROUP, LIST): list_memories,
     (GROUP, FORGET): forget,
     (GROUP, MODERATION): set_moderation,

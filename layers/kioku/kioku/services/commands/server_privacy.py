@@ -19,6 +19,7 @@ from kioku.discord.snowflake import is_snowflake
 from kioku.discord.ui import EMBED_COLOR_INFO
 from kioku.domain.privacy import MAX_PRIVACY_OVERRIDES, PrivacyMode
 from kioku.domain.settings_edit import InvalidSettingsEdit
+from kioku.services.commands.base import Handler
 from kioku.services.commands.context import CommandContext
 from kioku.services.commands.guild_admin import load_server_config
 
@@ -111,7 +112,11 @@ def privacy_embed(overrides: Mapping[str, PrivacyMode], bypass: bool, title: str
     }
 
 
-HANDLERS: Final = {(GROUP, CHANNEL): set_channel_mode, (GROUP, BYPASS): set_bypass, (GROUP, VIEW): view}
+HANDLERS: Final[dict[tuple[str, ...], Handler]] = {
+    (GROUP, CHANNEL): set_channel_mode,
+    (GROUP, BYPASS): set_bypass,
+    (GROUP, VIEW): view,
+}
 
 OPTIONS: Final = {
     "type": OptionType.SUB_COMMAND_GROUP,

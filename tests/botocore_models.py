@@ -1,0 +1,54 @@
+"""AWS's service models parsed once per test process: sessions and clients stay each test's own
+(credentials, config, event hooks), as a cold start makes them, but the models, read-only JSON, are
+not parsed again for each session (0.23 s of CPU for a DynamoDB and an SQS client). boto3's and
+botocore's default sessions share one loader; a loader of kioku's own (one service's) reads the
+parsed files too."""
+
+from __future__ import annotations
+
+import os
+from functools import cache
+from typing import Any
+
+import botocore.loaders
+import botocore.session
+
+
+class _SearchPaths(list[str]):
+    """boto3 adds its own data path to its session's loader, once per session: once is enough."""
+
+    def append(self, path: str) -> None:
+        if path not in self:
+            super().append(path)
+
+
+@cache
+def _shared_loader(search_path_string: str | None = None) -> botocore.loaders.Loader:
+    paths = _SearchPaths(os.path.expanduser(p) for p in (search_path_string or "").split(os.pathsep) if p)
+    return botocore.loaders.Loader(extra_search_paths=paths)
+
+
+_PARSED: dict[str, tuple[Any, str]] = {}
+_load_data_with_path = botocore.loaders.Loader.load_data_with_path
+
+
+def _parsed_once(loader: botocore.loaders.Loader, name: str) -> tuple[Any, str]:
+    """A data file by name (a model, the endpoints), as the first loader that read it found it."""
+    if name not in _PARSED:
+        _PARSED[name] = _load_data_with_path(loader, name)
+    return _PARSED[name]
+
+
+def share_service_models() -> None:
+    botocore.session.create_loader = _shared_loader
+    botocore.loaders.Loader.load_data_with_path = _parsed_once  # type: ignore[method-assign]
+
+
+def parse_service_models(*services: str) -> None:
+    """Parse ``services``' models now (a process about to fork its containers: each then starts
+    with them read); the session and its clients are thrown away."""
+    import boto3
+
+    session = boto3.session.Session(region_name="us-east-1")
+    for service in services:
+        session.client(service, aws_access_key_id="parse", aws_secret_access_key="parse")
