@@ -257,3 +257,26 @@ def test_only_the_same_person_s_messages_in_the_same_channel_join_a_turn(stack, 
     assert [replied_to(m) for m in bot_posts(stack)] == [second["id"], bobs["id"], third["id"]]
     assert [replied_to(m) for m in bot_posts(stack, RANDOM)] == [elsewhere["id"]]
     assert not any(first["id"] == replied_to(m) for m in bot_posts(stack))
+
+
+def test_what_others_said_since_takes_no_place_of_the_context_before_the_turn(stack, llm):
+    # Given an always channel with nine earlier messages of Carol's, then Alice's question, then four
+    # of Bob's said while it waited in the queue (none of them relayed: only Alice's is a turn here)
+    manage(stack, {"channel": GENERAL, "mode": "always"})
+    carol, alice, bob = member(stack, "carol"), member(stack, "alice"), member(stack, "bob")
+    before = [f"carol's point {n}" for n in range(9)]
+    for text in before:
+        stack.discord.seed_message(GENERAL, carol, text)
+    say(stack, alice, "what do you all think?")
+    for n in range(4):
+        stack.discord.seed_message(GENERAL, bob, f"bob's aside {n}")
+
+    # When the worker takes Alice's turn
+    stack.deliver_turns()
+
+    # Then the model is shown the nine before her message, as a turn in any channel would be
+    # (the dialogue's ten: her own and nine earlier), and nothing of Bob's said after it
+    (body,) = llm.bodies
+    shown = "\n".join(dialogue(body))
+    assert all(f"{text}{END_OF_MESSAGE}" in shown for text in before)
+    assert "bob's aside" not in shown

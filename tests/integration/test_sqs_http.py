@@ -238,3 +238,9 @@ def test_a_warm_container_sends_its_next_message_on_the_same_connection(flaky, s
     queue.enqueue(sample_job)
     queue.enqueue(sample_job)
     assert _Flaky.seen == ["AmazonSQS.SendMessage"] * 2 and len(_Flaky.connections) == 1
+
+
+def test_the_credentials_never_show_their_secret_or_token():
+    credentials = Credentials("AKID", "SECRET-KEY", "SESSION-TOKEN")
+    assert "SECRET-KEY" not in repr(credentials) and "SESSION-TOKEN" not in repr(credentials)
+    assert "SECRET-KEY" not in str(credentials) and "AKID" in repr(credentials)

@@ -25,7 +25,7 @@ import random
 import time
 import zlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final, Self
 from urllib.parse import SplitResult, urlsplit
@@ -80,8 +80,8 @@ class AwsRequestFailed(Exception):
 @dataclass(frozen=True)
 class Credentials:
     access_key: str
-    secret_key: str = ""
-    token: str | None = None
+    secret_key: str = field(default="", repr=False)  # never in a log line or a traceback's locals
+    token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)

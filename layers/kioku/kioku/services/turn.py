@@ -455,7 +455,10 @@ class TurnService:
         (the outbox replaced: a redelivery posts as the bot too), and the turn ends."""
         logger.warning("turn %s: no Manage Webhooks in its channel mid-delivery", attempt.job.turn_id)
         name = attempt.record.persona  # an alter persona speaks once its configuration is read
-        work.start(no_webhook_notice(name, posted.notices[len(posted.notice_ids) :]))
+        # the messages the answer covered stay covered: their own jobs must not post the notice again
+        work.start(
+            replace(no_webhook_notice(name, posted.notices[len(posted.notice_ids) :]), covers=posted.covers)
+        )
         end = self._deliver(attempt, work, None)
         attempt.record.reply_ids = [*posted.reply_ids, *attempt.record.reply_ids]
         return end

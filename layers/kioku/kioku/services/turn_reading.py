@@ -12,7 +12,7 @@ from kioku.config import Settings
 from kioku.discord.models import Message
 from kioku.discord.protocol import MessageType
 from kioku.domain.attachment_text import AttachmentFiles, read_text_files
-from kioku.domain.bursts import later_messages
+from kioku.domain.bursts import MAX_COVERED, later_messages
 from kioku.domain.conditions import DiscordRefused
 from kioku.domain.dialogue import Dialogue, read_dialogue, user_names
 from kioku.domain.models import Participant
@@ -20,6 +20,9 @@ from kioku.domain.privacy import ChannelDescription, Place, PrivacyPolicy
 from kioku.domain.text import MentionNames, mentioned_channels
 from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.services.turn_ports import GuildLookup, TurnDiscord
+
+MAX_HISTORY_PAGE = 100
+"""The most messages Discord answers in one request for a channel's history."""
 
 logger = logging.getLogger(__name__)
 
@@ -110,13 +113,14 @@ class ChannelReader:
         return self._files_read([own, *earlier])
 
     def _with_later(self, job: TurnJob, limit: int) -> tuple[list[Message], list[Message]]:
-        """The channel's latest ``limit`` messages when they hold the turn's (one request, the
-        common case), else the messages right after it and those before it (more messages came
-        since than the dialogue shows: two more): those after it oldest first (at most ``limit - 1``:
-        the dialogue shows every message the turn answers), those before it newest first."""
-        latest = self.discord.get_channel_messages(job.channel_id, limit)
+        """The channel's latest messages when they hold the turn's (one request, the common case:
+        ``limit`` and room for ``MAX_COVERED`` sent since, so what came since takes no place of
+        the earlier context), else the messages right after it and those before it (two more):
+        those after it oldest first (at most ``limit - 1``: the dialogue shows every message the
+        turn answers), those before it newest first (``limit - 1``)."""
+        latest = self.discord.get_channel_messages(job.channel_id, min(limit + MAX_COVERED, MAX_HISTORY_PAGE))
         if any(message.id == job.turn_id for message in latest):
-            earlier = [message for message in latest if int(message.id) < int(job.turn_id)]
+            earlier = [message for message in latest if int(message.id) < int(job.turn_id)][: limit - 1]
         else:
             latest = self.discord.get_channel_messages(job.channel_id, limit, after=job.turn_id)
             earlier = (
