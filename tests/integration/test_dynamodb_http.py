@@ -10,6 +10,7 @@ import threading
 import zlib
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import ClassVar
 
 import boto3
@@ -128,6 +129,15 @@ class _Canned(BaseHTTPRequestHandler):
 
     def log_message(self, *args):
         pass
+
+
+@pytest.fixture(autouse=True)
+def botocore_waits_no_time(monkeypatch):
+    """botocore's client waits its backoff with ``time.sleep`` (up to 1 s doubled, 15 s for six
+    failures): the comparisons count requests, not seconds, so its waits take none."""
+    import botocore.endpoint
+
+    monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=lambda seconds: None))
 
 
 @pytest.fixture
