@@ -16,21 +16,28 @@ from tests.conftest import APPLICATION_ID
 COLD_PING = Path(__file__).resolve().parents[2] / "bench" / "cold_ping.py"
 
 
-def run_cold(discord_keys, **extra_env) -> dict:
-    env = {
+def function_env(discord_keys, **extra_env: str) -> dict[str, str]:
+    """The environment a function of the stack starts with, and ``extra_env``."""
+    return {
         **os.environ,
         "TABLE_NAME": "kioku-table",
         "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
         "DISCORD_APPLICATION_ID": APPLICATION_ID,
         "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
         "RELAY_PUBLIC_KEY": discord_keys.public_hex,
-        "BENCH_SIGNING_KEY": discord_keys.signing_hex,
         **extra_env,
     }
-    result = subprocess.run(
-        [sys.executable, str(COLD_PING)], env=env, capture_output=True, text=True, check=True
-    )
+
+
+def last_line(command: list[str], env: dict[str, str], stdin: str | None = None) -> dict:
+    """What ``command``, run in a fresh interpreter, printed last (a JSON object)."""
+    result = subprocess.run(command, env=env, input=stdin, capture_output=True, text=True, check=True)
     return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def run_cold(discord_keys, **extra_env) -> dict:
+    env = function_env(discord_keys, BENCH_SIGNING_KEY=discord_keys.signing_hex, **extra_env)
+    return last_line([sys.executable, str(COLD_PING)], env)
 
 
 def test_a_cold_ping_imports_only_the_standard_library_and_pynacl(discord_keys):
@@ -65,17 +72,9 @@ def test_the_turn_worker_imports_no_model_runtime_before_it_first_embeds(discord
         "print(sorted(m for m in ('onnxruntime', 'tokenizers', 'numpy', 'kioku.adapters.embedded_model')"
         " if m in sys.modules))"
     )
-    env = {
-        **os.environ,
-        "TABLE_NAME": "kioku-table",
-        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
-        "DISCORD_APPLICATION_ID": APPLICATION_ID,
-        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
-        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
-        "DISCORD_BOT_TOKEN": "test-bot-token",
-        "LLM_API_KEY": "test-llm-key",
-        "LLM_MODEL": "test-model",
-    }
+    env = function_env(
+        discord_keys, DISCORD_BOT_TOKEN="test-bot-token", LLM_API_KEY="test-llm-key", LLM_MODEL="test-model"
+    )
     env.pop("EMBEDDINGS_MODEL", None)
     result = subprocess.run(
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
@@ -200,24 +199,8 @@ def test_a_relayed_message_is_queued_without_pydantic(discord_keys):
         "type": 0,
     }
     event = signed_event(gateway_dispatch(message, None, None), discord_keys.signing_hex)
-    env = {
-        **os.environ,
-        "TABLE_NAME": "kioku-table",
-        "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
-        "DISCORD_APPLICATION_ID": APPLICATION_ID,
-        "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
-        "RELAY_PUBLIC_KEY": discord_keys.public_hex,
-        "POWERTOOLS_METRICS_DISABLED": "true",
-    }
-    result = subprocess.run(
-        [sys.executable, "-c", RELAY_MESSAGE],
-        env=env,
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    outcome = json.loads(result.stdout.strip().splitlines()[-1])
+    env = function_env(discord_keys, POWERTOOLS_METRICS_DISABLED="true")
+    outcome = last_line([sys.executable, "-c", RELAY_MESSAGE], env, json.dumps(event))
     assert outcome == {"status": 202, "queued": 1, "pydantic": False, "importlib.resources": False}
 
 
@@ -319,27 +302,14 @@ def test_where_lambda_runs_a_relayed_message_reads_the_configuration_without_bot
             ConfigStore(KiokuTable("kioku-table", client)).save_server_config(
                 ServerConfig(guild_id=guild, trigger_words=trigger_words, version=len(outcomes))
             )
-            env = {
-                **os.environ,
+            env = function_env(
+                discord_keys,
                 **credentials,
-                "AWS_LAMBDA_FUNCTION_NAME": "kioku-RelayFunction",
-                "AWS_ENDPOINT_URL_DYNAMODB": moto.url,
-                "TABLE_NAME": "kioku-table",
-                "TURN_QUEUE_URL": "https://sqs.local/000000000000/kioku.fifo",
-                "DISCORD_APPLICATION_ID": APPLICATION_ID,
-                "DISCORD_PUBLIC_KEY": discord_keys.public_hex,
-                "RELAY_PUBLIC_KEY": discord_keys.public_hex,
-                "POWERTOOLS_METRICS_DISABLED": "true",
-            }
-            result = subprocess.run(
-                [sys.executable, "-c", RELAY_READING_CONFIG],
-                env=env,
-                input=json.dumps(event),
-                capture_output=True,
-                text=True,
-                check=True,
+                AWS_LAMBDA_FUNCTION_NAME="kioku-RelayFunction",
+                AWS_ENDPOINT_URL_DYNAMODB=moto.url,
+                POWERTOOLS_METRICS_DISABLED="true",
             )
-            outcomes.append(json.loads(result.stdout.strip().splitlines()[-1]))
+            outcomes.append(last_line([sys.executable, "-c", RELAY_READING_CONFIG], env, json.dumps(event)))
     # the stored word, read over HTTP, is what called kioku
     assert outcomes == [
         {"status": 204, "queued": 0, "loaded": []},

@@ -24,7 +24,6 @@ from kioku.adapters.dynamodb.keys import ItemKey
 from kioku.adapters.dynamodb.lambda_client import DynamoDbHttp, LambdaDynamoDb
 from kioku.adapters.dynamodb.table import KiokuTable, default_client
 from kioku.domain.models import ServerConfig
-from kioku.playground.aws import MotoServer, create_table, load_template
 
 REGION = "us-east-1"
 KEY = ItemKey("SERVER#200000000000000001", "CONFIG")
@@ -41,14 +40,9 @@ def light_table(name: str, endpoint: str, *, make_botocore=no_botocore, waits=No
 
 
 @pytest.fixture
-def moto_table(monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "bench")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "bench")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with MotoServer() as moto:
-        client = boto3.client("dynamodb", endpoint_url=moto.url)
-        create_table(client, load_template(), "kioku-table")
-        yield moto.url, KiokuTable("kioku-table", client)
+def moto_table(moto_server):
+    """moto's server over HTTP (``tests/conftest.py``), and its table read by botocore's client."""
+    yield moto_server.url, moto_server.table()
 
 
 def test_an_item_is_read_over_http_as_botocore_reads_it(moto_table):
@@ -66,7 +60,7 @@ def test_an_item_is_read_over_http_as_botocore_reads_it(moto_table):
         "nested": {"list": [1, "two", None, True, {"deep": b"\x7f"}]},
     }
     botocore_table.put(item)
-    light = light_table("kioku-table", endpoint)
+    light = light_table(botocore_table.name, endpoint)
     assert light.get(KEY) == botocore_table.get(KEY) == item
     assert light.get(ItemKey(KEY.pk, "NOT-THERE")) is None
 
@@ -76,7 +70,7 @@ def test_the_relays_configuration_read_finds_what_was_saved(moto_table):
     saved = ConfigStore(botocore_table).save_server_config(
         ServerConfig(guild_id="200000000000000002", trigger_words=("kioku", "bot"))
     )
-    light = ConfigStore(light_table("kioku-table", endpoint))
+    light = ConfigStore(light_table(botocore_table.name, endpoint))
     assert light.get_server_config("200000000000000002") == saved
     assert light.get_server_config("200000000000000003") == ConfigStore(botocore_table).get_server_config(
         "200000000000000003"
@@ -100,7 +94,7 @@ def test_other_operations_make_botocores_client_once(moto_table):
         made.append(1)
         return botocore_table.client
 
-    table = light_table("kioku-table", endpoint, make_botocore=make)
+    table = light_table(botocore_table.name, endpoint, make_botocore=make)
     table.put({"pk": KEY.pk, "sk": KEY.sk, "n": 1})
     table.update(KEY, "SET n = :n", values={":n": 2})
     assert table.get(KEY) == {"pk": KEY.pk, "sk": KEY.sk, "n": 2} and made == [1]

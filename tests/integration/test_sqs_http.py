@@ -19,7 +19,6 @@ from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, regi
 from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue, sqs_client
 from kioku.discord.models import User
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob, TurnSource
-from kioku.playground.aws import MotoServer
 
 REGION = "us-east-1"
 
@@ -60,14 +59,13 @@ def test_a_request_is_signed_as_botocore_signs_it(token):
 
 
 @pytest.fixture
-def moto_queue(monkeypatch):
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "bench")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "bench")
-    monkeypatch.setenv("AWS_DEFAULT_REGION", REGION)
-    with MotoServer() as moto:
-        sqs = boto3.client("sqs", endpoint_url=moto.url)
-        url = sqs.create_queue(QueueName="turns.fifo", Attributes={"FifoQueue": "true"})["QueueUrl"]
-        yield moto.url, sqs, url
+def moto_queue(moto_server):
+    """moto's server over HTTP (``tests/conftest.py``), its SQS client and the turn queue."""
+    yield (
+        moto_server.url,
+        boto3.client("sqs", endpoint_url=moto_server.url),
+        moto_server.resources.turn_queue_url,
+    )
 
 
 def test_the_queues_calls_reach_moto_over_http(moto_queue, sample_job):
@@ -93,7 +91,7 @@ def test_a_queue_that_is_not_there_is_unavailable_at_once(moto_queue, sample_job
     waits: list[float] = []
     client = SqsHttp(REGION, Credentials("bench", "bench"), endpoint=endpoint, sleep=waits.append)
     with pytest.raises(QueueUnavailable) as unavailable:
-        TurnQueue(url.replace("turns.fifo", "gone.fifo"), client).enqueue(sample_job)
+        TurnQueue(url.rsplit("/", 1)[0] + "/gone.fifo", client).enqueue(sample_job)
     assert isinstance(unavailable.value.__cause__, SqsRequestFailed)
     assert unavailable.value.__cause__.code == "QueueDoesNotExist" and waits == []
 
