@@ -126,9 +126,21 @@ def _fresh_settings() -> Iterator[None]:
 
     get_settings.cache_clear()
     composition.forget()
+    _forget_metrics()
     yield
     get_settings.cache_clear()
     composition.forget()
+    _forget_metrics()
+
+
+def _forget_metrics() -> None:
+    """Powertools keeps one process-wide set of metrics: one a test added outside a Lambda
+    invocation (a record handler called directly) would be printed with the next test's."""
+    import sys
+
+    observability = sys.modules.get("kioku.observability")
+    if observability is not None:
+        observability.metrics.clear_metrics()
 
 
 @pytest.fixture
