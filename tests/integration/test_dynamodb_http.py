@@ -125,13 +125,22 @@ class _Canned(BaseHTTPRequestHandler):
         pass
 
 
-@pytest.fixture(autouse=True)
-def botocore_waits_no_time(monkeypatch):
-    """botocore's client waits its backoff with ``time.sleep`` (up to 1 s doubled, 15 s for six
-    failures): the comparisons count requests, not seconds, so its waits take none."""
-    import botocore.endpoint
+BOTOCORE_WAITS: list[float] = []
 
-    monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=lambda seconds: None))
+
+@pytest.fixture(autouse=True)
+def backoff_at_its_longest(monkeypatch):
+    """Both clients draw their backoff's random part as 1.0, so their waits are the longest each
+    allows and can be compared; botocore's are recorded instead of slept (up to 1 s doubled)."""
+    import botocore.endpoint
+    from botocore.retries.standard import ExponentialBackoff
+
+    import kioku.adapters.aws_json
+
+    BOTOCORE_WAITS.clear()
+    monkeypatch.setattr(botocore.endpoint, "time", SimpleNamespace(sleep=BOTOCORE_WAITS.append))
+    monkeypatch.setattr(ExponentialBackoff.__init__, "__defaults__", (20, lambda: 1.0))
+    monkeypatch.setattr(kioku.adapters.aws_json, "random", SimpleNamespace(random=lambda: 1.0))
 
 
 @pytest.fixture
@@ -149,10 +158,11 @@ FAILED = (500, {"__type": "com.amazonaws.dynamodb.v20120810#InternalServerError"
 OLD = {"pk": {"S": KEY.pk}, "sk": {"S": KEY.sk}, "n": {"N": "3"}}
 
 
-def both_ways(endpoint: str, answers: list) -> list[tuple[object, int]]:
-    """What ``get`` gives (or raises), and how many requests it made, by botocore's client and by
-    the standard library's, each given ``answers`` in turn."""
+def both_ways(endpoint: str, answers: list) -> list[tuple[object, int, list[float]]]:
+    """What ``get`` gives (or raises), how many requests it made and how long it waited between
+    them, by botocore's client and by the standard library's, each given ``answers`` in turn."""
     outcomes = []
+    waits: list[float] = []
     botocore = boto3.client(
         "dynamodb",
         endpoint_url=endpoint,
@@ -161,13 +171,16 @@ def both_ways(endpoint: str, answers: list) -> list[tuple[object, int]]:
         aws_secret_access_key="b",
         config=Config(retries={"mode": "standard", "max_attempts": 5}),
     )
-    for table in (KiokuTable("t", botocore), light_table("t", endpoint, waits=[])):
+    for table, slept in (
+        (KiokuTable("t", botocore), BOTOCORE_WAITS),
+        (light_table("t", endpoint, waits=waits), waits),
+    ):
         _Canned.answers, _Canned.seen = list(answers), []
         try:
             found: object = table.get(KEY)
         except Exception as exc:
             found = (type(exc), str(exc), getattr(exc, "old_item", None), getattr(exc, "reasons", None))
-        outcomes.append((found, len(_Canned.seen)))
+        outcomes.append((found, len(_Canned.seen), list(slept)))
     return outcomes
 
 
@@ -215,8 +228,8 @@ def test_a_throttled_read_waits_as_botocore_does(canned):
     _Canned.answers = [THROTTLED, THROTTLED, (500, {}, {}), FOUND]
     waits: list[float] = []
     assert light_table("t", canned, waits=waits).get(KEY) is not None
-    # throttled: a random part of 1 s, then of 2 s; a server error: of 25 ms doubled twice
-    assert len(waits) == 3 and waits[0] < 1 and waits[1] < 2 and waits[2] < 0.1
+    # throttled or failing alike: at most 1 s, then 2, then 4 (the pinned botocore's standard mode)
+    assert waits == [1.0, 2.0, 4.0]
     assert _Canned.seen == ["DynamoDB_20120810.GetItem"] * 4
 
 
@@ -229,7 +242,7 @@ def test_a_connection_refused_is_tried_again_then_unavailable():
     waits: list[float] = []
     with pytest.raises(StoreUnavailable) as unavailable:
         light_table("t", f"http://127.0.0.1:{port}", waits=waits).get(KEY)
-    assert len(waits) == 5 and isinstance(unavailable.value.__cause__, AwsRequestFailed)
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0] and isinstance(unavailable.value.__cause__, AwsRequestFailed)
 
 
 def test_only_a_function_lambda_runs_with_its_credentials_reads_without_botocore(monkeypatch):

@@ -4,8 +4,10 @@ signs, understood by moto's server over HTTP, tried again as botocore's standard
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 from typing import ClassVar
 
 import boto3
@@ -13,10 +15,12 @@ import pytest
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials as BotocoreCredentials
+from botocore.exceptions import ClientError
+from botocore.retries.standard import ExponentialBackoff
 
-from kioku.adapters.aws_json import authorization
+from kioku.adapters.aws_json import authorization, partition_domain
 from kioku.adapters.sqs_http import Credentials, SqsHttp, SqsRequestFailed, regional_endpoint
-from kioku.adapters.turn_queue import DeadLetterQueue, TurnQueue, sqs_client
+from kioku.adapters.turn_queue import BUDGET_SECONDS, DeadLetterQueue, TurnQueue, sqs_client
 from kioku.discord.models import User
 from kioku.domain.turn_jobs import QueueUnavailable, TurnJob, TurnSource
 
@@ -86,14 +90,21 @@ def test_the_queues_calls_reach_moto_over_http(moto_queue, sample_job):
     assert ("body", {"StringValue": "why", "DataType": "String"}) in bodies
 
 
-def test_a_queue_that_is_not_there_is_unavailable_at_once(moto_queue, sample_job):
-    endpoint, _, url = moto_queue
+def test_a_queue_that_is_not_there_is_unavailable_at_once_named_as_botocore_names_it(moto_queue, sample_job):
+    endpoint, sqs, url = moto_queue
+    gone = url.rsplit("/", 1)[0] + "/gone.fifo"
     waits: list[float] = []
     client = SqsHttp(REGION, Credentials("bench", "bench"), endpoint=endpoint, sleep=waits.append)
     with pytest.raises(QueueUnavailable) as unavailable:
-        TurnQueue(url.rsplit("/", 1)[0] + "/gone.fifo", client).enqueue(sample_job)
-    assert isinstance(unavailable.value.__cause__, SqsRequestFailed)
-    assert unavailable.value.__cause__.code == "QueueDoesNotExist" and waits == []
+        TurnQueue(gone, client).enqueue(sample_job)
+    with pytest.raises(ClientError) as botocore_way:
+        sqs.send_message(QueueUrl=gone, MessageBody="b", MessageGroupId="g", MessageDeduplicationId="d")
+    failed = unavailable.value.__cause__
+    assert isinstance(failed, SqsRequestFailed) and waits == []
+    # the older protocol's code, from x-amzn-query-error, and the JSON one kept beside it
+    assert failed.response["Error"] == botocore_way.value.response["Error"]
+    assert failed.code == "AWS.SimpleQueueService.NonExistentQueue"
+    assert failed.response["Error"]["QueryErrorCode"] == "QueueDoesNotExist"
 
 
 class _Flaky(BaseHTTPRequestHandler):
@@ -131,27 +142,35 @@ def flaky():
     server.shutdown()
 
 
+@pytest.fixture
+def longest_waits(monkeypatch):
+    """The backoff's random part drawn as 1.0: each wait the longest it may be."""
+    import kioku.adapters.aws_json
+
+    monkeypatch.setattr(kioku.adapters.aws_json, "random", SimpleNamespace(random=lambda: 1.0))
+
+
 @pytest.mark.parametrize(
-    ("answers", "sent", "waits_under"),
+    ("answers", "sent", "waits"),
     [
-        # throttled twice, then taken: three attempts, waits under 1 s and 2 s
+        # throttled twice, then taken: three attempts, waiting at most 1 s, then 2 s
         ([(400, "ThrottlingException"), (400, "RequestThrottled"), (200, None)], True, [1.0, 2.0]),
-        # a server error each time: four attempts (botocore's max_attempts 3 are retries), waits
-        # under 50, 100 and 200 ms, then unavailable
-        ([(500, "InternalError"), (503, None), (502, None), (504, None)], False, [0.05, 0.1, 0.2]),
+        # a server error each time: four attempts (botocore's max_attempts 3 are retries), waiting
+        # at most 1, 2 and 4 s as the pinned botocore's standard mode does, then unavailable
+        ([(500, "InternalError"), (503, None), (502, None), (504, None)], False, [1.0, 2.0, 4.0]),
         # refused for good (a bad parameter): one attempt
         ([(400, "InvalidParameterValue")], False, []),
     ],
 )
 def test_throttling_and_server_errors_are_tried_again_as_botocore_does(
-    flaky, sample_job, answers, sent, waits_under
+    flaky, sample_job, longest_waits, answers, sent, waits
 ):
     _, endpoint = flaky
     _Flaky.answers = list(answers)
-    waits: list[float] = []
+    waited: list[float] = []
     queue = TurnQueue(
         "https://sqs.us-east-1.amazonaws.com/1/q.fifo",
-        SqsHttp(REGION, Credentials("a", "b"), endpoint=endpoint, sleep=waits.append),
+        SqsHttp(REGION, Credentials("a", "b"), endpoint=endpoint, sleep=waited.append),
     )
     if sent:
         queue.enqueue(sample_job)
@@ -159,9 +178,37 @@ def test_throttling_and_server_errors_are_tried_again_as_botocore_does(
         with pytest.raises(QueueUnavailable):
             queue.enqueue(sample_job)
     assert _Flaky.seen == ["AmazonSQS.SendMessage"] * len(answers)
-    assert len(waits) == len(waits_under) and all(
-        0 <= w < cap for w, cap in zip(waits, waits_under, strict=True)
+    assert waited == waits
+    expected = [
+        ExponentialBackoff(random=lambda: 1.0).delay_amount(SimpleNamespace(attempt_number=n))
+        for n in (1, 2, 3)
+    ]
+    assert waits == expected[: len(waits)]
+
+
+def test_a_queue_call_gives_up_when_its_next_wait_would_end_past_its_budget(flaky, sample_job, longest_waits):
+    # /chat queues its turn before it answers Discord, which waits three seconds for the answer
+    _, endpoint = flaky
+    _Flaky.answers = [(500, "InternalError")] * 4
+    now = [0.0]
+    waited: list[float] = []
+
+    def sleep(seconds: float) -> None:
+        waited.append(seconds)
+        now[0] += seconds
+
+    client = SqsHttp(
+        REGION,
+        Credentials("a", "b"),
+        endpoint=endpoint,
+        budget=BUDGET_SECONDS,
+        sleep=sleep,
+        clock=lambda: now[0],
     )
+    with pytest.raises(QueueUnavailable):
+        TurnQueue("https://sqs.us-east-1.amazonaws.com/1/q.fifo", client).enqueue(sample_job)
+    # 1 s waited; the next 2 s would end at 3 s, past the 2 s budget: two attempts, not four
+    assert waited == [1.0] and len(_Flaky.seen) == 2
 
 
 def test_a_connection_refused_is_tried_again_then_unavailable(sample_job):
@@ -223,6 +270,22 @@ def test_only_a_function_lambda_runs_with_its_credentials_uses_it(monkeypatch):
 )
 def test_the_endpoint_is_sqss_in_the_functions_region(queue_url, region, endpoint):
     assert regional_endpoint(queue_url, region) == endpoint
+
+
+def test_only_partitions_whose_endpoints_are_service_region_domain_are_ours():
+    """Every region botocore knows: its partition's domain where endpoints are
+    ``<service>.<region>.<domain>`` (aws, aws-cn, aws-us-gov); None (botocore's rules) elsewhere:
+    the isolated partitions and the European Sovereign Cloud's ``amazonaws.eu``."""
+    import botocore.loaders
+
+    partitions = botocore.loaders.Loader().load_data("partitions")["partitions"]
+    ours = {"aws", "aws-cn", "aws-us-gov"}
+    for partition in partitions:
+        expected = partition["outputs"]["dnsSuffix"] if partition["id"] in ours else None
+        # the real regions (not pseudo-regions such as aws-global, which Lambda never runs in)
+        for region in filter(re.compile(partition["regionRegex"]).match, partition["regions"]):
+            assert partition_domain(region) == expected, region
+    assert partition_domain("eusc-de-east-1") is None and partition_domain("us-east-1") == "amazonaws.com"
 
 
 def test_a_warm_container_sends_its_next_message_on_the_same_connection(flaky, sample_job):

@@ -4,13 +4,14 @@ botocore's import and client cost a cold ``/chat`` or relayed message about 210 
 (docs/operations.md's Cold starts), this http.client, hmac and json. The turn queue's SQS calls
 (``sqs_http``) and the relay's configuration read (``dynamodb.lambda_client``) use it.
 
-A call is tried again as botocore's standard retries do: after a throttling code or a 429, a 5xx, a
-transient code, a connection failure or a timeout (and, for DynamoDB, a response whose CRC32 is
-not its body's), waiting a random part of 1 s (throttled) or of the service's base (50 ms; 25 for
-DynamoDB), doubled per attempt, at least what ``x-amz-retry-after`` asks (up to 5 s more); up to
-``retries`` times after the first attempt (botocore's ``max_attempts``). Anything else, or the last
-failure, raises ``AwsRequestFailed``. Only where Lambda runs with its credentials in the
-environment (``from_environ``); elsewhere botocore.
+A call is tried again as the pinned botocore's standard retries do: after a throttling code or a
+429, a 5xx, a transient code, a connection failure or a timeout (and, for DynamoDB, a response whose
+CRC32 is not its body's), waiting a random part of 1 s doubled per attempt (at most 20 s), at least
+what ``x-amz-retry-after`` asks (up to 5 s more); up to ``retries`` times after the first attempt
+(botocore's ``max_attempts``). A client given a ``budget`` tries again only while the wait ends
+inside it, counted from the call's start: ``/chat`` must answer Discord within three seconds, and a
+clear "try again" beats no answer. Anything else, or the last failure, raises ``AwsRequestFailed``.
+Only where Lambda runs with its credentials in the environment (``from_environ``); elsewhere botocore.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import http.client
 import json
 import os
 import random
+import re
 import time
 import zlib
 from collections.abc import Callable, Mapping
@@ -51,6 +53,7 @@ THROTTLING_CODES: Final = frozenset(
 """botocore's standard mode's throttling codes; with its transient ones, what is tried again."""
 TRANSIENT_CODES: Final = frozenset({"RequestTimeout", "RequestTimeoutException", "PriorRequestNotComplete"})
 TRANSIENT_STATUSES: Final = frozenset({500, 502, 503, 504})
+BACKOFF_BASE_SECONDS: Final = 1.0
 MAX_BACKOFF_SECONDS: Final = 20.0
 RETRY_AFTER_EXTRA_SECONDS: Final = 5.0
 BOTOCORE_ONLY: Final = ("AWS_USE_FIPS_ENDPOINT", "AWS_USE_DUALSTACK_ENDPOINT")
@@ -90,15 +93,24 @@ class Service:
 
     name: str  # the signing name and the endpoint's first label
     target_prefix: str  # X-Amz-Target's, before the operation
-    base_delay: float = 0.05  # botocore's backoff base for errors other than throttling
     checks_crc32: bool = False
 
 
+_PARTITIONS: Final = (
+    (re.compile(r"^(us|eu|ap|sa|ca|me|af|il|mx)-\w+-\d+$"), "amazonaws.com"),
+    (re.compile(r"^us-gov-\w+-\d+$"), "amazonaws.com"),
+    (re.compile(r"^cn-\w+-\d+$"), "amazonaws.com.cn"),
+)
+"""botocore's ``partitions.json`` regions whose endpoints are ``<service>.<region>.<domain>``."""
+
+
 def partition_domain(region: str) -> str | None:
-    """The endpoints' domain of ``region``'s partition; None for the isolated ones, left to botocore."""
-    if "-iso" in region:
-        return None
-    return "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    """The endpoints' domain of ``region``'s partition; None for any other partition (the isolated
+    ones, the European Sovereign Cloud's, one not yet known), left to botocore's endpoint rules."""
+    for pattern, domain in _PARTITIONS:
+        if pattern.match(region):
+            return domain
+    return None
 
 
 class AwsJsonClient:
@@ -112,11 +124,14 @@ class AwsJsonClient:
         endpoint: str | None = None,
         retries: int = 3,
         timeouts: tuple[float, float] = (1.0, 2.0),
+        budget: float | None = None,
         sleep: Callable[[float], None] = time.sleep,
         now: Callable[[], datetime] = lambda: datetime.now(UTC),
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self._region, self._credentials, self._endpoint = region, credentials, endpoint
-        self._retries, self._timeouts, self._sleep, self._now = retries, timeouts, sleep, now
+        self._retries, self._timeouts, self._budget = retries, timeouts, budget
+        self._sleep, self._now, self._clock = sleep, now, clock
         self._open: tuple[tuple[str, str], http.client.HTTPConnection] | None = None
 
     @classmethod
@@ -163,18 +178,22 @@ class AwsJsonClient:
         """``operation`` with ``params`` (bytes sent as base64, as botocore sends blobs)."""
         url = urlsplit(self._endpoint or self.default_endpoint(params))
         body = json.dumps(params, separators=(",", ":"), default=_blob).encode()
+        started = self._clock()
         for attempt in range(1, self._retries + 2):
             try:
                 return self._once(url, operation, body)
             except AwsRequestFailed as failed:
                 if not failed.retryable or attempt > self._retries:
                     raise
-                self._sleep(self._delay(failed, attempt))
+                delay = self._delay(failed, attempt)
+                if self._budget is not None and self._clock() - started + delay > self._budget:
+                    raise
+                self._sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def _delay(self, failed: AwsRequestFailed, attempt: int) -> float:
-        base = 1.0 if failed.throttled else self.service.base_delay
-        delay = random.random() * min(base * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS)
+    @staticmethod
+    def _delay(failed: AwsRequestFailed, attempt: int) -> float:
+        delay = random.random() * min(BACKOFF_BASE_SECONDS * 2 ** (attempt - 1), MAX_BACKOFF_SECONDS)
         if failed.retry_after is not None:
             return max(delay, min(failed.retry_after, delay + RETRY_AFTER_EXTRA_SECONDS))
         return delay
@@ -204,7 +223,7 @@ class AwsJsonClient:
         crc32 = response.getheader("x-amz-crc32")
         if self.service.checks_crc32 and crc32 is not None and crc32 != str(zlib.crc32(payload)):
             raise AwsRequestFailed("CRC32Mismatch", retryable=True)
-        return _answer(status, payload, response.getheader("x-amz-retry-after"))
+        return _answer(status, payload, response.getheader)
 
 
 def _blob(value: object) -> str:
@@ -213,7 +232,7 @@ def _blob(value: object) -> str:
     raise TypeError(f"{value.__class__.__name__} is not JSON")
 
 
-def _answer(status: int, payload: bytes, retry_after_ms: str | None) -> dict[str, Any]:
+def _answer(status: int, payload: bytes, header: Callable[[str], str | None]) -> dict[str, Any]:
     try:
         answer = json.loads(payload) if payload else {}
     except ValueError:
@@ -224,15 +243,28 @@ def _answer(status: int, payload: bytes, retry_after_ms: str | None) -> dict[str
         return answer
     # botocore's reading of the error's type: the status when none is given
     code = str(answer.get("__type") or status).split(":", 1)[0].rsplit("#", 1)[-1]
+    message = str(answer.get("message") or answer.get("Message") or "")
+    error: dict[str, str] = {"Code": code, "Message": message}
+    query_error = _query_error(header("x-amzn-query-error"))
+    if query_error is not None:  # botocore reports (and retries by) the older protocol's code
+        code, error["QueryErrorCode"], error["Type"] = query_error[0], code, query_error[1]
+        error["Code"] = code
     throttled = code in THROTTLING_CODES or status == 429
     retryable = throttled or code in TRANSIENT_CODES or status in TRANSIENT_STATUSES
-    message = str(answer.get("message") or answer.get("Message") or "")
     fields = {name: value for name, value in answer.items() if name not in {"__type", "message", "Message"}}
+    retry_after_ms = header("x-amz-retry-after")
     retry_after = int(retry_after_ms) / 1000 if retry_after_ms and retry_after_ms.isdigit() else None
-    response = {"Error": {"Code": code, "Message": message}, **fields}
+    response = {"Error": error, **fields}
     raise AwsRequestFailed(
         code, retryable=retryable, throttled=throttled, response=response, retry_after=retry_after
     )
+
+
+def _query_error(value: str | None) -> tuple[str, str] | None:
+    """``x-amzn-query-error``'s code and type (``AWS.SimpleQueueService.NonExistentQueue;Sender``),
+    by which SQS names its errors as its older protocol did; None when absent or malformed."""
+    parts = (value or "").split(";")
+    return (parts[0], parts[1]) if len(parts) == 2 and parts[0] else None
 
 
 def authorization(

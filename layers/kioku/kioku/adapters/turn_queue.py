@@ -14,13 +14,16 @@ MAX_REASON_CHARS: Final = 500
 RETRIES: Final = 3
 """Tries after the first (botocore's ``max_attempts``), by either client."""
 TIMEOUTS: Final = (1.0, 2.0)
+BUDGET_SECONDS: Final = 2.0
+"""How long ``SqsHttp`` keeps trying one call: ``/chat`` queues its turn before it answers, and
+Discord waits three seconds for that answer (botocore's waits, 1 s doubled, would spend them)."""
 
 
 def sqs_client() -> Any:
     """Where Lambda runs a function, ``SqsHttp`` (the two calls, signed with the standard library:
     botocore's import and client were most of a cold /chat or relayed message); elsewhere
     botocore's client, honouring ``AWS_ENDPOINT_URL_SQS`` and moto's in-process mock alike."""
-    light = SqsHttp.from_environ(retries=RETRIES, timeouts=TIMEOUTS)
+    light = SqsHttp.from_environ(retries=RETRIES, timeouts=TIMEOUTS, budget=BUDGET_SECONDS)
     if light is not None:
         return light
     from botocore.config import Config

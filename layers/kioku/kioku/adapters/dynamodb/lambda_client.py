@@ -14,7 +14,7 @@ from typing import Any, Final
 
 from kioku.adapters.aws_json import AwsJsonClient, Service
 
-DYNAMODB: Final = Service("dynamodb", "DynamoDB_20120810", base_delay=0.025, checks_crc32=True)
+DYNAMODB: Final = Service("dynamodb", "DynamoDB_20120810", checks_crc32=True)
 
 
 class DynamoDbHttp(AwsJsonClient):
