@@ -136,7 +136,7 @@ class MotoServer:
         from kioku.playground.http_server import SHUTDOWN_POLL_SECONDS, quiet_handle_error
 
         self._server = make_server(host, port, app, threaded=False)
-        self._server.handle_error = quiet_handle_error
+        self._server.handle_error = quiet_handle_error  # type: ignore[method-assign]  # per instance: werkzeug made it
         self.url = f"http://{host}:{self._server.server_port}"
         self._thread = threading.Thread(
             target=self._server.serve_forever, args=(SHUTDOWN_POLL_SECONDS,), name="moto", daemon=True

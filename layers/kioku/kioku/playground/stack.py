@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NamedTuple
@@ -44,8 +44,15 @@ class LocalStack:
     turn_timeout_seconds: float = 30.0
     application_id: str = APPLICATION_ID
     urls: dict[str, str] = field(default_factory=dict)
-    resources: LocalResources | None = None
     moto_url: str = ""
+    _resources: LocalResources | None = field(default=None, init=False, repr=False)
+
+    @property
+    def resources(self) -> LocalResources:
+        """The table and queues, made when the stack starts (``with LocalStack() as stack``)."""
+        if self._resources is None:
+            raise RuntimeError("the stack is not started: use it as `with LocalStack() as stack:`")
+        return self._resources
 
     def __post_init__(self) -> None:
         self.signing_key, self.public_key = new_key_pair()
@@ -68,7 +75,7 @@ class LocalStack:
         import boto3
 
         self.sqs = boto3.client("sqs")
-        self.resources = create_local_resources(boto3.client("dynamodb"), self.sqs)
+        self._resources = create_local_resources(boto3.client("dynamodb"), self.sqs)
         self.discord = self._exit.enter_context(
             DiscordStandIn(
                 token=PLAYGROUND_BOT_TOKEN,
@@ -155,7 +162,7 @@ class LocalStack:
         return responses
 
     @staticmethod
-    def sqs_event(messages: list[dict[str, Any]]) -> dict[str, Any]:
+    def sqs_event(messages: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
         """The event Lambda builds for TurnFunction from received SQS messages."""
         return {
             "Records": [

@@ -5,7 +5,7 @@ messages carry the webhook as author under the username sent, and the applicatio
 from __future__ import annotations
 
 import secrets
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from kioku.discord.protocol import JsonErrorCode
 
@@ -17,6 +17,32 @@ MAX_WEBHOOKS_PER_CHANNEL: Final = 15
 class WebhookRoutes:
     """Mixed into ``DiscordStandIn``: its channels, ids, messages and answers (``_reply``,
     ``_refuse``) are this class's."""
+
+    # the host's, which these routes read and write
+    application_id: str
+    bot_user: dict[str, Any]
+    _channels: dict[str, list[dict[str, Any]]]
+    _channel_info: dict[str, dict[str, Any]]
+
+    if TYPE_CHECKING:
+
+        def new_id(self) -> str: ...
+
+        @staticmethod
+        def _reply(status: int, body: Any = None) -> Any: ...  # the host's CannedResponse
+
+        @staticmethod
+        def _refuse(status: int, code: int, message: str) -> Any: ...  # the host's CannedResponse
+
+        def _new_message(
+            self,
+            channel_id: str,
+            author: dict[str, Any],
+            content: str,
+            *,
+            reply_to: str | None = None,
+            timestamp: str | None = None,
+        ) -> dict[str, Any]: ...
 
     def _init_webhooks(self) -> None:
         self._webhooks: dict[str, dict[str, Any]] = {}
@@ -50,7 +76,7 @@ class WebhookRoutes:
             or len(self.webhooks_of(channel_id)) >= MAX_WEBHOOKS_PER_CHANNEL
         ):
             return self._refuse(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
-        hook = {
+        hook: dict[str, Any] = {
             "id": self.new_id(),
             "type": 1,
             "channel_id": channel_id,

@@ -209,7 +209,8 @@ def _multipart(request: RecordedRequest) -> tuple[dict[str, Any] | None, dict[st
     files: dict[str, tuple[str, bytes]] = {}
     for part in parsed.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        data = part.get_payload(decode=True) or b""
+        payload_bytes = part.get_payload(decode=True)
+        data = payload_bytes if isinstance(payload_bytes, bytes) else b""
         if name == "payload_json":
             try:
                 payload = json.loads(data)
@@ -311,7 +312,12 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
     def seed_user(
         self, username: str, *, user_id: str | None = None, global_name: str | None = None, bot: bool = False
     ) -> dict[str, Any]:
-        user = {"id": user_id or self.new_id(), "username": username, "global_name": global_name, "bot": bot}
+        user: dict[str, Any] = {
+            "id": user_id or self.new_id(),
+            "username": username,
+            "global_name": global_name,
+            "bot": bot,
+        }
         with self._lock:
             self._users[user["id"]] = user
         return dict(user)
@@ -559,12 +565,13 @@ class DiscordStandIn(WebhookRoutes, _StandInServer):
     def _edit_original(self, request: RecordedRequest, application_id: str, token: str) -> CannedResponse:
         if application_id != self.application_id:
             return _discord_error(404, JsonErrorCode.UNKNOWN_WEBHOOK, "Unknown Webhook")
-        body = request.body if isinstance(request.body, dict) else {}
+        body: dict[str, Any] = request.body if isinstance(request.body, dict) else {}
         files: dict[str, tuple[str, bytes]] = {}
         if request.headers.get("content-type", "").startswith("multipart/form-data"):
-            body, files = _multipart(request)
-            if body is None:
+            sent, files = _multipart(request)
+            if sent is None:
                 return _discord_error(400, JsonErrorCode.INVALID_FORM_BODY, "Invalid Form Body")
+            body = sent
         message = {
             "id": self._interaction_responses.get(token, {}).get("id") or self.new_id(),
             "content": body.get("content") or "",

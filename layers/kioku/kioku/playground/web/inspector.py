@@ -237,7 +237,7 @@ class Inspector:
         }
         mentions |= {f"#{each.channel.channel_id}": each.key for each in self._places.values()}
         messages = [
-            serialize.message_json(message, turn_of_reply.get(message.get("id")), mentions)
+            serialize.message_json(message, turn_of_reply.get(message.get("id", "")), mentions)
             for message in self.stack.discord.channel_messages(place.channel.channel_id)
         ]
         answers = [

@@ -153,7 +153,7 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
         def _check_host(self) -> None:
             """A page of another site whose name resolves to 127.0.0.1 sends its own name as Host."""
             authority = _local_authority(self.headers.get("Host", ""))
-            if authority is None or authority[1] not in {None, self.server.server_address[1]}:
+            if authority is None or authority[1] not in {None, _port_of(self.server)}:
                 raise Refused(HTTPStatus.FORBIDDEN, "the inspector answers only to 127.0.0.1 and localhost")
 
         def _check_origin(self) -> None:
@@ -163,7 +163,7 @@ def _handler_class(inspector: Inspector) -> type[BaseHTTPRequestHandler]:
                 return
             scheme, _, authority = origin.partition("://")
             local = _local_authority(authority) if scheme == "http" else None
-            if local is None or local[1] != self.server.server_address[1]:
+            if local is None or local[1] != _port_of(self.server):
                 raise Refused(HTTPStatus.FORBIDDEN, f"cross-origin request from {origin!r} refused")
 
         def _json_body(self) -> dict[str, Any]:
@@ -202,3 +202,8 @@ def _local_authority(authority: str) -> tuple[str, int | None] | None:
 
 def _json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False).encode()
+
+
+def _port_of(server: Any) -> int:
+    """The port a request handler's server listens on (typed loosely by ``socketserver``)."""
+    return int(server.server_address[1])
