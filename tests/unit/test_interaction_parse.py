@@ -2,7 +2,8 @@
 model it replaced took and refused (``pydantic_interaction.py``, kept here as the reference): the
 same values from the same payloads, over the payloads kioku's tests and events send, mutated at
 random (keys dropped, values of the wrong type, strings at and past each limit, bad snowflakes,
-numbers and booleans written every way pydantic read them)."""
+numbers and booleans written every way pydantic read them). Run once at 20,000 payloads and 60,000
+numeric strings when it was written; a few hundred each time the suite runs."""
 
 from __future__ import annotations
 
@@ -189,7 +190,7 @@ def test_every_seed_is_taken_with_the_same_values(payload):
     assert _by_kioku(payload) == _by_pydantic(payload) != "refused"
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=600, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(payloads())
 @example({**SEEDS[0], "token": "\ud800"})
 @example({**SEEDS[1], "user": {"id": "1", "username": None}})
@@ -200,7 +201,7 @@ def test_mutated_payloads_are_taken_and_refused_as_pydantic_did(payload):
     assert _by_kioku(payload) == _by_pydantic(payload)
 
 
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=500, deadline=None)
 @given(st.one_of(SCALARS, st.lists(SCALARS, max_size=2), st.text(alphabet="0_", max_size=12)))
 def test_a_number_or_a_boolean_is_read_as_pydantic_read_it(value):
     from pydantic import TypeAdapter
