@@ -134,7 +134,9 @@ def _dicts(value: Any) -> list[dict[str, Any]]:
 
 
 def parse_interaction(data: Any) -> Interaction:
-    """Read an interaction object (a verified body, JSON-decoded); raises ``MalformedInteraction``."""
+    """Read an interaction object (a verified body, JSON-decoded); raises ``MalformedInteraction``.
+    What is not bounded here (the locale, which nothing reads, and the values of ``data``, which each
+    command reads and bounds as it takes them) is bounded by the body's size (the endpoint's 256 KiB)."""
     if not isinstance(data, dict):
         raise MalformedInteraction("the interaction is not an object")
     return Interaction(
