@@ -218,6 +218,11 @@ def test_a_number_or_a_boolean_is_read_as_pydantic_read_it(value):
         assert got == expected, kind
 
 
+@pytest.mark.parametrize("payload", [None, [], [SEEDS[0]], "{}", 2, {}])
+def test_what_is_no_object_or_an_empty_one_is_refused_by_both(payload):
+    assert _by_kioku(payload) == _by_pydantic(payload) == "refused"
+
+
 @pytest.mark.parametrize(
     "value",
     [
