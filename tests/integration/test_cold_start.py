@@ -204,6 +204,42 @@ def test_a_relayed_message_is_queued_without_pydantic(discord_keys):
     assert outcome == {"status": 202, "queued": 1, "pydantic": False, "importlib.resources": False}
 
 
+CHAT_COLD = """
+import json, sys
+from types import SimpleNamespace
+from kioku.entrypoints import composition, interactions
+queued = []
+composition.container().__dict__["turn_queue"] = SimpleNamespace(enqueue=queued.append)
+responses = [interactions.handle(json.loads(line)) for line in sys.stdin]
+answers = [[response["statusCode"], json.loads(response["body"])] for response in responses]
+loaded = sorted(m for m in sys.modules if m.partition(".")[0] in ("pydantic", "pydantic_core"))
+print(json.dumps({"answers": answers, "queued": len(queued), "pydantic": loaded}))
+"""
+
+
+def test_a_cold_chat_imports_no_pydantic(discord_keys):
+    # Given a fresh interactions function, its container's queue in hand: a /chat, then a /chat whose
+    # member is malformed (a user id in Arabic-Indic digits). The interaction is parsed with the
+    # standard library (kioku.discord.interaction) and the settings too (kioku.config), so neither the
+    # queued turn nor the 400 ever imports pydantic
+    from kioku.playground.events import signed_event, slash_command
+
+    chat = slash_command(APPLICATION_ID, "chat", None, {"message": "hi"})
+    malformed = slash_command(APPLICATION_ID, "chat", None, {"message": "hi"}, user_id="١٢٣")
+    events = [signed_event(payload, discord_keys.signing_hex) for payload in (chat, malformed)]
+    env = function_env(discord_keys, POWERTOOLS_METRICS_DISABLED="true")
+    stdin = "".join(json.dumps(event) + "\n" for event in events)
+    outcome = last_line([sys.executable, "-c", CHAT_COLD], env, stdin)
+    assert outcome == {
+        "answers": [
+            [200, {"type": ResponseType.DEFERRED_CHANNEL_MESSAGE_WITH_SOURCE}],
+            [400, {"error": "body is not a valid Discord interaction"}],
+        ],
+        "queued": 1,
+        "pydantic": [],
+    }
+
+
 @pytest.mark.parametrize(
     ("made", "service"),
     [

@@ -57,7 +57,7 @@ from kioku.adapters.guild_directory import GuildDirectory
 from kioku.adapters.llm.base import ChatRequest
 from kioku.adapters.llm.embeddings import OpenAIEmbeddings
 from kioku.config import Settings
-from kioku.discord.interaction import Interaction
+from kioku.discord.interaction import parse_interaction
 from kioku.discord.models import parse_message, parse_user
 from kioku.domain.addressing import decide_turn, parse_message_object
 from kioku.domain.ltm.curation import text_shown_to_manager
@@ -986,7 +986,7 @@ def _check_lists(
             )
         ]
         typing = slash_command(BOT_ID, "personal", "memories forget", {"memory_id": 1}, user_id=user.user_id)
-        interaction = Interaction.model_validate(autocomplete_typing(typing, "memory_id", ""))
+        interaction = parse_interaction(autocomplete_typing(typing, "memory_id", ""))
         offered = personal_memories.memory_choices(interaction, context)  # type: ignore[arg-type]
         _count("memory_id choices offered" if offered else "memory_id choices asked for")
         kept = {w.memory_id for w in theirs}

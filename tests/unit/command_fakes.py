@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from kioku.discord.interaction import Interaction
+from kioku.discord.interaction import Interaction, parse_interaction
 from kioku.domain.forgetting import Said
 from kioku.domain.ltm.memory import Memory, ScopeKind
 from kioku.domain.models import (
@@ -244,7 +244,7 @@ def command(name: str, subcommand: str | None = None, options: dict[str, Any] | 
     )
     if context is not None:
         payload["context"] = context
-    return Interaction.model_validate(payload)
+    return parse_interaction(payload)
 
 
 def submit(custom_id: str, values: dict[str, str], **where: Any) -> Interaction:
@@ -252,7 +252,7 @@ def submit(custom_id: str, values: dict[str, str], **where: Any) -> Interaction:
     where.setdefault("user_id", ALICE)
     where.setdefault("username", "alice")
     base = slash_command(APPLICATION_ID, "form", guild_id=where.pop("guild_id", GUILD), **where)
-    return Interaction.model_validate(modal_submit(base, custom_id, values))
+    return parse_interaction(modal_submit(base, custom_id, values))
 
 
 def answer(interaction: Interaction, context: FakeCommandContext) -> dict[str, Any]:

@@ -3,7 +3,7 @@ context: what each queues for the worker, and what each refuses without queueing
 
 from __future__ import annotations
 
-from kioku.discord.interaction import Interaction
+from kioku.discord.interaction import Interaction, parse_interaction
 from kioku.discord.interactions import ResponseType
 from kioku.discord.protocol import MessageFlag
 from kioku.domain.ltm.memory import GLOBAL_LINEAGE
@@ -90,7 +90,7 @@ def remember(author_id: str, text: str) -> Interaction:
         username="alice",
         permissions=VIEW_CHANNEL,
     )
-    return Interaction.model_validate(payload)
+    return parse_interaction(payload)
 
 
 def test_remember_this_on_ones_own_message_is_a_personal_memory_and_on_anothers_a_server_one():

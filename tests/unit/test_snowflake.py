@@ -1,13 +1,13 @@
-"""The one rule for Discord ids, as a function and as the pattern pydantic models validate with."""
+"""The one rule for Discord ids, as a function, as the pattern the settings validate with, and as the
+interaction's parser applies it."""
 
 from __future__ import annotations
 
 import re
 
 import pytest
-from pydantic import ValidationError
 
-from kioku.discord.interaction import Interaction
+from kioku.discord.interaction import MalformedInteraction, parse_interaction
 from kioku.discord.snowflake import SNOWFLAKE_PATTERN, is_snowflake
 
 IDS = ["0", "7", "100000000000000001", "1" * 20, "18446744073709551615"]
@@ -30,13 +30,13 @@ NOT_IDS = [
 def interaction_user(user_id: str):
     """The user of a DM interaction as the endpoint validates it."""
     payload = {"id": "1", "application_id": "2", "type": 2, "token": "t", "user": {"id": user_id}}
-    return Interaction.model_validate(payload).user
+    return parse_interaction(payload).user
 
 
 def interaction_member_user(user_id: str):
     """The member's user of a server interaction as the endpoint validates it."""
     payload = {"id": "1", "application_id": "2", "type": 2, "token": "t", "member": {"user": {"id": user_id}}}
-    member = Interaction.model_validate(payload).member
+    member = parse_interaction(payload).member
     assert member is not None
     return member.user
 
@@ -49,11 +49,11 @@ def test_ascii_digit_strings_of_1_to_20_digits_are_ids(value):
 
 
 @pytest.mark.parametrize("value", NOT_IDS)
-def test_anything_else_is_not_an_id_for_the_function_nor_for_pydantic(value):
+def test_anything_else_is_not_an_id_for_the_function_nor_for_the_interaction(value):
     assert not is_snowflake(value)
-    with pytest.raises(ValidationError):
+    with pytest.raises(MalformedInteraction, match=r"^user\.id is not a snowflake"):
         interaction_user(value)
-    with pytest.raises(ValidationError):
+    with pytest.raises(MalformedInteraction, match=r"^member\.user\.id is not a snowflake"):
         interaction_member_user(value)
 
 

@@ -1,90 +1,71 @@
 """The interaction Discord posts to the endpoint, validated once where it enters (the router).
 
-Its user and member are ``kioku.discord.models``' ``User`` and ``Member``, the same a message
-carries, held to what an interaction must be: ids are snowflakes, names fit Discord's lengths, the
-member's permissions are Discord's decimal string (read as bits; an interaction always has them).
-Anything else about the member (its roles) is read as far as it goes, never refused.
+``parse_interaction`` reads it with the standard library (a cold ``/chat`` imports no pydantic:
+docs/operations.md's Cold starts) and takes exactly what the pydantic model it replaced took:
+ids are snowflakes, the token 1 to 1,024 characters, names fit Discord's lengths, numbers and
+booleans read as pydantic read them (``kioku.discord.lax``), anything else refused with
+``MalformedInteraction`` naming the field (``tests/unit/test_interaction_parse.py`` holds it to that
+model over random and mutated payloads). Its user and member are ``kioku.discord.models``' ``User``
+and ``Member``, the same a message carries; the member's permissions are Discord's decimal string
+(read as bits; an interaction always has them), its roles read as far as they go, never refused.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from typing import Annotated, Any, Final
-
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeVar
 
 from kioku.discord.interactions import InteractionType
+from kioku.discord.lax import NotLax, lax_bool, lax_int
 from kioku.discord.models import MalformedMessage, Member, Message, User, parse_message
 from kioku.discord.protocol import PERMISSIONS_PATTERN, ChannelType, InteractionContext, OptionType
-from kioku.discord.snowflake import SNOWFLAKE_PATTERN, is_snowflake
+from kioku.discord.snowflake import is_snowflake
 
 MAX_NAME_CHARS: Final = 64
+MAX_CHANNEL_NAME_CHARS: Final = 100
+MAX_TOKEN_CHARS: Final = 1024
+_PERMISSIONS: Final = re.compile(PERMISSIONS_PATTERN)
+_T = TypeVar("_T")
 
 
-def _checked_user(user: User) -> User:
-    if not is_snowflake(user.id):
-        raise ValueError("the user's id is not a snowflake id string")
-    if len(user.username) > MAX_NAME_CHARS or len(user.global_name or "") > MAX_NAME_CHARS:
-        raise ValueError(f"the user's names are longer than {MAX_NAME_CHARS} characters")
-    return user
+class MalformedInteraction(ValueError):
+    """A verified body that is no interaction kioku can read; ``reason`` names the field and what is
+    wrong with it, never its value."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
-def _member_fields(value: Any) -> Any:
-    """A member object's permissions as bits (a decimal string, "0" when absent) and its roles as far
-    as they read; what is not an object is left for the model to refuse."""
-    if not isinstance(value, Mapping):
-        return value
-    permissions = value.get("permissions", "0")
-    if not isinstance(permissions, str) or not re.fullmatch(PERMISSIONS_PATTERN, permissions):
-        raise ValueError("the member's permissions are not a decimal string")
-    roles = value.get("roles")
-    return {
-        **value,
-        "permissions": int(permissions),
-        "roles": [role for role in roles if is_snowflake(role)] if isinstance(roles, list) else [],
-    }
-
-
-def _checked_member(member: Member) -> Member:
-    if member.user is None:
-        raise ValueError("the member has no user")
-    _checked_user(member.user)
-    if len(member.nick or "") > MAX_NAME_CHARS:
-        raise ValueError(f"the member's nick is longer than {MAX_NAME_CHARS} characters")
-    return member
-
-
-InteractionUser = Annotated[User, AfterValidator(_checked_user)]
-InteractionMember = Annotated[Member, BeforeValidator(_member_fields), AfterValidator(_checked_member)]
-
-
-class PartialChannel(BaseModel):
+@dataclass(frozen=True, slots=True)
+class PartialChannel:
     """The channel an interaction names (no overwrites: its privacy is asked of the guild directory)."""
 
-    model_config = ConfigDict(extra="ignore")
-    id: str = Field(pattern=SNOWFLAKE_PATTERN)
+    id: str
     type: int | None = None
-    name: str | None = Field(default=None, max_length=100)
-    parent_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
+    name: str | None = None
+    parent_id: str | None = None
 
 
-class Interaction(BaseModel):
+@dataclass(frozen=True, slots=True)
+class Interaction:
     """The parts of a Discord interaction kioku reads, validated; the rest is ignored."""
 
-    model_config = ConfigDict(extra="ignore")
-    id: str = Field(pattern=SNOWFLAKE_PATTERN)
-    application_id: str = Field(pattern=SNOWFLAKE_PATTERN)
+    id: str
+    application_id: str
     type: InteractionType
-    token: str = Field(min_length=1, max_length=1024)
-    data: dict[str, Any] = Field(default_factory=dict)
-    guild_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
-    channel_id: str | None = Field(default=None, pattern=SNOWFLAKE_PATTERN)
+    token: str
+    data: dict[str, Any] = field(default_factory=dict)
+    guild_id: str | None = None
+    channel_id: str | None = None
     channel: PartialChannel | None = None
-    member: InteractionMember | None = None
-    user: InteractionUser | None = None
+    member: Member | None = None
+    """Its ``user`` always set, its ``permissions`` always read."""
+    user: User | None = None
     locale: str | None = None
-    app_permissions: str | None = Field(default=None, pattern=PERMISSIONS_PATTERN)
+    app_permissions: str | None = None
     """The bot's permissions in the interaction's channel, as Discord computed them."""
     context: int | None = None
     """Where it was invoked: 0 a server, 1 the bot's DM, 2 another private channel (a group DM)."""
@@ -150,3 +131,146 @@ class Interaction(BaseModel):
 
 def _dicts(value: Any) -> list[dict[str, Any]]:
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def parse_interaction(data: Any) -> Interaction:
+    """Read an interaction object (a verified body, JSON-decoded); raises ``MalformedInteraction``.
+    What is not bounded here (the locale, which nothing reads, and the values of ``data``, which each
+    command reads and bounds as it takes them) is bounded by the body's size (the endpoint's 256 KiB)."""
+    if not isinstance(data, dict):
+        raise MalformedInteraction("the interaction is not an object")
+    return Interaction(
+        id=_required_id(data, "id"),
+        application_id=_required_id(data, "application_id"),
+        type=_interaction_type(data.get("type")),
+        token=_text(data.get("token"), "token", MAX_TOKEN_CHARS, min_chars=1),
+        data=_data(data.get("data", {})),
+        guild_id=_optional_id(data, "guild_id"),
+        channel_id=_optional_id(data, "channel_id"),
+        channel=_optional(data, "channel", _channel),
+        member=_optional(data, "member", _member),
+        user=_optional(data, "user", lambda value: _user(value, "user.")),
+        locale=_optional(data, "locale", _locale),
+        app_permissions=_optional(data, "app_permissions", _app_permissions),
+        context=_optional(data, "context", lambda value: _integer(value, "context")),
+    )
+
+
+def _optional(data: dict[str, Any], key: str, read: Callable[[Any], _T]) -> _T | None:
+    value = data.get(key)
+    return None if value is None else read(value)
+
+
+def _required_id(data: dict[str, Any], key: str, path: str = "") -> str:
+    value = data.get(key)
+    if not is_snowflake(value):
+        raise MalformedInteraction(f"{path}{key} is not a snowflake id string")
+    return value
+
+
+def _optional_id(data: dict[str, Any], key: str, path: str = "") -> str | None:
+    return None if data.get(key) is None else _required_id(data, key, path)
+
+
+def _integer(value: Any, name: str) -> int:
+    try:
+        return lax_int(value)
+    except NotLax:
+        raise MalformedInteraction(f"{name} is not an integer") from None
+
+
+def _interaction_type(value: Any) -> InteractionType:
+    try:
+        return InteractionType(lax_int(value))
+    except ValueError:  # NotLax too
+        raise MalformedInteraction("type is not an interaction type") from None
+
+
+def _text(value: Any, name: str, max_chars: int, *, min_chars: int = 0) -> str:
+    """A string of ``min_chars`` to ``max_chars`` characters. A length-checked string must be valid
+    Unicode (no lone surrogate, which JSON's ``\\ud800`` can write): pydantic checked it as UTF-8."""
+    if not isinstance(value, str):
+        raise MalformedInteraction(f"{name} is not a string")
+    if not min_chars <= len(value) <= max_chars:
+        raise MalformedInteraction(f"{name} is not {min_chars} to {max_chars} characters long")
+    try:
+        value.encode()
+    except UnicodeEncodeError:
+        raise MalformedInteraction(f"{name} is not valid Unicode") from None
+    return value
+
+
+def _data(value: Any) -> dict[str, Any]:
+    """The command's data: an object, read later field by field by the command that takes it."""
+    if not isinstance(value, dict) or not all(isinstance(key, str) for key in value):
+        raise MalformedInteraction("data is not an object")
+    return dict(value)
+
+
+def _channel(value: Any) -> PartialChannel:
+    if not isinstance(value, dict):
+        raise MalformedInteraction("channel is not an object")
+    return PartialChannel(
+        id=_required_id(value, "id", "channel."),
+        type=_optional(value, "type", lambda kind: _integer(kind, "channel.type")),
+        name=_optional(value, "name", lambda name: _text(name, "channel.name", MAX_CHANNEL_NAME_CHARS)),
+        parent_id=_optional_id(value, "parent_id", "channel."),
+    )
+
+
+def _user(value: Any, path: str) -> User:
+    """An interaction's user: a snowflake id, names that fit Discord's lengths (their characters, as
+    a message's, unchecked), ``bot`` a boolean."""
+    if not isinstance(value, dict):
+        raise MalformedInteraction(f"{path.rstrip('.')} is not an object")
+    username = _name(value.get("username", ""), f"{path}username")  # present, null is refused
+    try:
+        bot = lax_bool(value.get("bot", False))
+    except NotLax:
+        raise MalformedInteraction(f"{path}bot is not a boolean") from None
+    return User(
+        id=_required_id(value, "id", path),
+        username=username,
+        global_name=_optional(value, "global_name", lambda name: _name(name, f"{path}global_name")),
+        bot=bot,
+    )
+
+
+def _name(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise MalformedInteraction(f"{name} is not a string")
+    if len(value) > MAX_NAME_CHARS:
+        raise MalformedInteraction(f"{name} is longer than {MAX_NAME_CHARS} characters")
+    return value
+
+
+def _member(value: Any) -> Member:
+    """The invoker's member: its user required, its permissions a decimal string ("0" when absent),
+    its roles the snowflakes of a list (anything else about them is no reason to refuse)."""
+    if not isinstance(value, dict):
+        raise MalformedInteraction("member is not an object")
+    permissions = value.get("permissions", "0")
+    if not isinstance(permissions, str) or not _PERMISSIONS.fullmatch(permissions):
+        raise MalformedInteraction("member.permissions is not a decimal string")
+    roles = value.get("roles")
+    user = value.get("user")
+    if user is None:
+        raise MalformedInteraction("member has no user")
+    return Member(
+        nick=_optional(value, "nick", lambda nick: _name(nick, "member.nick")),
+        roles=tuple(role for role in roles if is_snowflake(role)) if isinstance(roles, list) else (),
+        permissions=int(permissions),
+        user=_user(user, "member.user."),
+    )
+
+
+def _locale(value: Any) -> str:
+    if not isinstance(value, str):
+        raise MalformedInteraction("locale is not a string")
+    return value
+
+
+def _app_permissions(value: Any) -> str:
+    if not isinstance(value, str) or not _PERMISSIONS.fullmatch(value):
+        raise MalformedInteraction("app_permissions is not a decimal string")
+    return value

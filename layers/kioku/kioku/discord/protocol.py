@@ -120,7 +120,7 @@ class Permission(IntFlag):
 
 
 PERMISSIONS_PATTERN: Final = "^[0-9]{1,40}$"
-"""Permissions as Discord writes them: a decimal string (of up to 40 ASCII digits, for pydantic)."""
+"""Permissions as Discord writes them: a decimal string of up to 40 ASCII digits."""
 _PERMISSIONS: Final = re.compile(PERMISSIONS_PATTERN[1:-1])
 
 

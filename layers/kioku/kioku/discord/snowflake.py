@@ -12,7 +12,7 @@ from typing import Final, TypeGuard
 SNOWFLAKE_DIGITS: Final = "[0-9]{1,20}"
 """The rule as a regex fragment, for patterns that find ids inside text (``<@id>``)."""
 SNOWFLAKE_PATTERN: Final = f"^{SNOWFLAKE_DIGITS}$"
-"""The rule as a whole-string regex, for pydantic's ``Field(pattern=...)``."""
+"""The rule as a whole-string regex, for a setting's pattern (``kioku.config``)."""
 
 _SNOWFLAKE: Final = re.compile(SNOWFLAKE_DIGITS)
 

@@ -7,9 +7,7 @@ import logging
 from functools import partial
 from typing import Any
 
-from pydantic import ValidationError
-
-from kioku.discord.interaction import Interaction
+from kioku.discord.interaction import Interaction, MalformedInteraction, parse_interaction
 from kioku.discord.interactions import InteractionType
 from kioku.discord.responses import autocomplete, message
 from kioku.discord.ui import MAX_CUSTOM_ID_CHARS, InvalidModalSubmit, UnknownComponent
@@ -29,9 +27,9 @@ class InvalidInteraction(ValueError):
 def route_interaction(payload: dict, context: CommandContext) -> dict:
     """The interaction response for a verified, non-PING interaction payload."""
     try:
-        interaction = Interaction.model_validate(payload)
-    except ValidationError as exc:
-        logger.info("verified body is not a valid interaction: %s", exc.error_count())
+        interaction = parse_interaction(payload)
+    except MalformedInteraction as exc:
+        logger.info("verified body is not a valid interaction: %s", exc.reason)
         raise InvalidInteraction("body is not a valid Discord interaction") from None
     return respond(interaction, context)
 
