@@ -115,7 +115,7 @@ def test_the_command_reads_the_stack_and_its_secret_and_takes_no_secret_as_an_ar
 
     import boto3
 
-    from kioku.services.doctor import run
+    from kioku.services.doctor_cli import run
 
     for service in ("CLOUDFORMATION", "SECRETS_MANAGER"):
         monkeypatch.setenv(f"AWS_ENDPOINT_URL_{service}", registered.moto_url)
@@ -159,7 +159,7 @@ def test_the_command_reads_the_stack_and_its_secret_and_takes_no_secret_as_an_ar
 
 
 def test_a_stack_that_cannot_be_read_is_named(registered, monkeypatch, capsys):
-    from kioku.services.doctor import run
+    from kioku.services.doctor_cli import run
 
     monkeypatch.setenv("AWS_ENDPOINT_URL_CLOUDFORMATION", registered.moto_url)
 

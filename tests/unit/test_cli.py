@@ -26,7 +26,8 @@ def test_help_is_the_same_list_and_succeeds(capsys):
 
 
 def test_kioku_doctor_help_documents_each_option_and_lists_its_checks(capsys):
-    from kioku.services.doctor import CHECKS, run
+    from kioku.services.doctor import CHECKS
+    from kioku.services.doctor_cli import run
 
     with pytest.raises(SystemExit):
         run(["--help"])
@@ -45,7 +46,7 @@ def test_kioku_doctor_help_documents_each_option_and_lists_its_checks(capsys):
 
 
 def test_kioku_doctor_says_what_it_needs_in_one_sentence(monkeypatch, capsys):
-    from kioku.services.doctor import run
+    from kioku.services.doctor_cli import run
 
     monkeypatch.delenv("DISCORD_BOT_TOKEN", raising=False)
     monkeypatch.delenv("KIOKU_SECRET_ARN", raising=False)

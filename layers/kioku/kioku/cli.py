@@ -10,7 +10,7 @@ from kioku import __version__
 
 SUBCOMMANDS = {
     "register-commands": ("kioku.services.registration", "Bulk-overwrite the slash commands on Discord."),
-    "doctor": ("kioku.services.doctor", "Check a deployed stack from outside, hop by hop."),
+    "doctor": ("kioku.services.doctor_cli", "Check a deployed stack from outside, hop by hop."),
     "relay": ("kioku.relay.cli", "Run the gateway relay that forwards messages to RelayFunction."),
     "playground": ("kioku.playground.console", "Run the local playground (what `make run` starts)."),
 }

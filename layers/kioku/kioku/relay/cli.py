@@ -148,8 +148,7 @@ def read_settings(environ: Mapping[str, str], flags: Mapping[str, str | None] | 
     )
 
 
-def run(argv: list[str]) -> int:
-    """Entry point of ``kioku relay``; returns the process exit code."""
+def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="kioku relay",
         description=f"Forward Discord gateway messages to RelayFunction. Reads {TOKEN_VARIABLE}, "
@@ -180,7 +179,12 @@ def run(argv: list[str]) -> int:
         metavar="ADDRESS",
         help=f"the address /healthz listens on; default {DEFAULT_HEALTH_HOST} ({HEALTH_HOST_VARIABLE})",
     )
-    options = parser.parse_args(argv)
+    return parser
+
+
+def run(argv: list[str]) -> int:
+    """Entry point of ``kioku relay``; returns the process exit code."""
+    options = _parser().parse_args(argv)
     if options.new_key:
         _print_new_key_pair()
         return EXIT_OK
@@ -203,24 +207,7 @@ def run(argv: list[str]) -> int:
         return EXIT_CONFIGURATION
 
     _configure_logging()
-    if _is_remote_plain_http(settings.relay_url):
-        logger.warning("%s is plain http: messages travel unencrypted (signed, but readable)", URL_VARIABLE)
-    if _is_remote_plain_http(settings.discord_api_base_url):
-        logger.warning("%s is plain http: the bot token travels unencrypted", API_BASE_URL_VARIABLE)
-    logger.info(
-        "relaying to %s, signing as %s (must equal the stack's RelayPublicKey)",
-        settings.relay_url,
-        settings.public_key_hex,
-    )
-    logger.info(
-        "Discord REST at %s; delivery: %d attempt(s), backoff capped at %gs, drain %gs, buffer %d",
-        settings.discord_api_base_url,
-        settings.max_attempts,
-        settings.max_delay_seconds,
-        settings.drain_timeout_seconds,
-        settings.buffer_size,
-    )
-    logger.info("sharding: %s", settings.shards.describe())
+    _log_settings(settings)
     forwarder = Forwarder(
         settings.relay_url,
         settings.signing_key_hex,
@@ -248,6 +235,28 @@ def run(argv: list[str]) -> int:
         print(f"kioku relay: {exc}", file=sys.stderr)
         return EXIT_GATEWAY_REFUSED if exc.permanent else EXIT_GATEWAY_UNAVAILABLE
     return EXIT_OK
+
+
+def _log_settings(settings: RelaySettings) -> None:
+    """What the relay starts with, as an operator checks it (never the token or the signing key)."""
+    if _is_remote_plain_http(settings.relay_url):
+        logger.warning("%s is plain http: messages travel unencrypted (signed, but readable)", URL_VARIABLE)
+    if _is_remote_plain_http(settings.discord_api_base_url):
+        logger.warning("%s is plain http: the bot token travels unencrypted", API_BASE_URL_VARIABLE)
+    logger.info(
+        "relaying to %s, signing as %s (must equal the stack's RelayPublicKey)",
+        settings.relay_url,
+        settings.public_key_hex,
+    )
+    logger.info(
+        "Discord REST at %s; delivery: %d attempt(s), backoff capped at %gs, drain %gs, buffer %d",
+        settings.discord_api_base_url,
+        settings.max_attempts,
+        settings.max_delay_seconds,
+        settings.drain_timeout_seconds,
+        settings.buffer_size,
+    )
+    logger.info("sharding: %s", settings.shards.describe())
 
 
 def _health_endpoint(
