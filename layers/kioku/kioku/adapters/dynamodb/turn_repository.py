@@ -108,7 +108,7 @@ class TurnRepository:
         its outbox, its author's forget-all mark, and the memory books recall reads in the persona
         lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``, the
         persona webhook of ``webhook_of`` (guild, channel) when given, and the records of ``later``
-        turns (a burst's, by record id)."""
+        turns and their outboxes (a burst's, by record id)."""
         done_at, outbox_at, forgotten_at = (
             turn_record_key(key.source, key.turn_id),
             _outbox_key(key),
