@@ -2,13 +2,13 @@
 an ``always`` channel may take of them (``domain/bursts.py``).
 
 A turn's plan lists its later messages (``privacy_world.Later``): the speaker's own in the same
-channel (some already answered), someone else's there, the speaker calling another persona, the
+channel (some already answered), someone else's there, the speaker calling Luna by name, the
 speaker elsewhere (another channel, another guild, their DM), the bot's and another webhook's posts.
-Each holds a token of its own. The oracle here is written from the rule alone: a turn of the main
-persona in an always channel covers the leading run of the speaker's own unanswered messages there
-(up to the dialogue's room), nothing else; ``check`` proves that the turn's covered records, what
-its model was shown and what short-term memory keeps say exactly that, and that each covered
-message's own job then ends as done, posting nothing.
+Each holds a token of its own. The oracle here is written from the rule alone: a turn in an always
+channel covers the leading run of the speaker's own unanswered messages there to the turn's
+persona (up to the dialogue's room), nothing else; ``check`` proves that the turn's covered
+records, what its model was shown and what short-term memory keeps say exactly that, and that each
+covered message's own job then ends as done, posting nothing.
 """
 
 from __future__ import annotations
@@ -58,6 +58,8 @@ class Queued:
     where: Where
     author_id: str
     message: dict[str, Any]
+    persona_id: str | None = None
+    """The alter persona it calls by name (None: the main persona's, in an always channel)."""
 
 
 def relayed(message: dict[str, Any], cue: PersonaCue | None, world: World) -> TurnJob:
@@ -90,7 +92,8 @@ def queue_later(
         if kind is Later.ANSWERED:
             record = turn_record_key(TurnSource.MESSAGE.value, record_id_of(message["id"], _persona(plan)))
             table.put({**record.as_item(), "reply_ids": [], "apologised": False})
-        queued.append(Queued(kind, token, where, author_id, message))
+        called = world.guild(where.guild_id).alters[0].persona_id if kind is Later.OTHER_PERSONA else None
+        queued.append(Queued(kind, token, where, author_id, message, called))
     return queued
 
 
@@ -145,14 +148,15 @@ def _persona(plan: TurnPlan) -> str | None:
 
 def expected_covered(world: World, plan: TurnPlan, queued: Sequence[Queued], room: int) -> list[Queued]:
     """What the turn answers too, by the rule: in an always channel (whose persona is the main one),
-    for a turn of the main persona, the leading run of the speaker's own unanswered messages among
-    the first ``room`` sent there since; the run stops at anything else said there (someone else's
-    turn, a call of another persona, the bot's or a webhook's post, an answered message)."""
-    if plan.where.guild_id is None or plan.where.channel_id not in world.always or plan.persona is not None:
+    the leading run of the speaker's own unanswered messages to the turn's persona (a plain message
+    is the main one's, "Luna, …" Luna's) among the first ``room`` sent there since; the run stops at
+    anything else said there (someone else's turn, a call of another persona, the bot's or a
+    webhook's post, an answered message)."""
+    if plan.where.guild_id is None or plan.where.channel_id not in world.always:
         return []
     run: list[Queued] = []
     for q in [q for q in queued if q.where == plan.where and q.kind in SAME_CHANNEL][:room]:
-        if q.kind is not Later.SAME:
+        if q.kind not in (Later.SAME, Later.OTHER_PERSONA) or q.persona_id != _persona(plan):
             break
         run.append(q)
     return run
@@ -161,11 +165,23 @@ def expected_covered(world: World, plan: TurnPlan, queued: Sequence[Queued], roo
 def shown_dialogue(
     message: dict[str, Any], fetched: Sequence[dict[str, Any]], covered: Sequence[Queued], limit: int
 ) -> list[dict[str, Any]]:
-    """The dialogue a turn was shown, its newest ``limit`` messages: what it covers (newest first),
-    its own message, the messages before it (what was said after the newest covered one is cut)."""
+    """The dialogue a turn was shown, newest first: what it covers, its own message and the
+    ``limit - 1`` messages fetched before it (what was said after the newest covered one is cut),
+    up to its ``limit``th message that is no embed-only post of the bot's (a memory notice, which the
+    dialogue leaves out: an always channel's turn fetches more than it shows, so past a notice its
+    dialogue reaches one message further back)."""
     seen = {m["id"]: m for m in fetched}
-    earlier = [m for m in seen.values() if int(m["id"]) < int(message["id"])]
-    return [*(q.message for q in reversed(covered)), message, *earlier][:limit]
+    earlier = [m for m in seen.values() if int(m["id"]) < int(message["id"])][: limit - 1]
+    shown: list[dict[str, Any]] = []
+    for m in [*(q.message for q in reversed(covered)), message, *earlier]:
+        if len([s for s in shown if not _notice(s)]) == limit:
+            break
+        shown.append(m)
+    return shown
+
+
+def _notice(message: dict[str, Any]) -> bool:
+    return bool(message["author"].get("bot") and not message.get("content") and message.get("embeds"))
 
 
 def check(
@@ -200,7 +216,7 @@ def check(
     discord: FakeDiscord = service.discord  # type: ignore[assignment]
     for q in covered:
         before, posts = asked(), sum(map(len, discord.messages.values()))
-        record = service.run(relayed(q.message, None, world))
+        record = service.run(relayed(q.message, turn.persona, world))
         if (
             record.end is not TurnEnd.ALREADY_DONE
             or asked() != before
@@ -214,11 +230,12 @@ def _check_stored(
     table: KiokuTable, turn: TurnJob, queued: Sequence[Queued], covered: Sequence[Queued], at: str
 ) -> list[str]:
     """A later message's token is kept only if covered, and only in the turn's own row (its channel,
-    the main persona)."""
+    its persona)."""
     problems = []
     for row in stm_rows(table):
         kept = " ".join([*(line.text for line in row.crude), row.summary or ""])
-        own = row.address.channel_id == turn.channel_id and row.address.persona_id == Persona().persona_id
+        persona_id = turn.persona.persona_id if turn.persona else Persona().persona_id
+        own = row.address.channel_id == turn.channel_id and row.address.persona_id == persona_id
         for q in queued:
             if q.token in kept and not (q in covered and own):
                 problems.append(f"BURST_STORED at {at}: {q.kind} {q.token} kept in {row.address}")
