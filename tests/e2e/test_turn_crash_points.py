@@ -140,11 +140,17 @@ def commit(when: str, action: str = "kill") -> Fault:
 
 def _is_commit(request: RecordedRequest) -> bool:
     """The turn's commit: the one transaction that puts its record (a keep only checks the record is
-    not there, and a memory's change kept with its notice deletes the memory)."""
+    not there, and marks the messages a burst's answer covers, and a memory's change kept with its
+    notice deletes the memory)."""
     if request.path != "TransactWriteItems":
         return False
     puts = [part["Put"]["Item"] for part in (request.body or {}).get("TransactItems", []) if "Put" in part]
-    return any(item["sk"].get("S") == "DONE" and item["pk"].get("S", "").startswith("TURN#") for item in puts)
+    return any(
+        item["sk"].get("S") == "DONE"
+        and item["pk"].get("S", "").startswith("TURN#")
+        and "covered_by" not in item
+        for item in puts
+    )
 
 
 def dynamodb_write(operation: str, nth: int = 1, *, having: bytes = b"") -> Fault:
@@ -613,3 +619,123 @@ def relay_message(stack: LocalStack, channel: str, author: dict[str, Any], text:
     headers = {"content-type": "application/json", **sign_request(stack.relay_signing_key, body)}
     assert httpx.post(stack.urls["relay"], content=body, headers=headers, timeout=10).status_code == 202
     return message
+
+
+# -- a burst's covering turn dead-lettered: its covered messages' own jobs come first ---------------
+
+DEAD_LETTERED_POINTS = [
+    # the messages the replies answer (the newest each covers), in the order they were posted
+    (model_call(1), (2, 0)),  # nothing kept yet: the second message's job answers the last two
+    (outbox_keep("after"), (2,)),
+    (chunk_post(2), (2,)),
+    (notice_post(), (2,)),
+    (commit("after"), (2,)),
+]
+
+
+@pytest.mark.parametrize(
+    ("fault", "answered"),
+    [
+        pytest.param(fault, answered, id=f"{fault.action} at {fault.name}")
+        for fault, answered in DEAD_LETTERED_POINTS
+    ],
+)
+def test_a_covering_turn_dead_lettered_midway_leaves_each_message_answered_once(
+    world, fault, answered, monkeypatch
+):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    make_always(stack, channel)
+    # each answer its own words, so that a second answer is never taken for a redelivery's own posts
+    monkeypatch.setattr(llm, "_responder", _numbered(llm))
+    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+
+    # Given the worker taking the first message (and the two after it) dies at that point, and SQS
+    # moves the message to the dead-letter queue (its receives spent) instead of handing it again
+    assert harness.deliver(fault, max_deliveries=1) == ["killed"]
+    assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
+    dead = _dead_letter_the_head(stack, burst[0])
+
+    # When the messages it covers go to their own jobs first, then an operator redrives it
+    harness.deliver()
+    redrive(stack, dead)
+    harness.deliver()
+
+    # Then each message was answered by one reply, each reply posted once: the covering turn's
+    # (once it kept its answer, its covered messages' jobs ended as done), or, when it died before
+    # keeping anything, the second message's (covering the third) and the redriven first's alone
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    firsts = [m for m in posted if m["content"].startswith("Part 1:")]
+    assert [(m.get("message_reference") or {}).get("message_id") for m in firsts] == [
+        burst[n]["id"] for n in answered
+    ]
+    for n in (1, 2, 3):
+        assert len([m for m in posted if m["content"].startswith(f"Part {n}:")]) == len(answered)
+    items = _table_items(stack)
+    done = {i["pk"]["S"] for i in items if i["sk"]["S"] == "DONE"}
+    assert all(any(m["id"] in pk for pk in done) for m in burst)
+    assert [
+        i for i in items if i["sk"]["S"].startswith("OUTBOX#") and i["pk"]["S"] == f"USER#{alice['id']}"
+    ] == []
+
+
+def test_a_covering_turn_dead_lettered_after_posting_is_not_answered_again_by_its_covered_jobs(world):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    make_always(stack, channel)
+    asked_before = len(llm.bodies)
+    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+
+    # Given Discord refuses the answer's second chunk as such: the turn covering all three is
+    # dead-lettered with its first chunk posted
+    stack.discord.fail_post(2, 403, {"message": "Missing Permissions", "code": 50013})
+    harness.deliver()
+    (dead,) = dead_letters(stack)
+    assert TurnJob.from_json(dead["Body"]).turn_id == burst[0]["id"]
+
+    # Then the two messages it covers, whose jobs came next, were not answered again: their jobs
+    # found them marked covered when the answer was kept, before its first post
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    assert [m["content"] for m in posted] == [PARAGRAPHS[0]]
+    assert len(llm.bodies) - asked_before == 2
+
+    # And redriven, the covering turn posts the rest of its answer once and records all three
+    redrive(stack, dead)
+    assert harness.deliver() == ["done"]
+    posted = [m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id]
+    assert [m["content"] for m in posted] == [*PARAGRAPHS, ""]
+    assert (posted[0].get("message_reference") or {}).get("message_id") == burst[-1]["id"]
+    records = {i["pk"]["S"]: i for i in _table_items(stack) if i["sk"]["S"] == "DONE"}
+    for message in burst[1:]:
+        (record,) = [r for pk, r in records.items() if pk.endswith(message["id"])]
+        assert [v["S"] for v in record["reply_ids"]["L"]] == [m["id"] for m in posted[:3]]
+    assert len(llm.bodies) - asked_before == 2
+
+
+def _numbered(llm: OpenAIStandIn):
+    """The module's model, each answer ending with the number of the request that asked for it."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["role"] == "tool":
+            return completion_body(f"{ANSWER} (answer {len(llm.bodies)})")
+        return answer(body)
+
+    return respond
+
+
+def _dead_letter_the_head(stack: LocalStack, first: dict[str, Any]) -> dict[str, Any]:
+    """What SQS does with a message whose receives are spent: moved to the dead-letter queue."""
+    queue = stack.resources.turn_queue_url
+    (head,) = stack.sqs.receive_message(QueueUrl=queue, MaxNumberOfMessages=1, AttributeNames=["All"])[
+        "Messages"
+    ]
+    assert TurnJob.from_json(head["Body"]).turn_id == first["id"]
+    stack.sqs.send_message(
+        QueueUrl=stack.resources.dead_letter_queue_url,
+        MessageBody=head["Body"],
+        MessageGroupId=head["Attributes"]["MessageGroupId"],
+        MessageDeduplicationId=head["MessageId"],
+    )
+    stack.sqs.delete_message(QueueUrl=queue, ReceiptHandle=head["ReceiptHandle"])
+    (dead,) = dead_letters(stack)
+    return dead

@@ -144,6 +144,9 @@ class World:
     guilds: tuple[Guild, ...]
     channels: tuple[Channel, ...]
     users: tuple[User, ...]
+    always: frozenset[str] = field(default=frozenset(), repr=False)
+    """The ``always`` channels (``/server addressing mode:always``, the main persona answering):
+    every member's message there is a turn, and a turn covers the speaker's later messages."""
 
     def guild(self, guild_id: str) -> Guild:
         return next(guild for guild in self.guilds if guild.guild_id == guild_id)
@@ -174,6 +177,25 @@ class Hand(StrEnum):
     SERVER = "server"
     """``/server memories add`` by a manager, or ``Remember this`` on someone else's message by a
     member (pending where the guild reviews): a server memory said where the speaker is."""
+
+
+class Later(StrEnum):
+    """A message sent after a turn's, before the turn runs (it waits in the queue): what a turn of
+    an ``always`` channel may cover (``domain/bursts.py``), or must not."""
+
+    SAME = "the speaker again, in the same channel"
+    ANSWERED = "the speaker again, in the same channel, already answered"
+    OTHER_AUTHOR = "someone else, in the same channel"
+    OTHER_PERSONA = "the speaker again, calling Luna by name"
+    """Another persona than the turn's, or the turn's own when the turn is Luna's."""
+    OTHER_CHANNEL = "the speaker, in another channel of the guild"
+    ELSEWHERE = "the speaker, in another guild or their DM"
+    BOT = "the bot, in the same channel"
+    WEBHOOK = "another webhook, in the same channel"
+
+
+LATER_KINDS: Final = (*(Later.SAME,) * 3, *Later)
+"""The later messages' kinds, picked from: the speaker's own in the channel most often."""
 
 
 @dataclass(frozen=True)
@@ -214,6 +236,8 @@ class TurnPlan:
     day_passes: bool = False
     """Before the message, a day passes: memories saved expiring a day before have expired."""
     by_hand: Hand | None = None
+    later: tuple[Later, ...] = field(default=(), repr=False)
+    """Messages sent after this one, in order, before its turn runs."""
 
     @property
     def persona_id(self) -> str:
@@ -308,7 +332,12 @@ def worlds(draw: st.DrawFn, *, admin_settings: bool = False) -> World:
     )
     if admin_settings:
         guilds = [_reviewing(guild, users) for guild in guilds]
-    return World(tuple(_with_personas(guild, g) for g, guild in enumerate(guilds)), tuple(channels), users)
+    # half the channels are always channels: picked by a hash, not drawn (the examples stay the same)
+    always = frozenset(
+        c.channel_id for c in channels if not c.is_thread and zlib.crc32(f"always {c}".encode()) % 2 == 0
+    )
+    guilds = [_with_personas(guild, g) for g, guild in enumerate(guilds)]
+    return World(tuple(guilds), tuple(channels), users, always)
 
 
 def _with_personas(guild: Guild, index: int) -> Guild:
@@ -428,10 +457,21 @@ def scenarios(
             channel_mentions=_picked_channels(world, plan, n),
             group_dm=plan.where.guild_id is None and zlib.crc32(f"group {n} {plan}".encode()) % 4 == 0,
             persona=_picked_persona(world, plan, n),
+            later=_picked_later(plan, n),
         )
         for n, plan in enumerate(plans)
     )
     return Scenario(world, picked)
+
+
+def _picked_later(plan: TurnPlan, number: int) -> tuple[Later, ...]:
+    """The messages sent after the ``number``th before its turn runs: none to four, by a hash of the
+    turn (not drawn: the examples stay the worlds and turns drawn before bursts)."""
+    count = (0, 0, 1, 2, 3, 4)[zlib.crc32(f"later {number} {plan}".encode()) % 6]
+    return tuple(
+        LATER_KINDS[zlib.crc32(f"later {number} {i} {plan}".encode()) % len(LATER_KINDS)]
+        for i in range(count)
+    )
 
 
 def _picked_persona(world: World, plan: TurnPlan, number: int) -> Alter | None:

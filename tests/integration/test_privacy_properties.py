@@ -46,7 +46,6 @@ from kioku.adapters.dynamodb.keys import (
     user_pk,
 )
 from kioku.adapters.dynamodb.ltm_store import BookLayout, DynamoMemoryStore, entry_attribute, memory_from_item
-from kioku.adapters.dynamodb.stm_items import entry_from_item
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable, from_wire, make_client
 from kioku.adapters.dynamodb.turn_ledger import TurnLedger
@@ -83,6 +82,7 @@ from kioku.services.memory_control import forget_all
 from kioku.services.persona_voice import PersonaWebhooks
 from kioku.services.turn import TurnService
 from kioku.services.why import why_this_answer
+from tests.integration import privacy_bursts as bursts
 from tests.integration import stm_rows
 from tests.integration.privacy_world import (
     BOT_ID,
@@ -179,8 +179,11 @@ PROPERTY_SETTINGS: Final = settings(
 
 def relayed(message: dict[str, Any], persona: Alter | None = None) -> TurnJob:
     """The turn of a message as RelayFunction queues it (``persona``: the alter persona it calls)."""
-    cue = PersonaCue(persona.persona_id, persona.lineage, persona.name) if persona else None
-    return TurnJob.from_message(parse_message(message), cue)
+    return TurnJob.from_message(parse_message(message), _cue(persona))
+
+
+def _cue(persona: Alter | None) -> PersonaCue | None:
+    return PersonaCue(persona.persona_id, persona.lineage, persona.name) if persona else None
 
 
 @PROPERTY_SETTINGS
@@ -671,15 +674,20 @@ def play(
             model.plan(
                 [(call.name, call.arguments) for call in planned] + ([SEARCH_EVERYTHING] if budgeted else [])
             )
+            queued = bursts.queue_later(discord, table, world, plan, speaker, now, new_token)
+            covered = bursts.expected_covered(world, plan, queued, room=HISTORY_LIMIT - 1)
             discord.fetched.clear()
             first_request = len(model.requests)
 
-            record = service.run(relayed(message, plan.persona))
+            job = bursts.relayed(message, _cue(plan.persona), world)
+            record = service.run(job)
             if plan.persona:
                 _count("a turn of an alter persona")
+            if covered:
+                _count("a turn covering later messages")
 
             assert not record.apologised and not record.duplicate, f"turn {number} did not complete"
-            shown = [message, *discord.fetched][:HISTORY_LIMIT]
+            shown = bursts.shown_dialogue(message, discord.fetched, covered, HISTORY_LIMIT)
             probe = Probe(
                 plan.where, speaker.user_id, _taking_part(plan, shown), plan.persona_id, plan.lineage
             )
@@ -689,6 +697,10 @@ def play(
             )
             problems += _check(oracle, probe, number, seen, tokens_in(shown), written, world, budgeted)
             problems += _check_names(oracle, plan, number, model.requests[first_request:])
+            if queued:
+                problems += bursts.check(
+                    service, table, world, job, queued, covered, seen, lambda: len(model.requests), number
+                )
             if budgeted:
                 recalled = _recall_message(model.requests[first_request].messages)
                 problems += _check_budget(oracle, probe, number, recalled, written, settings)
@@ -699,6 +711,7 @@ def play(
             }
             voice = {"persona": plan.persona_id, "lineage": plan.lineage}
             written.append(Written(said, Kind.MESSAGE, plan.where, speaker.user_id, **voice))
+            written += bursts.written_of(plan, queued, covered)
             private_now = oracle.private(plan.where) if plan.where.guild_id else None
             for call in planned:
                 result = results.get(id(call.arguments))
@@ -1263,7 +1276,7 @@ def play_race(race: ForgetRace, client) -> list[str]:
                 problems.append(f"KEPT: {item['sk']} in the forgetter's partition")
         if service.stm_store.dm_rows_of(forgetter):
             problems.append("KEPT: the forgetter's DM short-term memory")
-        for row in _stm_rows(table):
+        for row in bursts.stm_rows(table):
             lines = [line.text for line in row.crude if line.user_id == forgetter]
             if lines:
                 problems.append(f"KEPT: the forgetter's lines {lines} in row of {row.channel_id}")
@@ -1272,12 +1285,6 @@ def play_race(race: ForgetRace, client) -> list[str]:
                 if posted["id"] not in posted_before and tokens_in(posted) & covered:
                     problems.append(f"POSTED after the forget-all: {sorted(tokens_in(posted) & covered)}")
     return problems
-
-
-def _stm_rows(table: KiokuTable) -> list:
-    items = table.client.scan(TableName=table.name)["Items"]
-    rows = [entry_from_item(from_wire(item)) for item in items if item["pk"]["S"].startswith("STM#")]
-    return [row for row in rows if row is not None]
 
 
 def _recall_message(messages: list[dict[str, Any]]) -> str:
@@ -1498,8 +1505,14 @@ def _taking_part(plan: TurnPlan, shown: list[dict]) -> frozenset[str]:
 
 def _configure(store: ConfigStore, world: World) -> None:
     for guild in world.guilds:
-        if guild.overrides or guild.bypass or guild.reviews or guild.alters:
+        always = {
+            c.channel_id: ""
+            for c in world.channels
+            if c.guild_id == guild.guild_id and c.channel_id in world.always
+        }
+        if guild.overrides or guild.bypass or guild.reviews or guild.alters or always:
             config = ServerConfig(
+                always_channels=always,
                 guild_id=guild.guild_id,
                 channel_privacy=guild.overrides,
                 stm_privacy_bypass=guild.bypass,
@@ -1601,7 +1614,8 @@ def story(scenario: Scenario) -> str:
         lines.append(f"  guild{guild.guild_id[-1]} @everyone={guild.everyone_permissions}{settings_text}")
     for channel in world.channels:
         where = Where(channel.guild_id, channel.channel_id, channel.parent_id if channel.is_thread else None)
-        lines.append(f"  {_place(oracle, where)} overwrite={channel.overwrite.value}")
+        always = " (always)" if channel.channel_id in world.always else ""
+        lines.append(f"  {_place(oracle, where)} overwrite={channel.overwrite.value}{always}")
     for user in world.users:
         guilds = ",".join(f"guild{g[-1]}" for g in sorted(user.guild_ids))
         lines.append(f"  {user.name}: member of {guilds}; cross-server={user.cross_server}")
@@ -1624,6 +1638,8 @@ def story(scenario: Scenario) -> str:
             does.insert(0, "that memory's channel made private first")
         if plan.forget_all:
             does.insert(0, "forget-all first")
+        if plan.later:
+            does.append("then, before the turn runs: " + "; ".join(kind.value for kind in plan.later))
         named = [_person(world, plan.mention)] if plan.mention else []
         named += [_place(oracle, oracle.where_is(channel_id)) for channel_id in plan.channel_mentions]
         mention = f" mentioning {', '.join(named)}" if named else ""
@@ -1930,7 +1946,7 @@ def _forget_all_between_the_keep_and_the_post(
         "#pk = :pk", names={"#pk": "pk"}, values={":pk": f"USER#{forgotten}"}, consistent=True
     )
     assert not [item["sk"] for item in items if item["sk"].startswith(("OUTBOX#", "STMLINES#"))]
-    assert not [line for row in _stm_rows(table) for line in row.crude if line.user_id == forgotten]
+    assert not [line for row in bursts.stm_rows(table) for line in row.crude if line.user_id == forgotten]
 
 
 def test_records_and_memories_past_their_time_reach_no_answer_choice_or_export(dynamodb):

@@ -3,8 +3,9 @@
 In an ``always`` channel every member's message is a turn, each queued as its own job in the
 channel's FIFO group. A turn of such a channel, when it reads the channel, also takes the messages
 sent after its own that would be turns of the same persona from the same person and are not answered
-yet: it *covers* them, answers them in one reply (to the newest), and its commit records each as
-done, so their own jobs, delivered next, end as already done. The run stops at the first message
+yet: it *covers* them, answers them in one reply (to the newest), marks each as covered by it when
+it keeps its answer (before the first post) and records each as done with its commit, so their own
+jobs, delivered next, end as already done, even if it is dead-lettered mid-delivery. The run stops at the first message
 that is someone else's turn (another person, another persona), at anything the bot or a webhook said
 (the conversation moved on), at a message already answered, and after ``MAX_COVERED`` messages;
 messages that are no turn at all (another bot's, ignored) pass as context. Pure: the turn service

@@ -166,6 +166,12 @@ class RateTaken:
     before: bool = False
 
 
+class CoveredElsewhere(Exception):
+    """A later message this turn's answer covers (a burst's) was answered, or is being answered, by
+    another turn since this one read it (a dead-letter redrive breaks the channel's order): nothing
+    is kept or posted, and the retry reads again and answers without it."""
+
+
 class TurnCommitFailed(Exception):
     """The turn's commit could not be written: its outbox stays, and the redelivery commits."""
 

@@ -64,4 +64,6 @@ class TurnRead:
     webhook: ChannelWebhook | None = None
     """The channel's persona webhook, when the read asked for it (an alter persona's turn)."""
     later_done: frozenset[str] = frozenset()
-    """Of the later turns the read asked about (a burst's, by record id), those recorded done."""
+    """Of the later turns the read asked about (a burst's, by record id), those another turn answered
+    or is answering: recorded done (but as covered by this turn: an attempt of it kept its answer),
+    or keeping an outbox of their own."""

@@ -280,7 +280,7 @@ class TurnService:
                 speaking=job.persona.persona_id if job.persona else None,
             ),
             recall_lineage=guessed.lineage_id,
-            recall_people=self._taking_part(job, heard),
+            recall_people=self._recall_people(attempt, heard, later),
             webhook_of=(job.guild_id, webhook_channel(job, heard.channel))
             if job.persona and job.guild_id
             else None,
@@ -318,6 +318,16 @@ class TurnService:
             user, voiced.participants, heard.dialogue.author_ids, heard.bot.user_id, dm
         )
         return tuple(person.user_id for person in people)
+
+    def _recall_people(self, attempt: TurnAttempt, heard: Heard, later: list[Message]) -> tuple[str, ...]:
+        """Whose memory books the read fetches: the people taking part in what the turn heard; with
+        later messages, also in the dialogue cut at its own (how far it is cut is decided after the
+        read: the later messages shown may push earlier speakers out of the dialogue, or not)."""
+        people = self._taking_part(attempt.job, heard)
+        if not later:
+            return people
+        own_only = self._hear(attempt, heard.channel, up_to(heard.messages, attempt.job.turn_id))
+        return tuple(dict.fromkeys((*people, *self._taking_part(attempt.job, own_only))))
 
     def _burst(
         self, attempt: TurnAttempt, heard: Heard, read: TurnRead, later: list[Message]

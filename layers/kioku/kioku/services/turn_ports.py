@@ -137,7 +137,7 @@ class TurnStore(Protocol):
         later: Sequence[str] = (),
     ) -> TurnRead:
         """``webhook_of`` (guild, channel): read that channel's persona webhook too; ``later``: the
-        records of these later turns (a burst's, by record id), ``TurnRead.later_done``."""
+        records and outboxes of these later turns (a burst's, by record id), ``TurnRead.later_done``."""
         ...
 
     def done(self, key: TurnKey) -> TurnOutcome | None: ...

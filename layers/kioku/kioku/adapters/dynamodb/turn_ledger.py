@@ -13,6 +13,7 @@ replies whose notices show a memory about them), and counts a person's turns per
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
@@ -34,6 +35,8 @@ from kioku.adapters.dynamodb.turn_traces import TurnTraces, shown_index, trace_a
 from kioku.domain.turn import RateTaken, TurnOutcome
 from kioku.domain.waiting_replies import WaitingReply
 
+COVERED_BY: Final = "covered_by"
+"""On a burst's covered record: the record id of the turn that answers it."""
 RECORD_RETENTION: Final = timedelta(days=16)
 """Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
 queue, a day in the turn queue after a redrive (template.yaml); a record gone before then would let
@@ -90,12 +93,35 @@ class TurnLedger:
         )
 
     def op_covered(
-        self, source: str, turn_id: str, reply_ids: tuple[str, ...], now: datetime
+        self, source: str, turn_id: str, by: str, reply_ids: tuple[str, ...], now: datetime
     ) -> dict[str, Any]:
-        """A transaction operation recording as done a later turn another turn answered (a burst's
-        message): its reply is that turn's. Unconditional: under the channel's FIFO order its own job
-        runs only after the covering turn ends, and the covering turn read it as not done."""
-        return self._table.op_put(_record_item(source, turn_id, TurnOutcome(reply_ids=reply_ids), now))
+        """A transaction operation recording as done a later turn that turn ``by`` answers (a burst's
+        message): its reply is that turn's. Written first with the covering turn's outbox, before
+        anything is posted (no reply ids yet: the covered message's own job, finding it, ends as
+        done even if the covering turn is dead-lettered mid-delivery), then with its commit. Never
+        over a record another turn wrote (its own job's, another burst's): a dead-letter redrive
+        breaks the FIFO order this would otherwise lean on."""
+        item = {**_record_item(source, turn_id, TurnOutcome(reply_ids=reply_ids), now), COVERED_BY: by}
+        return self._table.op_put(
+            item,
+            condition="attribute_not_exists(pk) OR #by = :by",
+            names={"#by": COVERED_BY},
+            values={":by": by},
+        )
+
+    def op_no_outbox(self, author_id: str, source: str, turn_id: str) -> dict[str, Any]:
+        """A transaction check that turn ``turn_id`` of ``author_id`` keeps no outbox: no attempt of
+        its own has an answer (or notices) under way, which a turn covering it would answer twice."""
+        return self._table.op_check(outbox_key(author_id, source, turn_id), "attribute_not_exists(pk)")
+
+    def covered_elsewhere(self, source: str, record_ids: Sequence[str], by: str) -> frozenset[str]:
+        """Of the records ``record_ids``, those written by another turn than ``by`` (read only when a
+        commit was refused)."""
+        keys = {record_id: turn_record_key(source, record_id) for record_id in record_ids}
+        found = {ItemKey.of(item): item for item in self._table.batch_get(list(keys.values()))}
+        return frozenset(
+            record_id for record_id, key in keys.items() if key in found and found[key].get(COVERED_BY) != by
+        )
 
     def waiting_replies_to(self, user_id: str) -> list[WaitingReply]:
         """Every unfinished turn kept in ``user_id``'s partition, as forget-all would drop them."""

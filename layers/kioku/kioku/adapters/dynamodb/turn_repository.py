@@ -52,7 +52,7 @@ from kioku.adapters.dynamodb.keys import (
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore, crude_lines_from_items, crude_lines_to_items
 from kioku.adapters.dynamodb.table import Item, KiokuTable, UpdateExpression
-from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION, TurnLedger, outcome_from_item
+from kioku.adapters.dynamodb.turn_ledger import COVERED_BY, RECORD_RETENTION, TurnLedger, outcome_from_item
 from kioku.adapters.dynamodb.turn_traces import commit_parts, trace_attributes, trace_from_item
 from kioku.adapters.dynamodb.webhook_store import WebhookStore, webhook_from_item
 from kioku.domain.forgetting import SpeakerForgotten
@@ -60,6 +60,7 @@ from kioku.domain.ltm.ports import RecallSet
 from kioku.domain.privacy import Place, PrivacyPolicy
 from kioku.domain.stm.capture import TurnCapture
 from kioku.domain.turn import (
+    CoveredElsewhere,
     Outbox,
     PersonaRemoved,
     TurnAlreadyRecorded,
@@ -68,11 +69,13 @@ from kioku.domain.turn import (
     TurnKey,
     TurnOutcome,
 )
+from kioku.domain.turn_jobs import record_id_of
 from kioku.domain.turn_read import TurnMemoryQuery, TurnRead
 
 OUTBOX_PART: Final = "outbox"
 NOT_DONE_PART: Final = "not done"
 PERSONA_PART: Final = "persona still there"
+COVERED_PART: Final = "covered"
 ANSWERED: Final = "answered"
 CLAIM: Final = "claim"
 KEEP_ATTEMPTS: Final = 5
@@ -105,7 +108,7 @@ class TurnRepository:
         its outbox, its author's forget-all mark, and the memory books recall reads in the persona
         lineage ``recall_lineage`` (a guess: see ``recall``) for the server and ``recall_people``, the
         persona webhook of ``webhook_of`` (guild, channel) when given, and the records of ``later``
-        turns (a burst's, by record id)."""
+        turns and their outboxes (a burst's, by record id)."""
         done_at, outbox_at, forgotten_at = (
             turn_record_key(key.source, key.turn_id),
             _outbox_key(key),
@@ -115,6 +118,7 @@ class TurnRepository:
         books = self._memories.recall_keys(memory.guild_id, recall_lineage, people)
         hook_at = WebhookStore.key(*webhook_of) if webhook_of else None
         later_at = {record_id: turn_record_key(key.source, record_id) for record_id in later}
+        later_outboxes = {record_id: _outbox_key(replace(key, turn_id=record_id)) for record_id in later}
         extra = [
             done_at,
             outbox_at,
@@ -122,6 +126,7 @@ class TurnRepository:
             *books,
             *([hook_at] if hook_at else []),
             *later_at.values(),
+            *later_outboxes.values(),
         ]
         loaded = self._stm.load_turn(memory, extra_keys=extra)
         found = loaded.extra
@@ -134,7 +139,11 @@ class TurnRepository:
             recall_lineage=recall_lineage,
             recall_people=people,
             webhook=webhook_from_item(found.get(hook_at)) if hook_at else None,
-            later_done=frozenset(record_id for record_id, at in later_at.items() if found.get(at)),
+            later_done=frozenset(
+                record_id
+                for record_id in later
+                if _taken(found.get(later_at[record_id]), found.get(later_outboxes[record_id]), key.turn_id)
+            ),
         )
 
     def done(self, key: TurnKey) -> TurnOutcome | None:
@@ -286,6 +295,16 @@ class TurnRepository:
             )
         if claimed and key.persona is not None:
             parts[PERSONA_PART] = self._persona_check(*key.persona)
+        persona_id = key.persona[1] if key.persona else None
+        for record_id in (record_id_of(message_id, persona_id) for message_id in outbox.covers):
+            # before anything is posted: a covered message's own job ends as done, even if this
+            # turn is dead-lettered mid-delivery; never one another turn answers or is answering
+            parts[f"{COVERED_PART} {record_id}"] = self._ledger.op_covered(
+                key.source, record_id, key.turn_id, (), now
+            )
+            parts[f"{COVERED_PART} {record_id} outbox"] = self._ledger.op_no_outbox(
+                key.author_id, key.source, record_id
+            )
         for person in dict.fromkeys(person for person in outbox.quoted if person != key.author_id):
             pointer = {
                 **_outbox_key(key, person).as_item(),
@@ -323,6 +342,11 @@ class TurnRepository:
         try:
             self._commit(key, outcome, now, capture)
         except TurnAlreadyRecorded:
+            elsewhere = self._ledger.covered_elsewhere(key.source, outcome.covered, key.turn_id)
+            if elsewhere:  # an outbox kept before covered records were marked: theirs stay theirs
+                covered = tuple(record_id for record_id in outcome.covered if record_id not in elsewhere)
+                self.commit(key, replace(outcome, covered=covered), now, capture)
+                return
             # or a person the trace names forgot everything since (a turn retried for days): commit
             # without their part, else it would outlive their forget-all (a rare read, never a plain turn's)
             trace = outcome.trace
@@ -347,7 +371,7 @@ class TurnRepository:
             self._table.op_delete(_outbox_key(key)),
             # a burst's later turns, answered by this one: their jobs, delivered next, find them done
             *(
-                self._ledger.op_covered(key.source, record_id, outcome.reply_ids, now)
+                self._ledger.op_covered(key.source, record_id, key.turn_id, outcome.reply_ids, now)
                 for record_id in outcome.covered
             ),
         ]
@@ -440,6 +464,13 @@ def _outbox_from_item(item: Item | None) -> Outbox | None:
     )
 
 
+def _taken(record: Item | None, outbox: Item | None, turn_id: str) -> bool:
+    """Whether a later turn is answered, or being answered, by another than turn ``turn_id``: it has
+    a record (not this turn's own mark, left by an attempt of it that kept its answer) or an outbox
+    of its own (an attempt of its own under way: covering it would answer it twice)."""
+    return outbox is not None or (record is not None and record.get(COVERED_BY) != turn_id)
+
+
 def _optional_str(value: Any) -> str | None:
     return None if value is None else str(value)
 
@@ -450,6 +481,8 @@ def _raise_if_taken(reasons: dict[str, CancellationReason]) -> None:
     done, outbox, persona = reasons.get(NOT_DONE_PART), reasons.get(OUTBOX_PART), reasons.get(PERSONA_PART)
     if done is not None and done.condition_failed:
         raise TurnAlreadyRecorded("another attempt recorded this turn before this one kept its answer")
+    if any(name.startswith(COVERED_PART) and reason.condition_failed for name, reason in reasons.items()):
+        raise CoveredElsewhere("a message the answer covers was answered by another turn since")
     if persona is not None and persona.condition_failed:
         raise PersonaRemoved("the persona the turn speaks as was removed since its read")
     if outbox is not None and outbox.condition_failed:
