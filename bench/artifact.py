@@ -33,7 +33,8 @@ from kioku.signatures import new_key_pair
 
 RUNS = 7
 APPLICATION_ID = "100000000000000001"
-TARGET_MS = 150
+TARGET_MS = {"ping": 150, "chat": 300, "relay": 300, "relay_read": 300}
+"""Over the bare interpreter, on a quiet machine (issue 41 item 6: a PING 150 ms, the rest 300)."""
 # What runs inside the cold interpreter: Lambda's path order (/var/task, /opt/python, /var/runtime).
 DRIVER = """
 import json, sys, time
@@ -179,7 +180,7 @@ def main() -> None:
             )
             print(
                 f"cold.artifact.{name}_over_bare_ms={cold_ms - bare_ms:.1f}"
-                + (f" target<={TARGET_MS}" if name == "ping" else "")
+                + (f" target<={TARGET_MS[name]}" if name in TARGET_MS else "")
             )
             print(f"cold.artifact.{name}_heavy_modules={','.join(outcome['heavy']) or 'none'}")
 
