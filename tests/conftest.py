@@ -15,6 +15,7 @@ from kioku.config import Settings
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.signatures import new_key_pair
 from tests.botocore_models import share_service_models
+from tests.moto_expressions import parse_expressions_once
 
 pytest_plugins = ("tests.slow_first",)  # the slowest tests start first on every worker
 
@@ -23,6 +24,7 @@ APPLICATION_ID = "100000000000000001"
 
 
 share_service_models()  # tests/botocore_models.py: each test's sessions, one parse of AWS's models
+parse_expressions_once()  # tests/moto_expressions.py: moto parses each DynamoDB expression once
 
 
 @pytest.fixture(autouse=True)
