@@ -16,11 +16,16 @@ of a moto-backed turn's CPU. The answers stay moto's own:
   later request or item could change.
 
 A request moto refuses is refused as before: a parse or check that raises is kept by nothing.
+
+Two lookups moto makes anew that answer the same for a class every time are kept by class: the
+node kinds a tree walker processes (asked at every node of every walk, a dict built each time) and
+the method names of a response class (``inspect.getmembers``, for every request of any service).
 """
 
 from __future__ import annotations
 
 import copy
+import functools
 import pickle
 import threading
 import weakref
@@ -28,9 +33,10 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Any
 
+from moto.core import responses as moto_responses
 from moto.dynamodb import comparisons
 from moto.dynamodb.parsing import expressions, validators
-from moto.dynamodb.parsing.ast_nodes import Node
+from moto.dynamodb.parsing.ast_nodes import DepthFirstTraverser, Node
 
 KEPT = 4096
 """Entries each cache keeps (the most recently used): a test's expressions, not the whole run's."""
@@ -137,7 +143,21 @@ def _condition(parse: Callable[[Any], Any]) -> Callable[[Any], Any]:
     return parse_once
 
 
+def _by_class(lookup: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    found: dict[type, Any] = {}
+
+    def once_a_class(self: Any) -> Any:
+        kind = type(self)
+        if kind not in found:
+            found[kind] = lookup(self)
+        return found[kind]
+
+    return once_a_class
+
+
 def parse_expressions_once() -> None:
+    DepthFirstTraverser.nodes_to_be_processed = _by_class(DepthFirstTraverser.nodes_to_be_processed)
+    moto_responses.method_names_from_class = functools.cache(moto_responses.method_names_from_class)
     parser = expressions.UpdateExpressionParser
     parser.make = classmethod(_update_tree(parser.make))
     validators.deepcopy = _copy_tree
