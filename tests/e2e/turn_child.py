@@ -26,7 +26,7 @@ from tests.botocore_models import parse_service_models, share_service_models
 def main() -> None:
     # botocore's backoff waits (up to seconds a retry, doubled) take no time here: the harness
     # counts attempts and outcomes, not seconds (a refusal six times in a row waited 20 s)
-    botocore.endpoint.time = SimpleNamespace(sleep=lambda seconds: None)  # type: ignore[attr-defined]
+    botocore.endpoint.time = SimpleNamespace(sleep=lambda seconds: None)
     share_service_models()
     parse_service_models("dynamodb", "sqs")
     handler = load_handler("turn")
