@@ -41,14 +41,16 @@ run: venv
 	$(BIN)/kioku playground $(ARGS)
 
 ## make test: lint, template validation and the whole test suite (PYTEST_WORKERS processes, one a core),
-## in a random order each run so no test leans on another's leftovers; SEED=N replays an order
+## in a random order each run so no test leans on another's leftovers; SEED=N replays an order.
+## Bytecode is cached even where the shell says not to: every worker and every Python process a test
+## starts (the playground, the relay, the crash harness) would compile kioku again (0.7 s a playground).
 PYTEST_WORKERS ?= 2
 ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
 test: lint
 	@echo "test order: make test SEED=$(SEED) replays it"
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -p randomly --randomly-seed=$(SEED) --randomly-dont-reset-seed --durations=15
+	env -u PYTHONDONTWRITEBYTECODE $(BIN)/pytest -n $(PYTEST_WORKERS) --dist worksteal -p randomly --randomly-seed=$(SEED) --randomly-dont-reset-seed --durations=15
 
 lint: venv
 	$(BIN)/ruff check .

@@ -14,6 +14,9 @@ import sys
 import traceback
 from datetime import timedelta
 from pathlib import Path
+from types import SimpleNamespace
+
+import botocore.endpoint
 
 from kioku import clock
 from kioku.playground.functions import LambdaContext, load_handler
@@ -21,6 +24,9 @@ from tests.botocore_models import parse_service_models, share_service_models
 
 
 def main() -> None:
+    # botocore's backoff waits (up to seconds a retry, doubled) take no time here: the harness
+    # counts attempts and outcomes, not seconds (a refusal six times in a row waited 20 s)
+    botocore.endpoint.time = SimpleNamespace(sleep=lambda seconds: None)
     share_service_models()
     parse_service_models("dynamodb", "sqs")
     handler = load_handler("turn")
