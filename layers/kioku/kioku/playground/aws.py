@@ -147,9 +147,12 @@ class MotoServer:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        import urllib.request
+        from moto.moto_api._internal import moto_api_backend
 
-        # moto keeps its state per process: forget it, so the next server starts empty.
-        urllib.request.urlopen(urllib.request.Request(f"{self.url}/moto-api/reset", method="POST"), timeout=5)
-        self._server.shutdown()
-        self._server.server_close()
+        try:
+            self._server.shutdown()
+            self._server.server_close()
+        finally:
+            # moto keeps its state per process: forget it, so the next server starts empty. In
+            # process, as /moto-api/reset would, but without a request a busy machine can time out.
+            moto_api_backend.reset()

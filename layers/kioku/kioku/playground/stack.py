@@ -113,16 +113,18 @@ class LocalStack:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        self._exit.close()
-        clock.reset()  # a :wait of this stack must not age the next one
-        for name, value in self._saved_env.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
-        from kioku.config import get_settings
+        try:
+            self._exit.close()
+        finally:  # a server slow to stop must not leave this stack's environment to the next one
+            clock.reset()  # a :wait of this stack must not age the next one
+            for name, value in self._saved_env.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
+            from kioku.config import get_settings
 
-        get_settings.cache_clear()
+            get_settings.cache_clear()
 
     def observe_turns(self, observer: Callable[[TurnRecord], None]) -> None:
         """Tell ``observer`` of every turn TurnFunction finishes until the stack stops (the worker's
