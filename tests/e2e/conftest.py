@@ -5,11 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any, Final
 
 import httpx
 import pytest
 
+from kioku import clock
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, completion_body
 from kioku.signatures import sign_request
@@ -82,3 +84,10 @@ def inspector_url() -> Iterator[str]:
             server.shutdown()
             server.server_close()
             thread.join(timeout=10)
+
+
+def same_minute() -> None:
+    """The rate counts per minute (of a message's id): move the stack's clock, which Discord's ids
+    follow, to the start of the next minute, so what follows is well inside one (no sleeping)."""
+    now = clock.now()
+    clock.advance(timedelta(seconds=60 - now.second, microseconds=-now.microsecond))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +13,7 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
-from tests.e2e.conftest import relay_post, running_stack
+from tests.e2e.conftest import relay_post, running_stack, same_minute
 
 pytestmark = pytest.mark.e2e
 
@@ -114,8 +113,7 @@ def test_over_the_rate_one_notice_then_silence(llm):
     with running_stack(llm, TURN_RATE_LIMIT_PER_MINUTE="2") as stack:
         stack.discord.seed_channel(CHANNEL, name="general", guild_id=GUILD)
         # When one person sends five messages within a minute (not across the turn of a minute)
-        if time.time() % 60 > 50:
-            time.sleep(61 - time.time() % 60)
+        same_minute()
         alice = stack.discord.seed_user("alice", global_name="Alice")
         for n in range(5):
             turn(stack, f"message {n}", alice)

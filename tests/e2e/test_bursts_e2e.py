@@ -7,12 +7,10 @@ is its own turn; only the same person's messages in the same channel join."""
 from __future__ import annotations
 
 import json
-from datetime import timedelta
 from typing import Any
 
 import pytest
 
-from kioku import clock
 from kioku.adapters.dynamodb.keys import turn_record_key
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
@@ -23,7 +21,15 @@ from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import OpenAIStandIn, completion_body
 from kioku.services.turn import RATE_NOTICE
-from tests.e2e.conftest import GENERAL, GUILD, STAND_IN_KEY, relay_post, running_stack, signed_post
+from tests.e2e.conftest import (
+    GENERAL,
+    GUILD,
+    STAND_IN_KEY,
+    relay_post,
+    running_stack,
+    same_minute,
+    signed_post,
+)
 
 pytestmark = pytest.mark.e2e
 
@@ -88,13 +94,6 @@ def stm_lines(stack: LocalStack, channel: str = GENERAL) -> list[tuple[CrudeRole
     )
     assert row is not None
     return [(line.role, line.text) for line in row.crude]
-
-
-def same_minute() -> None:
-    """The rate counts per minute (of a message's id): move the stack's clock, which Discord's ids
-    follow, to the start of the next minute, so the burst is well inside one."""
-    now = clock.now()
-    clock.advance(timedelta(seconds=60 - now.second, microseconds=-now.microsecond))
 
 
 def test_a_burst_of_five_queued_together_is_answered_by_one_turn_in_order(stack, llm):
