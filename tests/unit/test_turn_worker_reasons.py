@@ -70,3 +70,45 @@ def test_a_job_of_a_newer_format_is_given_back_until_its_last_attempt_then_dead_
     )
     assert turn_worker.record_handler(received(3)) == {"dead_lettered": reason}
     assert dead == [(reason, 3)]
+
+
+def test_a_turn_whose_covered_message_was_answered_meanwhile_is_read_again_not_counted_failed(monkeypatch):
+    # Given a burst's turn whose keep finds a message it covers answered by another turn since its read
+    from types import SimpleNamespace
+
+    from kioku.discord.models import User
+    from kioku.domain.turn import CoveredElsewhere
+    from kioku.domain.turn_jobs import TurnJob, TurnSource
+
+    def run(*args: Any, **kwargs: Any) -> None:
+        raise CoveredElsewhere("message 2 was answered by turn 7")
+
+    failed: list[Exception] = []
+    given_back: list[tuple[str, int]] = []
+    monkeypatch.setattr(
+        turn_worker, "container", lambda: SimpleNamespace(turn_service=SimpleNamespace(run=run))
+    )
+    monkeypatch.setattr(turn_worker, "_failed", lambda record, job, exc: failed.append(exc))
+    monkeypatch.setattr(
+        turn_worker, "_retry_soon", lambda handle, seconds=30: given_back.append((handle, seconds))
+    )
+    job = TurnJob(
+        source=TurnSource.SLASH_COMMAND,
+        turn_id="500000000000000001",
+        channel_id="300000000000000001",
+        guild_id="200000000000000001",
+        author=User("400000000000000001", "alice"),
+        content="hello",
+        interaction_token="t",
+        application_id="100000000000000001",
+    )
+    attributes = {"ApproximateReceiveCount": "3"}
+    record = SQSRecord(
+        {"messageId": "m-1", "receiptHandle": "r-3", "body": job.to_json(), "attributes": attributes}
+    )
+
+    # Then it goes back to the queue at once (a batch item failure), not as a failed attempt: on its
+    # last receive too, it is neither dead-lettered nor retried after the usual wait
+    with pytest.raises(CoveredElsewhere):
+        turn_worker.record_handler(record)
+    assert given_back == [("r-3", 0)] and failed == []

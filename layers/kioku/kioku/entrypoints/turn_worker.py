@@ -28,7 +28,7 @@ from kioku import clock
 from kioku.config import get_settings
 from kioku.domain.ltm.statuses import SaveStatus
 from kioku.domain.ltm.tools import CREATE_TOOL_NAME
-from kioku.domain.turn import TurnClaimed
+from kioku.domain.turn import CoveredElsewhere, TurnClaimed
 from kioku.domain.turn_jobs import InvalidTurnJob, NewerTurnJob, TurnJob, TurnSource
 from kioku.entrypoints.composition import container
 from kioku.observability import Metric, correlate, count, invocation, logger, milliseconds
@@ -87,6 +87,11 @@ def record_handler(record: SQSRecord, lambda_context: Any = None) -> dict[str, A
         count(Metric.DUPLICATE_TURNS)
         logger.warning("turn given back for %d s: %s", CLAIM_WAIT_SECONDS, exc)
         _retry_soon(record.receipt_handle, CLAIM_WAIT_SECONDS)
+        raise
+    except CoveredElsewhere as exc:
+        # not a failed attempt either: a message it would cover was answered since its read; read again
+        logger.warning("turn given back to be read again: %s", exc)
+        _retry_soon(record.receipt_handle, 0)
         raise
     except Exception as exc:
         count(Metric.FAILED_TURNS)
