@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import SimpleNamespace
 from typing import ClassVar
@@ -305,3 +306,81 @@ def test_the_credentials_never_show_their_secret_or_token():
     credentials = Credentials("AKID", "SECRET-KEY", "SESSION-TOKEN")
     assert "SECRET-KEY" not in repr(credentials) and "SESSION-TOKEN" not in repr(credentials)
     assert "SECRET-KEY" not in str(credentials) and "AKID" in repr(credentials)
+
+
+class _ClosesAfterAnswering(BaseHTTPRequestHandler):
+    """Answers, then closes the connection without saying so (as a service closes one left idle)."""
+
+    protocol_version = "HTTP/1.1"
+    connections: ClassVar[list[int]] = []
+
+    def setup(self):
+        super().setup()
+        type(self).connections.append(1)
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        body = json.dumps({"MessageId": "m"}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        self.close_connection = True
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_kept_connection_the_service_closed_is_replaced_at_once_without_a_wait(sample_job):
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _ClosesAfterAnswering)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _ClosesAfterAnswering.connections = []
+    waits: list[float] = []
+    client = SqsHttp(
+        REGION, Credentials("a", "b"), endpoint=f"http://127.0.0.1:{server.server_port}", sleep=waits.append
+    )
+    queue = TurnQueue("https://sqs.us-east-1.amazonaws.com/1/q.fifo", client)
+    try:
+        queue.enqueue(sample_job)
+        queue.enqueue(sample_job)  # a warm container's next message, on the connection now closed
+    finally:
+        server.shutdown()
+    assert waits == [] and len(_ClosesAfterAnswering.connections) == 2
+
+
+class _Hangs(BaseHTTPRequestHandler):
+    """Takes the request and never answers (until the test ends)."""
+
+    protocol_version = "HTTP/1.1"
+    release = threading.Event()
+
+    def do_POST(self):
+        self.rfile.read(int(self.headers["Content-Length"]))
+        type(self).release.wait(10)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_a_budget_bounds_each_attempts_wait_for_an_answer_too(sample_job):
+    # /chat's deadline is Discord's: a read timeout longer than what is left of the budget is cut
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Hangs)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    _Hangs.release.clear()
+    client = SqsHttp(
+        REGION,
+        Credentials("a", "b"),
+        endpoint=f"http://127.0.0.1:{server.server_port}",
+        timeouts=(1.0, 5.0),
+        budget=0.3,
+        sleep=lambda seconds: None,
+    )
+    started = time.monotonic()
+    try:
+        with pytest.raises(QueueUnavailable):
+            TurnQueue("https://sqs.us-east-1.amazonaws.com/1/q.fifo", client).enqueue(sample_job)
+    finally:
+        _Hangs.release.set()
+        server.shutdown()
+    # the read would wait 5 s; the budget's 0.3 s (and a loaded machine's slack) is what it waited
+    assert time.monotonic() - started < 2.5

@@ -9,8 +9,10 @@ A call is tried again as the pinned botocore's standard retries do: after a thro
 CRC32 is not its body's), waiting a random part of 1 s doubled per attempt (at most 20 s), at least
 what ``x-amz-retry-after`` asks (up to 5 s more); up to ``retries`` times after the first attempt
 (botocore's ``max_attempts``). A client given a ``budget`` tries again only while the wait ends
-inside it, counted from the call's start: ``/chat`` must answer Discord within three seconds, and a
-clear "try again" beats no answer. Anything else, or the last failure, raises ``AwsRequestFailed``.
+inside it, counted from the call's start, and waits for a connection or an answer no longer than
+what is left of it: ``/chat`` must answer Discord within three seconds, and a clear "try again"
+beats no answer. A connection kept from an earlier call that the service has closed meanwhile is
+replaced at once, without a wait or an attempt counted. Anything else, or the last failure, raises ``AwsRequestFailed``.
 Only where Lambda runs with its credentials in the environment (``from_environ``); elsewhere botocore.
 """
 
@@ -154,20 +156,26 @@ class AwsJsonClient:
     def default_endpoint(self, params: Mapping[str, Any]) -> str:
         return f"https://{self.service.name}.{self._region}.{partition_domain(self._region)}"
 
-    def _connection_to(self, scheme: str, host: str) -> http.client.HTTPConnection:
+    def _connection_to(
+        self, scheme: str, host: str, limit: float | None
+    ) -> tuple[http.client.HTTPConnection, bool]:
         """The connection kept open from the last call (a warm container's next message pays no
-        handshake, as with botocore's pool), or a new one."""
+        handshake, as with botocore's pool), or a new one; and whether it was kept. Each wait on it
+        lasts at most ``limit`` (what is left of the call's budget), if shorter than its timeout."""
+        connect, read = (min(timeout, limit) for timeout in self._timeouts) if limit else self._timeouts
         if self._open is not None and self._open[0] == (scheme, host):
-            return self._open[1]
+            connection = self._open[1]
+            if connection.sock is not None:
+                connection.sock.settimeout(read)
+            return connection, True
         self._drop()
-        connect, read = self._timeouts
         kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
         connection = kind(host, timeout=connect)
         connection.connect()  # within the connect timeout; then each read within the read timeout
         if connection.sock is not None:
             connection.sock.settimeout(read)
         self._open = ((scheme, host), connection)
-        return connection
+        return connection, False
 
     def _drop(self) -> None:
         if self._open is not None:
@@ -180,13 +188,14 @@ class AwsJsonClient:
         body = json.dumps(params, separators=(",", ":"), default=_blob).encode()
         started = self._clock()
         for attempt in range(1, self._retries + 2):
+            left = None if self._budget is None else max(self._budget - (self._clock() - started), 0.05)
             try:
-                return self._once(url, operation, body)
+                return self._once(url, operation, body, left)
             except AwsRequestFailed as failed:
                 if not failed.retryable or attempt > self._retries:
                     raise
                 delay = self._delay(failed, attempt)
-                if self._budget is not None and self._clock() - started + delay > self._budget:
+                if self._budget is not None and self._clock() - started + delay >= self._budget:
                     raise
                 self._sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
@@ -198,7 +207,7 @@ class AwsJsonClient:
             return max(delay, min(failed.retry_after, delay + RETRY_AFTER_EXTRA_SECONDS))
         return delay
 
-    def _once(self, url: SplitResult, operation: str, body: bytes) -> dict[str, Any]:
+    def _once(self, url: SplitResult, operation: str, body: bytes, limit: float | None) -> dict[str, Any]:
         headers = {
             "Content-Type": "application/x-amz-json-1.0",
             "Host": url.netloc,
@@ -210,20 +219,30 @@ class AwsJsonClient:
         headers["Authorization"] = authorization(
             headers, body, self._region, self._credentials, service=self.service.name
         )
-        try:
-            connection = self._connection_to(url.scheme, url.netloc)
-            connection.request("POST", "/", body=body, headers=headers)
-            response = connection.getresponse()
-            status, payload = response.status, response.read()
-        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, garbled
-            self._drop()
-            raise AwsRequestFailed(exc.__class__.__name__, retryable=True) from exc
+        for fresh in (False, True):
+            kept = False
+            try:
+                connection, kept = self._connection_to(url.scheme, url.netloc, limit)
+                connection.request("POST", "/", body=body, headers=headers)
+                response = connection.getresponse()
+                status, payload = response.status, response.read()
+                break
+            except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out, garbled
+                self._drop()
+                # a kept connection the service closed while the container was idle: once more at
+                # once on a new one (urllib3, under botocore, drops such a connection before using it)
+                stale = kept and isinstance(exc, _CLOSED_BY_PEER)
+                if fresh or not stale:
+                    raise AwsRequestFailed(exc.__class__.__name__, retryable=True) from exc
         if response.will_close:
             self._drop()
         crc32 = response.getheader("x-amz-crc32")
         if self.service.checks_crc32 and crc32 is not None and crc32 != str(zlib.crc32(payload)):
             raise AwsRequestFailed("CRC32Mismatch", retryable=True)
         return _answer(status, payload, response.getheader)
+
+
+_CLOSED_BY_PEER: Final = (http.client.RemoteDisconnected, ConnectionResetError, BrokenPipeError)
 
 
 def _blob(value: object) -> str:
