@@ -157,25 +157,28 @@ class AwsJsonClient:
         return f"https://{self.service.name}.{self._region}.{partition_domain(self._region)}"
 
     def _connection_to(
-        self, scheme: str, host: str, limit: float | None
+        self, scheme: str, host: str, deadline: float | None
     ) -> tuple[http.client.HTTPConnection, bool]:
         """The connection kept open from the last call (a warm container's next message pays no
-        handshake, as with botocore's pool), or a new one; and whether it was kept. Each wait on it
-        lasts at most ``limit`` (what is left of the call's budget), if shorter than its timeout."""
-        connect, read = (min(timeout, limit) for timeout in self._timeouts) if limit else self._timeouts
-        if self._open is not None and self._open[0] == (scheme, host):
+        handshake, as with botocore's pool), or a new one; and whether it was kept. Connecting, then
+        reading, each ends by ``deadline`` (the call's budget), if sooner than its timeout."""
+        connect, read = self._timeouts
+        kept = self._open is not None and self._open[0] == (scheme, host)
+        if self._open is not None and kept:
             connection = self._open[1]
-            if connection.sock is not None:
-                connection.sock.settimeout(read)
-            return connection, True
-        self._drop()
-        kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
-        connection = kind(host, timeout=connect)
-        connection.connect()  # within the connect timeout; then each read within the read timeout
+        else:
+            self._drop()
+            kind = http.client.HTTPSConnection if scheme == "https" else http.client.HTTPConnection
+            connection = kind(host, timeout=self._within(connect, deadline))
+            connection.connect()
+            self._open = ((scheme, host), connection)
         if connection.sock is not None:
-            connection.sock.settimeout(read)
-        self._open = ((scheme, host), connection)
-        return connection, False
+            connection.sock.settimeout(self._within(read, deadline))
+        return connection, kept
+
+    def _within(self, timeout: float, deadline: float | None) -> float:
+        """``timeout``, or what is left before ``deadline`` if sooner (never nothing at all)."""
+        return timeout if deadline is None else max(min(timeout, deadline - self._clock()), 0.05)
 
     def _drop(self) -> None:
         if self._open is not None:
@@ -186,16 +189,15 @@ class AwsJsonClient:
         """``operation`` with ``params`` (bytes sent as base64, as botocore sends blobs)."""
         url = urlsplit(self._endpoint or self.default_endpoint(params))
         body = json.dumps(params, separators=(",", ":"), default=_blob).encode()
-        started = self._clock()
+        deadline = None if self._budget is None else self._clock() + self._budget
         for attempt in range(1, self._retries + 2):
-            left = None if self._budget is None else max(self._budget - (self._clock() - started), 0.05)
             try:
-                return self._once(url, operation, body, left)
+                return self._once(url, operation, body, deadline)
             except AwsRequestFailed as failed:
                 if not failed.retryable or attempt > self._retries:
                     raise
                 delay = self._delay(failed, attempt)
-                if self._budget is not None and self._clock() - started + delay >= self._budget:
+                if deadline is not None and self._clock() + delay >= deadline:
                     raise
                 self._sleep(delay)
         raise AssertionError("unreachable")  # the loop returns or raises
@@ -207,7 +209,7 @@ class AwsJsonClient:
             return max(delay, min(failed.retry_after, delay + RETRY_AFTER_EXTRA_SECONDS))
         return delay
 
-    def _once(self, url: SplitResult, operation: str, body: bytes, limit: float | None) -> dict[str, Any]:
+    def _once(self, url: SplitResult, operation: str, body: bytes, deadline: float | None) -> dict[str, Any]:
         headers = {
             "Content-Type": "application/x-amz-json-1.0",
             "Host": url.netloc,
@@ -222,7 +224,7 @@ class AwsJsonClient:
         for fresh in (False, True):
             kept = False
             try:
-                connection, kept = self._connection_to(url.scheme, url.netloc, limit)
+                connection, kept = self._connection_to(url.scheme, url.netloc, deadline)
                 connection.request("POST", "/", body=body, headers=headers)
                 response = connection.getresponse()
                 status, payload = response.status, response.read()
