@@ -14,7 +14,7 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.config import Settings
 from kioku.playground.aws import LocalResources, MotoServer, create_local_resources
 from kioku.signatures import new_key_pair
-from tests.botocore_models import share_service_models
+from tests.botocore_models import share_builtin_handlers, share_service_models
 from tests.embedded_model_once import load_embedded_model_once
 from tests.moto_expressions import parse_expressions_once
 from tests.shared_tls import share_tls_context
@@ -26,6 +26,7 @@ APPLICATION_ID = "100000000000000001"
 
 
 share_service_models()  # tests/botocore_models.py: each test's sessions, one parse of AWS's models
+share_builtin_handlers()  # and one registration of botocore's built-in handlers, copied into each
 parse_expressions_once()  # tests/moto_expressions.py: moto parses each DynamoDB expression once
 share_tls_context()  # tests/shared_tls.py: httpx's clients share one default TLS context
 load_embedded_model_once()  # tests/embedded_model_once.py: the ONNX session read once, then handed out

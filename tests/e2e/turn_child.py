@@ -1,12 +1,13 @@
 """TurnFunction containers for the crash harness: this process imports the handler once, then for
 each SQS event it reads (a JSON line on stdin, with the file to write the response to) forks a
 fresh container (with the request's ``env`` added to its environment, and its clock moved by the
-request's ``clock_ahead_seconds``, behind when negative), says its pid, and says how it ended. A forked container starts as a cold Lambda container does after its init: modules
-imported, no client, no cache, nothing of an earlier turn. Done once here instead, as read-only as
-they are costly: botocore's parse of the DynamoDB and SQS models (tests/botocore_models.py), httpx's
-default TLS context (tests/shared_tls.py), the embedded model's load (tests/embedded_model_once.py),
-and the imports a turn makes on first use (``LAZY_IMPORTS``): a container redoing them took twice
-the CPU its turn did.
+request's ``clock_ahead_seconds``, behind when negative), says its pid, and says how it ended. A
+forked container starts as a cold Lambda container does after its init: modules imported, no
+client, no cache, nothing of an earlier turn. Done once here instead, as read-only as they are
+costly: botocore's parse of the DynamoDB and SQS models and its registration of its built-in
+handlers (tests/botocore_models.py), httpx's default TLS context (tests/shared_tls.py), the embedded
+model's load (tests/embedded_model_once.py), and the imports a turn makes on first use
+(``LAZY_IMPORTS``): a container redoing them took twice the CPU its turn did.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import botocore.endpoint
 
 from kioku import clock
 from kioku.playground.functions import LambdaContext, load_handler
-from tests.botocore_models import parse_service_models, share_service_models
+from tests.botocore_models import parse_service_models, share_builtin_handlers, share_service_models
 from tests.embedded_model_once import load_embedded_model_once
 from tests.shared_tls import share_tls_context
 
@@ -37,6 +38,7 @@ def main() -> None:
     # counts attempts and outcomes, not seconds (a refusal six times in a row waited 20 s)
     botocore.endpoint.time = SimpleNamespace(sleep=lambda seconds: None)
     share_service_models()
+    share_builtin_handlers()
     parse_service_models("dynamodb", "sqs")
     share_tls_context()
     _warm()
