@@ -64,9 +64,10 @@ def parse_service_models(*services: str) -> None:
 
 
 _register_builtin_handlers = botocore.session.Session._register_builtin_handlers
-_BUILTIN: dict[tuple[int, ...], botocore.hooks.HierarchicalEmitter] = {}
+_BUILTIN: dict[tuple[int, ...], tuple[list[Any], botocore.hooks.HierarchicalEmitter]] = {}
 """A session's emitter just after its built-in handlers were registered, kept unchanged, by the
-handlers it holds (moto adds its own to ``BUILTIN_HANDLERS`` when it is imported)."""
+handlers it holds (moto adds its own to ``BUILTIN_HANDLERS`` when it is imported), which are kept
+with it so that no other object takes their ids."""
 
 
 def _empty(emitter: object) -> bool:
@@ -85,9 +86,9 @@ def _register_builtin_handlers_once(self: botocore.session.Session, events: Any)
     registered = tuple(map(id, botocore.handlers.BUILTIN_HANDLERS))
     if registered not in _BUILTIN:
         _register_builtin_handlers(self, events)
-        _BUILTIN[registered] = copy.copy(self._original_handler)
+        _BUILTIN[registered] = list(botocore.handlers.BUILTIN_HANDLERS), copy.copy(self._original_handler)
         return
-    emitter = copy.copy(_BUILTIN[registered])
+    emitter = copy.copy(_BUILTIN[registered][1])
     emitter._lookup_cache = {}  # copy.copy shares it; each emitter caches its own lookups
     self._original_handler = emitter
     self._events = botocore.hooks.EventAliaser(emitter)

@@ -676,6 +676,8 @@ def test_healthz_follows_the_gateway_session_and_the_forwarded_count(start_relay
     discord.dispatch("MESSAGE_CREATE", message(2, author_id=BOT_USER_ID))
     discord.dispatch("MESSAGE_CREATE", message(3))
     wait_for_accepted(receiver, 2)
+    # (the relay counts a forward once it has read RelayFunction's answer, a moment after the receiver took it)
+    wait_until(lambda: health(url)[1]["forwarded"] >= 2, "the second forward counted")
 
     # Then it is ok: 200, the shard connected, the counts moved
     status, body = health(url)

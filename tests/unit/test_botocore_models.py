@@ -3,22 +3,51 @@ what botocore would have registered into it, in an emitter of its own."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import botocore.handlers
 import botocore.hooks
 import botocore.session
+import pytest
 
 from tests import botocore_models
 
 
 def _registered_by_botocore() -> botocore.session.Session:
-    session = botocore.session.Session(include_builtin_handlers=False)
-    botocore_models._register_builtin_handlers(session, session._events)
-    return session
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(
+            botocore.session.Session, "_register_builtin_handlers", botocore_models._register_builtin_handlers
+        )
+        return botocore.session.Session()
 
 
 def _state(session: botocore.session.Session) -> tuple[object, object]:
+    """A session's handlers by event, in order; a handler its session made (Powertools' user-agent
+    initializer makes a function for each) by its name."""
     emitter = session._original_handler
-    return emitter._handlers._root, emitter._unique_id_handlers
+    return _handlers(emitter._handlers._root), emitter._unique_id_handlers
+
+
+def _handlers(node: dict[str, Any], event: str = "") -> list[tuple[str, list[object]]]:
+    found = []
+    if node["values"] is not None:
+        found.append(
+            (
+                event,
+                [
+                    _named(handler)
+                    for handler in [*node["values"].first, *node["values"].middle, *node["values"].last]
+                ],
+            )
+        )
+    for name, child in node["children"].items():
+        found += _handlers(child, f"{event}.{name}")
+    return found
+
+
+def _named(handler: object) -> object:
+    name = getattr(handler, "__qualname__", "")
+    return name if "<locals>" in name else handler
 
 
 def test_a_new_session_holds_the_handlers_botocore_registers_in_their_order():
