@@ -40,11 +40,14 @@ venv: $(STAMP)
 run: venv
 	$(BIN)/kioku playground $(ARGS)
 
-## make test: lint, template validation and the whole test suite (PYTEST_WORKERS processes, one a core),
-## in a random order each run so no test leans on another's leftovers; SEED=N replays an order.
+## make test: lint, template validation and the whole test suite, in a random order each run so no test
+## leans on another's leftovers; SEED=N replays an order. PYTEST_WORKERS processes: one a core and one
+## more, which runs while the others wait on what end-to-end tests start (the relay, the playground,
+## a browser: about a tenth of a worker's time), at most 8 (each holds up to a GB).
 ## Bytecode is cached even where the shell says not to: every worker and every Python process a test
 ## starts (the playground, the relay, the crash harness) would compile kioku again (0.7 s a playground).
-PYTEST_WORKERS ?= 2
+CORES := $(shell nproc 2>/dev/null || echo 2)
+PYTEST_WORKERS ?= $(shell echo $$(( $(CORES) < 8 ? $(CORES) + 1 : 8 )))
 ifndef SEED
 SEED := $(shell od -An -N4 -tu4 /dev/urandom | tr -d ' ')
 endif
