@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import httpx
 import pytest
 
 from kioku.adapters.dynamodb.stm_store import StmStore
@@ -28,10 +27,8 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.adapters.dynamodb.turn_ledger import RECORD_RETENTION
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits, live_crude
-from kioku.playground.events import component_click, slash_command
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import completion_body
-from kioku.signatures import sign_request
 from tests.e2e.crash_harness import CrashWorld, crash_world
 from tests.e2e.test_turn_crash_points import (
     GUILD,
@@ -39,6 +36,7 @@ from tests.e2e.test_turn_crash_points import (
     answer,
     assert_delivered_and_captured_once,
     chunk_post,
+    forget_all_as,
     new_channel_and_person,
     queue_message,
 )
@@ -184,31 +182,6 @@ def test_a_worker_clock_off_by_more_than_a_lines_life_loses_nothing_early_and_ke
 
 
 # -- forget-all, with Discord's clock ahead -----------------------------------------------------------
-
-
-def forget_all_as(stack: LocalStack, person: dict[str, Any], channel: str) -> None:
-    """``person`` runs ``/personal memories forget-all`` and confirms it, as Discord sends both."""
-    command = slash_command(
-        stack.application_id,
-        "personal",
-        "memories forget-all",
-        guild_id=GUILD,
-        channel_id=channel,
-        user_id=person["id"],
-        interaction_id=stack.discord.new_id(),
-    )
-    asked = interact(stack, command)
-    (confirm,) = [b for row in asked["data"]["components"] for b in row["components"] if b["style"] == 4]
-    done = interact(stack, component_click({**command, "id": stack.discord.new_id()}, confirm["custom_id"]))
-    assert done["data"]["embeds"][0]["title"] == "Done"
-
-
-def interact(stack: LocalStack, payload: dict[str, Any]) -> dict[str, Any]:
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    response = httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10)
-    response.raise_for_status()
-    return response.json()
 
 
 def test_a_message_queued_before_a_forget_all_is_forgotten_though_discords_clock_is_ahead(world):

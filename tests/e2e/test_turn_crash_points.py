@@ -28,7 +28,7 @@ from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
 from kioku.domain.turn_jobs import TurnJob
-from kioku.playground.events import slash_command
+from kioku.playground.events import component_click, slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import EmbeddingsStandIn, OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
@@ -597,20 +597,22 @@ def test_a_turn_taking_several_messages_interrupted_answers_each_once(world, fau
 
 def make_always(stack: LocalStack, channel: str) -> None:
     """``channel`` made an always channel through /server addressing, as a manager would."""
+    set_channel_mode(stack, channel, "always")
+
+
+def set_channel_mode(stack: LocalStack, channel: str, mode: str) -> None:
+    """``channel`` set to ``mode`` ("always" or "addressed") through /server addressing, as a
+    manager would."""
     payload = slash_command(
         stack.application_id,
         "server",
         "addressing",
-        {"channel": channel, "mode": "always"},
+        {"channel": channel, "mode": mode},
         guild_id=GUILD,
         permissions=str(1 << 5),
         interaction_id=stack.discord.new_id(),
     )
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    assert (
-        httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10).status_code == 200
-    )
+    interact(stack, payload)
 
 
 def relay_message(stack: LocalStack, channel: str, author: dict[str, Any], text: str) -> dict[str, Any]:
@@ -710,6 +712,154 @@ def test_a_covering_turn_dead_lettered_after_posting_is_not_answered_again_by_it
         (record,) = [r for pk, r in records.items() if pk.endswith(message["id"])]
         assert [v["S"] for v in record["reply_ids"]["L"]] == [m["id"] for m in posted[:3]]
     assert len(llm.bodies) - asked_before == 2
+
+
+# -- a burst's covering turn retried after forget-all dropped its kept answer ------------------------
+
+
+def stale_mark_delete(action: str) -> Fault:
+    """A covered message's own job deleting the mark of a covering turn that did not keep it."""
+    return Fault(
+        f"stale mark delete ({action})",
+        "dynamodb",
+        lambda r: r.path == "DeleteItem" and b"pending" in r.raw_body,
+        action,
+        "after",
+    )
+
+
+@pytest.mark.parametrize(
+    "fault",
+    [None, stale_mark_delete("kill"), stale_mark_delete("lose")],
+    ids=["no fault", "killed after deleting the stale mark", "delete's response lost"],
+)
+def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unanswered(
+    world, monkeypatch, fault
+):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+    stack.discord.seed_member(GUILD, bob)
+    # Bob speaks before the channel answers every message (no turn of his): a participant of Alice's
+    stack.discord.seed_message(channel, bob, "I only drink coffee")
+    make_always(stack, channel)
+    monkeypatch.setattr(llm, "_responder", _remembering_bob(llm))
+    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+
+    # Given the worker taking Alice's first message (and the two after it) killed right after keeping
+    # its answer, whose "Memory saved" notice quotes Bob: the two later messages are marked covered
+    # by it, and Bob's partition points at Alice's outbox
+    assert harness.deliver(outbox_keep("after"), max_deliveries=1) == ["killed"]
+    assert harness.chaos.fired, "the answer was never kept"
+    marks = _records_of(stack, burst[1:])
+    assert list(marks) == [m["id"] for m in burst[1:]]
+    assert {m["covered_by"]["S"] for m in marks.values()} == {burst[0]["id"]}
+    assert [_reply_ids(m) for m in marks.values()] == [[], []]
+    assert [i["answers"]["S"] for i in _outboxes_of(stack, bob)] == [alice["id"]]
+
+    # When Bob forgets everything (which drops Alice's kept answer: it quotes him), the channel goes
+    # back to answering only when called (a retry of the first message covers none of the others),
+    # and the three jobs are delivered again
+    forget_all_as(stack, bob, channel)
+    assert _outboxes_of(stack, alice) == [] and _outboxes_of(stack, bob) == []
+    set_channel_mode(stack, channel, "addressed")
+    assert harness.deliver(fault)[-1] == "done"
+    assert fault is None or harness.chaos.fired, "no stale mark was deleted"
+
+    # Then each of Alice's messages is recorded answered by a whole reply that was posted
+    posted = {
+        m["id"]: m
+        for m in stack.discord.channel_messages(channel)
+        if m["author"]["id"] == stack.application_id
+    }
+    records = _records_of(stack, burst)
+    answers = {m["id"]: _reply_ids(records.get(m["id"])) for m in burst}
+    unanswered = {
+        m["content"]: answers[m["id"]]
+        for m in burst
+        if not answers[m["id"]] or not posted.keys() >= set(answers[m["id"]])
+    }
+    assert unanswered == {}, "messages recorded done, or not at all, with no reply posted"
+    for reply_ids in answers.values():
+        assert [posted[r]["content"].split(":")[0] for r in reply_ids] == ["Part 1", "Part 2", "Part 3"]
+    # and no message got two answers: every reply replies to a message that records it as its answer,
+    # and every chunk posted is one of a recorded answer's, posted once
+    for first in (m for m in posted.values() if m["content"].startswith("Part 1:")):
+        replied = (first.get("message_reference") or {}).get("message_id")
+        assert replied in answers and answers[replied][0] == first["id"], first["content"][-12:]
+    chunks = [m["id"] for m in posted.values() if m["content"].startswith("Part ")]
+    assert sorted(chunks) == sorted({r for reply_ids in answers.values() for r in reply_ids})
+    # nothing quoting Bob posted after his forget-all, nothing of Alice's left waiting
+    assert [embed["title"] for m in posted.values() for embed in m["embeds"]] == []
+    assert _outboxes_of(stack, alice) == []
+
+
+def _remembering_bob(llm: OpenAIStandIn):
+    """The model saves a memory about Bob first, then answers, each answer its own words."""
+
+    def respond(body: dict[str, Any]) -> dict[str, Any]:
+        if body["messages"][-1]["role"] == "tool":
+            return completion_body(f"{ANSWER} (answer {len(llm.bodies)})")
+        save = {
+            "memory_content": "{user} only drinks coffee",
+            "memory_scope": "target_user",
+            "target_user": "Bob",
+        }
+        return completion_body(tool_calls=[("create_long_term_memory", save)])
+
+    return respond
+
+
+def forget_all_as(stack: LocalStack, person: dict[str, Any], channel: str) -> None:
+    """``person`` runs ``/personal memories forget-all`` in ``channel`` and confirms it, as Discord
+    sends both."""
+    command = slash_command(
+        stack.application_id,
+        "personal",
+        "memories forget-all",
+        guild_id=GUILD,
+        channel_id=channel,
+        user_id=person["id"],
+        interaction_id=stack.discord.new_id(),
+    )
+    asked = interact(stack, command)
+    (confirm,) = [b for row in asked["data"]["components"] for b in row["components"] if b["style"] == 4]
+    done = interact(stack, component_click({**command, "id": stack.discord.new_id()}, confirm["custom_id"]))
+    assert done["data"]["embeds"][0]["title"] == "Done"
+
+
+def interact(stack: LocalStack, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` signed and posted to the interactions endpoint, as Discord sends it: its answer."""
+    body = json.dumps(payload).encode()
+    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
+    response = httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10)
+    response.raise_for_status()
+    return response.json()
+
+
+def _records_of(stack: LocalStack, messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The records that ``messages`` (main persona turns) are done, by message id: those there are."""
+    done = {i["pk"]["S"]: i for i in _table_items(stack) if i["sk"]["S"] == "DONE"}
+    return {
+        m["id"]: done[pk]
+        for m in messages
+        for pk in done
+        if pk.startswith("TURN#") and pk.endswith(f"#{m['id']}")
+    }
+
+
+def _reply_ids(record: dict[str, Any] | None) -> list[str]:
+    """The replies a turn's record names (none: no record, or a mark with none yet)."""
+    return [value["S"] for value in (record or {}).get("reply_ids", {}).get("L", [])]
+
+
+def _outboxes_of(stack: LocalStack, person: dict[str, Any]) -> list[dict[str, Any]]:
+    """The outboxes, and pointers to outboxes, in ``person``'s partition."""
+    return [
+        i
+        for i in _table_items(stack)
+        if i["pk"]["S"] == f"USER#{person['id']}" and i["sk"]["S"].startswith("OUTBOX#")
+    ]
 
 
 def _numbered(llm: OpenAIStandIn):

@@ -533,6 +533,41 @@ def test_an_outbox_withdrawn_while_posting_stops_and_is_recorded_with_what_it_po
     assert world.turns.captures == {}
 
 
+def test_an_answer_to_a_burst_withdrawn_after_its_first_post_still_covers_the_burst():
+    # Given an earlier attempt's two-chunk answer to Alice's message and her two after it, and a
+    # forget-all that drops it after the first post
+    world = World()
+    job, later = world.say("tell me a long story"), [world.say("about dragons", n=n) for n in (2, 3)]
+    world.turns.outboxes[key_of(job)] = Outbox(
+        reply="Once upon a time\n\nthe end.",
+        chunks=("Once upon a time", "the end."),
+        covers=tuple(j.turn_id for j in later),
+    )
+    world.discord.after_post = lambda: world.turns.outboxes.clear()
+
+    # When SQS hands the turn out again
+    record = world.run(job, redelivered=True)
+
+    # Then its record covers the two later messages with the one post: their own jobs answer nothing
+    assert record.end is TurnEnd.WITHDRAWN and len(world.discord.posted()) == 1
+    assert world.turns.records[key_of(job)].covered == tuple(j.record_id for j in later)
+
+
+def test_an_answer_to_a_burst_withdrawn_before_its_first_post_covers_nothing():
+    # Given an answer covering Alice's later message, kept, then dropped by a forget-all before it posts
+    world = World()
+    job, later = world.say("tell me a long story"), world.say("about dragons", n=2)
+    world.turns.outboxes[key_of(job)] = Outbox(reply="Once", chunks=("Once",), covers=(later.turn_id,))
+    world.turns.record_posted = lambda *args, **kwargs: False  # type: ignore[method-assign]
+
+    # When SQS hands the turn out again
+    record = world.run(job, redelivered=True)
+
+    # Then nothing is posted and the later message is left to its own job
+    assert record.end is TurnEnd.WITHDRAWN and world.discord.posted() == []
+    assert world.turns.records[key_of(job)].covered == ()
+
+
 def test_a_turn_a_twin_worker_recorded_meanwhile_drops_its_outbox_and_captures_nothing():
     # Given a twin worker that records the turn while this one posts
     world = World()

@@ -150,7 +150,11 @@ class TurnJob:
     def record_id(self) -> str:
         """What the turn's own items (its record, outbox and attempts) and its queue deduplication
         are keyed by: a message answered by several personas is a turn for each."""
-        return record_id_of(self.turn_id, self.persona.persona_id if self.persona else None)
+        return self.record_id_for(self.turn_id)
+
+    def record_id_for(self, message_id: str) -> str:
+        """The record id of ``message_id``'s turn spoken by this turn's persona (a burst's message)."""
+        return record_id_of(message_id, self.persona.persona_id if self.persona else None)
 
     @classmethod
     def from_message(

@@ -53,7 +53,7 @@ from kioku.domain.turn import (
     TurnEnd,
     TurnOutcome,
 )
-from kioku.domain.turn_jobs import TurnJob, TurnSource, record_id_of
+from kioku.domain.turn_jobs import TurnJob, TurnSource
 from kioku.domain.turn_read import TurnRead
 from kioku.services import ltm
 from kioku.services.embeddings import TurnEmbeddings
@@ -477,18 +477,19 @@ class TurnService:
         self, attempt: TurnAttempt, work: TurnUnitOfWork, end: TurnEnd, stm: ShortTermMemoryTurn | None
     ) -> None:
         """The turn's one commit (``TurnUnitOfWork.commit``), for every end that records the turn; a
-        turn withdrawn or unanswerable is recorded with what it posted, nothing captured."""
+        turn withdrawn or unanswerable is recorded with what it posted, nothing captured (an answer
+        withdrawn midway still answers the messages it covers: their own jobs must not again)."""
         record = attempt.record
         record.end = end
         if not end.recorded:
             return
         delivered = work.outbox if end is TurnEnd.DELIVERED else None
-        persona_id = attempt.job.persona.persona_id if attempt.job.persona else None
+        posted = work.outbox if delivered or record.reply_ids else None
         outcome = TurnOutcome(
             reply_ids=tuple(record.reply_ids),
             apologised=record.apologised,
             trace=delivered.trace if delivered is not None else None,
-            covered=tuple(record_id_of(m, persona_id) for m in (delivered.covers if delivered else ())),
+            covered=tuple(attempt.job.record_id_for(m) for m in (posted.covers if posted else ())),
         )
         work.commit(outcome, delivered, stm)
 

@@ -17,7 +17,7 @@ from kioku.discord.models import Message
 from kioku.domain.bursts import covered_run
 from kioku.domain.conditions import StoreFailed
 from kioku.domain.forgetting import snowflake_time
-from kioku.domain.turn_jobs import TurnJob, record_id_of
+from kioku.domain.turn_jobs import TurnJob
 from kioku.domain.turn_read import TurnRead
 from kioku.services.turn_ports import TurnRates
 
@@ -34,8 +34,7 @@ def later_of(job: TurnJob, history: Sequence[Message]) -> list[Message]:
 
 def later_records(job: TurnJob, later: Sequence[Message]) -> list[str]:
     """The record ids the turns of ``later`` would have, spoken by the turn's persona."""
-    persona_id = job.persona.persona_id if job.persona else None
-    return [record_id_of(message.id, persona_id) for message in later if message.author.id == job.author.id]
+    return [job.record_id_for(message.id) for message in later if message.author.id == job.author.id]
 
 
 def covered(
@@ -47,7 +46,7 @@ def covered(
         return ()
     persona_id = job.persona.persona_id if job.persona else None
     config = read.memory.config.speaking_as(None) or read.memory.config  # as stored: main persona first
-    answered = {m.id for m in later if record_id_of(m.id, persona_id) in read.later_done}
+    answered = {m.id for m in later if job.record_id_for(m.id) in read.later_done}
     run = covered_run(
         later,
         guild_id=job.guild_id,

@@ -132,7 +132,7 @@ class TurnRepository:
         found = loaded.extra
         return TurnRead(
             memory=loaded,
-            done=outcome_from_item(found.get(done_at)),
+            done=self._record(key, found.get(done_at)),
             outbox=_outbox_from_item(found.get(outbox_at)),
             author_forgotten_at=forgotten_at_from_item(found.get(forgotten_at)),
             query=memory,
@@ -148,7 +148,14 @@ class TurnRepository:
 
     def done(self, key: TurnKey) -> TurnOutcome | None:
         """The turn's record, if it is done (one GetItem: ``read`` carries it in its BatchGetItem)."""
-        return outcome_from_item(self._table.get(turn_record_key(key.source, key.turn_id)))
+        return self._record(key, self._table.get(turn_record_key(key.source, key.turn_id)))
+
+    def _record(self, key: TurnKey, item: Item | None) -> TurnOutcome | None:
+        """The turn as recorded done; a covering turn's mark it did not keep is no record
+        (``TurnLedger.stale_mark``: deleted, the turn answers itself)."""
+        if item is not None and self._ledger.stale_mark(key.source, key.turn_id, item):
+            return None
+        return outcome_from_item(item)
 
     def recall(
         self,
@@ -300,7 +307,7 @@ class TurnRepository:
             # before anything is posted: a covered message's own job ends as done, even if this
             # turn is dead-lettered mid-delivery; never one another turn answers or is answering
             parts[f"{COVERED_PART} {record_id}"] = self._ledger.op_covered(
-                key.source, record_id, key.turn_id, (), now
+                key.source, record_id, key.turn_id, (), now, pending=True
             )
             parts[f"{COVERED_PART} {record_id} outbox"] = self._ledger.op_no_outbox(
                 key.author_id, key.source, record_id
@@ -371,7 +378,9 @@ class TurnRepository:
             self._table.op_delete(_outbox_key(key)),
             # a burst's later turns, answered by this one: their jobs, delivered next, find them done
             *(
-                self._ledger.op_covered(key.source, record_id, key.turn_id, outcome.reply_ids, now)
+                self._ledger.op_covered(
+                    key.source, record_id, key.turn_id, outcome.reply_ids, now, pending=False
+                )
                 for record_id in outcome.covered
             ),
         ]
