@@ -11,7 +11,7 @@ import pytest
 
 from kioku.adapters.dynamodb.keys import turn_record_key
 from kioku.adapters.dynamodb.table import KiokuTable
-from kioku.adapters.dynamodb.turn_ledger import COVERED_BY, PENDING, TurnLedger
+from kioku.adapters.dynamodb.turn_ledger import COVERED_BY, TurnLedger
 from kioku.domain.turn import CoveredElsewhere, Outbox, TurnAlreadyRecorded, TurnKey, TurnOutcome
 from tests.integration.test_turn_ledger import KEY, _memory, outbox_of, repository
 from tests.unit.stm_builders import NOW
@@ -104,42 +104,20 @@ def test_a_commit_leaves_a_covered_record_another_turn_wrote(table):
         turns.commit(KEY, TurnOutcome(reply_ids=("901",), covered=LATER), NOW, None)
 
 
-def test_a_mark_the_covering_turn_did_not_keep_at_its_commit_leaves_the_message_to_its_own_job(table):
+def test_a_retry_whose_kept_answer_was_withdrawn_reads_the_messages_its_earlier_attempt_marked(table):
     turns = repository(table)
-    # Given the covering turn's answer kept (both later messages marked), then withdrawn by a quoted
-    # person's forget-all, and its retry's answer covering only the first (the second past the rate)
+    # Given the covering turn's answer kept (both later messages marked), then withdrawn by a
+    # forget-all of someone its notice quoted (its outbox dropped, the marks left)
     assert turns.keep(KEY, ANSWER, NOW)
     table.delete(outbox_of(KEY))
-    # while the covering turn is not done, its marks stand: the messages' own jobs end as done
-    assert turns.done(key_of(LATER[1])) == TurnOutcome()
-    assert turns.keep(KEY, replace(ANSWER, covers=LATER[:1], claim="attempt-2"), NOW)
-    turns.commit(KEY, TurnOutcome(reply_ids=("900",), covered=LATER[:1]), NOW, None)
 
-    # Then the covered message is recorded with the reply, no longer pending
-    assert turns.done(key_of(LATER[0])) == TurnOutcome(reply_ids=("900",))
-    assert PENDING not in (table.get(turn_record_key(KEY.source, LATER[0])) or {})
-    # while another turn reading the channel still takes the second as answered (never covered twice)
-    other = key_of("700000000000000004")
-    assert turns.read(other, _memory(), recall_lineage=1, later=LATER).later_done == frozenset(LATER)
-    # and the second's own job finds no record: the mark nothing will answer is gone, its answer kept
-    second = key_of(LATER[1])
-    assert turns.read(second, _memory(), recall_lineage=1).done is None
-    assert table.get(turn_record_key(KEY.source, LATER[1])) is None
-    assert turns.keep(second, Outbox(reply="its own", chunks=("its own",), claim="c"), NOW)
-    turns.commit(second, TurnOutcome(reply_ids=("950",)), NOW, None)
-    assert turns.done(second) == TurnOutcome(reply_ids=("950",))
-
-
-def test_a_mark_left_by_an_older_release_or_another_turn_s_record_is_never_taken_for_stale(table):
-    turns, ledger = repository(table), TurnLedger(table)
-    # Given the covering turn done, a mark it wrote before marks were pending, and a record the
-    # second message's own job wrote
-    table.transact_write([ledger.op_record(KEY.source, KEY.turn_id, TurnOutcome(reply_ids=("900",)), NOW)])
-    old_mark = {**turn_record_key(KEY.source, LATER[0]).as_item(), "reply_ids": [], COVERED_BY: KEY.turn_id}
-    table.put(old_mark)
-    table.transact_write([ledger.op_record(KEY.source, LATER[1], TurnOutcome(reply_ids=("950",)), NOW)])
-
-    # Then both stay records of done turns
-    assert turns.done(key_of(LATER[0])) == TurnOutcome()
-    assert turns.done(key_of(LATER[1])) == TurnOutcome(reply_ids=("950",))
-    assert table.get(turn_record_key(KEY.source, LATER[0])) is not None
+    # Then its retry's read names them as its own earlier attempt's (to cover again), not as answered
+    read = turns.read(KEY, _memory(), recall_lineage=1, later=LATER)
+    assert read.later_marked == frozenset(LATER) and read.later_done == frozenset()
+    # while another turn's read takes them as answered, and names none as its own
+    other = turns.read(key_of("700000000000000004"), _memory(), recall_lineage=1, later=LATER)
+    assert other.later_marked == frozenset() and other.later_done == frozenset(LATER)
+    # and the retry, covering them again, records them with its reply
+    assert turns.keep(KEY, replace(ANSWER, claim="attempt-2"), NOW)
+    turns.commit(KEY, TurnOutcome(reply_ids=("900",), covered=LATER), NOW, None)
+    assert [turns.done(key_of(turn_id)) for turn_id in LATER] == [TurnOutcome(reply_ids=("900",))] * 2

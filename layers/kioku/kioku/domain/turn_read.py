@@ -67,3 +67,6 @@ class TurnRead:
     """Of the later turns the read asked about (a burst's, by record id), those another turn answered
     or is answering: recorded done (but as covered by this turn: an attempt of it kept its answer),
     or keeping an outbox of their own."""
+    later_marked: frozenset[str] = frozenset()
+    """Of those later turns, the ones an earlier attempt of this turn marked covered when it kept its
+    answer (``later_done`` leaves them out): what that answer covers, posted or not."""

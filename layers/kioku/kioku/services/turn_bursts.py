@@ -41,9 +41,15 @@ def covered(
     settings: Settings, rates: TurnRates | None, job: TurnJob, later: Sequence[Message], read: TurnRead
 ) -> tuple[Message, ...]:
     """The later messages the turn answers too, oldest first: none when it resumes an answer an
-    earlier attempt kept (that answer says what it covers), or outside a server."""
+    earlier attempt kept (that answer says what it covers), or outside a server. Those an earlier
+    attempt marked covered, when its answer was withdrawn since (a forget-all of someone it quoted),
+    and no others: that answer may be posted already (this one's posts find it by their nonces), and
+    their own jobs end as done."""
     if not later or job.guild_id is None or (read.outbox is not None and read.outbox.answered):
         return ()
+    marked = tuple(m for m in later if job.record_id_for(m.id) in read.later_marked)
+    if marked:  # counted against the rate when marked; the channel may have left ``always`` since
+        return marked
     persona_id = job.persona.persona_id if job.persona else None
     config = read.memory.config.speaking_as(None) or read.memory.config  # as stored: main persona first
     answered = {m.id for m in later if job.record_id_for(m.id) in read.later_done}

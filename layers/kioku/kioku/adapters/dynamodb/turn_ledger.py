@@ -37,10 +37,6 @@ from kioku.domain.waiting_replies import WaitingReply
 
 COVERED_BY: Final = "covered_by"
 """On a burst's covered record: the record id of the turn that answers it."""
-PENDING: Final = "pending"
-"""On a covered record written when the covering turn kept its answer: its commit, which writes the
-record again without, has not happened. Once that turn is done, such a mark is one its answer did
-not cover in the end (``stale_mark``)."""
 RECORD_RETENTION: Final = timedelta(days=16)
 """Longer than a turn can wait to be tried again: a day in the turn queue, 14 in the dead-letter
 queue, a day in the turn queue after a redrive (template.yaml); a record gone before then would let
@@ -97,43 +93,21 @@ class TurnLedger:
         )
 
     def op_covered(
-        self, source: str, turn_id: str, by: str, reply_ids: tuple[str, ...], now: datetime, *, pending: bool
+        self, source: str, turn_id: str, by: str, reply_ids: tuple[str, ...], now: datetime
     ) -> dict[str, Any]:
         """A transaction operation recording as done a later turn that turn ``by`` answers (a burst's
         message): its reply is that turn's. Written first with the covering turn's outbox, before
-        anything is posted (``pending``, no reply ids yet: the covered message's own job, finding it,
-        ends as done even if the covering turn is dead-lettered mid-delivery), then with its commit.
-        Never over a record another turn wrote (its own job's, another burst's): a dead-letter
-        redrive breaks the FIFO order this would otherwise lean on."""
+        anything is posted (no reply ids yet: the covered message's own job, finding it, ends as
+        done even if the covering turn is dead-lettered mid-delivery), then with its commit. Never
+        over a record another turn wrote (its own job's, another burst's): a dead-letter redrive
+        breaks the FIFO order this would otherwise lean on."""
         item = {**_record_item(source, turn_id, TurnOutcome(reply_ids=reply_ids), now), COVERED_BY: by}
-        if pending:
-            item[PENDING] = True
         return self._table.op_put(
             item,
             condition="attribute_not_exists(pk) OR #by = :by",
             names={"#by": COVERED_BY},
             values={":by": by},
         )
-
-    def stale_mark(self, source: str, record_id: str, item: Item) -> bool:
-        """Whether ``item``, turn ``record_id``'s record, is a mark its covering turn left when it kept
-        an answer and did not keep when it committed: an attempt's outbox withdrawn by forget-all,
-        the retry covered fewer messages. That turn is done (one GetItem, only for a pending mark),
-        so nothing will answer this one but its own job: the mark is deleted, if it is still that
-        mark (a twin of the job may have deleted it, or answered since: its keep decides)."""
-        by = item.get(COVERED_BY)
-        if not item.get(PENDING) or by is None:
-            return False
-        if self._table.get(turn_record_key(source, str(by))) is None:
-            return False  # still answering it, or dead-lettered: a redrive will
-        with suppress(ConditionFailed):
-            self._table.delete(
-                turn_record_key(source, record_id),
-                condition="#by = :by AND attribute_exists(#pending)",
-                names={"#by": COVERED_BY, "#pending": PENDING},
-                values={":by": by},
-            )
-        return True
 
     def op_no_outbox(self, author_id: str, source: str, turn_id: str) -> dict[str, Any]:
         """A transaction check that turn ``turn_id`` of ``author_id`` keeps no outbox: no attempt of

@@ -132,7 +132,7 @@ class TurnRepository:
         found = loaded.extra
         return TurnRead(
             memory=loaded,
-            done=self._record(key, found.get(done_at)),
+            done=outcome_from_item(found.get(done_at)),
             outbox=_outbox_from_item(found.get(outbox_at)),
             author_forgotten_at=forgotten_at_from_item(found.get(forgotten_at)),
             query=memory,
@@ -144,18 +144,16 @@ class TurnRepository:
                 for record_id in later
                 if _taken(found.get(later_at[record_id]), found.get(later_outboxes[record_id]), key.turn_id)
             ),
+            later_marked=frozenset(
+                record_id
+                for record_id in later
+                if _marked(found.get(later_at[record_id]), found.get(later_outboxes[record_id]), key.turn_id)
+            ),
         )
 
     def done(self, key: TurnKey) -> TurnOutcome | None:
         """The turn's record, if it is done (one GetItem: ``read`` carries it in its BatchGetItem)."""
-        return self._record(key, self._table.get(turn_record_key(key.source, key.turn_id)))
-
-    def _record(self, key: TurnKey, item: Item | None) -> TurnOutcome | None:
-        """The turn as recorded done; a covering turn's mark it did not keep is no record
-        (``TurnLedger.stale_mark``: deleted, the turn answers itself)."""
-        if item is not None and self._ledger.stale_mark(key.source, key.turn_id, item):
-            return None
-        return outcome_from_item(item)
+        return outcome_from_item(self._table.get(turn_record_key(key.source, key.turn_id)))
 
     def recall(
         self,
@@ -307,7 +305,7 @@ class TurnRepository:
             # before anything is posted: a covered message's own job ends as done, even if this
             # turn is dead-lettered mid-delivery; never one another turn answers or is answering
             parts[f"{COVERED_PART} {record_id}"] = self._ledger.op_covered(
-                key.source, record_id, key.turn_id, (), now, pending=True
+                key.source, record_id, key.turn_id, (), now
             )
             parts[f"{COVERED_PART} {record_id} outbox"] = self._ledger.op_no_outbox(
                 key.author_id, key.source, record_id
@@ -378,9 +376,7 @@ class TurnRepository:
             self._table.op_delete(_outbox_key(key)),
             # a burst's later turns, answered by this one: their jobs, delivered next, find them done
             *(
-                self._ledger.op_covered(
-                    key.source, record_id, key.turn_id, outcome.reply_ids, now, pending=False
-                )
+                self._ledger.op_covered(key.source, record_id, key.turn_id, outcome.reply_ids, now)
                 for record_id in outcome.covered
             ),
         ]
@@ -478,6 +474,11 @@ def _taken(record: Item | None, outbox: Item | None, turn_id: str) -> bool:
     a record (not this turn's own mark, left by an attempt of it that kept its answer) or an outbox
     of its own (an attempt of its own under way: covering it would answer it twice)."""
     return outbox is not None or (record is not None and record.get(COVERED_BY) != turn_id)
+
+
+def _marked(record: Item | None, outbox: Item | None, turn_id: str) -> bool:
+    """Whether a later turn is marked covered by turn ``turn_id`` (an attempt of it kept its answer)."""
+    return outbox is None and record is not None and record.get(COVERED_BY) == turn_id
 
 
 def _optional_str(value: Any) -> str | None:
