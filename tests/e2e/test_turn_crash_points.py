@@ -784,6 +784,29 @@ def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unan
     assert _outboxes_of(stack, alice) == []
 
 
+def test_a_covering_turn_whose_author_forgot_everything_since_its_keep_asks_the_model_nothing_again(world):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    make_always(stack, channel)
+    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+    # Given the worker taking Alice's first message (and the two after it) killed once it kept its
+    # answer, then Alice forgetting everything (her kept answer dropped with it)
+    assert harness.deliver(outbox_keep("after"), max_deliveries=1) == ["killed"]
+    forget_all_as(stack, alice, channel)
+    asked = len(llm.bodies)
+
+    # When the three jobs are delivered again
+    assert harness.deliver()[-1] == "done"
+
+    # Then her words went nowhere: no model call, nothing posted, nothing of hers left waiting
+    assert len(llm.bodies) == asked
+    assert [
+        m for m in stack.discord.channel_messages(channel) if m["author"]["id"] == stack.application_id
+    ] == []
+    assert list(_records_of(stack, burst)) == [m["id"] for m in burst]
+    assert _outboxes_of(stack, alice) == []
+
+
 def _remembering_bob(llm: OpenAIStandIn):
     """The model saves a memory about Bob first, then answers, each answer its own words."""
 

@@ -371,8 +371,10 @@ def test_a_turn_whose_author_forgot_everything_since_posts_and_keeps_nothing():
     # When the turn runs
     record = world.run(job)
 
-    # Then nothing is posted, no outbox stays and nothing of her message is captured
+    # Then the model is not asked (her words are not sent anywhere), nothing is posted, no outbox
+    # stays and nothing of her message is captured
     assert world.discord.posted() == [] and record.reply_ids == [] and record.end is TurnEnd.WITHDRAWN
+    assert world.model.requests == []
     assert world.turns.outboxes == {} and world.turns.captures == {}
 
 
@@ -563,7 +565,8 @@ def test_an_answer_to_a_burst_withdrawn_before_its_first_post_covers_nothing():
     # When SQS hands the turn out again
     record = world.run(job, redelivered=True)
 
-    # Then nothing is posted and the later message is left to its own job
+    # Then nothing is posted and its record covers nothing: the later message keeps the mark the keep
+    # left, and its own job ends as done, unanswered as this one is (withdrawn)
     assert record.end is TurnEnd.WITHDRAWN and world.discord.posted() == []
     assert world.turns.records[key_of(job)].covered == ()
 

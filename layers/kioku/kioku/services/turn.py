@@ -295,9 +295,9 @@ class TurnService:
             logger.info("turn %s was already completed", job.turn_id)
             attempt.record.reply_ids = list(read.done.reply_ids)
             return TurnEnd.ALREADY_DONE
-        if read.outbox is not None and forgotten_since(read.author_forgotten_at, attempt.key.sent_at):
-            # forget-all came after the message: what the outbox would post or capture quotes it
-            logger.warning("turn %s: outbox dropped unposted, its author forgot everything", job.turn_id)
+        if forgotten_since(read.author_forgotten_at, attempt.key.sent_at):
+            # forget-all came after the message: nothing of the turn may be kept, so nothing is asked
+            logger.warning("turn %s is withdrawn: its author forgot everything since", job.turn_id)
             return TurnEnd.WITHDRAWN
         persona = read.memory.config.persona
         attempt.record.persona, attempt.record.lineage = persona.name, persona.lineage_id
