@@ -719,8 +719,8 @@ def test_a_covering_turn_dead_lettered_after_posting_is_not_answered_again_by_it
 
 @pytest.mark.parametrize(
     "fault",
-    [outbox_keep("after"), chunk_post(1), chunk_post(3)],
-    ids=["killed after the keep", "killed after chunk 1", "killed after chunk 3"],
+    [outbox_keep("after"), chunk_post(1)],
+    ids=["killed after the keep", "killed after chunk 1"],
 )
 def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unanswered(
     world, monkeypatch, fault
@@ -736,7 +736,8 @@ def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unan
     burst = [relay_message(stack, channel, alice, text) for text in BURST]
 
     # Given the worker taking Alice's first message (and the two after it) killed once it kept its
-    # answer, whose "Memory saved" notice quotes Bob (before its first post, or after some): the two
+    # answer, whose "Memory saved" notice quotes Bob, before its first post or right after it (not
+    # noted: its posts noted, forget-all records the answer done, the next test's case): the two
     # later messages are marked covered by it, and Bob's partition points at Alice's outbox
     assert harness.deliver(fault, max_deliveries=1) == ["killed"]
     assert harness.chaos.fired, f"the fault {fault.name!r} never fired"
@@ -782,6 +783,47 @@ def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unan
     # nothing quoting Bob posted after his forget-all, nothing of Alice's left waiting
     assert [embed["title"] for m in posted.values() for embed in m["embeds"]] == []
     assert _outboxes_of(stack, alice) == []
+
+
+@pytest.mark.parametrize("persona", ["main", "luna"], ids=["as the bot, past the nonce window", "as Luna"])
+def test_an_answer_withdrawn_after_its_first_posts_is_never_posted_again_by_its_retry(
+    world, luna, monkeypatch, persona
+):
+    stack, llm, harness = world
+    channel, alice = new_channel_and_person(stack)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+    stack.discord.seed_member(GUILD, bob)
+    stack.discord.seed_message(channel, bob, "I only drink coffee")
+    make_always(stack, channel)
+    monkeypatch.setattr(llm, "_responder", _remembering_bob(llm))
+    called = "Luna, " if persona == "luna" else ""
+    burst = [relay_message(stack, channel, alice, called + text) for text in BURST]
+
+    # Given the worker answering Alice's three messages (a memory of Bob's in its notice) killed once
+    # its second chunk is posted (the first one noted), then Bob forgetting everything, which
+    # withdraws that answer; its redelivery comes past Discord's nonce window (a kill's visibility
+    # timeout), or posts through Luna's webhook (which takes no nonce)
+    assert harness.deliver(chunk_post(2), max_deliveries=1) == ["killed"]
+    forget_all_as(stack, bob, channel)
+    stack.discord.forget_nonces()
+    asked = len(llm.bodies)
+
+    # When the three jobs are delivered again
+    assert harness.deliver()[-1] == "done"
+
+    # Then nothing more is posted or asked: the answer's two chunks stand, once; each message is
+    # recorded done with the chunk its answer noted before it was withdrawn
+    def ours(m: dict[str, Any]) -> bool:
+        return bool(m.get("webhook_id")) if persona == "luna" else m["author"]["id"] == stack.application_id
+
+    posted = [m for m in stack.discord.channel_messages(channel) if ours(m)]
+    assert [m["content"].split(":")[0] for m in posted] == ["Part 1", "Part 2"]
+    assert len(llm.bodies) == asked
+    done = {i["pk"]["S"]: i for i in _table_items(stack) if i["sk"]["S"] == "DONE"}
+    for message in burst:
+        (record,) = [r for pk, r in done.items() if message["id"] in pk]
+        assert _reply_ids(record) == [posted[0]["id"]]
+    assert _outboxes_of(stack, alice) == [] and _outboxes_of(stack, bob) == []
 
 
 def test_a_covering_turn_whose_author_forgot_everything_since_its_keep_asks_the_model_nothing_again(world):

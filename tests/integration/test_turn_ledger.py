@@ -156,6 +156,38 @@ def test_forget_all_drops_every_reply_waiting_for_the_person_and_those_quoting_t
     assert forgotten_at_from_item(table.get(forgotten_key(ALICE))) == SENT + timedelta(minutes=1)
 
 
+def test_forget_all_records_done_an_answer_withdrawn_after_its_posts_began_and_drops_one_never_posted(table):
+    turns, ledger = repository(table), TurnLedger(table)
+    # Given Bob's two answers quoting Alice, both killed mid-delivery: one posted its first chunk
+    # (noted before the second) covering his later message as a burst's, spoken by Luna; the other
+    # kept, posted nothing
+    luna = ("200000000000000001", "luna")
+    posting = replace(_key(BOB, "700000000000000005.luna"), persona=luna)
+    later = replace(_key(BOB, "700000000000000006.luna"), persona=luna)
+    answer = Outbox("one\n\ntwo", ("one", "two"), quoted=(ALICE,), covers=("700000000000000006",))
+    assert turns.keep(posting, answer, NOW)
+    assert turns.record_posted(posting, replace(answer, reply_ids=("900",)))
+    unposted = _key(BOB, "700000000000000007")
+    assert turns.keep(unposted, Outbox("three", ("three",), quoted=(ALICE,)), NOW)
+
+    # When Alice forgets everything
+    assert ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=1)) == 2
+
+    # Then both outboxes are gone; the one that posted is done with what it posted, its covered
+    # message too (their retries answer nothing again), the other left for its retry to answer afresh
+    assert table.get(outbox_of(posting)) is None and table.get(outbox_of(unposted)) is None
+    assert turns.done(posting) == TurnOutcome(reply_ids=("900",))
+    assert turns.done(later) == TurnOutcome(reply_ids=("900",))
+    assert table.get(turn_record_key("message", later.turn_id))["covered_by"] == posting.turn_id
+    assert turns.done(unposted) is None
+    # and a second forget-all, or one racing a live attempt's commit, writes over no record
+    recorded = _key(BOB, "700000000000000008", SENT + timedelta(minutes=2))
+    assert turns.keep(recorded, replace(answer, reply_ids=("901",), covers=()), NOW)
+    table.put({**turn_record_key("message", recorded.turn_id).as_item(), "reply_ids": ["902"]})
+    ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=3))
+    assert turns.done(recorded) == TurnOutcome(reply_ids=("902",))
+
+
 def test_a_reply_to_or_quoting_someone_who_forgot_since_is_not_kept(table):
     turns = repository(table)
     TurnLedger(table).forget_turns_of(ALICE, SENT)
