@@ -173,11 +173,20 @@ def test_forget_all_records_done_an_answer_withdrawn_after_its_posts_began_and_d
     # When Alice forgets everything
     assert ledger.forget_turns_of(ALICE, SENT + timedelta(minutes=1)) == 2
 
-    # Then both outboxes are gone; the one that posted is done with what it posted, its covered
-    # message too (their retries answer nothing again), the other left for its retry to answer afresh
+    # Then both outboxes are gone; the one that posted is done with what it posted (its retry answers
+    # nothing again), its covered message keeps the keep's mark (done too), the other is left for its
+    # retry to answer afresh; nothing of what they said is in the record
     assert table.get(outbox_of(posting)) is None and table.get(outbox_of(unposted)) is None
     assert turns.done(posting) == TurnOutcome(reply_ids=("900",))
-    assert turns.done(later) == TurnOutcome(reply_ids=("900",))
+    assert set(table.get(turn_record_key("message", posting.turn_id))) == {
+        "pk",
+        "sk",
+        "reply_ids",
+        "apologised",
+        "completed_at",
+        "expires_at",
+    }
+    assert turns.done(later) == TurnOutcome()
     assert table.get(turn_record_key("message", later.turn_id))["covered_by"] == posting.turn_id
     assert turns.done(unposted) is None
     # and a second forget-all, or one racing a live attempt's commit, writes over no record

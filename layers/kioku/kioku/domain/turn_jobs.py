@@ -277,12 +277,6 @@ def record_id_of(turn_id: str, persona_id: str | None) -> str:
     return turn_id if persona_id is None else f"{turn_id}.{persona_id}"
 
 
-def persona_of_record(record_id: str) -> str | None:
-    """The persona of a record id ``record_id_of`` made (None: the main persona's)."""
-    _, dot, persona_id = record_id.partition(".")
-    return persona_id if dot else None
-
-
 def _snowflake(data: dict[str, Any], key: str) -> str:
     value = data.get(key)
     if not is_snowflake(value):

@@ -18,7 +18,7 @@ from contextlib import suppress
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 
-from kioku.adapters.dynamodb.errors import ConditionFailed, TransactionCancelled
+from kioku.adapters.dynamodb.errors import ConditionFailed
 from kioku.adapters.dynamodb.forgetting import mark_forgotten
 from kioku.adapters.dynamodb.keys import (
     ItemKey,
@@ -33,7 +33,6 @@ from kioku.adapters.dynamodb.stm_items import crude_lines_from_items
 from kioku.adapters.dynamodb.table import Cursor, Item, KiokuTable, UpdateExpression
 from kioku.adapters.dynamodb.turn_traces import TurnTraces, shown_index, trace_attributes
 from kioku.domain.turn import RateTaken, TurnOutcome
-from kioku.domain.turn_jobs import persona_of_record, record_id_of
 from kioku.domain.waiting_replies import WaitingReply
 
 COVERED_BY: Final = "covered_by"
@@ -150,41 +149,29 @@ class TurnLedger:
             for item in items:
                 key = ItemKey.of(item)
                 if item.get("answers"):  # a pointer to a reply to someone else that quotes them
-                    pointed = pointed_outbox(key, str(item["answers"]))
-                    self._record_withdrawn(self._table.get(pointed), at)
-                    self._table.delete(pointed)
-                else:
-                    self._record_withdrawn(item, at)
+                    # deleted first: a forget-all dying before the record leaves nothing of theirs
+                    self._record_withdrawn(self._table.delete(pointed_outbox(key, str(item["answers"]))), at)
                 self._table.delete(key)
                 dropped += 1
             if start_key is None:
                 return dropped
 
     def _record_withdrawn(self, outbox: Item | None, at: datetime) -> None:
-        """An answer withdrawn once some of it was posted (its posts noted): the turn, and the
-        messages it covers (a burst's), recorded done with what it posted, as a live attempt
-        withdrawn midway ends; else its retry, finding no outbox, would answer again (past Discord's
-        nonce window, or through a webhook, which takes no nonce: a second answer). One posted not
-        at all is only dropped: its retry answers afresh. Never over another turn's record."""
+        """A reply to someone else, withdrawn (deleted) once some of it was posted (its posts noted):
+        the turn recorded done with what it posted, as a live attempt withdrawn midway ends; else its
+        retry, finding no outbox, would answer again (past Discord's nonce window, or through a
+        webhook, which takes no nonce). A burst's covered messages keep the marks that end their
+        jobs; a reply posted not at all is only dropped (its retry answers afresh); the author's own
+        retries are withdrawn at their read. Content-free, never over another attempt's record."""
         reply_ids = tuple(str(reply_id) for reply_id in (outbox or {}).get("reply_ids", ()))
         if outbox is None or not reply_ids:
             return
-        source, turn_id = str(outbox["source"]), str(outbox["turn_id"])
-        persona_id = persona_of_record(turn_id)
         outcome = TurnOutcome(reply_ids=reply_ids, apologised=bool(outbox.get("apologised")))
-        writes = [
-            self.op_record(source, turn_id, outcome, at),
-            *(
-                self.op_covered(source, record_id_of(str(m), persona_id), turn_id, reply_ids, at)
-                for m in outbox.get("covers", ())
-            ),
-        ]
-        for write in writes:  # each on its own: one refused (already recorded) stops none of the others
-            try:
-                self._table.transact_write([write])
-            except TransactionCancelled as exc:
-                if not all(reason.condition_failed for reason in exc.reasons):
-                    raise
+        with suppress(ConditionFailed):
+            self._table.put(
+                _record_item(str(outbox["source"]), str(outbox["turn_id"]), outcome, at),
+                condition="attribute_not_exists(pk)",
+            )
 
 
 RATE_WINDOW_SECONDS = 60
