@@ -157,15 +157,14 @@ class TurnLedger:
                 return dropped
 
     def _record_withdrawn(self, outbox: Item | None, at: datetime) -> None:
-        """A reply to someone else, withdrawn (deleted) once some of it was posted (its posts noted):
-        the turn recorded done with what it posted, as a live attempt withdrawn midway ends; else its
-        retry, finding no outbox, would answer again (past Discord's nonce window, or through a
-        webhook, which takes no nonce). A burst's covered messages keep the marks that end their
-        jobs; a reply posted not at all is only dropped (its retry answers afresh); the author's own
-        retries are withdrawn at their read. Content-free, never over another attempt's record."""
-        reply_ids = tuple(str(reply_id) for reply_id in (outbox or {}).get("reply_ids", ()))
-        if outbox is None or not reply_ids:
+        """A reply to someone else, withdrawn once some of it was posted (its posts noted): the turn
+        recorded done with what it posted, as a live attempt withdrawn midway ends, so that its retry
+        does not answer again (past Discord's nonce window, or through a webhook, no nonce stops it).
+        One posted not at all is only dropped: its retry answers afresh. The author's own retries are
+        withdrawn at their read; a burst's covered messages keep their marks. Never over a record."""
+        if outbox is None or not outbox.get("reply_ids"):
             return
+        reply_ids = tuple(str(reply_id) for reply_id in outbox["reply_ids"])
         outcome = TurnOutcome(reply_ids=reply_ids, apologised=bool(outbox.get("apologised")))
         with suppress(ConditionFailed):
             self._table.put(

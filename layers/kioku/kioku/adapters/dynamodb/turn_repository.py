@@ -130,6 +130,10 @@ class TurnRepository:
         ]
         loaded = self._stm.load_turn(memory, extra_keys=extra)
         found = loaded.extra
+        later_found = {rid: (found.get(later_at[rid]), found.get(later_outboxes[rid])) for rid in later}
+        taken = frozenset(
+            rid for rid, (record, outbox) in later_found.items() if _taken(record, outbox, key.turn_id)
+        )
         return TurnRead(
             memory=loaded,
             done=outcome_from_item(found.get(done_at)),
@@ -139,15 +143,10 @@ class TurnRepository:
             recall_lineage=recall_lineage,
             recall_people=people,
             webhook=webhook_from_item(found.get(hook_at)) if hook_at else None,
-            later_done=frozenset(
-                record_id
-                for record_id in later
-                if _taken(found.get(later_at[record_id]), found.get(later_outboxes[record_id]), key.turn_id)
-            ),
+            later_done=taken,
+            # recorded, yet not taken: this turn's own marks, left by an attempt that kept its answer
             later_marked=frozenset(
-                record_id
-                for record_id in later
-                if _marked(found.get(later_at[record_id]), found.get(later_outboxes[record_id]), key.turn_id)
+                rid for rid, (record, _) in later_found.items() if record and rid not in taken
             ),
         )
 
@@ -474,11 +473,6 @@ def _taken(record: Item | None, outbox: Item | None, turn_id: str) -> bool:
     a record (not this turn's own mark, left by an attempt of it that kept its answer) or an outbox
     of its own (an attempt of its own under way: covering it would answer it twice)."""
     return outbox is not None or (record is not None and record.get(COVERED_BY) != turn_id)
-
-
-def _marked(record: Item | None, outbox: Item | None, turn_id: str) -> bool:
-    """Whether a later turn is marked covered by turn ``turn_id`` (an attempt of it kept its answer)."""
-    return outbox is None and record is not None and record.get(COVERED_BY) == turn_id
 
 
 def _optional_str(value: Any) -> str | None:
