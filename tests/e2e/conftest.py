@@ -3,6 +3,7 @@ signed POSTs Discord and the relay make."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -12,6 +13,7 @@ import httpx
 import pytest
 
 from kioku import clock
+from kioku.playground.events import component_click, slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import OpenAIStandIn, completion_body
 from kioku.signatures import sign_request
@@ -52,6 +54,31 @@ def signed_post(stack: LocalStack, endpoint: str, body: bytes, signing_key: str)
     """POST ``body`` to one of the stack's Function URLs, signed as Discord or the relay signs."""
     headers = {"content-type": "application/json", **sign_request(signing_key, body)}
     return httpx.post(stack.urls[endpoint], content=body, headers=headers, timeout=10)
+
+
+def interact(stack: LocalStack, payload: dict[str, Any]) -> dict[str, Any]:
+    """``payload`` posted to the interactions endpoint as Discord signs it: its answer."""
+    response = signed_post(stack, "interactions", json.dumps(payload).encode(), stack.signing_key)
+    response.raise_for_status()
+    return response.json()
+
+
+def forget_all_as(stack: LocalStack, person: dict[str, Any], channel: str = GENERAL) -> None:
+    """``person`` runs ``/personal memories forget-all`` in ``channel`` and confirms it, as Discord
+    sends both."""
+    command = slash_command(
+        stack.application_id,
+        "personal",
+        "memories forget-all",
+        guild_id=GUILD,
+        channel_id=channel,
+        user_id=person["id"],
+        interaction_id=stack.discord.new_id(),
+    )
+    asked = interact(stack, command)
+    (confirm,) = [b for row in asked["data"]["components"] for b in row["components"] if b["style"] == 4]
+    done = interact(stack, component_click({**command, "id": stack.discord.new_id()}, confirm["custom_id"]))
+    assert done["data"]["embeds"][0]["title"] == "Done"
 
 
 def relay_post(

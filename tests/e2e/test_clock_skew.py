@@ -28,6 +28,7 @@ from kioku.domain.models import Persona
 from kioku.domain.stm.entries import CrudeMessage, StmAddress, StmEntry, StmLimits, live_crude
 from kioku.playground.stack import LocalStack
 from kioku.playground.standins import completion_body
+from tests.e2e.conftest import forget_all_as
 from tests.e2e.crash_harness import CrashWorld, crash_world
 from tests.e2e.test_turn_crash_points import (
     GUILD,
@@ -35,7 +36,6 @@ from tests.e2e.test_turn_crash_points import (
     answer,
     assert_delivered_and_captured_once,
     chunk_post,
-    forget_all_as,
     new_channel_and_person,
     queue_message,
 )

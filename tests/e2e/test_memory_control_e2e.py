@@ -13,9 +13,9 @@ from kioku.adapters.dynamodb.table import KiokuTable
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
-from kioku.playground.events import component_click, slash_command
+from kioku.playground.events import slash_command
 from kioku.playground.standins import completion_body
-from tests.e2e.conftest import GENERAL, GUILD, relay_post, signed_post
+from tests.e2e.conftest import GENERAL, GUILD, forget_all_as, relay_post, signed_post
 
 pytestmark = pytest.mark.e2e
 
@@ -81,24 +81,6 @@ REMEMBER_TEA = completion_body(
         )
     ]
 )
-
-
-def forget_all_as(stack, person: dict) -> None:
-    """``person`` runs ``/personal memories forget-all`` and confirms, as Discord sends it."""
-    command = slash_command(
-        stack.application_id,
-        "personal",
-        "memories forget-all",
-        guild_id=GUILD,
-        channel_id=CHANNEL,
-        user_id=person["id"],
-        interaction_id=stack.discord.new_id(),
-    )
-    asked = signed_post(stack, "interactions", json.dumps(command).encode(), stack.signing_key).json()
-    (confirm,) = [b for row in asked["data"]["components"] for b in row["components"] if b["style"] == 4]
-    click = component_click({**command, "id": stack.discord.new_id()}, confirm["custom_id"])
-    done = signed_post(stack, "interactions", json.dumps(click).encode(), stack.signing_key)
-    assert done.json()["data"]["embeds"][0]["title"] == "Done"
 
 
 def what_kioku_keeps_of(stack, person: dict) -> dict:

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from kioku.adapters.dynamodb.keys import turn_record_key
 from kioku.adapters.dynamodb.ltm_store import DynamoMemoryStore
 from kioku.adapters.dynamodb.stm_store import StmStore
 from kioku.adapters.dynamodb.table import KiokuTable
@@ -27,11 +28,12 @@ from kioku.adapters.turn_queue import REASON_ATTRIBUTE
 from kioku.domain.ltm.memory import ScopeKind
 from kioku.domain.models import Persona
 from kioku.domain.stm.entries import StmAddress
-from kioku.domain.turn_jobs import TurnJob
-from kioku.playground.events import component_click, slash_command
+from kioku.domain.turn_jobs import TurnJob, record_id_of
+from kioku.playground.events import slash_command
 from kioku.playground.stack import LocalStack, gateway_dispatch
 from kioku.playground.standins import EmbeddingsStandIn, OpenAIStandIn, RecordedRequest, completion_body
 from kioku.signatures import sign_request
+from tests.e2e.conftest import forget_all_as, interact
 from tests.e2e.crash_harness import CrashHarness, Fault, add_luna, crash_world
 
 pytestmark = pytest.mark.e2e
@@ -726,14 +728,7 @@ def test_a_covering_turn_retried_covering_fewer_leaves_none_of_its_messages_unan
     world, monkeypatch, fault
 ):
     stack, llm, harness = world
-    channel, alice = new_channel_and_person(stack)
-    bob = stack.discord.seed_user("bob", global_name="Bob")
-    stack.discord.seed_member(GUILD, bob)
-    # Bob speaks before the channel answers every message (no turn of his): a participant of Alice's
-    stack.discord.seed_message(channel, bob, "I only drink coffee")
-    make_always(stack, channel)
-    monkeypatch.setattr(llm, "_responder", _remembering_bob(llm))
-    burst = [relay_message(stack, channel, alice, text) for text in BURST]
+    channel, alice, bob, burst = _a_burst_remembering_bob(stack, llm, monkeypatch)
 
     # Given the worker taking Alice's first message (and the two after it) killed once it kept its
     # answer, whose "Memory saved" notice quotes Bob, before its first post or right after it (not
@@ -790,14 +785,8 @@ def test_an_answer_withdrawn_after_its_first_posts_is_never_posted_again_by_its_
     world, luna, monkeypatch, persona
 ):
     stack, llm, harness = world
-    channel, alice = new_channel_and_person(stack)
-    bob = stack.discord.seed_user("bob", global_name="Bob")
-    stack.discord.seed_member(GUILD, bob)
-    stack.discord.seed_message(channel, bob, "I only drink coffee")
-    make_always(stack, channel)
-    monkeypatch.setattr(llm, "_responder", _remembering_bob(llm))
     called = "Luna, " if persona == "luna" else ""
-    burst = [relay_message(stack, channel, alice, called + text) for text in BURST]
+    channel, alice, bob, burst = _a_burst_remembering_bob(stack, llm, monkeypatch, called)
 
     # Given the worker answering Alice's three messages (a memory of Bob's in its notice) killed once
     # its second chunk is posted (the first one noted), then Bob forgetting everything, which
@@ -819,10 +808,9 @@ def test_an_answer_withdrawn_after_its_first_posts_is_never_posted_again_by_its_
     posted = [m for m in stack.discord.channel_messages(channel) if ours(m)]
     assert [m["content"].split(":")[0] for m in posted] == ["Part 1", "Part 2"]
     assert len(llm.bodies) == asked
-    done = {i["pk"]["S"]: i for i in _table_items(stack) if i["sk"]["S"] == "DONE"}
-    records = [[r for pk, r in done.items() if message["id"] in pk] for message in burst]
-    assert [len(r) for r in records] == [1, 1, 1]
-    assert _reply_ids(records[0][0]) == [posted[0]["id"]]
+    records = _records_of(stack, burst, persona=LUNA_ID if persona == "luna" else None)
+    assert list(records) == [m["id"] for m in burst]
+    assert _reply_ids(records[burst[0]["id"]]) == [posted[0]["id"]]
     assert _outboxes_of(stack, alice) == [] and _outboxes_of(stack, bob) == []
 
 
@@ -849,6 +837,21 @@ def test_a_covering_turn_whose_author_forgot_everything_since_its_keep_asks_the_
     assert _outboxes_of(stack, alice) == []
 
 
+def _a_burst_remembering_bob(
+    stack: LocalStack, llm: OpenAIStandIn, monkeypatch: pytest.MonkeyPatch, called: str = ""
+) -> tuple[str, dict[str, Any], dict[str, Any], list[dict[str, Any]]]:
+    """Alice's three messages (each starting with ``called``) in a new always channel, where Bob spoke
+    before (no turn of his: a participant of hers), and a model that saves a memory about Bob first:
+    the channel, Alice, Bob and her messages."""
+    channel, alice = new_channel_and_person(stack)
+    bob = stack.discord.seed_user("bob", global_name="Bob")
+    stack.discord.seed_member(GUILD, bob)
+    stack.discord.seed_message(channel, bob, "I only drink coffee")
+    make_always(stack, channel)
+    monkeypatch.setattr(llm, "_responder", _remembering_bob(llm))
+    return channel, alice, bob, [relay_message(stack, channel, alice, called + text) for text in BURST]
+
+
 def _remembering_bob(llm: OpenAIStandIn):
     """The model saves a memory about Bob first, then answers, each answer its own words."""
 
@@ -865,42 +868,14 @@ def _remembering_bob(llm: OpenAIStandIn):
     return respond
 
 
-def forget_all_as(stack: LocalStack, person: dict[str, Any], channel: str) -> None:
-    """``person`` runs ``/personal memories forget-all`` in ``channel`` and confirms it, as Discord
-    sends both."""
-    command = slash_command(
-        stack.application_id,
-        "personal",
-        "memories forget-all",
-        guild_id=GUILD,
-        channel_id=channel,
-        user_id=person["id"],
-        interaction_id=stack.discord.new_id(),
-    )
-    asked = interact(stack, command)
-    (confirm,) = [b for row in asked["data"]["components"] for b in row["components"] if b["style"] == 4]
-    done = interact(stack, component_click({**command, "id": stack.discord.new_id()}, confirm["custom_id"]))
-    assert done["data"]["embeds"][0]["title"] == "Done"
-
-
-def interact(stack: LocalStack, payload: dict[str, Any]) -> dict[str, Any]:
-    """``payload`` signed and posted to the interactions endpoint, as Discord sends it: its answer."""
-    body = json.dumps(payload).encode()
-    headers = {"content-type": "application/json", **sign_request(stack.signing_key, body)}
-    response = httpx.post(stack.urls["interactions"], content=body, headers=headers, timeout=10)
-    response.raise_for_status()
-    return response.json()
-
-
-def _records_of(stack: LocalStack, messages: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
-    """The records that ``messages`` (main persona turns) are done, by message id: those there are."""
+def _records_of(
+    stack: LocalStack, messages: list[dict[str, Any]], persona: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """The records that the turns of ``messages`` spoken by ``persona`` (None: the main one) are done,
+    by message id: those there are."""
     done = {i["pk"]["S"]: i for i in _table_items(stack) if i["sk"]["S"] == "DONE"}
-    return {
-        m["id"]: done[pk]
-        for m in messages
-        for pk in done
-        if pk.startswith("TURN#") and pk.endswith(f"#{m['id']}")
-    }
+    keys = {m["id"]: turn_record_key("message", record_id_of(m["id"], persona)).pk for m in messages}
+    return {message_id: done[pk] for message_id, pk in keys.items() if pk in done}
 
 
 def _reply_ids(record: dict[str, Any] | None) -> list[str]:

@@ -16,8 +16,7 @@ from kioku.playground.events import message_command, slash_command
 from kioku.playground.standins import completion_body
 from kioku.services.commands.registry import WHY_THIS_ANSWER as NAME
 from kioku.services.commands.why_answer import NOT_A_REPLY
-from tests.e2e.conftest import GENERAL, GUILD, relay_post, signed_post
-from tests.e2e.test_memory_control_e2e import forget_all_as
+from tests.e2e.conftest import GENERAL, GUILD, forget_all_as, relay_post, signed_post
 
 pytestmark = pytest.mark.e2e
 

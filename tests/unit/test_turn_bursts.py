@@ -4,7 +4,6 @@ the turn marked some covered, whose answer a forget-all withdrew since: exactly 
 
 from __future__ import annotations
 
-from dataclasses import replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -12,11 +11,13 @@ import pytest
 
 from kioku.discord.models import parse_message
 from kioku.domain.conditions import StoreFailed
-from kioku.domain.models import ServerConfig, UserProfile
+from kioku.domain.models import Persona, ServerConfig, UserProfile
 from kioku.domain.stm.context import StmState
+from kioku.domain.stm.entries import StmLimits
 from kioku.domain.turn import Outbox, RateTaken
 from kioku.domain.turn_jobs import TurnJob
-from kioku.domain.turn_read import TurnMemoryLoad, TurnMemoryQuery, TurnRead
+from kioku.domain.turn_read import TurnMemoryLoad, TurnRead
+from kioku.services.stm import turn_memory_query
 from kioku.services.turn_bursts import covered, later_records
 from tests.unit.ltm_fakes import settings
 from tests.unit.test_addressing import BOT_ID, CHANNEL_ID, GUILD_ID, guild_message
@@ -43,26 +44,28 @@ def job() -> TurnJob:
 
 
 def read(config: ServerConfig, **fields: Any) -> TurnRead:
-    query = TurnMemoryQuery(
+    """The turn's read in a server configured as ``config`` (``fields``: its outbox, its later turns)."""
+    author = job().author.id
+    query = turn_memory_query(
         guild_id=GUILD_ID,
         channel_id=CHANNEL_ID,
-        user_id=job().author.id,
+        user_id=author,
         parent_channel_id=None,
-        persona_hint="kioku",
-        active_since=NOW,
-        other_limit=3,
+        now=NOW,
+        limits=StmLimits(),
+        guessed=Persona(),
     )
-    memory = TurnMemoryLoad(config, UserProfile(job().author.id), StmState())
-    turn_read = TurnRead(
+    memory = TurnMemoryLoad(config, UserProfile(author), StmState())
+    fields.setdefault("outbox", None)
+    return TurnRead(
         memory=memory,
         done=None,
-        outbox=None,
         author_forgotten_at=None,
         query=query,
         recall_lineage=1,
         recall_people=(),
+        **fields,
     )
-    return replace(turn_read, **fields)
 
 
 def answered(rates: CountingRates, turn_read: TurnRead, later=None) -> list[str]:
